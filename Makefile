@@ -1,0 +1,33 @@
+# The two commands a newcomer needs:
+#   make demo   - set up and run the main job on the embedded defaults
+#   make test   - set up and run the whole test suite (what CI runs)
+PY ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint typecheck bench clean
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip >/dev/null
+	$(BIN)/python -m pip install -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+demo: setup
+	$(BIN)/python -m examples.demo
+
+test: setup
+	$(BIN)/python -m pytest -q -ra
+
+lint: setup
+	$(BIN)/ruff check platform_streams tests bench examples
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python -m pip install -e '.[bench]' >/dev/null
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache
