@@ -1,0 +1,67 @@
+"""``StreamsBuilder``: the entry point of the DSL."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from platform_streams.dsl.kstream import KStream
+from platform_streams.dsl.naming import NameGenerator
+from platform_streams.dsl.options import Consumed, Materialized
+from platform_streams.topology.topology import Topology
+
+if TYPE_CHECKING:
+    from platform_streams.dsl.ktable import GlobalKTable, KTable
+
+
+class StreamsBuilder:
+    """Builds a :class:`Topology` from streams and tables (Kafka Streams' ``StreamsBuilder``)."""
+
+    def __init__(self) -> None:
+        self.topology = Topology()
+        self.names = NameGenerator()
+
+    def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> KStream:
+        """A stream over one or more topics."""
+        consumed = consumed or Consumed()
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        name = self.names.name("KSTREAM-SOURCE-", consumed.name)
+        self.topology.add_source(
+            name,
+            *topic_list,
+            key_serde=consumed.key_serde,
+            value_serde=consumed.value_serde,
+            timestamp_extractor=consumed.timestamp_extractor,
+            offset_reset=consumed.offset_reset,
+        )
+        return KStream(
+            self,
+            name,
+            key_serde=consumed.key_serde,
+            value_serde=consumed.value_serde,
+            source_topics=frozenset(topic_list),
+        )
+
+    def table(
+        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """A table over a topic: the latest value per key, backed by a state store."""
+        from platform_streams.dsl.ktable import source_table
+
+        return source_table(self, topic, consumed or Consumed(), materialized)
+
+    def global_table(
+        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+    ) -> GlobalKTable:
+        """A table fully replicated on every instance, for joins by any key."""
+        from platform_streams.dsl.ktable import source_global_table
+
+        return source_global_table(self, topic, consumed or Consumed(), materialized)
+
+    def add_state_store(self, store_builder: object) -> StreamsBuilder:
+        """Add a store for Processor API processors used through ``KStream.process``."""
+        self.topology.add_state_store(store_builder)  # type: ignore[arg-type]
+        return self
+
+    def build(self) -> Topology:
+        """The topology built so far (the builder stays usable)."""
+        return self.topology

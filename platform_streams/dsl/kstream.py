@@ -1,0 +1,291 @@
+"""``KStream``: a record stream and its stateless operators.
+
+Every operator adds one node to the builder's topology and returns a new
+``KStream`` over that node. Operators that may change the key (``map``,
+``flat_map``, ``select_key``) mark the result as needing a repartition before
+any grouping or join, exactly as Kafka Streams does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.dsl.naming import takes_key
+from platform_streams.dsl.options import Branched, Grouped, Named, Produced, Repartitioned, name_of
+from platform_streams.errors import TopologyError
+from platform_streams.serde import Serde
+from platform_streams.topology.nodes import InternalTopic, OpKind, StatelessOp, repartition_topic_config
+
+if TYPE_CHECKING:
+    from platform_streams.dsl.builder import StreamsBuilder
+    from platform_streams.dsl.grouped_stream import KGroupedStream
+    from platform_streams.dsl.ktable import KTable
+    from platform_streams.dsl.options import Materialized
+
+Predicate = Callable[[Any, Any], bool]
+
+
+class KStream:
+    """An unbounded stream of key-value records (Kafka Streams' ``KStream``)."""
+
+    def __init__(
+        self,
+        builder: StreamsBuilder,
+        node_name: str,
+        *,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        repartition_required: bool = False,
+        source_topics: frozenset[str] = frozenset(),
+    ) -> None:
+        self._builder = builder
+        self.node_name = node_name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.repartition_required = repartition_required
+        #: the topics this stream's records come from (for co-partitioning checks)
+        self.source_topics = source_topics
+
+    # -- stateless operators ----------------------------------------------------------------
+
+    def filter(self, predicate: Predicate, named: Named | str | None = None) -> KStream:
+        """Keep records for which ``predicate(key, value)`` is true."""
+        return self._op("KSTREAM-FILTER-", "filter", predicate, named)
+
+    def filter_not(self, predicate: Predicate, named: Named | str | None = None) -> KStream:
+        """Drop records for which ``predicate(key, value)`` is true."""
+        return self._op("KSTREAM-FILTER-", "filter_not", predicate, named)
+
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], named: Named | str | None = None) -> KStream:
+        """Replace each record by ``mapper(key, value) -> (new_key, new_value)``."""
+        return self._op("KSTREAM-MAP-", "map", mapper, named, key_changed=True, serdes_kept=False)
+
+    def map_values(self, mapper: Callable[..., Any], named: Named | str | None = None) -> KStream:
+        """New value from ``mapper(value)`` or ``mapper(key, value)``; the key is unchanged."""
+        kind: OpKind = "map_values_with_key" if takes_key(mapper) else "map_values"
+        return self._op("KSTREAM-MAPVALUES-", kind, mapper, named, value_serde_kept=False)
+
+    def flat_map(
+        self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], named: Named | str | None = None
+    ) -> KStream:
+        """Zero or more ``(key, value)`` records per input record."""
+        return self._op("KSTREAM-FLATMAP-", "flat_map", mapper, named, key_changed=True, serdes_kept=False)
+
+    def flat_map_values(self, mapper: Callable[..., Iterable[Any]], named: Named | str | None = None) -> KStream:
+        """Zero or more values per input record, keeping its key."""
+        kind: OpKind = "flat_map_values_with_key" if takes_key(mapper) else "flat_map_values"
+        return self._op("KSTREAM-FLATMAPVALUES-", kind, mapper, named, value_serde_kept=False)
+
+    def select_key(self, mapper: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
+        """New key from ``mapper(key, value)``; the value is unchanged."""
+        return self._op("KSTREAM-KEY-SELECT-", "select_key", mapper, named, key_changed=True, key_serde_kept=False)
+
+    def peek(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> KStream:
+        """Call ``action(key, value)`` for each record and pass it on unchanged."""
+        return self._op("KSTREAM-PEEK-", "peek", action, named)
+
+    def foreach(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> None:
+        """Call ``action(key, value)`` for each record (terminal)."""
+        self._op("KSTREAM-FOREACH-", "foreach", action, named)
+
+    def merge(self, other: KStream, named: Named | str | None = None) -> KStream:
+        """Records of both streams, in the order they are processed."""
+        if other._builder is not self._builder:
+            raise TopologyError("cannot merge streams from different StreamsBuilders")
+        name = self._builder.names.name("KSTREAM-MERGE-", name_of(named))
+        self._builder.topology.add_stateless(name, StatelessOp("passthrough"), self.node_name, other.node_name)
+        same = self.key_serde == other.key_serde and self.value_serde == other.value_serde
+        return KStream(
+            self._builder,
+            name,
+            key_serde=self.key_serde if same else None,
+            value_serde=self.value_serde if same else None,
+            repartition_required=self.repartition_required or other.repartition_required,
+            source_topics=self.source_topics | other.source_topics,
+        )
+
+    def split(self, named: Named | str | None = None) -> BranchedKStream:
+        """Route each record to the first branch whose predicate matches (KIP-418)."""
+        name = self._builder.names.name("KSTREAM-BRANCH-", name_of(named))
+        self._builder.topology.add_stateless(name, StatelessOp("branch"), self.node_name)
+        return BranchedKStream(self, name, prefix=name_of(named) or name)
+
+    # -- sinks, repartitioning, processors ------------------------------------------------
+
+    def to(self, topic: str | Callable[[Any, Any, Any], str], produced: Produced | None = None) -> None:
+        """Write to ``topic`` (or to the topic ``topic(key, value, record_metadata)`` returns)."""
+        produced = produced or Produced()
+        name = self._builder.names.name("KSTREAM-SINK-", produced.name)
+        self._builder.topology.add_sink(
+            name,
+            topic,
+            self.node_name,
+            key_serde=produced.key_serde or self.key_serde,
+            value_serde=produced.value_serde or self.value_serde,
+            partitioner=produced.partitioner,
+        )
+
+    def repartition(self, repartitioned: Repartitioned | None = None) -> KStream:
+        """Write through an internal ``<name>-repartition`` topic, partitioned by the current key."""
+        rep = repartitioned or Repartitioned()
+        base = rep.name or self._builder.names.name("KSTREAM-REPARTITION-")
+        return self._through_repartition_topic(
+            base,
+            key_serde=rep.key_serde or self.key_serde,
+            value_serde=rep.value_serde or self.value_serde,
+            num_partitions=rep.num_partitions,
+            partitioner=rep.partitioner,
+            node_names=(f"{base}-repartition-filter", f"{base}-repartition-sink", f"{base}-repartition-source"),
+        )
+
+    def process(
+        self, supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
+    ) -> KStream:
+        """Run a Processor API processor (``supplier()`` per task) with access to ``store_names``."""
+        name = self._builder.names.name("KSTREAM-PROCESSOR-", name_of(named))
+        topology = self._builder.topology
+        topology.add_processor(name, supplier, self.node_name)
+        for store in store_names:
+            topology.connect_processor_and_state_stores(name, store)
+        return KStream(self._builder, name, repartition_required=True, source_topics=self.source_topics)
+
+    def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
+        """Group by the current key (repartitioning first if the key may have changed)."""
+        from platform_streams.dsl.grouped_stream import KGroupedStream
+
+        grouped = grouped or Grouped()
+        return KGroupedStream(
+            self._builder,
+            self,
+            key_serde=grouped.key_serde or self.key_serde,
+            value_serde=grouped.value_serde or self.value_serde,
+            repartition_name=grouped.name,
+            repartition_required=self.repartition_required,
+        )
+
+    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
+        """Group by ``selector(key, value)``: a ``select_key`` then a grouping with repartition."""
+        grouped = grouped or Grouped()
+        rekeyed = self._op("KSTREAM-KEY-SELECT-", "select_key", selector, None, key_changed=True, key_serde_kept=False)
+        return rekeyed.group_by_key(grouped)
+
+    def to_table(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
+        """Interpret the stream as a changelog: the latest value per key (None deletes)."""
+        from platform_streams.dsl.ktable import stream_to_table
+
+        return stream_to_table(self, name_of(named), materialized)
+
+    # -- internals ------------------------------------------------------------------------
+
+    @property
+    def builder(self) -> StreamsBuilder:
+        return self._builder
+
+    def _op(
+        self,
+        prefix: str,
+        kind: OpKind,
+        fn: Callable[..., Any],
+        named: Named | str | None,
+        *,
+        key_changed: bool = False,
+        serdes_kept: bool = True,
+        key_serde_kept: bool = True,
+        value_serde_kept: bool = True,
+    ) -> KStream:
+        if not callable(fn):
+            raise TopologyError(f"{kind} needs a callable, got {fn!r}")
+        name = self._builder.names.name(prefix, name_of(named))
+        self._builder.topology.add_stateless(name, StatelessOp(kind, (fn,)), self.node_name)
+        return KStream(
+            self._builder,
+            name,
+            key_serde=self.key_serde if serdes_kept and key_serde_kept else None,
+            value_serde=self.value_serde if serdes_kept and value_serde_kept else None,
+            repartition_required=self.repartition_required or key_changed,
+            source_topics=self.source_topics,
+        )
+
+    def _through_repartition_topic(
+        self,
+        base: str,
+        *,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        num_partitions: int | None,
+        partitioner: Callable[[str, Any, Any, int], int | None] | None,
+        node_names: tuple[str, str, str] | None = None,
+    ) -> KStream:
+        """Insert filter(non-null key) -> sink -> internal topic -> source; return the new stream."""
+        builder = self._builder
+        topic = f"{base}-repartition"
+        builder.topology.add_internal_topic(
+            InternalTopic(topic, "repartition", num_partitions, repartition_topic_config())
+        )
+        if node_names is None:
+            filter_name = builder.names.name("KSTREAM-FILTER-")
+            sink_name = builder.names.name("KSTREAM-SINK-")
+            source_name = builder.names.name("KSTREAM-SOURCE-")
+        else:
+            filter_name, sink_name, source_name = node_names
+        builder.topology.add_stateless(filter_name, StatelessOp("filter", (_key_not_none,)), self.node_name)
+        builder.topology.add_sink(
+            sink_name, topic, filter_name, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner
+        )
+        builder.topology.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde)
+        return KStream(
+            builder, source_name, key_serde=key_serde, value_serde=value_serde, source_topics=frozenset({topic})
+        )
+
+
+def _key_not_none(key: Any, value: Any) -> bool:
+    """Records with a null key cannot be partitioned by key: Kafka Streams drops them."""
+    return key is not None
+
+
+class BranchedKStream:
+    """The result of ``KStream.split()``: add branches, then take the map of streams."""
+
+    def __init__(self, stream: KStream, node_name: str, prefix: str) -> None:
+        self._stream = stream
+        self._node_name = node_name
+        self._prefix = prefix
+        self._predicates: list[Predicate] = []
+        self._result: dict[str, KStream | None] = {}
+
+    def branch(self, predicate: Predicate, branched: Branched | None = None) -> BranchedKStream:
+        """Records matching ``predicate`` (and no earlier branch) go to this branch."""
+        self._predicates.append(predicate)
+        self._add_child(branched, str(len(self._predicates)))
+        self._set_op(has_default=False)
+        return self
+
+    def default_branch(self, branched: Branched | None = None) -> dict[str, KStream | None]:
+        """Records matching no predicate go to the default branch; returns all branches."""
+        self._add_child(branched, "0")
+        self._set_op(has_default=True)
+        return dict(self._result)
+
+    def no_default_branch(self) -> dict[str, KStream | None]:
+        """Records matching no predicate are dropped; returns all branches."""
+        return dict(self._result)
+
+    def _set_op(self, *, has_default: bool) -> None:
+        node = self._stream.builder.topology.node(self._node_name)
+        node.op = StatelessOp("branch", tuple(self._predicates), has_default)  # type: ignore[union-attr]
+
+    def _add_child(self, branched: Branched | None, index: str) -> None:
+        branched = branched or Branched()
+        child_name = self._prefix + (branched.name or index)
+        topology = self._stream.builder.topology
+        topology.add_stateless(child_name, StatelessOp("passthrough"), self._node_name)
+        branch_stream = KStream(
+            self._stream.builder,
+            child_name,
+            key_serde=self._stream.key_serde,
+            value_serde=self._stream.value_serde,
+            repartition_required=self._stream.repartition_required,
+            source_topics=self._stream.source_topics,
+        )
+        self._result[child_name] = branched.chain(branch_stream) if branched.chain else branch_stream

@@ -1,0 +1,77 @@
+"""The Kafka boundary: the only package of platform_streams that imports confluent_kafka.
+
+Everything else reaches Kafka through the names below, so the client library, its
+quirks and the broker's quirks (the embedded Tansu broker differs from Apache Kafka in
+many ways) are dealt with in one place:
+
+* client types and constants re-exported from confluent-kafka (``Consumer``,
+  ``Producer``, ``TopicPartition``, ``Message``, ``KafkaError``, offsets, timestamps);
+* factories that validate and log configurations (:mod:`.clients`);
+* error classification and translation to :class:`~platform_streams.errors.BrokerError`
+  (:mod:`.errors`);
+* a blocking admin facade returning plain data (:mod:`.admin`);
+* a partition range reader that finds the log end from fetches (:mod:`.log_reader`);
+* the embedded broker for local runs and tests (:mod:`.embedded_broker`).
+"""
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
+from platform_streams.kafka.clients import create_admin, create_consumer, create_producer, redact_config
+from platform_streams.kafka.embedded_broker import EmbeddedBroker, find_free_port, run_embedded_broker_forever
+from platform_streams.kafka.errors import (
+    as_kafka_error,
+    is_fatal,
+    is_fenced,
+    is_retriable,
+    is_txn_requires_abort,
+    to_broker_error,
+)
+from platform_streams.kafka.log_reader import high_watermark_from_fetch, read_partition_range
+
+__all__ = [
+    "OFFSET_BEGINNING",
+    "OFFSET_END",
+    "OFFSET_INVALID",
+    "TIMESTAMP_CREATE_TIME",
+    "TIMESTAMP_LOG_APPEND_TIME",
+    "TIMESTAMP_NOT_AVAILABLE",
+    "AdminClient",
+    "Consumer",
+    "EmbeddedBroker",
+    "KafkaAdmin",
+    "KafkaError",
+    "KafkaException",
+    "Message",
+    "Producer",
+    "TopicPartition",
+    "TopicSpec",
+    "as_kafka_error",
+    "create_admin",
+    "create_consumer",
+    "create_producer",
+    "find_free_port",
+    "high_watermark_from_fetch",
+    "is_fatal",
+    "is_fenced",
+    "is_retriable",
+    "is_txn_requires_abort",
+    "read_partition_range",
+    "redact_config",
+    "run_embedded_broker_forever",
+    "to_broker_error",
+]

@@ -1,0 +1,384 @@
+"""Synchronous, timeout-bounded admin operations returning plain Python data.
+
+confluent-kafka's ``AdminClient`` is future-based and returns librdkafka objects; the
+rest of the library (internal-topic management, the reset tool, the CLI, tests) wants
+"do it, wait at most N seconds, give me dicts". :class:`KafkaAdmin` is that facade, and
+it is written for Apache Kafka's contract while tolerating the embedded Tansu broker:
+
+* **No accidental topic creation.** A metadata request that *names* a topic creates it
+  on Tansu (and on Kafka with ``auto.create.topics.enable=true``), so lookups always
+  fetch metadata for all topics and filter locally, and the client is created with
+  ``allow.auto.create.topics=false``.
+* **Create/delete wait for metadata.** CreateTopics/DeleteTopics acknowledge before
+  every broker's metadata reflects the change; callers that produce right after a
+  create would otherwise race, so both wait until metadata agrees.
+* **Config descriptions differ.** Kafka describes every config (defaults included);
+  Tansu returns only the ones set explicitly. A key absent from
+  :meth:`KafkaAdmin.describe_topic_configs` means "broker default".
+* **Group states differ.** Describing an unknown group yields ``DEAD`` on Kafka and
+  ``EMPTY`` on Tansu; Tansu never reports members. Treat both as "no active member".
+* **DeleteRecords** makes Tansu drop the connection; :meth:`KafkaAdmin.supports` probes
+  for it with a throw-away client so the failure cannot disturb this one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ClusterMetadata, ConfigResource, NewTopic, ResourceType
+
+from platform_streams.errors import IllegalStateError, StreamsTimeoutError
+from platform_streams.kafka.clients import create_admin
+from platform_streams.kafka.errors import as_kafka_error, to_broker_error
+
+__all__ = ["KafkaAdmin", "TopicSpec"]
+
+_log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+# Java's ConsumerGroupState names; librdkafka spells two of them differently.
+_GROUP_STATE_NAMES: dict[str, str] = {
+    "PREPARING_REBALANCING": "PREPARING_REBALANCE",
+    "COMPLETING_REBALANCING": "COMPLETING_REBALANCE",
+    "UNKOWN": "UNKNOWN",
+}
+
+_POLL_INTERVAL_S = 0.05
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """What a topic should look like: name, partition count, replication, topic configs.
+
+    ``replication_factor=-1`` asks the broker for its default (KIP-464), which is what a
+    library that does not know the cluster size should do.
+    """
+
+    name: str
+    num_partitions: int
+    replication_factor: int = -1
+    config: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("topic name must not be empty")
+        if self.num_partitions < 1:
+            raise ValueError(f"topic {self.name!r}: num_partitions must be >= 1, got {self.num_partitions}")
+        if self.replication_factor != -1 and self.replication_factor < 1:
+            raise ValueError(
+                f"topic {self.name!r}: replication_factor must be -1 (broker default) or >= 1, "
+                f"got {self.replication_factor}"
+            )
+
+
+class KafkaAdmin:
+    """Blocking admin facade; every call is bounded by a timeout in seconds.
+
+    ``conf`` is a librdkafka admin configuration, or just a bootstrap string. Broker
+    failures raise :class:`platform_streams.errors.BrokerError` (``code`` = Kafka error
+    name); deadlines raise :class:`platform_streams.errors.StreamsTimeoutError`.
+    """
+
+    def __init__(self, conf: Mapping[str, Any] | str, *, request_timeout: float = 10.0) -> None:
+        self._conf: dict[str, Any] = {"bootstrap.servers": conf} if isinstance(conf, str) else dict(conf)
+        self._request_timeout = request_timeout
+        self._client: AdminClient | None = create_admin(self._conf)
+        self._capabilities: dict[str, bool] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Release the client; AdminClient has no close(), dropping it frees librdkafka."""
+        self._client = None
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _admin(self) -> AdminClient:
+        if self._client is None:
+            raise IllegalStateError("KafkaAdmin is closed")
+        return self._client
+
+    # ------------------------------------------------------------------ topics
+
+    def _metadata(self, timeout: float) -> ClusterMetadata:
+        """All-topics metadata: naming a topic in the request could auto-create it."""
+        try:
+            return self._admin().list_topics(timeout=timeout)
+        except KafkaException as exc:
+            raise to_broker_error(exc, "fetch cluster metadata") from exc
+
+    def list_topics(self, timeout: float = 10.0) -> dict[str, int]:
+        """Return ``{topic: partition count}`` for user topics (``__``-prefixed are skipped)."""
+        return {
+            name: count for name, count in self._partition_map(timeout).items() if not name.startswith("__")
+        }
+
+    def _partition_map(self, timeout: float) -> dict[str, int]:
+        topics: dict[str, int] = {}
+        for name, meta in self._metadata(timeout).topics.items():
+            err = meta.error
+            if err is not None and not meta.partitions:
+                continue  # e.g. UNKNOWN_TOPIC_OR_PART for a topic being deleted
+            topics[name] = len(meta.partitions)
+        return topics
+
+    def partition_counts(self, topics: Iterable[str], timeout: float = 10.0) -> dict[str, int | None]:
+        """Return the partition count of each topic, ``None`` for a missing one.
+
+        Never creates a topic (see the module docstring): it lists all topics and filters.
+        """
+        known = self._partition_map(timeout)
+        return {name: known.get(name) for name in topics}
+
+    def _ready(self, meta: ClusterMetadata, name: str, partitions: int | None) -> bool:
+        """True once ``name`` is in metadata, fully led, with ``partitions`` partitions."""
+        topic = meta.topics.get(name)
+        if topic is None or topic.error is not None or not topic.partitions:
+            return False
+        if partitions is not None and len(topic.partitions) != partitions:
+            return False
+        return all(p.error is None and p.leader >= 0 for p in topic.partitions.values())
+
+    def _wait_metadata(self, done: Callable[[ClusterMetadata], bool], deadline: float, what: str) -> None:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StreamsTimeoutError(f"timed out waiting until {what}")
+            if done(self._metadata(max(0.5, min(remaining, self._request_timeout)))):
+                return
+            time.sleep(_POLL_INTERVAL_S)
+
+    def create_topics(self, specs: Iterable[TopicSpec], timeout: float = 30.0) -> dict[str, str]:
+        """Create topics idempotently; return ``{name: "created" | "exists"}``.
+
+        Returns once every topic is visible in metadata (new ones with the requested
+        partition count and a leader for every partition). An existing topic is not
+        compared with its spec: use :meth:`partition_counts` and
+        :meth:`describe_topic_configs` to validate it.
+        """
+        spec_list = list(specs)
+        names = [s.name for s in spec_list]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate topic names in create_topics: {sorted(names)}")
+        if not spec_list:
+            return {}
+        deadline = time.monotonic() + timeout
+        new_topics = [
+            NewTopic(s.name, s.num_partitions, s.replication_factor, config=dict(s.config)) for s in spec_list
+        ]
+        try:
+            futures = self._admin().create_topics(
+                new_topics, operation_timeout=timeout, request_timeout=timeout
+            )
+        except KafkaException as exc:
+            raise to_broker_error(exc, f"create topics {names}") from exc
+        outcome: dict[str, str] = {}
+        for name, future in futures.items():
+            try:
+                self._result(future.result, deadline, f"create topic {name!r}")
+                outcome[name] = "created"
+            except KafkaException as exc:
+                err = as_kafka_error(exc)
+                if err is None or err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise to_broker_error(exc, f"create topic {name!r}") from exc
+                outcome[name] = "exists"
+        wanted = {s.name: (s.num_partitions if outcome[s.name] == "created" else None) for s in spec_list}
+        self._wait_metadata(
+            lambda meta: all(self._ready(meta, n, p) for n, p in wanted.items()),
+            deadline,
+            f"topics {sorted(wanted)} are visible in metadata",
+        )
+        _log.debug("create_topics: %s", outcome)
+        return outcome
+
+    def delete_topics(self, names: Iterable[str], timeout: float = 30.0) -> dict[str, str]:
+        """Delete topics; return ``{name: "deleted" | "missing"}`` once metadata agrees."""
+        name_list = list(dict.fromkeys(names))
+        if not name_list:
+            return {}
+        deadline = time.monotonic() + timeout
+        try:
+            futures = self._admin().delete_topics(
+                name_list, operation_timeout=timeout, request_timeout=timeout
+            )
+        except KafkaException as exc:
+            raise to_broker_error(exc, f"delete topics {name_list}") from exc
+        outcome: dict[str, str] = {}
+        for name, future in futures.items():
+            try:
+                self._result(future.result, deadline, f"delete topic {name!r}")
+                outcome[name] = "deleted"
+            except KafkaException as exc:
+                err = as_kafka_error(exc)
+                if err is None or err.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise to_broker_error(exc, f"delete topic {name!r}") from exc
+                outcome[name] = "missing"
+        self._wait_metadata(
+            lambda meta: not any(n in meta.topics and meta.topics[n].partitions for n in name_list),
+            deadline,
+            f"topics {name_list} are gone from metadata",
+        )
+        return outcome
+
+    def describe_topic_configs(
+        self, names: Iterable[str], timeout: float = 10.0
+    ) -> dict[str, dict[str, str]]:
+        """Return ``{topic: {config: value}}``; missing topics are left out of the result.
+
+        Kafka lists every config including defaults, Tansu only explicitly set ones:
+        an absent key means "broker default". Sensitive/unset (``None``) values are omitted.
+        """
+        deadline = time.monotonic() + timeout
+        existing = self._partition_map(timeout)
+        resources = [ConfigResource(ResourceType.TOPIC, n) for n in dict.fromkeys(names) if n in existing]
+        if not resources:
+            return {}
+        try:
+            futures = self._admin().describe_configs(resources, request_timeout=timeout)
+        except KafkaException as exc:
+            raise to_broker_error(exc, "describe topic configs") from exc
+        result: dict[str, dict[str, str]] = {}
+        for resource, future in futures.items():
+            try:
+                entries = self._result(future.result, deadline, f"describe configs of {resource.name!r}")
+            except KafkaException as exc:
+                err = as_kafka_error(exc)
+                if err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue  # deleted since we listed it
+                raise to_broker_error(exc, f"describe configs of {resource.name!r}") from exc
+            result[resource.name] = {k: e.value for k, e in entries.items() if e.value is not None}
+        return result
+
+    # ------------------------------------------------------------------ groups
+
+    def committed_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[tuple[str, int]] | None = None,
+        timeout: float = 10.0,
+        *,
+        require_stable: bool = False,
+    ) -> dict[tuple[str, int], int | None]:
+        """Return the group's committed offset per ``(topic, partition)``, ``None`` if none.
+
+        With ``partitions=None`` every partition the group has an offset for is returned.
+        Only offsets: commit metadata is not returned because Tansu drops it. Tansu also
+        answers for partitions of topics that do not exist (with "no offset"), and for
+        unknown groups (with nothing), so both brokers yield ``None`` for those.
+        ``require_stable`` (KIP-447) waits out pending transactional commits on Kafka.
+        """
+        wanted = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+        if wanted is not None and not wanted:
+            return {}
+        deadline = time.monotonic() + timeout
+        request = ConsumerGroupTopicPartitions(group_id, wanted)
+        try:
+            futures = self._admin().list_consumer_group_offsets(
+                [request], require_stable=require_stable, request_timeout=timeout
+            )
+            listed = self._result(futures[group_id].result, deadline, f"list offsets of group {group_id!r}")
+        except KafkaException as exc:
+            err = as_kafka_error(exc)
+            if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return {} if wanted is None else {(tp.topic, tp.partition): None for tp in wanted}
+            raise to_broker_error(exc, f"list committed offsets of group {group_id!r}") from exc
+        offsets: dict[tuple[str, int], int | None] = (
+            {} if wanted is None else {(tp.topic, tp.partition): None for tp in wanted}
+        )
+        for tp in listed.topic_partitions or []:
+            if tp.error is not None and tp.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise to_broker_error(tp.error, f"committed offset of {tp.topic}-{tp.partition}")
+            key = (tp.topic, tp.partition)
+            if tp.error is None and tp.offset >= 0:
+                offsets[key] = tp.offset
+            elif wanted is not None:
+                offsets[key] = None
+        return offsets
+
+    def group_state(self, group_id: str, timeout: float = 10.0) -> str:
+        """Return the group state by its Kafka name ("STABLE", "EMPTY", "DEAD", ...).
+
+        An unknown group is "DEAD" on Kafka and "EMPTY" on Tansu: both mean no members.
+        """
+        deadline = time.monotonic() + timeout
+        try:
+            futures = self._admin().describe_consumer_groups([group_id], request_timeout=timeout)
+            desc = self._result(futures[group_id].result, deadline, f"describe group {group_id!r}")
+        except KafkaException as exc:
+            err = as_kafka_error(exc)
+            if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return "DEAD"
+            raise to_broker_error(exc, f"describe group {group_id!r}") from exc
+        name = desc.state.name if desc.state is not None else "UNKNOWN"
+        return _GROUP_STATE_NAMES.get(name, name)
+
+    # ------------------------------------------------------------------ capabilities
+
+    def supports(self, feature: str) -> bool:
+        """Whether the broker supports ``feature``; probed once, then cached.
+
+        Known features: ``"delete_records"`` (purging consumed repartition records).
+        """
+        probes: dict[str, Callable[[], bool]] = {"delete_records": self._probe_delete_records}
+        if feature not in probes:
+            raise ValueError(f"unknown broker feature {feature!r}; known: {sorted(probes)}")
+        if feature not in self._capabilities:
+            self._capabilities[feature] = probes[feature]()
+            _log.info("broker feature %s supported: %s", feature, self._capabilities[feature])
+        return self._capabilities[feature]
+
+    def _probe_delete_records(self) -> bool:
+        """Try DeleteRecords on a scratch topic with a throw-away client.
+
+        Tansu answers DeleteRecords by closing the connection (its handler panics), so the
+        request goes through a separate client whose connection may be lost, bounded by a
+        short timeout; any failure counts as "unsupported". Deleting before offset 0 of an
+        empty partition is a valid no-op on Kafka.
+        """
+        scratch = f"platform-streams-probe-delete-records-{uuid.uuid4().hex[:12]}"
+        self.create_topics([TopicSpec(scratch, 1)], timeout=15.0)
+        try:
+            probe_client = create_admin({**self._conf, "log_level": 0})
+            futures = probe_client.delete_records(
+                [TopicPartition(scratch, 0, 0)], request_timeout=5.0, operation_timeout=5.0
+            )
+            deadline = time.monotonic() + 8.0
+            for future in futures.values():
+                self._result(future.result, deadline, "probe DeleteRecords")
+            return True
+        except (KafkaException, StreamsTimeoutError) as exc:
+            _log.debug("DeleteRecords probe failed: %s", exc)
+            return False
+        finally:
+            try:
+                self.delete_topics([scratch], timeout=15.0)
+            except Exception as exc:  # the probe's verdict matters more than the cleanup
+                _log.warning("could not delete probe topic %s: %s", scratch, exc)
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _result(get: Callable[[float], _T], deadline: float, what: str) -> _T:
+        """Wait for a future's result until ``deadline``; a timeout becomes StreamsTimeoutError."""
+        remaining = max(0.0, deadline - time.monotonic())
+        try:
+            return get(remaining)
+        except TimeoutError as exc:
+            raise StreamsTimeoutError(f"timed out: {what}") from exc

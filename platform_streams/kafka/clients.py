@@ -1,0 +1,145 @@
+"""Factories for librdkafka clients: the one place where Kafka clients get built.
+
+Going through these factories (instead of calling ``Consumer(conf)`` directly) gives
+every client of the library the same three guarantees:
+
+* the configuration is checked before librdkafka sees it (keys must be strings), and a
+  librdkafka configuration error becomes a :class:`StreamsConfigError` (a ``ValueError``)
+  that names the key *as the caller spelled it*, even when librdkafka reports the
+  canonical name of an alias (``acks`` is reported as ``request.required.acks``);
+* the effective configuration is logged at DEBUG with secrets redacted, so "which
+  settings did this client really run with" is answerable from the logs;
+* ``allow.auto.create.topics`` defaults to ``false``: brokers such as Tansu create any
+  unknown topic a producer writes to or a metadata request names, with a default
+  partition count, which would silently break co-partitioning. Topics are always
+  created explicitly (see :class:`platform_streams.kafka.admin.KafkaAdmin`). A caller
+  may still set it to ``true`` explicitly.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from platform_streams.errors import StreamsConfigError
+from platform_streams.kafka.errors import as_kafka_error
+
+__all__ = ["create_admin", "create_consumer", "create_producer", "redact_config"]
+
+_log = logging.getLogger(__name__)
+
+_ClientT = TypeVar("_ClientT")
+
+# Substrings of configuration keys whose values must never reach a log line.
+_SECRET_MARKERS: tuple[str, ...] = (
+    "password",
+    "secret",
+    "jaas",
+    "token",
+    "credential",
+    "oauthbearer.config",
+    "ssl.key.pem",
+    "ssl_key",
+    "ssl.keystore",
+    "basic.auth",
+    "private",
+)
+
+_REDACTED = "[redacted]"
+
+# librdkafka reports the offending property inside double quotes.
+_PROPERTY_IN_MESSAGE = re.compile(r'property:?\s*"([^"]+)"')
+
+
+def redact_config(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``conf`` that is safe to log: secrets and callables are masked."""
+    safe: dict[str, Any] = {}
+    for key, value in conf.items():
+        lowered = str(key).lower()
+        if any(marker in lowered for marker in _SECRET_MARKERS):
+            safe[key] = _REDACTED
+        elif callable(value):
+            safe[key] = f"<callable {getattr(value, '__qualname__', type(value).__name__)}>"
+        else:
+            safe[key] = value
+    return safe
+
+
+def _prepared(conf: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """Validate key types and apply the library-wide defaults (see module docstring)."""
+    bad = [key for key in conf if not isinstance(key, str)]
+    if bad:
+        raise StreamsConfigError(
+            f"{kind} configuration keys must be str, got {', '.join(repr(k) for k in bad)}"
+        )
+    prepared = dict(conf)
+    prepared.setdefault("allow.auto.create.topics", False)
+    return prepared
+
+
+def _culprit_key(
+    build: Callable[[dict[str, Any]], object], conf: Mapping[str, Any], base: Mapping[str, Any]
+) -> str | None:
+    """Find which of the caller's keys librdkafka rejects by trying them one at a time.
+
+    Only used on the error path, when librdkafka named a property the caller did not
+    write (an alias, or a key rejected for its value type). ``log_level=0`` keeps the
+    throw-away clients quiet.
+    """
+    for key, value in conf.items():
+        if key in base:
+            continue
+        try:
+            build({**base, "log_level": 0, key: value})
+        except (KafkaException, ValueError, TypeError):
+            return key
+    return None
+
+
+def _build(
+    factory: Callable[[dict[str, Any]], _ClientT],
+    conf: Mapping[str, Any],
+    kind: str,
+    probe_base: Mapping[str, Any],
+) -> _ClientT:
+    """Create a client, turning librdkafka config errors into a StreamsConfigError."""
+    prepared = _prepared(conf, kind)
+    if _log.isEnabledFor(logging.DEBUG):
+        _log.debug("creating Kafka %s with config %s", kind, redact_config(prepared))
+    try:
+        return factory(prepared)
+    except (KafkaException, ValueError, TypeError) as exc:
+        err = as_kafka_error(exc)
+        reason = err.str() if err is not None else str(exc)
+        match = _PROPERTY_IN_MESSAGE.search(reason)
+        named = match.group(1) if match else None
+        key = named if named in prepared else _culprit_key(factory, prepared, probe_base)
+        if key is None and "group.id" in reason:
+            key = "group.id"
+        if key is None:
+            raise StreamsConfigError(f"invalid Kafka {kind} configuration: {reason}") from exc
+        shown = redact_config({key: prepared.get(key)})[key]
+        alias = f" (librdkafka property {named!r})" if named and named != key else ""
+        raise StreamsConfigError(
+            f"invalid Kafka {kind} configuration key {key!r}={shown!r}{alias}: {reason}"
+        ) from exc
+
+
+def create_consumer(conf: Mapping[str, Any]) -> Consumer:
+    """Create a ``Consumer``; ``group.id`` is required by librdkafka even for assign()."""
+    return _build(Consumer, conf, "consumer", {"group.id": "platform-streams-config-check"})
+
+
+def create_producer(conf: Mapping[str, Any]) -> Producer:
+    """Create a ``Producer`` (transactional or not: that is decided by ``conf``)."""
+    return _build(Producer, conf, "producer", {})
+
+
+def create_admin(conf: Mapping[str, Any]) -> AdminClient:
+    """Create a raw ``AdminClient``; most code wants :class:`KafkaAdmin` instead."""
+    return _build(AdminClient, conf, "admin", {})

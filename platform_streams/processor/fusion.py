@@ -1,0 +1,218 @@
+"""Fuse chains of stateless operators into one generated Python function.
+
+A filter -> map_values -> to chain in Kafka Streams is three node hops per record.
+Here the source, every stateless operator with a single parent and every plain
+sink below it are emitted as straight-line Python (``if pred(k, v):``,
+``v1 = mapper(v)``, ``send(...)``) and compiled once per task; user functions are
+bound as default arguments so each is a local-variable call. Nodes that cannot be
+inlined (stateful processors, merges with several parents, sinks with custom
+partitioners) are called through their entry function.
+
+Each generated function gets a unique pseudo file name whose line numbers map
+back to node names, so an exception raised by a user lambda can still name the
+DSL node it came from (:func:`node_of_traceback`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode, SourceNode
+
+_counter = itertools.count()
+#: pseudo file name -> {line number -> node name}
+_LINE_MAPS: dict[str, dict[int, str]] = {}
+
+
+class _Emitter:
+    """Accumulates generated lines, bound objects and the line -> node map."""
+
+    def __init__(
+        self,
+        nodes: Mapping[str, Node],
+        entry_of: Callable[[str], Callable[..., None]],
+        sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
+    ) -> None:
+        self.nodes = nodes
+        self.entry_of = entry_of
+        self.sink_parts = sink_parts
+        self.lines: list[str] = []
+        self.bound: dict[str, Any] = {}
+        self.line_nodes: dict[int, str] = {}
+        self._vars = itertools.count(1)
+
+    def bind(self, obj: Any, prefix: str) -> str:
+        name = f"_{prefix}{len(self.bound)}"
+        self.bound[name] = obj
+        return name
+
+    def line(self, indent: int, text: str, node: str) -> None:
+        self.lines.append("    " * indent + text)
+        # +1: the generated 'def' line comes first
+        self.line_nodes[len(self.lines) + 1] = node
+
+    def block(self, indent: int, node: str, body: Callable[[], None]) -> None:
+        """Emit ``body`` at ``indent``; a ``pass`` keeps an empty block valid."""
+        before = len(self.lines)
+        body()
+        if len(self.lines) == before:
+            self.line(indent, "pass", node)
+
+    def children(self, node: Node, k: str, v: str, indent: int) -> None:
+        for child in node.children:
+            self.child(child, k, v, indent)
+
+    def child(self, name: str, k: str, v: str, indent: int) -> None:
+        node = self.nodes[name]
+        if isinstance(node, ProcessorNode) and node.op is not None and len(node.parents) == 1:
+            self.op(node, k, v, indent)
+            return
+        if isinstance(node, SinkNode):
+            parts = self.sink_parts(node)
+            if parts is not None:
+                send_fn, topic_name, key_ser, value_ser = parts
+                send, topic = self.bind(send_fn, "send"), self.bind(topic_name, "t")
+                key_expr = f"{self.bind(key_ser, 'ks')}({k})" if key_ser is not None else k
+                value_expr = f"{self.bind(value_ser, 'vs')}({v})" if value_ser is not None else v
+                self.line(indent, f"{send}({topic}, {key_expr}, {value_expr}, ts, h, None)", name)
+                return
+        entry = self.bind(self.entry_of(name), "e")
+        self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
+
+    def op(self, node: ProcessorNode, k: str, v: str, indent: int) -> None:
+        assert node.op is not None
+        kind, name = node.op.kind, node.name
+        fns = [self.bind(fn, "f") for fn in node.op.fns]
+        n = next(self._vars)
+        k2, v2 = f"k{n}", f"v{n}"
+
+        def nested(kk: str, vv: str) -> Callable[[], None]:
+            return lambda: self.children(node, kk, vv, indent + 1)
+
+        if kind in ("filter", "filter_not"):
+            neg = "not " if kind == "filter_not" else ""
+            self.line(indent, f"if {neg}{fns[0]}({k}, {v}):", name)
+            self.block(indent + 1, name, nested(k, v))
+        elif kind == "map":
+            self.line(indent, f"{k2}, {v2} = {fns[0]}({k}, {v})", name)
+            self.children(node, k2, v2, indent)
+        elif kind == "map_values":
+            self.line(indent, f"{v2} = {fns[0]}({v})", name)
+            self.children(node, k, v2, indent)
+        elif kind == "map_values_with_key":
+            self.line(indent, f"{v2} = {fns[0]}({k}, {v})", name)
+            self.children(node, k, v2, indent)
+        elif kind == "select_key":
+            self.line(indent, f"{k2} = {fns[0]}({k}, {v})", name)
+            self.children(node, k2, v, indent)
+        elif kind == "flat_map":
+            self.line(indent, f"for {k2}, {v2} in {fns[0]}({k}, {v}):", name)
+            self.block(indent + 1, name, nested(k2, v2))
+        elif kind in ("flat_map_values", "flat_map_values_with_key"):
+            args = f"{k}, {v}" if kind.endswith("with_key") else v
+            self.line(indent, f"for {v2} in {fns[0]}({args}):", name)
+            self.block(indent + 1, name, nested(k, v2))
+        elif kind in ("peek", "foreach"):
+            self.line(indent, f"{fns[0]}({k}, {v})", name)
+            self.children(node, k, v, indent)
+        elif kind == "passthrough":
+            self.children(node, k, v, indent)
+        elif kind == "branch":
+            self._branch(node, fns, k, v, indent)
+        else:  # pragma: no cover - OpKind is a closed set
+            raise ValueError(f"unknown stateless op {kind!r}")
+
+    def _branch(self, node: ProcessorNode, preds: list[str], k: str, v: str, indent: int) -> None:
+        assert node.op is not None
+        children = list(node.children)
+        for i, (pred, child) in enumerate(zip(preds, children)):
+            keyword = "if" if i == 0 else "elif"
+            self.line(indent, f"{keyword} {pred}({k}, {v}):", node.name)
+            self.block(indent + 1, node.name, lambda c=child: self.child(c, k, v, indent + 1))
+        if node.op.has_default and len(children) > len(preds):
+            default = children[len(preds)]
+            if preds:
+                self.line(indent, "else:", node.name)
+                self.block(indent + 1, node.name, lambda: self.child(default, k, v, indent + 1))
+            else:
+                self.child(default, k, v, indent)
+
+    def compile(self, header: str, label: str) -> Callable[..., None]:
+        defaults = "".join(f", {name}={name}" for name in self.bound)
+        params = header.replace(")", f"{defaults})", 1)
+        body = "\n".join(self.lines) if self.lines else "    pass"
+        source = f"def {params}:\n{body}\n"
+        filename = f"<fused {label} #{next(_counter)}>"
+        namespace: dict[str, Any] = dict(self.bound)
+        exec(compile(source, filename, "exec"), namespace)
+        fn: Callable[..., None] = namespace[header.split("(", 1)[0]]
+        fn.__ps_source__ = source  # type: ignore[attr-defined]
+        _LINE_MAPS[filename] = dict(self.line_nodes)
+        return fn
+
+
+def compile_entry(
+    node: ProcessorNode,
+    nodes: Mapping[str, Node],
+    entry_of: Callable[[str], Callable[..., None]],
+    sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
+) -> Callable[..., None]:
+    """A ``(key, value, timestamp, headers)`` function running ``node`` and its fusable descendants."""
+    em = _Emitter(nodes, entry_of, sink_parts)
+    em.op(node, "k", "v", 1)
+    return em.compile("_entry(k, v, ts, h)", node.name)
+
+
+def compile_source(
+    source: SourceNode,
+    nodes: Mapping[str, Node],
+    entry_of: Callable[[str], Callable[..., None]],
+    sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
+    *,
+    task: Any,
+    key_deserializer: Callable[[Any], Any] | None,
+    value_deserializer: Callable[[Any], Any] | None,
+    on_deserialization_error: Callable[[Any, BaseException], None],
+    on_invalid_timestamp: Callable[[Any, int], None],
+) -> Callable[[Any], None]:
+    """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run children.
+
+    ``task`` is the TaskContext whose ``stream_time`` is advanced.
+    """
+    em = _Emitter(nodes, entry_of, sink_parts)
+    name = source.name
+    ctx, err, bad_ts = em.bind(task, "ctx"), em.bind(on_deserialization_error, "err"), em.bind(on_invalid_timestamp, "badts")
+    key_expr = f"{em.bind(key_deserializer, 'kd')}(msg.key())" if key_deserializer else "msg.key()"
+    value_expr = f"{em.bind(value_deserializer, 'vd')}(msg.value())" if value_deserializer else "msg.value()"
+    em.line(1, "try:", name)
+    em.line(2, f"k = {key_expr}", name)
+    em.line(2, f"v = {value_expr}", name)
+    em.line(1, "except Exception as exc:", name)
+    em.line(2, f"{err}(msg, exc)", name)
+    em.line(2, "return", name)
+    em.line(1, "ts = msg.timestamp()[1]", name)
+    if source.timestamp_extractor is not None:
+        tsx = em.bind(source.timestamp_extractor, "tsx")
+        em.line(1, f"ts = {tsx}(k, v, ts, {ctx}.stream_time)", name)
+    em.line(1, "if ts < 0:", name)
+    em.line(2, f"{bad_ts}(msg, ts)", name)
+    em.line(2, "return", name)
+    em.line(1, f"if ts > {ctx}.stream_time:", name)
+    em.line(2, f"{ctx}.stream_time = ts", name)
+    em.line(1, "h = msg.headers()", name)
+    em.children(source, "k", "v", 1)
+    return em.compile("_source(msg)", name)
+
+
+def node_of_traceback(tb: TracebackType | None) -> str | None:
+    """The DSL node whose generated line raised, if the traceback passes through fused code."""
+    found = None
+    while tb is not None:
+        line_map = _LINE_MAPS.get(tb.tb_frame.f_code.co_filename)
+        if line_map is not None:
+            found = line_map.get(tb.tb_lineno, found)
+        tb = tb.tb_next
+    return found

@@ -1,0 +1,143 @@
+"""One task's running graph: processors instantiated and wired as direct calls.
+
+Built once per task from the compiled sub-topology. Stateless chains are fused
+(see :mod:`platform_streams.processor.fusion`); stateful and user processors are
+called through their ``process`` method; sinks serialize and hand records to the
+task's :class:`RecordCollector`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from platform_streams.processor.context import NodeContext, TaskContext
+from platform_streams.processor.fusion import compile_entry, compile_source
+from platform_streams.processor.node import Forward, NodeProcessor, as_node_processor
+from platform_streams.processor.record import Headers
+from platform_streams.serde import Bytes, Serde
+from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
+from platform_streams.topology.nodes import ProcessorNode, SinkNode, SourceNode
+
+
+def _serializer(serde: Serde) -> Callable[[Any], Any] | None:
+    """Always a call: even the bytes serde checks its input type (a str key is a bug)."""
+    return serde.serialize
+
+
+def _deserializer(serde: Serde) -> Callable[[Any], Any] | None:
+    """None when deserialization is the identity (bytes in, bytes out), so fused code skips it."""
+    return None if type(serde) is Bytes else serde.deserialize
+
+
+class TaskGraph:
+    """The processors of one task and the entry function of each source topic."""
+
+    def __init__(
+        self,
+        plan: TopologyPlan,
+        sub: SubTopologyPlan,
+        task: TaskContext,
+        *,
+        on_deserialization_error: Callable[[Any, BaseException], None],
+        on_invalid_timestamp: Callable[[Any, int], None],
+    ) -> None:
+        self.plan = plan
+        self.sub = sub
+        self.task = task
+        self.nodes = {n.name: n for n in sub.nodes}
+        self._app = task.config.application_id
+        self._default_key = task.config.default_key_serde
+        self._default_value = task.config.default_value_serde
+        self._entries: dict[str, Forward] = {}
+        self.processors: dict[str, NodeProcessor] = {}
+        for node in sub.nodes:
+            if isinstance(node, ProcessorNode) and node.supplier is not None:
+                self.processors[node.name] = as_node_processor(node.supplier(), node.name)
+        #: physical topic -> function taking one raw record
+        self.sources: dict[str, Callable[[Any], None]] = {}
+        for topic, source in sub.sources_by_topic.items():
+            self.sources[plan.physical_topic(topic, self._app)] = self._compile_source(
+                source, on_deserialization_error, on_invalid_timestamp
+            )
+
+    def init(self) -> None:
+        """Initialise processors (stores must be initialised first: processors look them up)."""
+        for name, processor in self.processors.items():
+            node = self.nodes[name]
+            assert isinstance(node, ProcessorNode)
+            children = {child: self.entry(child) for child in node.children}
+            processor.init(NodeContext(self.task, name, children, node.stores))
+
+    def close(self) -> None:
+        for processor in self.processors.values():
+            processor.close()
+
+    def entry(self, name: str) -> Forward:
+        """The ``(key, value, timestamp, headers)`` function that runs node ``name``."""
+        fn = self._entries.get(name)
+        if fn is None:
+            fn = self._entries[name] = self._make_entry(name)
+        return fn
+
+    def _make_entry(self, name: str) -> Forward:
+        node = self.nodes[name]
+        if isinstance(node, SinkNode):
+            return self._sink_entry(node)
+        if isinstance(node, ProcessorNode):
+            if node.op is not None:
+                return compile_entry(node, self.nodes, self.entry, self._sink_parts)
+            return self.processors[name].process
+        raise TypeError(f"node {name!r} ({type(node).__name__}) cannot receive records")
+
+    def _compile_source(
+        self,
+        source: SourceNode,
+        on_deserialization_error: Callable[[Any, BaseException], None],
+        on_invalid_timestamp: Callable[[Any, int], None],
+    ) -> Callable[[Any], None]:
+        return compile_source(
+            source,
+            self.nodes,
+            self.entry,
+            self._sink_parts,
+            task=self.task,
+            key_deserializer=_deserializer(source.key_serde or self._default_key),
+            value_deserializer=_deserializer(source.value_serde or self._default_value),
+            on_deserialization_error=on_deserialization_error,
+            on_invalid_timestamp=on_invalid_timestamp,
+        )
+
+    def _sink_parts(self, sink: SinkNode) -> tuple[Any, ...] | None:
+        """(send, topic, key serializer, value serializer) for sinks simple enough to inline."""
+        if sink.topic is None or sink.partitioner is not None:
+            return None
+        return (
+            self.task.collector.send,
+            self.plan.physical_topic(sink.topic, self._app),
+            _serializer(sink.key_serde or self._default_key),
+            _serializer(sink.value_serde or self._default_value),
+        )
+
+    def _sink_entry(self, sink: SinkNode) -> Forward:
+        send = self.task.collector.send
+        key_ser = (sink.key_serde or self._default_key).serialize
+        value_ser = (sink.value_serde or self._default_value).serialize
+        partitioner = sink.partitioner
+        extractor = sink.topic_extractor
+        fixed_topic = self.plan.physical_topic(sink.topic, self._app) if sink.topic is not None else None
+        task = self.task
+        collector = self.task.collector
+
+        def sink_entry(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+            if fixed_topic is not None:
+                topic = fixed_topic
+            else:
+                assert extractor is not None
+                topic = extractor(key, value, task.record_metadata())
+            partition = None
+            if partitioner is not None:
+                partition = partitioner(topic, key, value, collector.partition_count(topic))
+            send(topic, key_ser(key), value_ser(value), timestamp, headers, partition)
+
+        return sink_entry

@@ -1,0 +1,70 @@
+"""Field-based processors: the DSL's internal fast path between nodes.
+
+A Kafka Streams ``Record`` per hop costs an allocation per record per node. The
+DSL's own processors (aggregations, joins, ...) implement :class:`NodeProcessor`
+instead and receive ``(key, value, timestamp, headers)`` as arguments; a
+user-written :class:`~platform_streams.processor.api.Processor` is adapted by
+:class:`RecordProcessorAdapter` so both kinds wire into the same graph.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.processor.api import Processor
+from platform_streams.processor.record import Headers, Record
+
+if TYPE_CHECKING:
+    from platform_streams.processor.context import NodeContext
+
+#: The call signature of every edge in a running graph: (key, value, timestamp, headers).
+Forward = Callable[[Any, Any, int, Headers], None]
+
+
+class NodeProcessor(ABC):
+    """A processor that works on fields; ``self.forward`` sends to all children."""
+
+    context: NodeContext
+    forward: Forward
+
+    def init(self, context: NodeContext) -> None:
+        """Bind the context and the children fan-out; override to fetch stores."""
+        self.context = context
+        self.forward = context.forward_fn()
+
+    @abstractmethod
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None: ...
+
+    def close(self) -> None:
+        """Release resources (stores are closed by the runtime)."""
+
+
+class RecordProcessorAdapter(NodeProcessor):
+    """Runs a Record-based user :class:`Processor` inside the field-based graph."""
+
+    def __init__(self, processor: Processor) -> None:
+        self.processor = processor
+
+    def init(self, context: NodeContext) -> None:
+        super().init(context)
+        self.processor.init(context)
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        self.processor.process(Record(key, value, timestamp, headers))
+
+    def close(self) -> None:
+        self.processor.close()
+
+
+def as_node_processor(made: object, node_name: str) -> NodeProcessor:
+    """Accept what a supplier returned: a NodeProcessor, or a Processor to adapt."""
+    if isinstance(made, NodeProcessor):
+        return made
+    if isinstance(made, Processor):
+        return RecordProcessorAdapter(made)
+    raise TypeError(
+        f"processor supplier of {node_name!r} returned {type(made).__name__}; "
+        "it must return a platform_streams.processor.Processor"
+    )

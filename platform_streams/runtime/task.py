@@ -1,0 +1,262 @@
+"""``StreamTask``: one sub-topology over one partition number.
+
+Owns the task's processors (a :class:`TaskGraph`), its stores, its input buffers
+and its consumed positions. The worker (or the TopologyTestDriver) feeds it raw
+records and calls ``process``, ``punctuate`` and the commit steps; the task itself
+never talks to Kafka, so the same code runs in production and in tests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from platform_streams.config import StreamsConfig
+from platform_streams.errors import DeserializationError, ProcessorError, StreamsError
+from platform_streams.processor.api import PunctuationType
+from platform_streams.processor.collector import RecordCollector
+from platform_streams.processor.context import StoreRegistrar, TaskContext
+from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
+from platform_streams.processor.fusion import node_of_traceback
+from platform_streams.processor.graph import TaskGraph
+from platform_streams.processor.punctuation import PunctuationSchedule
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.partition_group import PartitionGroup, TopicPartitionKey
+from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
+
+log = logging.getLogger(__name__)
+
+
+class StreamTask:
+    """Processes the records of one (sub-topology, partition) in stream-time order."""
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        plan: TopologyPlan,
+        sub: SubTopologyPlan,
+        *,
+        config: StreamsConfig,
+        collector: RecordCollector,
+        clock_ms: Callable[[], int],
+        task_dir: Path,
+        registrar: StoreRegistrar | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.plan = plan
+        self.sub = sub
+        self.collector = collector
+        self.clock_ms = clock_ms
+        self.config = config
+        app = config.application_id
+        changelogs = {
+            store: plan.physical_topic(topic, app)
+            for store in sub.stores
+            if (topic := plan.changelog_topic(store)) is not None
+        }
+        self.context = TaskContext(
+            config=config,
+            task_id=task_id,
+            collector=collector,
+            clock_ms=clock_ms,
+            task_dir=task_dir,
+            changelog_topics=changelogs,
+            registrar=registrar,
+        )
+        dlq = config.errors_dead_letter_queue_topic_name
+        self.deserialization_handler = RecordExceptionHandler(
+            "deserialization", config.deserialization_exception_handler, dlq, collector, self.context
+        )
+        self.processing_handler = RecordExceptionHandler(
+            "processing", config.processing_exception_handler, dlq, collector, self.context
+        )
+        self.graph = TaskGraph(
+            plan,
+            sub,
+            self.context,
+            on_deserialization_error=self._on_deserialization_error,
+            on_invalid_timestamp=self._on_invalid_timestamp,
+        )
+        self.partitions: list[TopicPartitionKey] = [
+            (topic, task_id.partition) for topic in self.graph.sources
+        ]
+        self.queues = PartitionGroup(self.partitions, config.max_task_idle_ms)
+        #: (topic, partition) -> offset of the last record processed
+        self.consumed: dict[TopicPartitionKey, int] = {}
+        #: (topic, partition) -> offset last committed (next offset to read)
+        self.committed: dict[TopicPartitionKey, int] = {}
+        self.records_processed = 0
+        self.records_skipped = 0
+        self._has_stream_punctuation = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def initialize_stores(self) -> None:
+        """Build and init this task's stores; they register with the registrar for restore."""
+        for name in self.sub.stores:
+            builder = self.plan.topology.stores[name]
+            store = builder.build()
+            store.init(self.context, store)
+
+    def initialize_processors(self) -> None:
+        """Init processors (after stores are restored), so ``init`` may read state."""
+        self.graph.init()
+
+    def close(self) -> None:
+        """Close processors and stores (state flushing/checkpointing is the caller's job)."""
+        try:
+            self.graph.close()
+        finally:
+            for store in self.context.stores.values():
+                try:
+                    store.close()
+                except Exception:  # a failing close must not hide the others
+                    log.exception("task %s: closing store %s failed", self.task_id, store.name)
+
+    # -- processing -----------------------------------------------------------------------
+
+    def add_records(self, tp: TopicPartitionKey, records: list[Any]) -> int:
+        return self.queues.add(tp, records)
+
+    def process(self, max_records: int) -> int:
+        """Process up to ``max_records`` buffered records; returns how many were processed."""
+        sources = self.graph.sources
+        ctx = self.context
+        consumed = self.consumed
+        single = self.queues.single_queue
+        done = 0
+        if single is not None:
+            if not single:
+                return 0
+            process_one = sources[self.partitions[0][0]]
+            last = None
+            try:
+                while single and done < max_records:
+                    msg = single.popleft()
+                    ctx.current = msg
+                    try:
+                        process_one(msg)
+                    except Exception as exc:
+                        self._handle_failure(msg, exc)
+                    last = msg
+                    done += 1
+                    if self._has_stream_punctuation:
+                        self.punctuate_stream_time()
+            finally:
+                if last is not None:
+                    consumed[self.partitions[0]] = last.offset()
+                ctx.current = None
+                self.records_processed += done
+            return done
+        now = self.clock_ms()
+        while done < max_records and self.queues.processable(now):
+            msg = self.queues.next_record()
+            if msg is None:
+                break
+            ctx.current = msg
+            try:
+                sources[msg.topic()](msg)
+            except Exception as exc:
+                self._handle_failure(msg, exc)
+            consumed[(msg.topic(), msg.partition())] = msg.offset()
+            done += 1
+            if self._has_stream_punctuation:
+                self.punctuate_stream_time()
+        ctx.current = None
+        self.records_processed += done
+        return done
+
+    def _handle_failure(self, msg: Any, exc: Exception) -> None:
+        """Apply the processing exception handler: return to skip the record, or raise."""
+        if isinstance(exc, StreamsError):
+            raise exc
+        node = node_of_traceback(exc.__traceback__)
+        if self.processing_handler.handle(msg, exc) is HandlerResponse.CONTINUE:
+            self.records_skipped += 1
+            return
+        raise ProcessorError(
+            f"{type(exc).__name__}: {exc}",
+            node=node,
+            task_id=str(self.task_id),
+            topic=msg.topic(),
+            partition=msg.partition(),
+            offset=msg.offset(),
+        ) from exc
+
+    def _on_deserialization_error(self, msg: Any, exc: BaseException) -> None:
+        if self.deserialization_handler.handle(msg, exc) is HandlerResponse.FAIL:
+            raise DeserializationError(
+                f"cannot deserialize record: {type(exc).__name__}: {exc}",
+                topic=msg.topic(),
+                partition=msg.partition(),
+                offset=msg.offset(),
+            ) from exc
+        self.records_skipped += 1
+
+    def _on_invalid_timestamp(self, msg: Any, timestamp: int) -> None:
+        """Kafka Streams' LogAndSkipOnInvalidTimestamp: a negative timestamp cannot be ordered."""
+        self.context.dropped_records += 1
+        self.records_skipped += 1
+        log.warning(
+            "skipping record with invalid timestamp %d at topic %s partition %d offset %d",
+            timestamp,
+            msg.topic(),
+            msg.partition(),
+            msg.offset(),
+        )
+
+    # -- punctuation ----------------------------------------------------------------------
+
+    def punctuate_stream_time(self) -> int:
+        return self.context.punctuations.fire_due(
+            PunctuationType.STREAM_TIME, self.context.stream_time, self._run_punctuator
+        )
+
+    def punctuate_wall_clock(self, now_ms: int | None = None) -> int:
+        now = self.clock_ms() if now_ms is None else now_ms
+        return self.context.punctuations.fire_due(PunctuationType.WALL_CLOCK_TIME, now, self._run_punctuator)
+
+    def refresh_punctuation_flags(self) -> None:
+        """Cache whether stream-time punctuators exist (checked per record when they do)."""
+        self._has_stream_punctuation = any(
+            s.punctuation_type is PunctuationType.STREAM_TIME for s in self.context.punctuations.schedules
+        )
+
+    def _run_punctuator(self, schedule: PunctuationSchedule, now_ms: int) -> None:
+        previous, self.context.current = self.context.current, None
+        try:
+            schedule.callback(now_ms)
+        except StreamsError:
+            raise
+        except Exception as exc:
+            raise ProcessorError(
+                f"punctuator failed: {type(exc).__name__}: {exc}",
+                node=schedule.node_name,
+                task_id=str(self.task_id),
+            ) from exc
+        finally:
+            self.context.current = previous
+
+    # -- commit ---------------------------------------------------------------------------
+
+    def offsets_to_commit(self) -> dict[TopicPartitionKey, int]:
+        """Next offsets to read for partitions that progressed since the last commit."""
+        return {
+            tp: offset + 1
+            for tp, offset in self.consumed.items()
+            if self.committed.get(tp) != offset + 1
+        }
+
+    def mark_committed(self, offsets: dict[TopicPartitionKey, int]) -> None:
+        self.committed.update(offsets)
+
+    def flush_stores(self) -> None:
+        """Flush caches and stores; cache flushes may forward records downstream."""
+        for store in self.context.stores.values():
+            store.flush()
+
+    @property
+    def commit_requested(self) -> bool:
+        return self.context.commit_requested

@@ -1,0 +1,90 @@
+"""The storage seam under the bytes stores: ordered byte maps grouped in named columns.
+
+Key-value, window and session stores are written once, against :class:`StorageBackend`;
+the two backends (``memory.MemoryBackend`` and ``rocksdb.RocksDBBackend``) only know how to
+keep sorted bytes. A key-value store uses the default column; window and session stores
+keep one column per time segment, so expiring a segment is dropping a column (a RocksDB
+column family, or a dict), never a scan.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["BytesMap", "StorageBackend"]
+
+
+class BytesMap(ABC):
+    """An ordered ``bytes -> bytes`` map: one column of a backend."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def get(self, key: bytes) -> bytes | None: ...
+
+    @abstractmethod
+    def put(self, key: bytes, value: bytes | None) -> None:
+        """Insert or replace; None deletes."""
+
+    @abstractmethod
+    def items(
+        self, lower: bytes | None = None, upper: bytes | None = None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Entries with ``lower <= key < upper`` (None: unbounded), safe to use while writing."""
+
+    @abstractmethod
+    def approximate_num_entries(self) -> int: ...
+
+
+class StorageBackend(ABC):
+    """Where one store keeps its bytes; opened by the store's ``init`` for one task."""
+
+    @property
+    @abstractmethod
+    def persistent(self) -> bool: ...
+
+    @property
+    @abstractmethod
+    def started_empty(self) -> bool:
+        """True if :meth:`open` found no usable local data (new, or wiped because unreadable).
+
+        The state manager then ignores any checkpointed offset and restores from the start.
+        """
+
+    @property
+    @abstractmethod
+    def is_open(self) -> bool: ...
+
+    @abstractmethod
+    def open(self, directory: Path | None) -> None:
+        """Open (persistent backends: at ``directory``, created if missing)."""
+
+    @property
+    @abstractmethod
+    def default(self) -> BytesMap:
+        """The default column (key-value data, store metadata)."""
+
+    @abstractmethod
+    def column_names(self) -> list[str]:
+        """Names of the non-default columns that exist."""
+
+    @abstractmethod
+    def column(self, name: str) -> BytesMap:
+        """The named column, created if missing."""
+
+    @abstractmethod
+    def drop_column(self, name: str) -> None:
+        """Delete a column and everything in it (cheap: no per-key work)."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Make every write so far durable (no-op in memory)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def wipe(self) -> None:
+        """Delete all data (on disk too) and reopen empty."""

@@ -1,0 +1,82 @@
+"""What a state store may ask of the task that owns it (Kafka Streams' StateStoreContext).
+
+The contract between the state package and the runtime. The runtime (a
+StreamTask, or the TopologyTestDriver's task) implements it; stores only use
+these methods, so the state package never depends on the runtime.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.processor.record import RecordMetadata
+from platform_streams.processor.task_id import TaskId
+
+if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+
+
+#: Applies a batch of changelog records (key bytes, value bytes or None for a tombstone)
+#: to a store's bytes layer during restoration.
+RestoreCallback = Callable[[list[tuple[bytes, bytes | None]]], None]
+
+
+class StateStoreContext(ABC):
+    """The task-side services a store needs: identity, directories, changelog, restore."""
+
+    @property
+    @abstractmethod
+    def application_id(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def task_id(self) -> TaskId: ...
+
+    @property
+    @abstractmethod
+    def config(self) -> StreamsConfig: ...
+
+    @property
+    @abstractmethod
+    def state_dir(self) -> Path:
+        """This task's directory: ``<state_dir>/<application_id>/<task_id>/`` (created on demand)."""
+
+    @property
+    @abstractmethod
+    def changelog_partition(self) -> int:
+        """The changelog partition this task writes (its input partition)."""
+
+    @abstractmethod
+    def register(
+        self,
+        store: Any,
+        restore_callback: RestoreCallback,
+        changelog_topic: str | None,
+    ) -> None:
+        """Register a store with the task's state manager.
+
+        ``changelog_topic`` None means logging is disabled for the store: it is
+        not restored and (if persistent) is trusted as-is only under the rules
+        of the state manager.
+        """
+
+    @abstractmethod
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Send one change of ``store_name`` to its changelog partition.
+
+        The runtime adds the headers it needs (e.g. the input offset the change
+        was made for) and tracks the written offset for checkpoints.
+        """
+
+    @abstractmethod
+    def record_metadata(self) -> RecordMetadata | None:
+        """The input record being processed (None inside punctuation or restore)."""
+
+    @abstractmethod
+    def current_stream_time_ms(self) -> int: ...
+
+    @abstractmethod
+    def current_system_time_ms(self) -> int: ...

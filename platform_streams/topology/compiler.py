@@ -1,0 +1,202 @@
+"""Compile a :class:`Topology` into sub-topologies and resolve internal topic sizes.
+
+Sub-topologies are the connected parts of the graph (nodes linked by edges or by a
+shared state store); repartition topics are the only links between them. This is
+the plan both the runtime and ``describe()`` read, so what is described is what runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from platform_streams.errors import CoPartitioningError, MissingSourceTopicError, TopologyError
+from platform_streams.topology.nodes import InternalTopic, Node, ProcessorNode, SinkNode, SourceNode
+from platform_streams.topology.topology import GlobalStoreSpec, Topology
+
+
+@dataclass
+class SubTopologyPlan:
+    """One sub-topology: its nodes in topological order, topics and stores."""
+
+    id: int
+    nodes: list[Node]
+    source_topics: list[str]
+    sink_topics: list[str]
+    stores: list[str]
+    sources_by_topic: dict[str, SourceNode] = field(default_factory=dict)
+
+    def node_names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+
+@dataclass
+class TopologyPlan:
+    """The compiled topology: sub-topologies, global stores and internal topics."""
+
+    topology: Topology
+    subtopologies: list[SubTopologyPlan]
+    global_stores: list[GlobalStoreSpec]
+    internal_topics: dict[str, InternalTopic]
+
+    def is_internal(self, topic: str) -> bool:
+        return topic in self.internal_topics
+
+    def physical_topic(self, topic: str, application_id: str) -> str:
+        """Internal topics are named ``<application_id>-<name>``; user topics as given."""
+        return f"{application_id}-{topic}" if topic in self.internal_topics else topic
+
+    def external_source_topics(self) -> list[str]:
+        return sorted({t for s in self.subtopologies for t in s.source_topics if t not in self.internal_topics})
+
+    def external_sink_topics(self) -> list[str]:
+        return sorted({t for s in self.subtopologies for t in s.sink_topics if t not in self.internal_topics})
+
+    def global_source_topics(self) -> list[str]:
+        return sorted({t for g in self.global_stores for t in g.source.topics})
+
+    def changelog_topic(self, store: str) -> str | None:
+        """Logical changelog topic of ``store`` (a source topic when reused), None if not logged."""
+        reused = self.topology.source_changelogs.get(store)
+        if reused is not None:
+            return reused
+        name = f"{store}-changelog"
+        return name if name in self.internal_topics else None
+
+    def subtopology_of_store(self, store: str) -> SubTopologyPlan:
+        for sub in self.subtopologies:
+            if store in sub.stores:
+                return sub
+        raise TopologyError(f"state store {store!r} is not connected to any processor")
+
+    def resolve_partitions(self, existing: Mapping[str, int | None]) -> dict[str, int]:
+        """Partition counts for every internal topic, given the user topics' counts.
+
+        Mirrors Kafka Streams: a repartition topic gets the largest partition count of
+        the source topics of the sub-topology writing it (unless set explicitly), a
+        changelog gets its sub-topology's task count, and co-partitioned topics must
+        agree. Raises :class:`MissingSourceTopicError` or :class:`CoPartitioningError`.
+        """
+        missing = [t for t in self.external_source_topics() + self.global_source_topics() if not existing.get(t)]
+        if missing:
+            raise MissingSourceTopicError(sorted(set(missing)))
+        counts: dict[str, int] = {t: int(existing[t] or 0) for t in existing if existing[t]}
+        for topic in self.internal_topics.values():
+            if topic.kind == "repartition" and topic.num_partitions:
+                counts[topic.name] = topic.num_partitions
+        self._resolve_repartition_counts(counts)
+        self._enforce_copartitioning(counts)
+        for sub in self.subtopologies:
+            tasks = max((counts[t] for t in sub.source_topics), default=1)
+            for store in sub.stores:
+                changelog = f"{store}-changelog"
+                if changelog in self.internal_topics:
+                    counts[changelog] = tasks
+        return {name: counts[name] for name in self.internal_topics}
+
+    def _resolve_repartition_counts(self, counts: dict[str, int]) -> None:
+        pending = {
+            t.name for t in self.internal_topics.values() if t.kind == "repartition" and t.name not in counts
+        }
+        while pending:
+            progressed = False
+            for name in sorted(pending):
+                writers = [s for s in self.subtopologies if name in s.sink_topics]
+                sources = [t for s in writers for t in s.source_topics]
+                if writers and all(t in counts for t in sources):
+                    counts[name] = max((counts[t] for t in sources), default=1)
+                    pending.discard(name)
+                    progressed = True
+            if not progressed:
+                raise TopologyError(f"cannot size repartition topics {sorted(pending)}: no upstream source")
+
+    def _enforce_copartitioning(self, counts: dict[str, int]) -> None:
+        for group in self.topology.copartition_groups:
+            external = {t: counts[t] for t in group if t not in self.internal_topics}
+            flexible = [
+                t for t in group if t in self.internal_topics and not self.internal_topics[t].num_partitions
+            ]
+            if len(set(external.values())) > 1:
+                raise CoPartitioningError({t: counts[t] for t in sorted(group)})
+            target = next(iter(external.values()), max(counts[t] for t in group))
+            for t in flexible:
+                counts[t] = target
+            if len({counts[t] for t in group}) > 1:
+                raise CoPartitioningError({t: counts[t] for t in sorted(group)})
+
+
+def compile_topology(topology: Topology) -> TopologyPlan:
+    """Split ``topology`` into sub-topologies, numbered by their first node's position."""
+    nodes = topology.nodes
+    if not nodes and not topology.global_stores:
+        raise TopologyError("the topology is empty: add a source (builder.stream/table) first")
+    order = {name: i for i, name in enumerate(nodes)}
+    parent = {name: name for name in nodes}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            if order[ra] < order[rb]:
+                parent[rb] = ra
+            else:
+                parent[ra] = rb
+
+    store_owner: dict[str, str] = {}
+    for node in nodes.values():
+        for p in node.parents:
+            union(p, node.name)
+        if isinstance(node, ProcessorNode):
+            for store in node.stores:
+                if store not in topology.stores:
+                    raise TopologyError(f"processor {node.name!r} uses unknown store {store!r}")
+                if store in store_owner:
+                    union(store_owner[store], node.name)
+                else:
+                    store_owner[store] = node.name
+    groups: dict[str, list[Node]] = {}
+    for name, node in nodes.items():
+        groups.setdefault(find(name), []).append(node)
+    subtopologies = []
+    for sub_id, root in enumerate(sorted(groups, key=lambda r: order[r])):
+        members = groups[root]
+        sources = [n for n in members if isinstance(n, SourceNode)]
+        if not sources:
+            raise TopologyError(f"nodes {[n.name for n in members]} are not connected to any source")
+        by_topic = {t: s for s in sources for t in s.topics}
+        subtopologies.append(
+            SubTopologyPlan(
+                id=sub_id,
+                nodes=_topological(members, nodes),
+                source_topics=[t for s in sources for t in s.topics],
+                sink_topics=[n.topic for n in members if isinstance(n, SinkNode) and n.topic is not None],
+                stores=sorted({st for n in members if isinstance(n, ProcessorNode) for st in n.stores}),
+                sources_by_topic=by_topic,
+            )
+        )
+    return TopologyPlan(topology, subtopologies, list(topology.global_stores.values()), topology.internal_topics)
+
+
+def _topological(members: list[Node], nodes: Mapping[str, Node]) -> list[Node]:
+    """Depth-first from each source in insertion order, parents before children."""
+    member_names = {n.name for n in members}
+    seen: set[str] = set()
+    result: list[Node] = []
+
+    def visit(node: Node) -> None:
+        if node.name in seen or any(p not in seen for p in node.parents if p in member_names):
+            return
+        seen.add(node.name)
+        result.append(node)
+        for child in node.children:
+            visit(nodes[child])
+
+    for node in members:
+        if isinstance(node, SourceNode):
+            visit(node)
+    return result

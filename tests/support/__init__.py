@@ -1,0 +1,1 @@
+"""Shared helpers for the test suites (broker helpers live in :mod:`tests.support.kafka`)."""
