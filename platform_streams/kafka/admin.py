@@ -147,12 +147,18 @@ class KafkaAdmin:
         known = self._partition_map(timeout)
         return {name: known.get(name) for name in topics}
 
-    def _ready(self, meta: ClusterMetadata, name: str, partitions: int | None) -> bool:
-        """True once ``name`` is in metadata, fully led, with ``partitions`` partitions."""
+    @staticmethod
+    def _ready(meta: ClusterMetadata, name: str, partitions: int | None) -> bool:
+        """True once ``name`` is in metadata; for a new topic (``partitions`` given) also
+        with that many partitions, each with a leader, so producing to it works at once.
+        An existing topic is only required to be visible: it may legitimately have an
+        offline partition, which is not ours to wait out."""
         topic = meta.topics.get(name)
-        if topic is None or topic.error is not None or not topic.partitions:
+        if topic is None or not topic.partitions:
             return False
-        if partitions is not None and len(topic.partitions) != partitions:
+        if partitions is None:
+            return True
+        if topic.error is not None or len(topic.partitions) != partitions:
             return False
         return all(p.error is None and p.leader >= 0 for p in topic.partitions.values())
 

@@ -97,7 +97,8 @@ class EmbeddedBroker:
     """One Tansu broker process on ``host:port`` (a free port when ``port`` is None).
 
     Use as a context manager, or call :meth:`start` / :meth:`stop`. Its output goes to
-    ``log_path`` (a temporary file when None), whose tail is quoted when startup fails.
+    ``log_path`` (when None, a temporary file removed by :meth:`stop`); the log tail is
+    quoted in the error when startup fails.
     """
 
     def __init__(
@@ -119,6 +120,7 @@ class EmbeddedBroker:
         self._kill_with_parent = kill_with_parent
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
+        self._temp_log = False  # we created the log file, so stop() removes it
 
     # ------------------------------------------------------------------ properties
 
@@ -197,6 +199,7 @@ class EmbeddedBroker:
             fd, name = tempfile.mkstemp(prefix=f"tansu-{port}-", suffix=".log")
             os.close(fd)
             self._log_path = Path(name)
+            self._temp_log = True
         self._log_file = open(self._log_path, "wb")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
             cmd, stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
@@ -252,6 +255,9 @@ class EmbeddedBroker:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+        if self._temp_log and self._log_path is not None:
+            self._log_path.unlink(missing_ok=True)
+            self._log_path, self._temp_log = None, False
 
     def log_tail(self, max_lines: int = 40) -> str:
         """The last lines of the broker's output (colour codes stripped)."""

@@ -13,7 +13,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["BytesMap", "StorageBackend"]
+__all__ = ["BytesMap", "StorageBackend", "store_directory"]
+
+
+def store_directory(task_dir: Path, store_name: str) -> Path:
+    """Where a persistent store of a task keeps its files: ``<task dir>/rocksdb/<store name>``."""
+    return task_dir / "rocksdb" / store_name
 
 
 class BytesMap(ABC):

@@ -10,9 +10,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import re
+import select
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -68,13 +74,13 @@ def test_to_broker_error_keeps_name_and_retriability() -> None:
 
 
 def test_client_config_errors_name_the_callers_key() -> None:
-    with pytest.raises(StreamsConfigError, match="'no.such.key'"):
+    with pytest.raises(StreamsConfigError, match=r"'no\.such\.key'"):
         create_producer({"no.such.key": 1})
     # librdkafka reports the alias' canonical name; the error names what the caller wrote.
     with pytest.raises(StreamsConfigError, match="'acks'") as info:
         create_producer({"bootstrap.servers": "localhost:1", "acks": "sometimes"})
     assert isinstance(info.value, ValueError)
-    with pytest.raises(StreamsConfigError, match="group.id"):
+    with pytest.raises(StreamsConfigError, match=r"group\.id"):
         create_consumer({"bootstrap.servers": "localhost:1"})
     with pytest.raises(StreamsConfigError, match="must be str"):
         create_producer({1: "x"})  # type: ignore[dict-item]
@@ -127,9 +133,9 @@ def test_embedded_broker_starts_and_stops() -> None:
 
 
 @pytest.mark.broker
-def test_embedded_broker_on_requested_port_with_log(tmp_path: pytest.TempPathFactory) -> None:
+def test_embedded_broker_on_requested_port_with_log(tmp_path: Path) -> None:
     port = find_free_port()
-    log_path = tmp_path / "b.log"  # type: ignore[operator]
+    log_path = tmp_path / "b.log"
     broker = EmbeddedBroker(port=port, log_path=log_path).start()
     try:
         assert broker.bootstrap_servers.endswith(f":{port}")
@@ -137,6 +143,30 @@ def test_embedded_broker_on_requested_port_with_log(tmp_path: pytest.TempPathFac
     finally:
         broker.stop()
     assert not broker.is_running()
+    assert log_path.exists()  # a caller-chosen log is kept
+
+
+@pytest.mark.broker
+def test_run_embedded_broker_forever_until_sigterm() -> None:
+    code = "from platform_streams.kafka import run_embedded_broker_forever; run_embedded_broker_forever()"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        assert ready, "no output from the broker process"
+        line = proc.stdout.readline()
+        match = re.search(r"bootstrap\.servers=(\S+)", line)
+        assert match, line
+        with KafkaAdmin(match.group(1)) as admin:
+            assert isinstance(admin.list_topics(), dict)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        host, port = match.group(1).rsplit(":", 1)
+        assert not _port_open(host, int(port))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 # --------------------------------------------------------------------------- admin
@@ -255,7 +285,8 @@ def test_produce_consume_round_trip(bootstrap_servers: str, admin: KafkaAdmin) -
     by_value = {r.value: r for r in got}
     for i in range(10):
         rec = by_value[f"v{i}".encode()]
-        assert (rec.topic, rec.partition, rec.key, rec.timestamp) == (topic, i % 2, f"k{i}".encode(), base + i)
+        expected = (topic, i % 2, f"k{i}".encode(), base + i)
+        assert (rec.topic, rec.partition, rec.key, rec.timestamp) == expected
         assert rec.headers == headers
         assert (rec.partition, rec.offset) == placed[i]
     assert by_value[b"no-key"].key is None and by_value[b"no-key"].headers == []
@@ -328,7 +359,8 @@ def test_log_reader_waits_for_records_up_to_end_offset(bootstrap_servers: str, l
     writer = threading.Thread(target=later)
     writer.start()
     try:
-        assert _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=20) == list(range(25, 35))
+        got = _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=20)
+        assert got == list(range(25, 35))
     finally:
         writer.join()
 

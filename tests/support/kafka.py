@@ -137,6 +137,12 @@ def produce(
     return [p for p in placed if p is not None]
 
 
+def _headers(msg: Message) -> list[tuple[str, bytes | None]]:
+    raw = msg.headers() or []
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return [(k, _as_bytes(v)) for k, v in pairs]
+
+
 def consume_all(
     bootstrap: str,
     topic: str,
@@ -181,7 +187,7 @@ def consume_all(
                         msg.key(),
                         msg.value(),
                         ts,
-                        list(msg.headers() or []),
+                        _headers(msg),
                     )
                 )
     finally:

@@ -1,0 +1,331 @@
+"""The RocksDB storage backend (rocksdict); the only module that imports rocksdict.
+
+One RocksDB instance per store per task, at ``<task dir>/rocksdb/<store name>``; window and
+session segments are column families of that instance, so expiring a segment is
+``drop_column_family`` and a flush covers every segment in one atomic write.
+
+Write path (measured on this machine, 200k puts over 50k keys of 100-byte values):
+``Rdict.put`` per record costs ~1.4 us; a dict overlay costs ~0.3 us on the hot path and
+the rest (~1 us per *distinct* key) is paid once per flush when the overlay becomes one
+``WriteBatch``. Repeated writes to a key between flushes are deduplicated for free. So each
+column keeps a ``pending`` dict (``None`` = delete) that ``get`` consults first; scans first
+write the pending batch (scans are rare on the hot path, and iterating RocksDB alone keeps
+them simple and snapshot-consistent). The overlay is bounded (``_MAX_PENDING`` entries).
+
+Durability: like Kafka Streams, the write-ahead log is disabled (the changelog is the log);
+:meth:`RocksDBBackend.flush` writes the batch and flushes memtables to SST files, and only
+then may the state manager write a checkpoint. A flush with nothing written is free.
+
+An instance that will not open (corruption, unreadable files) is deleted and recreated
+empty, with a warning, and reported through ``started_empty`` so that it is restored from
+the beginning of its changelog. A lock held by another process is *not* corruption: it is
+raised, never wiped.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+from rocksdict import (
+    BlockBasedOptions,
+    Cache,
+    DBCompressionType,
+    Options,
+    Rdict,
+    WriteBatch,
+    WriteOptions,
+)
+
+from platform_streams.errors import InvalidStateStoreError
+from platform_streams.state.backend import BytesMap, StorageBackend
+
+__all__ = ["RocksDBBackend", "RocksDBBytesMap"]
+
+log = logging.getLogger(__name__)
+
+#: Pending writes per instance before they are pushed to RocksDB between flushes.
+_MAX_PENDING = 20_000
+_WRITE_BUFFER_BYTES = 8 * 1024 * 1024
+_MAX_WRITE_BUFFERS = 3
+_BLOCK_SIZE = 16 * 1024
+_SHARED_BLOCK_CACHE_BYTES = 64 * 1024 * 1024
+_DEFAULT_CF = "default"
+
+_block_cache: Cache | None = None
+_MISSING = object()
+
+
+def _shared_block_cache() -> Cache:
+    """One LRU block cache per process, shared by every store (RocksDB's recommended setup)."""
+    global _block_cache
+    if _block_cache is None:
+        _block_cache = Cache(_SHARED_BLOCK_CACHE_BYTES)
+    return _block_cache
+
+
+def _options() -> Options:
+    """Options for the instance and each column family.
+
+    Raw mode (no pickling), LZ4, bloom filters for point lookups, modest memtables (a
+    worker hosts many stores), atomic flush so that segments flushed together stay
+    consistent with each other while the WAL is off.
+    """
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    opts.set_atomic_flush(True)
+    opts.set_write_buffer_size(_WRITE_BUFFER_BYTES)
+    opts.set_max_write_buffer_number(_MAX_WRITE_BUFFERS)
+    opts.set_max_background_jobs(2)
+    opts.set_keep_log_file_num(2)
+    opts.set_compression_type(DBCompressionType.lz4())
+    table = BlockBasedOptions()
+    table.set_block_cache(_shared_block_cache())
+    table.set_block_size(_BLOCK_SIZE)
+    table.set_bloom_filter(10, False)
+    opts.set_block_based_table_factory(table)
+    return opts
+
+
+def _write_options() -> WriteOptions:
+    opts = WriteOptions()
+    opts.disable_wal = True
+    return opts
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc)
+    return "lock" in text.lower() and "IO error" in text
+
+
+class RocksDBBytesMap(BytesMap):
+    """One column family, with its pending-write overlay."""
+
+    __slots__ = ("_backend", "handle", "pending", "view")
+
+    def __init__(self, backend: RocksDBBackend, view: Rdict, handle: Any) -> None:
+        self._backend = backend
+        self.view = view
+        self.handle = handle
+        self.pending: dict[bytes, bytes | None] = {}
+
+    def get(self, key: bytes) -> bytes | None:
+        value = self.pending.get(key, _MISSING)
+        if value is not _MISSING:
+            return cast("bytes | None", value)
+        return cast("bytes | None", self.view.get(key))
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        pending = self.pending
+        pending[key] = value
+        backend = self._backend
+        backend.pending_count += 1
+        if backend.pending_count >= _MAX_PENDING:
+            backend.write_pending()
+
+    def items(
+        self, lower: bytes | None = None, upper: bytes | None = None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        self._backend.write_pending()
+        # Bounds are checked here, not with ReadOptions: rocksdict encodes ReadOptions
+        # bounds in its non-raw format. The RocksDB iterator is created now (not on first
+        # next()) so the scan reads the state as of this call.
+        if reverse:
+            if upper is None:
+                it = self.view.items(backwards=True)
+            else:
+                it = self.view.items(backwards=True, from_key=upper)
+            return _backward(it, lower, upper)
+        it = self.view.items() if lower is None else self.view.items(from_key=lower)
+        return _forward(it, upper)
+
+    def approximate_num_entries(self) -> int:
+        estimate = self.view.property_int_value("rocksdb.estimate-num-keys") or 0
+        return int(estimate) + len(self.pending)
+
+
+def _forward(it: Any, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+    if upper is None:
+        yield from it
+        return
+    for key, value in it:
+        if key >= upper:
+            return
+        yield key, value
+
+
+def _backward(it: Any, lower: bytes | None, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+    for key, value in it:
+        if upper is not None and key >= upper:
+            continue
+        if lower is not None and key < lower:
+            return
+        yield key, value
+
+
+class RocksDBBackend(StorageBackend):
+    """A RocksDB instance with a default column and named column families (segments)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._path: Path | None = None
+        self._db: Rdict | None = None
+        self._default: RocksDBBytesMap | None = None
+        self._columns: dict[str, RocksDBBytesMap] = {}
+        self._write_opts = _write_options()
+        self._started_empty = True
+        self._dirty = False
+        self.pending_count = 0
+
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    @property
+    def started_empty(self) -> bool:
+        return self._started_empty
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    def open(self, directory: Path | None) -> None:
+        if directory is None:
+            raise ValueError(f"store {self.name}: a persistent store needs a directory")
+        self._path = directory
+        had_data = (directory / "CURRENT").exists()
+        try:
+            self._open_db(directory)
+        except Exception as exc:
+            if _is_lock_error(exc):
+                raise InvalidStateStoreError(
+                    f"RocksDB at {directory} is locked by another process or store instance: {exc}",
+                    store=self.name,
+                ) from exc
+            log.warning(
+                "store %s: local RocksDB at %s is unreadable (%s); wiping it and rebuilding from the changelog",
+                self.name,
+                directory,
+                exc,
+            )
+            self._release()
+            shutil.rmtree(directory, ignore_errors=True)
+            self._open_db(directory)
+            had_data = False
+        self._started_empty = not had_data
+
+    def _open_db(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        opts = _options()
+        names = Rdict.list_cf(str(directory), opts) if (directory / "CURRENT").exists() else []
+        families = {name: _options() for name in names if name != _DEFAULT_CF}
+        db = Rdict(str(directory), opts, column_families=families or None)
+        self._db = db
+        self._default = RocksDBBytesMap(self, db, None)
+        self._columns = {
+            name: RocksDBBytesMap(self, db.get_column_family(name), db.get_column_family_handle(name))
+            for name in families
+        }
+
+    @property
+    def default(self) -> BytesMap:
+        if self._default is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
+        return self._default
+
+    def column_names(self) -> list[str]:
+        return list(self._columns)
+
+    def column(self, name: str) -> BytesMap:
+        col = self._columns.get(name)
+        if col is None:
+            db = self._require_db()
+            view = db.create_column_family(name, _options())
+            col = self._columns[name] = RocksDBBytesMap(self, view, db.get_column_family_handle(name))
+        return col
+
+    def drop_column(self, name: str) -> None:
+        col = self._columns.pop(name, None)
+        if col is None:
+            return
+        self.pending_count -= len(col.pending)
+        col.pending.clear()
+        del col
+        self._require_db().drop_column_family(name)
+
+    def write_pending(self) -> None:
+        """Push the overlay of every column to RocksDB as one ``WriteBatch``."""
+        if not self.pending_count or self._db is None:
+            return
+        batch = WriteBatch(raw_mode=True)
+        maps = [self._default, *self._columns.values()] if self._default is not None else []
+        for col in maps:
+            if not col.pending:
+                continue
+            handle = col.handle
+            put = batch.put
+            delete = batch.delete
+            for key, value in col.pending.items():
+                if value is None:
+                    delete(key, handle)
+                else:
+                    put(key, value, handle)
+            col.pending.clear()
+        self._db.write(batch, self._write_opts)
+        self.pending_count = 0
+        self._dirty = True
+
+    def flush(self) -> None:
+        if self._db is None:
+            return
+        self.write_pending()
+        if self._dirty:
+            self._db.flush(True)
+            self._dirty = False
+
+    def close(self) -> None:
+        if self._db is None:
+            return
+        try:
+            self.write_pending()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """Drop every handle on the instance so that RocksDB releases its lock."""
+        db = self._db
+        self._db = None
+        self._default = None
+        self._columns = {}
+        self.pending_count = 0
+        self._dirty = False
+        if db is not None:
+            try:
+                db.close()
+            except Exception as exc:  # closing must not mask the caller's error
+                log.warning("store %s: error closing RocksDB: %s", self.name, exc)
+        del db
+        gc.collect()
+
+    def wipe(self) -> None:
+        path = self._path
+        if path is None:
+            return
+        self._release()
+        shutil.rmtree(path, ignore_errors=True)
+        self._open_db(path)
+        self._started_empty = True
+
+    def _require_db(self) -> Rdict:
+        if self._db is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
+        return self._db
