@@ -40,8 +40,6 @@ def takes_key(fn: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):
         return False
     positional = [
-        p
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
     ]
     return len(positional) >= 2

@@ -71,7 +71,9 @@ class ProcessorContext(ABC):
         """Send ``record`` to all children, or to the one named ``child_name``."""
 
     @abstractmethod
-    def schedule(self, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator) -> Cancellable:
+    def schedule(
+        self, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator
+    ) -> Cancellable:
         """Call ``callback`` every ``interval_ms`` of stream or wall-clock time."""
 
     @abstractmethod
@@ -107,7 +109,7 @@ class Processor(ABC):
     @abstractmethod
     def process(self, record: Record) -> None: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, as in Kafka Streams
         """Release resources; stores are closed by the runtime, not here."""
 
 

@@ -164,7 +164,9 @@ class NodeContext(ProcessorContext):
             )
         child(record.key, record.value, record.timestamp, record.headers)
 
-    def schedule(self, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator) -> Cancellable:
+    def schedule(
+        self, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator
+    ) -> Cancellable:
         return self.task.schedule(self.node_name, interval_ms, punctuation_type, callback)
 
     def get_state_store(self, name: str) -> Any:

@@ -43,7 +43,8 @@ CustomHandler = Callable[[Any, Any, BaseException], HandlerResponse]
 def dead_letter_headers(raw: Any, exc: BaseException) -> list[tuple[str, bytes | None]]:
     """Headers naming the error and the record's origin, after the record's own headers."""
     own = list(raw.headers() or [])
-    return own + [
+    return [
+        *own,
         (HEADER_EXCEPTION, type(exc).__name__.encode()),
         (HEADER_MESSAGE, str(exc).encode("utf-8", "replace")),
         (HEADER_STACKTRACE, "".join(traceback.format_exception(exc)).encode("utf-8", "replace")),

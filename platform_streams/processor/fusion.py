@@ -128,17 +128,23 @@ class _Emitter:
     def _branch(self, node: ProcessorNode, preds: list[str], k: str, v: str, indent: int) -> None:
         assert node.op is not None
         children = list(node.children)
-        for i, (pred, child) in enumerate(zip(preds, children)):
+        for i, pred in enumerate(preds):
             keyword = "if" if i == 0 else "elif"
             self.line(indent, f"{keyword} {pred}({k}, {v}):", node.name)
-            self.block(indent + 1, node.name, lambda c=child: self.child(c, k, v, indent + 1))
+            self._child_block(children[i], k, v, indent + 1, node.name)
         if node.op.has_default and len(children) > len(preds):
             default = children[len(preds)]
             if preds:
                 self.line(indent, "else:", node.name)
-                self.block(indent + 1, node.name, lambda: self.child(default, k, v, indent + 1))
+                self._child_block(default, k, v, indent + 1, node.name)
             else:
                 self.child(default, k, v, indent)
+
+    def _child_block(self, child: str, k: str, v: str, indent: int, node_name: str) -> None:
+        def body() -> None:
+            self.child(child, k, v, indent)
+
+        self.block(indent, node_name, body)
 
     def compile(self, header: str, label: str) -> Callable[..., None]:
         defaults = "".join(f", {name}={name}" for name in self.bound)
@@ -184,7 +190,11 @@ def compile_source(
     """
     em = _Emitter(nodes, entry_of, sink_parts)
     name = source.name
-    ctx, err, bad_ts = em.bind(task, "ctx"), em.bind(on_deserialization_error, "err"), em.bind(on_invalid_timestamp, "badts")
+    ctx, err, bad_ts = (
+        em.bind(task, "ctx"),
+        em.bind(on_deserialization_error, "err"),
+        em.bind(on_invalid_timestamp, "badts"),
+    )
     key_expr = f"{em.bind(key_deserializer, 'kd')}(msg.key())" if key_deserializer else "msg.key()"
     value_expr = f"{em.bind(value_deserializer, 'vd')}(msg.value())" if value_deserializer else "msg.value()"
     em.line(1, "try:", name)

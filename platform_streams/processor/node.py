@@ -37,7 +37,7 @@ class NodeProcessor(ABC):
     @abstractmethod
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (stores are closed by the runtime)."""
 
 

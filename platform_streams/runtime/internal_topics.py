@@ -51,8 +51,12 @@ def prepare_topics(plan: TopologyPlan, config: StreamsConfig) -> dict[str, int]:
             if existing.get(s.name) is not None and existing[s.name] != s.num_partitions
         }
         if wrong:
-            detail = ", ".join(f"{t} has {have} partitions, needs {need}" for t, (have, need) in wrong.items())
-            raise TopologyError(f"internal topics have the wrong partition count: {detail}; reset the application")
+            detail = ", ".join(
+                f"{t} has {have} partitions, needs {need}" for t, (have, need) in wrong.items()
+            )
+            raise TopologyError(
+                f"internal topics have the wrong partition count: {detail}; reset the application"
+            )
         missing = [s for s in specs if existing.get(s.name) is None]
         if missing:
             result = admin.create_topics(missing)

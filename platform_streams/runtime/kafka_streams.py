@@ -111,7 +111,9 @@ class KafkaStreams:
                     ) from (failures[0] if failures else None)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise StreamsTimeoutError(f"still {self._state.value} after {timeout_s}s, wanted {states}")
+                    raise StreamsTimeoutError(
+                        f"still {self._state.value} after {timeout_s}s, wanted {states}"
+                    )
                 self._state_changed.wait(left)
             return self._state
 
@@ -184,9 +186,13 @@ class KafkaStreams:
                 self._start_worker()
                 return
             if response is StreamsUncaughtExceptionResponse.SHUTDOWN_APPLICATION:
-                log.error("SHUTDOWN_APPLICATION: shutting down this client (other instances are not signalled)")
+                log.error(
+                    "SHUTDOWN_APPLICATION: shutting down this client (other instances are not signalled)"
+                )
             self._transition(State.PENDING_ERROR)
-        threading.Thread(target=self._shutdown_after_error, name="streams-error-shutdown", daemon=True).start()
+        threading.Thread(
+            target=self._shutdown_after_error, name="streams-error-shutdown", daemon=True
+        ).start()
 
     def _shutdown_after_error(self) -> None:
         self._join(None)

@@ -26,7 +26,9 @@ class State(enum.Enum):
 
 _TRANSITIONS: dict[State, frozenset[State]] = {
     State.CREATED: frozenset({State.REBALANCING, State.PENDING_SHUTDOWN, State.PENDING_ERROR}),
-    State.REBALANCING: frozenset({State.RUNNING, State.REBALANCING, State.PENDING_SHUTDOWN, State.PENDING_ERROR}),
+    State.REBALANCING: frozenset(
+        {State.RUNNING, State.REBALANCING, State.PENDING_SHUTDOWN, State.PENDING_ERROR}
+    ),
     State.RUNNING: frozenset({State.REBALANCING, State.PENDING_SHUTDOWN, State.PENDING_ERROR}),
     State.PENDING_SHUTDOWN: frozenset({State.NOT_RUNNING}),
     State.NOT_RUNNING: frozenset(),

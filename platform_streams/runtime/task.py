@@ -244,9 +244,7 @@ class StreamTask:
     def offsets_to_commit(self) -> dict[TopicPartitionKey, int]:
         """Next offsets to read for partitions that progressed since the last commit."""
         return {
-            tp: offset + 1
-            for tp, offset in self.consumed.items()
-            if self.committed.get(tp) != offset + 1
+            tp: offset + 1 for tp, offset in self.consumed.items() if self.committed.get(tp) != offset + 1
         }
 
     def mark_committed(self, offsets: dict[TopicPartitionKey, int]) -> None:

@@ -26,7 +26,13 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsError, TaskMigratedError
-from platform_streams.kafka import KafkaError, KafkaException, TopicPartition, create_consumer, create_producer
+from platform_streams.kafka import (
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+    create_consumer,
+    create_producer,
+)
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.task import StreamTask
@@ -34,6 +40,9 @@ from platform_streams.runtime.task_state import TaskStateLifecycle
 from platform_streams.topology.compiler import TopologyPlan
 
 log = logging.getLogger(__name__)
+
+#: records taken from librdkafka per poll
+_BATCH = 5000
 
 
 class WorkerState(enum.Enum):
@@ -78,7 +87,9 @@ class StreamWorker(threading.Thread):
         self._stop_event = threading.Event()
         self.failure: BaseException | None = None
         app = config.application_id
-        self.source_topics = sorted({plan.physical_topic(t, app) for s in plan.subtopologies for t in s.source_topics})
+        self.source_topics = sorted(
+            {plan.physical_topic(t, app) for s in plan.subtopologies for t in s.source_topics}
+        )
         self._changelogs = {
             plan.physical_topic(topic, app)
             for sub in plan.subtopologies
@@ -138,8 +149,7 @@ class StreamWorker(threading.Thread):
 
     def run_once(self) -> int:
         """One iteration: poll, process, punctuate, maybe commit. Returns records processed."""
-        backlog = any(self._queues.values())
-        messages = self.consumer.consume(5000, 0 if backlog else self._poll_s)
+        messages = self._poll_batch()
         if messages:
             self._route(messages)
         processed = 0
@@ -156,6 +166,22 @@ class StreamWorker(threading.Thread):
         if time.monotonic() >= self._next_commit or any(t.commit_requested for t in self.tasks.values()):
             self.commit()
         return processed
+
+    def _poll_batch(self) -> list[Any]:
+        """What librdkafka has ready; when idle, wait up to ``poll_ms`` for the first record.
+
+        ``consume(n, timeout)`` waits for the whole timeout unless ``n`` records are ready,
+        which would add up to ``poll_ms`` of latency per loop under moderate load; a
+        single ``poll`` returns as soon as one record arrives.
+        """
+        consumer = self.consumer
+        messages: list[Any] = consumer.consume(_BATCH, 0)
+        if messages or any(self._queues.values()):
+            return messages
+        first = consumer.poll(self._poll_s)
+        if first is None:
+            return []
+        return [first, *consumer.consume(_BATCH - 1, 0)]
 
     def _route(self, messages: list[Any]) -> None:
         queues = self._queues

@@ -47,7 +47,9 @@ class TopologyPlan:
         return f"{application_id}-{topic}" if topic in self.internal_topics else topic
 
     def external_source_topics(self) -> list[str]:
-        return sorted({t for s in self.subtopologies for t in s.source_topics if t not in self.internal_topics})
+        return sorted(
+            {t for s in self.subtopologies for t in s.source_topics if t not in self.internal_topics}
+        )
 
     def external_sink_topics(self) -> list[str]:
         return sorted({t for s in self.subtopologies for t in s.sink_topics if t not in self.internal_topics})
@@ -77,7 +79,9 @@ class TopologyPlan:
         changelog gets its sub-topology's task count, and co-partitioned topics must
         agree. Raises :class:`MissingSourceTopicError` or :class:`CoPartitioningError`.
         """
-        missing = [t for t in self.external_source_topics() + self.global_source_topics() if not existing.get(t)]
+        missing = [
+            t for t in self.external_source_topics() + self.global_source_topics() if not existing.get(t)
+        ]
         if missing:
             raise MissingSourceTopicError(sorted(set(missing)))
         counts: dict[str, int] = {t: int(existing[t] or 0) for t in existing if existing[t]}
@@ -179,7 +183,9 @@ def compile_topology(topology: Topology) -> TopologyPlan:
                 sources_by_topic=by_topic,
             )
         )
-    return TopologyPlan(topology, subtopologies, list(topology.global_stores.values()), topology.internal_topics)
+    return TopologyPlan(
+        topology, subtopologies, list(topology.global_stores.values()), topology.internal_topics
+    )
 
 
 def _topological(members: list[Node], nodes: Mapping[str, Node]) -> list[Node]:

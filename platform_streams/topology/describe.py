@@ -52,7 +52,8 @@ def _names(names: list[str], sizes: Mapping[str, int]) -> str:
 
 def _node_text(node: Node, sizes: Mapping[str, int]) -> str:
     if isinstance(node, SourceNode):
-        return f"Source: {node.name} (topics: [{', '.join(node.topics)}])\n      --> {_names(node.children, sizes)}"
+        topics = ", ".join(node.topics)
+        return f"Source: {node.name} (topics: [{topics}])\n      --> {_names(node.children, sizes)}"
     if isinstance(node, ProcessorNode):
         return (
             f"Processor: {node.name} (stores: [{', '.join(node.stores)}])\n"
@@ -60,7 +61,9 @@ def _node_text(node: Node, sizes: Mapping[str, int]) -> str:
             f"      <-- {_names(node.parents, sizes)}"
         )
     assert isinstance(node, SinkNode)
-    target = f"topic: {node.topic}" if node.topic is not None else f"extractor class: {node.topic_extractor!r}"
+    target = (
+        f"topic: {node.topic}" if node.topic is not None else f"extractor class: {node.topic_extractor!r}"
+    )
     return f"Sink: {node.name} ({target})\n      <-- {_names(node.parents, sizes)}"
 
 

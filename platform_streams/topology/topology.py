@@ -152,7 +152,9 @@ class Topology:
             ):
                 raise TopologyError(f"node {node_name!r} is already added")
         source = SourceNode(source_name, [topic], key_serde, value_serde, children=[processor_name])
-        processor = ProcessorNode(processor_name, [source_name], supplier=state_update_supplier, stores=[name])
+        processor = ProcessorNode(
+            processor_name, [source_name], supplier=state_update_supplier, stores=[name]
+        )
         self._global_stores[name] = GlobalStoreSpec(store_builder, source, processor)
         return self
 
@@ -239,4 +241,3 @@ class Topology:
             parent = self._nodes[parent_name]
             assert not isinstance(parent, SinkNode)
             parent.children.append(node.name)
-
