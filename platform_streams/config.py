@@ -498,13 +498,18 @@ class StreamsConfig(BaseModel):
         path: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] = os.environ,
         overrides: Mapping[str, Any] | None = None,
+        *,
+        defaults: Mapping[str, Any] | None = None,
     ) -> StreamsConfig:
-        """What the CLI calls: the file (if any), then environment variables, then overrides.
+        """What the CLI calls: ``defaults`` (settings an app factory returned), the file (if
+        any), then environment variables, then overrides.
 
         Later layers win per key; the client dicts are merged key by key, so e.g. a CLI
         ``client_config`` override adds to the file's ``security.protocol``.
         """
-        data = _normalize(_read_file(Path(path))) if path is not None else {}
+        data = _normalize(defaults or {})
+        if path is not None:
+            data = _merge(data, _normalize(_read_file(Path(path))))
         data = _merge(data, _env_values(env, "PLATFORM_STREAMS_"))
         data = _merge(data, _normalize(overrides or {}))
         return cls.model_validate(data)

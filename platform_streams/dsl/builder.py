@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.naming import NameGenerator
@@ -10,15 +10,20 @@ from platform_streams.dsl.options import Consumed, Materialized
 from platform_streams.topology.topology import Topology
 
 if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
     from platform_streams.dsl.ktable import GlobalKTable, KTable
 
 
 class StreamsBuilder:
     """Builds a :class:`Topology` from streams and tables (Kafka Streams' ``StreamsBuilder``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: StreamsConfig | None = None) -> None:
         self.topology = Topology()
         self.names = NameGenerator()
+        #: settings that shape the topology (``topology_optimization``), as Java's ``build(props)``
+        self.config = config
+        #: (table op, topic) of every source KTable, for the source-topic-changelog optimization
+        self.source_tables: list[tuple[Any, str]] = []
 
     def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> KStream:
         """A stream over one or more topics."""
@@ -62,6 +67,13 @@ class StreamsBuilder:
         self.topology.add_state_store(store_builder)  # type: ignore[arg-type]
         return self
 
-    def build(self) -> Topology:
-        """The topology built so far (the builder stays usable)."""
+    def build(self, config: StreamsConfig | None = None) -> Topology:
+        """The topology built so far (the builder stays usable).
+
+        With ``topology_optimization="all"`` in ``config`` (or the builder's config),
+        materialized source KTables reuse their source topic as changelog.
+        """
+        from platform_streams.dsl.ktable import apply_source_topic_reuse
+
+        apply_source_topic_reuse(self, config or self.config)
         return self.topology

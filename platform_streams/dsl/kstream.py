@@ -8,6 +8,7 @@ any grouping or join, exactly as Kafka Streams does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -136,7 +137,6 @@ class KStream:
             value_serde=rep.value_serde or self.value_serde,
             num_partitions=rep.num_partitions,
             partitioner=rep.partitioner,
-            node_names=(f"{base}-repartition-filter", f"{base}-repartition-sink", f"{base}-repartition-source"),
         )
 
     def process(
@@ -175,6 +175,42 @@ class KStream:
         from platform_streams.dsl.ktable import stream_to_table
 
         return stream_to_table(self, name_of(named), materialized)
+
+    # -- joins ----------------------------------------------------------------------------
+    # ONE entry point per join kind, shared by two implementations (coordinated, do not split):
+    #  * the third argument is a JoinWindows -> a windowed KStream-KStream join
+    #    (platform_streams.dsl.stream_stream_join.stream_stream_join; windowing owner);
+    #  * anything else (KTable + Joined, GlobalKTable + key selector) -> a table join
+    #    (platform_streams.dsl.joins.stream_join; tables owner).
+    # Both receive ``(self, other, joiner, *args, kind=..., **kwargs)`` with kind one of
+    # "inner" | "left" | "outer".
+
+    def join(self, other: Any, joiner: Callable[..., Any], *args: Any, **kwargs: Any) -> KStream:
+        """Inner join with a KStream (``JoinWindows`` [, ``StreamJoined``]), a KTable or a GlobalKTable."""
+        return self._join("inner", other, joiner, args, kwargs)
+
+    def left_join(self, other: Any, joiner: Callable[..., Any], *args: Any, **kwargs: Any) -> KStream:
+        """Left join; with a KStream, unmatched records are emitted once their window closes."""
+        return self._join("left", other, joiner, args, kwargs)
+
+    def outer_join(self, other: Any, joiner: Callable[..., Any], *args: Any, **kwargs: Any) -> KStream:
+        """Outer join with a KStream (``JoinWindows``): unmatched records of both sides when windows close."""
+        return self._join("outer", other, joiner, args, kwargs)
+
+    def _join(
+        self, kind: str, other: Any, joiner: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> KStream:
+        from platform_streams.dsl.windows import JoinWindows
+
+        windows = args[0] if args else kwargs.get("windows")
+        if isinstance(windows, JoinWindows):
+            from platform_streams.dsl.stream_stream_join import stream_stream_join
+
+            return stream_stream_join(self, other, joiner, *args, kind=kind, **kwargs)
+        from platform_streams.dsl.joins import stream_join  # type: ignore[import-not-found,unused-ignore]
+
+        result: KStream = stream_join(self, other, joiner, *args, kind=kind, **kwargs)
+        return result
 
     # -- internals ------------------------------------------------------------------------
 
@@ -217,18 +253,27 @@ class KStream:
         partitioner: Callable[[str, Any, Any, int], int | None] | None,
         node_names: tuple[str, str, str] | None = None,
     ) -> KStream:
-        """Insert filter(non-null key) -> sink -> internal topic -> source; return the new stream."""
+        """Insert filter(non-null key) -> sink -> internal topic -> source; return the new stream.
+
+        Naming follows Kafka Streams' ``createRepartitionedSource``: three indices are always
+        burned (sink, filter, source, in that order); a generated ``base`` (``KSTREAM-...-<10
+        digits>``) uses the generated node names, a user-given one ``<topic>-filter/-sink/-source``.
+        ``node_names`` = (filter, sink, source) overrides both.
+        """
         builder = self._builder
-        topic = f"{base}-repartition"
+        topic = base if base.endswith("-repartition") else f"{base}-repartition"
         builder.topology.add_internal_topic(
             InternalTopic(topic, "repartition", num_partitions, repartition_topic_config())
         )
-        if node_names is None:
-            filter_name = builder.names.name("KSTREAM-FILTER-")
-            sink_name = builder.names.name("KSTREAM-SINK-")
-            source_name = builder.names.name("KSTREAM-SOURCE-")
-        else:
+        gen_sink = builder.names.name("KSTREAM-SINK-")
+        gen_filter = builder.names.name("KSTREAM-FILTER-")
+        gen_source = builder.names.name("KSTREAM-SOURCE-")
+        if node_names is not None:
             filter_name, sink_name, source_name = node_names
+        elif _GENERATED_NAME.fullmatch(base):
+            filter_name, sink_name, source_name = gen_filter, gen_sink, gen_source
+        else:
+            filter_name, sink_name, source_name = f"{topic}-filter", f"{topic}-sink", f"{topic}-source"
         builder.topology.add_stateless(filter_name, StatelessOp("filter", (_key_not_none,)), self.node_name)
         builder.topology.add_sink(
             sink_name, topic, filter_name, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner
@@ -237,6 +282,10 @@ class KStream:
         return KStream(
             builder, source_name, key_serde=key_serde, value_serde=value_serde, source_topics=frozenset({topic})
         )
+
+
+#: Kafka Streams' test for a generated (not user-given) repartition name.
+_GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
 
 
 def _key_not_none(key: Any, value: Any) -> bool:

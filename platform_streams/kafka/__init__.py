@@ -9,7 +9,8 @@ many ways) are dealt with in one place:
 * factories that validate and log configurations (:mod:`.clients`);
 * error classification and translation to :class:`~platform_streams.errors.BrokerError`
   (:mod:`.errors`);
-* a blocking admin facade returning plain data (:mod:`.admin`);
+* a blocking admin facade returning plain data (:mod:`.admin`, groups in :mod:`.admin_groups`);
+* log positions that are right on Kafka and Tansu: log end, offset for a time (:mod:`.positions`);
 * a partition range reader that finds the log end from fetches (:mod:`.log_reader`);
 * the embedded broker for local runs and tests (:mod:`.embedded_broker`).
 """
@@ -31,6 +32,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
+from platform_streams.kafka.admin_groups import GroupDescription, GroupMember
 from platform_streams.kafka.clients import create_admin, create_consumer, create_producer, redact_config
 from platform_streams.kafka.embedded_broker import EmbeddedBroker, find_free_port, run_embedded_broker_forever
 from platform_streams.kafka.errors import (
@@ -42,6 +44,7 @@ from platform_streams.kafka.errors import (
     to_broker_error,
 )
 from platform_streams.kafka.log_reader import high_watermark_from_fetch, read_partition_range
+from platform_streams.kafka.positions import TimeLookup, log_end_offsets, offsets_for_time
 
 __all__ = [
     "OFFSET_BEGINNING",
@@ -53,11 +56,14 @@ __all__ = [
     "AdminClient",
     "Consumer",
     "EmbeddedBroker",
+    "GroupDescription",
+    "GroupMember",
     "KafkaAdmin",
     "KafkaError",
     "KafkaException",
     "Message",
     "Producer",
+    "TimeLookup",
     "TopicPartition",
     "TopicSpec",
     "as_kafka_error",
@@ -70,6 +76,8 @@ __all__ = [
     "is_fenced",
     "is_retriable",
     "is_txn_requires_abort",
+    "log_end_offsets",
+    "offsets_for_time",
     "read_partition_range",
     "redact_config",
     "run_embedded_broker_forever",

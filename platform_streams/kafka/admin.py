@@ -29,27 +29,26 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ClusterMetadata, ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import (
+    AdminClient,
+    ClusterMetadata,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
 
 from platform_streams.errors import IllegalStateError, StreamsTimeoutError
+from platform_streams.kafka.admin_groups import GroupAdminMixin, wait_result
 from platform_streams.kafka.clients import create_admin
 from platform_streams.kafka.errors import as_kafka_error, to_broker_error
 
 __all__ = ["KafkaAdmin", "TopicSpec"]
 
 _log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
-
-# Java's ConsumerGroupState names; librdkafka spells two of them differently.
-_GROUP_STATE_NAMES: dict[str, str] = {
-    "PREPARING_REBALANCING": "PREPARING_REBALANCE",
-    "COMPLETING_REBALANCING": "COMPLETING_REBALANCE",
-    "UNKOWN": "UNKNOWN",
-}
 
 _POLL_INTERVAL_S = 0.05
 
@@ -79,7 +78,7 @@ class TopicSpec:
             )
 
 
-class KafkaAdmin:
+class KafkaAdmin(GroupAdminMixin):
     """Blocking admin facade; every call is bounded by a timeout in seconds.
 
     ``conf`` is a librdkafka admin configuration, or just a bootstrap string. Broker
@@ -272,6 +271,47 @@ class KafkaAdmin:
             result[resource.name] = {k: e.value for k, e in entries.items() if e.value is not None}
         return result
 
+    # ------------------------------------------------------------------ log offsets
+
+    def list_offsets(
+        self,
+        partitions: Iterable[tuple[str, int]],
+        spec: Literal["earliest", "latest"] | int,
+        timeout: float = 10.0,
+    ) -> dict[tuple[str, int], tuple[int, int]]:
+        """ListOffsets: ``{(topic, partition): (offset, timestamp)}`` for ``spec``.
+
+        ``spec`` is ``"earliest"``, ``"latest"`` or a timestamp in ms (the first offset
+        whose record timestamp is >= it; offset ``-1`` when there is none). This is the raw
+        broker answer, and on Tansu two of the three are wrong: "latest" is the start of the
+        last batch + 1 and timestamps are matched against the broker's write time. Use
+        :mod:`platform_streams.kafka.positions` for values that are right on both brokers.
+        """
+        wanted = list(dict.fromkeys(partitions))
+        if not wanted:
+            return {}
+        if spec == "earliest":
+            offset_spec = OffsetSpec.earliest()
+        elif spec == "latest":
+            offset_spec = OffsetSpec.latest()
+        else:
+            offset_spec = OffsetSpec.for_timestamp(int(spec))
+        deadline = time.monotonic() + timeout
+        try:
+            futures = self._admin().list_offsets(
+                {TopicPartition(t, p): offset_spec for t, p in wanted}, request_timeout=timeout
+            )
+        except KafkaException as exc:
+            raise to_broker_error(exc, f"list offsets ({spec})") from exc
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        for tp, future in futures.items():
+            try:
+                info = self._result(future.result, deadline, f"list offsets of {tp.topic}-{tp.partition}")
+            except KafkaException as exc:
+                raise to_broker_error(exc, f"list offsets ({spec}) of {tp.topic}-{tp.partition}") from exc
+            out[(tp.topic, tp.partition)] = (info.offset, info.timestamp)
+        return out
+
     # ------------------------------------------------------------------ groups
 
     def committed_offsets(
@@ -323,17 +363,7 @@ class KafkaAdmin:
 
         An unknown group is "DEAD" on Kafka and "EMPTY" on Tansu: both mean no members.
         """
-        deadline = time.monotonic() + timeout
-        try:
-            futures = self._admin().describe_consumer_groups([group_id], request_timeout=timeout)
-            desc = self._result(futures[group_id].result, deadline, f"describe group {group_id!r}")
-        except KafkaException as exc:
-            err = as_kafka_error(exc)
-            if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return "DEAD"
-            raise to_broker_error(exc, f"describe group {group_id!r}") from exc
-        name = desc.state.name if desc.state is not None else "UNKNOWN"
-        return _GROUP_STATE_NAMES.get(name, name)
+        return self.describe_group(group_id, timeout).state
 
     # ------------------------------------------------------------------ capabilities
 
@@ -380,11 +410,4 @@ class KafkaAdmin:
 
     # ------------------------------------------------------------------ helpers
 
-    @staticmethod
-    def _result(get: Callable[[float], _T], deadline: float, what: str) -> _T:
-        """Wait for a future's result until ``deadline``; a timeout becomes StreamsTimeoutError."""
-        remaining = max(0.0, deadline - time.monotonic())
-        try:
-            return get(remaining)
-        except TimeoutError as exc:
-            raise StreamsTimeoutError(f"timed out: {what}") from exc
+    _result = staticmethod(wait_result)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from platform_streams.errors import InvalidStateStoreError, TopologyError
 from platform_streams.processor.api import Cancellable, ProcessorContext, PunctuationType, Punctuator
@@ -25,13 +25,21 @@ if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
 
 
-class StoreRegistrar:
-    """Receives store registrations (the task's state manager implements this)."""
+class StoreRegistrar(Protocol):
+    """Receives store registrations (the task's ProcessorStateManager implements this)."""
+
+    def register_store(
+        self, store: Any, restore_callback: RestoreCallback, changelog_topic: str | None, partition: int
+    ) -> None: ...
+
+
+class _NoRegistrar:
+    """Keeps nothing: stores of a context without a state manager are never restored."""
 
     def register_store(
         self, store: Any, restore_callback: RestoreCallback, changelog_topic: str | None, partition: int
     ) -> None:
-        """Default: keep nothing (stores without a state manager are not restored)."""
+        return None
 
 
 class TaskContext(StateStoreContext):
@@ -55,12 +63,18 @@ class TaskContext(StateStoreContext):
         self._task_dir = task_dir
         #: store name -> physical changelog topic
         self.changelog_topics = dict(changelog_topics)
-        self.registrar = registrar or StoreRegistrar()
+        self.registrar: StoreRegistrar = registrar or _NoRegistrar()
         #: the raw input record being processed (a confluent Message or the driver's twin)
         self.current: Any = None
         self.stream_time = -1
         self.punctuations = PunctuationQueue()
+        #: True once a stream-time punctuator is scheduled: the task then checks after each record
+        self.has_stream_punctuation = False
         self.stores: dict[str, Any] = {}
+        #: the worker's shared record cache (stores find it here), None = one per store
+        self.record_cache: Any = None
+        #: global stores (GlobalKTable) of this client, readable by every processor; set by the runtime
+        self.global_stores: Mapping[str, Any] = {}
         self.commit_requested = False
         #: count of records dropped for invalid timestamps (metrics hook)
         self.dropped_records = 0
@@ -113,8 +127,14 @@ class TaskContext(StateStoreContext):
     def schedule(
         self, node_name: str, interval_ms: int, punctuation_type: PunctuationType, callback: Punctuator
     ) -> PunctuationSchedule:
-        now = self.stream_time if punctuation_type is PunctuationType.STREAM_TIME else self.clock_ms()
-        first = (now if now >= 0 else 0) + interval_ms
+        # As Kafka Streams' StreamTask.schedule: stream-time punctuation is aligned to 0, so it
+        # fires as soon as the task has data and then on multiples of the interval; wall-clock
+        # punctuation first fires one interval from now.
+        if punctuation_type is PunctuationType.STREAM_TIME:
+            first = 0
+            self.has_stream_punctuation = True
+        else:
+            first = self.clock_ms() + interval_ms
         return self.punctuations.add(
             PunctuationSchedule(node_name, interval_ms, punctuation_type, callback, first)
         )
@@ -171,6 +191,9 @@ class NodeContext(ProcessorContext):
 
     def get_state_store(self, name: str) -> Any:
         if name not in self.store_names:
+            global_store = self.task.global_stores.get(name)
+            if global_store is not None:  # as in Kafka Streams, global stores need no connection
+                return global_store
             raise InvalidStateStoreError(
                 f"processor {self.node_name!r} has no access to store {name!r}; connect it in the topology"
             )

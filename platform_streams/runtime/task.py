@@ -9,7 +9,7 @@ never talks to Kafka, so the same code runs in production and in tests.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,14 @@ from platform_streams.config import StreamsConfig
 from platform_streams.errors import DeserializationError, ProcessorError, StreamsError
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.collector import RecordCollector
-from platform_streams.processor.context import StoreRegistrar, TaskContext
+from platform_streams.processor.context import TaskContext
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
 from platform_streams.processor.fusion import node_of_traceback
 from platform_streams.processor.graph import TaskGraph
 from platform_streams.processor.punctuation import PunctuationSchedule
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.partition_group import PartitionGroup, TopicPartitionKey
+from platform_streams.state.manager import ProcessorStateManager
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class StreamTask:
         collector: RecordCollector,
         clock_ms: Callable[[], int],
         task_dir: Path,
-        registrar: StoreRegistrar | None = None,
+        record_cache: Any = None,
     ) -> None:
         self.task_id = task_id
         self.plan = plan
@@ -63,8 +64,13 @@ class StreamTask:
             clock_ms=clock_ms,
             task_dir=task_dir,
             changelog_topics=changelogs,
-            registrar=registrar,
+            registrar=None,
         )
+        #: the task's stores: registration, checkpoints, restore bookkeeping, close/wipe
+        self.state_manager = ProcessorStateManager(task_id, task_dir, eos=config.exactly_once)
+        self.context.registrar = self.state_manager
+        if record_cache is not None:
+            self.context.record_cache = record_cache
         dlq = config.errors_dead_letter_queue_topic_name
         self.deserialization_handler = RecordExceptionHandler(
             "deserialization", config.deserialization_exception_handler, dlq, collector, self.context
@@ -87,9 +93,9 @@ class StreamTask:
         self.consumed: dict[TopicPartitionKey, int] = {}
         #: (topic, partition) -> offset last committed (next offset to read)
         self.committed: dict[TopicPartitionKey, int] = {}
+        self._changelog_partitions = {(topic, task_id.partition) for topic in changelogs.values()}
         self.records_processed = 0
         self.records_skipped = 0
-        self._has_stream_punctuation = False
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -104,16 +110,20 @@ class StreamTask:
         """Init processors (after stores are restored), so ``init`` may read state."""
         self.graph.init()
 
-    def close(self) -> None:
-        """Close processors and stores (state flushing/checkpointing is the caller's job)."""
+    def close(self, *, wipe: bool = False) -> None:
+        """Close processors, then stores; ``wipe`` deletes the task's local state directory.
+
+        State flushing and checkpointing are the caller's job (they belong to a commit).
+        """
         try:
             self.graph.close()
         finally:
-            for store in self.context.stores.values():
-                try:
-                    store.close()
-                except Exception:  # a failing close must not hide the others
-                    log.exception("task %s: closing store %s failed", self.task_id, store.name)
+            self.state_manager.close(wipe=wipe)
+
+    def checkpoint(self, written: Mapping[tuple[str, int], int], *, enforce: bool = False) -> None:
+        """Record the changelog offsets the local stores reflect (after a successful commit)."""
+        mine = {tp: off for tp, off in written.items() if tp in self._changelog_partitions}
+        self.state_manager.checkpoint(mine, enforce=enforce)
 
     # -- processing -----------------------------------------------------------------------
 
@@ -142,7 +152,7 @@ class StreamTask:
                         self._handle_failure(msg, exc)
                     last = msg
                     done += 1
-                    if self._has_stream_punctuation:
+                    if ctx.has_stream_punctuation:
                         self.punctuate_stream_time()
             finally:
                 if last is not None:
@@ -162,7 +172,7 @@ class StreamTask:
                 self._handle_failure(msg, exc)
             consumed[(msg.topic(), msg.partition())] = msg.offset()
             done += 1
-            if self._has_stream_punctuation:
+            if ctx.has_stream_punctuation:
                 self.punctuate_stream_time()
         ctx.current = None
         self.records_processed += done
@@ -219,8 +229,9 @@ class StreamTask:
         return self.context.punctuations.fire_due(PunctuationType.WALL_CLOCK_TIME, now, self._run_punctuator)
 
     def refresh_punctuation_flags(self) -> None:
-        """Cache whether stream-time punctuators exist (checked per record when they do)."""
-        self._has_stream_punctuation = any(
+        """Recompute whether stream-time punctuators exist (after cancellations); ``schedule``
+        sets the flag itself, so a schedule made inside ``process`` takes effect at once."""
+        self.context.has_stream_punctuation = any(
             s.punctuation_type is PunctuationType.STREAM_TIME for s in self.context.punctuations.schedules
         )
 
@@ -251,9 +262,14 @@ class StreamTask:
         self.committed.update(offsets)
 
     def flush_stores(self) -> None:
-        """Flush caches and stores; cache flushes may forward records downstream."""
-        for store in self.context.stores.values():
-            store.flush()
+        """Flush caches and stores, upstream first: a cache flush forwards records that may
+        update stores further down, which must then be flushed in the same commit."""
+        stores = self.context.stores
+        order = [n for node in self.sub.nodes for n in getattr(node, "stores", ())]
+        for name in dict.fromkeys([*order, *stores]):
+            store = stores.get(name)
+            if store is not None:
+                store.flush()
 
     @property
     def commit_requested(self) -> bool:

@@ -1,47 +1,68 @@
-"""The state side of a task's life in a worker: register, restore, checkpoint, close.
+"""The state side of a task's life in a worker: restore, checkpoint, close.
 
-Kept apart from the worker loop so the order of state operations (stores built ->
-restored from changelogs -> processors initialised; commit -> checkpoint; close ->
-checkpoint or wipe) reads in one place.
+Kept apart from the worker loop so the order of state operations reads in one
+place: stores built -> restored from their changelogs (from the checkpoint when the
+local store is intact, else from the beginning) -> processors initialised; commit ->
+checkpoint; close -> checkpoint (clean) or keep the last one (dirty).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from platform_streams.config import StreamsConfig
-from platform_streams.processor.context import StoreRegistrar
 from platform_streams.processor.task_id import TaskId
-from platform_streams.topology.compiler import TopologyPlan
+from platform_streams.state.restore import ChangelogReader, StateRestoreListener
 
 if TYPE_CHECKING:
     from platform_streams.runtime.task import StreamTask
 
+log = logging.getLogger(__name__)
+
 
 class TaskStateLifecycle:
-    """Creates per-task state managers and drives restore/checkpoint/close for a worker."""
+    """Drives restore/checkpoint/close of a worker's tasks and remembers what restore cost."""
 
-    def __init__(self, config: StreamsConfig, plan: TopologyPlan) -> None:
+    def __init__(self, config: StreamsConfig, listener: StateRestoreListener | None = None) -> None:
         self.config = config
-        self.plan = plan
-        self.registrars: dict[TaskId, StoreRegistrar] = {}
-
-    def registrar_for(self, task_id: TaskId, task_dir: Path) -> StoreRegistrar:
-        registrar = StoreRegistrar()
-        self.registrars[task_id] = registrar
-        return registrar
+        self.listener = listener
+        #: task -> store -> records replayed by the last restore of that task
+        self.last_restore: dict[TaskId, dict[str, int]] = {}
+        #: records replayed by all restores of this worker
+        self.total_restored = 0
 
     def restore(self, tasks: Iterable[StreamTask]) -> None:
-        """Bring every store of ``tasks`` up to date with its changelog."""
+        """Bring every store of ``tasks`` up to date with its changelog before processing."""
+        reader = ChangelogReader(self.config.restore_consumer_configs(), listener=self.listener)
+        for task in tasks:
+            if not task.state_manager.changelog_offsets_to_restore():
+                self.last_restore[task.task_id] = {}
+                continue
+            started = time.monotonic()
+            counts = reader.restore(task.state_manager)
+            self.last_restore[task.task_id] = counts
+            replayed = sum(counts.values())
+            self.total_restored += replayed
+            log.info(
+                "task %s restored %d changelog records in %.2fs (%s)",
+                task.task_id,
+                replayed,
+                time.monotonic() - started,
+                ", ".join(f"{s}={n}" for s, n in sorted(counts.items())) or "nothing to replay",
+            )
 
     def checkpoint(self, tasks: Iterable[StreamTask], written: Mapping[tuple[str, int], int]) -> None:
         """After a commit: record how far each store's changelog is reflected locally."""
+        for task in tasks:
+            task.checkpoint(written)
 
-    def close_task(self, task: StreamTask, *, clean: bool) -> None:
-        """Checkpoint (clean) or mark for restore (dirty) the closed task's stores."""
-        self.registrars.pop(task.task_id, None)
-
-    def describe(self) -> dict[str, Any]:
-        return {str(t): {} for t in self.registrars}
+    def close_task(self, task: StreamTask, written: Mapping[tuple[str, int], int], *, clean: bool) -> None:
+        """Close a task; a clean close writes a final checkpoint (also under exactly-once)."""
+        try:
+            if clean:
+                task.checkpoint(written, enforce=True)
+        finally:
+            task.close()

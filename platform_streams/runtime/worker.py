@@ -37,6 +37,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.task import StreamTask
 from platform_streams.runtime.task_state import TaskStateLifecycle
+from platform_streams.state.cache import RecordCache
 from platform_streams.topology.compiler import TopologyPlan
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,8 @@ class StreamWorker(threading.Thread):
         self._max_buffered = config.buffered_records_per_partition
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
-        self.state_lifecycle = TaskStateLifecycle(config, plan)
+        self.state_lifecycle = TaskStateLifecycle(config)
+        self.record_cache = RecordCache(config.statestore_cache_max_bytes)
         self.committed_total = 0
         self.processed_total = 0
 
@@ -281,7 +283,7 @@ class StreamWorker(threading.Thread):
             collector=self.collector,
             clock_ms=lambda: int(time.time() * 1000),
             task_dir=task_dir,
-            registrar=self.state_lifecycle.registrar_for(task_id, task_dir),
+            record_cache=self.record_cache,
         )
         task.initialize_stores()
         self.tasks[task_id] = task
@@ -303,11 +305,12 @@ class StreamWorker(threading.Thread):
         self._close_tasks(clean=False)
 
     def _close_tasks(self, *, clean: bool) -> None:
+        written = self.collector.offsets if self.collector is not None else {}
         for task in self.tasks.values():
             try:
-                task.close()
-            finally:
-                self.state_lifecycle.close_task(task, clean=clean)
+                self.state_lifecycle.close_task(task, written, clean=clean)
+            except Exception:
+                log.exception("closing task %s failed", task.task_id)
         self.tasks.clear()
         self._queues.clear()
         self._task_of.clear()

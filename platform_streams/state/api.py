@@ -194,17 +194,24 @@ class WindowStore(StateStore, Generic[K, V]):
         *,
         backward: bool = False,
     ) -> Iterator[tuple[Windowed[K], V]]:
-        """Windows of keys in ``[key_from, key_to]`` starting in ``[time_from, time_to]``."""
+        """Windows of keys in ``[key_from, key_to]`` starting in ``[time_from, time_to]``.
+
+        Ordered by time segment, then key, then start (see :meth:`fetch_all`).
+        """
 
     @abstractmethod
     def fetch_all(
         self, time_from_ms: int, time_to_ms: int, *, backward: bool = False
     ) -> Iterator[tuple[Windowed[K], V]]:
-        """Every window starting in ``[time_from, time_to]``, by start time then key."""
+        """Every window starting in ``[time_from, time_to]``.
+
+        Ordered as Kafka Streams orders it: by time segment, then key, then start (not
+        strictly by start time across keys).
+        """
 
     @abstractmethod
     def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[K], V]]:
-        """Every live window, by start time then key."""
+        """Every live window (same order as :meth:`fetch_all`)."""
 
     @overload
     def fetch(self, key: K, time_from_ms: int) -> V | None: ...
@@ -214,7 +221,7 @@ class WindowStore(StateStore, Generic[K, V]):
 
     def fetch(
         self, key: K, time_from_ms: int, time_to_ms: int | None = None
-    ) -> V | None | Iterator[tuple[int, V]]:
+    ) -> V | Iterator[tuple[int, V]] | None:
         """``fetch(key, start)`` -> one window's value; ``fetch(key, from, to)`` -> an iterator."""
         if time_to_ms is None:
             return self.fetch_at(key, time_from_ms)

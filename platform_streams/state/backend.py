@@ -13,7 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["BytesMap", "StorageBackend", "store_directory"]
+from platform_streams.errors import InvalidStateStoreError
+
+__all__ = ["BytesMap", "ClosedBytesMap", "StorageBackend", "store_directory"]
 
 
 def store_directory(task_dir: Path, store_name: str) -> Path:
@@ -41,6 +43,35 @@ class BytesMap(ABC):
 
     @abstractmethod
     def approximate_num_entries(self) -> int: ...
+
+
+class ClosedBytesMap(BytesMap):
+    """Stands in for the map of a store that is not open: every access raises.
+
+    Lets the stores call their map without an "is it open?" test on every operation.
+    """
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store_name: str) -> None:
+        self._store = store_name
+
+    def _closed(self) -> InvalidStateStoreError:
+        return InvalidStateStoreError("store is not open", store=self._store)
+
+    def get(self, key: bytes) -> bytes | None:
+        raise self._closed()
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        raise self._closed()
+
+    def items(
+        self, lower: bytes | None = None, upper: bytes | None = None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        raise self._closed()
+
+    def approximate_num_entries(self) -> int:
+        raise self._closed()
 
 
 class StorageBackend(ABC):

@@ -11,9 +11,8 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import KeyValueStore, StateStore
-from platform_streams.state.backend import BytesMap, StorageBackend, store_directory
+from platform_streams.state.backend import BytesMap, ClosedBytesMap, StorageBackend, store_directory
 from platform_streams.state.keys import inclusive_to_exclusive, prefix_upper_bound
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ class KeyValueBytesStore(KeyValueStore[bytes, bytes]):
     def __init__(self, name: str, backend: StorageBackend) -> None:
         self._name = name
         self._backend = backend
-        self._map: BytesMap | None = None
+        self._map: BytesMap = ClosedBytesMap(name)
 
     @property
     def name(self) -> str:
@@ -49,6 +48,9 @@ class KeyValueBytesStore(KeyValueStore[bytes, bytes]):
     def backend(self) -> StorageBackend:
         return self._backend
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r}, {type(self._backend).__name__})"
+
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         directory = store_directory(context.state_dir, self._name) if self._backend.persistent else None
         self._backend.open(directory)
@@ -57,37 +59,32 @@ class KeyValueBytesStore(KeyValueStore[bytes, bytes]):
 
     def restore_batch(self, batch: list[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records (the restore callback): the last write of a key wins."""
-        put = self._require().put
+        put = self._map.put
         for key, value in batch:
             put(key, value)
-
-    def _require(self) -> BytesMap:
-        if self._map is None or not self._backend.is_open:
-            raise InvalidStateStoreError("store is not open", store=self._name)
-        return self._map
 
     # ------------------------------------------------------------------ reads & writes
 
     def get(self, key: bytes) -> bytes | None:
-        return self._require().get(key)
+        return self._map.get(key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        self._require().put(key, value)
+        self._map.put(key, value)
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
-        store = self._require()
+        store = self._map
         old = store.get(key)
         if old is None:
             store.put(key, value)
         return old
 
     def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        put = self._require().put
+        put = self._map.put
         for key, value in entries:
             put(key, value)
 
     def delete(self, key: bytes) -> bytes | None:
-        store = self._require()
+        store = self._map
         old = store.get(key)
         if old is not None:
             store.put(key, None)
@@ -99,7 +96,9 @@ class KeyValueBytesStore(KeyValueStore[bytes, bytes]):
     def reverse_range(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, bytes]]:
         return self._range(key_from, key_to, reverse=True)
 
-    def _range(self, key_from: bytes | None, key_to: bytes | None, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+    def _range(
+        self, key_from: bytes | None, key_to: bytes | None, reverse: bool
+    ) -> Iterator[tuple[bytes, bytes]]:
         if key_from is not None and key_to is not None and key_from > key_to:
             log.warning(
                 "store %s: range with from > to returns nothing (serialized keys compare as bytes)",
@@ -107,20 +106,22 @@ class KeyValueBytesStore(KeyValueStore[bytes, bytes]):
             )
             return iter(())
         upper = inclusive_to_exclusive(key_to) if key_to is not None else None
-        return self._require().items(key_from, upper, reverse)
+        return self._map.items(key_from, upper, reverse)
 
     def all(self) -> Iterator[tuple[bytes, bytes]]:
-        return self._require().items()
+        return self._map.items()
 
     def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
-        return self._require().items(reverse=True)
+        return self._map.items(reverse=True)
 
     def prefix_scan(self, prefix: Any, prefix_serde: Serde | None = None) -> Iterator[tuple[bytes, bytes]]:
-        raw: bytes = prefix_serde.serialize(prefix) if prefix_serde is not None else prefix
-        return self._require().items(raw, prefix_upper_bound(raw))
+        raw = prefix_serde.serialize(prefix) if prefix_serde is not None else prefix
+        if not isinstance(raw, bytes):
+            raise ValueError(f"store {self._name}: prefix must serialize to bytes, got {raw!r}")
+        return self._map.items(raw, prefix_upper_bound(raw))
 
     def approximate_num_entries(self) -> int:
-        return self._require().approximate_num_entries()
+        return self._map.approximate_num_entries()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -129,7 +130,7 @@ class KeyValueBytesStore(KeyValueStore[bytes, bytes]):
             self._backend.flush()
 
     def close(self) -> None:
-        self._map = None
+        self._map = ClosedBytesMap(self._name)
         self._backend.close()
 
     def wipe(self) -> None:

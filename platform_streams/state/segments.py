@@ -78,6 +78,9 @@ class SegmentedBytesStore:
     def backend(self) -> StorageBackend:
         return self._backend
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r}, {type(self._backend).__name__})"
+
     @property
     def retention_ms(self) -> int:
         return self._retention_ms

@@ -152,7 +152,9 @@ class WindowBytesStore(SegmentedBytesStore, WindowStore[bytes, bytes]):
         time_from_ms = max(time_from_ms, self._min_live_time())
         if time_from_ms > time_to_ms or (key_from is not None and key_to is not None and key_from > key_to):
             return iter(())
-        upper = keys_upper_bound(key_to, time_bytes(time_to_ms) + _MAX_SEQ_BYTES) if key_to is not None else None
+        upper = (
+            keys_upper_bound(key_to, time_bytes(time_to_ms) + _MAX_SEQ_BYTES) if key_to is not None else None
+        )
         segs = self._segments_between(time_from_ms, time_to_ms, backward)
         iters = [seg.items(key_from, upper, backward) for seg in segs]
         return self._windows(iters, key_from, key_to, time_from_ms, time_to_ms)
@@ -188,4 +190,3 @@ class WindowBytesStore(SegmentedBytesStore, WindowStore[bytes, bytes]):
                 if (key_from is not None and key < key_from) or (key_to is not None and key > key_to):
                     continue
                 yield Windowed(key, TimeWindow(start, start + size)), value
-

@@ -89,6 +89,8 @@ class TopologyTestDriver:
                 self._task_by_topic[topic] = task
         self._global = self._make_global_stores()
         for task in self._tasks:
+            task.context.global_stores = self._global
+        for task in self._tasks:
             task.initialize_stores()
         for task in self._tasks:
             task.initialize_processors()

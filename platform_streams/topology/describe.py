@@ -1,23 +1,100 @@
 """``TopologyDescription``: Kafka Streams' text rendering of a compiled topology.
 
-The format (indentation, ``-->``/``<--`` arrows, node ordering by sub-tree size
-then name) matches Kafka Streams' ``TopologyDescription.toString()`` so tools and
-habits built around Java descriptions keep working.
+The text is byte-for-byte Kafka Streams' ``TopologyDescription.toString()`` so tools
+and habits built around Java descriptions keep working: nodes sorted by sub-tree size
+then name, each sub-topology followed by a blank line (global stores are not), and the
+``-->``/``<--`` lists in the order Java's ``TreeSet``\\ s end up in (see
+:mod:`platform_streams.topology.java_order` for why that needs emulating).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 from platform_streams.topology.compiler import TopologyPlan
+from platform_streams.topology.java_order import JavaTreeSet, hash_order
 from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode, SourceNode
+
+
+class _Links:
+    """Sizes, successors and predecessors as Kafka Streams' ``describeSubtopology`` builds them.
+
+    Nodes are connected in ``HashMap`` order of their names; each connection adds the
+    child's current sub-tree size to the parent and its ancestors, and inserts into
+    ``TreeSet``\\ s whose comparator reads those still-growing sizes.
+    """
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        by_name = {n.name: n for n in nodes}
+        self.size = dict.fromkeys(by_name, 1)
+        self.successors = {name: JavaTreeSet[str](self._compare) for name in by_name}
+        self.predecessors = {name: JavaTreeSet[str](self._compare) for name in by_name}
+        for name in hash_order(list(by_name)):
+            for parent in by_name[name].parents:
+                if parent not in by_name:
+                    continue
+                self.predecessors[name].add(parent)
+                self.successors[parent].add(name)
+                self._grow(parent, self.size[name])
+
+    def _compare(self, a: str, b: str) -> int:
+        if a == b:
+            return 0
+        if self.size[a] != self.size[b]:
+            return self.size[b] - self.size[a]
+        return -1 if a < b else 1
+
+    def _grow(self, name: str, delta: int) -> None:
+        self.size[name] += delta
+        for parent in self.predecessors[name]:
+            self._grow(parent, delta)
+
+    def ordered(self, nodes: Sequence[Node]) -> list[Node]:
+        """Final order of a sub-topology's nodes: largest sub-tree first, then by name."""
+        return sorted(nodes, key=lambda n: (-self.size[n.name], n.name))
+
+
+def _names(names: Sequence[str] | JavaTreeSet[str]) -> str:
+    listed = list(names)
+    return ", ".join(listed) if listed else "none"
+
+
+def _source_text(node: SourceNode, successors: Sequence[str] | JavaTreeSet[str]) -> str:
+    return f"Source: {node.name} (topics: [{', '.join(hash_order(node.topics))}])\n      --> {_names(successors)}"
+
+
+def _processor_text(
+    node: ProcessorNode, successors: Sequence[str] | JavaTreeSet[str], predecessors: Sequence[str] | JavaTreeSet[str]
+) -> str:
+    return (
+        f"Processor: {node.name} (stores: [{', '.join(hash_order(node.stores))}])\n"
+        f"      --> {_names(successors)}\n"
+        f"      <-- {_names(predecessors)}"
+    )
+
+
+def _sink_text(node: SinkNode, predecessors: Sequence[str] | JavaTreeSet[str]) -> str:
+    if node.topic is not None:
+        target = f"topic: {node.topic}"
+    else:
+        extractor = node.topic_extractor
+        label = f"{getattr(extractor, '__module__', '?')}.{getattr(extractor, '__qualname__', repr(extractor))}"
+        target = f"extractor class: {label}"
+    return f"Sink: {node.name} ({target})\n      <-- {_names(predecessors)}"
+
+
+def _node_text(node: Node, links: _Links) -> str:
+    if isinstance(node, SourceNode):
+        return _source_text(node, links.successors[node.name])
+    if isinstance(node, ProcessorNode):
+        return _processor_text(node, links.successors[node.name], links.predecessors[node.name])
+    return _sink_text(node, links.predecessors[node.name])
 
 
 @dataclass(frozen=True)
 class SubtopologyDescription:
-    """One sub-topology's nodes, rendered in Kafka Streams' order."""
+    """One sub-topology (nodes in topology insertion order), or a global store's two nodes."""
 
     id: int
     nodes: tuple[Node, ...]
@@ -25,53 +102,33 @@ class SubtopologyDescription:
 
     def __str__(self) -> str:
         if self.for_global_store:
-            header = f"Sub-topology: {self.id} for global store (will not generate tasks)\n"
-        else:
-            header = f"Sub-topology: {self.id}\n"
-        return header + "".join(f"    {_node_text(n, self._sizes())}\n" for n in self._ordered())
+            source, processor = self.nodes
+            assert isinstance(source, SourceNode) and isinstance(processor, ProcessorNode)
+            return (
+                f"Sub-topology: {self.id} for global store (will not generate tasks)\n"
+                f"    {_source_text(source, [processor.name])}\n"
+                f"    {_processor_text(processor, [], [source.name])}\n"
+            )
+        links = _Links(self.nodes)
+        body = "".join(f"    {_node_text(n, links)}\n" for n in links.ordered(self.nodes))
+        return f"Sub-topology: {self.id}\n{body}\n"
 
-    def _sizes(self) -> Mapping[str, int]:
-        by_name = {n.name: n for n in self.nodes}
-
-        @cache
-        def size(name: str) -> int:
-            return 1 + sum(size(c) for c in by_name[name].children if c in by_name)
-
-        return {n.name: size(n.name) for n in self.nodes}
-
-    def _ordered(self) -> list[Node]:
-        sizes = self._sizes()
-        return sorted(self.nodes, key=lambda n: (-sizes[n.name], n.name))
-
-
-def _names(names: list[str], sizes: Mapping[str, int]) -> str:
-    if not names:
-        return "none"
-    return ", ".join(sorted(names, key=lambda n: (-sizes.get(n, 1), n)))
-
-
-def _node_text(node: Node, sizes: Mapping[str, int]) -> str:
-    if isinstance(node, SourceNode):
-        topics = ", ".join(node.topics)
-        return f"Source: {node.name} (topics: [{topics}])\n      --> {_names(node.children, sizes)}"
-    if isinstance(node, ProcessorNode):
-        return (
-            f"Processor: {node.name} (stores: [{', '.join(node.stores)}])\n"
-            f"      --> {_names(node.children, sizes)}\n"
-            f"      <-- {_names(node.parents, sizes)}"
-        )
-    assert isinstance(node, SinkNode)
-    target = (
-        f"topic: {node.topic}" if node.topic is not None else f"extractor class: {node.topic_extractor!r}"
-    )
-    return f"Sink: {node.name} ({target})\n      <-- {_names(node.parents, sizes)}"
+    def ordered_node_names(self) -> list[str]:
+        """Node names in the order ``str()`` prints them."""
+        if self.for_global_store:
+            return [n.name for n in self.nodes]
+        return [n.name for n in _Links(self.nodes).ordered(self.nodes)]
 
 
 class TopologyDescription:
     """What ``Topology.describe()`` returns; ``str()`` gives Kafka Streams' text."""
 
     def __init__(self, plan: TopologyPlan) -> None:
-        self._subtopologies = [SubtopologyDescription(s.id, tuple(s.nodes)) for s in plan.subtopologies]
+        position = {name: i for i, name in enumerate(plan.topology.nodes)}
+        self._subtopologies = [
+            SubtopologyDescription(s.id, tuple(sorted(s.nodes, key=lambda n: position[n.name])))
+            for s in plan.subtopologies
+        ]
         first_global = len(plan.subtopologies)
         self._global_stores = [
             SubtopologyDescription(first_global + i, (g.source, g.processor), for_global_store=True)
@@ -85,7 +142,7 @@ class TopologyDescription:
         return list(self._global_stores)
 
     def __str__(self) -> str:
-        return "Topologies:\n " + "".join(f"  {s}\n" for s in self._subtopologies + self._global_stores)
+        return "Topologies:\n " + "".join(f"  {s}" for s in self._subtopologies + self._global_stores)
 
     def __repr__(self) -> str:
         return str(self)

@@ -393,3 +393,34 @@ def test_unknown_name_error_lists_short_names() -> None:
 def test_serde_from_name_rejects_non_string() -> None:
     with pytest.raises(ValueError):
         serde_from_name(42)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- key placement
+
+
+@pytest.mark.parametrize(
+    ("serde", "key", "partitions", "expected"),
+    [
+        # Recorded from librdkafka's Java-compatible ``murmur2`` partitioner on a live broker:
+        # the serde's bytes and our partitioner must put a key where a Java producer would.
+        (String(), "", 3, 0),
+        (String(), "", 12, 9),
+        (String(), "a", 12, 4),
+        (String(), "key", 3, 1),
+        (String(), "user-42", 12, 4),
+        (String(), "orders:2024", 12, 0),
+        (String(), "é", 12, 3),
+        (Integer(), 0, 12, 4),
+        (Integer(), -1, 3, 2),
+        (Integer(), 42, 12, 0),
+        (Long(), 0, 12, 11),
+        (Long(), 1, 3, 0),
+        (Long(), 123456789, 12, 8),
+    ],
+)
+def test_serialized_keys_land_in_the_java_partition(serde: Serde, key: Any, partitions: int, expected: int) -> None:
+    from platform_streams.processor.partitioner import default_partition
+
+    data = serde.serialize(key)
+    assert data is not None
+    assert default_partition(data, partitions) == expected

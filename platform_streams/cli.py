@@ -1,0 +1,164 @@
+"""``platform-streams``: the command line of platform_streams.
+
+::
+
+    platform-streams run MODULE:FACTORY [--config FILE] [--set KEY=VALUE ...] [--workers N]
+    platform-streams describe MODULE:FACTORY
+    platform-streams topics plan|create|validate|delete MODULE:FACTORY ...   (ops/cli_commands.py)
+    platform-streams reset MODULE:FACTORY ...                               (ops/cli_commands.py)
+    platform-streams broker [--port 9092] [--host 127.0.0.1]
+
+Subcommands are entries of :data:`COMMANDS` (name, help, arguments, handler), so a new
+one (``topics``, ``reset``, ``apps``...) is a module with a :class:`Command` and one line
+here. Handlers return an exit status; expected failures raise
+:class:`~platform_streams.cli_app.CliError` or a :class:`StreamsError`, which :func:`main`
+prints as one line (with the traceback only under ``-v``/``--log-level DEBUG``).
+Logs go to stderr; what a command *prints* (a description, the broker address) goes to
+stdout, so scripts can read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from platform_streams.cli_app import CliError, add_app_argument, load_app
+from platform_streams.cli_run import add_run_arguments, run_command
+from platform_streams.errors import StreamsError
+from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_LOG_FORMAT = "%(asctime)s %(levelname)s [pid %(process)d] %(name)s: %(message)s"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: ``add_arguments(parser)`` declares it, ``run(args)`` returns the exit status."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _describe(args: argparse.Namespace) -> int:
+    print(load_app(args.app).topology.describe(), end="", flush=True)
+    return 0
+
+
+def _broker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="listening address (default 127.0.0.1)")
+    parser.add_argument(
+        "--log-file", default=None, help="where the broker's own output goes (default: a temp file)"
+    )
+
+
+def _broker(args: argparse.Namespace) -> int:
+    from platform_streams.kafka import run_embedded_broker_forever  # needs the broker wheel only here
+
+    run_embedded_broker_forever(args.port or None, args.host, args.log_file)
+    return 0
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "run an application until SIGTERM/Ctrl-C", add_run_arguments, run_command),
+    Command("describe", "print an application's topology description", add_app_argument, _describe),
+    Command(
+        "topics",
+        "plan, create, validate or delete an application's internal topics",
+        add_topics_arguments,
+        run_topics,
+    ),
+    Command(
+        "reset",
+        "reset an application to reprocess its input (stopped applications only)",
+        add_reset_arguments,
+        run_reset,
+    ),
+    Command(
+        "broker",
+        "run the embedded Kafka-protocol broker (Tansu, in memory) until SIGTERM/Ctrl-C",
+        _broker_arguments,
+        _broker,
+    ),
+)
+
+
+def _add_logging_options(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
+    # The same options on the main parser and on every subcommand, so they may come before
+    # or after the subcommand name; subcommands only set them when given (SUPPRESS), so a
+    # subcommand's unset option does not hide the main parser's.
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if top_level else argparse.SUPPRESS,
+        help="debug logging and tracebacks on errors",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=_LOG_LEVELS,
+        default=None if top_level else argparse.SUPPRESS,
+        help="log level on stderr (default INFO; DEBUG with -v)",
+    )
+
+
+def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="platform-streams", description="Kafka Streams, rebuilt in Python: run and inspect applications."
+    )
+    _add_logging_options(parser, top_level=True)
+    subparsers = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
+    for command in commands:
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(sub)
+        _add_logging_options(sub, top_level=False)
+        sub.set_defaults(command=command)
+    return parser
+
+
+def _without_traceback(record: logging.LogRecord) -> bool:
+    """Log filter: keep the message, drop the traceback (shown only at DEBUG)."""
+    record.exc_info, record.exc_text = None, None
+    return True
+
+
+def configure_logging(level: str) -> None:
+    """Logs to stderr at ``level``; tracebacks in log records only at DEBUG."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+    if level != "DEBUG":
+        handler.addFilter(_without_traceback)
+    logging.basicConfig(level=level, handlers=[handler])  # no-op if the host configured logging
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``platform-streams`` script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    args.log_level = args.log_level or ("DEBUG" if args.verbose else "INFO")
+    debug = args.log_level == "DEBUG"
+    configure_logging(args.log_level)
+    command: Command = args.command
+    try:
+        return command.run(args)
+    except (CliError, StreamsError) as exc:
+        code = exc.exit_code if isinstance(exc, CliError) else 1
+        if debug:
+            logging.getLogger("platform_streams.cli").exception("%s failed", command.name)
+        print(f"platform-streams {command.name}: error: {exc}", file=sys.stderr, flush=True)
+        return code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""How the CLI finds an application and its settings: ``module:factory`` and the config layers.
+
+Shared by every subcommand that works on an application (``run``, ``describe``, and later
+``reset``/``topics``), so they all accept the same ``APP`` and ``--config``/``--set``
+arguments and fail the same way: with a :class:`CliError` whose message is one line that
+names what is wrong (the module, the attribute, the config field), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from platform_streams.config import StreamsConfig
+from platform_streams.errors import StreamsConfigError
+from platform_streams.topology.topology import Topology
+
+__all__ = ["CliError", "LoadedApp", "add_app_argument", "add_config_arguments", "load_app", "load_config"]
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".properties")
+# Client dicts may hold credentials: their rejected values are never echoed.
+_SECRET_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_config")
+
+
+class CliError(Exception):
+    """A failure the CLI reports as one line on stderr, exiting with ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class LoadedApp:
+    """What an application factory produced: the topology, and settings it asked for."""
+
+    spec: str
+    topology: Topology
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def add_app_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "app",
+        metavar="MODULE:FACTORY",
+        help="a callable returning a Topology, a StreamsBuilder or a (topology, settings-dict) pair, "
+        "e.g. examples.orders_app:topology (the current directory is importable)",
+    )
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        "-c",
+        metavar="FILE",
+        type=Path,
+        help="settings file (.yaml/.yml/.properties, Kafka Streams keys); "
+        "PLATFORM_STREAMS_<FIELD> environment variables and --set override it",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override one setting (repeatable), e.g. --set bootstrap.servers=host:9092",
+    )
+
+
+def load_app(spec: str) -> LoadedApp:
+    """Import ``module:attr`` and turn what it is or returns into a :class:`LoadedApp`.
+
+    ``attr`` may be dotted (``module:Class.factory``); a callable is called with no
+    arguments, a Topology or StreamsBuilder object is used as it is.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"APP must look like 'package.module:factory', got {spec!r}")
+    # Like ``python -m`` (and gunicorn/uvicorn): apps in the working directory are importable
+    # even when the command is the installed ``platform-streams`` script.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(f"cannot import {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise CliError(f"{module_name!r} has no attribute {attr!r}") from None
+    made = target() if callable(target) else target
+    settings: Mapping[str, Any] = {}
+    if isinstance(made, tuple) and len(made) == 2:
+        made, settings = made
+        if not isinstance(settings, Mapping):
+            raise CliError(
+                f"{spec} returned a pair whose second item is {type(settings).__name__}, not a dict"
+            )
+    if not isinstance(made, Topology) and hasattr(made, "build"):
+        made = made.build()
+    if not isinstance(made, Topology):
+        raise CliError(
+            f"{spec} gave {type(made).__name__}; expected a Topology, a StreamsBuilder "
+            "or a (topology, settings) pair"
+        )
+    return LoadedApp(spec, made, dict(settings))
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, str]:
+    """``["a.b=1", "c=x=y"]`` -> ``{"a.b": "1", "c": "x=y"}``; values are validated later."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--set needs KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def load_config(
+    path: Path | None,
+    overrides: Sequence[str],
+    app_settings: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> StreamsConfig:
+    """The app's settings, then the file, then ``PLATFORM_STREAMS_*``, then ``--set``."""
+    if path is not None and path.suffix.lower() not in CONFIG_SUFFIXES:
+        raise CliError(f"--config must be a {'/'.join(CONFIG_SUFFIXES)} file, got {str(path)!r}")
+    try:
+        return StreamsConfig.load(path, env=env, overrides=parse_overrides(overrides), defaults=app_settings)
+    except ValidationError as exc:
+        raise CliError(f"invalid config: {format_validation_error(exc)}") from exc
+    except StreamsConfigError as exc:
+        raise CliError(f"invalid config: {exc}") from exc
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """Pydantic's errors as one line: ``field: problem (got value); other: problem``."""
+    parts = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"]) or "settings"
+        msg = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "missing":
+            msg = "required, but not set (in the file, PLATFORM_STREAMS_* or --set)"
+        elif "got" not in msg and not any(str(p) in _SECRET_FIELDS for p in error["loc"]):
+            shown = repr(error.get("input"))
+            msg += f" (got {shown[:60] + '...' if len(shown) > 60 else shown})"
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)

@@ -1,0 +1,201 @@
+"""Aggregation processors: ``count``/``reduce``/``aggregate`` of grouped streams and tables.
+
+Each keeps the running aggregate per key in a timestamped store and forwards the update
+as a :class:`~platform_streams.dsl.change.Change` through the store (so caching decides
+how often downstream hears about it, see :class:`TableProcessor`). Semantics are Kafka
+Streams':
+
+* grouped **stream** (``KStreamAggregate``/``KStreamReduce``): records with a null key or
+  a null value are dropped (and counted as dropped); the first value of a key starts
+  from ``initializer()`` (aggregate) or is the aggregate itself (reduce);
+* grouped **table** (``KTableAggregate``/``KTableReduce``): each change first subtracts
+  its old value (when both it and an aggregate exist), then adds its new value; an
+  aggregate that becomes None is deleted;
+* the result's timestamp is the largest of the record's and the previous aggregate's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from platform_streams.dsl.change import ChangeSerde
+from platform_streams.dsl.materialize import resolve_serde
+from platform_streams.dsl.table_processors import StoreTableOp, TableProcessor
+from platform_streams.errors import StreamsError
+from platform_streams.processor.context import NodeContext
+from platform_streams.processor.node import NodeProcessor
+from platform_streams.processor.record import Headers
+from platform_streams.serde import Serde
+
+__all__ = [
+    "stream_aggregate",
+    "stream_count",
+    "stream_reduce",
+    "table_aggregate",
+    "table_count",
+    "table_reduce",
+]
+
+log = logging.getLogger(__name__)
+
+Initializer = Callable[[], Any]
+Aggregator = Callable[[Any, Any, Any], Any]
+Reducer = Callable[[Any, Any], Any]
+
+
+def count_initializer() -> int:
+    return 0
+
+
+def count_adder(key: Any, value: Any, aggregate: int) -> int:
+    return aggregate + 1
+
+
+def count_subtractor(key: Any, value: Any, aggregate: int) -> int:
+    return aggregate - 1
+
+
+class _AggregateProcessor(TableProcessor):
+    """Binds the op's store; subclasses compute the new aggregate."""
+
+    def __init__(self, op: StoreTableOp) -> None:
+        self.op = op
+
+    def init(self, context: NodeContext) -> None:
+        self.bind_store(context, self.op.store_name, self.op.send_old_values)
+        self._get = self.store.get_timestamped  # type: ignore[union-attr]
+
+    def _drop(self, key: Any, value: Any) -> None:
+        self.context.task.dropped_records += 1
+        log.debug("%s: dropping record with null key or value (key=%r)", self.op.store_name, key)
+
+
+class StreamAggregateProcessor(_AggregateProcessor):
+    def __init__(self, op: StoreTableOp, initializer: Initializer, aggregator: Aggregator) -> None:
+        super().__init__(op)
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        if key is None or value is None:
+            self._drop(key, value)
+            return
+        old = self._get(key)
+        if old is None:
+            aggregate = self.initializer()
+        else:
+            aggregate = old.value
+            if old.timestamp > timestamp:
+                timestamp = old.timestamp
+        self.put(key, self.aggregator(key, value, aggregate), timestamp, headers)
+
+
+class StreamReduceProcessor(_AggregateProcessor):
+    def __init__(self, op: StoreTableOp, reducer: Reducer) -> None:
+        super().__init__(op)
+        self.reducer = reducer
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        if key is None or value is None:
+            self._drop(key, value)
+            return
+        old = self._get(key)
+        if old is None:
+            self.put(key, value, timestamp, headers)
+            return
+        self.put(key, self.reducer(old.value, value), max(timestamp, old.timestamp), headers)
+
+
+class TableAggregateProcessor(_AggregateProcessor):
+    """Subtract the old value, add the new one (``adder``/``subtractor`` take ``(key, value, agg)``)."""
+
+    def __init__(
+        self,
+        op: StoreTableOp,
+        initializer: Initializer | None,
+        adder: Aggregator,
+        subtractor: Aggregator,
+        value_serde: Serde | None,
+    ) -> None:
+        super().__init__(op)
+        self.initializer = initializer
+        self.adder = adder
+        self.subtractor = subtractor
+        self.value_serde = value_serde
+
+    def init(self, context: NodeContext) -> None:
+        """Changes arrive serialized from the repartition topic; decode with the resolved serde."""
+        super().init(context)
+        self._decode = ChangeSerde(resolve_serde(self.value_serde, context.config, "value")).deserialize
+
+    def process(self, key: Any, raw: bytes, timestamp: int, headers: Headers) -> None:
+        if key is None:
+            raise StreamsError(f"record key for KTable aggregate with store {self.op.store_name} is null")
+        change = self._decode(raw)
+        if change is None:
+            return
+        old = self._get(key)
+        aggregate = old.value if old is not None else None
+        if old is not None and old.timestamp > timestamp:
+            timestamp = old.timestamp
+        if change.old is not None and aggregate is not None:
+            aggregate = self._subtract(key, change.old, aggregate)
+        if change.new is not None:
+            aggregate = self._add(key, change.new, aggregate)
+        self.put(key, aggregate, timestamp, headers)
+
+    def _subtract(self, key: Any, value: Any, aggregate: Any) -> Any:
+        return self.subtractor(key, value, aggregate)
+
+    def _add(self, key: Any, value: Any, aggregate: Any) -> Any:
+        if aggregate is None:
+            assert self.initializer is not None
+            aggregate = self.initializer()
+        return self.adder(key, value, aggregate)
+
+
+class TableReduceProcessor(TableAggregateProcessor):
+    """``KTableReduce``: the first value is the aggregate; reducers take ``(agg, value)``."""
+
+    def __init__(
+        self, op: StoreTableOp, adder: Reducer, subtractor: Reducer, value_serde: Serde | None
+    ) -> None:
+        super().__init__(op, None, lambda k, v, a: adder(a, v), lambda k, v, a: subtractor(a, v), value_serde)
+
+    def _add(self, key: Any, value: Any, aggregate: Any) -> Any:
+        if aggregate is None:
+            return value
+        return self.adder(key, value, aggregate)
+
+
+def stream_aggregate(
+    initializer: Initializer, aggregator: Aggregator
+) -> Callable[[StoreTableOp], NodeProcessor]:
+    return lambda op: StreamAggregateProcessor(op, initializer, aggregator)
+
+
+def stream_count() -> Callable[[StoreTableOp], NodeProcessor]:
+    return stream_aggregate(count_initializer, count_adder)
+
+
+def stream_reduce(reducer: Reducer) -> Callable[[StoreTableOp], NodeProcessor]:
+    return lambda op: StreamReduceProcessor(op, reducer)
+
+
+def table_aggregate(
+    initializer: Initializer, adder: Aggregator, subtractor: Aggregator, value_serde: Serde | None
+) -> Callable[[StoreTableOp], NodeProcessor]:
+    """``value_serde``: the serde of the grouped values (the ``Change`` records' inner serde)."""
+    return lambda op: TableAggregateProcessor(op, initializer, adder, subtractor, value_serde)
+
+
+def table_count(value_serde: Serde | None) -> Callable[[StoreTableOp], NodeProcessor]:
+    return table_aggregate(count_initializer, count_adder, count_subtractor, value_serde)
+
+
+def table_reduce(
+    adder: Reducer, subtractor: Reducer, value_serde: Serde | None
+) -> Callable[[StoreTableOp], NodeProcessor]:
+    return lambda op: TableReduceProcessor(op, adder, subtractor, value_serde)

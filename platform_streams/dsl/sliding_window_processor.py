@@ -1,0 +1,175 @@
+"""Sliding-window aggregation (Kafka Streams' ``KStreamSlidingWindowAggregate``, KIP-450).
+
+Sliding windows exist only where records are: for each record at t, its *left window*
+``[t - d, t]`` (ending at the record) and, when later records lie within d of it, its
+*right window* ``[t + 1, t + 1 + d]`` (starting just after it). Both ends are inclusive
+and results are keyed ``TimeWindow(start, start + d)``. Each record reads the key's
+windows starting in ``[t - 2d, t + 1]`` once, then:
+
+* updates every existing window containing t (starting in ``[t - d, t]``);
+* creates its left window from the aggregate of the latest window ending before t
+  (which holds exactly the records in ``[t - d, t)`` if the previous record is that
+  close), and its right window from the earliest window holding records after t;
+* creates the right window of the previous record when t falls in it.
+
+Records earlier than d (whose left window would start before 0) all share the window
+``[0, d]`` instead, as in Kafka Streams. The stored timestamp of a window is the largest
+record timestamp in it: that is how the algorithm knows where the previous record is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.dsl.change import Change
+from platform_streams.dsl.timestamped import ValueAndTimestamp
+from platform_streams.dsl.window_processors import AggregateParams, WindowAggregateProcessor
+from platform_streams.processor.record import Headers
+from platform_streams.state.windowed import TimeWindow, Windowed
+
+if TYPE_CHECKING:
+    from platform_streams.dsl.table_processors import TableOp
+    from platform_streams.dsl.windowed_store import DslWindowStore
+    from platform_streams.dsl.windows import SlidingWindows
+
+__all__ = ["SlidingWindowAggregateProcessor"]
+
+
+class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
+    """One record updates/creates at most its left window, right window and the previous right window."""
+
+    store: DslWindowStore
+
+    def __init__(self, params: AggregateParams, op: TableOp, windows: SlidingWindows) -> None:
+        super().__init__(params, op)
+        self.windows = windows
+        self.diff = windows.time_difference_ms
+
+    def close_time(self, stream_time: int) -> int:
+        # a window is closed when end < stream time - grace, i.e. due = end + 1 <= stream time - grace
+        return stream_time - self.windows.grace_ms
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        if self.skip_null(key, value):
+            return
+        self.advance(timestamp, headers)
+        close = self.observed_stream_time - self.windows.grace_ms  # Kafka's closeTime
+        diff = self.diff
+        if timestamp + 1 + diff <= close:
+            self.drop_late(key, timestamp, timestamp - diff, timestamp, close)
+            return
+        self._headers = headers
+        try:
+            if timestamp < diff:
+                self._process_early(key, value, timestamp, close)
+            else:
+                self._process_in_order(key, value, timestamp, close)
+        finally:
+            self._headers = None
+
+    # -- the algorithm (Kafka Streams' processInOrder / processEarly / createWindows) ----------
+
+    def _process_in_order(self, key: Any, value: Any, ts: int, close: int) -> None:
+        diff = self.diff
+        starts: set[int] = set()
+        left_agg: ValueAndTimestamp | None = None
+        right_agg: ValueAndTimestamp | None = None
+        left_exists = right_exists = False
+        previous_ts: int | None = None
+        windows = list(self.store.fetch_between_timestamped(key, max(0, ts - 2 * diff), ts + 1))
+        for start, vat in windows:
+            starts.add(start)
+            end = start + diff
+            if end < ts:
+                left_agg = vat
+                previous_ts = vat.timestamp
+            elif end == ts:
+                left_exists = True
+                if vat.timestamp < ts:
+                    previous_ts = vat.timestamp
+                self._update(key, value, ts, start, vat, close, new=False)
+            elif start <= ts:
+                right_agg = vat
+                self._update(key, value, ts, start, vat, close, new=False)
+            elif start == ts + 1:
+                right_exists = True
+            else:  # pragma: no cover - the fetch bounds exclude it
+                raise AssertionError(f"unexpected sliding window starting at {start} for a record at {ts}")
+        if previous_ts is not None:
+            prev_right = previous_ts + 1
+            if prev_right not in starts and prev_right + diff >= ts:
+                self._update(key, value, ts, prev_right, ValueAndTimestamp(self.params.initializer(), ts), close)
+        if not left_exists:
+            if previous_ts is not None and ts - diff <= previous_ts and left_agg is not None:
+                seed = ValueAndTimestamp(left_agg.value, ts)
+            else:
+                seed = ValueAndTimestamp(self.params.initializer(), ts)
+            self._update(key, value, ts, ts - diff, seed, close)
+        if not right_exists and right_agg is not None and right_agg.timestamp > ts:
+            self._create_right_window(key, ts, right_agg)
+
+    def _process_early(self, key: Any, value: Any, ts: int, close: int) -> None:
+        diff = self.diff
+        combined: tuple[int, ValueAndTimestamp] | None = None
+        right_agg: ValueAndTimestamp | None = None
+        right_exists = False
+        starts: set[int] = set()
+        previous_ts: int | None = None
+        for start, vat in list(self.store.fetch_between_timestamped(key, 0, ts + 1)):
+            starts.add(start)
+            if start == 0:
+                combined = (start, vat)
+                if vat.timestamp < ts:
+                    previous_ts = vat.timestamp
+            elif start <= ts:
+                right_agg = vat
+                self._update(key, value, ts, start, vat, close, new=False)
+            elif start == ts + 1:
+                right_exists = True
+            else:  # pragma: no cover - the fetch bounds exclude it
+                raise AssertionError(f"unexpected sliding window starting at {start} for a record at {ts}")
+        if right_agg is None and combined is not None and combined[1].timestamp > ts:
+            right_agg = combined[1]
+        if not right_exists and right_agg is not None and right_agg.timestamp > ts:
+            self._create_right_window(key, ts, right_agg)
+        if previous_ts is not None and previous_ts + 1 not in starts:
+            self._update(key, value, ts, previous_ts + 1, ValueAndTimestamp(self.params.initializer(), ts), close)
+        if combined is None:
+            self._update(key, value, ts, 0, ValueAndTimestamp(self.params.initializer(), ts), close)
+        else:
+            self._update(key, value, ts, 0, combined[1], close, new=False)
+
+    def _create_right_window(self, key: Any, ts: int, right_agg: ValueAndTimestamp) -> None:
+        """The record's right window holds exactly the records of ``right_agg`` (all later than ts)."""
+        start = ts + 1
+        self.store.put_timestamped(key, right_agg.value, right_agg.timestamp, start)
+        self.track(start + self.diff + 1, start, key)
+
+    def _update(
+        self,
+        key: Any,
+        value: Any,
+        ts: int,
+        start: int,
+        vat: ValueAndTimestamp,
+        close: int,
+        *,
+        new: bool = True,
+    ) -> None:
+        """Aggregate the record into window ``[start, start + d]`` holding ``vat`` (Kafka's updateWindowAndForward)."""
+        end = start + self.diff
+        if end < close:
+            self.drop_late(key, ts, start, end, close)
+            return
+        old = vat.value
+        new_agg = self.params.aggregator(key, value, old)
+        new_ts = ts if old is None else max(ts, vat.timestamp)
+        self.store.put_timestamped(key, new_agg, new_ts, start)
+        if new:
+            self.track(end + 1, start, key)
+
+    def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
+        vat = self.store.fetch_timestamped(key, start_ms)
+        if vat is not None:
+            window = TimeWindow(start_ms, start_ms + self.diff)
+            self.forward(Windowed(key, window), Change(vat.value, None), vat.timestamp, headers)

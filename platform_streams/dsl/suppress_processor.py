@@ -1,0 +1,224 @@
+"""The suppress operator: ``KTable.suppress(Suppressed)`` (Kafka Streams' ``KTableSuppressProcessor``).
+
+Per record (a table update ``Change`` at timestamp t):
+
+1. the operator's stream time becomes ``max(stream time, t)``;
+2. the update is buffered under its *buffer time* -- the window's close bound
+   (``end``, or ``end + 1`` for inclusive ends) for final results, ``t`` for a time
+   limit -- replacing an earlier buffered update of the same key in place;
+3. every entry with ``buffer time <= stream time - wait`` is emitted, oldest first
+   (``wait`` = the window's grace [+ gap] for final results, the time limit otherwise),
+   stamped with the timestamp and headers of the update it holds;
+4. if the buffer is over ``max_records``/``max_bytes``: emit the oldest entries early,
+   or fail the task (``shut_down_when_full``).
+
+Final results drop tombstones (a merged-away session has no final result); a time
+limit forwards them. Sliding and session windows close one millisecond later than in
+Kafka Streams (``end + 1``): their ends are inclusive, and Kafka Streams' ``end`` lets a
+record at exactly ``end + grace`` still update a window already emitted as final.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.dsl.change import Change
+from platform_streams.dsl.materialize import resolve_serde
+from platform_streams.dsl.options import name_of
+from platform_streams.dsl.suppress_buffer import BufferedRecord, SuppressBuffer, encode_entry
+from platform_streams.dsl.table_processors import TableOp, ValueGetterSupplier
+from platform_streams.dsl.window_close import WallClockClose, punctuation_interval_ms
+from platform_streams.errors import StreamsError, TopologyError
+from platform_streams.processor.api import PunctuationType
+from platform_streams.processor.node import NodeProcessor
+from platform_streams.processor.record import Headers
+from platform_streams.serde import Bytes
+from platform_streams.state.stores import Stores
+
+if TYPE_CHECKING:
+    from platform_streams.dsl.ktable import KTable
+    from platform_streams.dsl.suppress import Suppressed
+    from platform_streams.dsl.windowed_stream import WindowCloseRule
+    from platform_streams.processor.context import NodeContext
+    from platform_streams.serde.base import Serde
+
+__all__ = ["SuppressOp", "SuppressProcessor", "suppress_table"]
+
+log = logging.getLogger(__name__)
+
+
+def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
+    """``KTable.suppress``: a ``KTABLE-SUPPRESS-<n>`` node with its buffer store."""
+    from platform_streams.dsl.ktable import KTable
+
+    builder = table.builder
+    name = builder.names.name("KTABLE-SUPPRESS-", name_of(suppressed.name))
+    store = f"{suppressed.name}-store" if suppressed.name else builder.names.name("KTABLE-SUPPRESS-STATE-STORE-")
+    parent: TableOp = table._op
+    rule = find_close_rule(parent)
+    if suppressed.kind == "until_window_closes" and rule is None:
+        raise TopologyError(
+            f"suppress {name}: window close time is only defined for windowed computations "
+            "(suppress(until_window_closes) must follow a windowed aggregation)"
+        )
+    op = SuppressOp(parent, suppressed, store, rule, table.key_serde, table.value_serde)
+    topology = builder.topology
+    topology.add_processor(name, op.make_processor, table.node_name)
+    topology.add_state_store(_buffer_store_builder(store, suppressed), name)
+    return KTable(
+        builder, name, op, key_serde=table.key_serde, value_serde=table.value_serde, source_topics=table.source_topics
+    )
+
+
+def find_close_rule(op: Any) -> WindowCloseRule | None:
+    """The close rule of the windowed aggregation upstream of ``op`` (the largest wait if several)."""
+    from platform_streams.dsl.windowed_stream import WindowedTableOp
+
+    if isinstance(op, WindowedTableOp):
+        return op.close_rule
+    parents = [p for p in (getattr(op, "parent", None), *getattr(op, "parents", ())) if p is not None]
+    rules = [rule for p in parents if (rule := find_close_rule(p)) is not None]
+    if not rules or len(rules) < len(parents):
+        return None
+    return max(rules, key=lambda rule: rule.wait_ms)
+
+
+def _buffer_store_builder(name: str, suppressed: Suppressed) -> Any:
+    """Kafka Streams keeps the buffer in memory and restores it from its changelog: so do we."""
+    builder = Stores.key_value_store_builder(Stores.in_memory_key_value_store(name), Bytes(), Bytes())
+    config = suppressed.buffer_config
+    if config.logging_enabled:
+        builder.with_logging_enabled(config.log_config)
+    else:
+        builder.with_logging_disabled()
+    return builder
+
+
+class SuppressOp(TableOp):
+    """The suppress node as the topology is built."""
+
+    def __init__(
+        self,
+        parent: TableOp,
+        suppressed: Suppressed,
+        buffer_store: str,
+        rule: WindowCloseRule | None,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+    ) -> None:
+        self.parent = parent
+        self.suppressed = suppressed
+        self.buffer_store = buffer_store
+        self.rule = rule
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.store_name = None
+
+    @property
+    def final_results(self) -> bool:
+        return self.suppressed.kind == "until_window_closes"
+
+    def enable_send_old_values(self, force_materialization: bool) -> bool:
+        if self.parent.enable_send_old_values(force_materialization):
+            self.send_old_values = True
+        return self.send_old_values
+
+    def view(self) -> ValueGetterSupplier:
+        raise TopologyError("reading a suppressed KTable by key (a join on it) is not supported")
+
+    def make_processor(self) -> NodeProcessor:
+        return SuppressProcessor(self)
+
+    def resolve_key_serde(self, context: NodeContext) -> Serde:
+        if self.key_serde is not None:
+            return self.key_serde
+        if self.rule is not None:
+            return self.rule.key_serde(context.config)
+        return resolve_serde(None, context.config, "key")
+
+
+class SuppressProcessor(NodeProcessor):
+    """Buffers updates and emits them as the stream time (or the wall clock) allows."""
+
+    def __init__(self, op: SuppressOp) -> None:
+        self.op = op
+        suppressed = op.suppressed
+        self.buffer_config = suppressed.buffer_config
+        if op.final_results:
+            assert op.rule is not None
+            self.rule: WindowCloseRule | None = op.rule
+            self.wait_ms = op.rule.wait_ms
+        else:
+            self.rule = None
+            self.wait_ms = suppressed.time_to_wait_ms
+        self.observed_stream_time = -1
+        self.wall_clock = WallClockClose(suppressed.wall_clock_idle_ms) if suppressed.wall_clock_idle_ms else None
+
+    def init(self, context: NodeContext) -> None:
+        super().init(context)
+        op = self.op
+        self.key_serde = op.resolve_key_serde(context)
+        self.value_serde = resolve_serde(op.value_serde, context.config, "value")
+        self.buffer = SuppressBuffer(context.get_state_store(op.buffer_store))
+        self.send_old = op.send_old_values
+        if self.wall_clock is not None:
+            interval = punctuation_interval_ms(self.wall_clock.idle_ms)
+            context.schedule(interval, PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock)
+
+    def process(self, key: Any, change: Change, timestamp: int, headers: Headers) -> None:
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        rule = self.rule
+        buffer_time = rule.buffer_time(key) if rule is not None else timestamp
+        raw_key = self.key_serde.serialize(key)
+        if raw_key is None:
+            raise StreamsError(f"suppress {self.context.node_name}: a record key serialized to None")
+        serialize = self.value_serde.serialize
+        raw_new = serialize(change.new) if change.new is not None else None
+        prior = None
+        if self.send_old:
+            buffered, prior = self.buffer.prior_value(raw_key)
+            if not buffered:
+                prior = serialize(change.old) if change.old is not None else None
+        self.buffer.put(buffer_time, raw_key, encode_entry(raw_new, prior, timestamp, headers))
+        if self.wall_clock is not None:
+            self.wall_clock.on_record(self.context.current_system_time_ms(), self.observed_stream_time)
+        self._enforce_constraints()
+
+    def _on_wall_clock(self, now_ms: int) -> None:
+        assert self.wall_clock is not None
+        advanced = self.wall_clock.advanced_stream_time(now_ms)
+        if advanced is not None and advanced > self.observed_stream_time:
+            self.observed_stream_time = advanced
+            self._enforce_constraints()
+
+    def _enforce_constraints(self) -> None:
+        expiry = self.observed_stream_time - self.wait_ms
+        buffer = self.buffer
+        buffer.evict_while(lambda time: time <= expiry, self._emit)
+        if self._over_capacity():
+            if self.buffer_config.strict:
+                config = self.buffer_config
+                raise StreamsError(
+                    f"{self.context.node_name} buffer exceeded its max capacity. Currently "
+                    f"[{buffer.num_records}/{config.record_limit}] records and "
+                    f"[{buffer.size_bytes}/{config.byte_limit}] bytes."
+                )
+            buffer.evict_while(lambda time: self._over_capacity(), self._emit)
+
+    def _over_capacity(self) -> bool:
+        config = self.buffer_config
+        buffer = self.buffer
+        return (config.record_limit is not None and buffer.num_records > config.record_limit) or (
+            config.byte_limit is not None and buffer.size_bytes > config.byte_limit
+        )
+
+    def _emit(self, record: BufferedRecord) -> None:
+        if record.new is None and self.op.final_results:
+            return  # a final result is never a tombstone (safe to drop)
+        deserialize = self.value_serde.deserialize
+        new = deserialize(record.new) if record.new is not None else None
+        old = deserialize(record.prior) if self.send_old and record.prior is not None else None
+        key = self.key_serde.deserialize(record.key)
+        self.forward(key, Change(new, old), record.timestamp, record.headers)

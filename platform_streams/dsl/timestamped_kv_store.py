@@ -1,0 +1,249 @@
+"""The store behind a KTable: plain values outside, ``ValueAndTimestamp`` inside.
+
+Kafka Streams' DSL stores are *timestamped* key-value stores: next to each value they
+keep the timestamp of the record that produced it, because that timestamp is the
+timestamp of the table's output records (an aggregate carries the largest timestamp
+aggregated into it, a table-table join result the larger of both sides'). This module
+is that store: a thin layer over an ordinary metered key-value stack whose value serde
+is :class:`~platform_streams.dsl.timestamped.ValueAndTimestampSerde` (stored bytes:
+``timestamp (8, big-endian) + value``).
+
+Two more things happen here because they can only happen at task start-up:
+
+* *late serde resolution*: a store built by the DSL may not know its serdes when the
+  topology is built (no ``Materialized.with_key_serde`` and no serde upstream); the
+  config's ``default_key_serde``/``default_value_serde`` fill the gap in :meth:`init`,
+  when the task's config is known. The inner stack is therefore built in ``init``.
+* a source KTable whose *source topic is its changelog* (``topology_optimization="all"``)
+  writes no changelog and restores from the source topic, whose values carry no stored
+  timestamp: restored values get timestamp -1 ("unknown"), which loses to any real one.
+
+Everything a processor or an interactive query sees (``get``, ``all``, ``range``, ...)
+speaks plain values, as Kafka Streams' ``KeyValueStoreFacade`` does for the
+TopologyTestDriver; the DSL's processors use :meth:`get_timestamped` /
+:meth:`put_timestamped`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.dsl.materialize import resolve_serde
+from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
+from platform_streams.errors import InvalidStateStoreError
+from platform_streams.state.api import CachedStateStore, FlushListener, KeyValueStore, StateStore
+from platform_streams.state.stores import Stores
+from platform_streams.state.wrappers.base import WrappedStore
+from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
+
+if TYPE_CHECKING:
+    from platform_streams.dsl.materialize import KeyValueStoreSpec
+    from platform_streams.serde.base import Serde
+    from platform_streams.state.store_context import RestoreCallback, StateStoreContext
+
+__all__ = ["TimestampedKeyValueStore"]
+
+#: Timestamp of values restored from a source topic used as changelog: unknown.
+UNKNOWN_TIMESTAMP = -1
+_UNKNOWN_PREFIX = UNKNOWN_TIMESTAMP.to_bytes(8, "big", signed=True)
+
+
+class _SourceTopicChangelogContext(ChangelogRegisteringContext):
+    """Registers the store with its source topic as changelog and converts restored values."""
+
+    def register(self, store: Any, restore_callback: RestoreCallback, changelog_topic: str | None) -> None:
+        def restore(batch: list[tuple[bytes, bytes | None]]) -> None:
+            restore_callback([(k, None if v is None else _UNKNOWN_PREFIX + v) for k, v in batch])
+
+        self._delegate.register(store, restore, self.changelog_topic)
+
+
+class TimestampedKeyValueStore(WrappedStore, KeyValueStore[Any, Any], CachedStateStore):
+    """A KTable's key-value store; ``wrapped`` (the metered stack) exists from ``init`` on."""
+
+    def __init__(self, spec: KeyValueStoreSpec) -> None:
+        super().__init__(None)
+        self.spec = spec
+        self._key_serde: Serde | None = None
+        self._context: StateStoreContext | None = None
+        self._caching = False
+        self._listener: FlushListener | None = None
+        #: serialized key -> timestamp of a delete not yet reported to the flush listener
+        self._delete_ts: dict[bytes, int] = {}
+
+    # ------------------------------------------------------------------ identity & lifecycle
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def persistent(self) -> bool:
+        return self.spec.persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self.wrapped is not None and bool(self.wrapped.is_open)
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        spec = self.spec
+        config = context.config
+        key_serde = resolve_serde(spec.key_serde, config, "key")
+        value_serde = ValueAndTimestampSerde(resolve_serde(spec.value_serde, config, "value"))
+        builder = Stores.key_value_store_builder(spec.bytes_supplier(), key_serde, value_serde)
+        if spec.caching_enabled:
+            builder.with_caching_enabled()
+        reuse = spec.source_changelog_topic
+        if spec.logging_enabled and reuse is None:
+            builder.with_logging_enabled(spec.log_config)
+        else:
+            builder.with_logging_disabled()
+        self._key_serde = key_serde
+        self._context = context
+        self.wrapped = builder.build()
+        inner_context = context if reuse is None else _SourceTopicChangelogContext(context, reuse)
+        self.wrapped.init(inner_context, root)
+        self._caching = bool(self.wrapped.caching_enabled)
+
+    def flush(self) -> None:
+        self._require().flush()
+        self._delete_ts.clear()
+
+    def flush_cache(self) -> None:
+        self._require().flush_cache()
+
+    def close(self) -> None:
+        if self.wrapped is not None:
+            self.wrapped.close()
+
+    def wipe(self) -> None:
+        self._delete_ts.clear()
+        self._require().wipe()
+
+    def _require(self) -> Any:
+        if self.wrapped is None:
+            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
+        return self.wrapped
+
+    @property
+    def caching_enabled(self) -> bool:
+        return self._caching
+
+    # ------------------------------------------------------------------ emission
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = True) -> bool:
+        """``listener(key, new, old, timestamp)`` with plain values and the record timestamps.
+
+        With caching it fires when the cache flushes (once per key per commit), without
+        it on every write; returns whether caching is on. A delete is reported with the
+        timestamp of the record that deleted.
+        """
+        delete_ts = self._delete_ts
+        serialize_key = self._require_key_serde().serialize
+
+        def on_change(
+            key: Any, new: ValueAndTimestamp | None, old: ValueAndTimestamp | None, ts: int
+        ) -> None:
+            if new is not None:
+                listener(key, new.value, old.value if old is not None else None, new.timestamp)
+                return
+            ts = delete_ts.pop(serialize_key(key) or b"", ts)
+            listener(key, None, old.value if old is not None else None, ts)
+
+        self._listener = listener
+        self._caching = bool(self._require().set_flush_listener(on_change, send_old_values))
+        return self._caching
+
+    def _require_key_serde(self) -> Serde:
+        if self._key_serde is None:
+            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
+        return self._key_serde
+
+    # ------------------------------------------------------------------ timestamped access (DSL)
+
+    def get_timestamped(self, key: Any) -> ValueAndTimestamp | None:
+        """The value and the timestamp of the record that wrote it."""
+        vat: ValueAndTimestamp | None = self._require().get(key)
+        return vat
+
+    def put_timestamped(self, key: Any, value: Any, timestamp: int) -> None:
+        """Write ``value`` (None deletes) stamped with ``timestamp``."""
+        inner = self._require()
+        if value is not None:
+            inner.put(key, ValueAndTimestamp(value, timestamp))
+            return
+        listener = self._listener
+        if listener is not None and not self._caching and inner.get(key) is None:
+            # Kafka Streams forwards an uncached delete even when the key was absent.
+            inner.put(key, None)
+            listener(key, None, None, timestamp)
+            return
+        self._delete_ts[self._require_key_serde().serialize(key) or b""] = timestamp
+        inner.put(key, None)
+
+    # ------------------------------------------------------------------ KeyValueStore (plain values)
+
+    def _now(self) -> int:
+        context = self._context
+        if context is None:
+            return UNKNOWN_TIMESTAMP
+        now = context.current_stream_time_ms()
+        return now if now >= 0 else context.current_system_time_ms()
+
+    def get(self, key: Any) -> Any:
+        vat = self._require().get(key)
+        return vat.value if vat is not None else None
+
+    def put(self, key: Any, value: Any) -> None:
+        self.put_timestamped(key, value, self._now())
+
+    def put_if_absent(self, key: Any, value: Any) -> Any:
+        old = self.get(key)
+        if old is None:
+            self.put(key, value)
+        return old
+
+    def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key: Any) -> Any:
+        old = self.get(key)
+        self.put_timestamped(key, None, self._now())
+        return old
+
+    def range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Any, Any]]:
+        return _plain(self._require().range(key_from, key_to))
+
+    def reverse_range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Any, Any]]:
+        return _plain(self._require().reverse_range(key_from, key_to))
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        return _plain(self._require().all())
+
+    def reverse_all(self) -> Iterator[tuple[Any, Any]]:
+        return _plain(self._require().reverse_all())
+
+    def prefix_scan(self, prefix: Any, prefix_serde: Serde | None = None) -> Iterator[tuple[Any, Any]]:
+        return _plain(self._require().prefix_scan(prefix, prefix_serde))
+
+    def approximate_num_entries(self) -> int:
+        return int(self._require().approximate_num_entries())
+
+    def all_timestamped(self) -> Iterator[tuple[Any, ValueAndTimestamp]]:
+        """Every entry with its timestamp (Kafka's ``TimestampedKeyValueStore.all()``)."""
+        items: Iterator[tuple[Any, ValueAndTimestamp]] = self._require().all()
+        return items
+
+    def __repr__(self) -> str:
+        return f"TimestampedKeyValueStore({self.spec.name!r})"
+
+
+def _plain(items: Iterator[tuple[Any, ValueAndTimestamp]]) -> Iterator[tuple[Any, Any]]:
+    for key, vat in items:
+        yield key, vat.value
+
+
+#: A function looking up a table's current value and timestamp by key (a "value getter").
+ValueGetter = Callable[[Any], ValueAndTimestamp | None]

@@ -1,0 +1,282 @@
+"""Windowed aggregation processors: time (tumbling/hopping), sliding and session windows.
+
+Kafka Streams' ``KStreamWindowAggregate``, ``KStreamSlidingWindowAggregate`` and
+``KStreamSessionWindowAggregate``, with the same rules:
+
+* each processor tracks its own stream time (the largest timestamp it has seen); a
+  window is *closed* once ``end + grace <= stream time`` (sliding: ``end + 1``, the
+  end being inclusive; sessions: ``end + gap + grace < stream time``); a record that
+  could only update closed windows is **dropped as late**: counted in the task's
+  ``dropped_records`` and this processor's ``late_records_dropped``, logged at debug;
+* records with a null key or value are skipped (counted as dropped), as documented for
+  Kafka Streams' aggregations;
+* results are ``Windowed(key, window) -> Change(new, old)`` (a KTable); a time/sliding
+  window result is stamped with the largest timestamp aggregated into the window, a
+  session result with the session end;
+* ``EmitStrategy.on_window_update()``: updates leave through the store's flush listener
+  (per write without caching, once per window per commit with caching);
+  ``EmitStrategy.on_window_close()``: each window's final value is emitted once when it
+  closes (see :mod:`platform_streams.dsl.window_close`), optionally by wall clock.
+
+Closed windows are emitted *before* the current record is applied (Kafka Streams emits
+after): only closed windows are emitted and the record cannot change those, so the
+output is the same, and the window store (whose retention starts at its latest write)
+still holds every window that closes at this record.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.dsl.change import Change
+from platform_streams.dsl.window_close import PendingWindows, WallClockClose, punctuation_interval_ms
+from platform_streams.processor.api import PunctuationType
+from platform_streams.processor.node import NodeProcessor
+from platform_streams.processor.record import Headers
+from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
+
+if TYPE_CHECKING:
+    from platform_streams.dsl.emit_strategy import EmitStrategy
+    from platform_streams.dsl.table_processors import TableOp
+    from platform_streams.dsl.windowed_store import DslSessionStore, DslWindowStore
+    from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
+    from platform_streams.processor.context import NodeContext
+    from platform_streams.serde.base import Serde
+
+__all__ = [
+    "AggregateParams",
+    "SessionWindowAggregateProcessor",
+    "TimeWindowAggregateProcessor",
+    "WindowAggregateProcessor",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AggregateParams:
+    """Build-time description of one windowed aggregation node."""
+
+    store_name: str
+    #: the emit-final index store (None with EmitStrategy.on_window_update())
+    pending_store_name: str | None
+    initializer: Callable[[], Any]
+    aggregator: Callable[[Any, Any, Any], Any]
+    emit: EmitStrategy
+    #: sessions only: merges two session aggregates ``(key, agg1, agg2) -> agg``
+    merger: Callable[[Any, Any, Any], Any] | None = None
+
+
+class WindowAggregateProcessor(NodeProcessor):
+    """What the three windowed aggregations share: stream time, late drops, emission."""
+
+    store: Any
+    pending: PendingWindows | None = None
+    wall_clock: WallClockClose | None = None
+
+    def __init__(self, params: AggregateParams, op: TableOp) -> None:
+        self.params = params
+        self.op = op
+        self.observed_stream_time = -1
+        #: records dropped because all their windows were closed (a metric later)
+        self.late_records_dropped = 0
+        self._headers: Headers = None
+
+    def init(self, context: NodeContext) -> None:
+        super().init(context)
+        params = self.params
+        self.store = context.get_state_store(params.store_name)
+        if params.emit.emit_final:
+            assert params.pending_store_name is not None
+            self.pending = PendingWindows(context.get_state_store(params.pending_store_name))
+            self.key_serde: Serde = self.store.key_serde
+            idle = params.emit.wall_clock_after_ms
+            if idle is not None:
+                self.wall_clock = WallClockClose(idle)
+                context.schedule(punctuation_interval_ms(idle), PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock)
+        else:
+            self.store.set_flush_listener(self._on_update, self.op.send_old_values)
+
+    # -- emission ------------------------------------------------------------------------
+
+    def _on_update(self, key: Windowed[Any], new: Any, old: Any, timestamp: int) -> None:
+        self.forward(key, Change(new, old), self._update_timestamp(key, timestamp), self._headers)
+
+    def _update_timestamp(self, key: Windowed[Any], timestamp: int) -> int:
+        """The timestamp of an update record (the store's stored timestamp by default)."""
+        return timestamp
+
+    @abstractmethod
+    def close_time(self, stream_time: int) -> int:
+        """Windows whose due time (see ``window_close``) is ``<=`` this are closed."""
+
+    @abstractmethod
+    def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
+        """Forward the final result of one closed window, read from the store."""
+
+    def advance(self, timestamp: int, headers: Headers) -> int:
+        """Move stream time to ``timestamp``; emit windows it closes (emit-final). Returns the close time."""
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        close_time = self.close_time(self.observed_stream_time)
+        if self.pending is not None:
+            self._emit_closed(close_time, headers)
+            if self.wall_clock is not None:
+                self.wall_clock.on_record(self.context.current_system_time_ms(), self.observed_stream_time)
+        return close_time
+
+    def _emit_closed(self, close_time: int, headers: Headers) -> None:
+        assert self.pending is not None
+        deserialize = self.key_serde.deserialize
+        for due, start, raw_key in self.pending.pop_closed(close_time):
+            self.emit_final(deserialize(raw_key), due, start, headers)
+
+    def _on_wall_clock(self, now_ms: int) -> None:
+        assert self.wall_clock is not None
+        advanced = self.wall_clock.advanced_stream_time(now_ms)
+        if advanced is None or advanced <= self.observed_stream_time:
+            return
+        self.observed_stream_time = advanced
+        self._emit_closed(self.close_time(advanced), None)
+
+    def track(self, due_ms: int, start_ms: int, key: Any) -> None:
+        """Emit-final: remember a newly created window until it closes."""
+        if self.pending is not None:
+            self.pending.add(due_ms, start_ms, self.key_serde.serialize(key))
+
+    # -- drops -----------------------------------------------------------------------------
+
+    def skip_null(self, key: Any, value: Any) -> bool:
+        """True (and counted) if the record has a null key or value: aggregations skip those."""
+        if key is not None and value is not None:
+            return False
+        self.context.task.dropped_records += 1
+        meta = self.context.record_metadata()
+        log.warning(
+            "skipping record with a null key or value in %s (%s)", self.context.node_name, meta or "no metadata"
+        )
+        return True
+
+    def drop_late(self, key: Any, timestamp: int, start: int, end: int, close_time: int) -> None:
+        self.late_records_dropped += 1
+        self.context.task.dropped_records += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "skipping record for expired window: node=%s key=%r timestamp=%d window=[%d,%d] "
+                "expiration=%d streamTime=%d metadata=%s",
+                self.context.node_name,
+                key,
+                timestamp,
+                start,
+                end,
+                close_time,
+                self.observed_stream_time,
+                self.context.record_metadata(),
+            )
+
+
+class TimeWindowAggregateProcessor(WindowAggregateProcessor):
+    """Tumbling and hopping windows (Kafka Streams' ``KStreamWindowAggregate``)."""
+
+    store: DslWindowStore
+
+    def __init__(self, params: AggregateParams, op: TableOp, windows: TimeWindows) -> None:
+        super().__init__(params, op)
+        self.windows = windows
+
+    def close_time(self, stream_time: int) -> int:
+        return stream_time - self.windows.grace_ms
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        if self.skip_null(key, value):
+            return
+        close_time = self.advance(timestamp, headers)
+        store = self.store
+        params = self.params
+        self._headers = headers
+        try:
+            for start, window in self.windows.windows_for(timestamp).items():
+                end = window.end_ms
+                if end <= close_time:
+                    self.drop_late(key, timestamp, start, end, close_time)
+                    continue
+                old = store.fetch_timestamped(key, start)
+                if old is None:
+                    agg, new_ts = params.initializer(), timestamp
+                    self.track(end, start, key)
+                else:
+                    agg, new_ts = old.value, max(timestamp, old.timestamp)
+                store.put_timestamped(key, params.aggregator(key, value, agg), new_ts, start)
+        finally:
+            self._headers = None
+
+    def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
+        vat = self.store.fetch_timestamped(key, start_ms)
+        if vat is not None:
+            window = TimeWindow(start_ms, start_ms + self.windows.size_ms)
+            self.forward(Windowed(key, window), Change(vat.value, None), vat.timestamp, headers)
+
+
+class SessionWindowAggregateProcessor(WindowAggregateProcessor):
+    """Session windows (Kafka Streams' ``KStreamSessionWindowAggregate``), merging sessions.
+
+    A record at t joins every session of its key ending at or after ``t - gap`` and
+    starting at or before ``t + gap``; when that makes a different window than
+    ``[t, t]``, the sessions it bridges are removed (a tombstone each goes downstream
+    without caching) and one merged session replaces them.
+    """
+
+    store: DslSessionStore
+
+    def __init__(self, params: AggregateParams, op: TableOp, windows: SessionWindows) -> None:
+        super().__init__(params, op)
+        self.windows = windows
+        assert params.merger is not None
+        self.merger = params.merger
+
+    def close_time(self, stream_time: int) -> int:
+        return stream_time - self.windows.grace_ms - self.windows.inactivity_gap_ms
+
+    def _update_timestamp(self, key: Windowed[Any], timestamp: int) -> int:
+        return key.window.end_ms
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        if self.skip_null(key, value):
+            return
+        close_time = self.advance(timestamp, headers)
+        gap = self.windows.inactivity_gap_ms
+        store = self.store
+        merged = list(store.find_sessions(key, timestamp - gap, timestamp + gap))
+        agg = self.params.initializer()
+        start = end = timestamp
+        for session, session_agg in merged:
+            agg = self.merger(key, agg, session_agg)
+            start = min(start, session.window.start_ms)
+            end = max(end, session.window.end_ms)
+        if end < close_time:
+            self.drop_late(key, timestamp, start, end, close_time)
+            return
+        self._headers = headers
+        try:
+            if start != timestamp or end != timestamp:
+                pending = self.pending
+                for session, _ in merged:
+                    store.remove(session)
+                    if pending is not None:
+                        window = session.window
+                        pending.remove(window.end_ms + 1, window.start_ms, self.key_serde.serialize(key))
+            agg = self.params.aggregator(key, value, agg)
+            store.put(Windowed(key, SessionWindow(start, end)), agg)
+            self.track(end + 1, start, key)
+        finally:
+            self._headers = None
+
+    def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
+        end = due_ms - 1
+        agg = self.store.fetch_session(key, start_ms, end)
+        if agg is not None:
+            self.forward(Windowed(key, SessionWindow(start_ms, end)), Change(agg, None), end, headers)

@@ -1,0 +1,326 @@
+"""The window and session stores of the DSL: late serde resolution, timestamps inside.
+
+The window-store twin of :mod:`platform_streams.dsl.timestamped_kv_store`:
+
+* a windowed aggregation's store keeps ``ValueAndTimestamp`` per window (the largest
+  record timestamp aggregated into it is the timestamp of the results, and sliding
+  windows need it to find a window's latest record), while everything outside the DSL
+  -- the TopologyTestDriver's ``get_window_store``, interactive queries -- sees plain
+  values, as Kafka Streams' ``ReadOnlyWindowStoreFacade`` shows them; processors use the
+  ``*_timestamped`` methods;
+* serdes nobody gave at build time are the config defaults, resolved in ``init`` when
+  the task's config is known (the inner metered stack is built there);
+* join stores (``retain_duplicates``) and session stores keep plain values, as Kafka
+  Streams' do (session results are stamped with the session end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from platform_streams.dsl.materialize import resolve_serde
+from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
+from platform_streams.errors import InvalidStateStoreError
+from platform_streams.state.api import CachedStateStore, FlushListener, SessionStore, StateStore, WindowStore
+from platform_streams.state.builders import WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS
+from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
+from platform_streams.state.windowed import Windowed
+from platform_streams.state.wrappers.base import WrappedStore
+
+if TYPE_CHECKING:
+    from platform_streams.serde.base import Serde
+    from platform_streams.state.store_context import StateStoreContext
+
+__all__ = ["DslSessionStore", "DslWindowStore", "SessionStoreSpec", "WindowStoreSpec"]
+
+
+@dataclass
+class _WindowedSpec:
+    """What window and session store specs share (a topology ``StoreBuilder``)."""
+
+    name: str
+    key_serde: Serde | None
+    value_serde: Serde | None
+    retention_ms: int
+    store_type: Literal["rocksdb", "in_memory"] = "rocksdb"
+    caching_enabled: bool = True
+    logging_enabled: bool = True
+    log_config: dict[str, str] = field(default_factory=dict)
+
+    def changelog_topic_config(self) -> dict[str, str]:
+        """Kafka Streams' windowed changelog: compacted and deleted after retention + 1 day."""
+        return {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(self.retention_ms + WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS),
+            **self.log_config,
+        }
+
+    def _serdes(self, context: StateStoreContext) -> tuple[Serde, Serde]:
+        config = context.config
+        return resolve_serde(self.key_serde, config, "key"), resolve_serde(self.value_serde, config, "value")
+
+
+@dataclass
+class WindowStoreSpec(_WindowedSpec):
+    """A DSL window store: a windowed aggregation's (timestamped) or a join side's (duplicates)."""
+
+    window_size_ms: int = 1
+    retain_duplicates: bool = False
+    timestamped: bool = True
+    store_supplier: WindowBytesStoreSupplier | None = None
+
+    @property
+    def persistent(self) -> bool:
+        if self.store_supplier is not None:
+            return bool(self.store_supplier.persistent)
+        return self.store_type == "rocksdb"
+
+    def bytes_supplier(self) -> WindowBytesStoreSupplier:
+        if self.store_supplier is not None:
+            return self.store_supplier
+        factory = Stores.in_memory_window_store if self.store_type == "in_memory" else Stores.persistent_window_store
+        return factory(self.name, self.retention_ms, self.window_size_ms, self.retain_duplicates)
+
+    def build(self) -> DslWindowStore:
+        return DslWindowStore(self)
+
+
+@dataclass
+class SessionStoreSpec(_WindowedSpec):
+    """A DSL session store (session-windowed aggregations)."""
+
+    store_supplier: SessionBytesStoreSupplier | None = None
+
+    @property
+    def persistent(self) -> bool:
+        if self.store_supplier is not None:
+            return bool(self.store_supplier.persistent)
+        return self.store_type == "rocksdb"
+
+    def bytes_supplier(self) -> SessionBytesStoreSupplier:
+        if self.store_supplier is not None:
+            return self.store_supplier
+        factory = (
+            Stores.in_memory_session_store if self.store_type == "in_memory" else Stores.persistent_session_store
+        )
+        return factory(self.name, self.retention_ms)
+
+    def build(self) -> DslSessionStore:
+        return DslSessionStore(self)
+
+
+class _DslStore(WrappedStore, CachedStateStore):
+    """Identity, lifecycle and flushing shared by both wrappers; ``wrapped`` exists from ``init``."""
+
+    spec: _WindowedSpec
+
+    def __init__(self, spec: _WindowedSpec) -> None:
+        super().__init__(None)
+        self.spec = spec
+        self.key_serde: Serde | None = None
+        self._context: StateStoreContext | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def persistent(self) -> bool:
+        return bool(self.spec.persistent)  # type: ignore[attr-defined]
+
+    @property
+    def is_open(self) -> bool:
+        return self.wrapped is not None and bool(self.wrapped.is_open)
+
+    def _require(self) -> Any:
+        if self.wrapped is None:
+            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
+        return self.wrapped
+
+    def _finish_init(self, builder: Any, context: StateStoreContext, root: StateStore) -> None:
+        spec = self.spec
+        if spec.caching_enabled:
+            builder.with_caching_enabled()
+        if spec.logging_enabled:
+            builder.with_logging_enabled(spec.log_config)
+        else:
+            builder.with_logging_disabled()
+        self._context = context
+        self.wrapped = builder.build()
+        self.wrapped.init(context, root)
+
+    @property
+    def caching_enabled(self) -> bool:
+        return bool(self._require().caching_enabled)
+
+    def flush_cache(self) -> None:
+        self._require().flush_cache()
+
+    def close(self) -> None:
+        if self.wrapped is not None:
+            self.wrapped.close()
+
+    def _now(self) -> int:
+        context = self._context
+        if context is None:
+            return -1
+        now = context.current_stream_time_ms()
+        return now if now >= 0 else context.current_system_time_ms()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.name!r})"
+
+
+class DslWindowStore(_DslStore, WindowStore[Any, Any]):
+    """A window store whose values may be timestamped inside but are plain outside."""
+
+    spec: WindowStoreSpec
+
+    def __init__(self, spec: WindowStoreSpec) -> None:
+        super().__init__(spec)
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        spec = self.spec
+        key_serde, value_serde = spec._serdes(context)
+        if spec.timestamped:
+            value_serde = ValueAndTimestampSerde(value_serde)
+        self.key_serde = key_serde
+        builder = Stores.window_store_builder(spec.bytes_supplier(), key_serde, value_serde)
+        self._finish_init(builder, context, root)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.spec.retention_ms
+
+    @property
+    def window_size_ms(self) -> int:
+        return self.spec.window_size_ms
+
+    @property
+    def retain_duplicates(self) -> bool:
+        return self.spec.retain_duplicates
+
+    # -- timestamped access (the DSL's processors) ---------------------------------------
+
+    def fetch_timestamped(self, key: Any, window_start_ms: int) -> ValueAndTimestamp | None:
+        vat: ValueAndTimestamp | None = self._require().fetch_at(key, window_start_ms)
+        return vat
+
+    def put_timestamped(self, key: Any, value: Any, timestamp: int, window_start_ms: int) -> None:
+        self._require().put(key, None if value is None else ValueAndTimestamp(value, timestamp), window_start_ms)
+
+    def fetch_between_timestamped(
+        self, key: Any, time_from_ms: int, time_to_ms: int
+    ) -> Iterator[tuple[int, ValueAndTimestamp]]:
+        items: Iterator[tuple[int, ValueAndTimestamp]] = self._require().fetch_between(key, time_from_ms, time_to_ms)
+        return items
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = True) -> bool:
+        """``listener(windowed key, new, old, timestamp)`` with plain values and the stored timestamps."""
+        if not self.spec.timestamped:
+            return bool(self._require().set_flush_listener(listener, send_old_values))
+
+        def on_change(key: Any, new: ValueAndTimestamp | None, old: ValueAndTimestamp | None, ts: int) -> None:
+            listener(
+                key,
+                new.value if new is not None else None,
+                old.value if old is not None else None,
+                new.timestamp if new is not None else ts,
+            )
+
+        return bool(self._require().set_flush_listener(on_change, send_old_values))
+
+    # -- WindowStore (plain values) --------------------------------------------------------
+
+    def _plain(self, value: Any) -> Any:
+        return value.value if self.spec.timestamped and value is not None else value
+
+    def put(self, key: Any, value: Any, window_start_ms: int) -> None:
+        if self.spec.timestamped:
+            self.put_timestamped(key, value, self._now(), window_start_ms)
+        else:
+            self._require().put(key, value, window_start_ms)
+
+    def fetch_at(self, key: Any, window_start_ms: int) -> Any:
+        return self._plain(self._require().fetch_at(key, window_start_ms))
+
+    def fetch_between(
+        self, key: Any, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[int, Any]]:
+        items = self._require().fetch_between(key, time_from_ms, time_to_ms, backward=backward)
+        plain = self._plain
+        return ((start, plain(value)) for start, value in items)
+
+    def _windowed(self, items: Iterator[tuple[Windowed[Any], Any]]) -> Iterator[tuple[Windowed[Any], Any]]:
+        plain = self._plain
+        return ((windowed, plain(value)) for windowed, value in items)
+
+    def fetch_range(
+        self,
+        key_from: Any,
+        key_to: Any,
+        time_from_ms: int,
+        time_to_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        inner = self._require()
+        return self._windowed(inner.fetch_range(key_from, key_to, time_from_ms, time_to_ms, backward=backward))
+
+    def fetch_all(
+        self, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self._windowed(self._require().fetch_all(time_from_ms, time_to_ms, backward=backward))
+
+    def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self._windowed(self._require().all(backward=backward))
+
+
+class DslSessionStore(_DslStore, SessionStore[Any, Any]):
+    """A session store with late serde resolution (values are plain, as in Kafka Streams)."""
+
+    spec: SessionStoreSpec
+
+    def __init__(self, spec: SessionStoreSpec) -> None:
+        super().__init__(spec)
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        key_serde, value_serde = self.spec._serdes(context)
+        self.key_serde = key_serde
+        builder = Stores.session_store_builder(self.spec.bytes_supplier(), key_serde, value_serde)
+        self._finish_init(builder, context, root)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.spec.retention_ms
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool = True) -> bool:
+        return bool(self._require().set_flush_listener(listener, send_old_values))
+
+    def put(self, session_key: Windowed[Any], aggregate: Any) -> None:
+        self._require().put(session_key, aggregate)
+
+    def remove(self, session_key: Windowed[Any]) -> None:
+        self._require().remove(session_key)
+
+    def find_sessions(
+        self,
+        key: Any,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        items: Iterator[tuple[Windowed[Any], Any]] = self._require().find_sessions(
+            key, earliest_session_end_ms, latest_session_start_ms, backward=backward
+        )
+        return items
+
+    def fetch_session(self, key: Any, session_start_ms: int, session_end_ms: int) -> Any:
+        return self._require().fetch_session(key, session_start_ms, session_end_ms)
+
+    def fetch(self, key: Any, *, backward: bool = False) -> Iterator[tuple[Windowed[Any], Any]]:
+        items: Iterator[tuple[Windowed[Any], Any]] = self._require().fetch(key, backward=backward)
+        return items

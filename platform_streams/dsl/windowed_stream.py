@@ -1,0 +1,436 @@
+"""``TimeWindowedKStream`` and ``SessionWindowedKStream``: windowed ``count``/``reduce``/``aggregate``.
+
+``grouped.windowed_by(TimeWindows | SlidingWindows)`` gives a :class:`TimeWindowedKStream`,
+``grouped.windowed_by(SessionWindows)`` a :class:`SessionWindowedKStream` (Kafka Streams'
+``TimeWindowedKStream`` / ``SessionWindowedKStream``). Each aggregation returns a
+``KTable`` keyed by ``Windowed(key, window)``; its key serde is a
+:class:`~platform_streams.dsl.windowed_serdes.TimeWindowedSerde` /
+:class:`~platform_streams.dsl.windowed_serdes.SessionWindowedSerde` over the grouping's
+key serde (None when that is unknown until run time, as in Kafka Streams).
+
+Stores (named as in Kafka Streams: ``Materialized.as_(name)`` or
+``KSTREAM-AGGREGATE-STATE-STORE-<n>`` / ``KSTREAM-REDUCE-STATE-STORE-<n>``) are window or
+session stores whose retention is ``Materialized.retention_ms`` or, by default, what the
+windows need: ``size + grace`` (time windows), ``2 * time difference + grace`` (sliding,
+as Kafka Streams), ``gap + grace`` (sessions). A smaller explicit retention is rejected,
+as Kafka Streams does. ``emit_strategy(EmitStrategy.on_window_close())`` adds a small
+changelogged index store ``<store>-close-index`` (see :mod:`~platform_streams.dsl.window_close`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from platform_streams.dsl.emit_strategy import EmitStrategy
+from platform_streams.dsl.materialize import resolve_serde, store_name
+from platform_streams.dsl.options import Materialized, Named, name_of
+from platform_streams.dsl.sliding_window_processor import SlidingWindowAggregateProcessor
+from platform_streams.dsl.table_processors import StoreTableOp, ValueGetterSupplier
+from platform_streams.dsl.timestamped import ValueAndTimestamp
+from platform_streams.dsl.window_processors import (
+    AggregateParams,
+    SessionWindowAggregateProcessor,
+    TimeWindowAggregateProcessor,
+)
+from platform_streams.dsl.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
+from platform_streams.dsl.windowed_store import SessionStoreSpec, WindowStoreSpec
+from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
+from platform_streams.errors import TopologyError
+from platform_streams.processor.node import NodeProcessor
+from platform_streams.serde import Bytes, Long, Serde
+from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
+
+if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+    from platform_streams.dsl.grouped_stream import KGroupedStream
+    from platform_streams.dsl.ktable import KTable
+    from platform_streams.dsl.timestamped_kv_store import ValueGetter
+    from platform_streams.processor.context import NodeContext
+
+__all__ = ["SessionWindowedKStream", "TimeWindowedKStream", "WindowCloseRule", "WindowedTableOp", "windowed_by"]
+
+Reducer = Callable[[Any, Any], Any]
+
+
+def windowed_by(grouped: KGroupedStream, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
+    """``KGroupedStream.windowed_by``: the windowed view matching the window spec."""
+    if isinstance(windows, TimeWindows | SlidingWindows):
+        return TimeWindowedKStream(grouped, windows)
+    if isinstance(windows, SessionWindows):
+        return SessionWindowedKStream(grouped, windows)
+    raise TypeError(f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
+
+
+@dataclass(frozen=True)
+class WindowCloseRule:
+    """When a windowed table's windows close, for ``suppress(until_window_closes(...))``.
+
+    A window is closed when ``window.end + end_offset <= stream time - wait_ms``:
+    ``end_offset`` is 1 for windows whose end is inclusive (sliding, session), and
+    ``wait_ms`` is the grace (plus the inactivity gap for sessions).
+    """
+
+    kind: Literal["time", "sliding", "session"]
+    wait_ms: int
+    end_offset: int
+    inner_key_serde: Serde | None
+    window_size_ms: int | None
+
+    def windowed_serde(self, inner: Serde) -> Serde:
+        """The serde of this table's ``Windowed`` keys over the record key serde ``inner``."""
+        if self.kind == "session":
+            return SessionWindowedSerde(inner)
+        return TimeWindowedSerde(inner, self.window_size_ms)
+
+    def key_serde(self, config: StreamsConfig) -> Serde:
+        """The windowed key serde, the inner serde resolved against the config defaults."""
+        return self.windowed_serde(resolve_serde(self.inner_key_serde, config, "key"))
+
+    def buffer_time(self, key: Any) -> int:
+        """The stream time (minus ``wait_ms``) at which the window of ``key`` closes."""
+        end: int = key.window.end_ms
+        return end + self.end_offset
+
+
+class WindowedTableOp(StoreTableOp):
+    """The table node of a windowed aggregation: a store op that knows its windows."""
+
+    def __init__(
+        self, store_name: str, make: Callable[[StoreTableOp], NodeProcessor], close_rule: WindowCloseRule
+    ) -> None:
+        super().__init__(store_name, make)
+        self.close_rule = close_rule
+
+    def view(self) -> ValueGetterSupplier:
+        assert self.store_name is not None
+        return WindowedValueGetterSupplier(self.store_name, self.close_rule.kind == "session")
+
+
+class WindowedValueGetterSupplier(ValueGetterSupplier):
+    """Reads a windowed aggregate by ``Windowed`` key (Kafka's ``KStreamWindowAggregateValueGetter``)."""
+
+    def __init__(self, store: str, session: bool) -> None:
+        self.store = store
+        self.session = session
+
+    def store_names(self) -> list[str]:
+        return [self.store]
+
+    def getter(self, context: NodeContext) -> ValueGetter:
+        store = context.get_state_store(self.store)
+        if self.session:
+
+            def get_session(key: Any) -> ValueAndTimestamp | None:
+                window = key.window
+                agg = store.fetch_session(key.key, window.start_ms, window.end_ms)
+                return None if agg is None else ValueAndTimestamp(agg, window.end_ms)
+
+            return get_session
+
+        def get_window(key: Any) -> ValueAndTimestamp | None:
+            vat: ValueAndTimestamp | None = store.fetch_timestamped(key.key, key.window.start_ms)
+            return vat
+
+        return get_window
+
+
+class _WindowedKStream:
+    """What both windowed streams share: naming, repartitioning, the table node."""
+
+    _kind_prefix = "KSTREAM-AGGREGATE-"
+
+    def __init__(self, grouped: KGroupedStream, emit: EmitStrategy) -> None:
+        self._grouped = grouped
+        self._emit = emit
+
+    def _names(self, prefix: str, named: Named | str | None, materialized: Materialized | None) -> tuple[str, str]:
+        """(store name, processor name), drawn in Kafka Streams' order."""
+        builder = self._grouped.builder
+        store = store_name(builder, materialized, prefix)
+        return store, builder.names.name(prefix, name_of(named))
+
+    def _build(
+        self,
+        prefix: str,
+        named: Named | str | None,
+        materialized: Materialized | None,
+        default_value_serde: Serde | None,
+        make: Callable[[AggregateParams, StoreTableOp], NodeProcessor],
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any] | None = None,
+    ) -> KTable:
+        from platform_streams.dsl.ktable import KTable
+
+        mat = materialized or Materialized()
+        store, name = self._names(prefix, named, materialized)
+        grouped = self._grouped
+        key_serde = mat.key_serde or grouped.key_serde
+        value_serde = mat.value_serde or default_value_serde
+        source = grouped.source_for_aggregation(store)
+        spec = self._store_spec(store, mat, key_serde, value_serde)
+        pending = None
+        if self._emit.emit_final:
+            pending = f"{store}-close-index"
+        params = AggregateParams(store, pending, initializer, aggregator, self._emit, merger)
+        rule = self._close_rule(key_serde)
+        op = WindowedTableOp(store, lambda table_op: make(params, table_op), rule)
+        topology = grouped.builder.topology
+        topology.add_processor(name, op.make_processor, source.node_name)
+        topology.add_state_store(spec, name)
+        if pending is not None:
+            topology.add_state_store(_close_index_builder(pending, mat), name)
+        return KTable(
+            grouped.builder,
+            name,
+            op,
+            key_serde=None if key_serde is None else rule.windowed_serde(key_serde),
+            value_serde=value_serde,
+            source_topics=source.source_topics,
+        )
+
+    def _retention(self, mat: Materialized, store: str, minimum: int, what: str) -> int:
+        retention = mat.retention_ms if mat.retention_ms is not None else minimum
+        if retention < minimum:
+            raise TopologyError(
+                f"the retention period of the window store {store} ({retention} ms) must be no smaller "
+                f"than {what} ({minimum} ms)"
+            )
+        if self._emit.emit_final:
+            # a window must still be in the store when it closes (its retention starts
+            # at the store's latest write, which may be 1 ms past the window's close)
+            retention = max(retention, minimum + 1)
+        return retention
+
+    def _store_spec(self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None) -> Any:
+        raise NotImplementedError
+
+    def _close_rule(self, key_serde: Serde | None) -> Any:
+        raise NotImplementedError
+
+
+def _close_index_builder(name: str, mat: Materialized) -> Any:
+    """The emit-final index: bytes in, bytes out, never cached, logged like the main store."""
+    supplier = (
+        Stores.in_memory_key_value_store(name)
+        if mat.store_type == "in_memory"
+        else Stores.persistent_key_value_store(name)
+    )
+    builder = Stores.key_value_store_builder(supplier, Bytes(), Bytes())
+    if mat.logging_enabled:
+        builder.with_logging_enabled(mat.log_config)
+    else:
+        builder.with_logging_disabled()
+    return builder
+
+
+class TimeWindowedKStream(_WindowedKStream):
+    """A grouped stream windowed by ``TimeWindows`` (tumbling/hopping) or ``SlidingWindows``."""
+
+    def __init__(
+        self,
+        grouped: KGroupedStream,
+        windows: TimeWindows | SlidingWindows,
+        emit: EmitStrategy | None = None,
+    ) -> None:
+        super().__init__(grouped, emit or EmitStrategy.on_window_update())
+        self.windows = windows
+
+    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
+        """When results leave: on every update (default) or once per window when it closes (KIP-825)."""
+        return TimeWindowedKStream(self._grouped, self.windows, strategy)
+
+    def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
+        """Records per key and window (null keys/values are skipped); values are ``Long``."""
+        return self.aggregate(_zero, _count, named, _with_default_value(materialized, Long()))
+
+    def reduce(
+        self, reducer: Reducer, named: Named | str | None = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """Combine values per key and window with ``reducer(aggregate, value)``."""
+        return self._aggregate(
+            "KSTREAM-REDUCE-", named, materialized, self._grouped.value_serde, _no_aggregate, _reducing(reducer)
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        named: Named | str | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        """Fold values per key and window: ``aggregator(key, value, aggregate)`` from ``initializer()``."""
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, None, initializer, aggregator)
+
+    def _aggregate(
+        self,
+        prefix: str,
+        named: Named | str | None,
+        materialized: Materialized | None,
+        default_value_serde: Serde | None,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+    ) -> KTable:
+        windows = self.windows
+        if isinstance(windows, SlidingWindows):
+
+            def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
+                return SlidingWindowAggregateProcessor(params, op, windows)
+
+        else:
+
+            def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
+                return TimeWindowAggregateProcessor(params, op, windows)
+
+        return self._build(prefix, named, materialized, default_value_serde, make, initializer, aggregator)
+
+    def _store_spec(
+        self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
+    ) -> WindowStoreSpec:
+        windows = self.windows
+        if isinstance(windows, SlidingWindows):
+            size = windows.time_difference_ms
+            minimum, what = 2 * size + windows.grace_ms, "2 * time difference plus the grace period"
+        else:
+            size = windows.size_ms
+            minimum, what = size + windows.grace_ms, "its window size plus the grace period"
+        supplier = mat.store_supplier
+        if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
+            raise TopologyError(f"store {store!r}: a window store supplier is needed, got {supplier!r}")
+        retention = supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
+        return WindowStoreSpec(
+            name=store,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            retention_ms=retention,
+            store_type=mat.store_type,
+            caching_enabled=mat.caching_enabled,
+            logging_enabled=mat.logging_enabled,
+            log_config=dict(mat.log_config or {}),
+            window_size_ms=size,
+            store_supplier=supplier,
+        )
+
+    def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
+        windows = self.windows
+        if isinstance(windows, SlidingWindows):
+            return WindowCloseRule("sliding", windows.grace_ms, 1, key_serde, windows.time_difference_ms)
+        return WindowCloseRule("time", windows.grace_ms, 0, key_serde, windows.size_ms)
+
+
+class SessionWindowedKStream(_WindowedKStream):
+    """A grouped stream windowed by ``SessionWindows``: aggregates merge when sessions merge."""
+
+    def __init__(self, grouped: KGroupedStream, windows: SessionWindows, emit: EmitStrategy | None = None) -> None:
+        super().__init__(grouped, emit or EmitStrategy.on_window_update())
+        self.windows = windows
+
+    def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
+        return SessionWindowedKStream(self._grouped, self.windows, strategy)
+
+    def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
+        """Records per session (values are ``Long``); merging sessions add their counts."""
+        return self.aggregate(_zero, _count, _sum_merger, named, _with_default_value(materialized, Long()))
+
+    def reduce(
+        self, reducer: Reducer, named: Named | str | None = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """Combine values per session with ``reducer(aggregate, value)`` (also used to merge sessions)."""
+        reduce = _reducing(reducer)
+
+        def merge(key: Any, agg1: Any, agg2: Any) -> Any:
+            return reduce(key, agg2, agg1)
+
+        return self._aggregate(
+            "KSTREAM-REDUCE-", named, materialized, self._grouped.value_serde, _no_aggregate, reduce, merge
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        named: Named | str | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        """Fold values per session; ``merger(key, agg1, agg2)`` combines sessions a record bridges."""
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, None, initializer, aggregator, merger)
+
+    def _aggregate(
+        self,
+        prefix: str,
+        named: Named | str | None,
+        materialized: Materialized | None,
+        default_value_serde: Serde | None,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+    ) -> KTable:
+        windows = self.windows
+
+        def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
+            return SessionWindowAggregateProcessor(params, op, windows)
+
+        return self._build(prefix, named, materialized, default_value_serde, make, initializer, aggregator, merger)
+
+    def _store_spec(
+        self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
+    ) -> SessionStoreSpec:
+        windows = self.windows
+        supplier = mat.store_supplier
+        if supplier is not None and not isinstance(supplier, SessionBytesStoreSupplier):
+            raise TopologyError(f"store {store!r}: a session store supplier is needed, got {supplier!r}")
+        minimum = windows.inactivity_gap_ms + windows.grace_ms
+        what = "its inactivity gap plus the grace period"
+        retention = supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
+        return SessionStoreSpec(
+            name=store,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            retention_ms=retention,
+            store_type=mat.store_type,
+            caching_enabled=mat.caching_enabled,
+            logging_enabled=mat.logging_enabled,
+            log_config=dict(mat.log_config or {}),
+            store_supplier=supplier,
+        )
+
+    def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
+        windows = self.windows
+        return WindowCloseRule("session", windows.grace_ms + windows.inactivity_gap_ms, 1, key_serde, None)
+
+
+# ---------------------------------------------------------------------------- aggregators
+
+
+def _no_aggregate() -> Any:
+    """reduce's initializer (Kafka Streams': null): the first value becomes the aggregate."""
+    return None
+
+
+def _reducing(reducer: Reducer) -> Callable[[Any, Any, Any], Any]:
+    """reduce as an aggregation: the first value is the aggregate, then ``reducer(agg, value)``."""
+
+    def aggregate(key: Any, value: Any, agg: Any) -> Any:
+        return value if agg is None else reducer(agg, value)
+
+    return aggregate
+
+
+def _zero() -> int:
+    return 0
+
+
+def _count(key: Any, value: Any, agg: int) -> int:
+    return agg + 1
+
+
+def _sum_merger(key: Any, agg1: int, agg2: int) -> int:
+    return agg1 + agg2
+
+
+def _with_default_value(materialized: Materialized | None, serde: Serde) -> Materialized:
+    mat = materialized or Materialized()
+    return mat if mat.value_serde is not None else mat.with_value_serde(serde)

@@ -1,0 +1,140 @@
+"""Consumer-group administration used by the platform operations (application reset).
+
+Split out of :mod:`platform_streams.kafka.admin` to keep that module small; the methods
+land on :class:`~platform_streams.kafka.admin.KafkaAdmin` through
+:class:`GroupAdminMixin`, so callers still see one facade.
+
+What the reset tool needs to know about a group, and how far each broker tells it:
+
+* **Is anybody in it?** Kafka describes the state *and* the members. Tansu describes the
+  state correctly (``STABLE`` while members are active, ``EMPTY`` after they left) but
+  never lists members, so :attr:`GroupDescription.active` looks at both: a group is
+  active when it lists a member *or* its state is one of the member-bearing states.
+* **Removing members** (Kafka's ``RemoveMembersFromConsumerGroup``, what
+  ``kafka-streams-application-reset --force`` uses) is not exposed by librdkafka /
+  confluent-kafka at all, on any broker; there is deliberately no method for it here.
+* **Writing offsets** for a group with active members is refused by Kafka
+  (``UNKNOWN_MEMBER_ID``) and accepted by Tansu, so callers must check
+  :attr:`GroupDescription.active` themselves right before writing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from platform_streams.errors import StreamsTimeoutError
+from platform_streams.kafka.errors import as_kafka_error, to_broker_error
+
+__all__ = ["ACTIVE_GROUP_STATES", "GroupAdminMixin", "GroupDescription", "GroupMember", "wait_result"]
+
+_T = TypeVar("_T")
+
+#: Group states in which members are joined or joining (Java ``ConsumerGroupState`` names).
+ACTIVE_GROUP_STATES: frozenset[str] = frozenset({"STABLE", "PREPARING_REBALANCE", "COMPLETING_REBALANCE"})
+
+# Java's ConsumerGroupState names; librdkafka spells two of them differently.
+_GROUP_STATE_NAMES: dict[str, str] = {
+    "PREPARING_REBALANCING": "PREPARING_REBALANCE",
+    "COMPLETING_REBALANCING": "COMPLETING_REBALANCE",
+    "UNKOWN": "UNKNOWN",
+}
+
+
+def group_state_name(raw: str) -> str:
+    """librdkafka's group state name spelled the way Kafka (and its docs) spell it."""
+    return _GROUP_STATE_NAMES.get(raw, raw)
+
+
+def wait_result(get: Callable[[float], _T], deadline: float, what: str) -> _T:
+    """Wait for a future's result until ``deadline``; a timeout becomes StreamsTimeoutError."""
+    remaining = max(0.0, deadline - time.monotonic())
+    try:
+        return get(remaining)
+    except TimeoutError as exc:
+        raise StreamsTimeoutError(f"timed out: {what}") from exc
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One member as the broker describes it (Tansu never describes any)."""
+
+    member_id: str
+    client_id: str
+    host: str
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A consumer group's state and members; ``state`` uses Kafka's names."""
+
+    group_id: str
+    state: str
+    members: tuple[GroupMember, ...] = field(default_factory=tuple)
+
+    @property
+    def active(self) -> bool:
+        """True if members are (or may be) joined: listed members, or a member-bearing state.
+
+        ``UNKNOWN`` counts as active: an operation that must not run next to a live
+        application cannot assume it is safe when the broker does not say.
+        """
+        return bool(self.members) or self.state in ACTIVE_GROUP_STATES or self.state == "UNKNOWN"
+
+
+class GroupAdminMixin:
+    """Group methods of :class:`~platform_streams.kafka.admin.KafkaAdmin` (see module docstring)."""
+
+    def _admin(self) -> AdminClient:
+        raise NotImplementedError
+
+    def describe_group(self, group_id: str, timeout: float = 10.0) -> GroupDescription:
+        """Describe ``group_id``; an unknown group is ``DEAD`` (Kafka) or ``EMPTY`` (Tansu)."""
+        deadline = time.monotonic() + timeout
+        try:
+            futures = self._admin().describe_consumer_groups([group_id], request_timeout=timeout)
+            desc = wait_result(futures[group_id].result, deadline, f"describe group {group_id!r}")
+        except KafkaException as exc:
+            err = as_kafka_error(exc)
+            if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return GroupDescription(group_id, "DEAD")
+            raise to_broker_error(exc, f"describe group {group_id!r}") from exc
+        state = group_state_name(desc.state.name if desc.state is not None else "UNKNOWN")
+        members = tuple(
+            GroupMember(m.member_id, m.client_id, m.host, getattr(m, "group_instance_id", None))
+            for m in desc.members or []
+        )
+        return GroupDescription(group_id, state, members)
+
+    def alter_committed_offsets(
+        self, group_id: str, offsets: Mapping[tuple[str, int], int], timeout: float = 10.0
+    ) -> None:
+        """Set the group's committed offset of each ``(topic, partition)``.
+
+        The group must have no active member (Kafka refuses otherwise, Tansu does not:
+        check :meth:`describe_group` first). Raises :class:`BrokerError` naming the first
+        partition the broker rejected; offsets are written in one request, so on Kafka a
+        rejection is all-or-nothing per partition, not per call.
+        """
+        if not offsets:
+            return
+        if any(o < 0 for o in offsets.values()):
+            raise ValueError(f"committed offsets must be >= 0, got {dict(offsets)}")
+        deadline = time.monotonic() + timeout
+        request = ConsumerGroupTopicPartitions(
+            group_id, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        )
+        try:
+            futures = self._admin().alter_consumer_group_offsets([request], request_timeout=timeout)
+            result = wait_result(futures[group_id].result, deadline, f"alter offsets of group {group_id!r}")
+        except KafkaException as exc:
+            raise to_broker_error(exc, f"alter committed offsets of group {group_id!r}") from exc
+        for tp in result.topic_partitions or []:
+            if tp.error is not None:
+                raise to_broker_error(tp.error, f"alter committed offset of {tp.topic}-{tp.partition}")

@@ -1,0 +1,219 @@
+"""``platform-streams topics ...`` and ``platform-streams reset``: the ops as commands.
+
+::
+
+    platform-streams topics plan|validate MODULE:FACTORY [--config F] [--set k=v] [--json]
+    platform-streams topics create MODULE:FACTORY [--dry-run] ...
+    platform-streams topics delete MODULE:FACTORY [--topic T ...] [--include-orphans] [--dry-run] [--yes]
+    platform-streams reset MODULE:FACTORY [--input-topics a,b] [--to-earliest | --to-latest |
+        --to-offset N | --shift-by N | --to-datetime ISO | --by-duration PnDTnHnMnS |
+        --from-file plan.csv] [--dry-run] [--force] [--include-orphans] [--keep-local-state] [--yes]
+
+Destructive commands (``topics delete``, ``reset``) ask for confirmation on the terminal
+unless ``--yes``; without a terminal (a Job, a pipe) they refuse unless ``--yes``.
+Exit status: 0 done, 1 refused / validation failed / a dry run that a real run would
+refuse, 2 usage errors. Results print as a summary, or as JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
+from platform_streams.config import StreamsConfig
+from platform_streams.errors import StreamsConfigError
+from platform_streams.ops.offsets import OffsetScenario
+from platform_streams.ops.reset import ResetOptions, reset_application
+from platform_streams.ops.results import OperationRefusedError, OpsResult
+from platform_streams.ops.topics import (
+    Confirm,
+    create_internal_topics,
+    delete_internal_topics,
+    plan_internal_topics,
+    validate_internal_topics,
+)
+from platform_streams.topology.topology import Topology
+
+__all__ = ["add_reset_arguments", "add_topics_arguments", "run_reset", "run_topics"]
+
+_TOPICS_ACTIONS = {
+    "plan": "show every internal topic the application needs (partitions, configs) and whether it exists",
+    "create": "create the missing internal topics (idempotent)",
+    "validate": "report missing internal topics, wrong partition counts and configs (exit 1 if any)",
+    "delete": "delete the application's internal topics (only topics it owns)",
+}
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    add_app_argument(parser)
+    add_config_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def add_topics_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="topics_action", metavar="ACTION", required=True)
+    for name, text in _TOPICS_ACTIONS.items():
+        sub = actions.add_parser(name, help=text, description=text)
+        _common(sub)
+        if name in ("create", "delete"):
+            sub.add_argument("--dry-run", action="store_true", help="show what would be done, change nothing")
+        if name == "delete":
+            sub.add_argument(
+                "--topic",
+                dest="topics",
+                action="append",
+                metavar="TOPIC",
+                help="delete only this topic (repeatable); refused unless it belongs to the application",
+            )
+            _add_orphans_and_yes(sub, "delete")
+
+
+def _add_orphans_and_yes(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--include-orphans",
+        action="store_true",
+        help="also delete topics named <application.id>-*-repartition/-changelog that the topology "
+        "no longer declares",
+    )
+    parser.add_argument("--yes", "-y", action="store_true", help=f"{what} without asking")
+
+
+def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
+    _common(parser)
+    parser.add_argument(
+        "--input-topics",
+        metavar="A,B",
+        help="comma-separated topics whose offsets are reset (default: every source topic of the topology)",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--to-earliest", action="store_true", help="to the log start (the default)")
+    where.add_argument("--to-latest", action="store_true", help="to the log end (skip everything)")
+    where.add_argument("--to-offset", type=int, metavar="N", help="to offset N (clamped to each log)")
+    where.add_argument(
+        "--shift-by", type=int, metavar="N", help="by N from the committed offset (may be < 0)"
+    )
+    where.add_argument(
+        "--to-datetime", metavar="ISO", help="to the first record at or after 2024-05-01T12:00:00.000[Z]"
+    )
+    where.add_argument(
+        "--by-duration", metavar="PnDTnHnMnS", help="to the first record at or after now minus this"
+    )
+    where.add_argument("--from-file", metavar="CSV", help="to the offsets in a topic,partition,offset file")
+    parser.add_argument("--dry-run", action="store_true", help="print every action, change nothing")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="the instances are stopped but the group still has left-over members: wait for them to expire "
+        "(librdkafka cannot remove members) instead of refusing",
+    )
+    parser.add_argument("--force-timeout", type=float, metavar="SECONDS", help="how long --force waits")
+    parser.add_argument(
+        "--keep-local-state",
+        action="store_true",
+        help="do not wipe <state_dir>/<application.id> on this machine",
+    )
+    parser.add_argument(
+        "--max-scan-records",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="per partition, when a time must be found by reading records (default 1000000)",
+    )
+    _add_orphans_and_yes(parser, "reset")
+
+
+def _load(args: argparse.Namespace) -> tuple[Topology, StreamsConfig]:
+    app = load_app(args.app)
+    return app.topology, load_config(args.config, args.overrides, app.settings)
+
+
+def _terminal_confirm(question: str) -> Confirm:
+    """Ask on the terminal; without one, refuse (the caller must pass --yes)."""
+
+    def confirm(items: Sequence[str]) -> bool:
+        if not sys.stdin or not sys.stdin.isatty():
+            raise CliError(f"{question}: no terminal to confirm on; pass --yes to proceed", exit_code=1)
+        print(f"{question}:", *(f"  {item}" for item in items), sep="\n", file=sys.stderr)
+        answer = input("Type 'yes' to proceed: ")
+        return answer.strip().lower() == "yes"
+
+    return confirm
+
+
+def _emit(result: OpsResult, as_json: bool) -> None:
+    print(json.dumps(result.to_dict(), indent=2) if as_json else result.summary(), flush=True)
+
+
+def _run(action: Callable[[], OpsResult], as_json: bool) -> int:
+    try:
+        result = action()
+    except OperationRefusedError as exc:
+        _emit(exc.result, as_json)
+        raise
+    _emit(result, as_json)
+    return 0 if result.ok else 1
+
+
+def run_topics(args: argparse.Namespace) -> int:
+    topology, config = _load(args)
+    name = args.topics_action
+    if name == "plan":
+        return _run(lambda: plan_internal_topics(topology, config), args.json)
+    if name == "validate":
+        return _run(lambda: validate_internal_topics(topology, config), args.json)
+    if name == "create":
+        return _run(lambda: create_internal_topics(topology, config, dry_run=args.dry_run), args.json)
+    confirm = None if args.yes else _terminal_confirm("delete these topics")
+    return _run(
+        lambda: delete_internal_topics(
+            topology,
+            config,
+            topics=args.topics,
+            include_orphans=args.include_orphans,
+            dry_run=args.dry_run,
+            confirm=confirm,
+        ),
+        args.json,
+    )
+
+
+def _scenario(args: argparse.Namespace) -> OffsetScenario:
+    try:
+        if args.to_latest:
+            return OffsetScenario.to_latest()
+        if args.to_offset is not None:
+            return OffsetScenario.to_offset(args.to_offset)
+        if args.shift_by is not None:
+            return OffsetScenario.shift_by(args.shift_by)
+        if args.to_datetime is not None:
+            return OffsetScenario.to_datetime(args.to_datetime)
+        if args.by_duration is not None:
+            return OffsetScenario.by_duration(args.by_duration)
+        if args.from_file is not None:
+            return OffsetScenario.from_file(args.from_file)
+    except StreamsConfigError as exc:
+        raise CliError(str(exc)) from exc
+    return OffsetScenario.to_earliest()
+
+
+def run_reset(args: argparse.Namespace) -> int:
+    scenario = _scenario(args)
+    topology, config = _load(args)
+    inputs = (
+        None if args.input_topics is None else [t.strip() for t in args.input_topics.split(",") if t.strip()]
+    )
+    options = ResetOptions(
+        scenario=scenario,
+        input_topics=inputs,
+        dry_run=args.dry_run,
+        force=args.force,
+        force_timeout_s=args.force_timeout,
+        include_orphans=args.include_orphans,
+        wipe_local_state=not args.keep_local_state,
+        max_scan_records=args.max_scan_records,
+    )
+    confirm = None if args.yes else _terminal_confirm(f"reset application {config.application_id!r}")
+    return _run(lambda: reset_application(topology, config, options, confirm=confirm), args.json)

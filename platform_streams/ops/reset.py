@@ -1,0 +1,327 @@
+"""Application reset: reprocess the input from a chosen position with empty state.
+
+The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanup()``:
+
+1. **Refuse while the application runs.** The consumer group (``application.id``) must
+   have no active member. Kafka describes members; Tansu describes none but reports the
+   state right (``STABLE`` while members are in, ``EMPTY`` after), so both are checked
+   (:attr:`GroupDescription.active`), again right before anything is written, because
+   Tansu accepts offset writes and group deletion even for an active group.
+   ``force`` stands in for Kafka's ``--force``, which removes left-over members (of
+   stopped instances, until their session times out) with RemoveMembersFromConsumerGroup.
+   librdkafka/confluent-kafka do not offer that call, so here ``force`` *waits* for such
+   members to expire (up to the session timeout plus a margin) and still refuses if the
+   group stays active -- then an instance is really running.
+2. **Reset input offsets** to a scenario (:class:`OffsetScenario`), clamped to each
+   partition's log. The log end comes from fetches (:func:`log_end_offsets`; Tansu's
+   ListOffsets(latest) is wrong) and a time from :func:`offsets_for_time`, which checks
+   the broker's answer against the records and scans when it is wrong (Tansu), saying
+   which method it used per partition.
+3. **Delete the internal topics** that belong to the application (see
+   :mod:`platform_streams.ops.topics`); their committed offsets go with them.
+4. **Wipe the local state directory** ``<state_dir>/<application_id>`` of *this* machine.
+   Instances elsewhere (other pods) must wipe theirs (``KafkaStreams.cleanup()``) or
+   start on a fresh volume; the result warns about it.
+
+Output topics are never touched. ``dry_run`` computes and reports every action and
+changes nothing (not even under ``force``: it does not wait).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from platform_streams.config import StreamsConfig
+from platform_streams.errors import StreamsConfigError
+from platform_streams.kafka import GroupDescription, KafkaAdmin, log_end_offsets, offsets_for_time
+from platform_streams.ops.offsets import OffsetScenario, PartitionBounds, TimeTarget, compute_offset_changes
+from platform_streams.ops.results import (
+    InternalTopicStatus,
+    LocalStateAction,
+    OperationRefusedError,
+    ResetResult,
+)
+from platform_streams.ops.topics import (
+    AppLike,
+    Confirm,
+    admin_for,
+    as_plan,
+    internal_topic_kinds,
+    orphan_topics,
+)
+from platform_streams.topology.compiler import TopologyPlan
+
+__all__ = ["ResetOptions", "reset_application"]
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+_FORCE_MARGIN_S = 5.0
+_GROUP_POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class ResetOptions:
+    """How to reset (the reset tool's options)."""
+
+    scenario: OffsetScenario = field(default_factory=OffsetScenario.to_earliest)
+    input_topics: Sequence[str] | None = None
+    """Topics whose offsets are reset; default: every source topic of the topology."""
+    dry_run: bool = False
+    force: bool = False
+    force_timeout_s: float | None = None
+    """How long ``force`` waits for members to expire; default session timeout + 5 s."""
+    include_orphans: bool = False
+    """Also delete topics named like internal topics of the application but not in its topology."""
+    wipe_local_state: bool = True
+    max_scan_records: int = 1_000_000
+    """Per partition, when a time must be found by scanning (broker time index not exact)."""
+    timeout_s: float = 30.0
+
+
+def reset_application(
+    app: AppLike,
+    config: StreamsConfig,
+    options: ResetOptions | None = None,
+    *,
+    confirm: Confirm | None = None,
+    admin: KafkaAdmin | None = None,
+    now_ms: int | None = None,
+) -> ResetResult:
+    """Reset the application (module docstring); returns what was (or would be) done.
+
+    Raises :class:`OperationRefusedError` when the group is active (not under
+    ``dry_run``), when an input topic is an output or internal topic, or when
+    ``confirm`` (called with a list of the actions) says no.
+    """
+    opts = options or ResetOptions()
+    plan = as_plan(app)
+    app_id = config.application_id
+    result = ResetResult("reset", app_id, dry_run=opts.dry_run, scenario=opts.scenario.describe())
+    client, owned = admin_for(config, admin)
+    try:
+        _check_group(client, config, opts, result)
+        existing = client.list_topics(timeout=opts.timeout_s)
+        inputs = _input_topics(plan, opts, existing, result)
+        partitions = [(t, p) for t in inputs for p in range(existing[t])]
+        bounds = _bounds(client, config, plan, partitions, opts.timeout_s)
+        targets = _time_targets(client, config, opts, bounds, now_ms, result)
+        result.offsets = compute_offset_changes(opts.scenario, bounds, targets)
+        result.internal_topics = _internal_topics(plan, app_id, existing, opts)
+        result.local_state = _local_state(config, opts)
+        if opts.dry_run:
+            return result
+        if confirm is not None and not confirm(_actions(result)):
+            raise OperationRefusedError("the reset was not confirmed", result)
+        _execute(client, config, opts, result)
+    finally:
+        if owned:
+            client.close()
+    return result
+
+
+def _check_group(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult) -> None:
+    """Describe the group; refuse (or, under force, wait) while it is active."""
+    group = admin.describe_group(config.application_id, timeout=opts.timeout_s)
+    if group.active and opts.force and not opts.dry_run:
+        wait_s = opts.force_timeout_s
+        if wait_s is None:
+            wait_s = config.session_timeout_ms / 1000 + _FORCE_MARGIN_S
+        group = _wait_inactive(admin, config.application_id, wait_s, opts.timeout_s)
+        result.warnings.append(
+            "--force: removing group members is not possible with librdkafka (no "
+            f"RemoveMembersFromConsumerGroup), so the reset waited up to {wait_s:.0f}s for left-over "
+            "members to expire instead"
+        )
+    _record_group(result, group)
+    if group.active:
+        reason = _active_reason(group, opts.force)
+        if not opts.dry_run:
+            raise OperationRefusedError(reason, result)
+        result.blocked = reason
+        result.warnings.append(f"a real run would refuse now: {reason}")
+
+
+def _record_group(result: ResetResult, group: GroupDescription) -> None:
+    result.group_state = group.state
+    result.group_members = [f"{m.client_id}@{m.host} ({m.member_id})" for m in group.members]
+
+
+def _active_reason(group: GroupDescription, force: bool) -> str:
+    members = ", ".join(f"{m.client_id}@{m.host}" for m in group.members) or "the broker lists none"
+    text = (
+        f"consumer group {group.group_id!r} is {group.state} with active members ({members}): "
+        "stop every instance of the application first"
+    )
+    if force:
+        return text + "; they did not expire while --force waited, so an instance is still running"
+    return text + (
+        "; if the instances are stopped and only left-over members remain, --force waits for them "
+        "to expire (removing members is not possible with librdkafka)"
+    )
+
+
+def _wait_inactive(admin: KafkaAdmin, group_id: str, wait_s: float, timeout_s: float) -> GroupDescription:
+    deadline = time.monotonic() + wait_s
+    group = admin.describe_group(group_id, timeout=timeout_s)
+    while group.active and time.monotonic() < deadline:
+        time.sleep(_GROUP_POLL_S)
+        group = admin.describe_group(group_id, timeout=timeout_s)
+    return group
+
+
+def _input_topics(
+    plan: TopologyPlan, opts: ResetOptions, existing: dict[str, int], result: ResetResult
+) -> list[str]:
+    """The topics to reset: never an output or internal topic; missing ones are skipped."""
+    sources = plan.external_source_topics()
+    requested = sources if opts.input_topics is None else list(dict.fromkeys(opts.input_topics))
+    internal = internal_topic_kinds(plan, result.application_id)
+    forbidden = [
+        t for t in requested if t in internal or (t in plan.external_sink_topics() and t not in sources)
+    ]
+    if forbidden:
+        raise OperationRefusedError(
+            f"not input topics of the application (output or internal topics are never reset): {forbidden}",
+            result,
+        )
+    foreign = [t for t in requested if t not in sources]
+    if foreign:
+        result.warnings.append(f"not source topics of the topology, reset anyway as requested: {foreign}")
+    missing = [t for t in requested if t not in existing]
+    if missing:
+        result.warnings.append(f"input topics do not exist, skipped: {missing}")
+    result.input_topics = [t for t in requested if t in existing]
+    return result.input_topics
+
+
+def _bounds(
+    admin: KafkaAdmin, config: StreamsConfig, plan: TopologyPlan, partitions: list[TP], timeout_s: float
+) -> dict[TP, PartitionBounds]:
+    if not partitions:
+        return {}
+    earliest = admin.list_offsets(partitions, "earliest", timeout=timeout_s)
+    ends = log_end_offsets(config.restore_consumer_configs(), partitions, timeout_s=timeout_s)
+    committed = admin.committed_offsets(config.application_id, partitions, timeout=timeout_s)
+    policies = {t: s.offset_reset for sub in plan.subtopologies for t, s in sub.sources_by_topic.items()}
+    return {
+        tp: PartitionBounds(
+            earliest=max(0, earliest[tp][0]),
+            end=ends[tp],
+            committed=committed.get(tp),
+            start_policy="latest" if policies.get(tp[0]) == "latest" else "earliest",
+        )
+        for tp in partitions
+    }
+
+
+def _time_targets(
+    admin: KafkaAdmin,
+    config: StreamsConfig,
+    opts: ResetOptions,
+    bounds: dict[TP, PartitionBounds],
+    now_ms: int | None,
+    result: ResetResult,
+) -> dict[TP, TimeTarget] | None:
+    timestamp = opts.scenario.target_timestamp_ms(now_ms)
+    if timestamp is None:
+        return None
+    lookups, warnings = offsets_for_time(
+        admin,
+        config.restore_consumer_configs(),
+        timestamp,
+        {tp: (b.earliest, b.end) for tp, b in bounds.items()},
+        max_scan_records=opts.max_scan_records,
+        timeout_s=opts.timeout_s,
+    )
+    result.warnings.extend(warnings)
+    return {tp: TimeTarget(found.offset, found.method) for tp, found in lookups.items()}
+
+
+def _internal_topics(
+    plan: TopologyPlan, app_id: str, existing: dict[str, int], opts: ResetOptions
+) -> list[InternalTopicStatus]:
+    verb = "would_delete" if opts.dry_run else "deleted"
+    kinds = internal_topic_kinds(plan, app_id)
+    out = [
+        InternalTopicStatus(t, kind, verb if t in existing else "missing", actual_partitions=existing.get(t))
+        for t, kind in sorted(kinds.items())
+    ]
+    orphans = orphan_topics(existing, plan, app_id)
+    if opts.include_orphans:
+        out += [InternalTopicStatus(t, "orphan", verb, actual_partitions=existing[t]) for t in orphans]
+    return out
+
+
+def _local_state(config: StreamsConfig, opts: ResetOptions) -> LocalStateAction:
+    path = Path(config.state_dir) / config.application_id
+    existed = path.exists() or path.is_symlink()
+    action: Literal["deleted", "would_delete", "absent", "kept"]
+    if not opts.wipe_local_state:
+        action = "kept"
+    elif not existed:
+        action = "absent"
+    else:
+        action = "would_delete" if opts.dry_run else "deleted"
+    return LocalStateAction(str(path), existed, action)
+
+
+def _actions(result: ResetResult) -> list[str]:
+    """The reset's actions as lines, for a confirmation prompt."""
+    lines = [
+        f"set committed offset of {c.topic}-{c.partition} from {c.current} to {c.target}"
+        for c in result.offsets
+        if c.target is not None
+    ]
+    lines += [f"delete topic {t.topic}" for t in result.internal_topics if t.status == "deleted"]
+    if result.local_state is not None and result.local_state.action == "deleted":
+        lines.append(f"delete local state directory {result.local_state.path}")
+    return lines
+
+
+def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult) -> None:
+    """Do it; the group is checked again first (Tansu would accept writes next to live members)."""
+    app_id = config.application_id
+    group = admin.describe_group(app_id, timeout=opts.timeout_s)
+    _record_group(result, group)
+    if group.active:
+        raise OperationRefusedError(
+            _active_reason(group, force=False) + " (it became active meanwhile)", result
+        )
+    offsets = {(c.topic, c.partition): c.target for c in result.offsets if c.target is not None}
+    admin.alter_committed_offsets(app_id, offsets, timeout=opts.timeout_s)
+    log.info("reset %s: committed offsets set: %s", app_id, offsets)
+    doomed = [t.topic for t in result.internal_topics if t.status == "deleted"]
+    if doomed:
+        admin.delete_topics(doomed, timeout=max(opts.timeout_s, 30.0))
+        log.info("reset %s: deleted internal topics %s", app_id, doomed)
+        stale = [tp for tp in admin.committed_offsets(app_id, timeout=opts.timeout_s) if tp[0] in doomed]
+        if stale:
+            result.warnings.append(
+                f"the broker kept committed offsets of deleted internal topics {sorted(stale)}; a recreated "
+                "topic would start there: delete the consumer group's offsets for them"
+            )
+    if result.local_state is not None and result.local_state.action == "deleted":
+        _wipe(Path(result.local_state.path), Path(config.state_dir))
+        result.warnings.append(
+            f"local state was wiped on this machine only ({result.local_state.path}); every other "
+            "machine that ran the application must call KafkaStreams.cleanup() or start on a fresh volume"
+        )
+    result.completed = True
+
+
+def _wipe(path: Path, state_dir: Path) -> None:
+    """Delete ``<state_dir>/<application_id>``, refusing anything that is not plainly that."""
+    if path.is_symlink():
+        raise StreamsConfigError(f"refusing to wipe {path}: it is a symbolic link")
+    if path.resolve().parent != state_dir.resolve():
+        raise StreamsConfigError(f"refusing to wipe {path}: it is not directly inside {state_dir}")
+    shutil.rmtree(path)
+    log.info("wiped local state directory %s", path)

@@ -1,0 +1,299 @@
+"""Internal topic lifecycle: plan, create, validate and delete an application's internal topics.
+
+The topics are computed from the topology exactly as the runtime computes them at start-up
+(:func:`platform_streams.runtime.internal_topics.internal_topic_specs`), so what ``plan``
+shows is what ``KafkaStreams.start()`` would create. These run against production
+clusters, so deletion is defensive: a topic is deleted only if it *belongs* to the
+application (:func:`ownership_problem`), which takes all of
+
+* the name starts with ``<application_id>-`` and ends with ``-repartition`` or ``-changelog``;
+* it is not a user topic of the topology (source, sink, global source, or a source topic
+  reused as a changelog -- those can look internal but hold user data);
+* the topology declares it -- or, with ``include_orphans``, it is merely named like one
+  (left behind by an older version of the topology).
+
+Everything that cannot be deleted is refused as a whole: nothing is deleted when any
+requested topic is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+from platform_streams.config import StreamsConfig
+from platform_streams.kafka import KafkaAdmin, TopicSpec
+from platform_streams.ops.results import (
+    InternalTopicStatus,
+    OperationRefusedError,
+    RefusedTopic,
+    TopicIssue,
+    TopicsResult,
+)
+from platform_streams.runtime.internal_topics import internal_topic_specs
+from platform_streams.topology.compiler import TopologyPlan, compile_topology
+from platform_streams.topology.topology import Topology
+
+__all__ = [
+    "INTERNAL_SUFFIXES",
+    "AppLike",
+    "Confirm",
+    "admin_for",
+    "as_plan",
+    "create_internal_topics",
+    "delete_internal_topics",
+    "internal_topic_kinds",
+    "orphan_topics",
+    "ownership_problem",
+    "plan_internal_topics",
+    "validate_internal_topics",
+]
+
+log = logging.getLogger(__name__)
+
+INTERNAL_SUFFIXES = ("-repartition", "-changelog")
+
+#: A Topology, its compiled plan, or anything with ``build() -> Topology`` (a StreamsBuilder).
+AppLike = Topology | TopologyPlan | Any
+TopicKind = Literal["repartition", "changelog"]
+#: Asked before anything is deleted with the topics concerned; False refuses.
+Confirm = Callable[[Sequence[str]], bool]
+
+# Configs compared as sets ("compact,delete" == "delete,compact").
+_LIST_CONFIGS = frozenset({"cleanup.policy"})
+
+
+def as_plan(app: AppLike) -> TopologyPlan:
+    """Compile ``app`` unless it is a plan already."""
+    if isinstance(app, TopologyPlan):
+        return app
+    if not isinstance(app, Topology) and hasattr(app, "build"):
+        app = app.build()
+    if not isinstance(app, Topology):
+        raise TypeError(f"expected a Topology, TopologyPlan or StreamsBuilder, got {type(app).__name__}")
+    return compile_topology(app)
+
+
+def admin_for(config: StreamsConfig, admin: KafkaAdmin | None) -> tuple[KafkaAdmin, bool]:
+    """The caller's admin, or a new one from ``config`` (True: the caller must close it)."""
+    return (admin, False) if admin is not None else (KafkaAdmin(config.admin_configs()), True)
+
+
+def internal_topic_kinds(plan: TopologyPlan, application_id: str) -> dict[str, TopicKind]:
+    """``{physical name: kind}`` of every internal topic the topology declares."""
+    return {plan.physical_topic(name, application_id): t.kind for name, t in plan.internal_topics.items()}
+
+
+def _user_topics(plan: TopologyPlan) -> set[str]:
+    reused = set(plan.topology.source_changelogs.values())
+    return (
+        set(plan.external_source_topics() + plan.external_sink_topics() + plan.global_source_topics())
+        | reused
+    )
+
+
+def _named_like_internal(topic: str, application_id: str) -> bool:
+    return topic.startswith(f"{application_id}-") and topic.endswith(INTERNAL_SUFFIXES)
+
+
+def ownership_problem(
+    topic: str, plan: TopologyPlan, application_id: str, *, include_orphans: bool
+) -> str | None:
+    """Why ``topic`` must not be deleted as an internal topic of the application, or None."""
+    if topic in _user_topics(plan):
+        return "it is an input or output topic of the application"
+    if not _named_like_internal(topic, application_id):
+        return f"it is not named '{application_id}-*-repartition' or '{application_id}-*-changelog'"
+    if topic in internal_topic_kinds(plan, application_id):
+        return None
+    if include_orphans:
+        return None
+    return "the topology does not declare it (pass include_orphans / --include-orphans for leftovers)"
+
+
+def orphan_topics(existing: Iterable[str], plan: TopologyPlan, application_id: str) -> list[str]:
+    """Existing topics named like the application's internal topics that the topology lacks."""
+    declared = internal_topic_kinds(plan, application_id)
+    users = _user_topics(plan)
+    return sorted(
+        t
+        for t in existing
+        if _named_like_internal(t, application_id) and t not in declared and t not in users
+    )
+
+
+def _specs(plan: TopologyPlan, config: StreamsConfig, admin: KafkaAdmin) -> list[tuple[TopicSpec, TopicKind]]:
+    kinds = internal_topic_kinds(plan, config.application_id)
+    return [(s, kinds[s.name]) for s in internal_topic_specs(plan, config, admin)]
+
+
+def _status(spec: TopicSpec, kind: TopicKind, status: str, actual: int | None = None) -> InternalTopicStatus:
+    return InternalTopicStatus(spec.name, kind, status, spec.num_partitions, dict(spec.config), actual)
+
+
+def plan_internal_topics(
+    app: AppLike, config: StreamsConfig, *, admin: KafkaAdmin | None = None
+) -> TopicsResult:
+    """Every internal topic with partitions and configs, and whether it exists (read-only)."""
+    plan = as_plan(app)
+    client, owned = admin_for(config, admin)
+    try:
+        specs = _specs(plan, config, client)
+        existing = client.list_topics()
+    finally:
+        if owned:
+            client.close()
+    result = TopicsResult("plan", config.application_id)
+    for spec, kind in specs:
+        actual = existing.get(spec.name)
+        result.topics.append(_status(spec, kind, "exists" if actual is not None else "missing", actual))
+    result.orphans = orphan_topics(existing, plan, config.application_id)
+    return result
+
+
+def create_internal_topics(
+    app: AppLike, config: StreamsConfig, *, dry_run: bool = False, admin: KafkaAdmin | None = None
+) -> TopicsResult:
+    """Create the missing internal topics (idempotent); existing ones are left alone.
+
+    An existing topic that differs from the plan is reported as an issue (run validate;
+    a wrong partition count needs a reset), never altered.
+    """
+    plan = as_plan(app)
+    client, owned = admin_for(config, admin)
+    try:
+        specs = _specs(plan, config, client)
+        existing = client.list_topics()
+        missing = [s for s, _ in specs if s.name not in existing]
+        created = {} if dry_run or not missing else client.create_topics(missing)
+        issues = _compare(specs, existing, client)
+    finally:
+        if owned:
+            client.close()
+    result = TopicsResult("create", config.application_id, dry_run=dry_run)
+    for spec, kind in specs:
+        if spec.name in existing:
+            result.topics.append(_status(spec, kind, "exists", existing[spec.name]))
+        else:
+            status = "would_create" if dry_run else created.get(spec.name, "created")
+            result.topics.append(_status(spec, kind, status, None if dry_run else spec.num_partitions))
+    result.issues = [i for i in issues if i.problem != "missing"]
+    if result.issues:
+        result.warnings.append("existing internal topics differ from the topology: see the issues (validate)")
+    return result
+
+
+def validate_internal_topics(
+    app: AppLike, config: StreamsConfig, *, admin: KafkaAdmin | None = None
+) -> TopicsResult:
+    """Report missing internal topics, wrong partition counts and configs that differ.
+
+    Only the configs the topology sets are compared (``cleanup.policy`` as a set). A config
+    the broker does not describe counts as different: Kafka describes every config, Tansu
+    only the ones set explicitly, so absent means "created without it".
+    """
+    plan = as_plan(app)
+    client, owned = admin_for(config, admin)
+    try:
+        specs = _specs(plan, config, client)
+        existing = client.list_topics()
+        issues = _compare(specs, existing, client)
+    finally:
+        if owned:
+            client.close()
+    result = TopicsResult("validate", config.application_id, issues=issues)
+    for spec, kind in specs:
+        actual = existing.get(spec.name)
+        result.topics.append(_status(spec, kind, "exists" if actual is not None else "missing", actual))
+    result.orphans = orphan_topics(existing, plan, config.application_id)
+    return result
+
+
+def _compare(
+    specs: list[tuple[TopicSpec, TopicKind]], existing: dict[str, int], admin: KafkaAdmin
+) -> list[TopicIssue]:
+    issues: list[TopicIssue] = []
+    present = [s for s, _ in specs if s.name in existing]
+    described = admin.describe_topic_configs([s.name for s in present]) if present else {}
+    for spec, _kind in specs:
+        if spec.name not in existing:
+            issues.append(TopicIssue(spec.name, "missing", f"{spec.num_partitions} partitions"))
+            continue
+        if existing[spec.name] != spec.num_partitions:
+            issues.append(
+                TopicIssue(spec.name, "partitions", str(spec.num_partitions), str(existing[spec.name]))
+            )
+        actual = described.get(spec.name, {})
+        for key, want in sorted(spec.config.items()):
+            have = actual.get(key)
+            if not _config_equal(key, want, have):
+                issues.append(TopicIssue(spec.name, "config", f"{key}={want}", f"{key}={have}"))
+    return issues
+
+
+def _config_equal(key: str, want: str, have: str | None) -> bool:
+    if have is None:
+        return False
+    if key in _LIST_CONFIGS:
+        return {p.strip() for p in want.split(",")} == {p.strip() for p in have.split(",")}
+    return want.strip() == have.strip()
+
+
+def delete_internal_topics(
+    app: AppLike,
+    config: StreamsConfig,
+    *,
+    topics: Sequence[str] | None = None,
+    include_orphans: bool = False,
+    dry_run: bool = False,
+    confirm: Confirm | None = None,
+    admin: KafkaAdmin | None = None,
+) -> TopicsResult:
+    """Delete the application's internal topics (all existing ones, or ``topics``).
+
+    Raises :class:`OperationRefusedError` (and deletes nothing) when a requested topic does
+    not belong to the application (module docstring) or ``confirm`` says no. Requested
+    topics that belong to it but do not exist are reported as ``missing``.
+    """
+    plan = as_plan(app)
+    app_id = config.application_id
+    kinds = internal_topic_kinds(plan, app_id)
+    client, owned = admin_for(config, admin)
+    try:
+        existing = client.list_topics()
+        result = TopicsResult("delete", app_id, dry_run=dry_run)
+        result.orphans = orphan_topics(existing, plan, app_id)
+        if topics is None:
+            wanted = sorted(t for t in kinds if t in existing) + (result.orphans if include_orphans else [])
+        else:
+            wanted = list(dict.fromkeys(topics))
+        for topic in wanted:
+            problem = ownership_problem(topic, plan, app_id, include_orphans=include_orphans)
+            if problem is not None:
+                result.refused.append(RefusedTopic(topic, problem))
+        if result.refused:
+            names = ", ".join(r.topic for r in result.refused)
+            raise OperationRefusedError(f"refusing to delete topics that are not {app_id}'s: {names}", result)
+        present = [t for t in wanted if t in existing]
+        if not dry_run and present and confirm is not None and not confirm(present):
+            raise OperationRefusedError("deletion was not confirmed", result)
+        outcome = client.delete_topics(present) if present and not dry_run else {}
+    finally:
+        if owned:
+            client.close()
+    for topic in wanted:
+        status = (
+            "missing"
+            if topic not in existing
+            else ("would_delete" if dry_run else outcome.get(topic, "deleted"))
+        )
+        result.topics.append(
+            InternalTopicStatus(
+                topic, kinds.get(topic, "orphan"), status, actual_partitions=existing.get(topic)
+            )
+        )
+    if not include_orphans and result.orphans:
+        result.warnings.append(f"left alone (not in the topology): {', '.join(result.orphans)}")
+    log.info("delete internal topics of %s: %s", app_id, {t.topic: t.status for t in result.topics})
+    return result

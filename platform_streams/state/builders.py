@@ -1,0 +1,176 @@
+"""Store builders: how a topology describes a store and builds one instance per task.
+
+Kafka Streams' ``StoreBuilder``: a builder carries the name, serdes, and the caching and
+logging choices (caching off and logging on by default, as in Kafka Streams), and
+``build()`` assembles the wrapper stack ``metered -> [caching] -> [change-logging] ->
+bytes store`` around a fresh bytes store from its supplier. The topology compiler also
+asks it for the changelog topic's configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+
+from platform_streams.state.api import StateStore
+from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
+from platform_streams.state.wrappers.caching_windowed import CachingSessionStore, CachingWindowStore
+from platform_streams.state.wrappers.change_logging import (
+    ChangeLoggingKeyValueStore,
+    ChangeLoggingSessionStore,
+    ChangeLoggingWindowStore,
+)
+from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
+from platform_streams.state.wrappers.metered_windowed import MeteredSessionStore, MeteredWindowStore
+
+if TYPE_CHECKING:
+    from platform_streams.serde.base import Serde
+    from platform_streams.state.stores import (
+        KeyValueBytesStoreSupplier,
+        SessionBytesStoreSupplier,
+        WindowBytesStoreSupplier,
+    )
+
+__all__ = [
+    "WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS",
+    "KeyValueStoreBuilder",
+    "SessionStoreBuilder",
+    "StoreBuilder",
+    "WindowStoreBuilder",
+]
+
+log = logging.getLogger(__name__)
+
+#: Kafka Streams' ``windowstore.changelog.additional.retention.ms`` default (1 day): the
+#: changelog keeps windowed records this much longer than the store, against clock drift.
+WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS = 86_400_000
+
+S = TypeVar("S", bound=StateStore)
+
+
+class StoreBuilder(ABC, Generic[S]):
+    """Describes one store of a topology; ``build()`` makes the instance of one task."""
+
+    def __init__(self, name: str, key_serde: Serde, value_serde: Serde) -> None:
+        if key_serde is None or value_serde is None:
+            raise ValueError(f"store {name}: key and value serdes are required")
+        self._name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._caching = False
+        self._logging = True
+        self._log_config: dict[str, str] = {}
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def caching_enabled(self) -> bool:
+        return self._caching
+
+    @property
+    def logging_enabled(self) -> bool:
+        return self._logging
+
+    @property
+    def log_config(self) -> dict[str, str]:
+        """User overrides of the changelog topic config (a copy)."""
+        return dict(self._log_config)
+
+    def with_caching_enabled(self) -> Self:
+        self._caching = True
+        return self
+
+    def with_caching_disabled(self) -> Self:
+        self._caching = False
+        return self
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> Self:
+        self._logging = True
+        self._log_config = {str(k): str(v) for k, v in (config or {}).items()}
+        return self
+
+    def with_logging_disabled(self) -> Self:
+        self._logging = False
+        self._log_config = {}
+        return self
+
+    @abstractmethod
+    def changelog_topic_config(self) -> dict[str, str]:
+        """Config of the changelog topic (defaults, then the user's overrides)."""
+
+    @abstractmethod
+    def build(self) -> S:
+        """A new, uninitialised store stack (one per task)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r}, caching={self._caching}, logging={self._logging})"
+
+
+class KeyValueStoreBuilder(StoreBuilder[MeteredKeyValueStore]):
+    def __init__(self, supplier: KeyValueBytesStoreSupplier, key_serde: Serde, value_serde: Serde) -> None:
+        super().__init__(supplier.name, key_serde, value_serde)
+        self.supplier = supplier
+
+    def changelog_topic_config(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact", **self._log_config}
+
+    def build(self) -> MeteredKeyValueStore:
+        store: Any = self.supplier.get()
+        if self._logging:
+            store = ChangeLoggingKeyValueStore(store)
+        if self._caching:
+            store = CachingKeyValueStore(store)
+        return MeteredKeyValueStore(store, self.key_serde, self.value_serde)
+
+
+def _windowed_changelog_config(retention_ms: int, overrides: dict[str, str]) -> dict[str, str]:
+    config = {
+        "cleanup.policy": "compact,delete",
+        "retention.ms": str(retention_ms + WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS),
+    }
+    config.update(overrides)
+    return config
+
+
+class WindowStoreBuilder(StoreBuilder[MeteredWindowStore]):
+    def __init__(self, supplier: WindowBytesStoreSupplier, key_serde: Serde, value_serde: Serde) -> None:
+        super().__init__(supplier.name, key_serde, value_serde)
+        self.supplier = supplier
+
+    def with_caching_enabled(self) -> Self:
+        if self.supplier.retain_duplicates:
+            # Kafka Streams' rule: deduplicating would drop the duplicates the store must keep.
+            log.warning("store %s retains duplicates: caching stays disabled", self._name)
+            return self
+        return super().with_caching_enabled()
+
+    def changelog_topic_config(self) -> dict[str, str]:
+        return _windowed_changelog_config(self.supplier.retention_ms, self._log_config)
+
+    def build(self) -> MeteredWindowStore:
+        store: Any = self.supplier.get()
+        if self._logging:
+            store = ChangeLoggingWindowStore(store)
+        if self._caching:
+            store = CachingWindowStore(store)
+        return MeteredWindowStore(store, self.key_serde, self.value_serde)
+
+
+class SessionStoreBuilder(StoreBuilder[MeteredSessionStore]):
+    def __init__(self, supplier: SessionBytesStoreSupplier, key_serde: Serde, value_serde: Serde) -> None:
+        super().__init__(supplier.name, key_serde, value_serde)
+        self.supplier = supplier
+
+    def changelog_topic_config(self) -> dict[str, str]:
+        return _windowed_changelog_config(self.supplier.retention_ms, self._log_config)
+
+    def build(self) -> MeteredSessionStore:
+        store: Any = self.supplier.get()
+        if self._logging:
+            store = ChangeLoggingSessionStore(store)
+        if self._caching:
+            store = CachingSessionStore(store)
+        return MeteredSessionStore(store, self.key_serde, self.value_serde)

@@ -1,0 +1,272 @@
+"""The record cache: a write-back, deduplicating LRU cache in front of the stores.
+
+Kafka Streams' ``ThreadCache``/``NamedCache``: one :class:`RecordCache` per worker holds a
+byte budget (``statestore_cache_max_bytes``) shared by one :class:`NamedCache` per cached
+store. A put marks the entry dirty; dirty entries leave the cache -- all of a named cache's
+dirty entries at once, in the order they first became dirty -- on commit (``flush``) or
+when the least-recently-used entry of that cache is evicted while dirty. Leaving the cache
+means the store's flush callback writes them to the layer below (changelog + bytes store)
+and forwards them downstream. Hot keys thus cost one changelog record and one downstream
+update per commit interval, whatever their update rate.
+
+Sizing: each entry is charged ``len(key) + len(value) + ENTRY_OVERHEAD_BYTES``; the overhead
+is the measured CPython footprint of an entry (OrderedDict node, tuple, timestamp int,
+bytes headers, dirty-set slot), so the budget bounds real memory, not just payload.
+With a budget of 0 every put is flushed at once (caching effectively off).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from platform_streams.state.store_context import StateStoreContext
+
+__all__ = [
+    "DEFAULT_CACHE_MAX_BYTES",
+    "ENTRY_OVERHEAD_BYTES",
+    "CacheFlushCallback",
+    "NamedCache",
+    "RecordCache",
+    "merge_sorted",
+    "record_cache_for",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Kafka Streams' ``statestore.cache.max.bytes`` default (10 MiB).
+DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024
+#: Measured CPython bytes per cache entry beyond key and value payload.
+ENTRY_OVERHEAD_BYTES = 240
+
+#: Receives the dirty entries leaving a named cache: ``[(key, value or None, timestamp)]``.
+CacheFlushCallback = Callable[[list[tuple[bytes, bytes | None, int]]], None]
+
+
+class NamedCache:
+    """One store's entries in the shared budget; LRU order plus dirty keys in first-dirty order."""
+
+    __slots__ = ("_dirty", "_entries", "_on_remove", "_parent", "flush_callback", "name", "size_bytes")
+
+    def __init__(self, name: str, parent: RecordCache, flush_callback: CacheFlushCallback) -> None:
+        self.name = name
+        self._parent = parent
+        self.flush_callback = flush_callback
+        self._entries: OrderedDict[bytes, tuple[bytes | None, int]] = OrderedDict()
+        self._dirty: dict[bytes, None] = {}
+        self._on_remove: Callable[[bytes], None] | None = None
+        self.size_bytes = 0
+
+    def set_remove_hook(self, hook: Callable[[bytes], None] | None) -> None:
+        """Called with each key that leaves the cache (evicted, or a flushed tombstone).
+
+        Caching window/session stores keep a per-record-key index of their cache keys with it.
+        """
+        self._on_remove = hook
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: bytes) -> bool:
+        return key in self._entries
+
+    @property
+    def dirty_count(self) -> int:
+        return len(self._dirty)
+
+    def get(self, key: bytes) -> tuple[bytes | None, int] | None:
+        """``(value, timestamp)`` if cached (value None = deleted, not yet flushed); marks it recent."""
+        entries = self._entries
+        entry = entries.get(key)
+        if entry is not None:
+            entries.move_to_end(key)
+        return entry
+
+    def peek(self, key: bytes) -> tuple[bytes | None, int] | None:
+        """Like :meth:`get` without touching the LRU order (for scans)."""
+        return self._entries.get(key)
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Write-back put: the entry is dirty until the next flush.
+
+        The hottest method of the cache: size accounting and the eviction check are inlined.
+        """
+        entries = self._entries
+        old = entries.get(key)
+        if old is None:
+            delta = len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD_BYTES
+        else:
+            old_value = old[0]
+            delta = (len(value) if value is not None else 0) - (
+                len(old_value) if old_value is not None else 0
+            )
+            entries.move_to_end(key)
+        entries[key] = (value, timestamp)
+        if key not in self._dirty:
+            self._dirty[key] = None
+        self.size_bytes += delta
+        parent = self._parent
+        parent.size_bytes += delta
+        if parent.size_bytes > parent.max_bytes:
+            parent.evict_from(self)
+
+    def put_clean(self, key: bytes, value: bytes) -> None:
+        """Cache a value read from the store below (never overwrites a cached entry)."""
+        entries = self._entries
+        if key in entries:
+            return
+        entries[key] = (value, -1)
+        delta = len(key) + len(value) + ENTRY_OVERHEAD_BYTES
+        self.size_bytes += delta
+        parent = self._parent
+        parent.size_bytes += delta
+        if parent.size_bytes > parent.max_bytes:
+            parent.evict_from(self)
+
+    def items(self) -> list[tuple[bytes, bytes | None]]:
+        """A snapshot of every cached ``(key, value)`` (None = pending delete), unordered."""
+        return [(key, entry[0]) for key, entry in self._entries.items()]
+
+    def flush(self) -> None:
+        """Hand every dirty entry to the flush callback, then keep them as clean (drop tombstones)."""
+        if not self._dirty:
+            return
+        entries = self._entries
+        dirty: list[tuple[bytes, bytes | None, int]] = []
+        for key in self._dirty:
+            value, timestamp = entries[key]
+            dirty.append((key, value, timestamp))
+        self._dirty = {}
+        try:
+            self.flush_callback(dirty)
+        finally:
+            for key, value, _ in dirty:
+                if value is None and key in entries and entries[key][0] is None:
+                    self._remove(key)
+
+    def evict(self) -> None:
+        """Evict the least recently used entry, flushing all dirty entries first if it is dirty."""
+        entries = self._entries
+        if not entries:
+            return
+        key = next(iter(entries))
+        if key in self._dirty:
+            self.flush()
+        if key in entries:
+            self._remove(key)
+
+    def _remove(self, key: bytes) -> None:
+        value, _ = self._entries.pop(key)
+        self._dirty.pop(key, None)
+        delta = len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD_BYTES
+        self.size_bytes -= delta
+        self._parent.size_bytes -= delta
+        if self._on_remove is not None:
+            self._on_remove(key)
+
+    def clear(self) -> None:
+        """Drop everything without flushing (the store is being wiped or closed dirty)."""
+        self._parent.size_bytes -= self.size_bytes
+        self.size_bytes = 0
+        self._entries.clear()
+        self._dirty = {}
+
+
+class RecordCache:
+    """The per-worker byte budget shared by named caches (Kafka Streams' ``ThreadCache``)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_MAX_BYTES) -> None:
+        if max_bytes < 0:
+            raise ValueError(f"cache size must be >= 0 bytes, got {max_bytes}")
+        self.max_bytes = max_bytes
+        self.size_bytes = 0
+        self._caches: dict[str, NamedCache] = {}
+        #: Entries evicted so far (a metric later).
+        self.evictions = 0
+
+    def named(self, name: str, flush_callback: CacheFlushCallback) -> NamedCache:
+        """The named cache of one store of one task (``<task id>-<store name>``), created once."""
+        cache = self._caches.get(name)
+        if cache is None:
+            cache = self._caches[name] = NamedCache(name, self, flush_callback)
+        else:
+            cache.flush_callback = flush_callback
+        return cache
+
+    def close_named(self, name: str) -> None:
+        """Forget a named cache (its store was closed); unflushed entries are dropped."""
+        cache = self._caches.pop(name, None)
+        if cache is not None:
+            cache.clear()
+
+    def evict_from(self, cache: NamedCache) -> None:
+        """Evict from the cache that grew until the budget holds (Kafka Streams' ``maybeEvict``).
+
+        Only the growing cache is evicted from: flushing it may put into other caches
+        downstream, and those evict from themselves.
+        """
+        while self.size_bytes > self.max_bytes and len(cache):
+            cache.evict()
+            self.evictions += 1
+
+    def flush_all(self) -> None:
+        for cache in list(self._caches.values()):
+            cache.flush()
+
+
+def record_cache_for(context: StateStoreContext) -> RecordCache:
+    """The worker's shared cache if the runtime offers one, else a cache private to the store.
+
+    The runtime shares one budget across all stores of a worker by giving its context a
+    ``record_cache`` attribute (a :class:`RecordCache`); without it each cached store gets
+    its own cache of ``config.statestore_cache_max_bytes`` (default 10 MiB).
+    """
+    shared = getattr(context, "record_cache", None)
+    if isinstance(shared, RecordCache):
+        return shared
+    try:
+        size = getattr(context.config, "statestore_cache_max_bytes", DEFAULT_CACHE_MAX_BYTES)
+    except Exception:  # a test context may not implement config
+        size = DEFAULT_CACHE_MAX_BYTES
+    return RecordCache(int(size) if size is not None else DEFAULT_CACHE_MAX_BYTES)
+
+
+def merge_sorted(
+    store_items: Iterator[tuple[Any, T]],
+    cached: list[tuple[Any, T | None]],
+    reverse: bool,
+) -> Iterator[tuple[Any, T]]:
+    """Merge a sorted store scan with sorted cache entries; the cache wins on equal keys.
+
+    Both sides yield ``(sort key, item)``; ``cached`` must be sorted in the scan's direction
+    and a None item hides the store's entry (a delete not yet flushed). The sort key is
+    whatever orders both sides identically (bytes key, window start, ``(segment, binary)``).
+    """
+    i = 0
+    n = len(cached)
+    for key, item in store_items:
+        while i < n:
+            ckey, citem = cached[i]
+            if (ckey > key) if reverse else (ckey < key):
+                i += 1
+                if citem is not None:
+                    yield ckey, citem
+                continue
+            break
+        if i < n and cached[i][0] == key:
+            citem = cached[i][1]
+            i += 1
+            if citem is not None:
+                yield key, citem
+            continue
+        yield key, item
+    while i < n:
+        ckey, citem = cached[i]
+        i += 1
+        if citem is not None:
+            yield ckey, citem

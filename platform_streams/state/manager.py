@@ -1,0 +1,271 @@
+"""``ProcessorStateManager``: the stores of one task, their changelogs and the checkpoint.
+
+Lifecycle, as the runtime drives it (Kafka Streams' ``ProcessorStateManager``)::
+
+    manager = ProcessorStateManager(task_id, task_dir, eos=eos)   # reads .checkpoint
+    for builder in topology_stores: builder.build().init(context, root)
+        # -> store registers through context.register(...)
+        # -> runtime forwards: manager.register_store(store, callback, topic, context.changelog_partition)
+    ChangelogReader(consumer_conf).restore(manager)                  # replays changelogs
+    ... process; on every commit:  manager.flush(); manager.checkpoint(collector_offsets)
+    on suspend/clean close:        manager.flush(); manager.checkpoint(offsets, enforce=True)
+    manager.close(wipe=False)      # wipe=True deletes the task directory (dirty close)
+
+Trust rules for local data, decided when a store registers:
+
+* a logged persistent store whose changelog partition has a checkpoint entry resumes
+  restoring after that offset;
+* one that has local data but no entry -- first run after logging was enabled, a crash
+  under exactly-once (the checkpoint is deleted while processing), a corrupt checkpoint
+  file -- is wiped and restored from the beginning;
+* one whose backend opened empty (new, or unreadable and wiped) is restored from the
+  beginning whatever the checkpoint says;
+* in-memory stores are always restored from the beginning and never checkpointed;
+  persistent stores without a changelog are kept as they are.
+
+Under exactly-once the checkpoint file is deleted as soon as the first store registers
+(and by :meth:`delete_checkpoint_if_eos`, which the runtime calls when it resumes a
+suspended task), and written only on ``checkpoint(..., enforce=True)``: a process killed
+while processing leaves no checkpoint, so uncommitted writes that reached disk are never
+trusted.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from platform_streams.errors import IllegalStateError, TaskCorruptedError
+from platform_streams.processor.task_id import TaskId
+from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
+from platform_streams.state.store_context import RestoreCallback
+from platform_streams.state.wrappers.base import innermost
+
+__all__ = ["FROM_BEGINNING", "ChangelogPartition", "ProcessorStateManager"]
+
+log = logging.getLogger(__name__)
+
+#: ``start_offset`` meaning "from the first offset the log still has" (librdkafka's
+#: ``OFFSET_BEGINNING``); a changelog with ``delete`` retention may not start at 0.
+FROM_BEGINNING = -2
+
+
+class ChangelogPartition(NamedTuple):
+    """One changelog partition to replay into one store."""
+
+    store_name: str
+    topic: str
+    partition: int
+    #: First offset to read: checkpointed offset + 1, or :data:`FROM_BEGINNING`.
+    start_offset: int
+
+
+@dataclass(slots=True)
+class _StoreMetadata:
+    store: Any
+    restore_callback: RestoreCallback
+    changelog_topic: str | None
+    changelog_partition: int
+    #: Offset of the last changelog record reflected in the store (None: none yet).
+    offset: int | None
+    restored: int = 0
+
+    @property
+    def logged(self) -> bool:
+        return self.changelog_topic is not None
+
+    @property
+    def topic_partition(self) -> tuple[str, int] | None:
+        if self.changelog_topic is None:
+            return None
+        return (self.changelog_topic, self.changelog_partition)
+
+
+class ProcessorStateManager:
+    """Registers, restores, flushes, checkpoints and closes the stores of one task."""
+
+    def __init__(self, task_id: TaskId, task_dir: Path, *, eos: bool) -> None:
+        self.task_id = task_id
+        self.task_dir = task_dir
+        self.eos = eos
+        task_dir.mkdir(parents=True, exist_ok=True)
+        self._checkpoint_file = OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME)
+        self._loaded = self._read_checkpoint()
+        self._stores: dict[str, _StoreMetadata] = {}
+        self._closed = False
+
+    def _read_checkpoint(self) -> dict[tuple[str, int], int]:
+        try:
+            return self._checkpoint_file.read()
+        except (CheckpointFormatError, OSError) as exc:
+            log.warning(
+                "task %s: checkpoint unreadable (%s); its persistent stores will be wiped and restored",
+                self.task_id,
+                exc,
+            )
+            self._checkpoint_file.delete()
+            return {}
+
+    # ------------------------------------------------------------------ registration
+
+    def register_store(
+        self,
+        store: Any,
+        restore_callback: RestoreCallback,
+        changelog_topic: str | None,
+        changelog_partition: int,
+    ) -> None:
+        """Take a store that has just opened (called through ``StateStoreContext.register``)."""
+        if self._closed:
+            raise IllegalStateError(f"task {self.task_id}: state manager is closed")
+        name = store.name
+        if name in self._stores:
+            raise IllegalStateError(f"task {self.task_id}: store {name!r} registered twice")
+        offset = self._initial_offset(store, changelog_topic, changelog_partition)
+        self._stores[name] = _StoreMetadata(
+            store, restore_callback, changelog_topic, changelog_partition, offset
+        )
+        self.delete_checkpoint_if_eos()
+
+    def _initial_offset(self, store: Any, topic: str | None, partition: int) -> int | None:
+        if topic is None or not store.persistent:
+            return None
+        backend = getattr(innermost(store), "backend", None)
+        if backend is not None and backend.started_empty:
+            return None
+        checkpointed = self._loaded.get((topic, partition))
+        if checkpointed is not None:
+            return checkpointed
+        log.warning(
+            "task %s: store %s has local data but no checkpointed offset for %s-%d; "
+            "wiping it and restoring from the changelog",
+            self.task_id,
+            store.name,
+            topic,
+            partition,
+        )
+        wipe = getattr(store, "wipe", None)
+        if wipe is None:
+            raise TaskCorruptedError([str(self.task_id)], f"store {store.name} cannot be wiped")
+        wipe()
+        return None
+
+    def delete_checkpoint_if_eos(self) -> None:
+        """Under exactly-once, remove the checkpoint before the stores change again."""
+        if self.eos:
+            self._checkpoint_file.delete()
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def store_names(self) -> list[str]:
+        """Registered stores, in registration order."""
+        return list(self._stores)
+
+    def get_store(self, name: str) -> Any:
+        md = self._stores.get(name)
+        return md.store if md is not None else None
+
+    def changelog_offsets_to_restore(self) -> list[ChangelogPartition]:
+        """What to replay: every logged store, from after its offset (or the beginning)."""
+        out = []
+        for name, md in self._stores.items():
+            if md.changelog_topic is None:
+                continue
+            start = md.offset + 1 if md.offset is not None else FROM_BEGINNING
+            out.append(ChangelogPartition(name, md.changelog_topic, md.changelog_partition, start))
+        return out
+
+    def changelog_offsets(self) -> dict[tuple[str, int], int]:
+        """Current offset (last record reflected) of every logged store that has one."""
+        return {
+            tp: md.offset
+            for md in self._stores.values()
+            if (tp := md.topic_partition) is not None and md.offset is not None
+        }
+
+    def restored_count(self, store_name: str) -> int:
+        return self._stores[store_name].restored
+
+    # ------------------------------------------------------------------ restore
+
+    def restore(
+        self, store_name: str, batch: list[tuple[bytes, bytes | None]], *, last_offset: int | None = None
+    ) -> None:
+        """Apply a batch of changelog records; ``last_offset`` is the last offset the batch covers."""
+        md = self._stores.get(store_name)
+        if md is None:
+            raise IllegalStateError(f"task {self.task_id}: no store {store_name!r} to restore")
+        if batch:
+            md.restore_callback(batch)
+            md.restored += len(batch)
+        if last_offset is not None:
+            md.offset = last_offset
+
+    def reset_store(self, store_name: str) -> None:
+        """Wipe a store and forget its offset (its changelog no longer matches the local data)."""
+        md = self._stores[store_name]
+        log.warning("task %s: wiping store %s to restore it from the beginning", self.task_id, store_name)
+        md.store.wipe()
+        md.offset = None
+        md.restored = 0
+
+    # ------------------------------------------------------------------ commit
+
+    def flush(self) -> None:
+        """Flush every store in registration order (caches first, then disk); raises the first error."""
+        first: BaseException | None = None
+        for md in self._stores.values():
+            try:
+                md.store.flush()
+            except Exception as exc:
+                log.error("task %s: flushing store %s failed: %s", self.task_id, md.store.name, exc)
+                first = first or exc
+        if first is not None:
+            raise first
+
+    def checkpoint(self, written: Mapping[tuple[str, int], int], *, enforce: bool = False) -> None:
+        """Record the changelog offsets written since the last checkpoint, then write the file.
+
+        ``written`` maps ``(changelog topic, partition)`` to the offset of the last record
+        the runtime's record collector wrote there (acknowledged). Call after
+        :meth:`flush`. Under exactly-once the file is written only with ``enforce=True``
+        (clean close or suspend); otherwise only the in-memory offsets move.
+        """
+        for md in self._stores.values():
+            tp = md.topic_partition
+            if tp is not None and tp in written:
+                md.offset = written[tp]
+        if self.eos and not enforce:
+            return
+        offsets = {
+            tp: md.offset
+            for md in self._stores.values()
+            if md.store.persistent and (tp := md.topic_partition) is not None and md.offset is not None
+        }
+        self._checkpoint_file.write(offsets)
+
+    # ------------------------------------------------------------------ close
+
+    def close(self, *, wipe: bool = False) -> None:
+        """Close every store; ``wipe`` then deletes the whole task directory."""
+        if self._closed:
+            return
+        self._closed = True
+        first: BaseException | None = None
+        for md in self._stores.values():
+            try:
+                md.store.close()
+            except Exception as exc:
+                log.error("task %s: closing store %s failed: %s", self.task_id, md.store.name, exc)
+                first = first or exc
+        self._stores.clear()
+        if wipe:
+            log.info("task %s: deleting local state at %s", self.task_id, self.task_dir)
+            shutil.rmtree(self.task_dir, ignore_errors=True)
+        if first is not None and not wipe:
+            raise first

@@ -1,0 +1,198 @@
+"""``ChangelogReader``: replays changelog partitions into the stores of a task.
+
+Each changelog partition the state manager lists is read from its start offset to the end
+of the log with :func:`platform_streams.kafka.read_partition_range`, which finds the end
+from fetch responses (partition EOF / fetch high watermark), never from ListOffsets: on
+Tansu ListOffsets(latest) is wrong and a restore that trusted it would stop early. The
+loop counts records and tracks the last offset seen; it never assumes offsets are dense
+(transaction markers take offsets on Kafka, aborted records vanish on Tansu).
+
+Records are applied in batches through the state manager (which calls each store's
+restore callback and advances the store's offset). A checkpointed offset beyond the end
+of the log (the changelog was recreated, or the memory-only broker restarted) means the
+local state belongs to another log: the store is wiped and restored from the beginning.
+
+``record_filter`` is the hook for skipping changelog records (e.g. by the ``__ps_src``
+source-offset header the runtime will add, to drop records of a transaction that a
+crashed producer left open on Tansu); a skipped record still advances the offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from platform_streams.errors import BrokerError
+from platform_streams.kafka import read_partition_range
+from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
+
+__all__ = ["ChangelogReader", "RecordFilter", "StateRestoreListener"]
+
+log = logging.getLogger(__name__)
+
+#: Returns True to apply a changelog record (a ``confluent_kafka.Message``), False to skip it.
+RecordFilter = Callable[[Any], bool]
+
+
+class StateRestoreListener:
+    """Restore progress callbacks (Kafka Streams' ``StateRestoreListener``); no-ops by default.
+
+    ``tp`` is ``(topic, partition)``. ``end_offset_estimate`` is None: the end is only known
+    once reading reaches it (it is never taken from ListOffsets).
+    """
+
+    def on_restore_start(
+        self, store_name: str, tp: tuple[str, int], start_offset: int, end_offset_estimate: int | None
+    ) -> None:
+        """Called before the first record of a changelog partition is read."""
+
+    def on_batch_restored(
+        self, store_name: str, tp: tuple[str, int], batch_end_offset: int, num_restored: int
+    ) -> None:
+        """Called after each batch is applied (``num_restored`` records in this batch)."""
+
+    def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
+        """Called when the end of the log was reached."""
+
+
+class ChangelogReader:
+    """Reads changelog partitions to their end and applies them in batches.
+
+    ``consumer_conf`` is a librdkafka config from the runtime: ``bootstrap.servers``, no
+    group, ``isolation.level=read_committed`` under exactly-once. Reading is sequential,
+    one partition after another.
+    """
+
+    def __init__(
+        self,
+        consumer_conf: Mapping[str, Any],
+        *,
+        batch_size: int = 1000,
+        timeout_s: float = 30.0,
+        listener: StateRestoreListener | None = None,
+        record_filter: RecordFilter | None = None,
+        progress_every_records: int = 100_000,
+        progress_every_s: float = 10.0,
+    ) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, got {batch_size}")
+        self._conf = dict(consumer_conf)
+        self._batch_size = batch_size
+        self._timeout_s = timeout_s
+        self._listener = listener or StateRestoreListener()
+        self._record_filter = record_filter
+        self._progress_records = progress_every_records
+        self._progress_s = progress_every_s
+
+    def restore(self, manager: ProcessorStateManager) -> dict[str, int]:
+        """Replay every changelog the manager lists; returns records applied per store."""
+        applied: dict[str, int] = {}
+        for part in manager.changelog_offsets_to_restore():
+            applied[part.store_name] = applied.get(part.store_name, 0) + self._restore_partition(
+                manager, part
+            )
+        return applied
+
+    def _restore_partition(self, manager: ProcessorStateManager, part: ChangelogPartition) -> int:
+        try:
+            return self._replay(manager, part)
+        except BrokerError as exc:
+            if exc.code != "OFFSET_OUT_OF_RANGE" or part.start_offset == FROM_BEGINNING:
+                raise
+            log.warning(
+                "restore of store %s: offset %d is outside changelog %s-%d (%s); "
+                "the local state does not match the log",
+                part.store_name,
+                part.start_offset,
+                part.topic,
+                part.partition,
+                exc,
+            )
+            manager.reset_store(part.store_name)
+            return self._replay(manager, part._replace(start_offset=FROM_BEGINNING))
+
+    def _replay(self, manager: ProcessorStateManager, part: ChangelogPartition) -> int:
+        store, topic, partition, start = part
+        tp = (topic, partition)
+        listener = self._listener
+        keep = self._record_filter
+        batch_size = self._batch_size
+        listener.on_restore_start(store, tp, start, None)
+        log.info("restoring store %s from %s-%d starting at %s", store, topic, partition, _where(start))
+        started = last_report = time.monotonic()
+        total = skipped = 0
+        reported_at = 0
+        batch: list[tuple[bytes, bytes | None]] = []
+        last_offset: int | None = None
+        records = read_partition_range(
+            self._conf, topic, partition, start, timeout_s=self._timeout_s, batch_size=batch_size
+        )
+        try:
+            for msg in records:
+                last_offset = msg.offset()
+                if keep is not None and not keep(msg):
+                    skipped += 1
+                    continue
+                key = msg.key()
+                if key is None:
+                    log.warning(
+                        "store %s: skipping changelog record without key at %s-%d@%s",
+                        store,
+                        topic,
+                        partition,
+                        last_offset,
+                    )
+                    skipped += 1
+                    continue
+                batch.append((key, msg.value()))
+                if len(batch) >= batch_size:
+                    total += self._apply(manager, store, tp, batch, last_offset)
+                    batch = []
+                    now = time.monotonic()
+                    if total - reported_at >= self._progress_records or now - last_report >= self._progress_s:
+                        log.info(
+                            "restoring store %s from %s-%d: %d records so far (offset %s)",
+                            store,
+                            topic,
+                            partition,
+                            total,
+                            last_offset,
+                        )
+                        reported_at, last_report = total, now
+        finally:
+            close = getattr(records, "close", None)
+            if close is not None:
+                close()  # stops the generator: closes its consumer now, not at GC
+        if batch or last_offset is not None:
+            total += self._apply(manager, store, tp, batch, last_offset)
+        listener.on_restore_end(store, tp, total)
+        log.info(
+            "restored store %s from %s-%d: %d records (%d skipped) in %.2fs, last offset %s",
+            store,
+            topic,
+            partition,
+            total,
+            skipped,
+            time.monotonic() - started,
+            last_offset,
+        )
+        return total
+
+    def _apply(
+        self,
+        manager: ProcessorStateManager,
+        store: str,
+        tp: tuple[str, int],
+        batch: list[tuple[bytes, bytes | None]],
+        last_offset: int | None,
+    ) -> int:
+        manager.restore(store, batch, last_offset=last_offset)
+        if batch and last_offset is not None:
+            self._listener.on_batch_restored(store, tp, last_offset, len(batch))
+        return len(batch)
+
+
+def _where(offset: int) -> str:
+    return "the beginning" if offset == FROM_BEGINNING else f"offset {offset}"

@@ -1,0 +1,176 @@
+"""``Stores``: the factory a topology author uses, as in Kafka Streams.
+
+``Stores.persistent_key_value_store("counts")`` etc. return *bytes store suppliers* (what
+to store, where); ``Stores.key_value_store_builder(supplier, key_serde, value_serde)``
+etc. wrap a supplier into a :class:`~platform_streams.state.builders.StoreBuilder` that
+adds serdes, caching and logging. Each ``get()`` of a supplier makes a new store with a
+new backend: one per task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from platform_streams.state.backend import StorageBackend
+from platform_streams.state.builders import KeyValueStoreBuilder, SessionStoreBuilder, WindowStoreBuilder
+from platform_streams.state.key_value_store import KeyValueBytesStore
+from platform_streams.state.memory import MemoryBackend
+from platform_streams.state.session_store import SessionBytesStore
+from platform_streams.state.window_store import WindowBytesStore
+
+if TYPE_CHECKING:
+    from platform_streams.serde.base import Serde
+
+__all__ = [
+    "KeyValueBytesStoreSupplier",
+    "SessionBytesStoreSupplier",
+    "Stores",
+    "WindowBytesStoreSupplier",
+]
+
+
+def _backend(name: str, persistent: bool) -> StorageBackend:
+    if persistent:
+        # Imported here so that in-memory-only users never load the RocksDB extension.
+        from platform_streams.state.rocksdb import RocksDBBackend
+
+        return RocksDBBackend(name)
+    return MemoryBackend()
+
+
+def _check_name(name: str) -> None:
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"invalid store name {name!r}: it names a directory and a topic")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValueBytesStoreSupplier:
+    """Makes the key-value bytes store of one task."""
+
+    name: str
+    persistent: bool
+
+    @property
+    def metrics_scope(self) -> str:
+        return "rocksdb" if self.persistent else "in-memory"
+
+    def get(self) -> KeyValueBytesStore:
+        return KeyValueBytesStore(self.name, _backend(self.name, self.persistent))
+
+
+@dataclass(frozen=True, slots=True)
+class WindowBytesStoreSupplier:
+    """Makes the window bytes store of one task."""
+
+    name: str
+    retention_ms: int
+    window_size_ms: int
+    retain_duplicates: bool
+    persistent: bool
+    segment_interval_ms: int | None = None
+
+    @property
+    def metrics_scope(self) -> str:
+        return "rocksdb-window" if self.persistent else "in-memory-window"
+
+    def get(self) -> WindowBytesStore:
+        return WindowBytesStore(
+            self.name,
+            _backend(self.name, self.persistent),
+            self.retention_ms,
+            self.window_size_ms,
+            self.retain_duplicates,
+            self.segment_interval_ms,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionBytesStoreSupplier:
+    """Makes the session bytes store of one task."""
+
+    name: str
+    retention_ms: int
+    persistent: bool
+    segment_interval_ms: int | None = None
+
+    @property
+    def metrics_scope(self) -> str:
+        return "rocksdb-session" if self.persistent else "in-memory-session"
+
+    def get(self) -> SessionBytesStore:
+        return SessionBytesStore(
+            self.name, _backend(self.name, self.persistent), self.retention_ms, self.segment_interval_ms
+        )
+
+
+def _window_supplier(
+    name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool, persistent: bool
+) -> WindowBytesStoreSupplier:
+    _check_name(name)
+    if window_size_ms <= 0:
+        raise ValueError(f"store {name}: window size must be > 0 ms, got {window_size_ms}")
+    if retention_ms < window_size_ms:
+        raise ValueError(
+            f"store {name}: retention ({retention_ms} ms) must be >= window size ({window_size_ms} ms)"
+        )
+    return WindowBytesStoreSupplier(name, retention_ms, window_size_ms, retain_duplicates, persistent)
+
+
+def _session_supplier(name: str, retention_ms: int, persistent: bool) -> SessionBytesStoreSupplier:
+    _check_name(name)
+    if retention_ms <= 0:
+        raise ValueError(f"store {name}: retention must be > 0 ms, got {retention_ms}")
+    return SessionBytesStoreSupplier(name, retention_ms, persistent)
+
+
+class Stores:
+    """Factory of store suppliers and builders (Kafka Streams' ``Stores``)."""
+
+    @staticmethod
+    def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        _check_name(name)
+        return KeyValueBytesStoreSupplier(name, persistent=True)
+
+    @staticmethod
+    def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        _check_name(name)
+        return KeyValueBytesStoreSupplier(name, persistent=False)
+
+    @staticmethod
+    def persistent_window_store(
+        name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool = False
+    ) -> WindowBytesStoreSupplier:
+        return _window_supplier(name, retention_ms, window_size_ms, retain_duplicates, persistent=True)
+
+    @staticmethod
+    def in_memory_window_store(
+        name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool = False
+    ) -> WindowBytesStoreSupplier:
+        return _window_supplier(name, retention_ms, window_size_ms, retain_duplicates, persistent=False)
+
+    @staticmethod
+    def persistent_session_store(name: str, retention_ms: int) -> SessionBytesStoreSupplier:
+        return _session_supplier(name, retention_ms, persistent=True)
+
+    @staticmethod
+    def in_memory_session_store(name: str, retention_ms: int) -> SessionBytesStoreSupplier:
+        return _session_supplier(name, retention_ms, persistent=False)
+
+    @staticmethod
+    def key_value_store_builder(
+        supplier: KeyValueBytesStoreSupplier, key_serde: Serde, value_serde: Serde
+    ) -> KeyValueStoreBuilder:
+        return KeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def window_store_builder(
+        supplier: WindowBytesStoreSupplier, key_serde: Serde, value_serde: Serde
+    ) -> WindowStoreBuilder:
+        return WindowStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def session_store_builder(
+        supplier: SessionBytesStoreSupplier, key_serde: Serde, value_serde: Serde
+    ) -> SessionStoreBuilder:
+        return SessionStoreBuilder(supplier, key_serde, value_serde)

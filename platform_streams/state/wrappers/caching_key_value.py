@@ -1,0 +1,181 @@
+"""Caching layer of a key-value stack (Kafka Streams' ``CachingKeyValueStore``).
+
+Writes go to the record cache only; the layer below (change-logging, bytes store) sees a
+key once per flush or eviction, with its latest value. Reads are served from the cache,
+and store hits are cached as clean entries so hot keys stay in memory. Scans merge a
+sorted snapshot of the cache with the store's own snapshot scan; collecting the cached
+part is linear in the cache size, which is fine for the scans of this store type (not
+per-record on the DSL's hot path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.errors import InvalidStateStoreError
+from platform_streams.state.api import FlushListener, KeyValueStore, StateStore
+from platform_streams.state.cache import NamedCache, RecordCache, merge_sorted, record_cache_for
+from platform_streams.state.wrappers.base import WrappedStore
+
+if TYPE_CHECKING:
+    from platform_streams.serde.base import Serde
+    from platform_streams.state.store_context import StateStoreContext
+
+__all__ = ["CachingKeyValueStore"]
+
+
+class CachingKeyValueStore(WrappedStore, KeyValueStore[bytes, bytes]):
+    """Write-back, deduplicating cache over a key-value bytes store."""
+
+    wrapped: KeyValueStore[bytes, bytes]
+
+    def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+        self._cache: NamedCache | None = None
+        self._record_cache: RecordCache | None = None
+        self._listener: FlushListener | None = None
+        self._send_old_values = False
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._context = context
+        self.wrapped.init(context, root)
+        self._record_cache = record_cache_for(context)
+        self._cache_name = f"{context.task_id}-{self.name}"
+        self._cache = self._record_cache.named(self._cache_name, self._flush_entries)
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> None:
+        self._listener = listener
+        self._send_old_values = send_old_values
+
+    def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Write entries leaving the cache below, and forward them to the listener."""
+        wrapped = self.wrapped
+        listener = self._listener
+        if listener is None:
+            for key, value, _ in entries:
+                wrapped.put(key, value)
+            return
+        send_old = self._send_old_values
+        for key, value, timestamp in entries:
+            old = wrapped.get(key) if (send_old or value is None) else None
+            if value is None and old is None:
+                continue  # deleting a key that never reached the store: nothing to tell
+            wrapped.put(key, value)
+            listener(key, value, old if send_old else None, timestamp)
+
+    def _require(self) -> NamedCache:
+        cache = self._cache
+        if cache is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
+        return cache
+
+    # ------------------------------------------------------------------ point operations
+
+    def get(self, key: bytes) -> bytes | None:
+        cache = self._cache
+        if cache is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
+        entry = cache.get(key)
+        if entry is not None:
+            return entry[0]
+        value = self.wrapped.get(key)
+        if value is not None:
+            cache.put_clean(key, value)
+        return value
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        cache = self._cache
+        if cache is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
+        context = self._context
+        timestamp = context.current_stream_time_ms()
+        if timestamp < 0:
+            timestamp = context.current_system_time_ms()
+        cache.put(key, value, timestamp)
+
+    def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
+        old = self.get(key)
+        if old is None:
+            self.put(key, value)
+        return old
+
+    def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key: bytes) -> bytes | None:
+        old = self.get(key)
+        self.put(key, None)
+        return old
+
+    # ------------------------------------------------------------------ scans
+
+    def _merged(
+        self,
+        store_items: Iterator[tuple[bytes, bytes]],
+        keep: Callable[[bytes], bool],
+        reverse: bool,
+    ) -> Iterator[tuple[bytes, bytes]]:
+        cached = [(key, value) for key, value in self._require().items() if keep(key)]
+        cached.sort(reverse=reverse)
+        return merge_sorted(store_items, cached, reverse)
+
+    def range(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._merged(self.wrapped.range(key_from, key_to), _between(key_from, key_to), False)
+
+    def reverse_range(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self._merged(self.wrapped.reverse_range(key_from, key_to), _between(key_from, key_to), True)
+
+    def all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self._merged(self.wrapped.all(), _always, False)
+
+    def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self._merged(self.wrapped.reverse_all(), _always, True)
+
+    def prefix_scan(self, prefix: Any, prefix_serde: Serde | None = None) -> Iterator[tuple[bytes, bytes]]:
+        raw = prefix_serde.serialize(prefix) if prefix_serde is not None else prefix
+        if not isinstance(raw, bytes):
+            raise ValueError(f"store {self.name}: prefix must serialize to bytes, got {raw!r}")
+        return self._merged(self.wrapped.prefix_scan(raw), lambda key: key.startswith(raw), False)
+
+    def approximate_num_entries(self) -> int:
+        return self.wrapped.approximate_num_entries()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def flush_cache(self) -> None:
+        if self._cache is not None:
+            self._cache.flush()
+
+    def flush(self) -> None:
+        self.flush_cache()
+        self.wrapped.flush()
+
+    def close(self) -> None:
+        try:
+            self.flush_cache()
+        finally:
+            if self._record_cache is not None:
+                self._record_cache.close_named(self._cache_name)
+            self._cache = None
+            self.wrapped.close()
+
+    def wipe(self) -> None:
+        if self._cache is not None:
+            self._cache.clear()
+        self.wrapped.wipe()
+
+
+def _always(key: bytes) -> bool:
+    return True
+
+
+def _between(key_from: bytes | None, key_to: bytes | None) -> Callable[[bytes], bool]:
+    if key_from is not None and key_to is not None:
+        return lambda key: key_from <= key <= key_to
+    if key_from is not None:
+        return lambda key: key_from <= key
+    if key_to is not None:
+        return lambda key: key <= key_to
+    return _always

@@ -1,0 +1,330 @@
+"""Caching layers of window and session stacks (Kafka Streams' ``CachingWindowStore`` /
+``CachingSessionStore``).
+
+Cache keys are the bytes store's binary keys (window: seqnum 0 -- caching is never used
+with retained duplicates; session: ``key + end + start``). The per-record reads of the
+DSL go through a per-record-key index of cached binaries (kept exact by the cache's remove
+hook), so ``find_sessions`` and ``fetch(key, from, to)`` cost what the key's own windows
+cost, not a cache scan. Multi-key scans (``fetch_range``/``fetch_all``/``all``) scan the
+cache; they are not per-record operations of the DSL.
+
+Merged results are ordered like the bytes store's: per key by time; multi-key scans by
+segment, then key, then time. Cached entries of windows already expired by the store's
+stream time are hidden on read and dropped by the bytes store when flushed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.errors import InvalidStateStoreError
+from platform_streams.state.api import FlushListener, SessionStore, StateStore, WindowStore
+from platform_streams.state.cache import NamedCache, RecordCache, merge_sorted, record_cache_for
+from platform_streams.state.keys import (
+    MAX_TIME,
+    SESSION_SUFFIX_LEN,
+    WINDOW_SUFFIX_LEN,
+    split_session_key,
+    split_window_key,
+    window_key,
+    window_start_of,
+)
+from platform_streams.state.keys import (
+    session_key as session_binary,
+)
+from platform_streams.state.segments import default_segment_interval
+from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
+from platform_streams.state.wrappers.base import WrappedStore, innermost, record_timestamp
+
+if TYPE_CHECKING:
+    from platform_streams.state.store_context import StateStoreContext
+
+__all__ = ["CachingSessionStore", "CachingWindowStore"]
+
+
+def _first(entry: tuple[Any, Any]) -> Any:
+    return entry[0]
+
+
+class _IndexedCache(WrappedStore):
+    """Named cache + per-record-key index + the store's stream time, shared by both layers."""
+
+    _suffix_len: int
+
+    def __init__(self, wrapped: Any) -> None:
+        super().__init__(wrapped)
+        self._cache: NamedCache | None = None
+        self._record_cache: RecordCache | None = None
+        self._index: dict[bytes, set[bytes]] = {}
+        self._listener: FlushListener | None = None
+        self._send_old_values = False
+        self._observed = -1
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._context = context
+        self.wrapped.init(context, root)
+        inner = innermost(self.wrapped)
+        retention: int = self.wrapped.retention_ms
+        self._retention = retention
+        self._interval: int = getattr(inner, "segment_interval_ms", None) or default_segment_interval(
+            retention
+        )
+        self._observed = getattr(inner, "observed_stream_time", -1)
+        self._record_cache = record_cache_for(context)
+        self._cache_name = f"{context.task_id}-{self.name}"
+        self._cache = self._record_cache.named(self._cache_name, self._flush_entries)
+        self._cache.set_remove_hook(self._forget)
+        self._index = {}
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> None:
+        self._listener = listener
+        self._send_old_values = send_old_values
+
+    def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        raise NotImplementedError
+
+    def _require(self) -> NamedCache:
+        cache = self._cache
+        if cache is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
+        return cache
+
+    def _cache_put(self, key: bytes, binary: bytes, value: bytes | None, time_ms: int) -> None:
+        cache = self._require()
+        if time_ms > self._observed:
+            self._observed = time_ms
+        keys = self._index.get(key)
+        if keys is None:
+            keys = self._index[key] = set()
+        keys.add(binary)
+        cache.put(binary, value, record_timestamp(self._context))
+
+    def _forget(self, binary: bytes) -> None:
+        key = binary[: len(binary) - self._suffix_len]
+        keys = self._index.get(key)
+        if keys is not None:
+            keys.discard(binary)
+            if not keys:
+                del self._index[key]
+
+    def _min_live_time(self) -> int:
+        return max(self._observed - self._retention + 1, 0)
+
+    def flush_cache(self) -> None:
+        if self._cache is not None:
+            self._cache.flush()
+
+    def flush(self) -> None:
+        self.flush_cache()
+        self.wrapped.flush()
+
+    def close(self) -> None:
+        try:
+            self.flush_cache()
+        finally:
+            if self._record_cache is not None:
+                self._record_cache.close_named(self._cache_name)
+            self._cache = None
+            self._index = {}
+            self.wrapped.close()
+
+    def wipe(self) -> None:
+        if self._cache is not None:
+            self._cache.clear()
+        self._index = {}
+        self.wrapped.wipe()
+        self._observed = getattr(innermost(self.wrapped), "observed_stream_time", -1)
+
+
+class CachingWindowStore(_IndexedCache, WindowStore[bytes, bytes]):
+    """Write-back cache over a window bytes store."""
+
+    wrapped: WindowStore[bytes, bytes]
+    _suffix_len = WINDOW_SUFFIX_LEN
+
+    def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
+        if wrapped.retain_duplicates:
+            raise ValueError(f"store {wrapped.name}: caching cannot be used with retained duplicates")
+        super().__init__(wrapped)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    @property
+    def window_size_ms(self) -> int:
+        return self.wrapped.window_size_ms
+
+    @property
+    def retain_duplicates(self) -> bool:
+        return False
+
+    def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        wrapped = self.wrapped
+        listener = self._listener
+        send_old = self._send_old_values
+        size = self.wrapped.window_size_ms
+        for binary, value, timestamp in entries:
+            key, start, _ = split_window_key(binary)
+            if listener is None:
+                wrapped.put(key, value, start)
+                continue
+            old = wrapped.fetch_at(key, start) if (send_old or value is None) else None
+            if value is None and old is None:
+                continue
+            wrapped.put(key, value, start)
+            listener(
+                Windowed(key, TimeWindow(start, start + size)), value, old if send_old else None, timestamp
+            )
+
+    def put(self, key: bytes, value: bytes | None, window_start_ms: int) -> None:
+        self._cache_put(key, window_key(key, window_start_ms, 0), value, window_start_ms)
+
+    def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
+        if window_start_ms < self._min_live_time():
+            return None
+        entry = self._require().get(window_key(key, window_start_ms, 0))
+        if entry is not None:
+            return entry[0]
+        return self.wrapped.fetch_at(key, window_start_ms)
+
+    def fetch_between(
+        self, key: bytes, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[int, bytes]]:
+        cache = self._require()
+        time_from_ms = max(time_from_ms, self._min_live_time())
+        if time_from_ms > time_to_ms:
+            return iter(())
+        cached: list[tuple[int, bytes | None]] = []
+        for binary in self._index.get(key, ()):
+            start = window_start_of(binary)
+            entry = cache.peek(binary)
+            if entry is not None and time_from_ms <= start <= time_to_ms:
+                cached.append((start, entry[0]))
+        cached.sort(key=_first, reverse=backward)
+        store = self.wrapped.fetch_between(key, time_from_ms, time_to_ms, backward=backward)
+        return merge_sorted(store, cached, backward)
+
+    def _multi(
+        self,
+        store: Iterator[tuple[Windowed[bytes], bytes]],
+        keep: Callable[[bytes, int], bool],
+        backward: bool,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        interval = self._interval
+        size = self.wrapped.window_size_ms
+        min_live = self._min_live_time()
+        cached: list[tuple[tuple[int, bytes], tuple[Windowed[bytes], bytes] | None]] = []
+        for binary, value in self._require().items():
+            key, start, _ = split_window_key(binary)
+            if start >= min_live and keep(key, start):
+                item = (Windowed(key, TimeWindow(start, start + size)), value) if value is not None else None
+                cached.append(((start // interval, binary), item))
+        cached.sort(key=_first, reverse=backward)
+        keyed = (
+            ((w.window.start_ms // interval, window_key(w.key, w.window.start_ms, 0)), (w, v))
+            for w, v in store
+        )
+        return (item for _, item in merge_sorted(keyed, cached, backward))
+
+    def fetch_range(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        time_from_ms: int,
+        time_to_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        def keep(key: bytes, start: int) -> bool:
+            return (
+                time_from_ms <= start <= time_to_ms
+                and (key_from is None or key >= key_from)
+                and (key_to is None or key <= key_to)
+            )
+
+        store = self.wrapped.fetch_range(key_from, key_to, time_from_ms, time_to_ms, backward=backward)
+        return self._multi(store, keep, backward)
+
+    def fetch_all(
+        self, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        store = self.wrapped.fetch_all(time_from_ms, time_to_ms, backward=backward)
+        return self._multi(store, lambda _k, start: time_from_ms <= start <= time_to_ms, backward)
+
+    def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self._multi(self.wrapped.all(backward=backward), lambda _k, _s: True, backward)
+
+
+class CachingSessionStore(_IndexedCache, SessionStore[bytes, bytes]):
+    """Write-back cache over a session bytes store."""
+
+    wrapped: SessionStore[bytes, bytes]
+    _suffix_len = SESSION_SUFFIX_LEN
+
+    def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        wrapped = self.wrapped
+        listener = self._listener
+        send_old = self._send_old_values
+        for binary, value, timestamp in entries:
+            key, start, end = split_session_key(binary)
+            windowed = Windowed(key, SessionWindow(start, end))
+            if listener is None:
+                wrapped.put(windowed, value)
+                continue
+            old = wrapped.fetch_session(key, start, end) if (send_old or value is None) else None
+            if value is None and old is None:
+                continue
+            wrapped.put(windowed, value)
+            listener(windowed, value, old if send_old else None, timestamp)
+
+    def put(self, session_key_: Windowed[bytes], aggregate: bytes | None) -> None:
+        key = session_key_.key
+        window = session_key_.window
+        self._cache_put(key, session_binary(key, window.start_ms, window.end_ms), aggregate, window.end_ms)
+
+    def remove(self, session_key_: Windowed[bytes]) -> None:
+        self.put(session_key_, None)
+
+    def fetch_session(self, key: bytes, session_start_ms: int, session_end_ms: int) -> bytes | None:
+        if session_end_ms < self._min_live_time():
+            return None
+        entry = self._require().get(session_binary(key, session_start_ms, session_end_ms))
+        if entry is not None:
+            return entry[0]
+        return self.wrapped.fetch_session(key, session_start_ms, session_end_ms)
+
+    def find_sessions(
+        self,
+        key: bytes,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        cache = self._require()
+        earliest_end = max(earliest_session_end_ms, self._min_live_time())
+        cached: list[tuple[tuple[int, int], tuple[Windowed[bytes], bytes] | None]] = []
+        for binary in self._index.get(key, ()):
+            _, start, end = split_session_key(binary)
+            entry = cache.peek(binary)
+            if entry is None or end < earliest_end or start > latest_session_start_ms:
+                continue
+            value = entry[0]
+            item = (Windowed(key, SessionWindow(start, end)), value) if value is not None else None
+            cached.append(((end, start), item))
+        cached.sort(key=_first, reverse=backward)
+        store = self.wrapped.find_sessions(key, earliest_end, latest_session_start_ms, backward=backward)
+        keyed = (((w.window.end_ms, w.window.start_ms), (w, v)) for w, v in store)
+        return (item for _, item in merge_sorted(keyed, cached, backward))
+
+    def fetch(self, key: bytes, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.find_sessions(key, 0, MAX_TIME, backward=backward)

@@ -1,0 +1,249 @@
+"""Change-logging layer: every write to the bytes store is also sent to the changelog.
+
+Kafka Streams' ``ChangeLogging*BytesStore``. The record key is the bytes store's own key
+(plain key, binary window key, binary session key), so the restore callback of the bytes
+store can apply changelog records as they are. The layer also tells the state manager
+which changelog topic restores the store: it hands the stores below a context whose
+``register`` fills in the topic (the bytes store, which owns the restore callback, is the
+one that registers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.processor.record import RecordMetadata
+from platform_streams.processor.task_id import TaskId
+from platform_streams.state.api import KeyValueStore, SessionStore, StateStore, WindowStore
+from platform_streams.state.keys import MAX_SEQNUM, session_key, window_key
+from platform_streams.state.store_context import RestoreCallback, StateStoreContext
+from platform_streams.state.windowed import Windowed
+from platform_streams.state.wrappers.base import WrappedStore, changelog_topic_name, record_timestamp
+
+if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+    from platform_streams.serde.base import Serde
+
+__all__ = [
+    "ChangeLoggingKeyValueStore",
+    "ChangeLoggingSessionStore",
+    "ChangeLoggingWindowStore",
+    "ChangelogRegisteringContext",
+]
+
+
+class ChangelogRegisteringContext(StateStoreContext):
+    """The task's context, except that ``register`` names this store's changelog topic."""
+
+    def __init__(self, delegate: StateStoreContext, changelog_topic: str) -> None:
+        self._delegate = delegate
+        self.changelog_topic = changelog_topic
+
+    def __getattr__(self, name: str) -> Any:
+        # Optional runtime extensions (e.g. ``record_cache``) pass through.
+        if name == "_delegate":
+            raise AttributeError(name)
+        return getattr(self._delegate, name)
+
+    @property
+    def application_id(self) -> str:
+        return self._delegate.application_id
+
+    @property
+    def task_id(self) -> TaskId:
+        return self._delegate.task_id
+
+    @property
+    def config(self) -> StreamsConfig:
+        return self._delegate.config
+
+    @property
+    def state_dir(self) -> Path:
+        return self._delegate.state_dir
+
+    @property
+    def changelog_partition(self) -> int:
+        return self._delegate.changelog_partition
+
+    def register(self, store: Any, restore_callback: RestoreCallback, changelog_topic: str | None) -> None:
+        self._delegate.register(store, restore_callback, self.changelog_topic)
+
+    def log_change(self, store_name: str, key: bytes, value: bytes | None, timestamp: int) -> None:
+        self._delegate.log_change(store_name, key, value, timestamp)
+
+    def record_metadata(self) -> RecordMetadata | None:
+        return self._delegate.record_metadata()
+
+    def current_stream_time_ms(self) -> int:
+        return self._delegate.current_stream_time_ms()
+
+    def current_system_time_ms(self) -> int:
+        return self._delegate.current_system_time_ms()
+
+
+class _ChangeLogging(WrappedStore):
+    """Shared init: remember the context, register the changelog topic below."""
+
+    _context: StateStoreContext
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._context = context
+        self._store_name = self.name
+        topic = changelog_topic_name(context.application_id, self._store_name)
+        self.wrapped.init(ChangelogRegisteringContext(context, topic), root)
+
+    def _log(self, key: bytes, value: bytes | None) -> None:
+        context = self._context
+        context.log_change(self._store_name, key, value, record_timestamp(context))
+
+
+class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
+    """Logs puts and deletes of a key-value bytes store."""
+
+    wrapped: KeyValueStore[bytes, bytes]
+
+    def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.wrapped.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self.wrapped.put(key, value)
+        self._log(key, value)
+
+    def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
+        old = self.wrapped.put_if_absent(key, value)
+        if old is None:
+            self._log(key, value)
+        return old
+
+    def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key: bytes) -> bytes | None:
+        old = self.wrapped.delete(key)
+        self._log(key, None)
+        return old
+
+    def range(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.range(key_from, key_to)
+
+    def reverse_range(self, key_from: bytes | None, key_to: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.reverse_range(key_from, key_to)
+
+    def all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.all()
+
+    def reverse_all(self) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.reverse_all()
+
+    def prefix_scan(self, prefix: Any, prefix_serde: Serde | None = None) -> Iterator[tuple[bytes, bytes]]:
+        return self.wrapped.prefix_scan(prefix, prefix_serde)
+
+    def approximate_num_entries(self) -> int:
+        return self.wrapped.approximate_num_entries()
+
+
+class ChangeLoggingWindowStore(_ChangeLogging, WindowStore[bytes, bytes]):
+    """Logs window puts under their binary window key.
+
+    With ``retain_duplicates`` the seqnum is counted here exactly as the bytes store counts
+    it (one step per non-None put), as Kafka Streams does, so both agree on the key.
+    """
+
+    wrapped: WindowStore[bytes, bytes]
+
+    def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+        self._seqnum = 0
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    @property
+    def window_size_ms(self) -> int:
+        return self.wrapped.window_size_ms
+
+    @property
+    def retain_duplicates(self) -> bool:
+        return self.wrapped.retain_duplicates
+
+    def put(self, key: bytes, value: bytes | None, window_start_ms: int) -> None:
+        seqnum = 0
+        if self.wrapped.retain_duplicates:
+            if value is None:
+                return
+            self._seqnum = seqnum = (self._seqnum + 1) & MAX_SEQNUM
+        self.wrapped.put(key, value, window_start_ms)
+        self._log(window_key(key, window_start_ms, seqnum), value)
+
+    def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
+        return self.wrapped.fetch_at(key, window_start_ms)
+
+    def fetch_between(
+        self, key: bytes, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[int, bytes]]:
+        return self.wrapped.fetch_between(key, time_from_ms, time_to_ms, backward=backward)
+
+    def fetch_range(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        time_from_ms: int,
+        time_to_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.fetch_range(key_from, key_to, time_from_ms, time_to_ms, backward=backward)
+
+    def fetch_all(
+        self, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.fetch_all(time_from_ms, time_to_ms, backward=backward)
+
+    def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.all(backward=backward)
+
+
+class ChangeLoggingSessionStore(_ChangeLogging, SessionStore[bytes, bytes]):
+    """Logs session puts and removes under their binary session key."""
+
+    wrapped: SessionStore[bytes, bytes]
+
+    def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
+        super().__init__(wrapped)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    def put(self, session_key_: Windowed[bytes], aggregate: bytes | None) -> None:
+        self.wrapped.put(session_key_, aggregate)
+        window = session_key_.window
+        self._log(session_key(session_key_.key, window.start_ms, window.end_ms), aggregate)
+
+    def remove(self, session_key_: Windowed[bytes]) -> None:
+        self.put(session_key_, None)
+
+    def find_sessions(
+        self,
+        key: bytes,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.find_sessions(
+            key, earliest_session_end_ms, latest_session_start_ms, backward=backward
+        )
+
+    def fetch_session(self, key: bytes, session_start_ms: int, session_end_ms: int) -> bytes | None:
+        return self.wrapped.fetch_session(key, session_start_ms, session_end_ms)
+
+    def fetch(self, key: bytes, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.fetch(key, backward=backward)

@@ -1,0 +1,181 @@
+"""Metered layers of window and session stacks (Kafka Streams' ``MeteredWindowStore`` /
+``MeteredSessionStore``): objects in, bytes below; ``Windowed`` keys are rebuilt around
+the deserialized key so the window object itself is shared, not copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from time import perf_counter_ns
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.state.api import SessionStore, WindowStore
+from platform_streams.state.windowed import TimeWindow, Windowed
+from platform_streams.state.wrappers.metered import MeteredStore
+
+if TYPE_CHECKING:
+    from platform_streams.serde.base import Serde
+
+__all__ = ["MeteredSessionStore", "MeteredWindowStore"]
+
+
+class _MeteredWindowed(MeteredStore):
+    def _deserialize_flushed_key(self, key: Any) -> Any:
+        return Windowed(self.key_serde.deserialize(key.key), key.window)
+
+    def _windowed_objects(
+        self, items: Iterator[tuple[Windowed[bytes], bytes]]
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        deserialize_key = self.key_serde.deserialize
+        deserialize_value = self.value_serde.deserialize
+        for windowed, raw_value in items:
+            yield Windowed(deserialize_key(windowed.key), windowed.window), deserialize_value(raw_value)
+
+
+class MeteredWindowStore(_MeteredWindowed, WindowStore[Any, Any]):
+    """The store a processor gets for a window store."""
+
+    wrapped: WindowStore[bytes, bytes]
+
+    def __init__(self, wrapped: WindowStore[bytes, bytes], key_serde: Serde, value_serde: Serde) -> None:
+        super().__init__(wrapped, key_serde, value_serde)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    @property
+    def window_size_ms(self) -> int:
+        return self.wrapped.window_size_ms
+
+    @property
+    def retain_duplicates(self) -> bool:
+        return self.wrapped.retain_duplicates
+
+    def put(self, key: Any, value: Any, window_start_ms: int) -> None:
+        raw_key = self._serialize_key(key)
+        raw_value = self.value_serde.serialize(value)
+        if self._hook is None and self._forward is None:
+            self.wrapped.put(raw_key, raw_value, window_start_ms)
+            return
+        start = perf_counter_ns()
+        forward = self._forward
+        if forward is None:
+            self.wrapped.put(raw_key, raw_value, window_start_ms)
+        else:
+            send_old = self._send_old_values
+            need_old = (send_old or raw_value is None) and not self.wrapped.retain_duplicates
+            raw_old = self.wrapped.fetch_at(raw_key, window_start_ms) if need_old else None
+            self.wrapped.put(raw_key, raw_value, window_start_ms)
+            if raw_value is not None or raw_old is not None:
+                old = self.value_serde.deserialize(raw_old) if (send_old and raw_old is not None) else None
+                window = TimeWindow(window_start_ms, window_start_ms + self.wrapped.window_size_ms)
+                forward(
+                    Windowed(key, window), value if raw_value is not None else None, old, self._timestamp()
+                )
+        self._record("put", start)
+
+    def fetch_at(self, key: Any, window_start_ms: int) -> Any:
+        start = perf_counter_ns()
+        raw = self.wrapped.fetch_at(self._serialize_key(key), window_start_ms)
+        self._record("fetch", start)
+        return self.value_serde.deserialize(raw) if raw is not None else None
+
+    def fetch_between(
+        self, key: Any, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[int, Any]]:
+        items = self.wrapped.fetch_between(
+            self._serialize_key(key), time_from_ms, time_to_ms, backward=backward
+        )
+        deserialize = self.value_serde.deserialize
+        return ((start, deserialize(raw)) for start, raw in items)
+
+    def fetch_range(
+        self,
+        key_from: Any,
+        key_to: Any,
+        time_from_ms: int,
+        time_to_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        raw_from = None if key_from is None else self._serialize_key(key_from)
+        raw_to = None if key_to is None else self._serialize_key(key_to)
+        items = self.wrapped.fetch_range(raw_from, raw_to, time_from_ms, time_to_ms, backward=backward)
+        return self._windowed_objects(items)
+
+    def fetch_all(
+        self, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self._windowed_objects(self.wrapped.fetch_all(time_from_ms, time_to_ms, backward=backward))
+
+    def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self._windowed_objects(self.wrapped.all(backward=backward))
+
+
+class MeteredSessionStore(_MeteredWindowed, SessionStore[Any, Any]):
+    """The store a processor gets for a session store."""
+
+    wrapped: SessionStore[bytes, bytes]
+
+    def __init__(self, wrapped: SessionStore[bytes, bytes], key_serde: Serde, value_serde: Serde) -> None:
+        super().__init__(wrapped, key_serde, value_serde)
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+    def put(self, session_key: Windowed[Any], aggregate: Any) -> None:
+        raw_key = self._serialize_key(session_key.key)
+        raw_value = self.value_serde.serialize(aggregate)
+        raw_session = Windowed(raw_key, session_key.window)
+        if self._hook is None and self._forward is None:
+            self.wrapped.put(raw_session, raw_value)
+            return
+        start = perf_counter_ns()
+        forward = self._forward
+        if forward is None:
+            self.wrapped.put(raw_session, raw_value)
+        else:
+            send_old = self._send_old_values
+            window = session_key.window
+            raw_old = (
+                self.wrapped.fetch_session(raw_key, window.start_ms, window.end_ms)
+                if (send_old or raw_value is None)
+                else None
+            )
+            self.wrapped.put(raw_session, raw_value)
+            if raw_value is not None or raw_old is not None:
+                old = self.value_serde.deserialize(raw_old) if (send_old and raw_old is not None) else None
+                forward(session_key, aggregate if raw_value is not None else None, old, self._timestamp())
+        self._record("put", start)
+
+    def remove(self, session_key: Windowed[Any]) -> None:
+        self.put(session_key, None)
+
+    def find_sessions(
+        self,
+        key: Any,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        items = self.wrapped.find_sessions(
+            self._serialize_key(key), earliest_session_end_ms, latest_session_start_ms, backward=backward
+        )
+        return self._with_key(key, items)
+
+    def _with_key(
+        self, key: Any, items: Iterator[tuple[Windowed[bytes], bytes]]
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        """Results for one key: reuse the caller's key object instead of deserializing it again."""
+        deserialize = self.value_serde.deserialize
+        return ((Windowed(key, windowed.window), deserialize(raw)) for windowed, raw in items)
+
+    def fetch_session(self, key: Any, session_start_ms: int, session_end_ms: int) -> Any:
+        raw = self.wrapped.fetch_session(self._serialize_key(key), session_start_ms, session_end_ms)
+        return self.value_serde.deserialize(raw) if raw is not None else None
+
+    def fetch(self, key: Any, *, backward: bool = False) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self._with_key(key, self.wrapped.fetch(self._serialize_key(key), backward=backward))

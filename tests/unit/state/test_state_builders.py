@@ -1,0 +1,120 @@
+"""``Stores`` and the store builders: defaults, stacks, changelog topic configs, public names."""
+
+from __future__ import annotations
+
+import pytest
+
+import platform_streams.state as state
+from platform_streams.serde import Long, String
+from platform_streams.state import Stores, changelog_topic_name
+from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
+from platform_streams.state.wrappers.change_logging import ChangeLoggingKeyValueStore
+from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
+
+
+def test_defaults_match_kafka_streams() -> None:
+    builder = Stores.key_value_store_builder(Stores.persistent_key_value_store("counts"), String(), Long())
+    assert builder.name == "counts"
+    assert not builder.caching_enabled
+    assert builder.logging_enabled
+    assert builder.log_config == {}
+
+
+def test_key_value_stack_layers() -> None:
+    builder = Stores.key_value_store_builder(Stores.in_memory_key_value_store("kv"), String(), Long())
+    store = builder.with_caching_enabled().build()
+    assert isinstance(store, MeteredKeyValueStore)
+    assert isinstance(store.wrapped, CachingKeyValueStore)
+    assert isinstance(store.wrapped.wrapped, ChangeLoggingKeyValueStore)
+    bare = builder.with_caching_disabled().with_logging_disabled().build()
+    assert type(bare.wrapped).__name__ == "KeyValueBytesStore"
+    assert not bare.persistent
+    assert builder.build() is not builder.build()  # a new instance per task
+
+
+def test_changelog_topic_configs() -> None:
+    kv = Stores.key_value_store_builder(Stores.persistent_key_value_store("kv"), String(), Long())
+    assert kv.changelog_topic_config() == {"cleanup.policy": "compact"}
+    kv.with_logging_enabled({"min.insync.replicas": "2", "segment.ms": 100})  # type: ignore[dict-item]
+    assert kv.changelog_topic_config() == {
+        "cleanup.policy": "compact",
+        "min.insync.replicas": "2",
+        "segment.ms": "100",
+    }
+    log_config = kv.log_config
+    log_config["x"] = "y"
+    assert "x" not in kv.log_config  # a copy
+
+    window = Stores.window_store_builder(
+        Stores.persistent_window_store("w", 3_600_000, 60_000), String(), Long()
+    )
+    assert window.changelog_topic_config() == {
+        "cleanup.policy": "compact,delete",
+        "retention.ms": str(3_600_000 + 86_400_000),
+    }
+    session = Stores.session_store_builder(Stores.in_memory_session_store("s", 1000), String(), Long())
+    session.with_logging_enabled({"retention.ms": "5"})
+    assert session.changelog_topic_config() == {"cleanup.policy": "compact,delete", "retention.ms": "5"}
+    assert window.with_logging_disabled().log_config == {}
+    assert not window.logging_enabled
+
+
+def test_suppliers() -> None:
+    supplier = Stores.persistent_window_store("w", 10_000, 1000, retain_duplicates=True)
+    assert (supplier.name, supplier.retention_ms, supplier.window_size_ms, supplier.retain_duplicates) == (
+        "w",
+        10_000,
+        1000,
+        True,
+    )
+    assert supplier.persistent and supplier.metrics_scope == "rocksdb-window"
+    assert not Stores.in_memory_session_store("s", 5).persistent
+    with pytest.raises(ValueError):
+        Stores.persistent_session_store("s", 0)
+    with pytest.raises(ValueError):
+        Stores.persistent_key_value_store("")
+    with pytest.raises(ValueError):
+        Stores.key_value_store_builder(Stores.persistent_key_value_store("kv"), None, Long())  # type: ignore[arg-type]
+
+
+def test_changelog_topic_name() -> None:
+    assert changelog_topic_name("app", "counts") == "app-counts-changelog"
+
+
+def test_public_names_are_pinned() -> None:
+    assert sorted(state.__all__) == sorted(
+        [
+            "FROM_BEGINNING",
+            "CachedStateStore",
+            "ChangelogPartition",
+            "ChangelogReader",
+            "CheckpointFormatError",
+            "FlushListener",
+            "KeyValueBytesStoreSupplier",
+            "KeyValueStore",
+            "KeyValueStoreBuilder",
+            "OffsetCheckpoint",
+            "ProcessorStateManager",
+            "RecordCache",
+            "RecordFilter",
+            "RestoreCallback",
+            "SessionBytesStoreSupplier",
+            "SessionStore",
+            "SessionStoreBuilder",
+            "SessionWindow",
+            "StateRestoreListener",
+            "StateStore",
+            "StateStoreContext",
+            "StoreBuilder",
+            "Stores",
+            "TimeWindow",
+            "Window",
+            "WindowBytesStoreSupplier",
+            "WindowStore",
+            "WindowStoreBuilder",
+            "Windowed",
+            "changelog_topic_name",
+        ]
+    )
+    for name in state.__all__:
+        assert getattr(state, name) is not None
