@@ -243,9 +243,8 @@ def print_summary(
     print(f"  broker     : {bootstrap} (embedded Tansu, in memory; gone when the demo exits)")
     print(f"  state dir  : {state_dir} (empty: this topology is stateless)")
     print("  the app    : examples/orders_app.py, config examples/orders.yaml")
-    print(
-        f"  run it     : on a broker with the topics {ORDERS_TOPIC}, {BIG_ORDERS_TOPIC}, {ORDERS_BY_CUSTOMER_TOPIC}:"
-    )
+    topics = ", ".join((ORDERS_TOPIC, BIG_ORDERS_TOPIC, ORDERS_BY_CUSTOMER_TOPIC))
+    print(f"  run it     : on a broker with the topics {topics}:")
     print("               platform-streams run examples.orders_app:topology --config examples/orders.yaml \\")
     print("                   --set bootstrap.servers=HOST:PORT")
     print()

@@ -74,8 +74,9 @@ def build_topology(
         Repartitioned(name="orders-by-customer", key_serde=keys, value_serde=orders_json)
     )
     by_customer.to(by_customer_topic, Produced(key_serde=keys, value_serde=orders_json))
-    # When aggregations land, the per-customer count is one line here:
-    # by_customer.group_by_key().count(Materialized.as_("orders-per-customer")).to_stream().to("order-counts")
+    # When aggregations land, the per-customer count is one line here (with Materialized, Long):
+    # by_customer.group_by_key().count(materialized=Materialized.as_("orders-per-customer"))
+    #     .to_stream().to("order-counts", Produced(key_serde=keys, value_serde=Long()))
     return builder.build()
 
 

@@ -140,6 +140,10 @@ class StreamsConfig(BaseModel):
     )
     application_server: str | None = Field(default=None, description="host:port for interactive queries.")
     state_dir: Path = Path(tempfile.gettempdir()) / "platform-streams"
+    state_snapshot_location: str | None = Field(
+        default=None,
+        description="Where Spark-made state snapshots live (a path); restores start from them when set.",
+    )
 
     # --- processing ------------------------------------------------------------------
     processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = "at_least_once"

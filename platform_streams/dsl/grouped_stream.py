@@ -26,6 +26,7 @@ from platform_streams.serde import Long, Serde
 
 if TYPE_CHECKING:
     from platform_streams.dsl.builder import StreamsBuilder
+    from platform_streams.dsl.cogrouped_stream import CogroupedKStream
     from platform_streams.dsl.kstream import KStream
     from platform_streams.dsl.ktable import KTable
 
@@ -83,6 +84,12 @@ class KGroupedStream:
         """
         spec = self._spec("KSTREAM-AGGREGATE-", materialized, None)
         return self._aggregate("KSTREAM-AGGREGATE-", named, spec, stream_aggregate(initializer, aggregator))
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogroup: add more grouped streams, then ``aggregate`` them into one table."""
+        from platform_streams.dsl.cogrouped_stream import CogroupedKStream
+
+        return CogroupedKStream(self, aggregator)
 
     def windowed_by(self, windows: Any) -> Any:
         """Windowed aggregations: ``TimeWindows``/``SlidingWindows`` or ``SessionWindows``."""

@@ -127,14 +127,21 @@ def stream_join(
         raise TopologyError(f"a KStream-{type(other).__name__} join is inner or left, not {kind}")
     if isinstance(other, KTable):
         joined = args[0] if args else kwargs.pop("joined", None)
+        _no_more(kwargs)
         return _stream_table_join(stream, other, joiner, joined, left=kind == "left")
     if isinstance(other, GlobalKTable):
         value_joiner = args[0] if args else kwargs.pop("value_joiner", None)
         if value_joiner is None:
             raise TopologyError("a GlobalKTable join takes (global_table, key_selector, value_joiner)")
         named = args[1] if len(args) > 1 else kwargs.pop("named", None)
+        _no_more(kwargs)
         return _stream_global_join(stream, other, joiner, value_joiner, name_of(named), left=kind == "left")
     raise TopologyError(f"cannot join a KStream with {type(other).__name__} without JoinWindows")
+
+
+def _no_more(kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise TopologyError(f"unexpected join arguments: {sorted(kwargs)}")
 
 
 def _stream_table_join(

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
     from platform_streams.dsl.builder import StreamsBuilder
     from platform_streams.dsl.grouped_table import KGroupedTable
+    from platform_streams.dsl.suppress import Suppressed
     from platform_streams.dsl.timestamped_kv_store import TimestampedKeyValueStore
 
 __all__ = ["GlobalKTable", "KTable", "apply_source_topic_reuse", "source_global_table", "source_table"]
@@ -133,6 +134,15 @@ class KTable:
             source_topics=self.source_topics,
         )
         return stream.select_key(mapper) if mapper is not None else stream
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back: final results per window, or a time limit per key.
+
+        Implemented by the windowing module (:mod:`platform_streams.dsl.suppress_processor`).
+        """
+        from platform_streams.dsl.suppress_processor import suppress_table
+
+        return suppress_table(self, suppressed)
 
     def group_by(
         self, selector: Callable[[Any, Any], tuple[Any, Any]], grouped: Grouped | None = None

@@ -98,7 +98,9 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
         if previous_ts is not None:
             prev_right = previous_ts + 1
             if prev_right not in starts and prev_right + diff >= ts:
-                self._update(key, value, ts, prev_right, ValueAndTimestamp(self.params.initializer(), ts), close)
+                self._update(
+                    key, value, ts, prev_right, ValueAndTimestamp(self.params.initializer(), ts), close
+                )
         if not left_exists:
             if previous_ts is not None and ts - diff <= previous_ts and left_agg is not None:
                 seed = ValueAndTimestamp(left_agg.value, ts)
@@ -109,7 +111,6 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
             self._create_right_window(key, ts, right_agg)
 
     def _process_early(self, key: Any, value: Any, ts: int, close: int) -> None:
-        diff = self.diff
         combined: tuple[int, ValueAndTimestamp] | None = None
         right_agg: ValueAndTimestamp | None = None
         right_exists = False
@@ -133,7 +134,9 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
         if not right_exists and right_agg is not None and right_agg.timestamp > ts:
             self._create_right_window(key, ts, right_agg)
         if previous_ts is not None and previous_ts + 1 not in starts:
-            self._update(key, value, ts, previous_ts + 1, ValueAndTimestamp(self.params.initializer(), ts), close)
+            self._update(
+                key, value, ts, previous_ts + 1, ValueAndTimestamp(self.params.initializer(), ts), close
+            )
         if combined is None:
             self._update(key, value, ts, 0, ValueAndTimestamp(self.params.initializer(), ts), close)
         else:
@@ -156,7 +159,10 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
         *,
         new: bool = True,
     ) -> None:
-        """Aggregate the record into window ``[start, start + d]`` holding ``vat`` (Kafka's updateWindowAndForward)."""
+        """Aggregate the record into window ``[start, start + d]`` holding ``vat``.
+
+        Kafka Streams' ``updateWindowAndForward``: a closed window is dropped as late.
+        """
         end = start + self.diff
         if end < close:
             self.drop_late(key, ts, start, end, close)

@@ -201,7 +201,7 @@ class StreamJoinProcessor(NodeProcessor):
         time_to = max(0, timestamp + p.after_ms)
         matches = list(self.other.fetch_between(key, time_from, time_to))
         if matches:
-            raw_key = outer_store.key_serde.serialize(key) if outer_store is not None else b""
+            raw_key = (outer_store.key_serde.serialize(key) or b"") if outer_store is not None else b""
             for other_ts, other_value in matches:
                 if outer_store is not None:
                     outer_store.delete(other_ts, not p.is_left, raw_key)
@@ -214,8 +214,7 @@ class StreamJoinProcessor(NodeProcessor):
             return
         if timestamp < tracker.min_time:
             tracker.min_time = timestamp
-        raw_key = outer_store.key_serde.serialize(key)
-        outer_store.add(timestamp, p.is_left, raw_key or b"", value)
+        outer_store.add(timestamp, p.is_left, outer_store.key_serde.serialize(key) or b"", value)
 
     def _emit_non_joined(self, headers: Headers) -> None:
         """Emit (and forget) every parked record whose join window has closed."""

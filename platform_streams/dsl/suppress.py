@@ -5,8 +5,8 @@ Kafka Streams' ``Suppressed`` and ``BufferConfig``:
 * ``Suppressed.until_window_closes(BufferConfig.unbounded())`` -- for a windowed
   aggregation's table: nothing of a window goes downstream until it closes; then its
   latest value goes out exactly once. Close means ``window end + grace <= stream time``
-  of the suppress operator (sliding and session windows, whose ends are inclusive:
-  ``end + 1 + grace``, and sessions add their inactivity gap). Only a *strict* buffer
+  of the suppress operator (sliding windows, whose end is inclusive: ``end + 1 + grace``;
+  sessions add their inactivity gap). Only a *strict* buffer
   (``unbounded()`` or ``...shut_down_when_full()``) is accepted: emitting early would break
   the "final" promise.
 * ``Suppressed.until_time_limit(ms, buffer_config)`` -- per key, the latest value is
@@ -119,7 +119,9 @@ class Suppressed:
         return cls("until_window_closes", buffer_config)
 
     @classmethod
-    def until_time_limit(cls, time_to_wait_for_more_events: Duration, buffer_config: BufferConfig) -> Suppressed:
+    def until_time_limit(
+        cls, time_to_wait_for_more_events: Duration, buffer_config: BufferConfig
+    ) -> Suppressed:
         """Per key, the latest update once ``time_to_wait`` (stream time) passed since its first update."""
         wait = to_millis(time_to_wait_for_more_events, "time to wait for more events")
         return cls("until_time_limit", buffer_config, wait)

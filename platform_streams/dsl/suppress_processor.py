@@ -3,9 +3,9 @@
 Per record (a table update ``Change`` at timestamp t):
 
 1. the operator's stream time becomes ``max(stream time, t)``;
-2. the update is buffered under its *buffer time* -- the window's close bound
-   (``end``, or ``end + 1`` for inclusive ends) for final results, ``t`` for a time
-   limit -- replacing an earlier buffered update of the same key in place;
+2. the update is buffered under its *buffer time* -- the window's end (``end + 1`` for
+   sliding windows) for final results, ``t`` for a time limit -- replacing an earlier
+   buffered update of the same key in place;
 3. every entry with ``buffer time <= stream time - wait`` is emitted, oldest first
    (``wait`` = the window's grace [+ gap] for final results, the time limit otherwise),
    stamped with the timestamp and headers of the update it holds;
@@ -13,9 +13,11 @@ Per record (a table update ``Change`` at timestamp t):
    or fail the task (``shut_down_when_full``).
 
 Final results drop tombstones (a merged-away session has no final result); a time
-limit forwards them. Sliding and session windows close one millisecond later than in
-Kafka Streams (``end + 1``): their ends are inclusive, and Kafka Streams' ``end`` lets a
-record at exactly ``end + grace`` still update a window already emitted as final.
+limit forwards them. Sliding windows close one millisecond later than in Kafka Streams
+(``end + 1``): their end is inclusive, and Kafka Streams' ``end`` lets a record at exactly
+``end + grace`` still update a window already emitted as final. Sessions keep Kafka
+Streams' rule (``end + gap + grace <= stream time``); as there, a later record bridging a
+"final" session with a newer one still merges them (a second result for the merged session).
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
 
     builder = table.builder
     name = builder.names.name("KTABLE-SUPPRESS-", name_of(suppressed.name))
-    store = f"{suppressed.name}-store" if suppressed.name else builder.names.name("KTABLE-SUPPRESS-STATE-STORE-")
+    store = (
+        f"{suppressed.name}-store" if suppressed.name else builder.names.name("KTABLE-SUPPRESS-STATE-STORE-")
+    )
     parent: TableOp = table._op
     rule = find_close_rule(parent)
     if suppressed.kind == "until_window_closes" and rule is None:
@@ -67,7 +71,12 @@ def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
     topology.add_processor(name, op.make_processor, table.node_name)
     topology.add_state_store(_buffer_store_builder(store, suppressed), name)
     return KTable(
-        builder, name, op, key_serde=table.key_serde, value_serde=table.value_serde, source_topics=table.source_topics
+        builder,
+        name,
+        op,
+        key_serde=table.key_serde,
+        value_serde=table.value_serde,
+        source_topics=table.source_topics,
     )
 
 
@@ -85,8 +94,9 @@ def find_close_rule(op: Any) -> WindowCloseRule | None:
 
 
 def _buffer_store_builder(name: str, suppressed: Suppressed) -> Any:
-    """Kafka Streams keeps the buffer in memory and restores it from its changelog: so do we."""
-    builder = Stores.key_value_store_builder(Stores.in_memory_key_value_store(name), Bytes(), Bytes())
+    """A persistent bytes store with a changelog (Kafka Streams keeps it in memory and always
+    restores it from the changelog; a local RocksDB store is reopened as is after a clean stop)."""
+    builder = Stores.key_value_store_builder(Stores.persistent_key_value_store(name), Bytes(), Bytes())
     config = suppressed.buffer_config
     if config.logging_enabled:
         builder.with_logging_enabled(config.log_config)
@@ -153,7 +163,9 @@ class SuppressProcessor(NodeProcessor):
             self.rule = None
             self.wait_ms = suppressed.time_to_wait_ms
         self.observed_stream_time = -1
-        self.wall_clock = WallClockClose(suppressed.wall_clock_idle_ms) if suppressed.wall_clock_idle_ms else None
+        self.wall_clock = (
+            WallClockClose(suppressed.wall_clock_idle_ms) if suppressed.wall_clock_idle_ms else None
+        )
 
     def init(self, context: NodeContext) -> None:
         super().init(context)

@@ -174,7 +174,10 @@ class TimestampedKeyValueStore(WrappedStore, KeyValueStore[Any, Any], CachedStat
             inner.put(key, ValueAndTimestamp(value, timestamp))
             return
         listener = self._listener
-        if listener is not None and not self._caching and inner.get(key) is None:
+        if listener is None:
+            inner.put(key, None)
+            return
+        if not self._caching and inner.get(key) is None:
             # Kafka Streams forwards an uncached delete even when the key was absent.
             inner.put(key, None)
             listener(key, None, None, timestamp)

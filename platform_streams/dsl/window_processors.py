@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from platform_streams.dsl.emit_strategy import EmitStrategy
     from platform_streams.dsl.table_processors import TableOp
     from platform_streams.dsl.windowed_store import DslSessionStore, DslWindowStore
-    from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
+    from platform_streams.dsl.windows import SessionWindows, TimeWindows
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
 
@@ -97,7 +97,9 @@ class WindowAggregateProcessor(NodeProcessor):
             idle = params.emit.wall_clock_after_ms
             if idle is not None:
                 self.wall_clock = WallClockClose(idle)
-                context.schedule(punctuation_interval_ms(idle), PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock)
+                context.schedule(
+                    punctuation_interval_ms(idle), PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock
+                )
         else:
             self.store.set_flush_listener(self._on_update, self.op.send_old_values)
 
@@ -146,7 +148,13 @@ class WindowAggregateProcessor(NodeProcessor):
     def track(self, due_ms: int, start_ms: int, key: Any) -> None:
         """Emit-final: remember a newly created window until it closes."""
         if self.pending is not None:
-            self.pending.add(due_ms, start_ms, self.key_serde.serialize(key))
+            self.pending.add(due_ms, start_ms, self.raw_key(key))
+
+    def raw_key(self, key: Any) -> bytes:
+        raw = self.key_serde.serialize(key)
+        if raw is None:
+            raise ValueError(f"{self.context.node_name}: a record key serialized to None")
+        return raw
 
     # -- drops -----------------------------------------------------------------------------
 
@@ -157,7 +165,9 @@ class WindowAggregateProcessor(NodeProcessor):
         self.context.task.dropped_records += 1
         meta = self.context.record_metadata()
         log.warning(
-            "skipping record with a null key or value in %s (%s)", self.context.node_name, meta or "no metadata"
+            "skipping record with a null key or value in %s (%s)",
+            self.context.node_name,
+            meta or "no metadata",
         )
         return True
 
@@ -268,7 +278,7 @@ class SessionWindowAggregateProcessor(WindowAggregateProcessor):
                     store.remove(session)
                     if pending is not None:
                         window = session.window
-                        pending.remove(window.end_ms + 1, window.start_ms, self.key_serde.serialize(key))
+                        pending.remove(window.end_ms + 1, window.start_ms, self.raw_key(key))
             agg = self.params.aggregator(key, value, agg)
             store.put(Windowed(key, SessionWindow(start, end)), agg)
             self.track(end + 1, start, key)

@@ -80,7 +80,11 @@ class WindowStoreSpec(_WindowedSpec):
     def bytes_supplier(self) -> WindowBytesStoreSupplier:
         if self.store_supplier is not None:
             return self.store_supplier
-        factory = Stores.in_memory_window_store if self.store_type == "in_memory" else Stores.persistent_window_store
+        factory = (
+            Stores.in_memory_window_store
+            if self.store_type == "in_memory"
+            else Stores.persistent_window_store
+        )
         return factory(self.name, self.retention_ms, self.window_size_ms, self.retain_duplicates)
 
     def build(self) -> DslWindowStore:
@@ -103,7 +107,9 @@ class SessionStoreSpec(_WindowedSpec):
         if self.store_supplier is not None:
             return self.store_supplier
         factory = (
-            Stores.in_memory_session_store if self.store_type == "in_memory" else Stores.persistent_session_store
+            Stores.in_memory_session_store
+            if self.store_type == "in_memory"
+            else Stores.persistent_session_store
         )
         return factory(self.name, self.retention_ms)
 
@@ -209,12 +215,16 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
         return vat
 
     def put_timestamped(self, key: Any, value: Any, timestamp: int, window_start_ms: int) -> None:
-        self._require().put(key, None if value is None else ValueAndTimestamp(value, timestamp), window_start_ms)
+        self._require().put(
+            key, None if value is None else ValueAndTimestamp(value, timestamp), window_start_ms
+        )
 
     def fetch_between_timestamped(
         self, key: Any, time_from_ms: int, time_to_ms: int
     ) -> Iterator[tuple[int, ValueAndTimestamp]]:
-        items: Iterator[tuple[int, ValueAndTimestamp]] = self._require().fetch_between(key, time_from_ms, time_to_ms)
+        items: Iterator[tuple[int, ValueAndTimestamp]] = self._require().fetch_between(
+            key, time_from_ms, time_to_ms
+        )
         return items
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool = True) -> bool:
@@ -222,7 +232,9 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
         if not self.spec.timestamped:
             return bool(self._require().set_flush_listener(listener, send_old_values))
 
-        def on_change(key: Any, new: ValueAndTimestamp | None, old: ValueAndTimestamp | None, ts: int) -> None:
+        def on_change(
+            key: Any, new: ValueAndTimestamp | None, old: ValueAndTimestamp | None, ts: int
+        ) -> None:
             listener(
                 key,
                 new.value if new is not None else None,
@@ -267,7 +279,9 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
         backward: bool = False,
     ) -> Iterator[tuple[Windowed[Any], Any]]:
         inner = self._require()
-        return self._windowed(inner.fetch_range(key_from, key_to, time_from_ms, time_to_ms, backward=backward))
+        return self._windowed(
+            inner.fetch_range(key_from, key_to, time_from_ms, time_to_ms, backward=backward)
+        )
 
     def fetch_all(
         self, time_from_ms: int, time_to_ms: int, *, backward: bool = False

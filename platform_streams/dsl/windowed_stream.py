@@ -49,7 +49,13 @@ if TYPE_CHECKING:
     from platform_streams.dsl.timestamped_kv_store import ValueGetter
     from platform_streams.processor.context import NodeContext
 
-__all__ = ["SessionWindowedKStream", "TimeWindowedKStream", "WindowCloseRule", "WindowedTableOp", "windowed_by"]
+__all__ = [
+    "SessionWindowedKStream",
+    "TimeWindowedKStream",
+    "WindowCloseRule",
+    "WindowedTableOp",
+    "windowed_by",
+]
 
 Reducer = Callable[[Any, Any], Any]
 
@@ -67,9 +73,10 @@ def windowed_by(grouped: KGroupedStream, windows: Any) -> TimeWindowedKStream | 
 class WindowCloseRule:
     """When a windowed table's windows close, for ``suppress(until_window_closes(...))``.
 
-    A window is closed when ``window.end + end_offset <= stream time - wait_ms``:
-    ``end_offset`` is 1 for windows whose end is inclusive (sliding, session), and
-    ``wait_ms`` is the grace (plus the inactivity gap for sessions).
+    A window is closed when ``window.end + end_offset <= stream time - wait_ms``;
+    ``wait_ms`` is the grace (plus the inactivity gap for sessions). ``end_offset`` is 1
+    for sliding windows, whose end is inclusive (Kafka Streams uses 0, which lets a record
+    at exactly ``end + grace`` update a window already emitted), 0 otherwise.
     """
 
     kind: Literal["time", "sliding", "session"]
@@ -145,7 +152,9 @@ class _WindowedKStream:
         self._grouped = grouped
         self._emit = emit
 
-    def _names(self, prefix: str, named: Named | str | None, materialized: Materialized | None) -> tuple[str, str]:
+    def _names(
+        self, prefix: str, named: Named | str | None, materialized: Materialized | None
+    ) -> tuple[str, str]:
         """(store name, processor name), drawn in Kafka Streams' order."""
         builder = self._grouped.builder
         store = store_name(builder, materialized, prefix)
@@ -204,7 +213,9 @@ class _WindowedKStream:
             retention = max(retention, minimum + 1)
         return retention
 
-    def _store_spec(self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None) -> Any:
+    def _store_spec(
+        self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
+    ) -> Any:
         raise NotImplementedError
 
     def _close_rule(self, key_serde: Serde | None) -> Any:
@@ -251,7 +262,12 @@ class TimeWindowedKStream(_WindowedKStream):
     ) -> KTable:
         """Combine values per key and window with ``reducer(aggregate, value)``."""
         return self._aggregate(
-            "KSTREAM-REDUCE-", named, materialized, self._grouped.value_serde, _no_aggregate, _reducing(reducer)
+            "KSTREAM-REDUCE-",
+            named,
+            materialized,
+            self._grouped.value_serde,
+            _no_aggregate,
+            _reducing(reducer),
         )
 
     def aggregate(
@@ -299,7 +315,9 @@ class TimeWindowedKStream(_WindowedKStream):
         supplier = mat.store_supplier
         if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
             raise TopologyError(f"store {store!r}: a window store supplier is needed, got {supplier!r}")
-        retention = supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
+        retention = (
+            supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
+        )
         return WindowStoreSpec(
             name=store,
             key_serde=key_serde,
@@ -323,7 +341,9 @@ class TimeWindowedKStream(_WindowedKStream):
 class SessionWindowedKStream(_WindowedKStream):
     """A grouped stream windowed by ``SessionWindows``: aggregates merge when sessions merge."""
 
-    def __init__(self, grouped: KGroupedStream, windows: SessionWindows, emit: EmitStrategy | None = None) -> None:
+    def __init__(
+        self, grouped: KGroupedStream, windows: SessionWindows, emit: EmitStrategy | None = None
+    ) -> None:
         super().__init__(grouped, emit or EmitStrategy.on_window_update())
         self.windows = windows
 
@@ -356,7 +376,9 @@ class SessionWindowedKStream(_WindowedKStream):
         materialized: Materialized | None = None,
     ) -> KTable:
         """Fold values per session; ``merger(key, agg1, agg2)`` combines sessions a record bridges."""
-        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, None, initializer, aggregator, merger)
+        return self._aggregate(
+            "KSTREAM-AGGREGATE-", named, materialized, None, initializer, aggregator, merger
+        )
 
     def _aggregate(
         self,
@@ -373,7 +395,9 @@ class SessionWindowedKStream(_WindowedKStream):
         def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
             return SessionWindowAggregateProcessor(params, op, windows)
 
-        return self._build(prefix, named, materialized, default_value_serde, make, initializer, aggregator, merger)
+        return self._build(
+            prefix, named, materialized, default_value_serde, make, initializer, aggregator, merger
+        )
 
     def _store_spec(
         self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
@@ -384,7 +408,9 @@ class SessionWindowedKStream(_WindowedKStream):
             raise TopologyError(f"store {store!r}: a session store supplier is needed, got {supplier!r}")
         minimum = windows.inactivity_gap_ms + windows.grace_ms
         what = "its inactivity gap plus the grace period"
-        retention = supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
+        retention = (
+            supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
+        )
         return SessionStoreSpec(
             name=store,
             key_serde=key_serde,
@@ -399,7 +425,9 @@ class SessionWindowedKStream(_WindowedKStream):
 
     def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
         windows = self.windows
-        return WindowCloseRule("session", windows.grace_ms + windows.inactivity_gap_ms, 1, key_serde, None)
+        # Kafka Streams' rule (end + gap + grace <= stream time): sessions may merge later
+        # anyway (a record bridging two sessions), so no offset makes them truly final
+        return WindowCloseRule("session", windows.grace_ms + windows.inactivity_gap_ms, 0, key_serde, None)
 
 
 # ---------------------------------------------------------------------------- aggregators

@@ -63,7 +63,9 @@ def _signed_millis(duration: Duration, what: str) -> int:
 
 def _check_interval(before_ms: int, after_ms: int) -> None:
     if before_ms + after_ms < 0:
-        raise ValueError(f"join window interval (before {before_ms} + after {after_ms} ms) must not be negative")
+        raise ValueError(
+            f"join window interval (before {before_ms} + after {after_ms} ms) must not be negative"
+        )
 
 
 def _positive(duration: Duration, what: str) -> int:
@@ -102,7 +104,8 @@ class TimeWindows:
         advance_ms = _positive(advance, "window advance")
         if advance_ms > self.size_ms:
             raise ValueError(
-                f"window advance ({advance_ms} ms) must not be larger than the window size ({self.size_ms} ms)"
+                f"window advance ({advance_ms} ms) must not be larger than the window size "
+                f"({self.size_ms} ms)"
             )
         return replace(self, advance_ms=advance_ms)
 

@@ -32,7 +32,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
-from platform_streams.kafka.admin_groups import GroupDescription, GroupMember
+from platform_streams.kafka.admin_groups import GroupDescription, GroupMember, rejoin_group_once
 from platform_streams.kafka.clients import create_admin, create_consumer, create_producer, redact_config
 from platform_streams.kafka.embedded_broker import EmbeddedBroker, find_free_port, run_embedded_broker_forever
 from platform_streams.kafka.errors import (
@@ -80,6 +80,7 @@ __all__ = [
     "offsets_for_time",
     "read_partition_range",
     "redact_config",
+    "rejoin_group_once",
     "run_embedded_broker_forever",
     "to_broker_error",
 ]

@@ -76,7 +76,8 @@ def _add_orphans_and_yes(parser: argparse.ArgumentParser, what: str) -> None:
         "--include-orphans",
         action="store_true",
         help="also delete topics named <application.id>-*-repartition/-changelog that the topology "
-        "no longer declares",
+        "no longer declares (careful: another application whose id starts with '<application.id>-' "
+        "has such names too)",
     )
     parser.add_argument("--yes", "-y", action="store_true", help=f"{what} without asking")
 
@@ -106,10 +107,16 @@ def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="the instances are stopped but the group still has left-over members: wait for them to expire "
-        "(librdkafka cannot remove members) instead of refusing",
+        help="the instances are stopped but the group still has left-over members (e.g. killed pods): "
+        "a temporary member joins and leaves so the broker expires them (librdkafka cannot remove "
+        "members), instead of refusing",
     )
-    parser.add_argument("--force-timeout", type=float, metavar="SECONDS", help="how long --force waits")
+    parser.add_argument(
+        "--force-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long --force waits for the group to empty (default: twice the session timeout + 5)",
+    )
     parser.add_argument(
         "--keep-local-state",
         action="store_true",

@@ -9,9 +9,11 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    Tansu accepts offset writes and group deletion even for an active group.
    ``force`` stands in for Kafka's ``--force``, which removes left-over members (of
    stopped instances, until their session times out) with RemoveMembersFromConsumerGroup.
-   librdkafka/confluent-kafka do not offer that call, so here ``force`` *waits* for such
-   members to expire (up to the session timeout plus a margin) and still refuses if the
-   group stays active -- then an instance is really running.
+   librdkafka/confluent-kafka do not offer that call, so here ``force`` makes the broker
+   expire them: a temporary member joins and leaves the group (on Tansu a dead member is
+   never expired otherwise), then the group is polled until inactive, for up to twice
+   the session timeout plus a margin. It still refuses if the group stays active -- then
+   an instance is really running (and it saw two rebalances).
 2. **Reset input offsets** to a scenario (:class:`OffsetScenario`), clamped to each
    partition's log. The log end comes from fetches (:func:`log_end_offsets`; Tansu's
    ListOffsets(latest) is wrong) and a time from :func:`offsets_for_time`, which checks
@@ -24,7 +26,8 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    start on a fresh volume; the result warns about it.
 
 Output topics are never touched. ``dry_run`` computes and reports every action and
-changes nothing (not even under ``force``: it does not wait).
+changes nothing (not even under ``force``: no member joins). Every step is idempotent, so
+after a failure part-way (a broker error raises, without a result) the reset is re-run.
 """
 
 from __future__ import annotations
@@ -39,7 +42,13 @@ from typing import Literal
 
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
-from platform_streams.kafka import GroupDescription, KafkaAdmin, log_end_offsets, offsets_for_time
+from platform_streams.kafka import (
+    GroupDescription,
+    KafkaAdmin,
+    log_end_offsets,
+    offsets_for_time,
+    rejoin_group_once,
+)
 from platform_streams.ops.offsets import OffsetScenario, PartitionBounds, TimeTarget, compute_offset_changes
 from platform_streams.ops.results import (
     InternalTopicStatus,
@@ -77,7 +86,7 @@ class ResetOptions:
     dry_run: bool = False
     force: bool = False
     force_timeout_s: float | None = None
-    """How long ``force`` waits for members to expire; default session timeout + 5 s."""
+    """How long ``force`` waits for members to expire; default twice the session timeout + 5 s."""
     include_orphans: bool = False
     """Also delete topics named like internal topics of the application but not in its topology."""
     wipe_local_state: bool = True
@@ -107,14 +116,16 @@ def reset_application(
     result = ResetResult("reset", app_id, dry_run=opts.dry_run, scenario=opts.scenario.describe())
     client, owned = admin_for(config, admin)
     try:
-        _check_group(client, config, opts, result)
         existing = client.list_topics(timeout=opts.timeout_s)
+        _check_group(
+            client, config, opts, result, [t for t in plan.external_source_topics() if t in existing]
+        )
         inputs = _input_topics(plan, opts, existing, result)
         partitions = [(t, p) for t in inputs for p in range(existing[t])]
         bounds = _bounds(client, config, plan, partitions, opts.timeout_s)
         targets = _time_targets(client, config, opts, bounds, now_ms, result)
         result.offsets = compute_offset_changes(opts.scenario, bounds, targets)
-        result.internal_topics = _internal_topics(plan, app_id, existing, opts)
+        result.internal_topics = _internal_topics(plan, app_id, existing, opts, result)
         result.local_state = _local_state(config, opts)
         if opts.dry_run:
             return result
@@ -127,19 +138,13 @@ def reset_application(
     return result
 
 
-def _check_group(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult) -> None:
-    """Describe the group; refuse (or, under force, wait) while it is active."""
+def _check_group(
+    admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult, sources: list[str]
+) -> None:
+    """Describe the group; refuse (or, under force, expire left-over members) while it is active."""
     group = admin.describe_group(config.application_id, timeout=opts.timeout_s)
     if group.active and opts.force and not opts.dry_run:
-        wait_s = opts.force_timeout_s
-        if wait_s is None:
-            wait_s = config.session_timeout_ms / 1000 + _FORCE_MARGIN_S
-        group = _wait_inactive(admin, config.application_id, wait_s, opts.timeout_s)
-        result.warnings.append(
-            "--force: removing group members is not possible with librdkafka (no "
-            f"RemoveMembersFromConsumerGroup), so the reset waited up to {wait_s:.0f}s for left-over "
-            "members to expire instead"
-        )
+        group = _expire_left_over_members(admin, config, opts, result, sources)
     _record_group(result, group)
     if group.active:
         reason = _active_reason(group, opts.force)
@@ -147,6 +152,30 @@ def _check_group(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, r
             raise OperationRefusedError(reason, result)
         result.blocked = reason
         result.warnings.append(f"a real run would refuse now: {reason}")
+
+
+def _expire_left_over_members(
+    admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult, sources: list[str]
+) -> GroupDescription:
+    """``force``: get members of stopped instances out of the group without RemoveMembers.
+
+    A throw-away member joins and leaves (:func:`rejoin_group_once`): the rebalance it
+    starts completes only once dead members have expired (Kafka would expire them anyway;
+    Tansu only does when someone joins). Then the group is polled until it is inactive.
+    """
+    wait_s = opts.force_timeout_s
+    if wait_s is None:
+        wait_s = 2 * config.session_timeout_ms / 1000 + _FORCE_MARGIN_S
+    deadline = time.monotonic() + wait_s
+    result.warnings.append(
+        "--force: librdkafka cannot remove group members (no RemoveMembersFromConsumerGroup), so a "
+        "temporary member joined and left the group to make the broker expire left-over members "
+        f"(waiting up to {wait_s:.0f}s); running instances would have seen two rebalances"
+    )
+    conf = {**config.consumer_configs(), "client.id": f"{config.effective_client_id}-reset-force"}
+    if sources:  # a member must subscribe to something to join
+        rejoin_group_once(conf, sources, wait_s)
+    return _wait_inactive(admin, config.application_id, max(0.0, deadline - time.monotonic()), opts.timeout_s)
 
 
 def _record_group(result: ResetResult, group: GroupDescription) -> None:
@@ -163,8 +192,8 @@ def _active_reason(group: GroupDescription, force: bool) -> str:
     if force:
         return text + "; they did not expire while --force waited, so an instance is still running"
     return text + (
-        "; if the instances are stopped and only left-over members remain, --force waits for them "
-        "to expire (removing members is not possible with librdkafka)"
+        "; if the instances are stopped and only left-over members remain, --force makes the broker "
+        "expire them (removing members is not possible with librdkafka)"
     )
 
 
@@ -246,7 +275,7 @@ def _time_targets(
 
 
 def _internal_topics(
-    plan: TopologyPlan, app_id: str, existing: dict[str, int], opts: ResetOptions
+    plan: TopologyPlan, app_id: str, existing: dict[str, int], opts: ResetOptions, result: ResetResult
 ) -> list[InternalTopicStatus]:
     verb = "would_delete" if opts.dry_run else "deleted"
     kinds = internal_topic_kinds(plan, app_id)
@@ -257,6 +286,8 @@ def _internal_topics(
     orphans = orphan_topics(existing, plan, app_id)
     if opts.include_orphans:
         out += [InternalTopicStatus(t, "orphan", verb, actual_partitions=existing[t]) for t in orphans]
+    elif orphans:
+        result.warnings.append(f"left alone (named like internal topics, not in the topology): {orphans}")
     return out
 
 

@@ -10,7 +10,8 @@ application (:func:`ownership_problem`), which takes all of
 * it is not a user topic of the topology (source, sink, global source, or a source topic
   reused as a changelog -- those can look internal but hold user data);
 * the topology declares it -- or, with ``include_orphans``, it is merely named like one
-  (left behind by an older version of the topology).
+  (left behind by an older version of the topology; beware that an application whose id
+  extends ours, ``<application_id>-v2``, has such names too -- hence opt-in).
 
 Everything that cannot be deleted is refused as a whole: nothing is deleted when any
 requested topic is refused.

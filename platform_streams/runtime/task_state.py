@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from platform_streams.config import StreamsConfig
 from platform_streams.processor.task_id import TaskId
 from platform_streams.state.restore import ChangelogReader, StateRestoreListener
+from platform_streams.state.snapshot_restore import SnapshotRestore, SnapshotRestorer
 
 if TYPE_CHECKING:
     from platform_streams.runtime.task import StreamTask
@@ -33,11 +34,21 @@ class TaskStateLifecycle:
         self.last_restore: dict[TaskId, dict[str, int]] = {}
         #: records replayed by all restores of this worker
         self.total_restored = 0
+        #: ingests state snapshots before the changelog tail is replayed (when configured)
+        self.snapshots = (
+            SnapshotRestorer(config.state_snapshot_location, config.application_id)
+            if config.state_snapshot_location
+            else None
+        )
+        #: task -> snapshots ingested by the last restore of that task
+        self.last_snapshots: dict[TaskId, list[SnapshotRestore]] = {}
 
     def restore(self, tasks: Iterable[StreamTask]) -> None:
         """Bring every store of ``tasks`` up to date with its changelog before processing."""
         reader = ChangelogReader(self.config.restore_consumer_configs(), listener=self.listener)
         for task in tasks:
+            if self.snapshots is not None:
+                self.last_snapshots[task.task_id] = self.snapshots.restore(task.state_manager)
             if not task.state_manager.changelog_offsets_to_restore():
                 self.last_restore[task.task_id] = {}
                 continue

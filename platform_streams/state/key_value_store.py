@@ -134,5 +134,6 @@ class KeyValueBytesStore(KeyValueStore[bytes, bytes]):
         self._backend.close()
 
     def wipe(self) -> None:
+        self._map = ClosedBytesMap(self._name)  # a column handle keeps RocksDB (and its lock) alive
         self._backend.wipe()
         self._map = self._backend.default

@@ -20,6 +20,12 @@ An instance that will not open (corruption, unreadable files) is deleted and rec
 empty, with a warning, and reported through ``started_empty`` so that it is restored from
 the beginning of its changelog. A lock held by another process is *not* corruption: it is
 raised, never wiped.
+
+Snapshots (:mod:`platform_streams.state.snapshots`) move whole stores as SST files:
+:func:`write_sst_file` writes sorted ``(key, value)`` pairs with RocksDB's ``SstFileWriter``
+(on a Spark executor, no database needed) and :meth:`RocksDBBackend.ingest_sst` links such a
+file into the default column in milliseconds, however many keys it holds -- the reason a
+snapshot restore beats replaying a changelog that updated each key many times.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 import gc
 import logging
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -35,8 +41,10 @@ from rocksdict import (
     BlockBasedOptions,
     Cache,
     DBCompressionType,
+    IngestExternalFileOptions,
     Options,
     Rdict,
+    SstFileWriter,
     WriteBatch,
     WriteOptions,
 )
@@ -44,7 +52,7 @@ from rocksdict import (
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.backend import BytesMap, StorageBackend
 
-__all__ = ["RocksDBBackend", "RocksDBBytesMap"]
+__all__ = ["RocksDBBackend", "RocksDBBytesMap", "write_sst_file"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +66,15 @@ _DEFAULT_CF = "default"
 
 _block_cache: Cache | None = None
 _MISSING = object()
+#: Properties of the whole instance or of the shared block cache, not of one column family.
+_INSTANCE_PROPERTIES = frozenset(
+    {
+        "rocksdb.block-cache-capacity",
+        "rocksdb.block-cache-usage",
+        "rocksdb.block-cache-pinned-usage",
+        "rocksdb.background-errors",
+    }
+)
 
 
 def _shared_block_cache() -> Cache:
@@ -97,6 +114,30 @@ def _write_options() -> WriteOptions:
     # A property at runtime; the stub wrongly declares a method.
     setattr(opts, "disable_wal", True)  # noqa: B010
     return opts
+
+
+def write_sst_file(path: Path, items: Iterable[tuple[bytes, bytes]]) -> int:
+    """Write ``items`` (keys strictly ascending as unsigned bytes) to a new SST file at ``path``.
+
+    Returns the number of entries written. With no entries no file is written (RocksDB
+    cannot create an empty SST) and 0 is returned. Keys out of order raise ``ValueError``:
+    a snapshot must never silently drop or reorder data.
+    """
+    writer: SstFileWriter | None = None
+    count = 0
+    for key, value in items:
+        if writer is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer = SstFileWriter(_options())
+            writer.open(str(path))
+        try:
+            writer[key] = value
+        except Exception as exc:
+            raise ValueError(f"SST {path}: cannot add key #{count} {key[:40]!r}: {exc}") from exc
+        count += 1
+    if writer is not None:
+        writer.finish()
+    return count
 
 
 def _is_lock_error(exc: Exception) -> bool:
@@ -292,6 +333,42 @@ class RocksDBBackend(StorageBackend):
         if self._dirty:
             self._db.flush(True)
             self._dirty = False
+
+    def ingest_sst(self, path: Path, *, move: bool = True) -> None:
+        """Add the entries of an SST file made by :func:`write_sst_file` to the default column.
+
+        Its keys overwrite the store's (they get a newer sequence number); keys the store
+        has and the file lacks stay, so callers that want the file's content *only* wipe
+        first. ``move`` links/moves the file instead of copying it (it must then sit on the
+        same filesystem and is consumed).
+        """
+        db = self._require_db()
+        self.write_pending()
+        opts = IngestExternalFileOptions()
+        opts.set_move_files(move)
+        db.ingest_external_file([str(path)], opts)
+        self._started_empty = False
+
+    def property_values(self, names: Iterable[str]) -> dict[str, int]:
+        """Integer RocksDB properties (``rocksdb.estimate-num-keys`` ...) for metrics.
+
+        Per-column properties are summed over the default column and every segment; the
+        instance-wide ones (block cache, background errors) are read once. Properties
+        RocksDB does not know are left out. Call on the thread that owns the store.
+        """
+        if self._db is None or self._default is None:
+            return {}
+        views = [self._default.view, *(col.view for col in self._columns.values())]
+        out: dict[str, int] = {}
+        for name in names:
+            total: int | None = None
+            for view in views[:1] if name in _INSTANCE_PROPERTIES else views:
+                value = view.property_int_value(name)
+                if value is not None:
+                    total = (total or 0) + int(value)
+            if total is not None:
+                out[name] = total
+        return out
 
     def close(self) -> None:
         if self._db is None:

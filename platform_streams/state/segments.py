@@ -130,6 +130,9 @@ class SegmentedBytesStore:
         self._backend.close()
 
     def wipe(self) -> None:
+        # drop the column handles first: they keep the RocksDB instance (and its lock) alive
+        self._segments = {}
+        self._segment_ids = []
         self._backend.wipe()
         self._load_segments()
 

@@ -61,11 +61,14 @@ def _names(names: Sequence[str] | JavaTreeSet[str]) -> str:
 
 
 def _source_text(node: SourceNode, successors: Sequence[str] | JavaTreeSet[str]) -> str:
-    return f"Source: {node.name} (topics: [{', '.join(hash_order(node.topics))}])\n      --> {_names(successors)}"
+    topics = ", ".join(hash_order(node.topics))
+    return f"Source: {node.name} (topics: [{topics}])\n      --> {_names(successors)}"
 
 
 def _processor_text(
-    node: ProcessorNode, successors: Sequence[str] | JavaTreeSet[str], predecessors: Sequence[str] | JavaTreeSet[str]
+    node: ProcessorNode,
+    successors: Sequence[str] | JavaTreeSet[str],
+    predecessors: Sequence[str] | JavaTreeSet[str],
 ) -> str:
     return (
         f"Processor: {node.name} (stores: [{', '.join(hash_order(node.stores))}])\n"
@@ -78,9 +81,10 @@ def _sink_text(node: SinkNode, predecessors: Sequence[str] | JavaTreeSet[str]) -
     if node.topic is not None:
         target = f"topic: {node.topic}"
     else:
+        # Java prints the extractor object (its class name); a function's qualified name is ours
         extractor = node.topic_extractor
-        label = f"{getattr(extractor, '__module__', '?')}.{getattr(extractor, '__qualname__', repr(extractor))}"
-        target = f"extractor class: {label}"
+        module = getattr(extractor, "__module__", "?")
+        target = f"extractor class: {module}.{getattr(extractor, '__qualname__', repr(extractor))}"
     return f"Sink: {node.name} ({target})\n      <-- {_names(predecessors)}"
 
 

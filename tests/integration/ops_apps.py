@@ -1,6 +1,7 @@
-"""Applications the ops tests run against: a repartition topic and two logged stores.
+"""Applications the ops tests run against: repartition topics and two logged stores.
 
-Built with the Processor API so the tests do not depend on the stateful DSL::
+:func:`build_topology` uses the Processor API (one repartition topic, two stores in one
+processor)::
 
     input --rekey(by value)--> <app>-rekey-repartition --> count[stores words, letters] --> output
 
@@ -10,6 +11,11 @@ Both stores are persistent and logged, so the topology declares two changelog to
 one repartition topic. The output of a run from scratch is fully determined by the input,
 so a reset-and-rerun must reproduce it, with state rebuilt from zero.
 
+:func:`build_dsl_topology` computes the same with the DSL (``group_by(value)`` then a
+``count`` into store ``words`` and an ``aggregate`` into ``letters``: one repartition
+topic per aggregation, as Kafka Streams does without optimization), emitting
+``count:<n>`` and ``letters:<n>`` records; caching is off so every update is emitted.
+
 ``topology()`` takes its topic names from ``OPS_TEST_INPUT`` / ``OPS_TEST_OUTPUT`` so the
 CLI can load it as ``tests.integration.ops_apps:topology``.
 """
@@ -18,7 +24,8 @@ from __future__ import annotations
 
 import os
 
-from platform_streams import Topology
+from platform_streams import StreamsBuilder, Topology
+from platform_streams.dsl import Consumed, Grouped, Materialized, Produced
 from platform_streams.processor import Processor, Record
 from platform_streams.serde import Long, String
 from platform_streams.state import Stores
@@ -61,6 +68,23 @@ def build_topology(input_topic: str, output_topic: str) -> Topology:
         topology.add_state_store(builder, "count")
     topology.add_sink("out", output_topic, "count", key_serde=String(), value_serde=String())
     return topology
+
+
+def build_dsl_topology(input_topic: str, output_topic: str) -> Topology:
+    builder = StreamsBuilder()
+    words = builder.stream(input_topic, Consumed(key_serde=String(), value_serde=String())).group_by(
+        lambda _key, word: word, Grouped(key_serde=String(), value_serde=String())
+    )
+    counts = words.count(materialized=Materialized.as_("words").with_caching_disabled())
+    letters = words.aggregate(
+        lambda: 0,
+        lambda _word, word, total: total + len(word),
+        materialized=Materialized.as_("letters").with_value_serde(Long()).with_caching_disabled(),
+    )
+    produced = Produced(key_serde=String(), value_serde=String())
+    counts.to_stream().map_values(lambda n: f"count:{n}").to(output_topic, produced)
+    letters.to_stream().map_values(lambda n: f"letters:{n}").to(output_topic, produced)
+    return builder.build()
 
 
 def topology() -> Topology:

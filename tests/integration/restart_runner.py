@@ -14,12 +14,17 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.serde import String
 
-TIMING = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 10000}
+TIMING: dict[str, Any] = {
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 500,
+    "max_poll_interval_ms": 10000,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,11 @@ from tests.support.kafka import ConsumedRecord, consume_all
 T = TypeVar("T")
 
 #: StreamsConfig fields every test app uses (see tests/support/kafka.py GROUP_TIMING).
-APP_TIMING: dict[str, int] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 10000}
+APP_TIMING: dict[str, int] = {
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 500,
+    "max_poll_interval_ms": 10000,
+}
 
 RUNNER = Path(__file__).with_name("restart_runner.py")
 
@@ -80,12 +84,16 @@ def active_tasks(streams: KafkaStreams) -> list[str]:
     return sorted(t for thread in streams.metadata_for_local_threads() for t in thread["active_tasks"])
 
 
-def committed(admin: KafkaAdmin, group: str, ends: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
+def committed(
+    admin: KafkaAdmin, group: str, ends: Mapping[tuple[str, int], int]
+) -> dict[tuple[str, int], int | None]:
     """The group's committed offsets for the partitions of ``ends``."""
     return admin.committed_offsets(group, list(ends))
 
 
-def log_ends(placements: Iterable[tuple[int, int]], topic: str, partitions: int) -> dict[tuple[str, int], int]:
+def log_ends(
+    placements: Iterable[tuple[int, int]], topic: str, partitions: int
+) -> dict[tuple[str, int], int]:
     """Log end offset per partition from ``produce()``'s (partition, offset) results (no transactions)."""
     ends = {(topic, p): 0 for p in range(partitions)}
     for partition, offset in placements:
@@ -101,7 +109,9 @@ def read_to_end(bootstrap: str, topic: str, partitions: int, timeout_s: float = 
     """
     ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(topic, p) for p in range(partitions)])
     records = consume_all(bootstrap, topic, sum(ends.values()), timeout_s=timeout_s)
-    assert len(records) == sum(ends.values()), f"read {len(records)} of {sum(ends.values())} records of {topic}"
+    assert len(records) == sum(ends.values()), (
+        f"read {len(records)} of {sum(ends.values())} records of {topic}"
+    )
     return records
 
 

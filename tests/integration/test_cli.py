@@ -161,7 +161,9 @@ def test_missing_settings_are_named(
     assert err.count("\n") == 1
 
 
-def test_bad_app_references_fail_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_app_references_fail_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "not_an_app.py").write_text("def topology():\n    return 42\n")
     cases = {
         "examples.orders_app": "must look like 'package.module:factory'",
@@ -169,14 +171,11 @@ def test_bad_app_references_fail_with_one_line(tmp_path: Path, capsys: pytest.Ca
         "examples.orders_app:nothing": "has no attribute 'nothing'",
         "not_an_app:topology": "gave int; expected a Topology",
     }
-    sys.path.insert(0, str(tmp_path))
-    try:
-        for spec, message in cases.items():
-            assert main(["--log-level", "ERROR", "describe", spec]) == 2
-            err = capsys.readouterr().err
-            assert message in err and err.count("\n") == 1, err
-    finally:
-        sys.path.remove(str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for spec, message in cases.items():
+        assert main(["--log-level", "ERROR", "describe", spec]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
 
 
 def test_settings_layers_factory_file_env_set(tmp_path: Path) -> None:

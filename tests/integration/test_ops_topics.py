@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, TopicSpec
 from platform_streams.ops import (
     OperationRefusedError,
+    TopicsResult,
     create_internal_topics,
     delete_internal_topics,
     plan_internal_topics,
@@ -60,10 +61,14 @@ class App:
 def app(admin: KafkaAdmin, bootstrap_servers: str, tmp_path: Path) -> Iterator[App]:
     source, sink = new_topic(admin, PARTITIONS, "ops-in"), new_topic(admin, PARTITIONS, "ops-out")
     config = StreamsConfig(
-        application_id=f"ops-topics-{uuid.uuid4().hex[:10]}", bootstrap_servers=bootstrap_servers, state_dir=tmp_path
+        application_id=f"ops-topics-{uuid.uuid4().hex[:10]}",
+        bootstrap_servers=bootstrap_servers,
+        state_dir=tmp_path,
     )
     yield App(build_topology(source, sink), config, source, sink)
-    admin.delete_topics([t for t in admin.list_topics() if t.startswith(config.application_id)] + [source, sink])
+    admin.delete_topics(
+        [t for t in admin.list_topics() if t.startswith(config.application_id)] + [source, sink]
+    )
 
 
 def test_plan_lists_every_internal_topic_with_size_and_configs(app: App) -> None:
@@ -94,7 +99,9 @@ def test_create_is_idempotent_and_validate_passes(app: App, admin: KafkaAdmin) -
     assert validated.ok and validated.issues == [], validated.summary()
 
 
-def test_validate_reports_missing_wrong_partitions_and_wrong_cleanup_policy(app: App, admin: KafkaAdmin) -> None:
+def test_validate_reports_missing_wrong_partitions_and_wrong_cleanup_policy(
+    app: App, admin: KafkaAdmin
+) -> None:
     admin.create_topics(
         [
             TopicSpec(app.internal("words-changelog"), PARTITIONS + 1, config={"cleanup.policy": "compact"}),
@@ -116,7 +123,10 @@ def test_validate_reports_missing_wrong_partitions_and_wrong_cleanup_policy(app:
     created = create_internal_topics(app.topology, app.config)  # creates the missing one, alters nothing
     assert {t.topic: t.status for t in created.topics}[app.internal("rekey-repartition")] == "created"
     assert {i.problem for i in created.issues} == {"partitions", "config"}
-    assert admin.partition_counts([app.internal("words-changelog")])[app.internal("words-changelog")] == PARTITIONS + 1
+    assert (
+        admin.partition_counts([app.internal("words-changelog")])[app.internal("words-changelog")]
+        == PARTITIONS + 1
+    )
 
 
 def test_ownership_rules(app: App) -> None:
@@ -128,7 +138,9 @@ def test_ownership_rules(app: App) -> None:
     assert "does not declare" in (ownership_problem(orphan, plan, app.id, include_orphans=False) or "")
     assert ownership_problem(orphan, plan, app.id, include_orphans=True) is None
     assert "not named" in (ownership_problem(f"{app.id}-foo", plan, app.id, include_orphans=True) or "")
-    assert "not named" in (ownership_problem("other-words-changelog", plan, app.id, include_orphans=True) or "")
+    assert "not named" in (
+        ownership_problem("other-words-changelog", plan, app.id, include_orphans=True) or ""
+    )
 
 
 def test_delete_refuses_foreign_topics_and_deletes_nothing(app: App, admin: KafkaAdmin) -> None:
@@ -139,8 +151,11 @@ def test_delete_refuses_foreign_topics_and_deletes_nothing(app: App, admin: Kafk
 
     for foreign in (app.input, app.output, orphan):
         with pytest.raises(OperationRefusedError) as refused:
-            delete_internal_topics(app.topology, app.config, topics=[app.internal("words-changelog"), foreign])
-        assert [r.topic for r in refused.value.result.refused] == [foreign]
+            delete_internal_topics(
+                app.topology, app.config, topics=[app.internal("words-changelog"), foreign]
+            )
+        found = refused.value.result
+        assert isinstance(found, TopicsResult) and [r.topic for r in found.refused] == [foreign]
         assert everything <= set(admin.list_topics()), f"something was deleted while refusing {foreign}"
 
     with pytest.raises(OperationRefusedError, match="not confirmed"):
@@ -148,7 +163,12 @@ def test_delete_refuses_foreign_topics_and_deletes_nothing(app: App, admin: Kafk
     assert everything <= set(admin.list_topics())
 
     asked: list[list[str]] = []
-    result = delete_internal_topics(app.topology, app.config, confirm=lambda t: asked.append(list(t)) or True)
+
+    def confirm(topics: Sequence[str]) -> bool:
+        asked.append(list(topics))
+        return True
+
+    result = delete_internal_topics(app.topology, app.config, confirm=confirm)
     assert asked == [sorted(app.internal_topics)]
     assert {t.topic: t.status for t in result.topics} == dict.fromkeys(app.internal_topics, "deleted")
     assert result.orphans == [orphan] and any(orphan in w for w in result.warnings)

@@ -17,7 +17,7 @@ from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = pytest.mark.broker
 
-S, I = String(), Integer()
+S, INT = String(), Integer()
 
 
 def _rekey_app(source: str, sink: str, repartitioned: Repartitioned) -> StreamsBuilder:
@@ -49,9 +49,11 @@ def test_repartition_topic_is_created_sized_and_keyed(
     records = _records(2_000)
     produce(bootstrap_servers, source, records)
     config = app_config(bootstrap_servers, tmp_path)
-    builder = _rekey_app(source, sink, Repartitioned(key_serde=S, value_serde=S, num_partitions=num_partitions))
+    builder = _rekey_app(
+        source, sink, Repartitioned(key_serde=S, value_serde=S, num_partitions=num_partitions)
+    )
     internal = f"{config.application_id}-KSTREAM-REPARTITION-0000000002-repartition"
-    assert f"KSTREAM-REPARTITION-0000000002-repartition" in builder.build().internal_topics
+    assert "KSTREAM-REPARTITION-0000000002-repartition" in builder.build().internal_topics
     with running_app(builder, config) as streams:
         assert admin.list_topics()[internal] == expected_partitions
         # sub-topology 0 reads the source (4 tasks), sub-topology 1 the repartition topic
@@ -69,7 +71,9 @@ def test_repartition_topic_is_created_sized_and_keyed(
     assert len({r.partition for r in repartitioned}) == expected_partitions  # 37 keys spread over all
 
 
-def test_named_repartition_uses_the_given_topic_name(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path) -> None:
+def test_named_repartition_uses_the_given_topic_name(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
     source, sink = new_topic(admin, 2, "in"), new_topic(admin, 2, "out")
     produce(bootstrap_servers, source, [(f"k{i}", f"c{i % 5}:{i}") for i in range(100)])
     config = app_config(bootstrap_servers, tmp_path)
@@ -90,5 +94,5 @@ def test_restart_with_existing_internal_topics_reuses_them(
         assert len(consume_all(bootstrap_servers, sink, 1, timeout_s=30)) == 1
     produce(bootstrap_servers, source, [("b", "y:2")])
     with running_app(builder, config):
-        values = sorted(r.value for r in consume_all(bootstrap_servers, sink, 2, timeout_s=30))
+        values = sorted(r.value or b"" for r in consume_all(bootstrap_servers, sink, 2, timeout_s=30))
     assert values == [b"x/x:1", b"y/y:2"]

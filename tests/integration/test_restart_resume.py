@@ -25,7 +25,9 @@ def _inputs(start: int, n: int) -> list[tuple[str, str]]:
 
 def _outputs(bootstrap: str, topic: str) -> Counter[str]:
     """Input value -> how many times it was output, over the whole sink topic."""
-    return Counter(r.value.decode().removesuffix("|done") for r in read_to_end(bootstrap, topic, 4) if r.value)
+    return Counter(
+        r.value.decode().removesuffix("|done") for r in read_to_end(bootstrap, topic, 4) if r.value
+    )
 
 
 def test_kill_dash_nine_mid_stream_then_restart_loses_nothing(
@@ -35,13 +37,22 @@ def test_kill_dash_nine_mid_stream_then_restart_loses_nothing(
     total = 20_000
     placed = produce(bootstrap_servers, source, _inputs(0, total))
     app_id = new_app_id("restart")
-    args = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "output": sink,
-            "state_dir": tmp_path / "state", "commit_interval_ms": 100}
+    args = {
+        "bootstrap": bootstrap_servers,
+        "app_id": app_id,
+        "input": source,
+        "output": sink,
+        "state_dir": tmp_path / "state",
+        "commit_interval_ms": 100,
+    }
     first = AppProcess(tmp_path / "first.log", delay_us=300, **args)  # ~6 s of work: killed half way
     try:
         first.expect("RUNNING")
-        wait_until(lambda: len(consume_all(bootstrap_servers, sink, total // 4, timeout_s=0.5)) >= total // 4,
-                   30, "a quarter of the output exists")
+        wait_until(
+            lambda: len(consume_all(bootstrap_servers, sink, total // 4, timeout_s=0.5)) >= total // 4,
+            30,
+            "a quarter of the output exists",
+        )
         first.kill()
     finally:
         first.close()
@@ -53,7 +64,9 @@ def test_kill_dash_nine_mid_stream_then_restart_loses_nothing(
     second = AppProcess(tmp_path / "second.log", **args)
     try:
         second.expect("RUNNING")  # after the group evicts the dead member (session timeout)
-        wait_until(lambda: admin.committed_offsets(app_id, list(ends)) == ends, 30, "offsets committed to the end")
+        wait_until(
+            lambda: admin.committed_offsets(app_id, list(ends)) == ends, 30, "offsets committed to the end"
+        )
         assert second.terminate() == 0
     finally:
         second.close()
@@ -69,8 +82,14 @@ def test_sigterm_at_a_quiet_point_commits_so_a_restart_has_no_duplicates(
     source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
     app_id = new_app_id("graceful")
     # a commit interval longer than the test: only the graceful close can commit
-    args = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "output": sink,
-            "state_dir": tmp_path / "state", "commit_interval_ms": 600_000}
+    args = {
+        "bootstrap": bootstrap_servers,
+        "app_id": app_id,
+        "input": source,
+        "output": sink,
+        "state_dir": tmp_path / "state",
+        "commit_interval_ms": 600_000,
+    }
     placed = produce(bootstrap_servers, source, _inputs(0, 1_000))
     first = AppProcess(tmp_path / "first.log", **args)
     try:

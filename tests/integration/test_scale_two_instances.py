@@ -42,7 +42,12 @@ def test_two_instances_split_four_partitions_and_output_is_complete(
             def split() -> bool:
                 a, b = active_tasks(first), active_tasks(second)
                 both_running = first.state() is State.RUNNING and second.state() is State.RUNNING
-                return both_running and len(a) == 2 and len(b) == 2 and sorted(a + b) == [f"0_{p}" for p in range(4)]
+                return (
+                    both_running
+                    and len(a) == 2
+                    and len(b) == 2
+                    and sorted(a + b) == [f"0_{p}" for p in range(4)]
+                )
 
             wait_until(split, 30, "each instance runs two of the four tasks")
             placed += produce(bootstrap_servers, source, [(f"k{i}", f"v{i}") for i in range(2_000, 6_000)])
@@ -78,14 +83,21 @@ def test_an_instance_leaving_hands_its_partitions_over(
 ) -> None:
     source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
     first_config = app_config(bootstrap_servers, tmp_path / "a")
-    second = KafkaStreams(_app(source, sink), app_config(bootstrap_servers, tmp_path / "b",
-                                                          app_id=first_config.application_id))
+    second = KafkaStreams(
+        _app(source, sink), app_config(bootstrap_servers, tmp_path / "b", app_id=first_config.application_id)
+    )
     with running_app(_app(source, sink), first_config) as first:
         second.start()
-        wait_until(lambda: len(active_tasks(first)) == 2 and second.state() is State.RUNNING, 30,
-                   "the second instance took two tasks")
+        wait_until(
+            lambda: len(active_tasks(first)) == 2 and second.state() is State.RUNNING,
+            30,
+            "the second instance took two tasks",
+        )
         assert second.close(timeout_s=30)
-        wait_until(lambda: len(active_tasks(first)) == 4 and first.state() is State.RUNNING, 30,
-                   "the first instance took all tasks back")
+        wait_until(
+            lambda: len(active_tasks(first)) == 4 and first.state() is State.RUNNING,
+            30,
+            "the first instance took all tasks back",
+        )
         produce(bootstrap_servers, source, [(f"k{i}", f"v{i}") for i in range(500)])
         assert len(consume_all(bootstrap_servers, sink, 500, timeout_s=30)) == 500

@@ -25,9 +25,9 @@ S, J = String(), Json()
 
 def _filter_map_app(source: str, sink: str) -> StreamsBuilder:
     builder = StreamsBuilder()
-    builder.stream(source, Consumed(key_serde=S, value_serde=J)).filter(lambda k, v: v["n"] % 3 != 0).map_values(
-        lambda v: {"n": v["n"], "double": v["n"] * 2}
-    ).to(sink, Produced(key_serde=S, value_serde=J))
+    builder.stream(source, Consumed(key_serde=S, value_serde=J)).filter(
+        lambda k, v: v["n"] % 3 != 0
+    ).map_values(lambda v: {"n": v["n"], "double": v["n"] * 2}).to(sink, Produced(key_serde=S, value_serde=J))
     return builder
 
 
@@ -36,12 +36,13 @@ def test_hundred_thousand_records_across_four_partitions_exactly(
 ) -> None:
     source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
     total = 100_000
-    placed = produce(
-        bootstrap_servers, source, ((f"k{i % 977}", json.dumps({"n": i})) for i in range(total))
-    )
+    placed = produce(bootstrap_servers, source, ((f"k{i % 977}", json.dumps({"n": i})) for i in range(total)))
     assert {p for p, _ in placed} == {0, 1, 2, 3}
-    expected = Counter((f"k{i % 977}", json.dumps({"n": i, "double": 2 * i}, separators=(",", ":")))
-                       for i in range(total) if i % 3 != 0)
+    expected = Counter(
+        (f"k{i % 977}", json.dumps({"n": i, "double": 2 * i}, separators=(",", ":")))
+        for i in range(total)
+        if i % 3 != 0
+    )
     config = app_config(bootstrap_servers, tmp_path, commit_interval_ms=1000)
     with running_app(_filter_map_app(source, sink), config) as streams:
         assert active_tasks(streams) == ["0_0", "0_1", "0_2", "0_3"]
@@ -73,8 +74,13 @@ def test_custom_partitioner_timestamps_and_headers_on_the_broker(
     builder.stream(source, Consumed(key_serde=S, value_serde=S)).to(
         sink, Produced(key_serde=S, value_serde=S, partitioner=last_partition)
     )
-    produce(bootstrap_servers, source, [(f"k{i}", f"v{i}") for i in range(20)], timestamp_ms=1_600_000_000_000,
-            headers=[("trace", b"t-1")])
+    produce(
+        bootstrap_servers,
+        source,
+        [(f"k{i}", f"v{i}") for i in range(20)],
+        timestamp_ms=1_600_000_000_000,
+        headers=[("trace", b"t-1")],
+    )
     with running_app(builder, app_config(bootstrap_servers, tmp_path)):
         records = consume_all(bootstrap_servers, sink, 20, timeout_s=30)
     assert len(records) == 20
@@ -101,9 +107,9 @@ def test_a_processing_failure_reaches_the_uncaught_exception_handler_and_stops_t
 ) -> None:
     source, sink = new_topic(admin, 1, "in"), new_topic(admin, 1, "out")
     builder = StreamsBuilder()
-    builder.stream(source, Consumed(key_serde=S, value_serde=S)).map_values(lambda v: str(1 // int(v)), "inverse").to(
-        sink, Produced(key_serde=S, value_serde=S)
-    )
+    builder.stream(source, Consumed(key_serde=S, value_serde=S)).map_values(
+        lambda v: str(1 // int(v)), "inverse"
+    ).to(sink, Produced(key_serde=S, value_serde=S))
     failures: list[BaseException] = []
     states: list[State] = []
     streams = KafkaStreams(builder, app_config(bootstrap_servers, tmp_path))

@@ -15,12 +15,12 @@ import pytest
 
 from platform_streams.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuilder
 from platform_streams.processor import Processor, Record
-from platform_streams.serde import Integer, Long, String
+from platform_streams.serde import Integer, Json, Long, String
 from platform_streams.state import Stores
 from platform_streams.testing import TestRecord, TopologyTestDriver
 from platform_streams.topology import Topology
 
-S, L, I = String(), Long(), Integer()
+S, L, INT = String(), Long(), Integer()
 CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
 
 # The Kafka Streams tutorial ("Tutorial: Write a Kafka Streams Application"), WordCount.
@@ -187,18 +187,20 @@ def test_grouped_name_names_the_repartition_topic_and_is_shared_by_aggregations(
 
 def test_reduce_and_aggregate_with_serdes() -> None:
     builder = StreamsBuilder()
-    grouped = builder.stream("in", Consumed(key_serde=S, value_serde=I)).group_by_key()
+    grouped = builder.stream("in", Consumed(key_serde=S, value_serde=INT)).group_by_key()
     grouped.reduce(max, materialized=Materialized.as_("max")).to_stream().to("max-out")
     grouped.aggregate(
         lambda: "",
         lambda key, value, agg: f"{agg},{value}" if agg else str(value),
         materialized=Materialized.as_("csv").with_value_serde(S),
     ).to_stream().to("csv-out", Produced(value_serde=S))
-    with TopologyTestDriver(builder.build(), {"default_key_serde": "string", "default_value_serde": "integer"}) as d:
-        source = d.create_input_topic("in", S, I)
+    with TopologyTestDriver(
+        builder.build(), {"default_key_serde": "string", "default_value_serde": "integer"}
+    ) as d:
+        source = d.create_input_topic("in", S, INT)
         for value in (3, 7, 5):
             source.pipe_input("k", value)
-        assert d.create_output_topic("max-out", S, I).read_values_to_list() == [3, 7, 7]
+        assert d.create_output_topic("max-out", S, INT).read_values_to_list() == [3, 7, 7]
         assert d.create_output_topic("csv-out", S, S).read_values_to_list() == ["3", "3,7", "3,7,5"]
 
 
@@ -269,20 +271,22 @@ def test_grouped_table_repartition_naming_follows_kafka_streams() -> None:
 
 def test_grouped_table_reduce_and_aggregate_subtract_the_old_value() -> None:
     builder = StreamsBuilder()
-    grouped = builder.table("scores", Consumed(key_serde=S, value_serde=I)).group_by(
-        lambda player, score: ("total", score), Grouped(key_serde=S, value_serde=I)
+    grouped = builder.table("scores", Consumed(key_serde=S, value_serde=INT)).group_by(
+        lambda player, score: ("total", score), Grouped(key_serde=S, value_serde=INT)
     )
     grouped.reduce(
-        lambda agg, v: agg + v, lambda agg, v: agg - v, materialized=Materialized.as_("sum").with_value_serde(I)
+        lambda agg, v: agg + v,
+        lambda agg, v: agg - v,
+        materialized=Materialized.as_("sum").with_value_serde(INT),
     )
     grouped.aggregate(
         lambda: 0,
         lambda key, v, agg: agg + 1,
         lambda key, v, agg: agg - 1,
-        materialized=Materialized.as_("players").with_value_serde(I),
+        materialized=Materialized.as_("players").with_value_serde(INT),
     )
     with TopologyTestDriver(builder.build(), CONFIG) as driver:
-        scores = driver.create_input_topic("scores", S, I)
+        scores = driver.create_input_topic("scores", S, INT)
         scores.pipe_input("p1", 10)
         scores.pipe_input("p2", 5)
         scores.pipe_input("p1", 20)
@@ -314,14 +318,14 @@ def test_processor_api_store_with_range_and_prefix_scans() -> None:
     topology.add_source("src", "in", key_serde=S, value_serde=S)
     topology.add_processor("count", _CountingProcessor, "src")
     topology.add_state_store(
-        Stores.key_value_store_builder(Stores.persistent_key_value_store("papi-counts"), S, I), "count"
+        Stores.key_value_store_builder(Stores.persistent_key_value_store("papi-counts"), S, INT), "count"
     )
-    topology.add_sink("sink", "out", "count", key_serde=S, value_serde=I)
+    topology.add_sink("sink", "out", "count", key_serde=S, value_serde=INT)
     with TopologyTestDriver(topology, CONFIG) as driver:
         source = driver.create_input_topic("in", S, S)
         for key in ["user:a", "user:b", "user:a", "order:1", "user:c"]:
             source.pipe_input(key, "v")
-        assert driver.create_output_topic("out", S, I).read_values_to_list() == [1, 1, 2, 1, 1]
+        assert driver.create_output_topic("out", S, INT).read_values_to_list() == [1, 1, 2, 1, 1]
         store = driver.get_state_store("papi-counts")
         assert list(store.range("user:a", "user:b")) == [("user:a", 2), ("user:b", 1)]
         assert list(store.prefix_scan("user:")) == [("user:a", 2), ("user:b", 1), ("user:c", 1)]
@@ -342,3 +346,42 @@ def test_materialized_in_memory_store_and_test_record_timestamps() -> None:
         store = driver.get_key_value_store("mem")
         assert store.persistent is False
         assert store.get_timestamped("k") == (1, 42)
+
+
+def test_cogroup_folds_several_streams_into_one_aggregate() -> None:
+    builder = StreamsBuilder()
+    clicks = builder.stream("clicks").group_by_key()
+    views = builder.stream("views").select_key(lambda k, v: v).group_by_key()
+    (
+        clicks.cogroup(lambda key, value, agg: {**agg, "clicks": agg["clicks"] + 1})
+        .cogroup(views, lambda key, value, agg: {**agg, "views": agg["views"] + 1})
+        .aggregate(
+            lambda: {"clicks": 0, "views": 0},
+            materialized=Materialized.as_("activity").with_value_serde(Json()),
+        )
+        .to_stream()
+        .map_values(lambda agg: f"{agg['clicks']}/{agg['views']}")
+        .to("out")
+    )
+    topology = builder.build()
+    description = str(topology.describe())
+    # sources 0-1, select_key 2, repartition sink/filter/source 3-5, one aggregate per input 6-7, merge 8
+    assert "Processor: COGROUPKSTREAM-AGGREGATE-0000000006 (stores: [activity])" in description
+    assert "Processor: COGROUPKSTREAM-AGGREGATE-0000000007 (stores: [activity])" in description
+    assert "Processor: COGROUPKSTREAM-MERGE-0000000008 (stores: [])" in description
+    assert "(topic: activity-repartition)" in description
+    assert frozenset({"clicks", "activity-repartition"}) in topology.copartition_groups
+    with TopologyTestDriver(topology, CONFIG) as driver:
+        clicks_in = driver.create_input_topic("clicks", S, S)
+        views_in = driver.create_input_topic("views", S, S)
+        clicks_in.pipe_input("u1", "c", 1)
+        views_in.pipe_input("ignored", "u1", 2)
+        views_in.pipe_input("ignored", "u1", 3)
+        clicks_in.pipe_input("u2", "c", 4)
+        assert driver.create_output_topic("out", S, S).read_key_values_to_list() == [
+            ("u1", "1/0"),
+            ("u1", "1/1"),
+            ("u1", "1/2"),
+            ("u2", "1/0"),
+        ]
+        assert driver.get_key_value_store("activity").get("u1") == {"clicks": 1, "views": 2}

@@ -164,8 +164,11 @@ def test_optimized_merge_topology_matches_kafka_streams() -> None:
         ("mergedStream", ("mappedAStream", "mappedBStream")),
         ("long-groupByKey-repartition-filter", "mergedStream"),
     )
-    topology.add_sink("long-groupByKey-repartition-sink", "long-groupByKey-repartition",
-                      "long-groupByKey-repartition-filter")
+    topology.add_sink(
+        "long-groupByKey-repartition-sink",
+        "long-groupByKey-repartition",
+        "long-groupByKey-repartition-filter",
+    )
     topology.add_source("long-groupByKey-repartition-source", "long-groupByKey-repartition")
     _processors(topology, ("long-count", "long-groupByKey-repartition-source"))
     topology.add_state_store(_FakeStoreBuilder("long-store"), "long-count")
@@ -394,7 +397,11 @@ def test_description_objects_expose_subtopologies_in_print_order() -> None:
     description = builder.build().describe()
     (sub,) = description.subtopologies()
     assert sub.id == 0
-    assert sub.ordered_node_names() == ["KSTREAM-SOURCE-0000000000", "KSTREAM-FILTER-0000000001", "KSTREAM-SINK-0000000002"]
+    assert sub.ordered_node_names() == [
+        "KSTREAM-SOURCE-0000000000",
+        "KSTREAM-FILTER-0000000001",
+        "KSTREAM-SINK-0000000002",
+    ]
     assert description.global_stores() == []
     assert repr(description) == str(description)
 

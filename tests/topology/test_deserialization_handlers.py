@@ -80,13 +80,17 @@ def test_log_and_fail_raises_deserialization_error_naming_the_record() -> None:
 def test_key_deserialization_errors_are_handled_too() -> None:
     builder = StreamsBuilder()
     builder.stream("in", Consumed(key_serde=J, value_serde=S)).to("out", Produced(key_serde=J, value_serde=S))
-    with TopologyTestDriver(builder.build(), {"deserialization_exception_handler": "log_and_continue"}) as driver:
+    with TopologyTestDriver(
+        builder.build(), {"deserialization_exception_handler": "log_and_continue"}
+    ) as driver:
         driver.pipe_raw("in", b"nope", b"v", 1, None)
         driver.pipe_raw("in", b'"ok"', b"v", 2, None)
         assert driver.create_output_topic("out", J, S).read_key_values_to_list() == [("ok", "v")]
 
 
-@pytest.mark.parametrize(("response", "fails"), [(HandlerResponse.CONTINUE, False), (HandlerResponse.FAIL, True)])
+@pytest.mark.parametrize(
+    ("response", "fails"), [(HandlerResponse.CONTINUE, False), (HandlerResponse.FAIL, True)]
+)
 def test_custom_handler_decides(response: HandlerResponse, fails: bool) -> None:
     calls: list[tuple[Any, Any, BaseException]] = []
 
@@ -123,15 +127,23 @@ def _dlq_headers(record: Any) -> dict[str, bytes | None]:
 
 
 def test_dead_letter_topic_keeps_raw_record_and_adds_error_headers() -> None:
-    with _driver(deserialization_exception_handler="log_and_continue", errors_dead_letter_queue_topic_name=DLQ) as d:
+    with _driver(
+        deserialization_exception_handler="log_and_continue", errors_dead_letter_queue_topic_name=DLQ
+    ) as d:
         _pipe_good_bad_good(d)
         assert _out(d) == [("k1", 2), ("k3", 6)]
         (dead,) = d.create_output_topic(DLQ, B, B).read_records_to_list()
     assert (dead.key, dead.value, dead.timestamp) == (b"k2", b"{not json", 101)
     assert dead.headers[0] == ("origin", b"test")  # the record's own headers come first
     headers = _dlq_headers(dead)
-    assert set(headers) == {HEADER_EXCEPTION, HEADER_MESSAGE, HEADER_STACKTRACE, HEADER_TOPIC, HEADER_PARTITION,
-                            HEADER_OFFSET}
+    assert set(headers) == {
+        HEADER_EXCEPTION,
+        HEADER_MESSAGE,
+        HEADER_STACKTRACE,
+        HEADER_TOPIC,
+        HEADER_PARTITION,
+        HEADER_OFFSET,
+    }
     assert headers[HEADER_EXCEPTION] == b"DeserializationError"
     assert b"invalid JSON" in (headers[HEADER_MESSAGE] or b"")
     assert b"Traceback" in (headers[HEADER_STACKTRACE] or b"")

@@ -14,8 +14,8 @@ from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Integer, String
 from platform_streams.testing import TopologyTestDriver
 
-S, I = String(), Integer()
-CONFIG = {"default_key_serde": "string", "default_value_serde": "integer"}
+S, INT = String(), Integer()
+CONFIG: dict[str, Any] = {"default_key_serde": "string", "default_value_serde": "integer"}
 
 
 def _papi(processor: Any, *children: str) -> Topology:
@@ -35,16 +35,18 @@ class Router(Processor):
         if record.value < 0:
             self.context.forward(record.with_value(-record.value))
         else:
-            self.context.forward(record.with_key(record.key.upper()), "even" if record.value % 2 == 0 else "odd")
+            self.context.forward(
+                record.with_key(record.key.upper()), "even" if record.value % 2 == 0 else "odd"
+            )
 
 
 def test_forward_to_all_children_and_to_one_named_child() -> None:
     with TopologyTestDriver(_papi(Router, "even", "odd"), CONFIG) as driver:
-        source = driver.create_input_topic("in", S, I)
+        source = driver.create_input_topic("in", S, INT)
         for key, value in [("a", 1), ("b", 2), ("c", -3)]:
             source.pipe_input(key, value)
-        even = driver.create_output_topic("even", S, I).read_key_values_to_list()
-        odd = driver.create_output_topic("odd", S, I).read_key_values_to_list()
+        even = driver.create_output_topic("even", S, INT).read_key_values_to_list()
+        odd = driver.create_output_topic("odd", S, INT).read_key_values_to_list()
     assert even == [("B", 2), ("c", 3)]
     assert odd == [("A", 1), ("c", 3)]
 
@@ -55,9 +57,13 @@ def test_forward_to_an_unknown_child_names_the_children() -> None:
             self.context.forward(record, "nope")
 
     # a StreamsError is a programming error: it is raised as is, not given to the handler
-    with TopologyTestDriver(_papi(Bad, "out"), {**CONFIG, "processing_exception_handler": "log_and_continue"}) as d:
-        with pytest.raises(TopologyError, match=r"'proc' cannot forward to 'nope'.*\['out'\]"):
-            d.create_input_topic("in", S, I).pipe_input("k", 1)
+    with (
+        TopologyTestDriver(
+            _papi(Bad, "out"), {**CONFIG, "processing_exception_handler": "log_and_continue"}
+        ) as d,
+        pytest.raises(TopologyError, match=r"'proc' cannot forward to 'nope'.*\['out'\]"),
+    ):
+        d.create_input_topic("in", S, INT).pipe_input("k", 1)
 
 
 class Metadata(Processor):
@@ -78,10 +84,10 @@ class Metadata(Processor):
 def test_record_metadata_names_the_input_record_and_is_none_in_punctuation() -> None:
     Metadata.seen = []
     with TopologyTestDriver(_papi(Metadata, "out"), {**CONFIG, "application_id": "meta-app"}) as driver:
-        source = driver.create_input_topic("in", S, I)
+        source = driver.create_input_topic("in", S, INT)
         source.pipe_input("a", 1, timestamp_ms=5)
         source.pipe_input("b", 2, timestamp_ms=12)
-        assert driver.create_output_topic("out", S, I).read_key_values_to_list() == [("a", 1), ("b", 2)]
+        assert driver.create_output_topic("out", S, INT).read_key_values_to_list() == [("a", 1), ("b", 2)]
     assert Metadata.seen == [
         (RecordMetadata("in", 0, 0), 5, "0_0"),
         (None, 5, "punctuation"),  # stream-time punctuation is aligned to 0: the first record fires it
@@ -118,8 +124,8 @@ def _punctuation_driver(kind: PunctuationType, interval: int) -> TopologyTestDri
 
 def test_stream_time_punctuation_fires_as_stream_time_passes_each_interval() -> None:
     with _punctuation_driver(PunctuationType.STREAM_TIME, 10) as driver:
-        source = driver.create_input_topic("in", S, I)
-        out = driver.create_output_topic("out", S, I)
+        source = driver.create_input_topic("in", S, INT)
+        out = driver.create_output_topic("out", S, INT)
         assert out.is_empty()  # no data, no stream time: nothing fires
         source.pipe_input("k", 1, timestamp_ms=3)  # aligned to 0 (as in Kafka Streams): fires at once
         assert [(r.value, r.timestamp) for r in out.read_records_to_list()] == [(1, 3)]
@@ -140,14 +146,16 @@ def test_stream_time_punctuation_fires_as_stream_time_passes_each_interval() -> 
 
 def test_wall_clock_punctuation_fires_when_the_driver_clock_advances() -> None:
     with _punctuation_driver(PunctuationType.WALL_CLOCK_TIME, 100) as driver:
-        source = driver.create_input_topic("in", S, I)
-        out = driver.create_output_topic("out", S, I)
+        source = driver.create_input_topic("in", S, INT)
+        out = driver.create_output_topic("out", S, INT)
         source.pipe_input("k", 1, timestamp_ms=10_000)  # record time does not drive it
         assert out.is_empty()
         driver.advance_wall_clock_time(99)
         assert out.is_empty()
         driver.advance_wall_clock_time(1)
-        assert [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()] == [("wall_clock_time", 1, 100)]
+        assert [(r.key, r.value, r.timestamp) for r in out.read_records_to_list()] == [
+            ("wall_clock_time", 1, 100)
+        ]
         driver.advance_wall_clock_time(250)  # behind by 2.5 intervals: fires once
         assert [r.timestamp for r in out.read_records_to_list()] == [350]
         source.pipe_input("k", 99)  # cancels the schedule
@@ -178,7 +186,7 @@ def test_failing_punctuator_raises_processor_error_naming_the_node() -> None:
             raise RuntimeError("tick failed")
 
     with TopologyTestDriver(_papi(Failing), CONFIG) as driver, pytest.raises(ProcessorError) as info:
-        driver.create_input_topic("in", S, I).pipe_input("k", 1, timestamp_ms=5)
+        driver.create_input_topic("in", S, INT).pipe_input("k", 1, timestamp_ms=5)
     assert info.value.node == "proc"
     assert "tick failed" in str(info.value)
 
@@ -198,12 +206,12 @@ def test_processor_lifecycle_init_process_close_one_instance_per_task() -> None:
             events.append("close")
 
     with TopologyTestDriver(_papi(Tracked), {**CONFIG, "application_id": "life"}) as driver:
-        driver.create_input_topic("in", S, I).pipe_input("k", 1)
+        driver.create_input_topic("in", S, INT).pipe_input("k", 1)
     assert events == ["init life 0_0", "process k", "close"]
 
 
 def test_supplier_must_return_a_processor() -> None:
-    with pytest.raises(TypeError, match="must return a platform_streams.processor.Processor"):
+    with pytest.raises(TypeError, match=r"must return a platform_streams\.processor\.Processor"):
         TopologyTestDriver(_papi(lambda: object()), CONFIG)
 
 
@@ -217,8 +225,11 @@ def test_store_access_requires_a_connection() -> None:
         def process(self, record: Record) -> None:
             self.context.get_state_store("missing")
 
-    with TopologyTestDriver(_papi(Lookup), CONFIG) as driver, pytest.raises(InvalidStateStoreError, match="connect"):
-        driver.create_input_topic("in", S, I).pipe_input("k", 1)
+    with (
+        TopologyTestDriver(_papi(Lookup), CONFIG) as driver,
+        pytest.raises(InvalidStateStoreError, match="connect"),
+    ):
+        driver.create_input_topic("in", S, INT).pipe_input("k", 1)
 
 
 def test_node_processor_works_on_fields_and_requests_commits() -> None:
@@ -228,8 +239,8 @@ def test_node_processor_works_on_fields_and_requests_commits() -> None:
             self.forward(key, value * 2, timestamp + 1, headers)
 
     with TopologyTestDriver(_papi(Doubler, "out"), CONFIG) as driver:
-        driver.create_input_topic("in", S, I).pipe_input("k", 21, timestamp_ms=100, headers=[("h", b"1")])
-        record = driver.create_output_topic("out", S, I).read_record()
+        driver.create_input_topic("in", S, INT).pipe_input("k", 21, timestamp_ms=100, headers=[("h", b"1")])
+        record = driver.create_output_topic("out", S, INT).read_record()
         (task,) = driver._tasks
         assert task.commit_requested
     assert (record.key, record.value, record.timestamp, record.headers) == ("k", 42, 101, [("h", b"1")])
@@ -242,14 +253,14 @@ def test_dsl_process_runs_a_processor_between_dsl_operators() -> None:
 
     builder = StreamsBuilder()
     (
-        builder.stream("in", Consumed(key_serde=S, value_serde=I))
+        builder.stream("in", Consumed(key_serde=S, value_serde=INT))
         .filter(lambda k, v: v > 0)
         .process(Tag, named="tagger")
         .map_values(str.upper)
         .to("out", Produced(key_serde=S, value_serde=S))
     )
     with TopologyTestDriver(builder.build(), CONFIG) as driver:
-        source = driver.create_input_topic("in", S, I)
+        source = driver.create_input_topic("in", S, INT)
         source.pipe_input("a", 0, timestamp_ms=7)
         source.pipe_input("b", 5, timestamp_ms=8)
         records = driver.create_output_topic("out", S, S).read_records_to_list()
@@ -292,12 +303,21 @@ def test_a_schedule_made_inside_process_fires_without_any_refresh(tmp_path: Any)
 
     plan = compile_topology(_papi(Late))
     config = StreamsConfig(application_id="late", bootstrap_servers="x:1", state_dir=tmp_path, **CONFIG)
-    task = StreamTask(TaskId(0, 0), plan, plan.subtopologies[0], config=config, collector=Sent(),
-                      clock_ms=lambda: 0, task_dir=tmp_path)
+    task = StreamTask(
+        TaskId(0, 0),
+        plan,
+        plan.subtopologies[0],
+        config=config,
+        collector=Sent(),
+        clock_ms=lambda: 0,
+        task_dir=tmp_path,
+    )
     task.initialize_stores()
     task.initialize_processors()
     task.refresh_punctuation_flags()
-    records = [DriverRecord("in", 0, i, b"k", I.serialize(v), ts) for i, (v, ts) in enumerate([(1, 4), (2, 12)])]
+    records = [
+        DriverRecord("in", 0, i, b"k", INT.serialize(v), ts) for i, (v, ts) in enumerate([(1, 4), (2, 12)])
+    ]
     task.add_records(("in", 0), records)
     assert task.process(10) == 2
     assert fired == [4, 12]

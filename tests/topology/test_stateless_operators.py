@@ -19,7 +19,7 @@ from platform_streams.testing import TestRecord, TopologyTestDriver
 S = String()
 I = Integer()  # noqa: E741 - the Kafka Streams serde name
 #: Like Java, value-changing operators drop the value serde: sinks fall back to these defaults.
-CONFIG = {"default_key_serde": "string", "default_value_serde": "integer"}
+CONFIG: dict[str, Any] = {"default_key_serde": "string", "default_value_serde": "integer"}
 
 
 def _stream(builder: StreamsBuilder, topic: str = "in") -> KStream:
@@ -61,8 +61,10 @@ def test_filter_not_drops_matching_records() -> None:
 
 
 def test_map_replaces_key_and_value() -> None:
-    got = _out(lambda s: s.map(lambda k, v: (k.upper(), v * 10)).to("out", Produced(key_serde=S, value_serde=I)),
-               RECORDS[:2])
+    got = _out(
+        lambda s: s.map(lambda k, v: (k.upper(), v * 10)).to("out", Produced(key_serde=S, value_serde=I)),
+        RECORDS[:2],
+    )
     assert got == [("A", 10), ("B", 20)]
 
 
@@ -80,8 +82,12 @@ def test_map_values_accepts_builtins_and_callable_objects() -> None:
         def __call__(self, key: str, value: int) -> int:
             return value + len(key)
 
+    def build(stream: KStream) -> None:
+        stream.map_values(str).to("strs", Produced(value_serde=S))
+        stream.map_values(AddKeyLength()).to("out")
+
     got = _run(
-        lambda s: (s.map_values(str).to("strs", Produced(value_serde=S)), s.map_values(AddKeyLength()).to("out")),
+        build,
         [("ab", 5)],
         {"strs": (S, S), "out": (S, I)},
     )
@@ -93,13 +99,18 @@ def test_flat_map_emits_zero_or_more_records() -> None:
         for i in range(value):
             yield f"{key}{i}", i
 
-    got = _out(lambda s: s.flat_map(explode).to("out", Produced(key_serde=S, value_serde=I)), [("a", 0), ("b", 2)])
+    got = _out(
+        lambda s: s.flat_map(explode).to("out", Produced(key_serde=S, value_serde=I)), [("a", 0), ("b", 2)]
+    )
     assert got == [("b0", 0), ("b1", 1)]
 
 
 def test_flat_map_values_with_one_argument() -> None:
     assert _out(lambda s: s.flat_map_values(lambda v: [v, -v]).to("out"), [("a", 1), ("b", 2)]) == [
-        ("a", 1), ("a", -1), ("b", 2), ("b", -2)
+        ("a", 1),
+        ("a", -1),
+        ("b", 2),
+        ("b", -2),
     ]
 
 
@@ -135,7 +146,7 @@ def test_foreach_is_terminal_and_sees_every_record() -> None:
     seen: list[tuple[str, int]] = []
 
     def build(stream: KStream) -> None:
-        assert stream.foreach(lambda k, v: seen.append((k, v))) is None
+        stream.foreach(lambda k, v: seen.append((k, v)))  # returns nothing to chain on
         stream.to("out")
 
     assert _out(build, RECORDS) == RECORDS
@@ -181,8 +192,11 @@ def test_split_routes_to_first_matching_branch_and_default() -> None:
             assert branch is not None
             branch.to(topic)
 
-    got = _run(build, [("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5)],
-               {t: (S, I) for t in ("even", "big", "other")})
+    got = _run(
+        build,
+        [("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5)],
+        {t: (S, I) for t in ("even", "big", "other")},
+    )
     assert got == {"even": [("b", 2), ("d", 4)], "big": [("c", 3), ("e", 5)], "other": [("a", 1)]}
 
 
@@ -202,8 +216,10 @@ def test_split_with_chain_functions_and_consumer_branches() -> None:
     def build(stream: KStream) -> None:
         branches = (
             stream.split(Named.as_("s-"))
-            .branch(lambda k, v: v < 3,
-                    Branched.with_function(lambda b: b.map_values(lambda v: v * 100), name="small"))
+            .branch(
+                lambda k, v: v < 3,
+                Branched.with_function(lambda b: b.map_values(lambda v: v * 100), name="small"),
+            )
             .branch(lambda k, v: v < 5, Branched.with_function(lambda b: b.to("mid")))  # returns None
             .default_branch()
         )
@@ -215,8 +231,9 @@ def test_split_with_chain_functions_and_consumer_branches() -> None:
         assert default is not None
         default.to("rest")
 
-    got = _run(build, [("a", 1), ("b", 3), ("c", 9), ("d", 2)],
-               {"small": (S, I), "mid": (S, I), "rest": (S, I)})
+    got = _run(
+        build, [("a", 1), ("b", 3), ("c", 9), ("d", 2)], {"small": (S, I), "mid": (S, I), "rest": (S, I)}
+    )
     assert got == {"small": [("a", 100), ("d", 200)], "mid": [("b", 3)], "rest": [("c", 9)]}
 
 
@@ -271,7 +288,11 @@ def test_to_with_a_topic_extractor_chooses_the_topic_per_record() -> None:
 
     got = _run(lambda s: s.to(route), RECORDS[:3], {"even": (S, I), "odd": (S, I)})
     assert got == {"even": [("b", 2)], "odd": [("a", 1), ("c", 3)]}
-    assert [(m.topic, m.partition, m.offset) for m in seen_metadata] == [("in", 0, 0), ("in", 0, 1), ("in", 0, 2)]
+    assert [(m.topic, m.partition, m.offset) for m in seen_metadata] == [
+        ("in", 0, 0),
+        ("in", 0, 1),
+        ("in", 0, 2),
+    ]
 
 
 def test_to_with_a_custom_partitioner_calls_it_with_topic_key_value_and_count() -> None:
@@ -287,7 +308,9 @@ def test_to_with_a_custom_partitioner_calls_it_with_topic_key_value_and_count() 
 
 
 def test_to_uses_produced_serdes_over_the_stream_serdes() -> None:
-    got = _run(lambda s: s.to("out", Produced(key_serde=S, value_serde=Long())), [("k", 7)], {"out": (S, Long())})
+    got = _run(
+        lambda s: s.to("out", Produced(key_serde=S, value_serde=Long())), [("k", 7)], {"out": (S, Long())}
+    )
     assert got == {"out": [("k", 7)]}
     raw = _run(lambda s: s.to("out", Produced(value_serde=Long())), [("k", 7)], {"out": (S, Bytes8())})
     assert raw == {"out": [("k", b"\x00" * 7 + b"\x07")]}
@@ -319,7 +342,10 @@ def test_repartition_feeds_records_through_the_internal_topic() -> None:
         for key, value in RECORDS:
             source.pipe_input(key, value)
         assert driver.create_output_topic("out", I, S).read_key_values_to_list() == [
-            (1, "1:1"), (0, "0:2"), (1, "1:3"), (0, "0:4")
+            (1, "1:1"),
+            (0, "0:2"),
+            (1, "1:3"),
+            (0, "0:4"),
         ]
         internal = driver.create_output_topic("app-by-parity-repartition", I, I).read_key_values_to_list()
     assert internal == [(1, 1), (0, 2), (1, 3), (0, 4)]
@@ -437,5 +463,8 @@ class _StreamTimeProbe(Processor):
 def test_unknown_input_topic_is_rejected() -> None:
     builder = StreamsBuilder()
     _stream(builder).to("out")
-    with TopologyTestDriver(builder.build(), CONFIG) as driver, pytest.raises(Exception, match="unknown input topic"):
+    with (
+        TopologyTestDriver(builder.build(), CONFIG) as driver,
+        pytest.raises(Exception, match="unknown input topic"),
+    ):
         driver.create_input_topic("nope", S, I)

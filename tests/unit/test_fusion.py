@@ -17,7 +17,7 @@ from platform_streams.serde import Integer, String
 from platform_streams.testing.records import DriverRecord
 from platform_streams.topology import compile_topology
 
-S, I = String(), Integer()
+S, INT = String(), Integer()
 ENTRY_CALL = re.compile(r"\b_e\d+\(")
 
 
@@ -36,13 +36,25 @@ class Collector:
 
 def _tasks(topology: Topology, tmp_path: Path) -> tuple[list[StreamTask], Collector]:
     plan = compile_topology(topology)
-    config = StreamsConfig(application_id="fuse", bootstrap_servers="x:1", state_dir=tmp_path,
-                           default_key_serde="string", default_value_serde="integer")
+    config = StreamsConfig(
+        application_id="fuse",
+        bootstrap_servers="x:1",
+        state_dir=tmp_path,
+        default_key_serde=S,
+        default_value_serde=INT,
+    )
     collector = Collector()
     tasks = []
     for sub in plan.subtopologies:
-        task = StreamTask(TaskId(sub.id, 0), plan, sub, config=config, collector=collector,
-                          clock_ms=lambda: 0, task_dir=tmp_path / str(sub.id))
+        task = StreamTask(
+            TaskId(sub.id, 0),
+            plan,
+            sub,
+            config=config,
+            collector=collector,
+            clock_ms=lambda: 0,
+            task_dir=tmp_path / str(sub.id),
+        )
         task.initialize_stores()
         task.initialize_processors()
         tasks.append(task)
@@ -50,16 +62,16 @@ def _tasks(topology: Topology, tmp_path: Path) -> tuple[list[StreamTask], Collec
 
 
 def _feed(task: StreamTask, topic: str, *values: int) -> None:
-    records = [DriverRecord(topic, 0, i, b"k", I.serialize(v), 10 + i) for i, v in enumerate(values)]
+    records = [DriverRecord(topic, 0, i, b"k", INT.serialize(v), 10 + i) for i, v in enumerate(values)]
     task.add_records((topic, 0), records)
     task.process(len(records))
 
 
 def test_filter_map_values_to_chain_is_one_function_without_entry_calls(tmp_path: Path) -> None:
     builder = StreamsBuilder()
-    builder.stream("in", Consumed(key_serde=S, value_serde=I)).filter(lambda k, v: v > 1).map_values(
+    builder.stream("in", Consumed(key_serde=S, value_serde=INT)).filter(lambda k, v: v > 1).map_values(
         lambda v: v * 3
-    ).to("out", Produced(key_serde=S, value_serde=I))
+    ).to("out", Produced(key_serde=S, value_serde=INT))
     (task,), collector = _tasks(builder.build(), tmp_path)
     source = task.graph.sources["in"].__ps_source__  # type: ignore[attr-defined]
     assert not ENTRY_CALL.search(source), source
@@ -67,17 +79,20 @@ def test_filter_map_values_to_chain_is_one_function_without_entry_calls(tmp_path
     lines = [line.strip() for line in source.splitlines()]
     assert any(re.fullmatch(r"if _f\d+\(k, v\):", line) for line in lines)
     assert any(re.fullmatch(r"v\d+ = _f\d+\(v\)", line) for line in lines)
-    assert any(re.fullmatch(r"_send\d+\(_t\d+, _ks\d+\(k\), _vs\d+\(v\d+\), ts, h, None\)", line) for line in lines)
+    assert any(
+        re.fullmatch(r"_send\d+\(_t\d+, _ks\d+\(k\), _vs\d+\(v\d+\), ts, h, None\)", line) for line in lines
+    )
     _feed(task, "in", 1, 2, 5)
-    assert [(t, k, I.deserialize(v), ts) for t, k, v, ts, _h, _p in collector.sent] == [
-        ("out", b"k", 6, 11), ("out", b"k", 15, 12)
+    assert [(t, k, INT.deserialize(v), ts) for t, k, v, ts, _h, _p in collector.sent] == [
+        ("out", b"k", 6, 11),
+        ("out", b"k", 15, 12),
     ]
 
 
 def test_merge_with_two_parents_is_one_shared_entry(tmp_path: Path) -> None:
     builder = StreamsBuilder()
-    a = builder.stream("a", Consumed(key_serde=S, value_serde=I)).map_values(lambda v: v + 100)
-    b = builder.stream("b", Consumed(key_serde=S, value_serde=I))
+    a = builder.stream("a", Consumed(key_serde=S, value_serde=INT)).map_values(lambda v: v + 100)
+    b = builder.stream("b", Consumed(key_serde=S, value_serde=INT))
     a.merge(b, named="m").map_values(lambda v: -v).to("out")
     (task,), collector = _tasks(builder.build(), tmp_path)
     sources = {t: f.__ps_source__ for t, f in task.graph.sources.items()}  # type: ignore[attr-defined]
@@ -89,13 +104,13 @@ def test_merge_with_two_parents_is_one_shared_entry(tmp_path: Path) -> None:
     assert task.graph.entry("m") is task.graph.entry("m")  # compiled once, shared by both parents
     _feed(task, "a", 1)
     _feed(task, "b", 2)
-    assert [I.deserialize(v) for _t, _k, v, *_ in collector.sent] == [-101, -2]
+    assert [INT.deserialize(v) for _t, _k, v, *_ in collector.sent] == [-101, -2]
 
 
 def test_branch_codegen_is_if_elif_else_with_first_match(tmp_path: Path) -> None:
     builder = StreamsBuilder()
     branches = (
-        builder.stream("in", Consumed(key_serde=S, value_serde=I))
+        builder.stream("in", Consumed(key_serde=S, value_serde=INT))
         .split(named="s-")
         .branch(lambda k, v: v < 10)
         .branch(lambda k, v: v < 100)
@@ -106,7 +121,9 @@ def test_branch_codegen_is_if_elif_else_with_first_match(tmp_path: Path) -> None
         stream.to(name)
     (task,), collector = _tasks(builder.build(), tmp_path)
     text = task.graph.sources["in"].__ps_source__  # type: ignore[attr-defined]
-    keywords = [line.strip().split(" ")[0] for line in text.splitlines() if re.match(r"\s+(if|elif|else)\b", line)]
+    keywords = [
+        line.strip().split(" ")[0] for line in text.splitlines() if re.match(r"\s+(if|elif|else)\b", line)
+    ]
     assert keywords[-3:] == ["if", "elif", "else:"]
     assert not ENTRY_CALL.search(text)
     _feed(task, "in", 5, 50, 500)
@@ -115,7 +132,7 @@ def test_branch_codegen_is_if_elif_else_with_first_match(tmp_path: Path) -> None
 
 def test_flat_map_codegen_is_a_loop_and_empty_blocks_stay_valid(tmp_path: Path) -> None:
     builder = StreamsBuilder()
-    stream = builder.stream("in", Consumed(key_serde=S, value_serde=I))
+    stream = builder.stream("in", Consumed(key_serde=S, value_serde=INT))
     stream.flat_map_values(lambda v: range(v)).to("out")
     stream.filter(lambda k, v: True)  # a filter with no children: "if ...: pass"
     stream.split().branch(lambda k, v: False).no_default_branch()
@@ -124,12 +141,14 @@ def test_flat_map_codegen_is_a_loop_and_empty_blocks_stay_valid(tmp_path: Path) 
     assert re.search(r"for v\d+ in _f\d+\(v\):", text)
     assert "pass" in text
     _feed(task, "in", 3)
-    assert [I.deserialize(v) for _t, _k, v, *_ in collector.sent] == [0, 1, 2]
+    assert [INT.deserialize(v) for _t, _k, v, *_ in collector.sent] == [0, 1, 2]
 
 
-def test_sinks_with_partitioner_or_extractor_and_processors_are_called_through_entries(tmp_path: Path) -> None:
+def test_sinks_with_partitioner_or_extractor_and_processors_are_called_through_entries(
+    tmp_path: Path,
+) -> None:
     builder = StreamsBuilder()
-    stream = builder.stream("in", Consumed(key_serde=S, value_serde=I))
+    stream = builder.stream("in", Consumed(key_serde=S, value_serde=INT))
     stream.to("p", Produced(partitioner=lambda topic, k, v, n: n - 1))
     stream.to(lambda k, v, meta: f"dyn-{meta.offset}")
     (task,), collector = _tasks(builder.build(), tmp_path)
@@ -141,9 +160,12 @@ def test_sinks_with_partitioner_or_extractor_and_processors_are_called_through_e
 
 def test_internal_topics_are_prefixed_in_generated_sinks_and_sources(tmp_path: Path) -> None:
     builder = StreamsBuilder()
-    builder.stream("in", Consumed(key_serde=S, value_serde=I)).repartition().to("out")
+    builder.stream("in", Consumed(key_serde=S, value_serde=INT)).repartition().to("out")
     tasks, collector = _tasks(builder.build(), tmp_path)
-    assert [list(t.graph.sources) for t in tasks] == [["in"], ["fuse-KSTREAM-REPARTITION-0000000001-repartition"]]
+    assert [list(t.graph.sources) for t in tasks] == [
+        ["in"],
+        ["fuse-KSTREAM-REPARTITION-0000000001-repartition"],
+    ]
     _feed(tasks[0], "in", 4)
     assert [t for t, *_ in collector.sent] == ["fuse-KSTREAM-REPARTITION-0000000001-repartition"]
 
@@ -153,11 +175,11 @@ def test_node_of_traceback_maps_generated_lines_to_nodes(tmp_path: Path) -> None
         raise ValueError("boom")
 
     builder = StreamsBuilder()
-    builder.stream("in", Consumed(key_serde=S, value_serde=I)).filter(lambda k, v: True, "first").map_values(
-        boom, "second"
-    ).to("out")
+    builder.stream("in", Consumed(key_serde=S, value_serde=INT)).filter(
+        lambda k, v: True, "first"
+    ).map_values(boom, "second").to("out")
     (task,), _ = _tasks(builder.build(), tmp_path)
-    record = DriverRecord("in", 0, 0, b"k", I.serialize(1), 1)
+    record = DriverRecord("in", 0, 0, b"k", INT.serialize(1), 1)
     with pytest.raises(ValueError) as info:
         task.graph.sources["in"](record)
     assert node_of_traceback(info.value.__traceback__) == "second"
@@ -170,7 +192,7 @@ def test_node_of_traceback_maps_generated_lines_to_nodes(tmp_path: Path) -> None
 
 def test_deserialization_failure_in_generated_source_goes_to_the_task_handler(tmp_path: Path) -> None:
     builder = StreamsBuilder()
-    builder.stream("in", Consumed(key_serde=S, value_serde=I)).to("out")
+    builder.stream("in", Consumed(key_serde=S, value_serde=INT)).to("out")
     (task,), collector = _tasks(builder.build(), tmp_path)
     from platform_streams.errors import DeserializationError
 

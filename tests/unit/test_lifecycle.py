@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig, StreamsUncaughtExceptionResponse
+from platform_streams import (
+    KafkaStreams,
+    State,
+    StreamsBuilder,
+    StreamsConfig,
+    StreamsUncaughtExceptionResponse,
+)
 from platform_streams.errors import IllegalStateError, StreamsStateError, StreamsTimeoutError
 
 LEGAL = {
@@ -38,7 +44,9 @@ def test_terminal_states_and_running_predicate() -> None:
 
 def test_exception_responses_are_kafka_streams_names() -> None:
     assert {r.value for r in StreamsUncaughtExceptionResponse} == {
-        "REPLACE_WORKER", "SHUTDOWN_CLIENT", "SHUTDOWN_APPLICATION"
+        "REPLACE_WORKER",
+        "SHUTDOWN_CLIENT",
+        "SHUTDOWN_APPLICATION",
     }
 
 

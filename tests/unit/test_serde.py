@@ -418,7 +418,9 @@ def test_serde_from_name_rejects_non_string() -> None:
         (Long(), 123456789, 12, 8),
     ],
 )
-def test_serialized_keys_land_in_the_java_partition(serde: Serde, key: Any, partitions: int, expected: int) -> None:
+def test_serialized_keys_land_in_the_java_partition(
+    serde: Serde, key: Any, partitions: int, expected: int
+) -> None:
     from platform_streams.processor.partitioner import default_partition
 
     data = serde.serialize(key)

@@ -1,0 +1,206 @@
+"""``KStream.join/left_join/outer_join(other_stream, joiner, JoinWindows[, StreamJoined])``.
+
+Builds Kafka Streams' stream-stream join subgraph (``KStreamImplJoin``), with its names::
+
+    left  -> KSTREAM-WINDOWED-a -> KSTREAM-JOINTHIS-c  (or OUTERTHIS for outer joins) --+
+    right -> KSTREAM-WINDOWED-b -> KSTREAM-JOINOTHER-d (or OUTEROTHER for left/outer) --+-> KSTREAM-MERGE-e
+
+Stores: ``<JOINTHIS name>-store`` and ``<JOINOTHER name>-store`` (window stores of
+``before + after`` retaining duplicates, retention ``before + after + grace``), and for
+left/outer joins ``KSTREAM-OUTERSHARED-<c>-store`` (the outer-join store). With
+``StreamJoined(store_name=s)``: ``s-this-join-store``, ``s-other-join-store`` (``-outer-...``
+for outer sides) and ``s-left-shared-join-store`` / ``s-outer-shared-join-store``; with
+``StreamJoined(name=n)`` the processors are ``n-this-windowed``, ``n-this-join``, ...,
+``n-merge``.
+
+A side whose key may have changed is repartitioned first (``<n>-left-repartition`` /
+``<n>-right-repartition``, else ``<node name>-repartition``), and both sides' topics form
+a co-partition group. The joiner is ``joiner(left_value, right_value)`` or, with three
+parameters, ``joiner(key, left_value, right_value)`` (``ValueJoinerWithKey``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.dsl.options import StreamJoined
+from platform_streams.dsl.stream_join_processors import (
+    JoinSideParams,
+    JoinWindowProcessor,
+    StreamJoinProcessor,
+    TimeTrackers,
+)
+from platform_streams.dsl.windowed_store import WindowStoreSpec
+from platform_streams.dsl.windows import JoinWindows
+from platform_streams.errors import TopologyError
+from platform_streams.serde import Bytes
+from platform_streams.state.stores import Stores
+from platform_streams.topology.nodes import StatelessOp
+
+if TYPE_CHECKING:
+    from platform_streams.dsl.kstream import KStream
+
+__all__ = ["stream_stream_join"]
+
+_JOINTHIS, _OUTERTHIS = "KSTREAM-JOINTHIS-", "KSTREAM-OUTERTHIS-"
+_JOINOTHER, _OUTEROTHER = "KSTREAM-JOINOTHER-", "KSTREAM-OUTEROTHER-"
+
+
+def stream_stream_join(
+    left: KStream,
+    right: Any,
+    joiner: Callable[..., Any],
+    windows: JoinWindows,
+    stream_joined: StreamJoined | None = None,
+    *,
+    kind: str,
+) -> KStream:
+    """Add the join subgraph; returns the joined stream (key serde kept, value serde unknown)."""
+    from platform_streams.dsl.kstream import KStream
+
+    if not isinstance(right, KStream):
+        raise TopologyError(f"a windowed join needs a KStream on the other side, got {type(right).__name__}")
+    if right.builder is not left.builder:
+        raise TopologyError("cannot join streams from different StreamsBuilders")
+    if kind not in ("inner", "left", "outer"):
+        raise TopologyError(f"unknown join kind {kind!r}")
+    sj = stream_joined or StreamJoined()
+    builder = left.builder
+    key_serde = sj.key_serde or left.key_serde
+    left_value_serde = sj.value_serde or left.value_serde
+    right_value_serde = sj.other_value_serde or right.value_serde
+    if left.repartition_required:
+        base = f"{sj.name}-left" if sj.name else left.node_name
+        left = left._through_repartition_topic(
+            base, key_serde=key_serde, value_serde=left_value_serde, num_partitions=None, partitioner=None
+        )
+    if right.repartition_required:
+        base = f"{sj.name}-right" if sj.name else right.node_name
+        right = right._through_repartition_topic(
+            base, key_serde=key_serde, value_serde=right_value_serde, num_partitions=None, partitioner=None
+        )
+    topology = builder.topology
+    topics = left.source_topics | right.source_topics
+    if len(topics) > 1:
+        topology.add_copartition_group(topics)
+
+    left_outer = kind in ("left", "outer")
+    right_outer = kind == "outer"
+    names = builder.names
+    this_windowed = f"{sj.name}-this-windowed" if sj.name else names.name("KSTREAM-WINDOWED-")
+    other_windowed = f"{sj.name}-other-windowed" if sj.name else names.name("KSTREAM-WINDOWED-")
+    this_generated = names.name(_OUTERTHIS if right_outer else _JOINTHIS)
+    other_generated = names.name(_OUTEROTHER if left_outer else _JOINOTHER)
+    this_suffix = "-outer-this-join" if right_outer else "-this-join"
+    other_suffix = "-outer-other-join" if left_outer else "-other-join"
+    join_this = f"{sj.name}{this_suffix}" if sj.name else this_generated
+    join_other = f"{sj.name}{other_suffix}" if sj.name else other_generated
+    merge = f"{sj.name}-merge" if sj.name else names.name("KSTREAM-MERGE-")
+
+    store_base = sj.store_name
+    this_store = f"{store_base}{this_suffix}-store" if store_base else f"{this_generated}-store"
+    other_store = f"{store_base}{other_suffix}-store" if store_base else f"{other_generated}-store"
+    outer_store = None
+    if left_outer:
+        shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
+        index = this_generated[len(_OUTERTHIS if right_outer else _JOINTHIS) :]
+        outer_store = (
+            f"{store_base}{shared_suffix}-store" if store_base else f"KSTREAM-OUTERSHARED-{index}-store"
+        )
+
+    fn = _with_key(joiner)
+    trackers = TimeTrackers()
+    common = {
+        "grace_ms": windows.grace_ms,
+        "windows_before_ms": windows.before_ms,
+        "windows_after_ms": windows.after_ms,
+        "outer_store": outer_store,
+        "trackers": trackers,
+        "key_serde": key_serde,
+        "left_value_serde": left_value_serde,
+        "right_value_serde": right_value_serde,
+    }
+    this_params = JoinSideParams(
+        other_store=other_store,
+        before_ms=windows.before_ms,
+        after_ms=windows.after_ms,
+        is_left=True,
+        outer=left_outer,
+        joiner=fn,
+        **common,  # type: ignore[arg-type]
+    )
+    other_params = JoinSideParams(
+        other_store=this_store,
+        before_ms=windows.after_ms,
+        after_ms=windows.before_ms,
+        is_left=False,
+        outer=right_outer,
+        joiner=lambda key, right_value, left_value: fn(key, left_value, right_value),
+        **common,  # type: ignore[arg-type]
+    )
+
+    topology.add_processor(this_windowed, lambda: JoinWindowProcessor(this_store), left.node_name)
+    topology.add_processor(other_windowed, lambda: JoinWindowProcessor(other_store), right.node_name)
+    topology.add_processor(join_this, lambda: StreamJoinProcessor(this_params), this_windowed)
+    topology.add_processor(join_other, lambda: StreamJoinProcessor(other_params), other_windowed)
+    topology.add_stateless(merge, StatelessOp("passthrough"), join_this, join_other)
+
+    topology.add_state_store(
+        _join_store(this_store, windows, sj, key_serde, left_value_serde), this_windowed, join_other
+    )
+    topology.add_state_store(
+        _join_store(other_store, windows, sj, key_serde, right_value_serde), other_windowed, join_this
+    )
+    if outer_store is not None:
+        topology.add_state_store(_outer_store(outer_store, sj), join_this, join_other)
+    return KStream(
+        builder, merge, key_serde=key_serde, source_topics=left.source_topics | right.source_topics
+    )
+
+
+def _join_store(
+    name: str, windows: JoinWindows, sj: StreamJoined, key_serde: Any, value_serde: Any
+) -> WindowStoreSpec:
+    """A join side's window store: every record kept (duplicates), no cache, as in Kafka Streams."""
+    size = max(windows.size(), 1)  # a zero-width window still needs a positive store window
+    return WindowStoreSpec(
+        name=name,
+        key_serde=key_serde,
+        value_serde=value_serde,
+        retention_ms=size + windows.grace_ms,
+        store_type=sj.store_type,
+        caching_enabled=False,
+        logging_enabled=sj.logging_enabled,
+        window_size_ms=size,
+        retain_duplicates=True,
+        timestamped=False,
+    )
+
+
+def _outer_store(name: str, sj: StreamJoined) -> Any:
+    supplier = (
+        Stores.in_memory_key_value_store(name)
+        if sj.store_type == "in_memory"
+        else Stores.persistent_key_value_store(name)
+    )
+    builder = Stores.key_value_store_builder(supplier, Bytes(), Bytes())
+    return builder if sj.logging_enabled else builder.with_logging_disabled()
+
+
+def _with_key(joiner: Callable[..., Any]) -> Callable[[Any, Any, Any], Any]:
+    """``ValueJoiner`` (2 parameters) or ``ValueJoinerWithKey`` (3) as a 3-parameter function."""
+    try:
+        params = inspect.signature(joiner).parameters.values()
+        required = [
+            p
+            for p in params
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+        with_key = len(required) >= 3
+    except (TypeError, ValueError):
+        with_key = False
+    if with_key:
+        return joiner
+    return lambda key, left_value, right_value: joiner(left_value, right_value)

@@ -1,0 +1,252 @@
+"""Every metric platform_streams exports, declared once, with its Kafka Streams counterpart.
+
+Naming: Kafka Streams' JMX metric ``<group>:<name>`` becomes
+``kafka_streams_<group short name>_<name with _ for ->`` with Prometheus conventions:
+``-rate``/``-total`` pairs become one counter (``_total``; ``rate()`` gives the rate),
+``-avg``/``-max`` latency pairs become one histogram in seconds (``_sum / _count`` gives
+the average, ``histogram_quantile`` the tail), gauges keep their unit as a suffix. Tags
+become labels: ``application_id`` and ``client_id`` on everything, plus ``thread_id``,
+``task_id``, ``processor_node_id``, ``store`` where Kafka Streams has the tag.
+
+Recording levels are Kafka Streams': a metric of level DEBUG is neither recorded nor
+exported unless ``metrics_recording_level`` is DEBUG (or TRACE). The collector builds its
+families from :data:`CATALOG` only, so an undeclared name cannot be exported, and
+``docs/metrics.md`` is generated from it (a test keeps the two in sync).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+from platform_streams.metrics.histogram import E2E_LATENCY_BUCKETS_S, LATENCY_BUCKETS_S, RECORD_COUNT_BUCKETS
+
+__all__ = [
+    "BASE_LABELS",
+    "CATALOG",
+    "ROCKSDB_PROPERTIES",
+    "STORE_OPERATIONS",
+    "Level",
+    "MetricSpec",
+    "by_name",
+    "mapping_table",
+]
+
+
+class Level(enum.IntEnum):
+    """Kafka Streams' ``metrics.recording.level``."""
+
+    INFO = 0
+    DEBUG = 1
+    TRACE = 2
+
+    @classmethod
+    def parse(cls, text: str) -> Level:
+        return cls[text.strip().upper()]
+
+
+Kind = Literal["counter", "gauge", "histogram", "info", "stateset"]
+
+BASE_LABELS: tuple[str, ...] = ("application_id", "client_id")
+_THREAD = ("thread_id",)
+_TASK = ("thread_id", "task_id")
+_NODE = ("thread_id", "task_id", "processor_node_id")
+_STORE = ("thread_id", "task_id", "store", "store_type")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One exported metric family and where it comes from in Kafka Streams."""
+
+    name: str
+    kind: Kind
+    help: str
+    group: str
+    kafka_streams: tuple[str, ...]
+    labels: tuple[str, ...] = ()
+    level: Level = Level.INFO
+    buckets: tuple[float, ...] = ()
+
+    @property
+    def exported_name(self) -> str:
+        """The name as scraped (counters get ``_total``, info metrics ``_info``)."""
+        if self.kind == "counter":
+            return f"{self.name}_total"
+        if self.kind == "info":
+            return f"{self.name}_info"
+        return self.name
+
+    @property
+    def all_labels(self) -> tuple[str, ...]:
+        return BASE_LABELS + self.labels
+
+
+def _m(
+    name: str,
+    kind: Kind,
+    group: str,
+    kafka_streams: str,
+    help: str,
+    labels: tuple[str, ...] = (),
+    level: Level = Level.INFO,
+    buckets: tuple[float, ...] = (),
+) -> MetricSpec:
+    return MetricSpec(
+        f"kafka_streams_{name}",
+        kind,
+        help,
+        group,
+        tuple(k.strip() for k in kafka_streams.split(",") if k.strip()),
+        labels,
+        level,
+        buckets,
+    )
+
+
+_CLIENT_G = "stream-metrics"
+_THREAD_G = "stream-thread-metrics"
+_TASK_G = "stream-task-metrics"
+_NODE_G = "stream-processor-node-metrics"
+_STATE_G = "stream-state-metrics"
+_CACHE_G = "stream-record-cache-metrics"
+_CONSUMER_G = "consumer-fetch-manager-metrics"
+_OURS = "(platform_streams)"
+
+#: Store operations the metered stores time (DEBUG): our op name -> Kafka Streams' metric stem.
+STORE_OPERATIONS: dict[str, str] = {
+    "put": "put",
+    "put_if_absent": "put-if-absent",
+    "get": "get",
+    "delete": "delete",
+    "fetch": "fetch",
+    "flush": "flush",
+}
+
+#: RocksDB properties exported per store (INFO, as Kafka Streams' property-based metrics):
+#: Kafka Streams metric name -> (RocksDB property, exported suffix).
+ROCKSDB_PROPERTIES: dict[str, tuple[str, str]] = {
+    "estimate-num-keys": ("rocksdb.estimate-num-keys", "estimate_num_keys"),
+    "cur-size-active-mem-table": ("rocksdb.cur-size-active-mem-table", "cur_size_active_mem_table_bytes"),
+    "cur-size-all-mem-tables": ("rocksdb.cur-size-all-mem-tables", "cur_size_all_mem_tables_bytes"),
+    "size-all-mem-tables": ("rocksdb.size-all-mem-tables", "size_all_mem_tables_bytes"),
+    "num-entries-active-mem-table": ("rocksdb.num-entries-active-mem-table", "num_entries_active_mem_table"),
+    "num-immutable-mem-table": ("rocksdb.num-immutable-mem-table", "num_immutable_mem_table"),
+    "mem-table-flush-pending": ("rocksdb.mem-table-flush-pending", "mem_table_flush_pending"),
+    "estimate-pending-compaction-bytes": (
+        "rocksdb.estimate-pending-compaction-bytes",
+        "estimate_pending_compaction_bytes",
+    ),
+    "total-sst-files-size": ("rocksdb.total-sst-files-size", "total_sst_files_size_bytes"),
+    "live-sst-files-size": ("rocksdb.live-sst-files-size", "live_sst_files_size_bytes"),
+    "num-live-versions": ("rocksdb.num-live-versions", "num_live_versions"),
+    "estimate-table-readers-mem": ("rocksdb.estimate-table-readers-mem", "estimate_table_readers_mem_bytes"),
+    "block-cache-capacity": ("rocksdb.block-cache-capacity", "block_cache_capacity_bytes"),
+    "block-cache-usage": ("rocksdb.block-cache-usage", "block_cache_usage_bytes"),
+    "block-cache-pinned-usage": ("rocksdb.block-cache-pinned-usage", "block_cache_pinned_usage_bytes"),
+    "background-errors": ("rocksdb.background-errors", "background_errors"),
+}
+
+CATALOG: tuple[MetricSpec, ...] = (
+    # -- client -----------------------------------------------------------------------------
+    _m("client", "info", _CLIENT_G, "version, commit-id, application-id",
+       "Library version of this client (value 1; the labels carry the data).", ("version",)),
+    _m("client_state", "stateset", _CLIENT_G, "state",
+       "The client's KafkaStreams.State (1 for the current state).", ("state",)),
+    _m("client_alive_stream_threads", "gauge", _CLIENT_G, "alive-stream-threads",
+       "Workers (stream threads) currently alive."),
+    _m("client_failed_stream_threads", "gauge", _CLIENT_G, "failed-stream-threads",
+       "Workers that died of an exception since the client started."),
+    # -- thread (worker) ----------------------------------------------------------------------
+    _m("thread_state", "stateset", _THREAD_G, "thread-state",
+       "The worker's state (1 for the current state).", _THREAD + ("state",)),
+    _m("thread_start_time_seconds", "gauge", _THREAD_G, "thread-start-time",
+       "When the worker started (Unix time, seconds).", _THREAD),
+    _m("thread_poll", "counter", _THREAD_G, "poll-rate, poll-total",
+       "Polls of the consumer (one per loop iteration).", _THREAD),
+    _m("thread_poll_latency_seconds", "histogram", _THREAD_G, "poll-latency-avg, poll-latency-max",
+       "Time spent polling the consumer per loop iteration.", _THREAD, buckets=LATENCY_BUCKETS_S),
+    _m("thread_poll_records", "histogram", _THREAD_G, "poll-records-avg, poll-records-max",
+       "Records returned per poll.", _THREAD, buckets=RECORD_COUNT_BUCKETS),
+    _m("thread_process", "counter", _THREAD_G, "process-rate, process-total",
+       "Records processed by the worker's tasks.", _THREAD),
+    _m("thread_process_latency_seconds", "histogram", _THREAD_G, "process-latency-avg, process-latency-max",
+       "Time per processing pass of a loop iteration (all tasks; divide the sum by "
+       "the process counter for a per-record average).", _THREAD, buckets=LATENCY_BUCKETS_S),
+    _m("thread_process_records", "histogram", _THREAD_G, "process-records-avg, process-records-max",
+       "Records processed per loop iteration that processed any.", _THREAD, buckets=RECORD_COUNT_BUCKETS),
+    _m("thread_commit", "counter", _THREAD_G, "commit-rate, commit-total",
+       "Commits (flush stores and producer, commit offsets).", _THREAD),
+    _m("thread_commit_latency_seconds", "histogram", _THREAD_G, "commit-latency-avg, commit-latency-max",
+       "Duration of commits.", _THREAD, buckets=LATENCY_BUCKETS_S),
+    _m("thread_task_created", "counter", _THREAD_G, "task-created-rate, task-created-total",
+       "Tasks created (a rebalance that keeps a task closes and recreates it).", _THREAD),
+    _m("thread_task_closed", "counter", _THREAD_G, "task-closed-rate, task-closed-total",
+       "Tasks closed.", _THREAD),
+    _m("thread_rebalances", "counter", "consumer-coordinator-metrics", "rebalance-total, rebalance-rate-per-hour",
+       "Partition assignments received by the worker.", _THREAD),
+    _m("thread_active_tasks", "gauge", _OURS, "",
+       "Active tasks the worker runs now.", _THREAD),
+    _m("consumer_records_lag", "gauge", _CONSUMER_G, "records-lag",
+       "High watermark (from fetch responses) minus the next offset to process, per input partition.",
+       _THREAD + ("topic", "partition")),
+    _m("record_cache_size_bytes", "gauge", _TASK_G, "cache-size-bytes-total",
+       "Bytes held by the worker's record cache (shared by its tasks).", _THREAD),
+    _m("record_cache_evictions", "counter", _CACHE_G, "",
+       "Entries evicted from the worker's record cache (hit-ratio is not recorded).", _THREAD),
+    # -- task ---------------------------------------------------------------------------------
+    _m("task_dropped_records", "counter", _TASK_G, "dropped-records-rate, dropped-records-total",
+       "Records skipped: deserialization or processing errors handled with CONTINUE, invalid timestamps.",
+       _TASK),
+    _m("task_process", "counter", _TASK_G, "process-rate, process-total",
+       "Records processed by the task.", _TASK, Level.DEBUG),
+    _m("task_input_buffer_records", "gauge", _TASK_G, "input-buffer-bytes-total",
+       "Records buffered for the task, not processed yet (records, not bytes).", _TASK),
+    _m("task_restore", "counter", _TASK_G, "restore-rate, restore-total",
+       "Changelog records restored into the task's stores.", _TASK),
+    _m("task_restoring", "gauge", _TASK_G, "restore-remaining-records-total",
+       "1 while a store of the task is being restored (the remaining count is not known: "
+       "log ends are only learnt by fetching).", _TASK),
+    _m("task_update", "counter", _TASK_G, "update-rate, update-total",
+       "Changelog records applied to the task's stores while it is a standby.", _TASK),
+    # -- processor node -----------------------------------------------------------------------
+    _m("processor_node_record_e2e_latency_seconds", "histogram", _NODE_G,
+       "record-e2e-latency-avg, record-e2e-latency-min, record-e2e-latency-max",
+       "Wall clock minus record timestamp when processed, at source nodes (sampled every 100 ms per task).",
+       _NODE, buckets=E2E_LATENCY_BUCKETS_S),
+    # -- state stores -------------------------------------------------------------------------
+    *(
+        _m(f"state_{op}_latency_seconds", "histogram", _STATE_G, f"{stem}-latency-avg, {stem}-latency-max, "
+           f"{stem}-rate, {stem}-total", f"Latency of store {op} operations (the count is the number of calls).",
+           _STORE, Level.DEBUG, LATENCY_BUCKETS_S)
+        for op, stem in STORE_OPERATIONS.items()
+    ),
+    *(
+        _m(f"state_{suffix}", "gauge", _STATE_G, ks_name,
+           f"RocksDB property {prop}, summed over the store's column families "
+           "(block cache figures are the shared cache's).", _STORE)
+        for ks_name, (prop, suffix) in ROCKSDB_PROPERTIES.items()
+    ),
+)  # fmt: skip
+
+_BY_NAME = {spec.name: spec for spec in CATALOG}
+
+
+def by_name(name: str) -> MetricSpec:
+    """The spec of ``name`` (KeyError for an undeclared metric)."""
+    return _BY_NAME[name]
+
+
+def mapping_table() -> str:
+    """The Markdown table of ``docs/metrics.md``: Kafka Streams name -> our name."""
+    rows = [
+        "| Kafka Streams group | Kafka Streams metric(s) | Prometheus name | Type | Labels | Level |",
+        "|---|---|---|---|---|---|",
+    ]
+    for spec in CATALOG:
+        ks = ", ".join(f"`{n}`" for n in spec.kafka_streams) or "—"
+        labels = ", ".join(spec.labels) or "—"
+        rows.append(
+            f"| {spec.group} | {ks} | `{spec.exported_name}` | {spec.kind} | {labels} | {spec.level.name} |"
+        )
+    return "\n".join(rows) + "\n"

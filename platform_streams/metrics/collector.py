@@ -1,0 +1,163 @@
+"""The Prometheus collector: builds every family from the recorders at scrape time.
+
+Families come from :data:`~platform_streams.metrics.catalog.CATALOG` only; a family of a
+level above the client's ``metrics_recording_level`` is skipped, and one without samples
+is left out. The scrape runs on the HTTP thread and only *reads* what the worker threads
+wrote (ints, histogram buckets, dicts copied with ``list()``), so it needs no lock and
+never touches a store or a consumer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from platform_streams.metrics.catalog import BASE_LABELS, ROCKSDB_PROPERTIES, Level, MetricSpec, by_name
+from platform_streams.metrics.histogram import Histogram
+
+if TYPE_CHECKING:
+    from platform_streams.metrics.recorders import ThreadRecorder
+    from platform_streams.metrics.streams_metrics import StreamsMetrics
+
+__all__ = ["StreamsCollector"]
+
+
+class _Families:
+    """Families of one scrape, created on first sample from their catalog spec."""
+
+    def __init__(self, level: Level, base: list[str]) -> None:
+        self.level = level
+        self.base = base
+        self.families: dict[str, Metric] = {}
+
+    def _family(self, name: str) -> Metric | None:
+        family = self.families.get(name)
+        if family is not None:
+            return family
+        spec = by_name(name)
+        if spec.level > self.level:
+            return None
+        family = self.families[name] = _new_family(spec)
+        return family
+
+    def add(self, name: str, labels: Sequence[str], value: float) -> None:
+        family = self._family(name)
+        if family is not None:
+            family.add_metric([*self.base, *labels], value)  # type: ignore[attr-defined]
+
+    def histogram(self, name: str, labels: Sequence[str], hist: Histogram) -> None:
+        family = self._family(name)
+        if family is not None:
+            buckets, total = hist.cumulative()
+            family.add_metric([*self.base, *labels], buckets, total)  # type: ignore[attr-defined]
+
+    def one_hot(self, name: str, labels: Sequence[str], current: str, states: Sequence[str]) -> None:
+        for state in states:
+            self.add(name, [*labels, state], 1.0 if state == current else 0.0)
+
+
+def _new_family(spec: MetricSpec) -> Metric:
+    labels = list(spec.all_labels)
+    if spec.kind == "counter":
+        return CounterMetricFamily(spec.name, spec.help, labels=labels)
+    if spec.kind == "histogram":
+        return HistogramMetricFamily(spec.name, spec.help, labels=labels)
+    if spec.kind == "info":
+        return InfoMetricFamily(spec.name, spec.help, labels=list(BASE_LABELS))
+    return GaugeMetricFamily(spec.name, spec.help, labels=labels)
+
+
+class StreamsCollector(Collector):
+    """Collects one client's metrics (registered in the client's own registry)."""
+
+    def __init__(self, metrics: StreamsMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        metrics = self._metrics
+        streams = metrics.streams
+        config = streams.config
+        fams = _Families(metrics.level, [config.application_id, config.effective_client_id])
+        self._client(fams, metrics)
+        for recorder in list(metrics.threads.values()):
+            self._thread(fams, recorder)
+        yield from fams.families.values()
+
+    @staticmethod
+    def _client(fams: _Families, metrics: StreamsMetrics) -> None:
+        from platform_streams import __version__
+
+        info = fams._family("kafka_streams_client")
+        if info is not None:
+            info.add_metric(fams.base, {"version": __version__})  # type: ignore[attr-defined]
+        state = metrics.streams.state()
+        fams.one_hot("kafka_streams_client_state", [], state.value, [s.value for s in type(state)])
+        workers = list(metrics.streams.workers)
+        fams.add("kafka_streams_client_alive_stream_threads", [], sum(w.state.value != "DEAD" for w in workers))
+        fams.add("kafka_streams_client_failed_stream_threads", [], metrics.failed_threads)
+
+    def _thread(self, fams: _Families, rec: ThreadRecorder) -> None:
+        worker = rec.worker
+        t = [rec.thread_id]
+        fams.one_hot("kafka_streams_thread_state", t, worker.state.value, [s.value for s in type(worker.state)])
+        fams.add("kafka_streams_thread_start_time_seconds", t, rec.start_time)
+        fams.add("kafka_streams_thread_poll", t, rec.polls)
+        fams.histogram("kafka_streams_thread_poll_latency_seconds", t, rec.poll_latency)
+        fams.histogram("kafka_streams_thread_poll_records", t, rec.poll_records)
+        fams.add("kafka_streams_thread_process", t, worker.processed_total)
+        fams.histogram("kafka_streams_thread_process_latency_seconds", t, rec.process_latency)
+        fams.histogram("kafka_streams_thread_process_records", t, rec.process_records)
+        fams.add("kafka_streams_thread_commit", t, rec.commits)
+        fams.histogram("kafka_streams_thread_commit_latency_seconds", t, rec.commit_latency)
+        fams.add("kafka_streams_thread_task_created", t, rec.tasks_created)
+        fams.add("kafka_streams_thread_task_closed", t, rec.tasks_closed)
+        fams.add("kafka_streams_thread_rebalances", t, rec.rebalances)
+        live = rec.live_tasks()
+        fams.add("kafka_streams_thread_active_tasks", t, len(live))
+        for (topic, partition), lag in list(rec.lag.items()):
+            fams.add("kafka_streams_consumer_records_lag", [*t, topic, str(partition)], lag)
+        cache = worker.record_cache
+        fams.add("kafka_streams_record_cache_size_bytes", t, cache.size_bytes)
+        fams.add("kafka_streams_record_cache_evictions", t, cache.evictions)
+        self._tasks(fams, rec, live)
+        for (task_id, node), hist in list(rec.e2e.items()):
+            fams.histogram("kafka_streams_processor_node_record_e2e_latency_seconds", [*t, str(task_id), node], hist)
+        for (task_id, store), stats in list(rec.stores.items()):
+            labels = [*t, str(task_id), store, stats.store_type]
+            for operation, hist in list(stats.latencies.items()):
+                fams.histogram(f"kafka_streams_state_{operation}_latency_seconds", labels, hist)
+            for _ks_name, (prop, suffix) in ROCKSDB_PROPERTIES.items():
+                value = stats.properties.get(prop)
+                if value is not None:
+                    fams.add(f"kafka_streams_state_{suffix}", labels, value)
+
+    @staticmethod
+    def _tasks(fams: _Families, rec: ThreadRecorder, live: list[Any]) -> None:
+        t = rec.thread_id
+        totals: dict[Any, list[int]] = {tid: list(base) for tid, base in list(rec.task_base.items())}
+        buffered: dict[Any, int] = {}
+        for task in live:
+            entry = totals.setdefault(task.task_id, [0, 0])
+            entry[0] += task.records_processed
+            entry[1] += task.records_skipped
+            buffered[task.task_id] = task.queues.total_buffered()
+        for task_id, (processed, dropped) in totals.items():
+            labels = [t, str(task_id)]
+            fams.add("kafka_streams_task_process", labels, processed)
+            fams.add("kafka_streams_task_dropped_records", labels, dropped)
+        for task_id, count in buffered.items():
+            fams.add("kafka_streams_task_input_buffer_records", [t, str(task_id)], count)
+        restore = rec.restore
+        for task_id, restored in list(restore.restored.items()):
+            labels = [t, str(task_id)]
+            fams.add("kafka_streams_task_restore", labels, restored)
+            fams.add("kafka_streams_task_restoring", labels, 1.0 if task_id in restore.restoring else 0.0)

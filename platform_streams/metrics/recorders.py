@@ -1,0 +1,277 @@
+"""Recorders: what the worker thread writes so that a scrape can read it.
+
+One :class:`ThreadRecorder` per worker, attached as the worker's observer and restore
+listener. Everything it records is written by the worker thread only (plain ints and
+:class:`Histogram` objects), and read by the scrape thread, so the hot path takes no
+lock. Per-record work stays where it already is: tasks count their records, the
+recorder reads those counters at scrape time. Per loop iteration it adds a poll and a
+processing-pass observation; every 100 ms it samples end-to-end latency per task;
+every second (on the worker thread, so no store or consumer is touched concurrently)
+it refreshes the slow gauges: consumer lag from the fetch-side high watermark and
+RocksDB properties.
+
+Task counters survive a task being closed and recreated (every eager rebalance does
+that): a closed task's final counts are carried into a per-task-id base.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.kafka import TopicPartition, high_watermark_from_fetch
+from platform_streams.metrics.catalog import ROCKSDB_PROPERTIES, STORE_OPERATIONS, Level
+from platform_streams.metrics.histogram import (
+    E2E_LATENCY_BUCKETS_S,
+    LATENCY_BUCKETS_S,
+    RECORD_COUNT_BUCKETS,
+    Histogram,
+)
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.observer import WorkerObserver
+from platform_streams.state.api import SessionStore, WindowStore
+from platform_streams.state.restore import StateRestoreListener
+from platform_streams.state.wrappers.base import WrappedStore, innermost
+from platform_streams.state.wrappers.metered import MeteredStore
+
+if TYPE_CHECKING:
+    from platform_streams.runtime.worker import StreamWorker
+
+__all__ = ["RestoreRecorder", "StoreStats", "ThreadRecorder"]
+
+log = logging.getLogger(__name__)
+
+_E2E_SAMPLE_S = 0.1
+_REFRESH_S = 1.0
+_ROCKSDB_PROPERTY_NAMES = tuple(prop for prop, _ in ROCKSDB_PROPERTIES.values())
+
+
+@dataclass(slots=True)
+class StoreStats:
+    """What is known about one store of one task."""
+
+    store_type: str
+    latencies: dict[str, Histogram] = field(default_factory=dict)
+    properties: dict[str, int] = field(default_factory=dict)
+
+
+def store_type_label(store: Any) -> str:
+    """Kafka Streams' store tag stem: ``rocksdb-state``, ``in-memory-window-state`` ..."""
+    backend = getattr(innermost(store), "backend", None)
+    persistent = bool(getattr(backend, "persistent", getattr(store, "persistent", False)))
+    kind = "window-" if isinstance(store, WindowStore) else "session-" if isinstance(store, SessionStore) else ""
+    return f"{'rocksdb' if persistent else 'in-memory'}-{kind}state"
+
+
+def _metered(store: Any) -> MeteredStore | None:
+    while store is not None:
+        if isinstance(store, MeteredStore):
+            return store
+        store = store.wrapped if isinstance(store, WrappedStore) else None
+    return None
+
+
+class ThreadRecorder(WorkerObserver):
+    """The metrics of one worker (see the module docstring)."""
+
+    def __init__(self, worker: StreamWorker | Any, level: Level) -> None:
+        self.worker = worker
+        self.thread_id: str = worker.name
+        self.level = level
+        self.start_time = time.time()
+        self.polls = 0
+        self.poll_latency = Histogram(LATENCY_BUCKETS_S)
+        self.poll_records = Histogram(RECORD_COUNT_BUCKETS)
+        self.process_latency = Histogram(LATENCY_BUCKETS_S)
+        self.process_records = Histogram(RECORD_COUNT_BUCKETS)
+        self.commits = 0
+        self.commit_latency = Histogram(LATENCY_BUCKETS_S)
+        self.tasks_created = 0
+        self.tasks_closed = 0
+        self.rebalances = 0
+        #: (task id, source node) -> e2e latency
+        self.e2e: dict[tuple[TaskId, str], Histogram] = {}
+        #: (topic, partition) -> lag, refreshed every second
+        self.lag: dict[tuple[str, int], int] = {}
+        #: (task id, store) -> stats
+        self.stores: dict[tuple[TaskId, str], StoreStats] = {}
+        #: task id -> [processed, dropped] of closed task objects
+        self.task_base: dict[TaskId, list[int]] = {}
+        self.restore = RestoreRecorder(worker)
+        self._known: dict[int, Any] = {}
+        self._sampled: dict[int, int] = {}
+        self._next_e2e = 0.0
+        self._next_refresh = 0.0
+
+    # ------------------------------------------------------------------ loop hooks
+
+    def on_loop(self, started: float, polled: float, polled_records: int, processed: int) -> None:
+        now = perf_counter()
+        self.polls += 1
+        self.poll_latency.observe(polled - started)
+        self.poll_records.observe(polled_records)
+        if processed:
+            self.process_latency.observe(now - polled)
+            self.process_records.observe(processed)
+        if now >= self._next_e2e:
+            self._next_e2e = now + _E2E_SAMPLE_S
+            self._sample_e2e()
+            if now >= self._next_refresh:
+                self._next_refresh = now + _REFRESH_S
+                self.refresh()
+
+    def on_commit(self, started: float) -> None:
+        self.commits += 1
+        self.commit_latency.observe(perf_counter() - started)
+
+    # ------------------------------------------------------------------ sampling
+
+    def _sample_e2e(self) -> None:
+        now_ms = time.time() * 1000.0
+        sampled = self._sampled
+        for task in list(self.worker.tasks.values()):
+            count = task.records_processed
+            key = id(task)
+            if sampled.get(key) == count or task.context.stream_time < 0:
+                continue
+            sampled[key] = count
+            node = _source_node(task)
+            hist = self.e2e.get((task.task_id, node))
+            if hist is None:
+                hist = self.e2e[(task.task_id, node)] = Histogram(E2E_LATENCY_BUCKETS_S)
+            hist.observe(max(0.0, (now_ms - task.context.stream_time) / 1000.0))
+
+    def refresh(self) -> None:
+        """Slow gauges: consumer lag and store properties (worker thread only)."""
+        try:
+            self._refresh_lag()
+            self._refresh_stores()
+        except Exception:  # metrics must never break processing
+            log.debug("metrics refresh failed", exc_info=True)
+
+    def _refresh_lag(self) -> None:
+        consumer = self.worker.consumer
+        if consumer is None:
+            return
+        lag: dict[tuple[str, int], int] = {}
+        for task in list(self.worker.tasks.values()):
+            for tp in task.partitions:
+                high = high_watermark_from_fetch(consumer, TopicPartition(tp[0], tp[1]))
+                if high is None:
+                    continue
+                done = task.consumed.get(tp)
+                if done is not None:
+                    position = done + 1
+                else:
+                    fetched = consumer.position([TopicPartition(tp[0], tp[1])])[0].offset
+                    if fetched < 0:
+                        continue
+                    position = fetched - task.queues.buffered(tp)
+                lag[tp] = max(0, high - position)
+        self.lag = lag
+
+    def _refresh_stores(self) -> None:
+        for task in list(self.worker.tasks.values()):
+            for name, store in list(task.context.stores.items()):
+                stats = self.stores.get((task.task_id, name))
+                if stats is None:
+                    continue
+                backend = getattr(innermost(store), "backend", None)
+                read = getattr(backend, "property_values", None)
+                if read is not None:
+                    stats.properties = read(_ROCKSDB_PROPERTY_NAMES)
+
+    # ------------------------------------------------------------------ tasks
+
+    def sync_tasks(self, assigned: bool = False) -> None:
+        """Account for tasks created/closed since the last call (on worker state changes)."""
+        if assigned:
+            self.rebalances += 1
+        current = {id(task): task for task in list(self.worker.tasks.values())}
+        for key, task in list(self._known.items()):
+            if key not in current:
+                self.tasks_closed += 1
+                base = self.task_base.setdefault(task.task_id, [0, 0])
+                base[0] += task.records_processed
+                base[1] += task.records_skipped
+                del self._known[key]
+                self._sampled.pop(key, None)
+                for (task_id, _store), stats in self.stores.items():
+                    if task_id == task.task_id:
+                        stats.properties = {}  # gauges of a store no longer here go away
+        for key, task in current.items():
+            if key not in self._known:
+                self.tasks_created += 1
+                self._known[key] = task
+                self._watch_stores(task)
+
+    def _watch_stores(self, task: Any) -> None:
+        for name, store in list(task.context.stores.items()):
+            stats = self.stores.get((task.task_id, name))
+            if stats is None:
+                stats = self.stores[(task.task_id, name)] = StoreStats(store_type_label(store))
+            if self.level >= Level.DEBUG:
+                metered = _metered(store)
+                if metered is not None:
+                    metered.set_metrics_hook(_latency_hook(stats.latencies))
+
+    def live_tasks(self) -> list[Any]:
+        return list(self._known.values())
+
+
+def _latency_hook(latencies: dict[str, Histogram]) -> Any:
+    """The metered store's hook: ``(store, operation, ns)`` -> that operation's histogram."""
+
+    def hook(store_name: str, operation: str, latency_ns: int) -> None:
+        hist = latencies.get(operation)
+        if hist is None:
+            if operation not in STORE_OPERATIONS:
+                return
+            hist = latencies[operation] = Histogram(LATENCY_BUCKETS_S)
+        hist.observe(latency_ns / 1e9)
+
+    return hook
+
+
+def _source_node(task: Any) -> str:
+    """The task's (first) source node name: where e2e latency is attributed."""
+    sources = getattr(task.sub, "sources_by_topic", None) or {}
+    for node in sources.values():
+        return str(node.name)
+    return "source"
+
+
+class RestoreRecorder(StateRestoreListener):
+    """Restored record counts per task and which tasks are restoring now."""
+
+    def __init__(self, worker: StreamWorker | Any) -> None:
+        self._worker = worker
+        self.restored: dict[TaskId, int] = {}
+        self.restoring: dict[TaskId, int] = {}
+
+    def _task(self, store_name: str, partition: int) -> TaskId:
+        return TaskId(self._worker.plan.subtopology_of_store(store_name).id, partition)
+
+    def on_restore_start(
+        self, store_name: str, tp: tuple[str, int], start_offset: int, end_offset_estimate: int | None
+    ) -> None:
+        task = self._task(store_name, tp[1])
+        self.restoring[task] = self.restoring.get(task, 0) + 1
+        self.restored.setdefault(task, 0)
+
+    def on_batch_restored(
+        self, store_name: str, tp: tuple[str, int], batch_end_offset: int, num_restored: int
+    ) -> None:
+        task = self._task(store_name, tp[1])
+        self.restored[task] = self.restored.get(task, 0) + num_restored
+
+    def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
+        task = self._task(store_name, tp[1])
+        left = self.restoring.get(task, 0) - 1
+        if left > 0:
+            self.restoring[task] = left
+        else:
+            self.restoring.pop(task, None)

@@ -1,0 +1,236 @@
+"""The instance directory: which instance runs which tasks, shared through a Kafka topic.
+
+Kafka Streams learns every member's assignment from its group leader's assignor. Here
+librdkafka's assignors are used, and no member can see another's assignment: the
+consumer API shows only its own, and on Tansu ``describe_consumer_groups`` returns no
+members at all (shared/BROKER.md). So every instance publishes its own view to an
+internal topic and reads everybody's:
+
+* topic ``<application_id>-metadata`` (:func:`metadata_topic`): one partition,
+  ``cleanup.policy=compact``, created at start-up by instances that have an
+  ``application_server`` (only they can be routed to);
+* key: the instance's ``application_server``; value: JSON with its client id, state,
+  active and standby task ids and store names; a tombstone on clean close;
+* written on every worker state change (rebalance start and end, restore start), under a
+  lock so an instance's records are in the order its state changed;
+* read by a background consumer from the beginning, without a group.
+
+Conflicts -- two instances claiming a task around a rebalance, or a killed instance that
+never wrote its tombstone -- are settled by log order: the claim at the highest offset
+wins, so the instance that got the task last is its owner. A task nobody claims (between
+revocation and assignment) has no owner: callers answer "not available, retry".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from platform_streams.config import StreamsConfig
+from platform_streams.kafka import (
+    OFFSET_BEGINNING,
+    KafkaAdmin,
+    KafkaError,
+    TopicPartition,
+    TopicSpec,
+    create_consumer,
+    create_producer,
+)
+from platform_streams.query.metadata import HostInfo, StreamsMetadata
+
+__all__ = ["METADATA_TOPIC_SUFFIX", "InstanceDirectory", "InstanceSnapshot", "metadata_topic"]
+
+log = logging.getLogger(__name__)
+
+METADATA_TOPIC_SUFFIX = "-metadata"
+_VERSION = 1
+
+
+def metadata_topic(application_id: str) -> str:
+    """The internal topic where instances publish their tasks: ``<application_id>-metadata``."""
+    return f"{application_id}{METADATA_TOPIC_SUFFIX}"
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSnapshot:
+    """What an instance publishes about itself."""
+
+    client_id: str
+    state: str
+    active_tasks: frozenset[str]
+    standby_tasks: frozenset[str]
+    stores: frozenset[str]
+
+    def to_json(self, host: HostInfo) -> bytes:
+        return json.dumps(
+            {
+                "v": _VERSION,
+                "host": str(host),
+                "client_id": self.client_id,
+                "state": self.state,
+                "active": sorted(self.active_tasks),
+                "standby": sorted(self.standby_tasks),
+                "stores": sorted(self.stores),
+                "ts": int(time.time() * 1000),
+            }
+        ).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    offset: int
+    metadata: StreamsMetadata
+
+
+def _parse(key: bytes, value: bytes) -> StreamsMetadata:
+    data = json.loads(value)
+    if not isinstance(data, Mapping) or data.get("v") != _VERSION:
+        raise ValueError("unknown metadata record version")
+    return StreamsMetadata(
+        host_info=HostInfo.parse(key.decode()),
+        client_id=str(data.get("client_id", "")),
+        state=str(data.get("state", "")),
+        active_tasks=frozenset(str(t) for t in data.get("active", ())),
+        standby_tasks=frozenset(str(t) for t in data.get("standby", ())),
+        state_store_names=frozenset(str(s) for s in data.get("stores", ())),
+    )
+
+
+class InstanceDirectory:
+    """Publishes this instance's tasks and keeps every instance's latest record."""
+
+    def __init__(self, config: StreamsConfig, host: HostInfo) -> None:
+        self.config = config
+        self.host = host
+        self.topic = metadata_topic(config.application_id)
+        self._entries: dict[HostInfo, _Entry] = {}
+        self._entries_lock = threading.Lock()
+        self._publish_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._caught_up = threading.Event()
+        self._producer: Any = None
+        self._reader: threading.Thread | None = None
+        self._base: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers, **config.client_config}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def ensure_topic(self) -> None:
+        """Create the compacted one-partition metadata topic if it does not exist."""
+        spec = TopicSpec(self.topic, 1, self.config.replication_factor, {"cleanup.policy": "compact"})
+        with KafkaAdmin(self.config.admin_configs()) as admin:
+            admin.create_topics([spec])
+
+    def start(self) -> None:
+        """Create the producer and start reading the topic in the background."""
+        self._producer = create_producer(
+            {**self._base, "client.id": f"{self.config.effective_client_id}-metadata-producer", "linger.ms": 0}
+        )
+        self._reader = threading.Thread(target=self._read, name="streams-metadata-reader", daemon=True)
+        self._reader.start()
+
+    def close(self, *, tombstone: bool = True) -> None:
+        """Stop reading; on a clean close tell the others this instance is gone."""
+        if tombstone and self._producer is not None:
+            with self._publish_lock:
+                self._produce(None)
+        if self._producer is not None:
+            self._producer.flush(5)
+        self._stop.set()
+        if self._reader is not None:
+            self._reader.join(5)
+
+    def wait_caught_up(self, timeout_s: float) -> bool:
+        """True once the reader has reached the end of the topic at least once."""
+        return self._caught_up.wait(timeout_s)
+
+    # ------------------------------------------------------------------ publishing
+
+    def publish(self, snapshot: Callable[[], InstanceSnapshot]) -> None:
+        """Publish ``snapshot()``, taken under the publish lock so records follow state order."""
+        if self._producer is None:
+            return
+        with self._publish_lock:
+            self._produce(snapshot())
+
+    def _produce(self, snapshot: InstanceSnapshot | None) -> None:
+        value = snapshot.to_json(self.host) if snapshot is not None else None
+        try:
+            self._producer.produce(self.topic, value, str(self.host).encode(), partition=0)
+            self._producer.poll(0)
+        except (BufferError, Exception) as exc:  # routing metadata must never break processing
+            log.warning("could not publish instance metadata: %s", exc)
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self) -> None:
+        consumer = create_consumer(
+            {
+                **self._base,
+                "group.id": f"{self.config.application_id}-metadata-reader",
+                "client.id": f"{self.config.effective_client_id}-metadata-reader",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "fetch.wait.max.ms": 50,
+                "fetch.queue.backoff.ms": 10,
+            }
+        )
+        try:
+            consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+            while not self._stop.is_set():
+                msg = consumer.poll(0.1)
+                if msg is None:
+                    continue
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        self._caught_up.set()
+                    else:
+                        log.debug("metadata reader: %s", err)
+                    continue
+                self._apply(msg.key(), msg.value(), msg.offset())
+        except Exception:
+            log.exception("metadata reader stopped")
+        finally:
+            consumer.close()
+
+    def _apply(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        if key is None:
+            return
+        try:
+            host = HostInfo.parse(key.decode())
+        except (UnicodeDecodeError, ValueError):
+            log.warning("ignoring metadata record with key %r", key)
+            return
+        with self._entries_lock:
+            if value is None:
+                self._entries.pop(host, None)
+                return
+            try:
+                self._entries[host] = _Entry(offset, _parse(key, value))
+            except (ValueError, TypeError) as exc:
+                log.warning("ignoring malformed metadata record of %s: %s", host, exc)
+
+    # ------------------------------------------------------------------ lookups
+
+    def all_instances(self) -> list[StreamsMetadata]:
+        with self._entries_lock:
+            return [e.metadata for e in sorted(self._entries.values(), key=lambda e: e.metadata.host_info)]
+
+    def active_host(self, task: str) -> HostInfo | None:
+        """The instance that claimed ``task`` (e.g. ``"0_3"``) last, None if nobody does."""
+        with self._entries_lock:
+            claims = [e for e in self._entries.values() if task in e.metadata.active_tasks]
+        if not claims:
+            return None
+        return max(claims, key=lambda e: e.offset).metadata.host_info
+
+    def standby_hosts(self, task: str) -> frozenset[HostInfo]:
+        with self._entries_lock:
+            return frozenset(
+                e.metadata.host_info for e in self._entries.values() if task in e.metadata.standby_tasks
+            )

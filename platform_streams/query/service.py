@@ -1,0 +1,324 @@
+"""``InteractiveQueries``: ``KafkaStreams.query`` and key -> host metadata for one client.
+
+How a query reaches a store safely: stores belong to the worker thread running their
+task. For every worker the query takes the worker's :class:`StoreGuard` (the worker lets
+it in between loop iterations, between restored batches, or at once while it waits in
+``poll``), looks the store up in the worker's active tasks (and standby tasks, when the
+runtime has them), checks the position bound, runs the query and materializes the rows.
+
+A task counts as *active and running* once its worker is RUNNING and none of its stores
+is restoring. A task that is not running answers ``NOT_ACTIVE`` to ``require_active()``
+queries, and otherwise answers from its (possibly partial) store with an empty position,
+so any position bound fails with ``NOT_UP_TO_BOUND`` rather than read stale data as fresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.errors import InvalidStateStoreError, StreamsStateError
+from platform_streams.processor.partitioner import default_partition
+from platform_streams.processor.task_id import TaskId
+from platform_streams.query.directory import InstanceDirectory, InstanceSnapshot
+from platform_streams.query.execution import execute_query
+from platform_streams.query.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
+from platform_streams.query.position import Position
+from platform_streams.query.positions import TaskPositions
+from platform_streams.query.request import StateQueryRequest
+from platform_streams.query.results import FailureReason, QueryResult, StateQueryResult
+from platform_streams.runtime.observer import WorkerObserver, add_observer, add_restore_listener
+from platform_streams.state.manager import FROM_BEGINNING
+from platform_streams.state.restore import StateRestoreListener
+
+if TYPE_CHECKING:
+    from platform_streams.runtime.kafka_streams import KafkaStreams
+    from platform_streams.serde.base import Serde
+    from platform_streams.topology.compiler import SubTopologyPlan
+
+__all__ = ["DEFAULT_QUERY_TIMEOUT_S", "InteractiveQueries"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_QUERY_TIMEOUT_S = 10.0
+#: worker states whose tasks are (being) handed back: they claim nothing
+_RELEASING = frozenset({"PARTITIONS_REVOKED", "PENDING_SHUTDOWN", "DEAD"})
+
+
+class InteractiveQueries:
+    """The query side of one :class:`KafkaStreams` client."""
+
+    def __init__(self, streams: KafkaStreams) -> None:
+        self._streams = streams
+        self.positions = TaskPositions()
+        self.directory: InstanceDirectory | None = None
+        self.host: HostInfo | None = None
+        #: (worker name, task id) -> stores of the task being restored now
+        self._restoring: dict[tuple[str, TaskId], set[str]] = {}
+
+    # ------------------------------------------------------------------ wiring
+
+    def attach_worker(self, worker: Any) -> None:
+        """Persist positions after commits; track restores; let queries in between batches."""
+        add_observer(worker, _PositionPersister(self.positions, worker))
+        add_restore_listener(worker, _QueryRestoreListener(self, worker))
+
+    def start_directory(self, host: HostInfo) -> None:
+        """Share this instance's tasks with the others (needs an application server)."""
+        self.host = host
+        directory = InstanceDirectory(self._streams.config, host)
+        directory.ensure_topic()
+        directory.start()
+        self.directory = directory
+        self.publish()
+
+    def close(self, *, clean: bool) -> None:
+        if self.directory is not None:
+            self.directory.close(tombstone=clean)
+
+    def publish(self) -> None:
+        """Publish this instance's current tasks (called on worker state changes)."""
+        if self.directory is not None:
+            self.directory.publish(self.local_snapshot)
+
+    # ------------------------------------------------------------------ metadata
+
+    def local_snapshot(self) -> InstanceSnapshot:
+        active: set[str] = set()
+        standby: set[str] = set()
+        for worker in list(self._streams.workers):
+            if worker.state.value in _RELEASING:
+                continue
+            active.update(str(t) for t in _keys(worker.tasks))
+            standby.update(str(t) for t in _keys(getattr(worker, "standby_tasks", None) or {}))
+        hosted = {TaskId.parse(t).subtopology for t in active | standby}
+        stores = {name for sub in self._streams.plan.subtopologies if sub.id in hosted for name in sub.stores}
+        return InstanceSnapshot(
+            client_id=self._streams.config.effective_client_id,
+            state=self._streams.state().value,
+            active_tasks=frozenset(active),
+            standby_tasks=frozenset(standby),
+            stores=frozenset(stores),
+        )
+
+    def metadata_for_all_clients(self) -> list[StreamsMetadata]:
+        """Every instance known (through the metadata topic; only this one without it)."""
+        if self.directory is not None:
+            return self.directory.all_instances()
+        snap = self.local_snapshot()
+        host = self.host or HostInfo.unavailable()
+        return [
+            StreamsMetadata(
+                host, snap.client_id, snap.state, snap.active_tasks, snap.standby_tasks, snap.stores
+            )
+        ]
+
+    def query_metadata_for_key(self, store: str, key: Any, key_serde: Serde | None = None) -> KeyQueryMetadata:
+        """Which instance hosts ``key`` of ``store`` as active, which as standbys, and its partition."""
+        sub = self._sub_of(store)
+        partition = self.key_partition(store, key, key_serde)
+        task = str(TaskId(sub.id, partition))
+        if self.directory is not None:
+            active = self.directory.active_host(task)
+            standbys = self.directory.standby_hosts(task)
+        else:
+            snap = self.local_snapshot()
+            local = self.host or HostInfo.unavailable()
+            active = local if task in snap.active_tasks else None
+            standbys = frozenset({local}) if task in snap.standby_tasks else frozenset()
+        if active is None:
+            return KeyQueryMetadata(HostInfo.unavailable(), standbys, partition)
+        return KeyQueryMetadata(active, standbys - {active}, partition)
+
+    # ------------------------------------------------------------------ store facts
+
+    def has_store(self, store: str) -> bool:
+        return any(store in sub.stores for sub in self._streams.plan.subtopologies)
+
+    def _sub_of(self, store: str) -> SubTopologyPlan:
+        for sub in self._streams.plan.subtopologies:
+            if store in sub.stores:
+                return sub
+        raise InvalidStateStoreError(f"unknown state store {store!r}", store=store)
+
+    def store_partitions(self, store: str) -> int:
+        """How many partitions (tasks) the store has: its sub-topology's input partitions."""
+        sub = self._sub_of(store)
+        counts = self._streams.partition_counts
+        app = self._streams.config.application_id
+        sizes = [counts.get(self._streams.plan.physical_topic(t, app), 0) for t in sub.source_topics]
+        if not any(sizes):
+            raise StreamsStateError("partition counts are known once the client has started")
+        return max(sizes)
+
+    def store_key_serde(self, store: str) -> Serde:
+        """The serde the store's keys are serialized with (the builder's, else the default)."""
+        self._sub_of(store)
+        builder = self._streams.plan.topology.stores[store]
+        serde: Serde | None = getattr(builder, "key_serde", None)
+        return serde if serde is not None else self._streams.config.default_key_serde
+
+    def key_partition(self, store: str, key: Any, key_serde: Serde | None = None) -> int:
+        """The partition of ``key`` in ``store`` (murmur2, as the producer placed it)."""
+        raw = (key_serde or self.store_key_serde(store)).serialize(key)
+        if raw is None:
+            raise ValueError("a key that serializes to None has no partition")
+        return default_partition(raw, self.store_partitions(store))
+
+    # ------------------------------------------------------------------ queries
+
+    def query(
+        self, request: StateQueryRequest, *, limit: int | None = None, timeout_s: float = DEFAULT_QUERY_TIMEOUT_S
+    ) -> StateQueryResult:
+        """Run ``request`` against the store partitions this instance hosts (see module doc)."""
+        state = self._streams.state()
+        if not state.is_running_or_rebalancing():
+            raise StreamsStateError(f"cannot query: the client is {state.value}")
+        sub = self._sub_of(request.store_name)
+        count = self.store_partitions(request.store_name)
+        result = StateQueryResult()
+        wanted = request.partitions
+        if wanted is not None:
+            for partition in sorted(p for p in wanted if not 0 <= p < count):
+                result.add_result(
+                    partition,
+                    QueryResult.for_failure(
+                        FailureReason.DOES_NOT_EXIST,
+                        f"store {request.store_name!r} has partitions 0..{count - 1}, not {partition}",
+                    ),
+                )
+        for worker in list(self._streams.workers):
+            with worker.store_guard.hold(timeout_s):
+                self._query_worker(worker, sub.id, request, limit, result)
+        if wanted is not None:
+            for partition in sorted(wanted - set(result.partition_results)):
+                result.add_result(
+                    partition,
+                    QueryResult.for_failure(
+                        FailureReason.NOT_PRESENT, f"partition {partition} is not hosted by this instance"
+                    ),
+                )
+        return result
+
+    def _query_worker(
+        self, worker: Any, sub_id: int, request: StateQueryRequest, limit: int | None, out: StateQueryResult
+    ) -> None:
+        worker_running = worker.state.value == "RUNNING"
+        hosted = [(t, task, True) for t, task in list(worker.tasks.items())]
+        hosted += [(t, task, False) for t, task in list((getattr(worker, "standby_tasks", None) or {}).items())]
+        for task_id, task, is_active in hosted:
+            partition = task_id.partition
+            if task_id.subtopology != sub_id or (request.partitions is not None and partition not in request.partitions):
+                continue
+            previous = out.partition_results.get(partition)
+            if previous is not None and previous.is_success():
+                continue
+            running = is_active and worker_running and not self._restoring.get((worker.name, task_id))
+            if request.active_only and not running:
+                reason = "a standby task" if not is_active else "an active task that is not running yet (restoring)"
+                out.add_result(
+                    partition,
+                    QueryResult.for_failure(
+                        FailureReason.NOT_ACTIVE,
+                        f"partition {partition} is hosted here by {reason}; the query requires an active one",
+                    ),
+                )
+                continue
+            out.add_result(partition, self._query_task(task, task_id, running, request, limit))
+
+    def _query_task(
+        self, task: Any, task_id: TaskId, running: bool, request: StateQueryRequest, limit: int | None
+    ) -> QueryResult:
+        store = _store_of(task, request.store_name)
+        if store is None:
+            return QueryResult.for_failure(
+                FailureReason.NOT_PRESENT, f"task {task_id} has no open store {request.store_name!r}"
+            )
+        position = self.positions.position_of(task) if running else Position()
+        if not request.position_bound.satisfied_by(position):
+            return QueryResult.for_failure(
+                FailureReason.NOT_UP_TO_BOUND,
+                f"task {task_id} is at {position.to_dict()}, the bound is "
+                f"{request.position_bound.position.to_dict()}",
+            )
+        started = time.perf_counter()
+        answer = execute_query(store, request.query, limit=limit)
+        if answer.is_success():
+            answer.position = position
+        if request.execution_info:
+            answer.execution_info.append(
+                f"task {task_id} store {request.store_name} answered {type(request.query).__name__} "
+                f"in {(time.perf_counter() - started) * 1e6:.0f} us"
+            )
+        return answer
+
+    # ------------------------------------------------------------------ restore tracking
+
+    def _restore_started(self, worker: Any, store: str, partition: int, start_offset: int) -> None:
+        task_id = TaskId(self._sub_of(store).id, partition)
+        self._restoring.setdefault((worker.name, task_id), set()).add(store)
+        if start_offset == FROM_BEGINNING:
+            task = worker.tasks.get(task_id)
+            if task is not None:
+                self.positions.forget(task)
+
+    def _restore_ended(self, worker: Any, store: str, partition: int) -> None:
+        key = (worker.name, TaskId(self._sub_of(store).id, partition))
+        stores = self._restoring.get(key)
+        if stores is not None:
+            stores.discard(store)
+            if not stores:
+                del self._restoring[key]
+
+
+def _keys(tasks: Any) -> Iterable[TaskId]:
+    """A snapshot of a task table's keys (another thread may be changing it)."""
+    for _ in range(3):
+        try:
+            return list(tasks)
+        except RuntimeError:
+            continue
+    return []
+
+
+def _store_of(task: Any, name: str) -> Any:
+    stores = getattr(getattr(task, "context", None), "stores", None)
+    if stores is not None and name in stores:
+        return stores[name]
+    manager = getattr(task, "state_manager", None)
+    return manager.get_store(name) if manager is not None else None
+
+
+class _PositionPersister(WorkerObserver):
+    """Writes the positions of a worker's tasks after each of its commits."""
+
+    def __init__(self, positions: TaskPositions, worker: Any) -> None:
+        self._positions = positions
+        self._worker = worker
+
+    def on_commit(self, started: float) -> None:
+        self._positions.persist(self._worker.tasks.values())
+
+
+class _QueryRestoreListener(StateRestoreListener):
+    """Marks tasks as restoring, publishes the tasks once a restore starts, yields to queries."""
+
+    def __init__(self, service: InteractiveQueries, worker: Any) -> None:
+        self._service = service
+        self._worker = worker
+
+    def on_restore_start(
+        self, store_name: str, tp: tuple[str, int], start_offset: int, end_offset_estimate: int | None
+    ) -> None:
+        self._service._restore_started(self._worker, store_name, tp[1], start_offset)
+        self._service.publish()
+
+    def on_batch_restored(
+        self, store_name: str, tp: tuple[str, int], batch_end_offset: int, num_restored: int
+    ) -> None:
+        self._worker.store_guard.yield_point()
+
+    def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
+        self._service._restore_ended(self._worker, store_name, tp[1])

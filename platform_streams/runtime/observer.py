@@ -1,0 +1,92 @@
+"""Hooks the worker loop offers to metrics and interactive queries.
+
+The worker calls its ``observer`` at two points -- once per loop iteration and after each
+commit -- and its state lifecycle calls a :class:`StateRestoreListener` around restores.
+Both default to no-ops; :class:`KafkaStreams` plugs in the metrics recorder and the query
+layer (position persistence, restore tracking) with :func:`add_observer` and
+:func:`add_restore_listener`. Keeping them behind one object each means the loop pays one
+method call per iteration whatever is attached, and none per record.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.state.restore import StateRestoreListener
+
+if TYPE_CHECKING:
+    from platform_streams.runtime.worker import StreamWorker
+
+__all__ = ["ObserverChain", "RestoreListenerChain", "WorkerObserver", "add_observer", "add_restore_listener"]
+
+
+class WorkerObserver:
+    """Called on the worker thread; every method is a no-op here."""
+
+    def on_loop(self, started: float, polled: float, polled_records: int, processed: int) -> None:
+        """One loop iteration ended: ``started``/``polled`` are ``perf_counter()`` readings
+        taken before and after the poll; ``processed`` records went through the tasks."""
+
+    def on_commit(self, started: float) -> None:
+        """A commit succeeded (``started`` is when it began, ``perf_counter()``)."""
+
+
+class ObserverChain(WorkerObserver):
+    """Several observers behind one."""
+
+    def __init__(self, observers: list[WorkerObserver]) -> None:
+        self.observers = observers
+
+    def on_loop(self, started: float, polled: float, polled_records: int, processed: int) -> None:
+        for observer in self.observers:
+            observer.on_loop(started, polled, polled_records, processed)
+
+    def on_commit(self, started: float) -> None:
+        for observer in self.observers:
+            observer.on_commit(started)
+
+
+class RestoreListenerChain(StateRestoreListener):
+    """Several restore listeners behind one."""
+
+    def __init__(self, listeners: list[StateRestoreListener]) -> None:
+        self.listeners = listeners
+
+    def on_restore_start(
+        self, store_name: str, tp: tuple[str, int], start_offset: int, end_offset_estimate: int | None
+    ) -> None:
+        for listener in self.listeners:
+            listener.on_restore_start(store_name, tp, start_offset, end_offset_estimate)
+
+    def on_batch_restored(
+        self, store_name: str, tp: tuple[str, int], batch_end_offset: int, num_restored: int
+    ) -> None:
+        for listener in self.listeners:
+            listener.on_batch_restored(store_name, tp, batch_end_offset, num_restored)
+
+    def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
+        for listener in self.listeners:
+            listener.on_restore_end(store_name, tp, total_restored)
+
+
+def add_observer(worker: StreamWorker | Any, observer: WorkerObserver) -> None:
+    """Attach ``observer`` to ``worker`` (before it starts)."""
+    current = getattr(worker, "observer", None)
+    if current is None or type(current) is WorkerObserver:
+        worker.observer = observer
+    elif isinstance(current, ObserverChain):
+        current.observers.append(observer)
+    else:
+        worker.observer = ObserverChain([current, observer])
+
+
+def add_restore_listener(worker: StreamWorker | Any, listener: StateRestoreListener) -> None:
+    """Attach a restore listener to ``worker``'s state lifecycle (before it starts)."""
+    lifecycle = worker.state_lifecycle
+    current = lifecycle.listener
+    if current is None:
+        lifecycle.listener = listener
+    elif isinstance(current, RestoreListenerChain):
+        current.listeners.append(listener)
+    else:
+        lifecycle.listener = RestoreListenerChain([current, listener])

@@ -1,0 +1,282 @@
+"""State snapshots: what a snapshot is (its manifest), where snapshots live, how they are laid out.
+
+A snapshot is the content of one key-value store partition as of a changelog offset: a
+RocksDB SST file of the latest value of every live key, in key order, plus a manifest.
+Spark jobs write them (:mod:`platform_streams.ops.spark`); workers read them to restore a
+missing store quickly (:mod:`platform_streams.state.snapshot_restore`), so this module
+must not need pyspark.
+
+Storage is deliberately object-store shaped (:class:`SnapshotStore`: whole objects put and
+fetched by key, listed by prefix, no rename, no append), so an S3/GCS implementation is
+one small class; :class:`FileSystemSnapshotStore` is the one shipped. On top of it
+:class:`SnapshotCatalog` owns the layout::
+
+    <application id>/<store>/<partition>/<offset, 20 digits>-<snapshot id>/data.sst
+                                                                         /manifest.json
+    <application id>/<store>/parquet/<run id>/partition=<n>/part-*.parquet   (analysts' copy)
+
+The manifest is written *last*: a snapshot exists once its manifest does, so a reader
+never sees a half-uploaded one (an object-store PUT is atomic, the filesystem store
+renames). Offsets follow the checkpoint convention: ``offset`` is the last changelog
+record reflected in the snapshot and a restore resumes at ``offset + 1``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import uuid
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SNAPSHOT_FORMAT_VERSION",
+    "FileSystemSnapshotStore",
+    "SnapshotCatalog",
+    "SnapshotManifest",
+    "SnapshotStore",
+    "file_checksum",
+    "new_snapshot_id",
+    "open_snapshot_store",
+]
+
+log = logging.getLogger(__name__)
+
+#: Version of the manifest + SST layout; readers reject versions they do not know.
+SNAPSHOT_FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+SST_NAME = "data.sst"
+_CHUNK = 1024 * 1024
+
+
+class SnapshotManifest(BaseModel):
+    """Everything a reader checks before trusting a snapshot's SST file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format_version: int = SNAPSHOT_FORMAT_VERSION
+    snapshot_id: str
+    application_id: str
+    store: str
+    changelog_topic: str
+    partition: int = Field(ge=0)
+    #: Offset of the last changelog record reflected (checkpoint convention).
+    offset: int = Field(ge=0)
+    #: Live keys in the SST file (tombstoned keys are absent).
+    record_count: int = Field(ge=0)
+    #: ``sha256:<hex>`` of the SST file; empty when ``record_count`` is 0 (no file).
+    checksum: str = ""
+    size_bytes: int = Field(default=0, ge=0)
+    #: Object key of the SST file relative to the snapshot's directory; None when empty.
+    sst_file: str | None = SST_NAME
+    created_at_ms: int = 0
+    #: What made it: a changelog compaction, or a backfill's final state.
+    source: Literal["compaction", "backfill"] = "compaction"
+    #: Where the Parquet copy of the same data lives (a store URI), if one was written.
+    parquet_uri: str | None = None
+
+    def describe(self) -> str:
+        return (
+            f"snapshot {self.snapshot_id} of {self.application_id}/{self.store} partition {self.partition} "
+            f"at changelog offset {self.offset} ({self.record_count} keys)"
+        )
+
+
+def new_snapshot_id() -> str:
+    """A short unique id; sorting by offset first keeps the newest snapshot last."""
+    return uuid.uuid4().hex[:12]
+
+
+def file_checksum(path: Path) -> str:
+    """``sha256:<hex>`` of a file, read in chunks (SST files can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+class SnapshotStore(ABC):
+    """Flat key -> object storage with the semantics every object store offers.
+
+    Keys are ``/``-separated relative paths. ``put_*`` replaces an object atomically (a
+    reader sees the old or the new object, never part of one); there is no rename and no
+    append. Implementations for object stores map this onto PUT/GET/LIST/DELETE.
+    """
+
+    @abstractmethod
+    def put_file(self, key: str, source: Path) -> None:
+        """Upload the local file ``source`` as object ``key``."""
+
+    @abstractmethod
+    def get_file(self, key: str, destination: Path) -> None:
+        """Download object ``key`` to the local file ``destination``; ``FileNotFoundError`` if absent."""
+
+    @abstractmethod
+    def put_bytes(self, key: str, data: bytes) -> None:
+        """Write a small object (a manifest)."""
+
+    @abstractmethod
+    def get_bytes(self, key: str) -> bytes:
+        """Read a small object; ``FileNotFoundError`` if absent."""
+
+    @abstractmethod
+    def list_keys(self, prefix: str) -> list[str]:
+        """Every object key under ``prefix`` (recursively), sorted."""
+
+    @abstractmethod
+    def delete_prefix(self, prefix: str) -> None:
+        """Delete every object under ``prefix``."""
+
+    @abstractmethod
+    def uri(self, key: str) -> str:
+        """A URI for ``key`` that other tools (Spark's Parquet writer) can address."""
+
+
+class FileSystemSnapshotStore(SnapshotStore):
+    """Objects are files under ``root`` (a local disk, or a shared mount such as NFS)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).expanduser().resolve()
+
+    def __repr__(self) -> str:
+        return f"FileSystemSnapshotStore({str(self.root)!r})"
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if path != self.root and self.root not in path.parents:
+            raise ValueError(f"snapshot key {key!r} escapes the store root {self.root}")
+        return path
+
+    def put_file(self, key: str, source: Path) -> None:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+
+    def get_file(self, key: str, destination: Path) -> None:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self._path(key), destination)
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+
+    def get_bytes(self, key: str) -> bytes:
+        return self._path(key).read_bytes()
+
+    def list_keys(self, prefix: str) -> list[str]:
+        base = self._path(prefix) if prefix else self.root
+        if not base.is_dir():
+            return []
+        return sorted(
+            str(p.relative_to(self.root))
+            for p in base.rglob("*")
+            if p.is_file() and not p.name.startswith(".")
+        )
+
+    def delete_prefix(self, prefix: str) -> None:
+        path = self._path(prefix)
+        if path == self.root:
+            raise ValueError("refusing to delete the whole snapshot store")
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+    def uri(self, key: str) -> str:
+        return self._path(key).as_uri()
+
+
+def open_snapshot_store(location: str | Path) -> SnapshotStore:
+    """The store for a configured location: a path or ``file://`` URI (object stores: subclass)."""
+    text = str(location)
+    if text.startswith("file://"):
+        return FileSystemSnapshotStore(text[len("file://") :])
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise ValueError(
+            f"snapshot location {text!r}: no SnapshotStore for scheme {scheme!r} yet "
+            "(use a path, or pass a SnapshotStore implementation)"
+        )
+    return FileSystemSnapshotStore(text)
+
+
+class SnapshotCatalog:
+    """The snapshot layout over a :class:`SnapshotStore`: publish, list, fetch, prune."""
+
+    def __init__(self, store: SnapshotStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def partition_prefix(application_id: str, store: str, partition: int) -> str:
+        return f"{application_id}/{store}/{partition}/"
+
+    @staticmethod
+    def snapshot_prefix(manifest: SnapshotManifest) -> str:
+        return (
+            SnapshotCatalog.partition_prefix(manifest.application_id, manifest.store, manifest.partition)
+            + f"{manifest.offset:020d}-{manifest.snapshot_id}/"
+        )
+
+    @staticmethod
+    def parquet_prefix(application_id: str, store: str, run_id: str) -> str:
+        return f"{application_id}/{store}/parquet/{run_id}/"
+
+    def upload_sst(self, manifest: SnapshotManifest, sst: Path) -> None:
+        """Upload a snapshot's SST file (step 1 of 2; invisible until :meth:`commit`)."""
+        if manifest.sst_file is None:
+            raise ValueError(f"{manifest.describe()} has no SST file")
+        self.store.put_file(self.snapshot_prefix(manifest) + manifest.sst_file, sst)
+
+    def commit(self, manifest: SnapshotManifest) -> None:
+        """Write the manifest (step 2 of 2): from now on readers see the snapshot."""
+        data = manifest.model_dump_json(indent=2).encode("utf-8")
+        self.store.put_bytes(self.snapshot_prefix(manifest) + MANIFEST_NAME, data)
+        log.info("published %s", manifest.describe())
+
+    def manifests(self, application_id: str, store: str, partition: int) -> list[SnapshotManifest]:
+        """Readable manifests of one store partition, newest (highest offset) first.
+
+        A manifest that does not parse is skipped with a warning: one bad object must not
+        hide the older good ones.
+        """
+        out: list[SnapshotManifest] = []
+        prefix = self.partition_prefix(application_id, store, partition)
+        for key in self.store.list_keys(prefix):
+            if not key.endswith("/" + MANIFEST_NAME):
+                continue
+            try:
+                out.append(SnapshotManifest.model_validate_json(self.store.get_bytes(key)))
+            except (ValueError, OSError) as exc:
+                log.warning("ignoring unreadable snapshot manifest %s: %s", key, exc)
+        out.sort(key=lambda m: (m.offset, m.created_at_ms), reverse=True)
+        return out
+
+    def fetch_sst(self, manifest: SnapshotManifest, destination: Path) -> Path:
+        """Download the SST file of ``manifest`` to ``destination`` and return it."""
+        if manifest.sst_file is None:
+            raise ValueError(f"{manifest.describe()} has no SST file")
+        self.store.get_file(self.snapshot_prefix(manifest) + manifest.sst_file, destination)
+        return destination
+
+    def prune(self, application_id: str, store: str, partition: int, keep: int) -> int:
+        """Delete all but the ``keep`` newest snapshots of a partition; returns how many went."""
+        if keep < 1:
+            raise ValueError("keep at least one snapshot")
+        old = self.manifests(application_id, store, partition)[keep:]
+        for manifest in old:
+            self.store.delete_prefix(self.snapshot_prefix(manifest))
+        return len(old)

@@ -1,0 +1,83 @@
+"""The dead-letter topic (KIP-1034) on the real broker: raw records plus error headers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from platform_streams import StreamsBuilder
+from platform_streams.dsl import Consumed, Produced
+from platform_streams.kafka import KafkaAdmin
+from platform_streams.processor.exception_handlers import (
+    HEADER_EXCEPTION,
+    HEADER_MESSAGE,
+    HEADER_OFFSET,
+    HEADER_PARTITION,
+    HEADER_STACKTRACE,
+    HEADER_TOPIC,
+)
+from platform_streams.serde import Json, String
+from tests.integration.support_apps import app_config, running_app
+from tests.support.kafka import consume_all, new_topic, produce
+
+pytestmark = pytest.mark.broker
+
+S, J = String(), Json()
+
+
+def _app(source: str, sink: str) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=S, value_serde=J)).map_values(lambda v: {"id": v["id"]}).to(
+        sink, Produced(key_serde=S, value_serde=J)
+    )
+    return builder
+
+
+def test_bad_records_go_to_the_dead_letter_topic_with_error_headers(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    source, sink, dlq = new_topic(admin, 2, "in"), new_topic(admin, 2, "out"), new_topic(admin, 1, "dlq")
+    good = [(f"g{i}", json.dumps({"id": i})) for i in range(50)]
+    placed = produce(
+        bootstrap_servers,
+        source,
+        [*good[:25], ("bad-json", "{oops"), *good[25:]],
+        timestamp_ms=1_700_000_000_000,
+        headers=[("source", b"test")],
+    )
+    processing_failure = [("no-id", json.dumps({"other": 1}))]
+    placed += produce(bootstrap_servers, source, processing_failure)
+    config = app_config(
+        bootstrap_servers,
+        tmp_path,
+        deserialization_exception_handler="log_and_continue",
+        processing_exception_handler="log_and_continue",
+        errors_dead_letter_queue_topic_name=dlq,
+    )
+    with running_app(_app(source, sink), config):
+        out = consume_all(bootstrap_servers, sink, 50, timeout_s=30)
+        dead = consume_all(bootstrap_servers, dlq, 2, timeout_s=30)
+    assert sorted(r.key or b"" for r in out) == sorted(k.encode() for k, _ in good)
+    by_key = {r.key: r for r in dead}
+    assert set(by_key) == {b"bad-json", b"no-id"}
+
+    bad = by_key[b"bad-json"]
+    assert bad.value == b"{oops"  # raw bytes, untouched
+    assert bad.timestamp == 1_700_000_000_000
+    assert bad.headers[0] == ("source", b"test")
+    headers = dict(bad.headers)
+    partition, offset = placed[25]
+    assert headers[HEADER_EXCEPTION] == b"DeserializationError"
+    assert headers[HEADER_TOPIC] == source.encode()
+    assert (headers[HEADER_PARTITION], headers[HEADER_OFFSET]) == (
+        str(partition).encode(),
+        str(offset).encode(),
+    )
+    assert b"invalid JSON" in (headers[HEADER_MESSAGE] or b"")
+    assert b"Traceback" in (headers[HEADER_STACKTRACE] or b"")
+
+    failed = dict(by_key[b"no-id"].headers)
+    assert failed[HEADER_EXCEPTION] == b"KeyError"
+    assert by_key[b"no-id"].value == processing_failure[0][1].encode()

@@ -1,0 +1,87 @@
+"""Helpers of the Spark suite: read a published snapshot back, run tasks restored by the worker's code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from platform_streams.config import StreamsConfig
+from platform_streams.processor.partitioner import default_partition
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.task_state import TaskStateLifecycle
+from platform_streams.state.rocksdb import RocksDBBackend
+from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
+from platform_streams.testing.records import DriverRecord
+from platform_streams.topology.compiler import compile_topology
+from platform_streams.topology.topology import Topology
+
+
+def snapshot_content(location: Path, manifest: SnapshotManifest, work: Path) -> list[tuple[bytes, bytes]]:
+    """The key/values of a snapshot, read back by ingesting its SST into an empty RocksDB."""
+    if manifest.record_count == 0:
+        return []
+    sst = SnapshotCatalog(open_snapshot_store(location)).fetch_sst(manifest, work / "check.sst")
+    backend = RocksDBBackend("check")
+    backend.open(work / "check-db")
+    try:
+        backend.ingest_sst(sst, move=False)
+        return list(backend.default.items())
+    finally:
+        backend.close()
+
+
+class ListCollector:
+    """A RecordCollector keeping (topic, key, value) of everything sent except changelogs."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, bytes | None, bytes | None]] = []
+
+    def send(self, topic: str, key: Any, value: Any, timestamp: int, headers: Any, partition: Any) -> None:
+        if not topic.endswith("-changelog"):
+            self.records.append((topic, key, value))
+
+    def partition_count(self, topic: str) -> int:
+        return 2
+
+
+def restore_then_process(
+    topology: Topology, config: StreamsConfig, source: str, partitions: int, records: Iterable[tuple[str, str]]
+) -> tuple[list[tuple[str, bytes | None, bytes | None]], TaskStateLifecycle]:
+    """Do what a worker does on assignment (build tasks, restore through TaskStateLifecycle,
+    init processors), then process ``records`` and commit; returns the output and the lifecycle."""
+    plan = compile_topology(topology)
+    sub = plan.subtopologies[0]
+    collector = ListCollector()
+    lifecycle = TaskStateLifecycle(config)
+    root = Path(config.state_dir) / config.application_id
+    tasks = [
+        StreamTask(
+            TaskId(sub.id, p),
+            plan,
+            sub,
+            config=config,
+            collector=collector,
+            clock_ms=lambda: 0,
+            task_dir=root / f"{sub.id}_{p}",
+        )
+        for p in range(partitions)
+    ]
+    try:
+        for task in tasks:
+            task.initialize_stores()
+        lifecycle.restore(tasks)
+        for task in tasks:
+            task.initialize_processors()
+        for i, (key, value) in enumerate(records):
+            raw = key.encode()
+            p = default_partition(raw, partitions)
+            tasks[p].add_records((source, p), [DriverRecord(source, p, 1_000_000 + i, raw, value.encode(), i)])
+            tasks[p].process(10)
+        for task in tasks:
+            task.flush_stores()
+    finally:
+        for task in tasks:
+            task.close()
+    return collector.records, lifecycle
