@@ -117,6 +117,10 @@ class Materialized:
     def with_logging_disabled(self) -> Materialized:
         return replace(self, logging_enabled=False)
 
+    def with_retention(self, retention_ms: int) -> Materialized:
+        """Retention of a window/session store (at least window size + grace)."""
+        return replace(self, retention_ms=retention_ms)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Joined:

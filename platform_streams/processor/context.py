@@ -18,6 +18,7 @@ from platform_streams.processor.collector import RecordCollector
 from platform_streams.processor.node import Forward
 from platform_streams.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from platform_streams.processor.record import Headers, Record, RecordMetadata
+from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.state.store_context import RestoreCallback, StateStoreContext
 
@@ -78,6 +79,8 @@ class TaskContext(StateStoreContext):
         self.commit_requested = False
         #: count of records dropped for invalid timestamps (metrics hook)
         self.dropped_records = 0
+        #: builds the ``__ps_src`` header of changelog writes; set by the runtime's task
+        self.source_position: SourcePositionHeader | None = None
 
     # -- StateStoreContext -----------------------------------------------------------------
     @property
@@ -109,7 +112,9 @@ class TaskContext(StateStoreContext):
         topic = self.changelog_topics.get(store_name)
         if topic is None:
             raise TopologyError(f"store {store_name!r} logs changes but has no changelog topic")
-        self.collector.send(topic, key, value, timestamp, None, self._task_id.partition)
+        source = self.source_position
+        headers = source.headers(self.current) if source is not None else None
+        self.collector.send(topic, key, value, timestamp, headers, self._task_id.partition)
 
     def record_metadata(self) -> RecordMetadata | None:
         msg = self.current

@@ -16,7 +16,7 @@ DSL node it came from (:func:`node_of_traceback`).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -226,3 +226,21 @@ def node_of_traceback(tb: TracebackType | None) -> str | None:
             found = line_map.get(tb.tb_lineno, found)
         tb = tb.tb_next
     return found
+
+
+def failed_in_sink(tb: TracebackType | None, sinks: Container[str]) -> bool:
+    """True if a sink raised: a fused line of a sink in ``sinks`` or a sink's entry function
+    (graph.py) is on the traceback. Such failures (serializing or sending the output record)
+    go to the production exception handler rather than the processing one."""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "sink_entry" and tb.tb_frame.f_globals.get("__name__") == _GRAPH_MODULE:
+            return True
+        line_map = _LINE_MAPS.get(code.co_filename)
+        if line_map is not None and line_map.get(tb.tb_lineno) in sinks:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+_GRAPH_MODULE = "platform_streams.processor.graph"

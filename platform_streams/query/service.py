@@ -143,6 +143,14 @@ class InteractiveQueries:
                 return sub
         raise InvalidStateStoreError(f"unknown state store {store!r}", store=store)
 
+    def task_of(self, store: str, partition: int) -> TaskId:
+        """The task hosting ``partition`` of ``store``."""
+        return TaskId(self._sub_of(store).id, partition)
+
+    def restoring_tasks(self) -> list[str]:
+        """Tasks with a store being restored now, as ``<worker>/<task>``."""
+        return sorted(f"{worker}/{task}" for worker, task in list(self._restoring))
+
     def store_partitions(self, store: str) -> int:
         """How many partitions (tasks) the store has: its sub-topology's input partitions."""
         sub = self._sub_of(store)

@@ -12,6 +12,8 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import IllegalStateError, StreamsStateError, StreamsTimeoutError
+from platform_streams.runtime.global_worker import GlobalStreamWorker
+from platform_streams.runtime.global_worker import bootstrap as bootstrap_global_stores
 from platform_streams.runtime.internal_topics import prepare_topics
 from platform_streams.runtime.lifecycle import State, StreamsUncaughtExceptionResponse
 from platform_streams.runtime.worker import StreamWorker, WorkerState
@@ -35,10 +37,11 @@ class KafkaStreams:
     """Runs a topology with ``num_stream_threads`` workers; ``start()`` returns at once."""
 
     def __init__(self, topology: Topology | Any, config: StreamsConfig | Mapping[str, Any]) -> None:
-        if not isinstance(topology, Topology) and hasattr(topology, "build"):
-            topology = topology.build()
-        self.topology: Topology = topology
         self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(**dict(config))
+        if not isinstance(topology, Topology) and hasattr(topology, "build"):
+            # a StreamsBuilder: build with the config so topology_optimization applies
+            topology = topology.build(self.config)
+        self.topology: Topology = topology
         self.plan: TopologyPlan = compile_topology(topology)
         self._state = State.CREATED
         self._lock = threading.RLock()
@@ -48,6 +51,8 @@ class KafkaStreams:
         self.workers: list[StreamWorker] = []
         self.partition_counts: dict[str, int] = {}
         self._next_worker_index = 0
+        #: global stores' bootstrap/tail thread (None when the topology has no global stores)
+        self.global_worker: GlobalStreamWorker | None = None
 
     # -- public API -----------------------------------------------------------------------
 
@@ -73,6 +78,9 @@ class KafkaStreams:
         self._transition(State.REBALANCING)
         try:
             self.partition_counts = prepare_topics(self.plan, self.config)
+            self.global_worker = bootstrap_global_stores(
+                self.config, self.plan, self.partition_counts, on_failure=self._on_global_failure
+            )
         except BaseException:
             self._transition(State.PENDING_ERROR)
             self._transition(State.ERROR)
@@ -147,6 +155,8 @@ class KafkaStreams:
             on_failure=self._on_worker_failure,
         )
         self._next_worker_index += 1
+        if self.global_worker is not None:
+            worker.global_stores = self.global_worker.stores
         self.workers.append(worker)
         worker.start()
 
@@ -158,7 +168,19 @@ class KafkaStreams:
             if worker is threading.current_thread():
                 continue
             worker.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return not any(w.is_alive() for w in self.workers if w is not threading.current_thread())
+        stopped = not any(w.is_alive() for w in self.workers if w is not threading.current_thread())
+        if stopped and self.global_worker is not None:
+            self.global_worker.close()
+        return stopped
+
+    def _on_global_failure(self, exc: BaseException) -> None:
+        """The global thread died: tasks would read stale global state, so stop the client."""
+        log.error("global stream worker failed: %s", exc)
+        with self._lock:
+            if not self._state.is_running_or_rebalancing():
+                return
+            self._transition(State.PENDING_ERROR)
+        self._begin_error_shutdown()
 
     def _on_worker_state(self, worker: StreamWorker, state: WorkerState) -> None:
         with self._lock:
@@ -190,9 +212,14 @@ class KafkaStreams:
                     "SHUTDOWN_APPLICATION: shutting down this client (other instances are not signalled)"
                 )
             self._transition(State.PENDING_ERROR)
-        threading.Thread(
+        self._begin_error_shutdown()
+
+    def _begin_error_shutdown(self) -> None:
+        """Stop the workers from a separate thread (a failing worker cannot join itself)."""
+        thread = threading.Thread(
             target=self._shutdown_after_error, name="streams-error-shutdown", daemon=True
-        ).start()
+        )
+        thread.start()
 
     def _shutdown_after_error(self) -> None:
         self._join(None)

@@ -19,13 +19,15 @@ from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.collector import RecordCollector
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
-from platform_streams.processor.fusion import node_of_traceback
+from platform_streams.processor.fusion import failed_in_sink, node_of_traceback
 from platform_streams.processor.graph import TaskGraph
 from platform_streams.processor.punctuation import PunctuationSchedule
+from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.partition_group import PartitionGroup, TopicPartitionKey
 from platform_streams.state.manager import ProcessorStateManager
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
+from platform_streams.topology.nodes import SinkNode
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,10 @@ class StreamTask:
         self.processing_handler = RecordExceptionHandler(
             "processing", config.processing_exception_handler, dlq, collector, self.context
         )
+        #: serialization/send failures of sink records (Kafka Streams' production handler)
+        self.production_handler = RecordExceptionHandler(
+            "production", config.production_exception_handler, dlq, collector, self.context
+        )
         self.graph = TaskGraph(
             plan,
             sub,
@@ -91,11 +97,14 @@ class StreamTask:
         self.queues = PartitionGroup(self.partitions, config.max_task_idle_ms)
         #: (topic, partition) -> offset of the last record processed
         self.consumed: dict[TopicPartitionKey, int] = {}
+        # changelog writes carry the input position they were made for (see source_position)
+        self.context.source_position = SourcePositionHeader(self.partitions, self.consumed)
         #: (topic, partition) -> offset last committed (next offset to read)
         self.committed: dict[TopicPartitionKey, int] = {}
         self._changelog_partitions = {(topic, task_id.partition) for topic in changelogs.values()}
         self.records_processed = 0
         self.records_skipped = 0
+        self._sink_names = frozenset(n.name for n in sub.nodes if isinstance(n, SinkNode))
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -153,6 +162,7 @@ class StreamTask:
                     last = msg
                     done += 1
                     if ctx.has_stream_punctuation:
+                        consumed[self.partitions[0]] = msg.offset()  # punctuators' writes name it
                         self.punctuate_stream_time()
             finally:
                 if last is not None:
@@ -183,7 +193,10 @@ class StreamTask:
         if isinstance(exc, StreamsError):
             raise exc
         node = node_of_traceback(exc.__traceback__)
-        if self.processing_handler.handle(msg, exc) is HandlerResponse.CONTINUE:
+        handler = self.processing_handler
+        if failed_in_sink(exc.__traceback__, self._sink_names):
+            handler = self.production_handler  # the sink could not serialize or send it
+        if handler.handle(msg, exc) is HandlerResponse.CONTINUE:
             self.records_skipped += 1
             return
         raise ProcessorError(
@@ -261,12 +274,27 @@ class StreamTask:
     def mark_committed(self, offsets: dict[TopicPartitionKey, int]) -> None:
         self.committed.update(offsets)
 
+    def flush_caches(self) -> None:
+        """Push dirty cache entries downstream (upstream stores first), keeping disk as it is.
+
+        The first step of a commit: what caches forward must be produced, and the input
+        offsets committed, before the stores write their data to disk (see the worker)."""
+        stores = self.context.stores
+        for name in self._store_flush_order():
+            flush_cache = getattr(stores.get(name), "flush_cache", None)
+            if flush_cache is not None:
+                flush_cache()
+
+    def _store_flush_order(self) -> list[str]:
+        stores = self.context.stores
+        order = [n for node in self.sub.nodes for n in getattr(node, "stores", ())]
+        return list(dict.fromkeys([*order, *stores]))
+
     def flush_stores(self) -> None:
         """Flush caches and stores, upstream first: a cache flush forwards records that may
         update stores further down, which must then be flushed in the same commit."""
         stores = self.context.stores
-        order = [n for node in self.sub.nodes for n in getattr(node, "stores", ())]
-        for name in dict.fromkeys([*order, *stores]):
+        for name in self._store_flush_order():
             store = stores.get(name)
             if store is not None:
                 store.flush()

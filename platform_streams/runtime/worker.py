@@ -105,6 +105,8 @@ class StreamWorker(threading.Thread):
         self.collector: KafkaRecordCollector | None = None
         self.state_lifecycle = TaskStateLifecycle(config)
         self.record_cache = RecordCache(config.statestore_cache_max_bytes)
+        #: the client's global stores (GlobalKTable), readable by every task
+        self.global_stores: dict[str, Any] = {}
         self.committed_total = 0
         self.processed_total = 0
 
@@ -303,6 +305,7 @@ class StreamWorker(threading.Thread):
             task_dir=task_dir,
             record_cache=self.record_cache,
         )
+        task.context.global_stores = self.global_stores
         task.initialize_stores()
         self.tasks[task_id] = task
         for tp in task.partitions:

@@ -10,7 +10,7 @@ column family, or a dict), never a scan.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from platform_streams.errors import InvalidStateStoreError
@@ -76,6 +76,12 @@ class ClosedBytesMap(BytesMap):
 
 class StorageBackend(ABC):
     """Where one store keeps its bytes; opened by the store's ``init`` for one task."""
+
+    #: Called before writes that are not part of a :meth:`flush` may reach disk (a
+    #: persistent backend spilling its write overlay, dropping a column): the state manager
+    #: sets it to remove the checkpoint, which must never describe disk data that runs
+    #: ahead of the last commit (exactly-once state after a crash depends on it).
+    on_uncommitted_write: Callable[[], None] | None = None
 
     @property
     @abstractmethod

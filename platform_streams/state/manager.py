@@ -97,6 +97,8 @@ class ProcessorStateManager:
         self._loaded = self._read_checkpoint()
         self._stores: dict[str, _StoreMetadata] = {}
         self._closed = False
+        self._restoring = False
+        self._checkpoint_present = True  # unknown yet: the first spill checks the file
 
     def _read_checkpoint(self) -> dict[tuple[str, int], int]:
         try:
@@ -129,6 +131,9 @@ class ProcessorStateManager:
         self._stores[name] = _StoreMetadata(
             store, restore_callback, changelog_topic, changelog_partition, offset
         )
+        backend = getattr(innermost(store), "backend", None)
+        if changelog_topic is not None and backend is not None and store.persistent:
+            backend.on_uncommitted_write = self._on_uncommitted_write
         self.delete_checkpoint_if_eos()
 
     def _initial_offset(self, store: Any, topic: str | None, partition: int) -> int | None:
@@ -153,6 +158,14 @@ class ProcessorStateManager:
             raise TaskCorruptedError([str(self.task_id)], f"store {store.name} cannot be wiped")
         wipe()
         return None
+
+    def _on_uncommitted_write(self) -> None:
+        """A store is about to put writes on disk that no commit covers yet: the checkpoint
+        would then claim less than the disk holds, so it goes until the next one is written.
+        Restored records are committed ones (re-applying them is idempotent): no need then."""
+        if self._checkpoint_present and not self._restoring:
+            self._checkpoint_file.delete()
+            self._checkpoint_present = False
 
     def delete_checkpoint_if_eos(self) -> None:
         """Under exactly-once, remove the checkpoint before the stores change again."""
@@ -201,7 +214,11 @@ class ProcessorStateManager:
         if md is None:
             raise IllegalStateError(f"task {self.task_id}: no store {store_name!r} to restore")
         if batch:
-            md.restore_callback(batch)
+            self._restoring = True
+            try:
+                md.restore_callback(batch)
+            finally:
+                self._restoring = False
             md.restored += len(batch)
         if last_offset is not None:
             md.offset = last_offset
@@ -248,6 +265,7 @@ class ProcessorStateManager:
             if md.store.persistent and (tp := md.topic_partition) is not None and md.offset is not None
         }
         self._checkpoint_file.write(offsets)
+        self._checkpoint_present = True
 
     # ------------------------------------------------------------------ close
 

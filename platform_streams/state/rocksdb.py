@@ -299,15 +299,23 @@ class RocksDBBackend(StorageBackend):
         col = self._columns.pop(name, None)
         if col is None:
             return
+        if self.on_uncommitted_write is not None:
+            self.on_uncommitted_write()
         self.pending_count -= len(col.pending)
         col.pending.clear()
         del col
         self._require_db().drop_column_family(name)
 
-    def write_pending(self) -> None:
-        """Push the overlay of every column to RocksDB as one ``WriteBatch``."""
+    def write_pending(self, *, flushing: bool = False) -> None:
+        """Push the overlay of every column to RocksDB as one ``WriteBatch``.
+
+        Outside :meth:`flush` (overlay full, a scan) the writes may reach disk before
+        the commit that covers them: :attr:`on_uncommitted_write` is told first.
+        """
         if not self.pending_count or self._db is None:
             return
+        if not flushing and self.on_uncommitted_write is not None:
+            self.on_uncommitted_write()
         batch = WriteBatch(raw_mode=True)
         maps = [self._default, *self._columns.values()] if self._default is not None else []
         for col in maps:
@@ -329,7 +337,7 @@ class RocksDBBackend(StorageBackend):
     def flush(self) -> None:
         if self._db is None:
             return
-        self.write_pending()
+        self.write_pending(flushing=True)
         if self._dirty:
             self._db.flush(True)
             self._dirty = False

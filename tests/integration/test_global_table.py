@@ -11,7 +11,6 @@ import pytest
 
 from platform_streams import State, StreamsBuilder
 from platform_streams.dsl import Consumed, Materialized, Produced
-from platform_streams.errors import StreamsStateError
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.runtime.global_worker import GlobalStreamWorker, bootstrap
 from platform_streams.serde import String
@@ -96,11 +95,6 @@ def _join_app(orders: str, products: str, sink: str) -> StreamsBuilder:
     return builder
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=StreamsStateError,
-    reason="KafkaStreams does not start the GlobalStreamWorker yet (remove this marker with the wiring)",
-)
 def test_global_table_join_runs_on_two_instances_each_with_the_whole_table(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:

@@ -110,6 +110,7 @@ def test_worker_with_deleted_state_restores_snapshot_plus_tail_like_a_full_repla
         built.app(), _config(built, built.state_dir.with_name("full"), None), built.app.source, PARTITIONS, new
     )
 
+    assert len(fast.last_snapshots) == PARTITIONS
     tail = {m.partition: built.changelog_ends[(m.changelog_topic, m.partition)] - m.offset - 1 for m in built.manifests}
     for task_id, restores in fast.last_snapshots.items():
         assert [r.manifest.partition for r in restores] == [task_id.partition]
