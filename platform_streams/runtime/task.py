@@ -132,6 +132,10 @@ class StreamTask:
     def checkpoint(self, written: Mapping[tuple[str, int], int], *, enforce: bool = False) -> None:
         """Record the changelog offsets the local stores reflect (after a successful commit)."""
         mine = {tp: off for tp, off in written.items() if tp in self._changelog_partitions}
+        # A store whose changelog is its own source topic (topology_optimization) is never
+        # written to by us: it reflects the source up to the last record processed.
+        for tp in self._changelog_partitions.intersection(self.consumed):
+            mine[tp] = self.consumed[tp]
         self.state_manager.checkpoint(mine, enforce=enforce)
 
     # -- processing -----------------------------------------------------------------------

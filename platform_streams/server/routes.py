@@ -1,0 +1,440 @@
+"""The worker HTTP API, independent of the HTTP server that carries it.
+
+::
+
+    GET /health/live                      200 unless the client is in ERROR / NOT_RUNNING
+    GET /health/ready                     200 when RUNNING and no store is restoring, else 503
+    GET /metrics                          Prometheus text format
+    GET /state                            lifecycle state, workers, tasks, assignment, lag, instances
+    GET /stores                           queryable stores
+    GET /stores/<store>/keys/<key>        one key (404 if absent)
+    GET /stores/<store>/metadata/<key>    which instance hosts the key (active, standbys, partition)
+    GET /stores/<store>/range?from=&to=&prefix=&limit=&order=desc
+    GET /stores/<store>/windows/<key>?from=&to=     windows of one key (start in [from, to])
+    GET /stores/<store>/windows?from=&to=&limit=     every key's windows starting in [from, to]
+
+Key-scoped queries are answered here when this instance runs the key's partition as an
+active task, else forwarded to the owner (``local=true`` on the hop stops re-forwarding);
+if the owner is unknown or unreachable a local standby or restoring copy answers, marked
+``"stale": true`` (unless ``require_active=true``), else 503. Scans ask every instance for
+the partitions it owns and merge (``missing_partitions`` lists what nobody answered).
+
+With ``http_auth_token`` set every path but ``/health/*`` needs ``Authorization: Bearer
+<token>``: missing -> 401, wrong -> 403. Bad input is a 4xx with a JSON ``error``; an
+unexpected failure is a 500 that is logged -- never an exception in a worker.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from platform_streams.errors import InvalidStateStoreError, StreamsStateError, StreamsTimeoutError
+from platform_streams.query.metadata import HostInfo
+from platform_streams.query.queries import KeyQuery, Query, RangeQuery, WindowKeyQuery, WindowRangeQuery
+from platform_streams.query.request import StateQueryRequest
+from platform_streams.query.results import QueryResult
+from platform_streams.server.codec import MalformedKeyError, dumps, jsonable, parse_key, parse_number
+from platform_streams.server.forwarding import ForwardError, forward
+
+if TYPE_CHECKING:
+    from platform_streams.runtime.kafka_streams import KafkaStreams
+
+__all__ = ["Api", "Response"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 100_000
+_MAX_TIME = 2**63 - 1
+_NOT_LIVE = frozenset({"ERROR", "PENDING_ERROR", "NOT_RUNNING"})
+
+
+@dataclass(slots=True)
+class Response:
+    """Status, body and headers of one answer."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class HttpError(Exception):
+    """Ends a request with ``status`` and a JSON ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.extra = extra
+
+
+def _json(status: int, document: Any) -> Response:
+    return Response(status, dumps(document))
+
+
+def _flag(params: dict[str, str], name: str) -> bool:
+    return params.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+class Api:
+    """Routes requests of one client's HTTP endpoint (see the module docstring)."""
+
+    def __init__(self, streams: KafkaStreams) -> None:
+        self._streams = streams
+        token = streams.config.http_auth_token
+        self._token = token.get_secret_value() if token is not None else None
+
+    # ------------------------------------------------------------------ entry point
+
+    def handle(self, method: str, target: str, headers: Any) -> Response:
+        """Answer one request; never raises."""
+        try:
+            return self._handle(method, target, headers)
+        except HttpError as exc:
+            return _json(exc.status, {"error": str(exc), **exc.extra})
+        except Exception:
+            log.exception("HTTP %s %s failed", method, target)
+            return _json(500, {"error": "internal error (see the worker log)"})
+
+    def _handle(self, method: str, target: str, headers: Any) -> Response:
+        if method != "GET":
+            raise HttpError(405, f"method {method} is not allowed (use GET)")
+        split = urllib.parse.urlsplit(target)
+        segments = [urllib.parse.unquote(s) for s in split.path.split("/") if s]
+        try:
+            pairs = urllib.parse.parse_qsl(split.query, keep_blank_values=True, strict_parsing=False)
+        except ValueError as exc:
+            raise HttpError(400, f"malformed query string: {exc}") from None
+        params = dict(pairs)
+        if segments[:1] == ["health"] and len(segments) == 2:
+            return self._health(segments[1])
+        self._authorize(headers)
+        match segments:
+            case ["metrics"]:
+                body, content_type = self._streams.metrics.render()
+                return Response(200, body, content_type)
+            case ["state"]:
+                return _json(200, self._state())
+            case ["stores"]:
+                return _json(200, {"stores": sorted(self._streams.plan.topology.stores)})
+            case ["stores", store, "keys", key]:
+                return self._key_query(store, key, params, window=False)
+            case ["stores", store, "windows", key]:
+                return self._key_query(store, key, params, window=True)
+            case ["stores", store, "metadata", key]:
+                return self._metadata(store, key)
+            case ["stores", store, "range"]:
+                return self._scan(store, self._range_query(store, params), params, split.path)
+            case ["stores", store, "windows"]:
+                return self._scan(store, self._window_range(params), params, split.path)
+        raise HttpError(404, f"no such resource: {split.path}")
+
+    def _authorize(self, headers: Any) -> None:
+        if self._token is None:
+            return
+        given = headers.get("Authorization") if headers is not None else None
+        if not given:
+            raise HttpError(401, "missing bearer token")
+        scheme, _, token = str(given).partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self._token.encode()):
+            raise HttpError(403, "invalid bearer token")
+
+    # ------------------------------------------------------------------ health and state
+
+    def _health(self, which: str) -> Response:
+        state = self._streams.state().value
+        if which == "live":
+            return _json(503 if state in _NOT_LIVE else 200, {"status": "live", "state": state})
+        if which == "ready":
+            restoring = self._streams.interactive_queries.restoring_tasks()
+            ready = state == "RUNNING" and not restoring
+            return _json(200 if ready else 503, {"ready": ready, "state": state, "restoring": restoring})
+        raise HttpError(404, f"no such health check: {which}")
+
+    def _state(self) -> dict[str, Any]:
+        streams = self._streams
+        service = streams.interactive_queries
+        recorders = streams.metrics.threads
+        workers = []
+        for worker in list(streams.workers):
+            tasks = list(worker.tasks.items())
+            recorder = recorders.get(worker.name)
+            lag = dict(recorder.lag) if recorder is not None else {}
+            workers.append(
+                {
+                    "thread_id": worker.name,
+                    "state": worker.state.value,
+                    "active_tasks": sorted(str(t) for t, _ in tasks),
+                    "standby_tasks": sorted(str(t) for t in list(getattr(worker, "standby_tasks", None) or {})),
+                    "assignment": sorted(f"{tp[0]}-{tp[1]}" for _, task in tasks for tp in task.partitions),
+                    "lag": {f"{t}-{p}": n for (t, p), n in sorted(lag.items())},
+                    "processed_total": worker.processed_total,
+                }
+            )
+        return {
+            "application_id": streams.config.application_id,
+            "client_id": streams.config.effective_client_id,
+            "application_server": str(service.host) if service.host is not None else None,
+            "state": streams.state().value,
+            "restoring_tasks": service.restoring_tasks(),
+            "workers": workers,
+            "instances": [m.to_dict() for m in service.metadata_for_all_clients()],
+        }
+
+    # ------------------------------------------------------------------ key-scoped queries
+
+    def _known_store(self, store: str) -> None:
+        if not self._streams.interactive_queries.has_store(store):
+            raise HttpError(404, f"unknown state store {store!r}", store=store)
+
+    def _key_of(self, store: str, text: str) -> Any:
+        try:
+            return parse_key(text, self._streams.interactive_queries.store_key_serde(store))
+        except MalformedKeyError as exc:
+            raise HttpError(400, str(exc), store=store) from None
+
+    def _metadata(self, store: str, key_text: str) -> Response:
+        self._known_store(store)
+        key = self._key_of(store, key_text)
+        meta = self._run(lambda: self._streams.interactive_queries.query_metadata_for_key(store, key))
+        return _json(200, {"store": store, "key": key, **meta.to_dict()})
+
+    def _key_query(self, store: str, key_text: str, params: dict[str, str], *, window: bool) -> Response:
+        self._known_store(store)
+        key = self._key_of(store, key_text)
+        service = self._streams.interactive_queries
+        query: Query
+        if window:
+            time_from, time_to = self._times(params)
+            if time_from is None and time_to is None:
+                query = WindowRangeQuery.with_key(key)
+            else:
+                query = WindowKeyQuery.with_key_and_window_start_range(key, time_from or 0, _upper(time_to))
+        else:
+            query = KeyQuery.with_key(key)
+        partition = self._run(lambda: service.key_partition(store, key))
+        request = StateQueryRequest.in_store(store).with_query(query).with_partitions({partition})
+        require_active = _flag(params, "require_active")
+        answer = self._local(request.require_active(), partition)
+        if answer is not None:
+            return self._key_answer(store, key, partition, answer, window, stale=False)
+        if not _flag(params, "local"):
+            meta = self._run(lambda: service.query_metadata_for_key(store, key))
+            owner = meta.active_host
+            if owner.is_available() and owner != service.host:
+                path = "/".join(["", "stores", _q(store), "windows" if window else "keys", _q(key_text)])
+                try:
+                    return self._relay(owner, path, params)
+                except ForwardError as exc:
+                    log.warning("forwarding a query for %s to %s failed: %s", store, owner, exc)
+        if not require_active:
+            answer = self._local(request, partition)
+            if answer is not None:
+                return self._key_answer(store, key, partition, answer, window, stale=True)
+        raise HttpError(
+            503,
+            f"partition {partition} of store {store!r} is not available (rebalancing, restoring, or its "
+            "owner is unreachable): retry",
+            store=store,
+            partition=partition,
+        )
+
+    def _local(self, request: StateQueryRequest, partition: int) -> QueryResult | None:
+        """This instance's successful answer for ``partition``, None if it has none."""
+        result = self._run(lambda: self._streams.interactive_queries.query(request))
+        answer = result.partition_results.get(partition)
+        if answer is None:
+            return None
+        if answer.is_failure() and answer.failure_reason is not None:
+            if answer.failure_reason.value in ("STORE_EXCEPTION", "UNKNOWN_QUERY_TYPE"):
+                raise HttpError(400 if answer.failure_reason.value == "UNKNOWN_QUERY_TYPE" else 500,
+                                answer.failure_message)
+            return None
+        return answer
+
+    def _key_answer(
+        self, store: str, key: Any, partition: int, answer: QueryResult, window: bool, *, stale: bool
+    ) -> Response:
+        document: dict[str, Any] = {
+            "store": store,
+            "key": key,
+            "partition": partition,
+            "served_by": self._self_host(),
+            "stale": stale,
+            "position": answer.position.to_dict(),
+        }
+        if window:
+            rows = answer.result
+            document["windows"] = [
+                {"start_ms": start, "value": value} if isinstance(start, int) else {"window": start, "value": value}
+                for start, value in rows
+            ]
+            return _json(200, document)
+        if answer.result is None:
+            return _json(404, {**document, "error": "key not found"})
+        document["value"] = answer.result
+        return _json(200, document)
+
+    # ------------------------------------------------------------------ scans
+
+    def _range_query(self, store: str, params: dict[str, str]) -> Query:
+        self._known_store(store)
+        prefix = params.get("prefix")
+        descending = params.get("order", "asc").lower() == "desc"
+        if prefix is not None:
+            query = RangeQuery.with_prefix(self._key_of(store, prefix))
+        else:
+            lower = params.get("from")
+            upper = params.get("to")
+            query = RangeQuery.with_range(
+                self._key_of(store, lower) if lower not in (None, "") else None,
+                self._key_of(store, upper) if upper not in (None, "") else None,
+            )
+        return query.with_descending_keys() if descending else query
+
+    def _window_range(self, params: dict[str, str]) -> Query:
+        time_from, time_to = self._times(params)
+        if time_from is None or time_to is None:
+            raise HttpError(400, "a window scan needs from= and to= (epoch milliseconds)")
+        return WindowRangeQuery.with_window_start_range(time_from, time_to)
+
+    def _scan(self, store: str, query: Query, params: dict[str, str], path: str) -> Response:
+        self._known_store(store)
+        service = self._streams.interactive_queries
+        limit = self._limit(params)
+        count = self._run(lambda: service.store_partitions(store))
+        wanted = self._partitions(params, count)
+        request = StateQueryRequest.in_store(store).with_query(query).with_partitions(wanted).require_active()
+        result = self._run(lambda: service.query(request, limit=limit))
+        rows: list[Any] = []
+        answered: set[int] = set()
+        for partition, answer in result.partition_results.items():
+            if answer.is_success():
+                answered.add(partition)
+                rows.extend(jsonable({"key": k, "value": v}) for k, v in answer.result)
+            elif answer.failure_reason is not None and answer.failure_reason.value == "UNKNOWN_QUERY_TYPE":
+                raise HttpError(400, answer.failure_message, store=store)
+        missing = set(wanted) - answered
+        if missing and not _flag(params, "local"):
+            for host, partitions in self._owners(store, missing).items():
+                extra = self._remote_scan(host, path, {**params, "partitions": ",".join(map(str, partitions))})
+                if extra is not None:
+                    rows.extend(extra.get("rows", []))
+                    answered.update(int(p) for p in extra.get("partitions", []))
+        missing = set(wanted) - answered
+        rows.sort(key=lambda row: _order(row.get("key")), reverse=params.get("order", "").lower() == "desc")
+        return _json(
+            200,
+            {
+                "store": store,
+                "rows": rows[:limit],
+                "partitions": sorted(answered),
+                "missing_partitions": sorted(missing),
+                "complete": not missing,
+                "served_by": self._self_host(),
+            },
+        )
+
+    def _owners(self, store: str, partitions: set[int]) -> dict[HostInfo, list[int]]:
+        service = self._streams.interactive_queries
+        directory = service.directory
+        owners: dict[HostInfo, list[int]] = {}
+        if directory is None:
+            return owners
+        for partition in sorted(partitions):
+            host = directory.active_host(str(service.task_of(store, partition)))
+            if host is not None and host != service.host:
+                owners.setdefault(host, []).append(partition)
+        return owners
+
+    def _remote_scan(self, host: HostInfo, path: str, params: dict[str, str]) -> dict[str, Any] | None:
+        try:
+            answer = forward(host, urllib.parse.quote(path), params, self._token)
+        except ForwardError as exc:
+            log.warning("scan on %s failed: %s", host, exc)
+            return None
+        if answer.status != 200:
+            log.warning("scan on %s answered %d: %s", host, answer.status, answer.body[:200])
+            return None
+        document = orjson.loads(answer.body)
+        return document if isinstance(document, dict) else None
+
+    # ------------------------------------------------------------------ helpers
+
+    def _relay(self, owner: HostInfo, path: str, params: dict[str, str]) -> Response:
+        answer = forward(owner, path, params, self._token)
+        return Response(
+            answer.status, answer.body, answer.content_type or "application/json", {"X-Forwarded-To": str(owner)}
+        )
+
+    def _self_host(self) -> str | None:
+        host = self._streams.interactive_queries.host
+        return str(host) if host is not None else None
+
+    @staticmethod
+    def _run(call: Callable[[], Any]) -> Any:
+        """Map the library's errors to HTTP statuses."""
+        try:
+            return call()
+        except InvalidStateStoreError as exc:
+            raise HttpError(404, str(exc)) from None
+        except (StreamsStateError, StreamsTimeoutError) as exc:
+            raise HttpError(503, str(exc)) from None
+        except ValueError as exc:
+            raise HttpError(400, str(exc)) from None
+
+    @staticmethod
+    def _times(params: dict[str, str]) -> tuple[int | None, int | None]:
+        try:
+            return parse_number(params.get("from"), "from"), parse_number(params.get("to"), "to")
+        except ValueError as exc:
+            raise HttpError(400, str(exc)) from None
+
+    @staticmethod
+    def _limit(params: dict[str, str]) -> int:
+        try:
+            limit = parse_number(params.get("limit"), "limit")
+        except ValueError as exc:
+            raise HttpError(400, str(exc)) from None
+        if limit is None:
+            return DEFAULT_LIMIT
+        if not 0 < limit <= MAX_LIMIT:
+            raise HttpError(400, f"limit must be 1..{MAX_LIMIT}, got {limit}")
+        return limit
+
+    @staticmethod
+    def _partitions(params: dict[str, str], count: int) -> set[int]:
+        text = params.get("partitions")
+        if not text:
+            return set(range(count))
+        try:
+            wanted = {int(p) for p in text.split(",") if p.strip()}
+        except ValueError:
+            raise HttpError(400, f"partitions must be comma-separated integers, got {text!r}") from None
+        return wanted
+
+
+def _upper(value: int | None) -> int:
+    return _MAX_TIME if value is None else value
+
+
+def _q(text: str) -> str:
+    return urllib.parse.quote(text, safe="")
+
+
+def _order(key: Any) -> tuple[int, Any]:
+    """Sort keys of one store across partitions: numbers, then text, then the rest by JSON."""
+    if isinstance(key, bool):
+        return (2, str(key))
+    if isinstance(key, int | float):
+        return (0, key)
+    if isinstance(key, str):
+        return (1, key)
+    return (2, orjson.dumps(key, default=str).decode())
