@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip >/dev/null
-	$(BIN)/python -m pip install -e '.[dev,spark]'
+	$(BIN)/python -m pip install -e '.[dev,spark,dagster,helm]'
 	touch $@
 
 setup: $(BIN)/.installed

@@ -6,6 +6,9 @@
     platform-streams describe MODULE:FACTORY
     platform-streams topics plan|create|validate|delete MODULE:FACTORY ...   (ops/cli_commands.py)
     platform-streams reset MODULE:FACTORY ...                               (ops/cli_commands.py)
+    platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
+    platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
+    platform-streams apps list|describe|validate NAME [CONFIG]             (cli_apps.py)
     platform-streams broker [--port 9092] [--host 127.0.0.1]
 
 Subcommands are entries of :data:`COMMANDS` (name, help, arguments, handler), so a new
@@ -26,9 +29,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from platform_streams.cli_app import CliError, add_app_argument, load_app
+from platform_streams.cli_apps import add_apps_arguments, run_apps
 from platform_streams.cli_run import add_run_arguments, run_command
 from platform_streams.errors import StreamsError
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
+from platform_streams.ops.spark_commands import (
+    add_backfill_arguments,
+    add_snapshot_arguments,
+    run_backfill,
+    run_snapshot,
+)
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
@@ -82,6 +92,24 @@ COMMANDS: tuple[Command, ...] = (
         "reset an application to reprocess its input (stopped applications only)",
         add_reset_arguments,
         run_reset,
+    ),
+    Command(
+        "apps",
+        "list installed app plugins, describe one, validate a config against its model",
+        add_apps_arguments,
+        run_apps,
+    ),
+    Command(
+        "snapshot",
+        "create (on Spark) or list state snapshots that workers restore from",
+        add_snapshot_arguments,
+        run_snapshot,
+    ),
+    Command(
+        "backfill",
+        "run an application's topology over historical input on Spark",
+        add_backfill_arguments,
+        run_backfill,
     ),
     Command(
         "broker",

@@ -142,6 +142,12 @@ def worker_overrides(config: StreamsConfig, index: int) -> list[str]:
     items = [f"client_id={config.effective_client_id}{suffix}", f"state_dir={config.state_dir}{suffix}"]
     if config.group_instance_id is not None:
         items.append(f"group_instance_id={config.group_instance_id}{suffix}")
+    # each process serves its own /metrics and queries: a fixed port becomes port + index
+    if config.http_port:
+        items.append(f"http_port={config.http_port + index}")
+    if config.application_server is not None:
+        host, _, port = config.application_server.rpartition(":")
+        items.append(f"application_server={host}:{int(port) + index}")
     return items
 
 

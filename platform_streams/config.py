@@ -30,6 +30,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SecretStr,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
@@ -172,6 +173,15 @@ class StreamsConfig(BaseModel):
     acceptable_recovery_lag: int = Field(default=10_000, ge=0)
     probing_rebalance_interval_ms: int = Field(default=600_000, ge=60_000)
     metrics_recording_level: Literal["INFO", "DEBUG", "TRACE"] = "INFO"
+
+    # --- worker HTTP endpoint: /metrics, /health, /state, interactive queries ----------
+    http_host: str = Field(default="127.0.0.1", min_length=1, description="Address the endpoint binds to.")
+    http_port: int | None = Field(
+        default=None, ge=0, le=65535, description="None: no endpoint; 0: any free port (see the log)."
+    )
+    http_auth_token: SecretStr | None = Field(
+        default=None, description="Bearer token the endpoint requires (not for /health/*)."
+    )
 
     # --- group membership (identical on every member) ----------------------------------
     session_timeout_ms: int = Field(default=45_000, gt=0)

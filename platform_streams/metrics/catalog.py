@@ -159,7 +159,7 @@ CATALOG: tuple[MetricSpec, ...] = (
        "Workers that died of an exception since the client started."),
     # -- thread (worker) ----------------------------------------------------------------------
     _m("thread_state", "stateset", _THREAD_G, "thread-state",
-       "The worker's state (1 for the current state).", _THREAD + ("state",)),
+       "The worker's state (1 for the current state).", (*_THREAD, "state")),
     _m("thread_start_time_seconds", "gauge", _THREAD_G, "thread-start-time",
        "When the worker started (Unix time, seconds).", _THREAD),
     _m("thread_poll", "counter", _THREAD_G, "poll-rate, poll-total",
@@ -183,13 +183,13 @@ CATALOG: tuple[MetricSpec, ...] = (
        "Tasks created (a rebalance that keeps a task closes and recreates it).", _THREAD),
     _m("thread_task_closed", "counter", _THREAD_G, "task-closed-rate, task-closed-total",
        "Tasks closed.", _THREAD),
-    _m("thread_rebalances", "counter", "consumer-coordinator-metrics", "rebalance-total, rebalance-rate-per-hour",
-       "Partition assignments received by the worker.", _THREAD),
+    _m("thread_rebalances", "counter", "consumer-coordinator-metrics",
+       "rebalance-total, rebalance-rate-per-hour", "Partition assignments received by the worker.", _THREAD),
     _m("thread_active_tasks", "gauge", _OURS, "",
        "Active tasks the worker runs now.", _THREAD),
     _m("consumer_records_lag", "gauge", _CONSUMER_G, "records-lag",
        "High watermark (from fetch responses) minus the next offset to process, per input partition.",
-       _THREAD + ("topic", "partition")),
+       (*_THREAD, "topic", "partition")),
     _m("record_cache_size_bytes", "gauge", _TASK_G, "cache-size-bytes-total",
        "Bytes held by the worker's record cache (shared by its tasks).", _THREAD),
     _m("record_cache_evictions", "counter", _CACHE_G, "",
@@ -212,12 +212,13 @@ CATALOG: tuple[MetricSpec, ...] = (
     # -- processor node -----------------------------------------------------------------------
     _m("processor_node_record_e2e_latency_seconds", "histogram", _NODE_G,
        "record-e2e-latency-avg, record-e2e-latency-min, record-e2e-latency-max",
-       "Wall clock minus record timestamp when processed, at source nodes (sampled every 100 ms per task).",
-       _NODE, buckets=E2E_LATENCY_BUCKETS_S),
+       "Wall clock minus record timestamp when processed, at source nodes "
+       "(sampled every 100 ms per task).", _NODE, buckets=E2E_LATENCY_BUCKETS_S),
     # -- state stores -------------------------------------------------------------------------
     *(
-        _m(f"state_{op}_latency_seconds", "histogram", _STATE_G, f"{stem}-latency-avg, {stem}-latency-max, "
-           f"{stem}-rate, {stem}-total", f"Latency of store {op} operations (the count is the number of calls).",
+        _m(f"state_{op}_latency_seconds", "histogram", _STATE_G,
+           f"{stem}-latency-avg, {stem}-latency-max, {stem}-rate, {stem}-total",
+           f"Latency of store {op} operations (the count is the number of calls).",
            _STORE, Level.DEBUG, LATENCY_BUCKETS_S)
         for op, stem in STORE_OPERATIONS.items()
     ),

@@ -102,13 +102,17 @@ class StreamsCollector(Collector):
         state = metrics.streams.state()
         fams.one_hot("kafka_streams_client_state", [], state.value, [s.value for s in type(state)])
         workers = list(metrics.streams.workers)
-        fams.add("kafka_streams_client_alive_stream_threads", [], sum(w.state.value != "DEAD" for w in workers))
+        fams.add(
+            "kafka_streams_client_alive_stream_threads", [], sum(w.state.value != "DEAD" for w in workers)
+        )
         fams.add("kafka_streams_client_failed_stream_threads", [], metrics.failed_threads)
 
     def _thread(self, fams: _Families, rec: ThreadRecorder) -> None:
         worker = rec.worker
         t = [rec.thread_id]
-        fams.one_hot("kafka_streams_thread_state", t, worker.state.value, [s.value for s in type(worker.state)])
+        fams.one_hot(
+            "kafka_streams_thread_state", t, worker.state.value, [s.value for s in type(worker.state)]
+        )
         fams.add("kafka_streams_thread_start_time_seconds", t, rec.start_time)
         fams.add("kafka_streams_thread_poll", t, rec.polls)
         fams.histogram("kafka_streams_thread_poll_latency_seconds", t, rec.poll_latency)
@@ -130,7 +134,9 @@ class StreamsCollector(Collector):
         fams.add("kafka_streams_record_cache_evictions", t, cache.evictions)
         self._tasks(fams, rec, live)
         for (task_id, node), hist in list(rec.e2e.items()):
-            fams.histogram("kafka_streams_processor_node_record_e2e_latency_seconds", [*t, str(task_id), node], hist)
+            fams.histogram(
+                "kafka_streams_processor_node_record_e2e_latency_seconds", [*t, str(task_id), node], hist
+            )
         for (task_id, store), stats in list(rec.stores.items()):
             labels = [*t, str(task_id), store, stats.store_type]
             for operation, hist in list(stats.latencies.items()):

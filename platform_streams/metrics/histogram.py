@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 
-__all__ = ["LATENCY_BUCKETS_S", "RECORD_COUNT_BUCKETS", "E2E_LATENCY_BUCKETS_S", "Histogram"]
+__all__ = ["E2E_LATENCY_BUCKETS_S", "LATENCY_BUCKETS_S", "RECORD_COUNT_BUCKETS", "Histogram"]
 
 #: seconds, 5 us .. 10 s: store operations (microseconds) to commits (up to seconds)
 LATENCY_BUCKETS_S: tuple[float, ...] = (
@@ -23,7 +23,23 @@ LATENCY_BUCKETS_S: tuple[float, ...] = (
 )  # fmt: skip
 #: seconds, 1 ms .. 1 h: record age from its timestamp to processing
 E2E_LATENCY_BUCKETS_S: tuple[float, ...] = (
-    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
+    0.001,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+    900.0,
+    3600.0,
 )
 #: records per poll / per processing pass
 RECORD_COUNT_BUCKETS: tuple[float, ...] = (0, 1, 10, 50, 100, 500, 1000, 2500, 5000, 10000)

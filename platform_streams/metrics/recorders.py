@@ -62,7 +62,9 @@ def store_type_label(store: Any) -> str:
     """Kafka Streams' store tag stem: ``rocksdb-state``, ``in-memory-window-state`` ..."""
     backend = getattr(innermost(store), "backend", None)
     persistent = bool(getattr(backend, "persistent", getattr(store, "persistent", False)))
-    kind = "window-" if isinstance(store, WindowStore) else "session-" if isinstance(store, SessionStore) else ""
+    kind = (
+        "window-" if isinstance(store, WindowStore) else "session-" if isinstance(store, SessionStore) else ""
+    )
     return f"{'rocksdb' if persistent else 'in-memory'}-{kind}state"
 
 
@@ -190,6 +192,7 @@ class ThreadRecorder(WorkerObserver):
         """Account for tasks created/closed since the last call (on worker state changes)."""
         if assigned:
             self.rebalances += 1
+        self._next_refresh = 0.0  # lag and store gauges for the new tasks at the next loop
         current = {id(task): task for task in list(self.worker.tasks.values())}
         for key, task in list(self._known.items()):
             if key not in current:

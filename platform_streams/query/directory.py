@@ -128,18 +128,23 @@ class InstanceDirectory:
     def start(self) -> None:
         """Create the producer and start reading the topic in the background."""
         self._producer = create_producer(
-            {**self._base, "client.id": f"{self.config.effective_client_id}-metadata-producer", "linger.ms": 0}
+            {
+                **self._base,
+                "client.id": f"{self.config.effective_client_id}-metadata-producer",
+                "linger.ms": 0,
+            }
         )
         self._reader = threading.Thread(target=self._read, name="streams-metadata-reader", daemon=True)
         self._reader.start()
 
     def close(self, *, tombstone: bool = True) -> None:
         """Stop reading; on a clean close tell the others this instance is gone."""
-        if tombstone and self._producer is not None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
             with self._publish_lock:
-                self._produce(None)
-        if self._producer is not None:
-            self._producer.flush(5)
+                if tombstone:
+                    self._produce_with(producer, None)
+                producer.flush(5)
         self._stop.set()
         if self._reader is not None:
             self._reader.join(5)
@@ -155,14 +160,16 @@ class InstanceDirectory:
         if self._producer is None:
             return
         with self._publish_lock:
-            self._produce(snapshot())
+            producer = self._producer
+            if producer is not None:
+                self._produce_with(producer, snapshot())
 
-    def _produce(self, snapshot: InstanceSnapshot | None) -> None:
+    def _produce_with(self, producer: Any, snapshot: InstanceSnapshot | None) -> None:
         value = snapshot.to_json(self.host) if snapshot is not None else None
         try:
-            self._producer.produce(self.topic, value, str(self.host).encode(), partition=0)
-            self._producer.poll(0)
-        except (BufferError, Exception) as exc:  # routing metadata must never break processing
+            producer.produce(self.topic, value, str(self.host).encode(), partition=0)
+            producer.poll(0)
+        except Exception as exc:  # routing metadata must never break processing
             log.warning("could not publish instance metadata: %s", exc)
 
     # ------------------------------------------------------------------ reading
@@ -192,7 +199,7 @@ class InstanceDirectory:
                     else:
                         log.debug("metadata reader: %s", err)
                     continue
-                self._apply(msg.key(), msg.value(), msg.offset())
+                self._apply(msg.key(), msg.value(), msg.offset() or 0)
         except Exception:
             log.exception("metadata reader stopped")
         finally:

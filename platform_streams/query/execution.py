@@ -74,9 +74,8 @@ def _dispatch(store: Any, query: Query | None, limit: int | None) -> Any:
                 return _take(rows, limit)
             if query.time_from_ms is not None and query.time_to_ms is not None:
                 return _take(store.fetch_all(query.time_from_ms, query.time_to_ms), limit)
-    elif isinstance(store, SessionStore):
-        if isinstance(query, WindowRangeQuery) and query.key is not None:
-            return _take(store.fetch(query.key), limit)
+    elif isinstance(store, SessionStore) and isinstance(query, WindowRangeQuery) and query.key is not None:
+        return _take(store.fetch(query.key), limit)
     return _UNKNOWN
 
 

@@ -7,10 +7,11 @@ with its tasks). Hosts are the instances' ``application_server`` addresses.
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HostInfo", "KeyQueryMetadata", "StreamsMetadata"]
+__all__ = ["HostInfo", "KeyQueryMetadata", "StreamsMetadata", "advertised_host"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -84,3 +85,15 @@ class StreamsMetadata:
             "standby_tasks": sorted(self.standby_tasks),
             "state_store_names": sorted(self.state_store_names),
         }
+
+
+def advertised_host(application_server: str | None, bound: HostInfo | None) -> HostInfo | None:
+    """The address other instances reach this one at: ``application_server`` if set, else
+    the HTTP endpoint's bound address (a wildcard bind advertises the host name)."""
+    if application_server:
+        return HostInfo.parse(application_server.split("://", 1)[-1])
+    if bound is None:
+        return None
+    if bound.host in ("0.0.0.0", "::", ""):
+        return HostInfo(socket.gethostname(), bound.port)
+    return bound

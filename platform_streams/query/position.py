@@ -47,7 +47,9 @@ class Position:
 
     def __init__(self, offsets: Mapping[str, Mapping[int, int]] | None = None) -> None:
         self._offsets: dict[str, dict[int, int]] = {
-            topic: {int(p): int(o) for p, o in parts.items()} for topic, parts in (offsets or {}).items() if parts
+            topic: {int(p): int(o) for p, o in parts.items()}
+            for topic, parts in (offsets or {}).items()
+            if parts
         }
 
     @classmethod
@@ -106,7 +108,9 @@ class Position:
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """JSON shape: partitions as strings (JSON object keys)."""
-        return {t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(self._offsets.items())}
+        return {
+            t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(self._offsets.items())
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Position:
@@ -163,8 +167,19 @@ class PositionBound:
             raise ValueError("an unbounded PositionBound has no position")
         return self._position
 
-    def satisfied_by(self, position: Position) -> bool:
-        return self._position is None or position.dominates(self._position)
+    def satisfied_by(self, position: Position, partition: int | None = None) -> bool:
+        """True if ``position`` reaches the bound; with ``partition``, only that partition's
+        components count (Kafka Streams' rule: a store partition answers for itself, so a
+        bound taken from a whole-store result applies partition by partition)."""
+        if self._position is None:
+            return True
+        if partition is None:
+            return position.dominates(self._position)
+        for topic, parts in self._position._offsets.items():
+            wanted = parts.get(partition)
+            if wanted is not None and position._offsets.get(topic, {}).get(partition, -1) < wanted:
+                return False
+        return True
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PositionBound) and self._position == other._position
@@ -173,7 +188,9 @@ class PositionBound:
         return hash(self._position)
 
     def __repr__(self) -> str:
-        return "PositionBound.unbounded()" if self._position is None else f"PositionBound.at({self._position!r})"
+        return (
+            "PositionBound.unbounded()" if self._position is None else f"PositionBound.at({self._position!r})"
+        )
 
 
 def read_position_file(task_dir: Path) -> Position:

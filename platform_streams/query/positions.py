@@ -50,6 +50,13 @@ class TaskPositions:
             return base
         return base.merge(Position.from_partition_offsets(dict(consumed)))
 
+    def seed(self, task: Any, position: Position) -> None:
+        """Raise the task's base position to at least ``position`` (known from elsewhere)."""
+        base = self._loaded.get(task)
+        if base is None:
+            base = read_position_file(task.state_manager.task_dir)
+        self._loaded[task] = base.merge(position)
+
     def forget(self, task: Any) -> None:
         """Distrust the persisted position (a store of the task is rebuilt from scratch)."""
         self._loaded[task] = Position()

@@ -22,6 +22,8 @@ from platform_streams.query.queries import KeyQuery, Query
 
 __all__ = ["StateQueryRequest"]
 
+_UNBOUNDED = PositionBound.unbounded()
+
 
 @dataclass(frozen=True, slots=True)
 class StateQueryRequest:
@@ -30,7 +32,7 @@ class StateQueryRequest:
     store_name: str
     query: Query | None = None
     partitions: frozenset[int] | None = None
-    position_bound: PositionBound = PositionBound.unbounded()
+    position_bound: PositionBound = _UNBOUNDED
     active_only: bool = False
     execution_info: bool = False
 

@@ -62,9 +62,8 @@ class QueryResult:
     def get_result(self) -> Any:
         """The result; raises if this partition failed (check :meth:`is_success` first)."""
         if self.failure_reason is not None:
-            raise ValueError(
-                f"cannot get the result of a failed query ({self.failure_reason.value}: {self.failure_message})"
-            )
+            reason = self.failure_reason.value
+            raise ValueError(f"cannot get the result of a failed query ({reason}: {self.failure_message})")
         return self.result
 
     def get_position(self) -> Position:
@@ -84,11 +83,12 @@ class StateQueryResult:
         return dict(self.partition_results)
 
     def get_only_partition_result(self) -> QueryResult | None:
-        """The single successful partition's result (a key query's answer), None if none succeeded.
+        """The one successful partition result that holds a value (a key query's answer), or None.
 
-        Raises ValueError if several partitions succeeded (the query was not key-scoped).
+        As in Kafka Streams, successful results whose value is None (the key lives in
+        another partition) are ignored; raises ValueError if several partitions hold a value.
         """
-        ok = [r for r in self.partition_results.values() if r.is_success()]
+        ok = [r for r in self.partition_results.values() if r.is_success() and r.result is not None]
         if len(ok) > 1:
             raise ValueError(f"{len(ok)} partitions answered; expected one")
         return ok[0] if ok else None

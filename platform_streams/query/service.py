@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError, StreamsStateError
+from platform_streams.kafka import TopicPartition
 from platform_streams.processor.partitioner import default_partition
 from platform_streams.processor.task_id import TaskId
 from platform_streams.query.directory import InstanceDirectory, InstanceSnapshot
@@ -78,21 +79,50 @@ class InteractiveQueries:
         if self.directory is not None:
             self.directory.close(tombstone=clean)
 
+    def on_worker_state(self, worker: Any, state: Any) -> None:
+        """On the worker thread, at each of its state changes: seed the positions of freshly
+        restored tasks, then publish this instance's tasks."""
+        if state.value == "RUNNING":
+            self._seed_positions(worker)
+        self.publish()
+
     def publish(self) -> None:
-        """Publish this instance's current tasks (called on worker state changes)."""
+        """Publish this instance's current tasks."""
         if self.directory is not None:
             self.directory.publish(self.local_snapshot)
+
+    def _seed_positions(self, worker: Any) -> None:
+        """A restored store reflects at least the input offsets its task's group committed.
+
+        (At-least-once flushes the changelog before committing offsets; exactly-once commits
+        both in one transaction.) So once restored, a task's position is at least the
+        committed offsets minus one, even on an instance that never ran the task before.
+        """
+        tasks = [task for task in list(worker.tasks.values()) if task.sub.stores]
+        partitions = [TopicPartition(t, p) for task in tasks for t, p in task.partitions]
+        if not partitions or worker.consumer is None:
+            return
+        try:
+            committed = worker.consumer.committed(partitions, timeout=5)
+        except Exception as exc:
+            log.warning("positions of %s stay unseeded: committed offsets unavailable: %s", worker.name, exc)
+            return
+        offsets = {(tp.topic, tp.partition): tp.offset - 1 for tp in committed if tp.offset > 0}
+        for task in tasks:
+            mine = {tp: offset for tp, offset in offsets.items() if tp in task.partitions}
+            if mine:
+                self.positions.seed(task, Position.from_partition_offsets(mine))
 
     # ------------------------------------------------------------------ metadata
 
     def local_snapshot(self) -> InstanceSnapshot:
         active: set[str] = set()
-        standby: set[str] = set()
         for worker in list(self._streams.workers):
             if worker.state.value in _RELEASING:
                 continue
             active.update(str(t) for t in _keys(worker.tasks))
-            standby.update(str(t) for t in _keys(getattr(worker, "standby_tasks", None) or {}))
+        updater = self._standby_updater()
+        standby = {str(t) for t in updater.standby_ids()} if updater is not None else set()
         hosted = {TaskId.parse(t).subtopology for t in active | standby}
         stores = {name for sub in self._streams.plan.subtopologies if sub.id in hosted for name in sub.stores}
         return InstanceSnapshot(
@@ -115,7 +145,9 @@ class InteractiveQueries:
             )
         ]
 
-    def query_metadata_for_key(self, store: str, key: Any, key_serde: Serde | None = None) -> KeyQueryMetadata:
+    def query_metadata_for_key(
+        self, store: str, key: Any, key_serde: Serde | None = None
+    ) -> KeyQueryMetadata:
         """Which instance hosts ``key`` of ``store`` as active, which as standbys, and its partition."""
         sub = self._sub_of(store)
         partition = self.key_partition(store, key, key_serde)
@@ -178,7 +210,11 @@ class InteractiveQueries:
     # ------------------------------------------------------------------ queries
 
     def query(
-        self, request: StateQueryRequest, *, limit: int | None = None, timeout_s: float = DEFAULT_QUERY_TIMEOUT_S
+        self,
+        request: StateQueryRequest,
+        *,
+        limit: int | None = None,
+        timeout_s: float = DEFAULT_QUERY_TIMEOUT_S,
     ) -> StateQueryResult:
         """Run ``request`` against the store partitions this instance hosts (see module doc)."""
         state = self._streams.state()
@@ -199,7 +235,17 @@ class InteractiveQueries:
                 )
         for worker in list(self._streams.workers):
             with worker.store_guard.hold(timeout_s):
-                self._query_worker(worker, sub.id, request, limit, result)
+                worker_running = worker.state.value == "RUNNING"
+                hosted = [
+                    (task_id, task, worker_running and not self._restoring.get((worker.name, task_id)), True)
+                    for task_id, task in list(worker.tasks.items())
+                ]
+                self._answer(hosted, sub.id, request, limit, result)
+        updater = self._standby_updater()
+        if updater is not None:
+            with updater.reading():
+                standbys = [(task_id, task, False, False) for task_id, task in list(updater.tasks.items())]
+                self._answer(standbys, sub.id, request, limit, result)
         if wanted is not None:
             for partition in sorted(wanted - set(result.partition_results)):
                 result.add_result(
@@ -210,22 +256,31 @@ class InteractiveQueries:
                 )
         return result
 
-    def _query_worker(
-        self, worker: Any, sub_id: int, request: StateQueryRequest, limit: int | None, out: StateQueryResult
+    def _standby_updater(self) -> Any:
+        """The client's standby tasks (``num_standby_replicas`` > 0), None without."""
+        return getattr(getattr(self._streams, "membership", None), "standbys", None)
+
+    def _answer(
+        self,
+        hosted: list[tuple[TaskId, Any, bool, bool]],
+        sub_id: int,
+        request: StateQueryRequest,
+        limit: int | None,
+        out: StateQueryResult,
     ) -> None:
-        worker_running = worker.state.value == "RUNNING"
-        hosted = [(t, task, True) for t, task in list(worker.tasks.items())]
-        hosted += [(t, task, False) for t, task in list((getattr(worker, "standby_tasks", None) or {}).items())]
-        for task_id, task, is_active in hosted:
+        """Let each hosted ``(task id, task, running, active)`` of the store's sub-topology answer;
+        a partition that already succeeded (on an active task) is not asked again."""
+        for task_id, task, running, is_active in hosted:
             partition = task_id.partition
-            if task_id.subtopology != sub_id or (request.partitions is not None and partition not in request.partitions):
+            if task_id.subtopology != sub_id or (
+                request.partitions is not None and partition not in request.partitions
+            ):
                 continue
             previous = out.partition_results.get(partition)
             if previous is not None and previous.is_success():
                 continue
-            running = is_active and worker_running and not self._restoring.get((worker.name, task_id))
             if request.active_only and not running:
-                reason = "a standby task" if not is_active else "an active task that is not running yet (restoring)"
+                reason = "a standby task" if not is_active else "an active task that is still restoring"
                 out.add_result(
                     partition,
                     QueryResult.for_failure(
@@ -245,7 +300,7 @@ class InteractiveQueries:
                 FailureReason.NOT_PRESENT, f"task {task_id} has no open store {request.store_name!r}"
             )
         position = self.positions.position_of(task) if running else Position()
-        if not request.position_bound.satisfied_by(position):
+        if not request.position_bound.satisfied_by(position, task_id.partition):
             return QueryResult.for_failure(
                 FailureReason.NOT_UP_TO_BOUND,
                 f"task {task_id} is at {position.to_dict()}, the bound is "

@@ -1,10 +1,21 @@
-"""``RecordCollector`` over a Kafka producer: sends, tracks delivery, surfaces errors.
+"""``RecordCollector`` over the worker's :class:`StreamsProducer`: send, track, handle failures.
 
-Delivery reports come back on ``producer.poll``/``flush``; the callback keeps it
-cheap per record: it only remembers the first errors and, for changelog topics,
-the offset written (checkpoints need it). A commit calls :meth:`flush`, which
-waits for every outstanding record and raises if any failed, so offsets are never
-committed past a record that was not written (at-least-once).
+Delivery reports come back on ``poll``/``flush``; the callback stays cheap per record: for
+changelog topics it remembers the offset written (checkpoints need it), and failures go
+to the production exception handler. A commit waits for every outstanding record and
+raises if one failed, so offsets are never committed past a record that was not written.
+
+Which failures the production handler (``production_exception_handler``: log_and_fail,
+log_and_continue or a callable; plus the dead-letter topic when one is configured) sees:
+
+* a record the producer rejects locally (too large, unknown topic) -- at the send under
+  at-least-once, at the commit under exactly-once (records are produced then);
+* a record the broker rejects, under at-least-once (``CONTINUE`` drops it and counts it);
+* serialization failures in sinks are handled by the task (it knows the input record).
+
+Never handled, always fatal: a changelog record that cannot be written (the store already
+holds the change), and under exactly-once a record the broker rejects (the transaction
+can only be aborted).
 """
 
 from __future__ import annotations
@@ -14,7 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from platform_streams.errors import StreamsError
+from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
 from platform_streams.processor.record import Headers
+from platform_streams.runtime.streams_producer import BufferedRecord, StreamsProducer
 
 log = logging.getLogger(__name__)
 
@@ -23,35 +36,79 @@ class ProductionError(StreamsError):
     """A record could not be written (after librdkafka's own retries)."""
 
 
+class _FailedRecord:
+    """A record that never became a message, shaped like one for the exception handler."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: BufferedRecord) -> None:
+        self._record = record
+
+    def topic(self) -> str:
+        return self._record[0]
+
+    def key(self) -> bytes | None:
+        return self._record[1]
+
+    def value(self) -> bytes | None:
+        return self._record[2]
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._record[3])
+
+    def headers(self) -> Headers:
+        return self._record[4]
+
+    def partition(self) -> int:
+        partition = self._record[5]
+        return -1 if partition is None else partition
+
+    def offset(self) -> int:
+        return -1
+
+
 class KafkaRecordCollector:
     """The worker's producer-backed collector (shared by all its tasks)."""
 
     def __init__(
         self,
-        producer_factory: Callable[[Callable[[Any, Any], None]], Any],
+        producer_factory: Callable[..., StreamsProducer],
         *,
         partition_count: Callable[[str], int],
         tracked_topics: set[str] | None = None,
-        flush_timeout_s: float = 60.0,
+        production_policy: Any = "log_and_fail",
+        dead_letter_topic: str | None = None,
     ) -> None:
-        #: the producer, made with this collector's delivery callback
-        self.producer = producer_factory(self.on_delivery)
-        self._produce = self.producer.produce
-        self._poll = self.producer.poll
-        self._partition_count = partition_count
-        #: topics whose written offsets are tracked (changelogs)
+        #: topics whose written offsets are tracked (changelogs); their failures are fatal
         self.tracked_topics: set[str] = set(tracked_topics or ())
         #: (topic, partition) -> offset of the last acknowledged record, for tracked topics
         self.offsets: dict[tuple[str, int], int] = {}
         self.errors: list[str] = []
-        self.sent = 0
-        self._flush_timeout_s = flush_timeout_s
+        #: production failures seen outside a task (delivery reports, EOS commit)
+        self.production_handler = RecordExceptionHandler(
+            "production", production_policy, dead_letter_topic, self, None
+        )
+        self.streams_producer = producer_factory(
+            on_delivery=self.on_delivery, on_send_error=self.on_send_error
+        )
+        self.eos = self.streams_producer.eos
+        #: hot path: the producer's own send (buffered under EOS, produced at once otherwise)
+        self.send = self.streams_producer.send
+        self._partition_count = partition_count
+
+    @property
+    def producer(self) -> Any:
+        """The current librdkafka producer (replaced after fencing)."""
+        return self.streams_producer.producer
+
+    @property
+    def sent(self) -> int:
+        return self.streams_producer.sent
 
     def on_delivery(self, err: Any, msg: Any) -> None:
         """Delivery report callback (set as the producer's ``on_delivery``)."""
         if err is not None:
-            if len(self.errors) < 10:
-                self.errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+            self._delivery_failed(err, msg)
             return
         topic = msg.topic()
         if topic in self.tracked_topics:
@@ -60,49 +117,61 @@ class KafkaRecordCollector:
             if offset > self.offsets.get(key, -1):
                 self.offsets[key] = offset
 
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        headers: Headers,
-        partition: int | None,
-    ) -> None:
-        self.sent += 1
+    def _delivery_failed(self, err: Any, msg: Any) -> None:
+        where = f"{msg.topic()}[{msg.partition()}]: {err}"
+        if msg.topic() in self.tracked_topics or self.eos:
+            self._remember(where)
+            return
         try:
-            if partition is None:
-                self._produce(topic, value, key, timestamp=timestamp, headers=headers)
-            else:
-                self._produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
-        except BufferError:
-            # the local queue is full: serve delivery reports until there is room
-            while True:
-                self._poll(0.05)
-                try:
-                    if partition is None:
-                        self._produce(topic, value, key, timestamp=timestamp, headers=headers)
-                    else:
-                        self._produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
-                    break
-                except BufferError:
-                    continue
+            response = self.production_handler.handle(msg, _DeliveryError(str(err)))
+        except Exception as exc:  # the dead-letter send itself failed
+            self._remember(f"{where} (dead-letter send failed: {exc})")
+            return
+        if response is HandlerResponse.FAIL:
+            self._remember(where)
+
+    def on_send_error(self, record: BufferedRecord, exc: BaseException) -> None:
+        """A record the producer refused at the exactly-once commit: handler decides."""
+        raw = _FailedRecord(record)
+        if record[0] in self.tracked_topics:
+            raise ProductionError(f"changelog record for {record[0]} refused by the producer: {exc}") from exc
+        if self.production_handler.handle(raw, exc) is HandlerResponse.FAIL:
+            raise ProductionError(f"record for {record[0]} refused by the producer: {exc}") from exc
+
+    def _remember(self, error: str) -> None:
+        if len(self.errors) < 10:
+            self.errors.append(error)
 
     def partition_count(self, topic: str) -> int:
         return self._partition_count(topic)
 
     def poll(self) -> None:
         """Serve pending delivery reports without waiting."""
-        self._poll(0)
+        self.streams_producer.poll()
 
     def flush(self) -> None:
         """Wait until every record is acknowledged; raise if any failed."""
-        remaining = self.producer.flush(self._flush_timeout_s)
-        if remaining:
-            raise ProductionError(f"{remaining} record(s) not delivered within {self._flush_timeout_s}s")
+        self.streams_producer.flush()
         self.raise_if_failed()
 
     def raise_if_failed(self) -> None:
         if self.errors:
             errors, self.errors = self.errors, []
             raise ProductionError("records could not be written: " + "; ".join(errors))
+
+    def commit_transaction(
+        self, offsets: list[Any], group_metadata: Any, before_commit: Callable[[], None]
+    ) -> bool:
+        """Exactly-once: one transaction with the buffered records and the input offsets."""
+        return self.streams_producer.commit(
+            offsets, group_metadata, before_commit=before_commit, check_delivery=self.raise_if_failed
+        )
+
+    def abort(self) -> None:
+        """Drop what the next transaction would have held; forget failures of it."""
+        self.streams_producer.abort()
+        self.errors = []
+
+
+class _DeliveryError(Exception):
+    """The broker rejected a record (the librdkafka error text)."""

@@ -12,11 +12,21 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import IllegalStateError, StreamsStateError, StreamsTimeoutError
+from platform_streams.metrics import StreamsMetrics
+from platform_streams.query.metadata import KeyQueryMetadata, StreamsMetadata, advertised_host
+from platform_streams.query.request import StateQueryRequest
+from platform_streams.query.results import StateQueryResult
+from platform_streams.query.service import InteractiveQueries
 from platform_streams.runtime.global_worker import GlobalStreamWorker
 from platform_streams.runtime.global_worker import bootstrap as bootstrap_global_stores
 from platform_streams.runtime.internal_topics import prepare_topics
 from platform_streams.runtime.lifecycle import State, StreamsUncaughtExceptionResponse
+from platform_streams.runtime.membership import ClientMembership
+from platform_streams.runtime.observer import GuardReleasingListener, add_restore_listener
 from platform_streams.runtime.worker import StreamWorker, WorkerState
+from platform_streams.serde.base import Serde
+from platform_streams.server.http import WorkerHttpServer
+from platform_streams.state.restore import StateRestoreListener
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
 
@@ -48,11 +58,24 @@ class KafkaStreams:
         self._state_changed = threading.Condition(self._lock)
         self._listener: StateListener | None = None
         self._exception_handler: UncaughtExceptionHandler | None = None
+        self._restore_listener: StateRestoreListener | None = None
         self.workers: list[StreamWorker] = []
         self.partition_counts: dict[str, int] = {}
         self._next_worker_index = 0
+        self._paused = False
         #: global stores' bootstrap/tail thread (None when the topology has no global stores)
         self.global_worker: GlobalStreamWorker | None = None
+        #: this client's metrics (served on /metrics), interactive queries, HTTP endpoint
+        self.metrics = StreamsMetrics(self)
+        self.interactive_queries = InteractiveQueries(self)
+        self.http_server: WorkerHttpServer | None = None
+        #: identity, control channel (heartbeats, SHUTDOWN_APPLICATION) and standby tasks
+        self.membership = ClientMembership(
+            self.plan,
+            self.config,
+            local_active=self._local_active_tasks,
+            on_shutdown_request=self._on_application_shutdown,
+        )
 
     # -- public API -----------------------------------------------------------------------
 
@@ -69,6 +92,11 @@ class KafkaStreams:
         self._require(State.CREATED, "set_uncaught_exception_handler")
         self._exception_handler = handler
 
+    def set_global_state_restore_listener(self, listener: StateRestoreListener) -> None:
+        """Restore progress callbacks for every store of this client (set before start)."""
+        self._require(State.CREATED, "set_global_state_restore_listener")
+        self._restore_listener = listener
+
     def start(self) -> None:
         """Create internal topics, start the workers and return; processing runs in the background.
 
@@ -78,10 +106,14 @@ class KafkaStreams:
         self._transition(State.REBALANCING)
         try:
             self.partition_counts = prepare_topics(self.plan, self.config)
+            self.membership.start(self.partition_counts)
             self.global_worker = bootstrap_global_stores(
                 self.config, self.plan, self.partition_counts, on_failure=self._on_global_failure
             )
+            self._start_serving()
         except BaseException:
+            self._stop_serving(clean=False)
+            self.membership.close(leave=False)
             self._transition(State.PENDING_ERROR)
             self._transition(State.ERROR)
             raise
@@ -92,12 +124,19 @@ class KafkaStreams:
         """Stop the workers (each commits and leaves the group); True if all stopped in time."""
         with self._lock:
             if self._state in (State.NOT_RUNNING, State.ERROR, State.PENDING_SHUTDOWN, State.PENDING_ERROR):
-                return self._join(timeout_s)
+                stopped = self._join(timeout_s)
+                self._stop_serving(clean=False)
+                if stopped:
+                    self.membership.close()
+                return stopped
             self._transition(State.PENDING_SHUTDOWN)
         stopped = self._join(timeout_s)
         with self._lock:
             if self._state is State.PENDING_SHUTDOWN:
                 self._transition(State.NOT_RUNNING)
+        self._stop_serving(clean=stopped)
+        if stopped:
+            self.membership.close()
         return stopped
 
     def cleanup(self) -> None:
@@ -137,6 +176,75 @@ class KafkaStreams:
             for w in self.workers
         ]
 
+    def local_standby_tasks(self) -> list[str]:
+        """The standby tasks this client keeps now (``num_standby_replicas`` > 0)."""
+        standbys = self.membership.standbys
+        return sorted(str(t) for t in standbys.standby_ids()) if standbys is not None else []
+
+    def pause(self) -> None:
+        """Stop processing (Kafka Streams' ``pause()``): workers stay in the group and keep
+        their partitions, so ``resume()`` continues where they stopped, with no rebalance."""
+        self._paused = True
+        for worker in list(self.workers):
+            worker.pause_requested = True
+
+    def resume(self) -> None:
+        """Continue processing after :meth:`pause`."""
+        self._paused = False
+        for worker in list(self.workers):
+            worker.pause_requested = False
+
+    def is_paused(self) -> bool:
+        return self._paused
+
+    def restart_workers(self, timeout_s: float = 60.0) -> bool:
+        """Replace every stream worker with a fresh one (each old one commits and leaves).
+
+        What a Connect-style ``restart`` does for a running client: tasks are closed and
+        re-created, state is restored from the local stores and changelogs. Returns False
+        if an old worker did not stop within ``timeout_s`` (it is then left to finish).
+        """
+        with self._lock:
+            if not self._state.is_running_or_rebalancing():
+                raise IllegalStateError(f"restart_workers() needs a running client, it is {self._state.value}")
+            old = list(self.workers)
+        for worker in old:
+            worker.shutdown()
+        deadline = time.monotonic() + timeout_s
+        for worker in old:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        stopped = not any(w.is_alive() for w in old)
+        with self._lock:
+            if not self._state.is_running_or_rebalancing():
+                return stopped
+            for worker in old:
+                self.workers.remove(worker)
+            self._transition(State.REBALANCING)
+            for _ in old:
+                self._start_worker()
+        return stopped
+
+    # -- interactive queries (see platform_streams.query) ----------------------------------
+
+    def query(self, request: StateQueryRequest) -> StateQueryResult:
+        """Run an interactive query (IQv2) on the store partitions this instance hosts."""
+        return self.interactive_queries.query(request)
+
+    def query_metadata_for_key(
+        self, store_name: str, key: Any, key_serde: Serde | None = None
+    ) -> KeyQueryMetadata:
+        """Which instance (``application_server``) hosts ``key`` of a store as active, which as standbys."""
+        return self.interactive_queries.query_metadata_for_key(store_name, key, key_serde)
+
+    def metadata_for_all_clients(self) -> list[StreamsMetadata]:
+        """Every instance of the application with its tasks and stores (this one alone without
+        an ``application_server``)."""
+        return self.interactive_queries.metadata_for_all_clients()
+
+    def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
+        """The instances hosting ``store_name`` (active or standby)."""
+        return [m for m in self.metadata_for_all_clients() if store_name in m.state_store_names]
+
     def __enter__(self) -> KafkaStreams:
         return self
 
@@ -145,16 +253,27 @@ class KafkaStreams:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _start_worker(self) -> None:
+    def _start_worker(self, index: int | None = None) -> None:
+        """Start a worker; a replacement reuses the failed one's index, hence its transactional.id."""
+        if index is None:
+            index = self._next_worker_index
+            self._next_worker_index += 1
         worker = StreamWorker(
-            self._next_worker_index,
+            index,
             self.plan,
             self.config,
             partition_counts=self.partition_counts,
             on_state_change=self._on_worker_state,
             on_failure=self._on_worker_failure,
+            transactional_id=self.membership.transactional_id(index),
+            standbys=self.membership.standbys,
+            control_topic=self.membership.control_topic,
         )
-        self._next_worker_index += 1
+        worker.pause_requested = self._paused
+        self.metrics.attach_worker(worker)
+        self.interactive_queries.attach_worker(worker)
+        if self._restore_listener is not None:
+            add_restore_listener(worker, GuardReleasingListener(self._restore_listener, worker.store_guard))
         if self.global_worker is not None:
             worker.global_stores = self.global_worker.stores
         self.workers.append(worker)
@@ -182,7 +301,28 @@ class KafkaStreams:
             self._transition(State.PENDING_ERROR)
         self._begin_error_shutdown()
 
+    def _start_serving(self) -> None:
+        """Start the HTTP endpoint (``http_port`` set) and, when this instance has an address,
+        share its tasks with the other instances."""
+        if self.config.http_port is not None:
+            self.http_server = WorkerHttpServer(self)
+            self.http_server.start()
+        bound = self.http_server.address if self.http_server is not None else None
+        host = advertised_host(self.config.application_server, bound)
+        if host is not None:
+            self.interactive_queries.start_directory(host)
+
+    def _stop_serving(self, *, clean: bool) -> None:
+        self.interactive_queries.close(clean=clean)
+        server, self.http_server = self.http_server, None
+        if server is not None:
+            server.close()
+
     def _on_worker_state(self, worker: StreamWorker, state: WorkerState) -> None:
+        self.metrics.on_worker_state(worker, state)
+        if state in (WorkerState.RUNNING, WorkerState.PARTITIONS_REVOKED, WorkerState.DEAD):
+            self.membership.on_local_tasks_changed()
+        self.interactive_queries.on_worker_state(worker, state)
         with self._lock:
             if not self._state.is_running_or_rebalancing():
                 return
@@ -205,14 +345,25 @@ class KafkaStreams:
             if response is StreamsUncaughtExceptionResponse.REPLACE_WORKER:
                 log.warning("replacing failed worker %s", worker.name)
                 self.workers.remove(worker)
-                self._start_worker()
+                self._start_worker(worker.index)
                 return
             if response is StreamsUncaughtExceptionResponse.SHUTDOWN_APPLICATION:
-                log.error(
-                    "SHUTDOWN_APPLICATION: shutting down this client (other instances are not signalled)"
-                )
+                log.error("SHUTDOWN_APPLICATION: asking every instance of the application to stop")
+                self.membership.request_application_shutdown(f"{worker.name} failed: {exc!r}")
             self._transition(State.PENDING_ERROR)
         self._begin_error_shutdown()
+
+    def _on_application_shutdown(self, requested_by: str) -> None:
+        """Another instance (or this one) asked the whole application to shut down."""
+        with self._lock:
+            if not self._state.is_running_or_rebalancing():
+                return
+            log.error("shutting down: SHUTDOWN_APPLICATION requested by %s", requested_by)
+            self._transition(State.PENDING_ERROR)
+        self._begin_error_shutdown()
+
+    def _local_active_tasks(self) -> set[Any]:
+        return {task_id for worker in list(self.workers) for task_id in list(worker.tasks)}
 
     def _begin_error_shutdown(self) -> None:
         """Stop the workers from a separate thread (a failing worker cannot join itself)."""
@@ -223,6 +374,7 @@ class KafkaStreams:
 
     def _shutdown_after_error(self) -> None:
         self._join(None)
+        self.membership.close()
         with self._lock:
             self._transition(State.ERROR)
 

@@ -12,12 +12,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.state.restore import StateRestoreListener
 
 if TYPE_CHECKING:
     from platform_streams.runtime.worker import StreamWorker
 
-__all__ = ["ObserverChain", "RestoreListenerChain", "WorkerObserver", "add_observer", "add_restore_listener"]
+__all__ = [
+    "GuardReleasingListener",
+    "ObserverChain",
+    "RestoreListenerChain",
+    "WorkerObserver",
+    "add_observer",
+    "add_restore_listener",
+]
 
 
 class WorkerObserver:
@@ -67,6 +75,35 @@ class RestoreListenerChain(StateRestoreListener):
     def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
         for listener in self.listeners:
             listener.on_restore_end(store_name, tp, total_restored)
+
+
+class GuardReleasingListener(StateRestoreListener):
+    """Calls an application's restore listener with the worker's store guard released.
+
+    Application code must not run while holding the guard: a listener that blocks or
+    queries would stall queries (or itself). Between restored batches the stores are
+    consistent, so letting queries in meanwhile is safe.
+    """
+
+    def __init__(self, listener: StateRestoreListener, guard: StoreGuard) -> None:
+        self.listener = listener
+        self.guard = guard
+
+    def on_restore_start(
+        self, store_name: str, tp: tuple[str, int], start_offset: int, end_offset_estimate: int | None
+    ) -> None:
+        with self.guard.released():
+            self.listener.on_restore_start(store_name, tp, start_offset, end_offset_estimate)
+
+    def on_batch_restored(
+        self, store_name: str, tp: tuple[str, int], batch_end_offset: int, num_restored: int
+    ) -> None:
+        with self.guard.released():
+            self.listener.on_batch_restored(store_name, tp, batch_end_offset, num_restored)
+
+    def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
+        with self.guard.released():
+            self.listener.on_restore_end(store_name, tp, total_restored)
 
 
 def add_observer(worker: StreamWorker | Any, observer: WorkerObserver) -> None:

@@ -1,9 +1,16 @@
 """The state side of a task's life in a worker: restore, checkpoint, close.
 
-Kept apart from the worker loop so the order of state operations reads in one
-place: stores built -> restored from their changelogs (from the checkpoint when the
-local store is intact, else from the beginning) -> processors initialised; commit ->
-checkpoint; close -> checkpoint (clean) or keep the last one (dirty).
+Kept apart from the worker loop so the order of state operations reads in one place:
+stores built -> restored from their changelogs (from the checkpoint when the local store
+is intact, else from the beginning), applying only records written for committed input
+(:mod:`platform_streams.runtime.changelog_filter`) -> processors initialised; commit ->
+stores persisted -> checkpoint; close -> checkpoint (clean) or keep the last one (dirty).
+
+Under exactly-once the changelogs are read with read_committed. A broker that never
+finishes a dead producer's transaction (Tansu, when the member that owned it does not come
+back) blocks such a reader forever; after ``_STALL_S`` without progress the restore goes on
+with read_uncommitted: the source-position filter, not the isolation level, is what
+keeps uncommitted writes out of the state.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from platform_streams.config import StreamsConfig
+from platform_streams.errors import BrokerError, StreamsTimeoutError
 from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.changelog_filter import CommittedInputFilter
 from platform_streams.state.restore import ChangelogReader, StateRestoreListener
 from platform_streams.state.snapshot_restore import SnapshotRestore, SnapshotRestorer
 
@@ -22,6 +31,9 @@ if TYPE_CHECKING:
     from platform_streams.runtime.task import StreamTask
 
 log = logging.getLogger(__name__)
+
+#: a read_committed restore without progress for this long is blocked by an open transaction
+_STALL_S = 10.0
 
 
 class TaskStateLifecycle:
@@ -32,6 +44,8 @@ class TaskStateLifecycle:
         self.listener = listener
         #: task -> store -> records replayed by the last restore of that task
         self.last_restore: dict[TaskId, dict[str, int]] = {}
+        #: task -> changelog records skipped by the last restore (written for uncommitted input)
+        self.last_skipped: dict[TaskId, int] = {}
         #: records replayed by all restores of this worker
         self.total_restored = 0
         #: ingests state snapshots before the changelog tail is replayed (when configured)
@@ -43,37 +57,84 @@ class TaskStateLifecycle:
         #: task -> snapshots ingested by the last restore of that task
         self.last_snapshots: dict[TaskId, list[SnapshotRestore]] = {}
 
-    def restore(self, tasks: Iterable[StreamTask]) -> None:
-        """Bring every store of ``tasks`` up to date with its changelog before processing."""
-        reader = ChangelogReader(self.config.restore_consumer_configs(), listener=self.listener)
+    def restore(self, tasks: Iterable[StreamTask], committed: Mapping[tuple[str, int], int | None]) -> None:
+        """Bring every store of ``tasks`` up to date with its changelog before processing.
+
+        ``committed`` holds the committed offsets of the tasks' input partitions (None where
+        nothing was committed): changelog records written for input at or beyond them are
+        skipped.
+        """
         for task in tasks:
             if self.snapshots is not None:
                 self.last_snapshots[task.task_id] = self.snapshots.restore(task.state_manager)
             if not task.state_manager.changelog_offsets_to_restore():
                 self.last_restore[task.task_id] = {}
+                self.last_skipped[task.task_id] = 0
                 continue
             started = time.monotonic()
-            counts = reader.restore(task.state_manager)
+            record_filter = CommittedInputFilter(task.partitions, committed)
+            self._restore_task(task, record_filter)
+            counts = {
+                name: task.state_manager.restored_count(name) for name in task.state_manager.store_names
+            }
+            counts = {name: n for name, n in counts.items() if n}
             self.last_restore[task.task_id] = counts
+            self.last_skipped[task.task_id] = record_filter.skipped
             replayed = sum(counts.values())
             self.total_restored += replayed
             log.info(
-                "task %s restored %d changelog records in %.2fs (%s)",
+                "task %s restored %d changelog records (%d skipped: for uncommitted input) in %.2fs (%s)",
                 task.task_id,
                 replayed,
+                record_filter.skipped,
                 time.monotonic() - started,
                 ", ".join(f"{s}={n}" for s, n in sorted(counts.items())) or "nothing to replay",
             )
 
-    def checkpoint(self, tasks: Iterable[StreamTask], written: Mapping[tuple[str, int], int]) -> None:
-        """After a commit: record how far each store's changelog is reflected locally."""
+    def _restore_task(self, task: StreamTask, record_filter: CommittedInputFilter) -> None:
+        conf = self.config.restore_consumer_configs()
+        deadline = time.monotonic() + self.config.task_timeout_ms / 1000.0
+        stall_s = _STALL_S if conf.get("isolation.level") == "read_committed" else 30.0
+        while True:
+            reader = ChangelogReader(
+                conf, listener=self.listener, record_filter=record_filter, timeout_s=stall_s
+            )
+            try:
+                reader.restore(task.state_manager)  # resumes after whatever an earlier attempt applied
+                return
+            except (StreamsTimeoutError, BrokerError) as exc:
+                if isinstance(exc, BrokerError) and not exc.retriable:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
+                if conf.get("isolation.level") == "read_committed":
+                    log.warning(
+                        "task %s: changelog restore makes no progress with read_committed (%s): an open "
+                        "transaction the broker never finished blocks it; reading uncommitted records, "
+                        "filtered by the committed input offsets",
+                        task.task_id,
+                        exc,
+                    )
+                    conf = {**conf, "isolation.level": "read_uncommitted"}
+                    stall_s = 30.0
+                else:
+                    log.warning("task %s: restore interrupted (%s); retrying", task.task_id, exc)
+
+    def persist(self, tasks: Iterable[StreamTask], written: Mapping[tuple[str, int], int]) -> None:
+        """After a commit: write the stores to disk, then record how far they reflect the changelogs.
+
+        The order is what makes a checkpoint trustworthy after a crash: it exists only when the
+        disk holds exactly the committed state it names (a store spilling uncommitted writes
+        removes it, see ``ProcessorStateManager``).
+        """
         for task in tasks:
-            task.checkpoint(written)
+            task.flush_stores()
+            task.checkpoint(written, enforce=True)
 
     def close_task(self, task: StreamTask, written: Mapping[tuple[str, int], int], *, clean: bool) -> None:
         """Close a task; a clean close writes a final checkpoint (also under exactly-once)."""
         try:
             if clean:
-                task.checkpoint(written, enforce=True)
+                self.persist([task], written)
         finally:
             task.close()

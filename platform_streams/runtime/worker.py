@@ -4,13 +4,29 @@ Kafka Streams calls this a StreamThread. Under the GIL a worker is a thread whos
 work is mostly C (librdkafka) plus the tasks' Python; parallelism across cores
 comes from running several processes with the same ``application_id``.
 
-The loop: consume a batch -> route records to their task's partition queue
-(pausing partitions whose queue is full) -> let each task process -> resume
-drained partitions -> run wall-clock punctuators -> commit every
-``commit_interval_ms``. A commit flushes stores (caches may forward), waits for
-every produced record to be acknowledged, then commits the consumed offsets:
-at-least-once. Rebalance callbacks run inside ``consume``: revocation commits
-and closes tasks; assignment creates, restores and initialises them.
+The loop: consume a batch -> route records to their task's partition queue -> let each
+task process -> pause backlogged / resume drained partitions -> run wall-clock
+punctuators -> commit every ``commit_interval_ms``. Rebalance callbacks run inside
+``consume``: revocation commits and closes tasks; assignment creates, restores and
+initialises them (see :meth:`StreamWorker._on_assign`).
+
+A commit, in this order (the order is what keeps state exact after a crash):
+
+1. flush caches: what they forward is produced (and changelogged) in this commit;
+2. at-least-once: wait for every record to be acknowledged, commit the input offsets;
+   exactly_once_v2: one transaction with the records, the changelog records and the input
+   offsets (:class:`~platform_streams.runtime.streams_producer.StreamsProducer`), after a
+   last check that this worker is still a member of the group (an offset commit of the
+   control topic: the group coordinator rejects it from a member it expelled, which is
+   what fences a zombie on a broker that accepts stale transactional offset commits);
+3. write the stores to disk and checkpoint the changelog offsets they reflect.
+
+When the group moved on without this worker (:class:`TaskMigratedError`: a failed
+membership check, a fenced producer) its tasks are closed dirty and it rejoins; when a
+transaction had to be aborted (:class:`TaskCorruptedError`) its tasks are rebuilt from
+the changelogs and the input is read again from the committed offsets. Either way nothing
+is written as a zombie: the records of the failed commit never reach a committed
+transaction.
 """
 
 from __future__ import annotations
@@ -20,25 +36,35 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import StreamsError, TaskMigratedError
+from platform_streams.errors import StreamsError, TaskCorruptedError, TaskMigratedError
 from platform_streams.kafka import (
+    OFFSET_INVALID,
+    KafkaAdmin,
     KafkaError,
     KafkaException,
     TopicPartition,
     create_consumer,
-    create_producer,
 )
 from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.assignment import tasks_of_assignment
+from platform_streams.runtime.broker_calls import retrying
+from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.collector import KafkaRecordCollector
+from platform_streams.runtime.observer import WorkerObserver
+from platform_streams.runtime.store_guard import StoreGuard
+from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask
 from platform_streams.runtime.task_state import TaskStateLifecycle
 from platform_streams.state.cache import RecordCache
 from platform_streams.topology.compiler import TopologyPlan
+
+if TYPE_CHECKING:
+    from platform_streams.runtime.standby import StandbyUpdater
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +97,9 @@ class StreamWorker(threading.Thread):
         on_state_change: Callable[[StreamWorker, WorkerState], None],
         on_failure: Callable[[StreamWorker, BaseException], None],
         wait_until_ready: Callable[[], None] | None = None,
+        transactional_id: str | None = None,
+        standbys: StandbyUpdater | None = None,
+        control_topic: str | None = None,
     ) -> None:
         super().__init__(name=f"{config.effective_client_id}-StreamThread-{index + 1}", daemon=True)
         self.index = index
@@ -100,15 +129,35 @@ class StreamWorker(threading.Thread):
         self._state_root = Path(config.state_dir) / app
         self._commit_interval_s = config.commit_interval_ms / 1000.0
         self._poll_s = config.poll_ms / 1000.0
+        self._timeout_s = config.task_timeout_ms / 1000.0
         self._max_buffered = config.buffered_records_per_partition
+        #: exactly_once_v2: the transactional.id of this worker's producer (stable across restarts)
+        self.transactional_id = (
+            (transactional_id or f"{app}-{config.effective_client_id}-{index + 1}")
+            if config.exactly_once
+            else None
+        )
+        self._standbys = standbys
+        self._control_topic = control_topic
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
         self.state_lifecycle = TaskStateLifecycle(config)
         self.record_cache = RecordCache(config.statestore_cache_max_bytes)
         #: the client's global stores (GlobalKTable), readable by every task
-        self.global_stores: dict[str, Any] = {}
+        self.global_stores: Mapping[str, Any] = {}
         self.committed_total = 0
         self.processed_total = 0
+        #: times this worker found itself fenced / migrated, and had to abort a transaction
+        self.migrations = 0
+        self.corruptions = 0
+        #: set after a migration: tasks are re-created when the group answers (or at this time)
+        self._rejoin_deadline: float | None = None
+        #: lets interactive queries read this worker's stores safely (runtime/store_guard.py)
+        self.store_guard = StoreGuard()
+        #: metrics and query hooks: one call per loop iteration and per commit (runtime/observer.py)
+        self.observer = WorkerObserver()
+        #: KafkaStreams.pause()/resume(): read by the loop, which applies it on its own thread
+        self.pause_requested = False
 
     # -- thread ---------------------------------------------------------------------------
 
@@ -117,6 +166,7 @@ class StreamWorker(threading.Thread):
         self._stop_event.set()
 
     def run(self) -> None:
+        self.store_guard.acquire_for_worker()
         clean = False
         try:
             self._set_state(WorkerState.STARTING)
@@ -124,7 +174,12 @@ class StreamWorker(threading.Thread):
                 self._wait_until_ready()
             self._start_clients()
             while not self._stop_event.is_set():
-                self.run_once()
+                try:
+                    self.run_once()
+                except TaskMigratedError as exc:
+                    self._on_task_migrated(exc)
+                except TaskCorruptedError as exc:
+                    self._on_task_corrupted(exc)
             clean = True
         except BaseException as exc:  # the client decides what a dead worker means
             self.failure = exc
@@ -133,23 +188,54 @@ class StreamWorker(threading.Thread):
             self._set_state(WorkerState.PENDING_SHUTDOWN)
             self._close(clean)
             self._set_state(WorkerState.DEAD)
+            self.store_guard.release_for_worker()
             if self.failure is not None:
                 self._on_failure(self, self.failure)
 
+    def _partition_count(self, topic: str) -> int:
+        """Partitions of ``topic``, for custom partitioners.
+
+        Topics known at start-up come from ``prepare_topics``; a topic chosen per record by
+        a topic extractor is looked up once in all-topics metadata (naming the topic in the
+        request could auto-create it on some brokers) and cached.
+        """
+        count = self.partition_counts.get(topic)
+        if count is None:
+            with KafkaAdmin(self.config.admin_configs()) as admin:
+                found = admin.partition_counts([topic])[topic]
+            if not found:
+                raise StreamsError(f"sink topic {topic!r} does not exist: cannot partition records for it")
+            count = self.partition_counts[topic] = found
+        return count
+
     def _start_clients(self) -> None:
-        producer_conf = self.config.producer_configs(self.index)
+        producer_conf = self.config.producer_configs(self.index, self.transactional_id)
         if not self._changelogs:
             # Success reports only feed changelog offset tracking: without changelogs, report
             # errors only and spare a Python callback per record (~8% of a stateless app's CPU).
             producer_conf.setdefault("delivery.report.only.error", True)
+        if self.transactional_id is not None:
+            producer_conf.setdefault("transaction.timeout.ms", 10_000)  # as Kafka Streams under EOS
+
+        def producer_factory(**callbacks: Any) -> StreamsProducer:
+            return StreamsProducer(
+                producer_conf, transactional_id=self.transactional_id, timeout_s=self._timeout_s, **callbacks
+            )
+
         self.collector = KafkaRecordCollector(
-            lambda callback: create_producer({**producer_conf, "on_delivery": callback}),
-            partition_count=lambda topic: self.partition_counts[topic],
+            producer_factory,
+            partition_count=self._partition_count,
             tracked_topics=self._changelogs,
+            production_policy=self.config.production_exception_handler,
+            dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
         )
         self.consumer = create_consumer(self.config.consumer_configs(self.index))
+        guarded = self.store_guard.wrap
         self.consumer.subscribe(
-            self.source_topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            self.source_topics,
+            on_assign=guarded(self._on_assign),
+            on_revoke=guarded(self._on_revoke),
+            on_lost=guarded(self._on_lost),
         )
         self._next_commit = time.monotonic() + self._commit_interval_s
 
@@ -157,7 +243,14 @@ class StreamWorker(threading.Thread):
 
     def run_once(self) -> int:
         """One iteration: poll, process, punctuate, maybe commit. Returns records processed."""
+        self.store_guard.yield_point()
+        if self.pause_requested:
+            return self._run_paused()
+        if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:
+            self._recreate_tasks("the group did not rebalance after a failed membership check")
+        started = time.perf_counter()
         messages = self._poll_batch()
+        polled = time.perf_counter()
         touched = self._route(messages) if messages else None
         processed = 0
         for task in list(self.tasks.values()):
@@ -169,12 +262,39 @@ class StreamWorker(threading.Thread):
         now_wall = int(time.time() * 1000)
         for task in list(self.tasks.values()):
             task.punctuate_wall_clock(now_wall)
-        assert self.collector is not None
-        self.collector.poll()
+        collector = self.collector
+        assert collector is not None
+        collector.poll()
         self.processed_total += processed
-        if time.monotonic() >= self._next_commit or any(t.commit_requested for t in self.tasks.values()):
+        self.observer.on_loop(started, polled, len(messages), processed)
+        if (
+            time.monotonic() >= self._next_commit
+            or collector.streams_producer.commit_needed
+            or any(t.commit_requested for t in self.tasks.values())
+        ):
             self.commit()
         return processed
+
+    def _run_paused(self) -> int:
+        """An iteration under ``KafkaStreams.pause()``: stay in the group, process nothing.
+
+        Every assigned partition is paused (again each time: a rebalance may have assigned
+        new ones) and added to the backpressure set, so once the pause is lifted the normal
+        loop resumes them as their queues drain. Polling goes on, so rebalances are served
+        and ``max.poll.interval.ms`` is not exceeded; what a poll still returns is queued.
+        """
+        consumer = self.consumer
+        assignment = consumer.assignment()
+        if assignment:
+            consumer.pause(assignment)
+            self._paused.update((tp.topic, tp.partition) for tp in assignment)
+        with self.store_guard.released():
+            message = consumer.poll(self._poll_s)
+        if message is not None:
+            self._route([message])
+        if time.monotonic() >= self._next_commit:
+            self.commit()
+        return 0
 
     def _poll_batch(self) -> list[Any]:
         """What librdkafka has ready; when idle, wait up to ``poll_ms`` for the first record.
@@ -187,7 +307,8 @@ class StreamWorker(threading.Thread):
         messages: list[Any] = consumer.consume(_BATCH, 0)
         if messages or any(self._queues.values()):
             return messages
-        first = consumer.poll(self._poll_s)
+        with self.store_guard.released():
+            first = consumer.poll(self._poll_s)
         if first is None:
             return []
         return [first, *consumer.consume(_BATCH - 1, 0)]
@@ -204,7 +325,8 @@ class StreamWorker(threading.Thread):
             tp = (msg.topic(), msg.partition())
             queue = queues.get(tp)
             if queue is None:
-                log.warning("dropping record of unassigned partition %s-%d", *tp)
+                if self._rejoin_deadline is None:
+                    log.warning("dropping record of unassigned partition %s-%d", *tp)
                 continue
             queue.append(msg)
             touched.add(tp)
@@ -242,53 +364,112 @@ class StreamWorker(threading.Thread):
     # -- commit ---------------------------------------------------------------------------
 
     def commit(self) -> None:
-        """Flush stores and producer, then commit consumed offsets (at-least-once)."""
-        assert self.collector is not None
-        for task in self.tasks.values():
-            task.flush_stores()
-        self.collector.flush()
+        """Commit the tasks' progress (see the module docstring for the steps and their order)."""
+        collector = self.collector
+        assert collector is not None
+        started = time.perf_counter()
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.flush_caches()
         offsets: dict[tuple[str, int], int] = {}
-        for task in self.tasks.values():
+        for task in tasks:
             offsets.update(task.offsets_to_commit())
+        positions = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        if collector.eos:
+            committed = collector.commit_transaction(
+                positions, self.consumer.consumer_group_metadata(), self._check_membership
+            )
+        else:
+            collector.flush()
+            if positions:
+                retrying(lambda: self._commit_offsets(positions), "commit offsets", self._timeout_s)
+            committed = bool(positions)
         if offsets:
-            try:
-                self.consumer.commit(
-                    offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False
-                )
-            except KafkaException as exc:
-                # Lost the partitions to a rebalance: the next owner reprocesses from the last
-                # committed offset (at-least-once); the revocation callback closes the tasks.
-                raise TaskMigratedError(f"offset commit failed: {exc}") from exc
-            for task in self.tasks.values():
+            for task in tasks:
                 task.mark_committed({tp: o for tp, o in offsets.items() if tp in task.consumed})
-                task.context.commit_requested = False
+        for task in tasks:
+            task.context.commit_requested = False
+        if committed:
             self.committed_total += 1
-        self.state_lifecycle.checkpoint(self.tasks.values(), self.collector.offsets)
+        self.state_lifecycle.persist(tasks, collector.offsets)
         self._next_commit = time.monotonic() + self._commit_interval_s
+        self.observer.on_commit(started)
+
+    def _commit_offsets(self, positions: list[Any]) -> None:
+        result = self.consumer.commit(offsets=positions, asynchronous=False)
+        failed = [tp for tp in result or () if tp.error is not None]
+        if failed:
+            raise KafkaException(failed[0].error)
+
+    def _check_membership(self) -> None:
+        """Exactly-once's last step before committing: is this worker still in the group?
+
+        Kafka rejects a transactional offset commit from a stale generation (KIP-447); a
+        broker that accepts it (Tansu) would let a paused-and-resumed zombie commit over
+        the new owner. A plain offset commit is checked against the membership everywhere,
+        so one is made for the control topic (partition 0, offset 0: nobody reads it).
+        """
+        if self._control_topic is None:
+            return
+        positions = [TopicPartition(self._control_topic, 0, 0)]
+        retrying(lambda: self._commit_offsets(positions), "membership check", self._timeout_s)
+
+    # -- migrations and aborted transactions ------------------------------------------------
+
+    def _on_task_migrated(self, exc: TaskMigratedError) -> None:
+        """The group (or a newer producer) took our tasks: drop them dirty, wait for the rebalance."""
+        self.migrations += 1
+        log.warning("%s: %s; closing tasks dirty and rejoining the group", self.name, exc)
+        self._abort_and_close_tasks()
+        # librdkafka rejoins by itself after the coordinator rejected the member; if no
+        # assignment arrives, the tasks of the assignment we still hold are rebuilt later
+        self._rejoin_deadline = time.monotonic() + self.config.session_timeout_ms / 1000.0
+
+    def _on_task_corrupted(self, exc: TaskCorruptedError) -> None:
+        """The transaction was aborted: rebuild the tasks' state and read from the committed offsets."""
+        self.corruptions += 1
+        log.warning("%s: %s; rebuilding the tasks from their changelogs", self.name, exc)
+        self._abort_and_close_tasks()
+        self._recreate_tasks("the transaction was aborted")
+
+    def _abort_and_close_tasks(self) -> None:
+        collector = self.collector
+        if collector is not None:
+            collector.abort()
+            if collector.streams_producer.needs_reset:
+                collector.streams_producer.reset()
+        self._close_tasks(clean=False)
+
+    def _recreate_tasks(self, why: str) -> None:
+        self._rejoin_deadline = None
+        assignment = self.consumer.assignment()
+        log.info("%s: re-creating tasks of %d assigned partitions (%s)", self.name, len(assignment), why)
+        if assignment:
+            self._on_assign(self.consumer, assignment)
 
     # -- rebalance callbacks --------------------------------------------------------------
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        """Create, restore and initialise the tasks of an assignment, then start reading it
+        exactly at the committed offsets the restore was filtered with."""
+        self._rejoin_deadline = None
         self._set_state(WorkerState.PARTITIONS_ASSIGNED)
+        if self.tasks:  # re-created after a migration without a rebalance in between
+            self._close_tasks(clean=False)
         assigned = {(tp.topic, tp.partition) for tp in partitions}
         log.info("%s assigned %d partitions", self.name, len(assigned))
-        app = self.config.application_id
-        for sub in self.plan.subtopologies:
-            topics = [self.plan.physical_topic(t, app) for t in sub.source_topics]
-            numbers = {p for (t, p) in assigned if t in topics}
-            for number in sorted(numbers):
-                missing = [t for t in topics if (t, number) not in assigned]
-                if missing:
-                    raise StreamsError(
-                        f"sub-topology {sub.id}: partition {number} of {missing} is not assigned with the "
-                        f"rest of task {sub.id}_{number}; co-partitioned topics need the range assignor "
-                        "and equal partition counts"
-                    )
-                self._create_task(TaskId(sub.id, number))
-        self.state_lifecycle.restore(self.tasks.values())
+        task_ids = tasks_of_assignment(self.plan, self.config.application_id, assigned)
+        if self._standbys is not None:
+            self._standbys.claim(task_ids)
+        for task_id in task_ids:
+            self._create_task(task_id)
+        committed = fetch_committed(consumer, assigned, self._timeout_s)
+        self.state_lifecycle.restore(self.tasks.values(), committed)
         for task in self.tasks.values():
             task.initialize_processors()
             task.refresh_punctuation_flags()
+        start = committed.get
+        consumer.assign([TopicPartition(t, p, start((t, p)) or OFFSET_INVALID) for t, p in sorted(assigned)])
         self._set_state(WorkerState.RUNNING)
 
     def _create_task(self, task_id: TaskId) -> None:
@@ -318,12 +499,14 @@ class StreamWorker(threading.Thread):
             try:
                 self.commit()
             except StreamsError as exc:
-                log.warning("commit on revocation failed (records will be reprocessed): %s", exc)
+                log.warning("commit on revocation failed (the input will be processed again): %s", exc)
+                self._abort_and_close_tasks()
+                return
             self._close_tasks(clean=True)
 
     def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
-        self._close_tasks(clean=False)
+        self._abort_and_close_tasks()
 
     def _close_tasks(self, *, clean: bool) -> None:
         written = self.collector.offsets if self.collector is not None else {}
@@ -332,6 +515,8 @@ class StreamWorker(threading.Thread):
                 self.state_lifecycle.close_task(task, written, clean=clean)
             except Exception:
                 log.exception("closing task %s failed", task.task_id)
+        if self._standbys is not None and self.tasks:
+            self._standbys.unclaim(list(self.tasks))
         self.tasks.clear()
         self._queues.clear()
         self._task_of.clear()
@@ -345,12 +530,17 @@ class StreamWorker(threading.Thread):
             log.warning("final commit failed: %s", exc)
             clean = False
         try:
+            if not clean and self.collector is not None:
+                self.collector.abort()
             self._close_tasks(clean=clean)
         finally:
             if self.consumer is not None:
                 self.consumer.close()
             if self.collector is not None:
-                self.collector.producer.flush(10)
+                try:
+                    self.collector.streams_producer.close()
+                except Exception as exc:
+                    log.warning("closing the producer failed: %s", exc)
 
     def _set_state(self, state: WorkerState) -> None:
         if self.state is not state:

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from platform_streams.serde import Boolean, Bytes, Double, Float, Integer, Json, Long, Pydantic, Serde, Short
 from platform_streams.serde import UUID as UUIDSerde
+from platform_streams.serde import Boolean, Bytes, Double, Float, Integer, Json, Long, Pydantic, Serde, Short
 from platform_streams.serde import String as StringSerde
 from platform_streams.state.windowed import Window, Windowed
 

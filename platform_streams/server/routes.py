@@ -7,6 +7,7 @@
     GET /metrics                          Prometheus text format
     GET /state                            lifecycle state, workers, tasks, assignment, lag, instances
     GET /stores                           queryable stores
+    GET|PUT|POST /control/<action>        status, pause, resume, restart (server/control.py)
     GET /stores/<store>/keys/<key>        one key (404 if absent)
     GET /stores/<store>/metadata/<key>    which instance hosts the key (active, standbys, partition)
     GET /stores/<store>/range?from=&to=&prefix=&limit=&order=desc
@@ -41,6 +42,7 @@ from platform_streams.query.queries import KeyQuery, Query, RangeQuery, WindowKe
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import QueryResult
 from platform_streams.server.codec import MalformedKeyError, dumps, jsonable, parse_key, parse_number
+from platform_streams.server.control import handle_control
 from platform_streams.server.forwarding import ForwardError, forward
 
 if TYPE_CHECKING:
@@ -104,10 +106,14 @@ class Api:
             return _json(500, {"error": "internal error (see the worker log)"})
 
     def _handle(self, method: str, target: str, headers: Any) -> Response:
-        if method != "GET":
-            raise HttpError(405, f"method {method} is not allowed (use GET)")
         split = urllib.parse.urlsplit(target)
         segments = [urllib.parse.unquote(s) for s in split.path.split("/") if s]
+        if len(segments) == 2 and segments[0] == "control":  # status/pause/resume/restart (control.py)
+            self._authorize(headers)
+            status, document = handle_control(self._streams, method, segments[1])
+            return _json(status, document)
+        if method != "GET":
+            raise HttpError(405, f"method {method} is not allowed (use GET)")
         try:
             pairs = urllib.parse.parse_qsl(split.query, keep_blank_values=True, strict_parsing=False)
         except ValueError as exc:
@@ -143,7 +149,9 @@ class Api:
         if not given:
             raise HttpError(401, "missing bearer token")
         scheme, _, token = str(given).partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self._token.encode()):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            token.strip().encode(), self._token.encode()
+        ):
             raise HttpError(403, "invalid bearer token")
 
     # ------------------------------------------------------------------ health and state
@@ -172,7 +180,9 @@ class Api:
                     "thread_id": worker.name,
                     "state": worker.state.value,
                     "active_tasks": sorted(str(t) for t, _ in tasks),
-                    "standby_tasks": sorted(str(t) for t in list(getattr(worker, "standby_tasks", None) or {})),
+                    "standby_tasks": sorted(
+                        str(t) for t in list(getattr(worker, "standby_tasks", None) or {})
+                    ),
                     "assignment": sorted(f"{tp[0]}-{tp[1]}" for _, task in tasks for tp in task.partitions),
                     "lag": {f"{t}-{p}": n for (t, p), n in sorted(lag.items())},
                     "processed_total": worker.processed_total,
@@ -254,8 +264,10 @@ class Api:
             return None
         if answer.is_failure() and answer.failure_reason is not None:
             if answer.failure_reason.value in ("STORE_EXCEPTION", "UNKNOWN_QUERY_TYPE"):
-                raise HttpError(400 if answer.failure_reason.value == "UNKNOWN_QUERY_TYPE" else 500,
-                                answer.failure_message)
+                raise HttpError(
+                    400 if answer.failure_reason.value == "UNKNOWN_QUERY_TYPE" else 500,
+                    answer.failure_message,
+                )
             return None
         return answer
 
@@ -273,7 +285,9 @@ class Api:
         if window:
             rows = answer.result
             document["windows"] = [
-                {"start_ms": start, "value": value} if isinstance(start, int) else {"window": start, "value": value}
+                {"start_ms": start, "value": value}
+                if isinstance(start, int)
+                else {"window": start, "value": value}
                 for start, value in rows
             ]
             return _json(200, document)
@@ -324,7 +338,9 @@ class Api:
         missing = set(wanted) - answered
         if missing and not _flag(params, "local"):
             for host, partitions in self._owners(store, missing).items():
-                extra = self._remote_scan(host, path, {**params, "partitions": ",".join(map(str, partitions))})
+                extra = self._remote_scan(
+                    host, path, {**params, "partitions": ",".join(map(str, partitions))}
+                )
                 if extra is not None:
                     rows.extend(extra.get("rows", []))
                     answered.update(int(p) for p in extra.get("partitions", []))
@@ -371,7 +387,10 @@ class Api:
     def _relay(self, owner: HostInfo, path: str, params: dict[str, str]) -> Response:
         answer = forward(owner, path, params, self._token)
         return Response(
-            answer.status, answer.body, answer.content_type or "application/json", {"X-Forwarded-To": str(owner)}
+            answer.status,
+            answer.body,
+            answer.content_type or "application/json",
+            {"X-Forwarded-To": str(owner)},
         )
 
     def _self_host(self) -> str | None:

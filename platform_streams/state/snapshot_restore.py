@@ -67,7 +67,9 @@ class SnapshotRestorer:
     def __init__(
         self, store: SnapshotStore | str | Path, application_id: str, *, min_gain: int = 10_000
     ) -> None:
-        self.catalog = SnapshotCatalog(store if isinstance(store, SnapshotStore) else open_snapshot_store(store))
+        self.catalog = SnapshotCatalog(
+            store if isinstance(store, SnapshotStore) else open_snapshot_store(store)
+        )
         self.application_id = application_id
         #: a store with local data is wiped for a snapshot only if it gains at least this many offsets
         self.min_gain = min_gain
@@ -81,7 +83,9 @@ class SnapshotRestorer:
                 done.append(result)
         return done
 
-    def _restore_store(self, manager: ProcessorStateManager, part: ChangelogPartition) -> SnapshotRestore | None:
+    def _restore_store(
+        self, manager: ProcessorStateManager, part: ChangelogPartition
+    ) -> SnapshotRestore | None:
         store = manager.get_store(part.store_name)
         backend = self._ingestible_backend(store, part)
         if backend is None:
@@ -90,7 +94,9 @@ class SnapshotRestorer:
         try:
             candidates = self.catalog.manifests(self.application_id, part.store_name, part.partition)
         except OSError as exc:
-            log.warning("store %s: cannot list snapshots (%s); restoring from the changelog", part.store_name, exc)
+            log.warning(
+                "store %s: cannot list snapshots (%s); restoring from the changelog", part.store_name, exc
+            )
             return None
         for manifest in candidates:
             if local is not None and manifest.offset < local + self.min_gain:

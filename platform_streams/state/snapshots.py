@@ -247,14 +247,19 @@ class SnapshotCatalog:
         self.store.put_bytes(self.snapshot_prefix(manifest) + MANIFEST_NAME, data)
         log.info("published %s", manifest.describe())
 
-    def manifests(self, application_id: str, store: str, partition: int) -> list[SnapshotManifest]:
-        """Readable manifests of one store partition, newest (highest offset) first.
+    def manifests(
+        self, application_id: str, store: str, partition: int | None = None
+    ) -> list[SnapshotManifest]:
+        """Readable manifests of one store partition (or of all), newest (highest offset) first.
 
         A manifest that does not parse is skipped with a warning: one bad object must not
         hide the older good ones.
         """
         out: list[SnapshotManifest] = []
-        prefix = self.partition_prefix(application_id, store, partition)
+        if partition is None:
+            prefix = f"{application_id}/{store}/"
+        else:
+            prefix = self.partition_prefix(application_id, store, partition)
         for key in self.store.list_keys(prefix):
             if not key.endswith("/" + MANIFEST_NAME):
                 continue

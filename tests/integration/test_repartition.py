@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from platform_streams import StreamsBuilder
-from platform_streams.dsl import Consumed, Produced, Repartitioned
+from platform_streams.dsl import Consumed, Grouped, Materialized, Produced, Repartitioned
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.processor.partitioner import default_partition
-from platform_streams.serde import Integer, String
-from tests.integration.support_apps import active_tasks, app_config, running_app
+from platform_streams.serde import Integer, Long, String
+from tests.integration.support_apps import active_tasks, app_config, read_to_end, running_app, wait_until
 from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = pytest.mark.broker
@@ -96,3 +96,37 @@ def test_restart_with_existing_internal_topics_reuses_them(
     with running_app(builder, config):
         values = sorted(r.value or b"" for r in consume_all(bootstrap_servers, sink, 2, timeout_s=30))
     assert values == [b"x/x:1", b"y/y:2"]
+
+
+def test_group_by_repartitions_by_the_new_key_before_counting(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    source, sink = new_topic(admin, 4, "orders"), new_topic(admin, 4, "counts")
+    records = _records(1_000)
+    produce(bootstrap_servers, source, records)
+    builder = StreamsBuilder()
+    (
+        builder.stream(source, Consumed(key_serde=S, value_serde=S))
+        .group_by(lambda k, v: v.split(":")[0], Grouped(key_serde=S, value_serde=S))
+        .count(materialized=Materialized.as_("per-customer"))
+        .to_stream()
+        .to(sink, Produced(key_serde=S, value_serde=Long()))
+    )
+    config = app_config(bootstrap_servers, tmp_path)
+    internal = f"{config.application_id}-per-customer-repartition"
+    expected = Counter(v.split(":")[0] for _, v in records)
+
+    def latest() -> dict[str, int]:
+        counts = {
+            r.key.decode(): Long().deserialize(r.value)
+            for r in read_to_end(bootstrap_servers, sink, 4)
+            if r.key and r.value
+        }
+        return counts if counts == expected else {}
+
+    with running_app(builder, config):
+        assert admin.list_topics()[internal] == 4
+        wait_until(latest, 30, "every customer counted", interval_s=0.5)
+        repartitioned = consume_all(bootstrap_servers, internal, len(records), timeout_s=30)
+    assert len(repartitioned) == len(records)
+    assert all(r.key and r.partition == default_partition(r.key, 4) for r in repartitioned)

@@ -128,7 +128,9 @@ def test_source_table_restores_from_its_source_topic_under_optimization(
     topology = builder.build()
     produce(bootstrap_servers, users, [(f"u{i}", f"name{i}") for i in range(100)])
     with running_app(topology, config) as streams:
-        assert _restored(streams) == 100  # an empty local store restores from the source topic
+        # nothing committed yet: the table is built by processing its topic, not by a restore
+        # (a source topic reused as changelog is restored only up to the committed offset)
+        assert _restored(streams) == 0
         produce(bootstrap_servers, orders, [(f"u{i}", f"o{i}") for i in range(100)])
         first = consume_all(bootstrap_servers, sink, 100, timeout_s=30)
     assert f"{config.application_id}-users-store-changelog" not in admin.list_topics()

@@ -132,3 +132,28 @@ def test_a_processing_failure_reaches_the_uncaught_exception_handler_and_stops_t
     assert failure.node == "inverse" and failure.offset == 1
     assert states[-2:] == [State.PENDING_ERROR, State.ERROR]
     assert [r.value for r in consume_all(bootstrap_servers, sink, 1, timeout_s=10)] == [b"1"]
+
+
+def test_topic_extractor_with_a_custom_partitioner_on_topics_unknown_at_start(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """The partitioner needs the partition count of a topic chosen per record at run time."""
+    source, even, odd = new_topic(admin, 1, "in"), new_topic(admin, 2, "even"), new_topic(admin, 3, "odd")
+    seen: list[tuple[str, int]] = []
+
+    def partitioner(topic: str, key: Any, value: Any, num_partitions: int) -> int:
+        seen.append((topic, num_partitions))
+        return num_partitions - 1
+
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=S, value_serde=S)).to(
+        lambda k, v, meta: even if int(v) % 2 == 0 else odd,
+        Produced(key_serde=S, value_serde=S, partitioner=partitioner),
+    )
+    produce(bootstrap_servers, source, [(f"k{i}", str(i)) for i in range(10)])
+    with running_app(builder, app_config(bootstrap_servers, tmp_path)):
+        to_even = consume_all(bootstrap_servers, even, 5, timeout_s=30)
+        to_odd = consume_all(bootstrap_servers, odd, 5, timeout_s=30)
+    assert sorted(int(r.value or b"") for r in to_even) == [0, 2, 4, 6, 8]
+    assert {r.partition for r in to_even} == {1} and {r.partition for r in to_odd} == {2}
+    assert set(seen) == {(even, 2), (odd, 3)}

@@ -6,6 +6,7 @@ topics and still hand Spark a factory that executors import from this module.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from platform_streams.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuilder
@@ -58,3 +59,8 @@ class CountByCustomer:
 
 def customer_of(_key: str, value: str) -> str:
     return value.split(":", 1)[0]
+
+
+def count_by_key_from_env() -> Topology:
+    """``CountByKey`` for the CLI (``MODULE:FACTORY`` takes no arguments): topics from the env."""
+    return CountByKey(os.environ["PS_SPARK_TEST_SOURCE"], os.environ["PS_SPARK_TEST_SINK"])()

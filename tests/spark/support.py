@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +47,16 @@ class ListCollector:
 
 
 def restore_then_process(
-    topology: Topology, config: StreamsConfig, source: str, partitions: int, records: Iterable[tuple[str, str]]
+    topology: Topology,
+    config: StreamsConfig,
+    source: str,
+    partitions: int,
+    records: Iterable[tuple[str, str]],
+    committed: Mapping[tuple[str, int], int],
 ) -> tuple[list[tuple[str, bytes | None, bytes | None]], TaskStateLifecycle]:
-    """Do what a worker does on assignment (build tasks, restore through TaskStateLifecycle,
-    init processors), then process ``records`` and commit; returns the output and the lifecycle."""
+    """Do what a worker does on assignment (build tasks, restore through TaskStateLifecycle
+    given the group's ``committed`` input offsets, init processors), then process
+    ``records`` and commit; returns the output and the lifecycle."""
     plan = compile_topology(topology)
     sub = plan.subtopologies[0]
     collector = ListCollector()
@@ -71,13 +77,15 @@ def restore_then_process(
     try:
         for task in tasks:
             task.initialize_stores()
-        lifecycle.restore(tasks)
+        lifecycle.restore(tasks, committed)
         for task in tasks:
             task.initialize_processors()
         for i, (key, value) in enumerate(records):
             raw = key.encode()
             p = default_partition(raw, partitions)
-            tasks[p].add_records((source, p), [DriverRecord(source, p, 1_000_000 + i, raw, value.encode(), i)])
+            tasks[p].add_records(
+                (source, p), [DriverRecord(source, p, 1_000_000 + i, raw, value.encode(), i)]
+            )
             tasks[p].process(10)
         for task in tasks:
             task.flush_stores()

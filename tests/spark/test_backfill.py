@@ -18,9 +18,16 @@ from platform_streams.ops.spark.backfill import (
     stage_order,
 )
 from platform_streams.topology.compiler import compile_topology
-from tests.integration.support_apps import app_config, log_ends, new_app_id, read_to_end, running_app, wait_until
-from tests.spark.apps import CountByCustomer
-from tests.support.kafka import new_topic, produce
+from tests.integration.support_apps import (
+    app_config,
+    log_ends,
+    new_app_id,
+    read_to_end,
+    running_app,
+    wait_until,
+)
+from tests.spark.apps import CountByCustomer, CountByKey
+from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
@@ -43,12 +50,24 @@ def streamed(bootstrap_servers: str, admin: KafkaAdmin, tmp_path_factory: pytest
     app = CountByCustomer(source, sink)
     records = [(f"order-{i}", f"customer-{i % 23}:{i}") for i in range(1_500)]
     timestamps = [1_700_000_000_000 + i for i in range(len(records))]
-    config = app_config(bootstrap_servers, tmp / "state", new_app_id("bf"), statestore_cache_max_bytes=0)
+    config = app_config(
+        bootstrap_servers,
+        tmp / "state",
+        new_app_id("bf"),
+        statestore_cache_max_bytes=0,
+        default_value_serde="long",
+    )  # a Long serde in the config: it must reach the Spark tasks (serdes do not pickle)
     with running_app(app(), config):
-        ends = log_ends(produce(bootstrap_servers, source, records, timestamp_ms=timestamps), source, PARTITIONS)
-        wait_until(lambda: admin.committed_offsets(config.application_id, list(ends)) == ends, 30, "input committed")
+        ends = log_ends(
+            produce(bootstrap_servers, source, records, timestamp_ms=timestamps), source, PARTITIONS
+        )
         wait_until(
-            lambda: len(read_to_end(bootstrap_servers, sink, PARTITIONS)) >= len(records), 30, "every count output"
+            lambda: admin.committed_offsets(config.application_id, list(ends)) == ends, 30, "input committed"
+        )
+        wait_until(
+            lambda: len(consume_all(bootstrap_servers, sink, len(records), timeout_s=1)) >= len(records),
+            30,
+            "every count output",
         )
     outputs = read_to_end(bootstrap_servers, sink, PARTITIONS)
     return app, config, records, timestamps, _per_key((r.key, r.value) for r in outputs), tmp
@@ -96,3 +115,46 @@ def test_backfill_from_parquet_to_kafka_equals_the_streaming_output(
     assert result.records_out == {target: len(records)}
     written = read_to_end(bootstrap_servers, target, PARTITIONS)
     assert _per_key((r.key, r.value) for r in written) == expected
+
+
+def test_backfill_final_state_lets_the_streaming_app_continue_from_it(
+    spark: Any, bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """History is backfilled on Spark; the streaming app then starts on the backfilled state
+    (seeded changelog + snapshot, no replay) and on the committed end of the history."""
+    source, sink = new_topic(admin, 2, "clicks"), new_topic(admin, 2, "counts")
+    app = CountByKey(source, sink)
+    history = [(f"user-{i % 30}", f"h{i}") for i in range(600)]
+    ends = log_ends(produce(bootstrap_servers, source, history), source, 2)
+    snapshots = tmp_path / "snapshots"
+    config = app_config(
+        bootstrap_servers,
+        tmp_path / "state",
+        new_app_id("seed"),
+        statestore_cache_max_bytes=0,
+        state_snapshot_location=str(snapshots),
+    )
+    result = backfill(spark, app, config, [KafkaInput()], None, final_state=snapshots, commit_offsets=True)
+    assert result.records_out == {sink: len(history)}  # counted, not written
+    assert sorted(m.partition for m in result.snapshots) == [0, 1]
+    assert sum(m.record_count for m in result.snapshots) == 30 and {m.source for m in result.snapshots} == {
+        "backfill"
+    }
+    assert admin.committed_offsets(config.application_id, list(ends)) == ends
+
+    new = [(f"user-{i % 30}", f"n{i}") for i in range(90)]
+    with running_app(app(), config) as streams:
+        lifecycle = streams.workers[0].state_lifecycle
+        assert sum(len(r) for r in lifecycle.last_snapshots.values()) == 2
+        assert lifecycle.total_restored == 0  # the snapshots cover the whole seeded changelog
+        produce(bootstrap_servers, source, new)
+        wait_until(
+            lambda: len(consume_all(bootstrap_servers, sink, len(new), timeout_s=1)) >= len(new),
+            30,
+            "the new clicks are counted",
+        )
+    outputs = read_to_end(bootstrap_servers, sink, 2)
+    got = Counter(
+        (r.key.decode(), int.from_bytes(r.value, "big", signed=True)) for r in outputs if r.key and r.value
+    )
+    assert got == Counter((f"user-{i % 30}", 20 + 1 + i // 30) for i in range(90))  # 20 each from history

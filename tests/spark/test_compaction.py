@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from platform_streams.kafka import KafkaAdmin, TopicSpec
+from platform_streams.kafka import KafkaAdmin, TopicPartition, TopicSpec, create_consumer
 from platform_streams.ops.spark.compaction import compact_changelog
 from platform_streams.processor.partitioner import default_partition
 from platform_streams.serde import String
 from tests.integration.support_apps import new_app_id
 from tests.spark.support import snapshot_content
-from tests.support.kafka import produce
+from tests.support.kafka import new_topic, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
@@ -82,3 +82,39 @@ def test_empty_changelog_writes_no_snapshot(
     admin.create_topics([TopicSpec(f"{app}-kv-changelog", 2)])
     result = compact_changelog(spark, {"bootstrap.servers": bootstrap_servers}, app, "kv", tmp_path)
     assert result.manifests == [] and result.ranges == []
+
+
+def test_snapshot_stops_before_records_written_for_uncommitted_input(
+    spark: Any, bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """Changelog records carry the input offset they were written for (``__ps_src``); the
+    snapshot covers only the prefix whose input the application committed."""
+    app = new_app_id("cut")
+    source, changelog = new_topic(admin, 1, "in"), f"{app}-kv-changelog"
+    admin.create_topics([TopicSpec(changelog, 1)])
+    committer = create_consumer({"bootstrap.servers": bootstrap_servers, "group.id": app})
+    try:
+        committer.commit(offsets=[TopicPartition(source, 0, 10)], asynchronous=False)  # input < 10 is done
+    finally:
+        committer.close()
+    written_for = [3, 7, 9, 12, 8, 13]  # input offsets; 12 is not committed: the cut is there
+    for i, position in enumerate(written_for):
+        produce(
+            bootstrap_servers,
+            changelog,
+            [(b"k%d" % (i % 2), b"v%d" % i, 0)],
+            headers=[("__ps_src", b"%d" % position)],
+        )
+    result = compact_changelog(
+        spark,
+        {"bootstrap.servers": bootstrap_servers},
+        app,
+        "kv",
+        tmp_path,
+        source_topics=[source],
+        parquet=False,
+    )
+    [manifest] = result.manifests
+    assert result.cuts == {0: 3}
+    assert (manifest.offset, manifest.record_count) == (2, 2)
+    assert snapshot_content(tmp_path, manifest, tmp_path / "check") == [(b"k0", b"v2"), (b"k1", b"v1")]

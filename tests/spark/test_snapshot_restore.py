@@ -7,6 +7,7 @@ no local state and must end up exactly where a full replay ends up.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from collections import Counter
@@ -19,7 +20,14 @@ import pytest
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 from platform_streams.ops.spark.compaction import compact_changelog
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
-from tests.integration.support_apps import app_config, log_ends, new_app_id, read_to_end, running_app, wait_until
+from tests.integration.support_apps import (
+    app_config,
+    log_ends,
+    new_app_id,
+    read_to_end,
+    running_app,
+    wait_until,
+)
 from tests.spark.apps import CountByKey
 from tests.spark.support import restore_then_process
 from tests.support.kafka import new_topic, produce
@@ -39,6 +47,8 @@ class Built:
     manifests: list[SnapshotManifest]
     changelog_ends: dict[tuple[str, int], int]
     counts: Counter[str]
+    #: the group's committed input offsets once the streaming run stopped
+    committed: dict[tuple[str, int], int]
 
 
 def _inputs(start: int, n: int) -> list[tuple[str, str]]:
@@ -46,7 +56,9 @@ def _inputs(start: int, n: int) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def built(spark: Any, bootstrap_servers: str, admin: KafkaAdmin, tmp_path_factory: pytest.TempPathFactory) -> Built:
+def built(
+    spark: Any, bootstrap_servers: str, admin: KafkaAdmin, tmp_path_factory: pytest.TempPathFactory
+) -> Built:
     tmp = tmp_path_factory.mktemp("snapshot-restore")
     source, sink = new_topic(admin, PARTITIONS, "clicks"), new_topic(admin, PARTITIONS, "counts")
     app, app_id = CountByKey(source, sink), new_app_id("snap")
@@ -55,8 +67,18 @@ def built(spark: Any, bootstrap_servers: str, admin: KafkaAdmin, tmp_path_factor
     with running_app(app(), config):
         placed = produce(bootstrap_servers, source, first)
         ends = log_ends(placed, source, PARTITIONS)
-        wait_until(lambda: admin.committed_offsets(app_id, list(ends)) == ends, 30, "the first batch is committed")
-        result = compact_changelog(spark, {"bootstrap.servers": bootstrap_servers}, app_id, "counts", tmp / "snaps")
+        wait_until(
+            lambda: admin.committed_offsets(app_id, list(ends)) == ends, 30, "the first batch is committed"
+        )
+        result = compact_changelog(
+            spark,
+            {"bootstrap.servers": bootstrap_servers},
+            app_id,
+            "counts",
+            tmp / "snaps",
+            source_topics=[source],
+        )
+        assert result.cuts == {}  # everything was committed
         ends = log_ends(placed + produce(bootstrap_servers, source, tail), source, PARTITIONS)
         wait_until(lambda: admin.committed_offsets(app_id, list(ends)) == ends, 30, "the tail is committed")
     changelog = f"{app_id}-counts-changelog"
@@ -72,6 +94,7 @@ def built(spark: Any, bootstrap_servers: str, admin: KafkaAdmin, tmp_path_factor
         result.manifests,
         changelog_ends,
         Counter(k for k, _ in first + tail),
+        {tp: o or 0 for tp, o in admin.committed_offsets(app_id, list(ends)).items()},
     )
 
 
@@ -104,18 +127,33 @@ def test_worker_with_deleted_state_restores_snapshot_plus_tail_like_a_full_repla
     new = _inputs(10_000, 300)
     shutil.rmtree(built.state_dir)  # the worker lost its disk
     fast_out, fast = restore_then_process(
-        built.app(), _config(built, built.state_dir, built.snapshots), built.app.source, PARTITIONS, new
+        built.app(),
+        _config(built, built.state_dir, built.snapshots),
+        built.app.source,
+        PARTITIONS,
+        new,
+        built.committed,
     )
     full_out, full = restore_then_process(
-        built.app(), _config(built, built.state_dir.with_name("full"), None), built.app.source, PARTITIONS, new
+        built.app(),
+        _config(built, built.state_dir.with_name("full"), None),
+        built.app.source,
+        PARTITIONS,
+        new,
+        built.committed,
     )
 
     assert len(fast.last_snapshots) == PARTITIONS
-    tail = {m.partition: built.changelog_ends[(m.changelog_topic, m.partition)] - m.offset - 1 for m in built.manifests}
+    tail = {
+        m.partition: built.changelog_ends[(m.changelog_topic, m.partition)] - m.offset - 1
+        for m in built.manifests
+    }
     for task_id, restores in fast.last_snapshots.items():
         assert [r.manifest.partition for r in restores] == [task_id.partition]
         assert fast.last_restore[task_id] == {"counts": tail[task_id.partition]}
-        assert full.last_restore[task_id] == {"counts": built.changelog_ends[(restores[0].manifest.changelog_topic, task_id.partition)]}
+        assert full.last_restore[task_id] == {
+            "counts": built.changelog_ends[(restores[0].manifest.changelog_topic, task_id.partition)]
+        }
     assert 0 < fast.total_restored < full.total_restored / 4
     assert _outputs(fast_out) == _outputs(full_out) == _expected(built.counts, new)
 
@@ -134,7 +172,12 @@ def test_corrupt_snapshot_is_rejected_and_the_worker_falls_back_to_the_changelog
     new = _inputs(20_000, 100)
     with caplog.at_level(logging.WARNING, logger="platform_streams.state.snapshot_restore"):
         out, lifecycle = restore_then_process(
-            built.app(), _config(built, tmp_path / "state", broken), built.app.source, PARTITIONS, new
+            built.app(),
+            _config(built, tmp_path / "state", broken),
+            built.app.source,
+            PARTITIONS,
+            new,
+            built.committed,
         )
     assert all(not restores for restores in lifecycle.last_snapshots.values())
     assert lifecycle.total_restored == sum(built.changelog_ends.values())
@@ -154,7 +197,9 @@ def test_running_app_with_deleted_state_starts_from_the_snapshot(
         assert used == [0, 1]
         ends = log_ends(produce(built.bootstrap, built.app.source, new), built.app.source, PARTITIONS)
         ends = {tp: max(o, admin.committed_offsets(built.app_id, [tp])[tp] or 0) for tp, o in ends.items()}
-        wait_until(lambda: admin.committed_offsets(built.app_id, list(ends)) == ends, 30, "new input is committed")
+        wait_until(
+            lambda: admin.committed_offsets(built.app_id, list(ends)) == ends, 30, "new input is committed"
+        )
     outputs = read_to_end(built.bootstrap, built.app.sink, PARTITIONS)
     # counts above the pre-existing ones can only come from this run, computed on the snapshot's state
     fresh = Counter(
@@ -165,3 +210,30 @@ def test_running_app_with_deleted_state_starts_from_the_snapshot(
         if c > built.counts[k]
     )
     assert fresh == _expected(built.counts, new)
+
+
+def test_snapshot_cli_creates_and_lists_snapshots_with_decoded_parquet(
+    spark: Any,
+    built: Built,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from platform_streams.cli import main
+
+    monkeypatch.setenv("PS_SPARK_TEST_SOURCE", built.app.source)
+    monkeypatch.setenv("PS_SPARK_TEST_SINK", built.app.sink)
+    app = "tests.spark.apps:count_by_key_from_env"
+    settings = ["--set", f"application.id={built.app_id}", "--set", f"bootstrap.servers={built.bootstrap}"]
+    location = tmp_path / "cli-snaps"
+    assert main(["snapshot", "create", app, "--location", str(location), "--json", *settings]) == 0
+    created = json.loads(capsys.readouterr().out)["counts"]
+    assert sorted(m["partition"] for m in created) == [0, 1]
+    assert sum(m["record_count"] for m in created) == len(built.counts)  # one key per user
+    assert main(["snapshot", "list", app, "--location", str(location), "--json", *settings]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted(m["snapshot_id"] for m in listed) == sorted(m["snapshot_id"] for m in created)
+    rows = spark.read.parquet(created[0]["parquet_uri"]).collect()
+    decoded = {json.loads(r["key_decoded"]): json.loads(r["value_decoded"]) for r in rows}
+    assert all(count >= built.counts[user] for user, (count, _ts) in decoded.items())  # ValueAndTimestamp
+    assert spark.sparkContext._jsc is not None  # the CLI left the shared session running

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from platform_streams import StreamsBuilder, Topology
-from platform_streams.dsl import Branched, Consumed, Named, Produced, Repartitioned
+from platform_streams.dsl import Branched, Consumed, Materialized, Named, Produced, Repartitioned
 from platform_streams.processor import Processor, Record
-from platform_streams.serde import String
+from platform_streams.serde import Long, String
 from platform_streams.topology.java_order import JavaTreeSet, hash_order, java_string_hash
 
 
@@ -44,6 +44,52 @@ def _processors(topology: Topology, *edges: tuple[str, str | tuple[str, ...]]) -
 
 def _lines(*lines: str) -> str:
     return "".join(line + "\n" for line in lines)
+
+
+# The WordCount application of the Kafka Streams tutorial (docs/streams/tutorial), as printed there.
+WORD_COUNT = _lines(
+    "Topologies:",
+    "   Sub-topology: 0",
+    "    Source: KSTREAM-SOURCE-0000000000 (topics: [streams-wordcount-input])",
+    "      --> KSTREAM-FLATMAPVALUES-0000000001",
+    "    Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [])",
+    "      --> KSTREAM-KEY-SELECT-0000000002",
+    "      <-- KSTREAM-SOURCE-0000000000",
+    "    Processor: KSTREAM-KEY-SELECT-0000000002 (stores: [])",
+    "      --> counts-store-repartition-filter",
+    "      <-- KSTREAM-FLATMAPVALUES-0000000001",
+    "    Processor: counts-store-repartition-filter (stores: [])",
+    "      --> counts-store-repartition-sink",
+    "      <-- KSTREAM-KEY-SELECT-0000000002",
+    "    Sink: counts-store-repartition-sink (topic: counts-store-repartition)",
+    "      <-- counts-store-repartition-filter",
+    "",
+    "  Sub-topology: 1",
+    "    Source: counts-store-repartition-source (topics: [counts-store-repartition])",
+    "      --> KSTREAM-AGGREGATE-0000000003",
+    "    Processor: KSTREAM-AGGREGATE-0000000003 (stores: [counts-store])",
+    "      --> KTABLE-TOSTREAM-0000000007",
+    "      <-- counts-store-repartition-source",
+    "    Processor: KTABLE-TOSTREAM-0000000007 (stores: [])",
+    "      --> KSTREAM-SINK-0000000008",
+    "      <-- KSTREAM-AGGREGATE-0000000003",
+    "    Sink: KSTREAM-SINK-0000000008 (topic: streams-wordcount-output)",
+    "      <-- KTABLE-TOSTREAM-0000000007",
+    "",
+)
+
+
+def test_word_count_tutorial_matches_kafka_streams() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("streams-wordcount-input")
+        .flat_map_values(lambda value: value.lower().split())
+        .group_by(lambda key, value: value)
+        .count(materialized=Materialized.as_("counts-store"))
+        .to_stream()
+        .to("streams-wordcount-output", Produced(key_serde=String(), value_serde=Long()))
+    )
+    assert str(builder.build().describe()) == WORD_COUNT
 
 
 # apache/kafka RepartitionWithMergeOptimizingTest.EXPECTED_OPTIMIZED_TOPOLOGY. The source of

@@ -25,6 +25,8 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from pyspark import RDD, StorageLevel
@@ -33,6 +35,7 @@ from pyspark.sql import SparkSession
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import TopologyError
 from platform_streams.kafka import KafkaAdmin
+from platform_streams.ops.spark.final_state import commit_input_offsets, seed_and_snapshot
 from platform_streams.ops.spark.kafka_ranges import (
     OffsetRange,
     Position,
@@ -44,6 +47,7 @@ from platform_streams.ops.spark.kafka_ranges import (
 )
 from platform_streams.ops.spark.task_runner import AppRef, Output, SubTopologyRunner, load_topology
 from platform_streams.processor.partitioner import default_partition
+from platform_streams.state.snapshots import SnapshotManifest, SnapshotStore, open_snapshot_store
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan, compile_topology
 
 __all__ = [
@@ -116,6 +120,8 @@ class BackfillResult:
     ranges: list[OffsetRange] = field(default_factory=list)
     records_out: dict[str, int] = field(default_factory=dict)
     output: str | None = None
+    #: snapshots of the final state (when asked for), covering the seeded changelogs
+    snapshots: list[SnapshotManifest] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -176,6 +182,23 @@ def _next_stage_record(rank: int, row: Output) -> tuple[Any, Any]:
     return (partition, ts, rank, seq), (topic, key, value, ts, headers, -1)
 
 
+def _read_kafka_stage(
+    conf: Mapping[str, Any],
+    logical: Mapping[str, str],
+    ranks: Mapping[str, int],
+    ranges: Iterable[OffsetRange],
+) -> Iterator[tuple[Any, Any]]:
+    return _kafka_stage_records(logical, ranks, read_offset_ranges(conf, ranges))
+
+
+def _is_record_of(topic: str, row: Output) -> bool:
+    return row[0] == "record" and row[1] == topic
+
+
+def _add(a: int, b: int) -> int:
+    return a + b
+
+
 def _task_partition(key: tuple[Any, ...]) -> int:
     return int(key[0])
 
@@ -187,6 +210,9 @@ def backfill(
     inputs: Sequence[KafkaInput | ParquetInput],
     output: ParquetOutput | KafkaOutput | None = None,
     *,
+    sink_partitions: Mapping[str, int] | None = None,
+    final_state: SnapshotStore | str | Path | None = None,
+    commit_offsets: bool = False,
     flush_every_records: int = 10_000,
 ) -> BackfillResult:
     """Run the topology of ``app`` over ``inputs`` on Spark and write what it outputs.
@@ -194,7 +220,14 @@ def backfill(
     ``app`` is ``"module:factory"`` or a picklable factory returning a Topology or a
     StreamsBuilder; executors build it themselves. ``config`` supplies the application id,
     default serdes, exception handlers and caching; with Kafka input or output, also the
-    connection. Every external source topic must be covered by an input.
+    connection. Every external source topic must be covered by an input. Output records
+    get the partition Kafka would give them: ``sink_partitions`` names the output topics'
+    partition counts, else they are looked up when Kafka is used (else -1: unknown).
+
+    ``final_state`` (a snapshot location) hands the end state to the streaming application:
+    each key-value store's changelog is seeded with it and snapshots of it are published
+    (:mod:`.final_state`); ``commit_offsets`` then commits the application's group at the
+    Kafka offsets the backfill read up to, so the application continues from there.
     """
     started = time.monotonic()
     plan = compile_topology(load_topology(app))
@@ -208,9 +241,15 @@ def backfill(
     for spec in inputs:
         if isinstance(spec, ParquetInput):
             counts[spec.topic] = spec.num_partitions
-            frame = spark.read.parquet(spec.path).select(spec.key_column, spec.value_column, spec.timestamp_column)
-            rank, n, phys = ranks.get(spec.topic, 0), spec.num_partitions, plan.physical_topic(spec.topic, app_id)
-            rdd = frame.rdd.map(tuple).zipWithIndex().map(lambda item, r=rank, n=n, t=phys: _parquet_stage_record(t, r, n, item))
+            frame = spark.read.parquet(spec.path).select(
+                spec.key_column, spec.value_column, spec.timestamp_column
+            )
+            rank, n, phys = (
+                ranks.get(spec.topic, 0),
+                spec.num_partitions,
+                plan.physical_topic(spec.topic, app_id),
+            )
+            rdd = frame.rdd.map(tuple).zipWithIndex().map(partial(_parquet_stage_record, phys, rank, n))
             sources.setdefault(spec.topic, []).append(rdd)
         else:
             topics = list(spec.topics or plan.external_source_topics())
@@ -230,10 +269,11 @@ def backfill(
                     continue
                 logical = {plan.physical_topic(topic, app_id): topic}
                 rdd = sc.parallelize(ranges, len(ranges)).mapPartitions(
-                    lambda it, c=conf, lg=logical: _kafka_stage_records(lg, ranks, read_offset_ranges(c, it))
+                    partial(_read_kafka_stage, conf, logical, ranks)
                 )
                 sources.setdefault(topic, []).append(rdd)
     counts.update(plan.resolve_partitions(counts))
+    counts.update(_sink_partitions(plan, config, counts, inputs, output, sink_partitions))
     physical_counts = {plan.physical_topic(t, app_id): n for t, n in counts.items()}
     readers = {t for s in plan.subtopologies for t in s.source_topics}
     outputs: list[RDD[Any]] = []
@@ -246,7 +286,12 @@ def backfill(
                 continue
             tasks = max(counts[t] for t in sub.source_topics)
             runner = SubTopologyRunner(
-                app, config, sub.id, physical_counts, flush_every_records=flush_every_records
+                app,
+                config,
+                sub.id,
+                physical_counts,
+                flush_every_records=flush_every_records,
+                keep_state=final_state is not None,
             )
             sc.setJobDescription(f"backfill {app_id}: sub-topology {sub.id} ({tasks} tasks)")
             stage = (
@@ -259,14 +304,19 @@ def backfill(
             result.stages.append(sub.id)
             for topic in sub.sink_topics:
                 phys = plan.physical_topic(topic, app_id)
-                records = stage.filter(lambda row, p=phys: row[0] == "record" and row[1] == p)
+                records = stage.filter(partial(_is_record_of, phys))
                 if topic in readers:
                     sources.setdefault(topic, []).append(
-                        records.map(lambda row, r=ranks[topic]: _next_stage_record(r, row))
+                        records.map(partial(_next_stage_record, ranks[topic]))
                     )
                 if not plan.is_internal(topic):
                     outputs.append(records)
         result.records_out = _write_output(spark, config, outputs, output, result)
+        if final_state is not None and persisted:
+            sc.setJobDescription(f"backfill {app_id}: seed changelogs, write state snapshots")
+            result.snapshots = _final_state(plan, config, counts, sc.union(persisted), final_state)
+        if commit_offsets:
+            commit_input_offsets(config, result.end_offsets)
     finally:
         for rdd in persisted:
             rdd.unpersist()
@@ -274,6 +324,45 @@ def backfill(
     result.seconds = time.monotonic() - started
     log.info("%s", result.summary())
     return result
+
+
+def _sink_partitions(
+    plan: TopologyPlan,
+    config: StreamsConfig,
+    known: Mapping[str, int],
+    inputs: Sequence[KafkaInput | ParquetInput],
+    output: ParquetOutput | KafkaOutput | None,
+    given: Mapping[str, int] | None,
+) -> dict[str, int]:
+    """Partition counts of the output topics: given, else from Kafka when Kafka is in use."""
+    wanted = [t for t in plan.external_sink_topics() if t not in known]
+    found = {t: n for t, n in (given or {}).items() if t in wanted}
+    missing = [t for t in wanted if t not in found]
+    uses_kafka = isinstance(output, KafkaOutput) or any(isinstance(i, KafkaInput) for i in inputs)
+    if missing and uses_kafka:
+        with KafkaAdmin(admin_conf(config.restore_consumer_configs())) as admin:
+            found.update({t: int(n) for t, n in admin.partition_counts(missing).items() if n})
+    return found
+
+
+def _final_state(
+    plan: TopologyPlan,
+    config: StreamsConfig,
+    counts: Mapping[str, int],
+    stages: RDD[Any],
+    location: SnapshotStore | str | Path,
+) -> list[SnapshotManifest]:
+    from platform_streams.ops.spark.compaction import snapshot_stores
+    from platform_streams.ops.topics import create_internal_topics
+
+    create_internal_topics(plan.topology, config)  # idempotent: the changelogs must exist
+    app_id = config.application_id
+    stores = {
+        name: (plan.physical_topic(f"{name}-changelog", app_id), counts[f"{name}-changelog"])
+        for name in snapshot_stores(plan.topology, config)
+    }
+    target = location if isinstance(location, SnapshotStore) else open_snapshot_store(location)
+    return seed_and_snapshot(stages, config, stores, target)
 
 
 def _write_output(
@@ -300,7 +389,7 @@ def _write_output(
     conf = dict(output.producer_conf or config.producer_configs())
     conf.pop("transactional.id", None)
     sc.setJobDescription(f"backfill {config.application_id}: produce output to Kafka")
-    counted = rows.mapPartitions(lambda it, c=conf: _produce(c, it)).reduceByKey(lambda a, b: a + b).collect()
+    counted = rows.mapPartitions(partial(_produce, conf)).reduceByKey(_add).collect()
     result.output = "kafka"
     return dict(counted)
 

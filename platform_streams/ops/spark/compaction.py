@@ -23,16 +23,21 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
+from platform_streams.config import StreamsConfig
+from platform_streams.dsl.materialize import KeyValueStoreSpec, resolve_serde
+from platform_streams.dsl.timestamped import ValueAndTimestampSerde
+from platform_streams.kafka import KafkaAdmin
 from platform_streams.ops.spark.kafka_ranges import (
     OffsetRange,
-    RawRecord,
+    admin_conf,
     plan_offset_ranges,
     read_offset_ranges,
     reader_conf,
@@ -47,6 +52,7 @@ from platform_streams.ops.spark.snapshots import (
     task_logger,
 )
 from platform_streams.serde import Serde
+from platform_streams.state.builders import KeyValueStoreBuilder
 from platform_streams.state.snapshots import (
     SnapshotCatalog,
     SnapshotManifest,
@@ -54,8 +60,11 @@ from platform_streams.state.snapshots import (
     open_snapshot_store,
 )
 from platform_streams.state.wrappers.base import changelog_topic_name
+from platform_streams.testing.records import DriverRecord
+from platform_streams.topology.compiler import compile_topology
+from platform_streams.topology.topology import Topology
 
-__all__ = ["CompactionResult", "compact_changelog"]
+__all__ = ["CompactionResult", "compact_application", "compact_changelog", "snapshot_stores"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +81,8 @@ class CompactionResult:
     changelog_topic: str
     ranges: list[OffsetRange]
     manifests: list[SnapshotManifest] = field(default_factory=list)
+    #: partition -> first changelog offset left out (written for uncommitted input)
+    cuts: dict[int, int] = field(default_factory=dict)
     parquet_uri: str | None = None
     seconds: float = 0.0
 
@@ -87,17 +98,66 @@ class CompactionResult:
         )
 
 
-def _keyed(records: Iterable[RawRecord]) -> Iterator[CompactedRow]:
-    for topic, partition, offset, key, value, _ts, _headers in records:
-        if key is not None:
-            yield (partition, key), (offset, value)
+class _CommittedPrefix:
+    """Reads ranges, keeping only the prefix of each partition written for committed input.
+
+    The runtime stamps every changelog record with the input position it was written for
+    (``__ps_src``), and the records that a restore may apply form a prefix of the log
+    (:mod:`platform_streams.runtime.changelog_filter`). A snapshot must cover that prefix
+    and nothing after it: records of input not committed yet (in flight, or leaked by a
+    crashed producer) are left to the tail, where the worker's restore judges them with
+    the offsets committed by then. A range task stops at its first such record and reports
+    the offset as a cut; the driver cuts each partition at its lowest.
+    """
+
+    def __init__(
+        self,
+        conf: dict[str, Any],
+        timeout_s: float,
+        source_topics: Sequence[str] | None,
+        committed: Mapping[tuple[str, int], int],
+    ) -> None:
+        self.conf = conf
+        self.timeout_s = timeout_s
+        self.source_topics = list(source_topics or ())
+        self.committed = dict(committed)
+
+    def __call__(self, ranges: Iterable[OffsetRange]) -> Iterator[tuple[str, Any, Any]]:
+        task_logger(__name__)
+        for rng in ranges:
+            rows: list[CompactedRow] = []
+            cut = self._read(rng, rows)
+            for key, update in latest_per_key(rows):
+                yield "row", key, update
+            if cut is not None:
+                yield "cut", rng.partition, cut
+
+    def _read(self, rng: OffsetRange, rows: list[CompactedRow]) -> int | None:
+        judge = None
+        if self.source_topics:
+            from platform_streams.runtime.changelog_filter import CommittedInputFilter
+
+            judge = CommittedInputFilter([(t, rng.partition) for t in self.source_topics], self.committed)
+        records = read_offset_ranges(self.conf, [rng], timeout_s=self.timeout_s)
+        try:
+            for topic, partition, offset, key, value, ts, headers in records:
+                if judge is not None and not judge.is_committed(
+                    DriverRecord(topic, partition, offset, key, value, ts, headers)
+                ):
+                    return offset
+                if key is not None:
+                    rows.append(((partition, key), (offset, value)))
+        finally:
+            records.close()  # type: ignore[attr-defined]
+        return None
 
 
-def _read_latest(
-    conf: dict[str, Any], timeout_s: float, ranges: Iterable[OffsetRange]
-) -> Iterator[CompactedRow]:
-    task_logger(__name__)
-    return latest_per_key(_keyed(read_offset_ranges(conf, ranges, timeout_s=timeout_s)))
+def _is_row(item: tuple[str, Any, Any]) -> bool:
+    return item[0] == "row"
+
+
+def _row(item: tuple[str, Any, Any]) -> CompactedRow:
+    return item[1], item[2]
 
 
 def _partition_number(key: tuple[int, bytes]) -> int:
@@ -109,7 +169,7 @@ def compact_changelog(
     consumer_conf: Mapping[str, Any],
     application_id: str,
     store: str,
-    snapshots: SnapshotStore | str,
+    snapshots: SnapshotStore | str | Path,
     *,
     changelog_topic: str | None = None,
     partitions: Iterable[int] | None = None,
@@ -120,6 +180,7 @@ def compact_changelog(
     value_serde: Serde | None = None,
     keep: int | None = None,
     read_timeout_s: float = 60.0,
+    source_topics: Sequence[str] | None = None,
 ) -> CompactionResult:
     """Compact ``store``'s changelog into one snapshot per partition and publish them.
 
@@ -127,7 +188,10 @@ def compact_changelog(
     ``partitions`` limits the run to some changelog partitions. ``keep`` prunes older
     snapshots of each partition afterwards. ``key_serde``/``value_serde`` (the serdes of
     the bytes in the changelog, e.g. a ``ValueAndTimestampSerde`` for DSL tables) add
-    decoded JSON columns to the Parquet copy.
+    decoded JSON columns to the Parquet copy. ``source_topics`` (the physical input topics
+    of the store's sub-topology) enables the committed-input cut: each partition's snapshot
+    ends before its first changelog record written for input the application has not
+    committed yet (see :class:`_CommittedPrefix`); without them every record counts.
     """
     started = time.monotonic()
     target = snapshots if isinstance(snapshots, SnapshotStore) else open_snapshot_store(snapshots)
@@ -143,18 +207,34 @@ def compact_changelog(
     sc = spark.sparkContext
     conf = reader_conf(consumer_conf, isolation_level)
     count = max(r.partition for r in ranges) + 1
-    sc.setJobDescription(f"compact {topic}: read {len(ranges)} ranges, sort by key")
-    compacted = (
+    committed = _committed_offsets(consumer_conf, application_id, source_topics, count)
+    sc.setJobDescription(f"compact {topic}: read {len(ranges)} ranges")
+    read = (
         sc.parallelize(ranges, len(ranges))
-        .mapPartitions(lambda it: _read_latest(conf, read_timeout_s, it))
-        .repartitionAndSortWithinPartitions(count, partitionFunc=_partition_number)
-        .mapPartitions(latest_in_sorted, preservesPartitioning=True)
+        .mapPartitions(_CommittedPrefix(conf, read_timeout_s, source_topics, committed))
+        .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    if parquet:
-        compacted.persist(StorageLevel.MEMORY_AND_DISK)
+    compacted: Any = None
     try:
+        cuts = dict(
+            read.filter(lambda i: i[0] == "cut").map(lambda i: (i[1], i[2])).reduceByKey(min).collect()
+        )
+        result.cuts = cuts
+        for partition, offset in sorted(cuts.items()):
+            log.info(
+                "partition %d: the snapshot stops before offset %d (uncommitted input)", partition, offset
+            )
+        sc.setJobDescription(f"compact {topic}: sort by key, write SST snapshots")
+        compacted = (
+            read.filter(_is_row)
+            .map(_row)
+            .filter(lambda row: row[1][0] < cuts.get(row[0][0], row[1][0] + 1))
+            .repartitionAndSortWithinPartitions(count, partitionFunc=_partition_number)
+            .mapPartitions(latest_in_sorted, preservesPartitioning=True)
+        )
+        if parquet:
+            compacted.persist(StorageLevel.MEMORY_AND_DISK)
         writer = SnapshotWriter(target, application_id, store, topic)
-        sc.setJobDescription(f"compact {topic}: write SST snapshots")
         manifests = compacted.mapPartitions(writer).collect()
         if parquet:
             prefix = SnapshotCatalog.parquet_prefix(application_id, store, run_id)
@@ -162,7 +242,9 @@ def compact_changelog(
             sc.setJobDescription(f"compact {topic}: Parquet copy")
             _write_parquet(spark, compacted, result.parquet_uri, key_serde, value_serde)
     finally:
-        compacted.unpersist()
+        if compacted is not None:
+            compacted.unpersist()
+        read.unpersist()
         sc.setJobDescription(None)  # type: ignore[arg-type]
     result.manifests = commit_snapshots(target, manifests, parquet_uri=result.parquet_uri)
     if keep is not None:
@@ -174,13 +256,90 @@ def compact_changelog(
     return result
 
 
+def _committed_offsets(
+    consumer_conf: Mapping[str, Any], group: str, source_topics: Sequence[str] | None, partitions: int
+) -> dict[tuple[str, int], int]:
+    """The application's committed input offsets (0 where none), read once on the driver."""
+    if not source_topics:
+        return {}
+    tps = [(t, p) for t in source_topics for p in range(partitions)]
+    with KafkaAdmin(admin_conf(consumer_conf)) as admin:
+        found = admin.committed_offsets(group, tps)
+    return {tp: found.get(tp) or 0 for tp in tps}
+
+
 def _write_parquet(
     spark: SparkSession, compacted: Any, uri: str, key_serde: Serde | None, value_serde: Serde | None
 ) -> None:
     make_row = parquet_rows(
-        key_serde.deserialize if key_serde is not None else None,
-        value_serde.deserialize if value_serde is not None else None,
+        key_serde,
+        value_serde,
     )
     rows = compacted.filter(lambda item: item[1][1] is not None).map(make_row)
     frame = spark.createDataFrame(rows, _PARQUET_SCHEMA)
     frame.write.mode("overwrite").partitionBy("partition").parquet(uri)
+
+
+def snapshot_stores(topology: Topology, config: StreamsConfig) -> dict[str, tuple[Serde, Serde]]:
+    """The stores of ``topology`` that snapshots can restore, with their changelog's serdes.
+
+    Key-value stores (PAPI builders and DSL tables/aggregations) logged to their own
+    ``<store>-changelog`` topic; DSL values are stored as ``ValueAndTimestamp``.
+    """
+    plan = compile_topology(topology)
+    out: dict[str, tuple[Serde, Serde]] = {}
+    for name, builder in topology.stores.items():
+        if plan.changelog_topic(name) != f"{name}-changelog":
+            continue
+        if isinstance(builder, KeyValueStoreSpec):
+            value = ValueAndTimestampSerde(resolve_serde(builder.value_serde, config, "value"))
+            out[name] = (resolve_serde(builder.key_serde, config, "key"), value)
+        elif isinstance(builder, KeyValueStoreBuilder):
+            out[name] = (builder.key_serde, builder.value_serde)
+    return out
+
+
+def compact_application(
+    spark: SparkSession,
+    topology: Topology,
+    config: StreamsConfig,
+    snapshots: SnapshotStore | str | None = None,
+    *,
+    stores: Iterable[str] | None = None,
+    **options: Any,
+) -> dict[str, CompactionResult]:
+    """Snapshot every restorable store of an application (or the named ``stores``).
+
+    The location defaults to ``config.state_snapshot_location``; ``options`` go to
+    :func:`compact_changelog`. The Parquet copies get decoded columns from the stores' serdes.
+    """
+    target = snapshots if snapshots is not None else config.state_snapshot_location
+    if target is None:
+        raise ValueError("no snapshot location: pass one or set state_snapshot_location")
+    eligible = snapshot_stores(topology, config)
+    plan = compile_topology(topology)
+    chosen = list(stores) if stores is not None else sorted(eligible)
+    unknown = [s for s in chosen if s not in eligible]
+    if unknown:
+        raise ValueError(
+            f"cannot snapshot {unknown}: snapshots cover key-value stores logged to their own changelog "
+            f"({sorted(eligible) or 'none in this topology'})"
+        )
+    consumer_conf = config.restore_consumer_configs()
+    options.setdefault("isolation_level", "read_committed")
+    results = {}
+    for name in chosen:
+        key_serde, value_serde = eligible[name]
+        sub = plan.subtopology_of_store(name)
+        results[name] = compact_changelog(
+            spark,
+            consumer_conf,
+            config.application_id,
+            name,
+            target,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            source_topics=[plan.physical_topic(t, config.application_id) for t in sub.source_topics],
+            **options,
+        )
+    return results

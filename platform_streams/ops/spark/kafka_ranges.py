@@ -63,7 +63,8 @@ def reader_conf(consumer_conf: Mapping[str, Any], isolation_level: str) -> dict[
     conf = {
         k: v
         for k, v in consumer_conf.items()
-        if k not in ("group.id", "group.instance.id", "client.id", "enable.partition.eof")
+        if k
+        not in ("group.id", "group.instance.id", "client.id", "enable.partition.eof", "auto.offset.reset")
     }
     conf["isolation.level"] = isolation_level
     conf.setdefault("allow.auto.create.topics", False)
@@ -164,9 +165,8 @@ def read_offset_ranges(
         )
         try:
             for msg in records:
-                headers = msg.headers()
-                if isinstance(headers, dict):
-                    headers = list(headers.items())
+                raw_headers: Any = msg.headers()
+                headers = list(raw_headers.items()) if isinstance(raw_headers, dict) else raw_headers
                 yield (
                     rng.topic,
                     rng.partition,
@@ -178,7 +178,7 @@ def read_offset_ranges(
                 )
                 count += 1
         finally:
-            records.close()
+            getattr(records, "close")()  # noqa: B009  # a generator: close its consumer now
         log.info(
             "read %s-%d offsets [%d, %d): %d records in %.2fs",
             rng.topic,

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-__all__ = ["MASTER_ENV", "spark_session"]
+__all__ = ["MASTER_ENV", "spark_job_session", "spark_session"]
 
 log = logging.getLogger(__name__)
 
@@ -65,3 +66,17 @@ def spark_session(
     session = builder.getOrCreate()
     log.info("Spark %s session on %s (%s)", session.version, chosen, app_name)
     return session
+
+
+@contextmanager
+def spark_job_session(
+    master: str | None = None, app_name: str = "platform-streams"
+) -> Iterator[SparkSession]:
+    """A session for one job (the CLI): stopped afterwards unless it was already running."""
+    existing = SparkSession.getActiveSession()
+    session = existing if existing is not None else spark_session(master, app_name)
+    try:
+        yield session
+    finally:
+        if existing is None:
+            session.stop()

@@ -26,6 +26,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from platform_streams.serde import Serde
 from platform_streams.state.rocksdb import write_sst_file
 from platform_streams.state.snapshots import (
     SnapshotCatalog,
@@ -38,6 +39,7 @@ from platform_streams.state.snapshots import (
 __all__ = [
     "CompactedRow",
     "SnapshotWriter",
+    "TaskSerde",
     "commit_snapshots",
     "latest_in_sorted",
     "latest_per_key",
@@ -176,16 +178,45 @@ def commit_snapshots(
     return published
 
 
+class TaskSerde:
+    """A serde shipped to Spark tasks, rebuilt there from its class and constructor params.
+
+    Serdes hold unpicklable parts (bound ``struct`` methods), so they travel as
+    ``(class, _params())`` -- nested serdes too -- and are rebuilt with ``cls(*params)``,
+    or ``cls()`` when the constructor takes keyword arguments only (options that matter
+    for encoding, never for decoding).
+    """
+
+    __slots__ = ("serde",)
+
+    def __init__(self, serde: Serde) -> None:
+        self.serde = serde
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        params = tuple(TaskSerde(p) if isinstance(p, Serde) else p for p in self.serde._params())
+        return (_rebuild_serde, (type(self.serde), params))
+
+
+def _rebuild_serde(cls: type[Serde], params: tuple[Any, ...]) -> TaskSerde:
+    args = [p.serde if isinstance(p, TaskSerde) else p for p in params]
+    try:
+        return TaskSerde(cls(*args))
+    except TypeError:
+        return TaskSerde(cls())
+
+
 def parquet_rows(
-    key_decoder: Callable[[bytes], Any] | None = None, value_decoder: Callable[[bytes], Any] | None = None
+    key_serde: Serde | None = None, value_serde: Serde | None = None
 ) -> Callable[[CompactedRow], tuple[Any, ...]]:
     """Row maker for the analysts' Parquet copy: raw bytes, plus JSON text when serdes are known."""
+    key_decoder = TaskSerde(key_serde) if key_serde is not None else None
+    value_decoder = TaskSerde(value_serde) if value_serde is not None else None
 
-    def decode(fn: Callable[[bytes], Any] | None, data: bytes) -> str | None:
-        if fn is None:
+    def decode(decoder: TaskSerde | None, data: bytes) -> str | None:
+        if decoder is None:
             return None
         try:
-            return json.dumps(fn(data), default=_jsonable)
+            return json.dumps(decoder.serde.deserialize(data), default=_jsonable)
         except Exception as exc:  # a copy for humans: say what failed, keep going
             return json.dumps({"undecodable": f"{type(exc).__name__}: {exc}"})
 

@@ -34,11 +34,12 @@ from platform_streams.processor.partitioner import default_partition
 from platform_streams.processor.record import Headers
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import StreamTask
+from platform_streams.serde import Serde
 from platform_streams.testing.records import DriverRecord
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
 
-__all__ = ["AppRef", "Output", "StageKey", "StageValue", "SubTopologyRunner", "load_topology"]
+__all__ = ["AppRef", "Output", "StageKey", "StageValue", "SubTopologyRunner", "TaskConfig", "load_topology"]
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,10 @@ _topologies: dict[Any, Topology] = {}
 
 def load_topology(app: AppRef) -> Topology:
     """The application's topology, built once per process (factories give identical names)."""
-    cached = _topologies.get(app)
+    try:
+        cached = _topologies.get(app)
+    except TypeError:  # an unhashable factory: build every time
+        cached = None
     if cached is not None:
         return cached
     if isinstance(app, str):
@@ -69,7 +73,10 @@ def load_topology(app: AppRef) -> Topology:
         if isinstance(made, tuple):
             made = made[0]
         topology = made if isinstance(made, Topology) else made.build()
-    _topologies[app] = topology
+    try:
+        _topologies[app] = topology
+    except TypeError:
+        pass
     return topology
 
 
@@ -126,6 +133,30 @@ class _CollectingCollector:
                 yield ("state", topic, self.partition, key, value, -1, None, (self.partition, n))
 
 
+class TaskConfig:
+    """A :class:`StreamsConfig` shipped to Spark tasks: its explicitly set fields, with
+    serdes as :class:`~platform_streams.ops.spark.snapshots.TaskSerde` (serdes do not pickle)."""
+
+    def __init__(self, config: StreamsConfig) -> None:
+        self.config = config
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from platform_streams.ops.spark.snapshots import TaskSerde
+
+        data = {
+            k: TaskSerde(v) if isinstance(v, Serde) else v
+            for k, v in self.config.model_dump(exclude_unset=True).items()
+        }
+        return (_rebuild_config, (data,))
+
+
+def _rebuild_config(data: dict[str, Any]) -> TaskConfig:
+    from platform_streams.ops.spark.snapshots import TaskSerde
+
+    values = {k: v.serde if isinstance(v, TaskSerde) else v for k, v in data.items()}
+    return TaskConfig(StreamsConfig.model_validate(values))
+
+
 class SubTopologyRunner:
     """Spark ``mapPartitionsWithIndex`` function running sub-topology ``subtopology``."""
 
@@ -140,7 +171,7 @@ class SubTopologyRunner:
         keep_state: bool = False,
     ) -> None:
         self.app = app
-        self.config = config
+        self._config = TaskConfig(config)
         self.subtopology = subtopology
         self.partition_counts = dict(partition_counts)
         self.flush_every_records = flush_every_records
@@ -192,8 +223,8 @@ class SubTopologyRunner:
         topology = load_topology(self.app)
         plan: TopologyPlan = compile_topology(topology)
         sub = plan.subtopologies[self.subtopology]
-        app_id = self.config.application_id
-        config = self.config.model_copy(update={"state_dir": tmp, "max_task_idle_ms": 0})
+        app_id = self._config.config.application_id
+        config = self._config.config.model_copy(update={"state_dir": tmp, "max_task_idle_ms": 0})
         changelogs = {
             plan.physical_topic(topic, app_id)
             for store in sub.stores

@@ -1,0 +1,259 @@
+"""The factory: a stream application spec -> assets, checks, a sensor and jobs.
+
+:func:`build_stream_app_defs` is what the YAML component and Python users call. It emits
+
+* the **app asset**: materializing it deploys the workers at the current fingerprint
+  (start if absent, roll if the fingerprint or connection changed, repair/scale if workers
+  died or the count changed, nothing otherwise); ``code_version`` is the fingerprint, so
+  the UI flags the asset when the code location's topology or config moved on;
+* **input topics** upstream and **output topics** and **stores** downstream, as external
+  assets (the workers, not Dagster runs, write them; the sensor observes them);
+* four **asset checks** on the app asset (:data:`dagster_defs.health.CHECKS`);
+* a **sensor** polling the workers (observations, check results, a re-materialization
+  when workers died);
+* **jobs** mirroring the CLI (:mod:`dagster_defs.jobs`).
+
+Resources are looked up by key: ``kafka`` (:class:`KafkaResource`), ``streams_deployment``
+(:class:`StreamsDeploymentResource`) and, for the Spark jobs, ``spark``.
+"""
+
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from dagster_defs.health import (
+    CHECKS,
+    CheckOutcome,
+    dead_letter_outcome,
+    internal_topics_outcome,
+    lag_outcome,
+    observe_workers,
+    workers_outcome,
+)
+from dagster_defs.jobs import build_jobs
+from dagster_defs.resources import KafkaResource, StreamsDeploymentResource
+from dagster_defs.spec import ResolvedStreamApp, StreamAppSpec, resolve_app
+from dagster_defs.translator import StreamAppTranslator, StreamAssetProps
+from platform_streams.kafka import KafkaAdmin, log_end_offsets
+
+__all__ = ["build_stream_app_defs", "build_streams_defs", "health_sensor_name"]
+
+SENSOR_INTERVAL_S = 30
+
+
+def health_sensor_name(app: ResolvedStreamApp) -> str:
+    return f"{app.name}_health"
+
+
+def _severity(outcome: CheckOutcome) -> dg.AssetCheckSeverity:
+    return dg.AssetCheckSeverity.WARN if outcome.warn_only else dg.AssetCheckSeverity.ERROR
+
+
+def _check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        passed=outcome.passed,
+        description=outcome.description,
+        metadata=outcome.metadata,
+        severity=_severity(outcome),
+    )
+
+
+def _ledger_dir(deployment: StreamsDeploymentResource, app: ResolvedStreamApp) -> Path:
+    return Path(deployment.root_dir) / app.name / "health"
+
+
+def _evaluate(
+    app: ResolvedStreamApp, name: str, kafka: KafkaResource, deployment: StreamsDeploymentResource
+) -> CheckOutcome:
+    """Run one check by name (shared by the asset checks and the sensor)."""
+    conf = kafka.client_conf()
+    if name == "consumer_lag":
+        return lag_outcome(app, conf)
+    if name == "workers_running":
+        status = deployment.launcher().status(app.name)
+        return workers_outcome(status, observe_workers(status, deployment.http_auth_token))
+    if name == "dead_letter_not_growing":
+        return dead_letter_outcome(app, conf, _ledger_dir(deployment, app))
+    return internal_topics_outcome(app, app.validated_settings(kafka.connection_settings()))
+
+
+def _check_names(app: ResolvedStreamApp) -> list[str]:
+    return [n for n in CHECKS if n != "dead_letter_not_growing" or app.dead_letter_topic is not None]
+
+
+def _app_asset(app: ResolvedStreamApp, spec: dg.AssetSpec) -> dg.AssetsDefinition:
+    @dg.multi_asset(specs=[spec], name=f"{app.name}_deploy")
+    def deploy(
+        context: dg.AssetExecutionContext, kafka: KafkaResource, streams_deployment: StreamsDeploymentResource
+    ) -> dg.MaterializeResult:
+        launcher = streams_deployment.launcher()
+        request = app.deployment_request(kafka.connection_settings(), kafka.secret_env())
+        result = launcher.ensure(request)
+        context.log.info(f"{app.name}: {result.action} ({result.reason})")
+        record = result.record
+        return dg.MaterializeResult(
+            asset_key=spec.key,
+            metadata={
+                "action": result.action,
+                "reason": result.reason,
+                "fingerprint": record.fingerprint,
+                "workers": record.desired_workers,
+                "worker_endpoints": dg.MetadataValue.json([w.endpoint for w in record.workers if w.endpoint]),
+                "worker_pids": dg.MetadataValue.json([w.pid for w in record.workers]),
+                "started": len(result.started),
+                "stopped": len(result.stopped),
+                "internal_topics": dg.MetadataValue.json(app.internal_topics),
+                "topology": dg.MetadataValue.md(f"```\n{app.topology.describe()}\n```"),
+            },
+        )
+
+    return deploy
+
+
+def _asset_checks(app: ResolvedStreamApp, key: dg.AssetKey) -> list[dg.AssetChecksDefinition]:
+    checks = []
+    for name in _check_names(app):
+
+        def make(check: str) -> dg.AssetChecksDefinition:
+            @dg.asset_check(asset=key, name=check, description=CHECKS[check])
+            def _check(kafka: KafkaResource, streams_deployment: StreamsDeploymentResource) -> dg.AssetCheckResult:
+                return _check_result(_evaluate(app, check, kafka, streams_deployment))
+
+            return _check
+
+        checks.append(make(name))
+    return checks
+
+
+def _topic_records(conf: dict[str, Any], topics: Sequence[str]) -> dict[str, int]:
+    """Records ever written to each topic (sum of log end offsets); missing topics are left out."""
+    with KafkaAdmin(conf) as admin:
+        counts = {t: n for t, n in admin.partition_counts(topics).items() if n}
+    ends = log_end_offsets(conf, [(t, p) for t, n in counts.items() for p in range(n)])
+    totals = dict.fromkeys(counts, 0)
+    for (topic, _p), end in ends.items():
+        totals[topic] += end
+    return totals
+
+
+def _health_sensor(
+    app: ResolvedStreamApp, translator: StreamAppTranslator, app_key: dg.AssetKey
+) -> dg.SensorDefinition:
+    topic_keys = {t: translator.get_asset_key(StreamAssetProps("output_topic", t, app)) for t in app.sink_topics}
+
+    @dg.sensor(
+        name=health_sensor_name(app),
+        minimum_interval_seconds=SENSOR_INTERVAL_S,
+        asset_selection=dg.AssetSelection.assets(app_key),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Polls the workers of {app.application_id!r}: throughput, lag, check results; "
+        "re-materializes the app when deployed workers died.",
+    )
+    def health(
+        context: dg.SensorEvaluationContext, kafka: KafkaResource, streams_deployment: StreamsDeploymentResource
+    ) -> dg.SensorResult:
+        conf = kafka.client_conf()
+        status = streams_deployment.launcher().status(app.name)
+        seen = observe_workers(status, streams_deployment.http_auth_token)
+        outcomes = {"workers_running": workers_outcome(status, seen)}
+        for name in _check_names(app):
+            if name not in outcomes:
+                outcomes[name] = _evaluate(app, name, kafka, streams_deployment)
+        now = time.time()
+        previous = json.loads(context.cursor) if context.cursor else {}
+        rate = None
+        if previous.get("processed") is not None and seen.processed_total >= previous["processed"]:
+            elapsed = max(now - float(previous["at"]), 1e-6)
+            rate = round((seen.processed_total - previous["processed"]) / elapsed, 2)
+        lag = outcomes["consumer_lag"].metadata.get("total_lag")
+        events: list[dg.AssetObservation | dg.AssetCheckEvaluation | dg.AssetMaterialization] = [
+            dg.AssetObservation(
+                asset_key=app_key,
+                metadata={
+                    "workers_alive": len(status.alive),
+                    "workers_dead": len(status.dead),
+                    "worker_states": dg.MetadataValue.json(seen.states),
+                    "paused": dg.MetadataValue.json(seen.paused),
+                    "processed_total": seen.processed_total,
+                    "throughput_records_per_s": rate if rate is not None else dg.MetadataValue.null(),
+                    "total_lag": lag if lag is not None else dg.MetadataValue.null(),
+                },
+            )
+        ]
+        for topic, records in _topic_records(conf, list(topic_keys)).items():
+            events.append(dg.AssetObservation(asset_key=topic_keys[topic], metadata={"records": records}))
+        for name, outcome in outcomes.items():
+            events.append(
+                dg.AssetCheckEvaluation(
+                    asset_key=app_key,
+                    check_name=name,
+                    passed=outcome.passed,
+                    metadata=outcome.metadata,
+                    severity=_severity(outcome),
+                    description=outcome.description,
+                )
+            )
+        runs = []
+        if status.deployed and status.dead and status.record is not None:
+            dead = ",".join(sorted(w.client_id for w in status.dead))
+            runs.append(
+                dg.RunRequest(
+                    run_key=f"repair-{app.name}-{status.record.updated_at}-{dead}",
+                    asset_selection=[app_key],
+                    tags={"platform_streams/reason": f"workers died: {dead}"},
+                )
+            )
+        cursor = json.dumps({"processed": seen.processed_total, "at": now})
+        return dg.SensorResult(run_requests=runs, asset_events=events, cursor=cursor)
+
+    return health
+
+
+def build_stream_app_defs(
+    spec: StreamAppSpec | ResolvedStreamApp | Mapping[str, Any],
+    *,
+    translator: StreamAppTranslator | None = None,
+    include_external_topics: bool = True,
+) -> dg.Definitions:
+    """Everything for one stream application (see the module docstring); no resources bound."""
+    app = spec if isinstance(spec, ResolvedStreamApp) else resolve_app(spec)
+    tr = translator or StreamAppTranslator()
+    app_spec = tr.get_asset_spec(StreamAssetProps("app", app.name, app))
+    external: list[dg.AssetSpec] = [tr.get_asset_spec(StreamAssetProps("store", s, app)) for s in app.stores]
+    if include_external_topics:
+        external += [tr.get_asset_spec(StreamAssetProps("input_topic", t, app)) for t in app.source_topics]
+        external += [tr.get_asset_spec(StreamAssetProps("output_topic", t, app)) for t in app.sink_topics]
+    return dg.Definitions(
+        assets=[_app_asset(app, app_spec), *external],
+        asset_checks=_asset_checks(app, app_spec.key),
+        sensors=[_health_sensor(app, tr, app_spec.key)],
+        jobs=build_jobs(app),
+    )
+
+
+def build_streams_defs(
+    specs: Iterable[StreamAppSpec | ResolvedStreamApp | Mapping[str, Any]],
+    *,
+    translator: StreamAppTranslator | None = None,
+) -> dg.Definitions:
+    """Several applications in one code location: a topic one app writes and another reads
+    is one asset, downstream of the writer and upstream of the reader."""
+    tr = translator or StreamAppTranslator()
+    apps = [s if isinstance(s, ResolvedStreamApp) else resolve_app(s) for s in specs]
+    topics: dict[dg.AssetKey, dg.AssetSpec] = {}
+    for app in apps:
+        for kind, names in (("input_topic", app.source_topics), ("output_topic", app.sink_topics)):
+            for topic in names:
+                made = tr.get_asset_spec(StreamAssetProps(kind, topic, app))  # type: ignore[arg-type]
+                known = topics.get(made.key)
+                if known is not None:
+                    deps = {d.asset_key: d for d in [*known.deps, *made.deps]}
+                    made = known.replace_attributes(deps=list(deps.values()))
+                topics[made.key] = made
+    parts = [build_stream_app_defs(a, translator=tr, include_external_topics=False) for a in apps]
+    return dg.Definitions.merge(*parts, dg.Definitions(assets=list(topics.values())))

@@ -1,0 +1,102 @@
+"""Which changelog records a restore may apply: those written for committed input.
+
+The other half of :mod:`platform_streams.processor.source_position`. A changelog record
+whose ``__ps_src`` positions are not all below the committed offsets of the task's input
+partitions was written for input that will be processed again (a crash before the commit,
+a transaction the broker did not abort); applying it would count that input twice.
+
+Records without the header (written by another tool, or by Kafka Streams) are applied.
+When a store's changelog *is* one of the task's source topics (a KTable source reused as
+changelog), the record's own offset decides: only what the committed offset covers.
+
+The same judge serves the active restore (skip what is not committed) and standby tasks
+(stop at the first record not committed yet, and go on once the active owner commits).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from platform_streams.kafka import TopicPartition
+from platform_streams.processor.source_position import (
+    canonical_partitions,
+    decode_positions,
+    find_header,
+    is_committed,
+)
+from platform_streams.runtime.broker_calls import retrying
+
+__all__ = ["CommittedInputFilter", "fetch_committed"]
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]
+
+
+def fetch_committed(
+    consumer: Any, partitions: Iterable[TopicPartitionKey], timeout_s: float
+) -> dict[TopicPartitionKey, int | None]:
+    """Committed offsets (next offset to read) of the application's group; None where none.
+
+    ``consumer`` must use the application's group id (the main consumer, or any consumer
+    with that ``group.id`` that never subscribes). Retries through broker outages.
+    """
+    wanted = [TopicPartition(t, p) for t, p in partitions]
+    if not wanted:
+        return {}
+
+    def call() -> list[Any]:
+        result: list[Any] = consumer.committed(wanted, timeout=10)
+        return result
+
+    result = retrying(call, "fetch committed offsets", timeout_s)
+    return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else None for tp in result}
+
+
+class CommittedInputFilter:
+    """``record_filter`` for :class:`~platform_streams.state.restore.ChangelogReader`."""
+
+    def __init__(
+        self,
+        source_partitions: Iterable[TopicPartitionKey],
+        committed: Mapping[TopicPartitionKey, int | None],
+    ) -> None:
+        self.partitions = canonical_partitions(source_partitions)
+        self._sources = set(self.partitions)
+        self.update(committed)
+        #: records judged not committed so far
+        self.skipped = 0
+
+    def update(self, committed: Mapping[TopicPartitionKey, int | None]) -> None:
+        """Take newer committed offsets (standby tasks refresh them as the owner commits);
+        a partition without a commit counts as 0: nothing of it is committed."""
+        self.committed = {tp: committed.get(tp) or 0 for tp in self.partitions}
+        self._limits = [self.committed[tp] for tp in self.partitions]
+
+    def is_committed(self, msg: Any) -> bool:
+        """True if ``msg`` (a changelog record) reflects committed input only."""
+        tp = (msg.topic(), msg.partition())
+        if tp in self._sources:
+            return bool(msg.offset() < self.committed[tp])
+        value = find_header(msg.headers())
+        if value is None:
+            return True
+        try:
+            positions = decode_positions(value)
+        except ValueError:
+            log.warning(
+                "unreadable source-position header %r at %s-%d@%d: applying the record",
+                value,
+                *tp,
+                msg.offset(),
+            )
+            return True
+        return is_committed(positions, self._limits)
+
+    def __call__(self, msg: Any) -> bool:
+        keep = self.is_committed(msg)
+        if not keep:
+            self.skipped += 1
+        return keep

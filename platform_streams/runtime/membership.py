@@ -1,0 +1,126 @@
+"""``ClientMembership``: this client's place in its application, beyond the consumer group.
+
+One per :class:`KafkaStreams`. It holds what the group protocol cannot give us here:
+
+* the client's stable identity and the lock on its state directory
+  (:mod:`.process_identity`) -- the source of the workers' transactional ids;
+* the control channel (:mod:`.control_channel`): heartbeats with the tasks each client
+  runs, and SHUTDOWN_APPLICATION requests;
+* the standby tasks (:mod:`.standby`) this client keeps, re-placed
+  (:mod:`.placement`) whenever the published view or the local assignment changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from platform_streams.config import StreamsConfig
+from platform_streams.kafka import KafkaAdmin, TopicSpec
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.control_channel import ControlChannel, control_topic_name
+from platform_streams.runtime.placement import standby_tasks_of
+from platform_streams.runtime.process_identity import ProcessIdentity
+from platform_streams.runtime.standby import StandbyUpdater, stateful_tasks
+from platform_streams.topology.compiler import TopologyPlan
+
+__all__ = ["ClientMembership"]
+
+log = logging.getLogger(__name__)
+
+
+class ClientMembership:
+    """Identity, control channel and standby tasks of one client (see the module docstring)."""
+
+    def __init__(
+        self,
+        plan: TopologyPlan,
+        config: StreamsConfig,
+        *,
+        local_active: Callable[[], Iterable[TaskId]],
+        on_shutdown_request: Callable[[str], None],
+    ) -> None:
+        self.plan = plan
+        self.config = config
+        self._local_active = local_active
+        self._on_shutdown_request = on_shutdown_request
+        state_root = Path(config.state_dir) / config.application_id
+        self.identity = ProcessIdentity(config.application_id, state_root, config.group_instance_id)
+        self.control_topic = control_topic_name(config.application_id)
+        self.standbys: StandbyUpdater | None = None
+        if config.num_standby_replicas > 0:
+            self.standbys = StandbyUpdater(plan, config, state_root)
+        self.channel: ControlChannel | None = None
+        self._stateful: list[TaskId] = []
+
+    @property
+    def process_id(self) -> str:
+        return self.identity.process_id
+
+    def transactional_id(self, worker_index: int) -> str | None:
+        """The transactional.id of worker ``worker_index`` under exactly-once, else None."""
+        return self.identity.transactional_id(worker_index) if self.config.exactly_once else None
+
+    def start(self, partition_counts: Mapping[str, int]) -> None:
+        """Lock the state directory, create the control topic, start tailing it (and standbys)."""
+        self.identity.lock()
+        try:
+            with KafkaAdmin(self.config.admin_configs()) as admin:
+                compact = {"cleanup.policy": "compact"}
+                admin.create_topics([TopicSpec(self.control_topic, 1, self.config.replication_factor, compact)])
+            self._stateful = stateful_tasks(self.plan, self.config.application_id, partition_counts)
+            self.channel = ControlChannel(
+                self.config,
+                self.process_id,
+                local_tasks=self._local_tasks,
+                on_shutdown_request=self._on_shutdown_request,
+                on_members_changed=self.replace_standbys,
+            )
+            self.channel.start()
+            if self.standbys is not None:
+                self.standbys.start()
+        except BaseException:
+            self.close(leave=False)
+            raise
+
+    def _local_tasks(self) -> tuple[set[TaskId], set[TaskId]]:
+        standby = self.standbys.standby_ids() if self.standbys is not None else set()
+        return set(self._local_active()), standby
+
+    def on_local_tasks_changed(self) -> None:
+        """A worker's assignment changed: tell the others soon, re-place standbys now."""
+        if self.channel is not None:
+            self.channel.publish_soon()
+        self.replace_standbys()
+
+    def replace_standbys(self) -> None:
+        """Recompute which standby tasks this client keeps from the current view."""
+        if self.standbys is None or self.channel is None:
+            return
+        desired = standby_tasks_of(
+            self.process_id,
+            self.channel.members(),
+            self._stateful,
+            self.config.num_standby_replicas,
+            self._local_active(),
+        )
+        self.standbys.set_desired(desired)
+
+    def request_application_shutdown(self, reason: str) -> None:
+        """SHUTDOWN_APPLICATION: ask every client (this one included) to shut down."""
+        if self.channel is None:
+            log.error("SHUTDOWN_APPLICATION requested before the control channel started: %s", reason)
+            return
+        self.channel.request_shutdown(reason)
+
+    def close(self, *, leave: bool = True) -> None:
+        """Stop standbys (checkpointed) and the channel (``leave``: tell the others now)."""
+        try:
+            if self.standbys is not None:
+                self.standbys.close()
+            if self.channel is not None:
+                self.channel.close(leave=leave)
+                self.channel = None
+        finally:
+            self.identity.unlock()

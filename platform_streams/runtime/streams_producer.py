@@ -1,0 +1,287 @@
+"""``StreamsProducer``: the worker's producer, and under exactly_once_v2 its transactions.
+
+Kafka Streams keeps everything about exactly-once in one class of this name; so do we.
+At-least-once: records are produced as they come and a commit waits until all are
+acknowledged. Exactly-once (one transactional producer per worker, KIP-447 "v2"): a
+commit is one transaction holding the output records, the changelog records and the
+input offsets (``send_offsets_to_transaction`` with the consumer's group metadata).
+
+Records of the next transaction are kept in memory and produced when the commit runs
+(begin -> produce -> flush -> send offsets -> fencing check -> commit). Why not produce
+them as they come, like Kafka Streams: on a broker that does not abort transactions the
+way Kafka does (Tansu delivers records sent before an explicit abort, and commits a dead
+producer's open transaction when its transactional.id comes back), a record already sent
+can no longer be taken back. Deferring the sends makes an abort before the commit exact
+on every broker (nothing was sent) and keeps the window in which a killed process leaves
+an open transaction behind to the few milliseconds of the commit itself. The price is
+memory for one commit interval of records (100 ms by default under EOS); when more than
+``max_buffered`` records wait, the producer asks the worker for an early commit.
+
+Failures are sorted by :mod:`platform_streams.runtime.broker_calls`: transient ones are
+retried for ``task_timeout_ms``; on a fenced producer or a fatal error the producer must be
+:meth:`reset` (a new instance, ``init_transactions`` again) before the worker rejoins.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from platform_streams.errors import ProducerFencedError, StreamsError, StreamsTimeoutError
+from platform_streams.kafka import KafkaException, create_producer
+from platform_streams.processor.record import Headers
+from platform_streams.runtime.broker_calls import Outcome, classify, retrying, translate
+
+__all__ = ["BufferedRecord", "StreamsProducer"]
+
+log = logging.getLogger(__name__)
+
+#: (topic, key, value, timestamp, headers, partition) -- the collector's argument order
+BufferedRecord = tuple[str, bytes | None, bytes | None, int, Headers, int | None]
+
+#: one broker call of the transactional API may take this long before it is retried
+_CALL_TIMEOUT_S = 10.0
+
+
+class StreamsProducer:
+    """Owns one Kafka producer; ``send`` is the hot path, ``commit`` the transaction."""
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        *,
+        transactional_id: str | None,
+        on_delivery: Callable[[Any, Any], None],
+        on_send_error: Callable[[BufferedRecord, BaseException], None],
+        timeout_s: float,
+        max_buffered: int = 100_000,
+    ) -> None:
+        self._conf = dict(conf)
+        self.transactional_id = transactional_id
+        self.eos = transactional_id is not None
+        self._on_delivery = on_delivery
+        self._on_send_error = on_send_error
+        self._timeout_s = timeout_s
+        self._max_buffered = max_buffered
+        self._buffer: list[BufferedRecord] = []
+        self._in_transaction = False
+        #: set when the producer is fenced or failed fatally: call :meth:`reset` before reuse
+        self.needs_reset = False
+        #: records handed to librdkafka so far
+        self.sent = 0
+        self.transactions_committed = 0
+        self.transactions_aborted = 0
+        self.producer: Any = None
+        self._produce: Any = None
+        self._create()
+        #: the collector's send: buffered for the next transaction, or produced now
+        self.send: Callable[[str, bytes | None, bytes | None, int, Headers, int | None], None] = (
+            self._buffer_record if self.eos else self._produce_now
+        )
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def _create(self) -> None:
+        producer = create_producer({**self._conf, "on_delivery": self._on_delivery})
+        if self.eos:
+            # Kafka aborts (Tansu commits) whatever a previous incarnation with this
+            # transactional.id left open, and fences that incarnation if it is still alive.
+            retrying(
+                lambda: producer.init_transactions(_CALL_TIMEOUT_S), "init_transactions", self._timeout_s
+            )
+        self.producer = producer
+        self._produce = producer.produce
+
+    def reset(self) -> None:
+        """Replace a fenced or failed producer (records not yet sent are dropped)."""
+        self._buffer = []
+        self._in_transaction = False
+        self.needs_reset = False
+        old = self.producer
+        try:
+            old.purge()
+            old.flush(0)
+        except Exception as exc:  # a fatal producer may refuse anything
+            log.debug("discarding the old producer: %s", exc)
+        self._create()
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Abort what is not committed (EOS) or wait for outstanding records (at-least-once)."""
+        if self.eos:
+            self.abort()
+            return
+        self.producer.flush(timeout_s)
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def _buffer_record(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+        partition: int | None,
+    ) -> None:
+        self._buffer.append((topic, key, value, timestamp, headers, partition))
+
+    def _produce_now(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Headers,
+        partition: int | None,
+    ) -> None:
+        self.sent += 1
+        try:
+            if partition is None:
+                self._produce(topic, value, key, timestamp=timestamp, headers=headers)
+            else:
+                self._produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+        except BufferError:
+            self._produce_when_room((topic, key, value, timestamp, headers, partition))
+
+    def _produce_when_room(self, record: BufferedRecord) -> None:
+        """The local queue is full: serve delivery reports until the record fits."""
+        topic, key, value, timestamp, headers, partition = record
+        while True:
+            self.producer.poll(0.05)
+            try:
+                if partition is None:
+                    self._produce(topic, value, key, timestamp=timestamp, headers=headers)
+                else:
+                    self._produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+                return
+            except BufferError:
+                continue
+
+    @property
+    def buffered(self) -> int:
+        """Records waiting for the next transaction (always 0 under at-least-once)."""
+        return len(self._buffer)
+
+    @property
+    def commit_needed(self) -> bool:
+        """True when so many records wait that the worker should commit now."""
+        return len(self._buffer) >= self._max_buffered
+
+    def poll(self) -> None:
+        """Serve delivery reports without waiting."""
+        self.producer.poll(0)
+
+    def flush(self) -> None:
+        """Wait until every produced record is acknowledged (retrying through broker outages)."""
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            remaining = self.producer.flush(min(5.0, max(0.1, deadline - time.monotonic())))
+            if not remaining:
+                return
+            if time.monotonic() >= deadline:
+                raise StreamsTimeoutError(
+                    f"{remaining} record(s) not acknowledged within {self._timeout_s:.0f}s (task_timeout_ms)"
+                )
+            log.warning("%d record(s) still waiting for the broker; retrying", remaining)
+
+    # -- transactions -----------------------------------------------------------------------
+
+    def commit(
+        self,
+        offsets: Sequence[Any],
+        group_metadata: Any,
+        *,
+        before_commit: Callable[[], None],
+        check_delivery: Callable[[], None],
+    ) -> bool:
+        """Commit the buffered records and ``offsets`` as one transaction (EOS only).
+
+        ``check_delivery`` raises if a record failed (after the flush); ``before_commit`` is
+        the last check that this worker still owns its tasks (it raises TaskMigratedError).
+        Returns False when there was nothing to commit. On any failure the transaction is
+        aborted (or the producer marked for :meth:`reset`) and the error is raised.
+        """
+        if not self.eos:
+            raise StreamsError("commit() is the exactly-once path; at-least-once commits through flush()")
+        buffer, self._buffer = self._buffer, []
+        if not buffer and not offsets:
+            return False
+        try:
+            self.producer.begin_transaction()
+            self._in_transaction = True
+            while buffer:
+                for record in buffer:
+                    self._produce_in_transaction(record)
+                self.sent += len(buffer)
+                buffer, self._buffer = self._buffer, []  # dead-letter records added meanwhile
+            self.flush()
+            check_delivery()
+            if offsets:
+                retrying(
+                    lambda: self.producer.send_offsets_to_transaction(
+                        offsets, group_metadata, _CALL_TIMEOUT_S
+                    ),
+                    "send_offsets_to_transaction",
+                    self._timeout_s,
+                )
+            before_commit()
+            retrying(
+                lambda: self.producer.commit_transaction(_CALL_TIMEOUT_S),
+                "commit_transaction",
+                self._timeout_s,
+            )
+        except BaseException as exc:
+            if is_fatal_for_producer(exc):
+                self._in_transaction = False  # nothing to abort with: the producer is replaced
+                self.needs_reset = True
+            else:
+                self.abort()
+            raise
+        self._in_transaction = False
+        self.transactions_committed += 1
+        return True
+
+    def _produce_in_transaction(self, record: BufferedRecord) -> None:
+        topic, key, value, timestamp, headers, partition = record
+        try:
+            if partition is None:
+                self._produce(topic, value, key, timestamp=timestamp, headers=headers)
+            else:
+                self._produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+        except BufferError:
+            self._produce_when_room(record)
+        except KafkaException as exc:
+            # rejected locally (too large, unknown topic): the production handler decides;
+            # it raises to fail, or returns to leave the record out of the transaction
+            self._on_send_error(record, exc)
+
+    def abort(self) -> None:
+        """Drop the records of the next transaction and abort the open one, if any.
+
+        A fenced or fatally failed producer cannot abort: it is marked for :meth:`reset`.
+        """
+        self._buffer = []
+        if not self._in_transaction:
+            return
+        self._in_transaction = False
+        self.transactions_aborted += 1
+        try:
+            retrying(
+                lambda: self.producer.abort_transaction(_CALL_TIMEOUT_S), "abort_transaction", self._timeout_s
+            )
+        except StreamsError as exc:
+            log.warning("could not abort the transaction (%s); the producer will be replaced", exc)
+            self.needs_reset = True
+        except KafkaException as exc:  # pragma: no cover - retrying translates these
+            log.warning("could not abort the transaction (%s)", translate(exc, "abort_transaction"))
+            self.needs_reset = True
+
+
+def is_fatal_for_producer(exc: BaseException) -> bool:
+    """True if ``exc`` leaves the producer unusable (fenced, fatal): it must be reset."""
+    if isinstance(exc, ProducerFencedError):
+        return True
+    cause = exc.__cause__
+    return cause is not None and classify(cause) in (Outcome.FENCED, Outcome.FATAL)

@@ -1,0 +1,126 @@
+"""A counting app in its own process, for the crash, fencing, standby and graceful-failure tests.
+
+``input -> [fail once on a marked value] -> group_by_key().count(cache off) -> output``:
+every input record produces one output record, the key's new count (``str``), so a
+read_committed consumer of the output can check that each per-key value appears exactly
+once. The process prints events on stdout, one per line, for the test to wait on:
+
+* ``RUNNING`` whenever the client (re)enters RUNNING;
+* ``RESTORED <json>``: per task, the changelog records the last restore replayed;
+* ``STANDBY <json>``: the standby tasks this client keeps, when they change;
+* ``FENCED <n>``: the workers' count of migrations (failed membership check, fenced producer);
+* ``CLOSED`` / ``CLOSE-TIMEOUT`` after SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig, StreamsUncaughtExceptionResponse
+from platform_streams.dsl import Consumed, Materialized, Produced
+from platform_streams.serde import String
+
+TIMING = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 10000}
+S = String()
+
+
+def build(args: argparse.Namespace) -> StreamsBuilder:
+    delay_s = args.delay_us / 1_000_000
+    marker = Path(args.fail_marker) if args.fail_marker else None
+
+    def check(key: str, value: str) -> str:
+        if delay_s:
+            time.sleep(delay_s)
+        if marker is not None and value == args.fail_on and not marker.exists():
+            marker.write_text("failed once\n")
+            raise RuntimeError(f"injected processing failure on {value!r}")
+        return value
+
+    builder = StreamsBuilder()
+    (
+        builder.stream(args.input, Consumed(key_serde=S, value_serde=S))
+        .map_values(check)
+        .group_by_key()
+        .count(materialized=Materialized.as_("counts").with_caching_disabled())
+        .to_stream()
+        .map_values(str)
+        .to(args.output, Produced(key_serde=S, value_serde=S))
+    )
+    return builder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--app-id", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--state-dir", required=True, type=Path)
+    parser.add_argument("--guarantee", default="exactly_once_v2")
+    parser.add_argument("--instance-id", default=None, help="group_instance_id (static membership)")
+    parser.add_argument("--commit-interval-ms", type=int, default=None)
+    parser.add_argument("--standbys", type=int, default=0)
+    parser.add_argument("--delay-us", type=int, default=0, help="sleep per record, to stretch processing")
+    parser.add_argument("--fail-on", default=None, help="input value whose first processing raises")
+    parser.add_argument("--fail-marker", default=None, help="file marking that the failure happened")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s [%(process)d] %(name)s %(message)s"
+    )
+    settings: dict[str, object] = {
+        "application_id": args.app_id,
+        "bootstrap_servers": args.bootstrap,
+        "state_dir": args.state_dir,
+        "processing_guarantee": args.guarantee,
+        "num_standby_replicas": args.standbys,
+        **TIMING,
+    }
+    if args.commit_interval_ms is not None:
+        settings["commit_interval_ms"] = args.commit_interval_ms
+    if args.instance_id:
+        settings["group_instance_id"] = args.instance_id
+    streams = KafkaStreams(build(args), StreamsConfig(**settings))  # type: ignore[arg-type]
+    streams.set_uncaught_exception_handler(lambda exc: StreamsUncaughtExceptionResponse.REPLACE_WORKER)
+    running = threading.Event()
+    streams.set_state_listener(lambda new, old: running.set() if new is State.RUNNING else None)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    streams.start()
+    reported: dict[str, object] = {}
+
+    def report(kind: str, value: object) -> None:
+        if reported.get(kind) != value:
+            reported[kind] = value
+            print(f"{kind} {json.dumps(value)}", flush=True)
+
+    while not stop.wait(0.05):
+        state = streams.state()
+        if state in (State.ERROR, State.NOT_RUNNING):
+            print(f"FAILED {state.value}", flush=True)
+            return 2
+        if running.is_set() and state is State.RUNNING:
+            running.clear()
+            restored = {
+                str(task): sum(counts.values())
+                for worker in streams.workers
+                for task, counts in worker.state_lifecycle.last_restore.items()
+            }
+            reported.pop("RESTORED", None)
+            report("RESTORED", restored)
+            print("RUNNING", flush=True)
+        report("STANDBY", streams.local_standby_tasks())
+        report("FENCED", sum(w.migrations for w in streams.workers))
+    clean = streams.close(timeout_s=30)
+    print("CLOSED" if clean else "CLOSE-TIMEOUT", flush=True)
+    return 0 if clean and streams.state() is State.NOT_RUNNING else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

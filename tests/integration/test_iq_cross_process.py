@@ -1,0 +1,80 @@
+"""Two worker processes of one application: each answers for every key, forwarding to the owner."""
+
+from __future__ import annotations
+
+import urllib.parse
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from platform_streams.kafka import KafkaAdmin
+from tests.integration.iq_apps import QueryProcess, http_get
+from tests.integration.support_apps import new_app_id, wait_until
+from tests.support.kafka import new_topic, produce
+
+pytestmark = pytest.mark.broker
+
+TASKS = ["0_0", "0_1", "0_2", "0_3"]
+
+
+def test_a_key_owned_by_the_other_process_is_answered_through_forwarding(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    source = new_topic(admin, 4, "in")
+    records = [(f"user/{i:03d}", "v") for i in range(120) for _ in range(i % 4 + 1)]
+    expected = Counter(k for k, _ in records)
+    produce(bootstrap_servers, source, records)
+    app_id, token = new_app_id("iq"), uuid.uuid4().hex
+    common = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "token": token}
+    first = QueryProcess(tmp_path / "a.log", state_dir=tmp_path / "a", **common)
+    second = QueryProcess(tmp_path / "b.log", state_dir=tmp_path / "b", **common)
+    try:
+        url_a, url_b = first.wait_ready(), second.wait_ready()
+
+        def split() -> bool:
+            state_a, state_b = http_get(f"{url_a}/state", token)[2], http_get(f"{url_b}/state", token)[2]
+            tasks_a = [t for w in state_a["workers"] for t in w["active_tasks"]]
+            tasks_b = [t for w in state_b["workers"] for t in w["active_tasks"]]
+            seen_by_a = {i["host"]: sorted(i["active_tasks"]) for i in state_a["instances"]}
+            return (
+                state_a["state"] == state_b["state"] == "RUNNING"
+                and len(tasks_a) == len(tasks_b) == 2
+                and sorted(tasks_a + tasks_b) == TASKS
+                and seen_by_a.get(first.address) == sorted(tasks_a)
+                and seen_by_a.get(second.address) == sorted(tasks_b)
+            )
+
+        wait_until(split, 60, "each process runs two tasks and A knows who runs what", interval_s=0.2)
+
+        def complete() -> bool:
+            status, _, body = http_get(f"{url_a}/stores/counts/range?limit=1000", token)
+            return (
+                status == 200
+                and body["complete"]
+                and {r["key"]: r["value"] for r in body["rows"]} == expected
+            )
+
+        wait_until(complete, 30, "A's scan (local + B's partitions) sees every count", interval_s=0.2)
+
+        forwarded = 0
+        for key, count in sorted(expected.items()):
+            path = f"/stores/counts/keys/{urllib.parse.quote(key, safe='')}"
+            status, headers, body = http_get(url_a + path, token)
+            assert status == 200, body
+            assert body["value"] == count and body["key"] == key and not body["stale"]
+            owner = http_get(f"{url_a}/stores/counts/metadata/{urllib.parse.quote(key, safe='')}", token)[2]
+            assert body["served_by"] == owner["active_host"]
+            if owner["active_host"] == second.address:
+                forwarded += 1
+                assert headers.get("X-Forwarded-To") == second.address
+        assert 0 < forwarded < len(expected), forwarded
+
+        # the other way round, and errors survive the hop
+        status, _, body = http_get(f"{url_b}/stores/counts/keys/nobody", token)
+        assert status == 404 and body["error"] == "key not found"
+        assert http_get(f"{url_a}/stores/counts/keys/user%2F001", "wrong")[0] == 403
+    finally:
+        first.close()
+        second.close()

@@ -1,0 +1,206 @@
+"""A real Prometheus scrapes a running worker; the series are checked through its HTTP API.
+
+Prometheus is the Debian package (``.ci/run`` installs it); the test starts it on a free
+port with a generated scrape config (1 s interval, the worker's bearer token) and stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from platform_streams.kafka import KafkaAdmin, find_free_port
+from platform_streams.query import RangeQuery, StateQueryRequest
+from tests.integration.iq_apps import STORE, count_app
+from tests.integration.support_apps import app_config, running_app, wait_until
+from tests.support.kafka import new_topic, produce
+
+PROMETHEUS = shutil.which("prometheus")
+
+pytestmark = [
+    pytest.mark.broker,
+    pytest.mark.skipif(PROMETHEUS is None, reason="needs the prometheus binary (apt-get install prometheus)"),
+]
+
+RECORDS = 2_000
+KEYS = 100
+
+
+class Prometheus:
+    """A Prometheus server scraping one target every second."""
+
+    def __init__(self, workdir: Path, target: str, token: str) -> None:
+        self.port = find_free_port()
+        config = workdir / "prometheus.yml"
+        config.write_text(
+            json.dumps(  # JSON is YAML
+                {
+                    "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                    "scrape_configs": [
+                        {
+                            "job_name": "platform-streams",
+                            "scrape_interval": "1s",
+                            "scrape_timeout": "1s",
+                            "authorization": {"credentials": token},
+                            "static_configs": [{"targets": [target]}],
+                        }
+                    ],
+                }
+            )
+        )
+        assert PROMETHEUS is not None
+        self._log = (workdir / "prometheus.log").open("w")
+        self.proc = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def api(self, path: str, **params: str) -> Any:
+        url = f"http://127.0.0.1:{self.port}/api/v1/{path}?{urllib.parse.urlencode(params)}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = json.loads(response.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        """Instant vector: ``[{"metric": labels, "value": [ts, "v"]}]``."""
+        result: list[dict[str, Any]] = self.api("query", query=promql)["result"]
+        return result
+
+    def up(self) -> bool:
+        try:
+            targets = self.api("targets")["activeTargets"]
+        except OSError:
+            return False
+        return any(t["health"] == "up" for t in targets)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self._log.close()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "prometheus"
+    path.mkdir()
+    yield path
+
+
+def _value(sample: dict[str, Any]) -> float:
+    return float(sample["value"][1])
+
+
+def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, workdir: Path
+) -> None:
+    source = new_topic(admin, 4, "in")
+    produce(bootstrap_servers, source, [(f"k{i % KEYS}", "v") for i in range(RECORDS)])
+    token = uuid.uuid4().hex
+    config = app_config(
+        bootstrap_servers,
+        tmp_path / "state",
+        http_port=0,
+        http_auth_token=token,
+        metrics_recording_level="DEBUG",
+    )
+    with running_app(count_app(source), config) as streams:
+        scan = StateQueryRequest.in_store(STORE).with_query(RangeQuery.with_no_bounds())
+
+        def counted() -> bool:
+            rows = [
+                row
+                for r in streams.query(scan).partition_results.values()
+                if r.is_success()
+                for row in r.result
+            ]
+            return len(rows) == KEYS and sum(v for _, v in rows) == RECORDS
+
+        wait_until(counted, 30, "every record counted")
+        assert streams.http_server is not None
+        prometheus = Prometheus(workdir, str(streams.http_server.address), token)
+        try:
+            wait_until(prometheus.up, 20, "Prometheus scraped the worker", interval_s=0.2)
+            app = f'application_id="{config.application_id}"'
+
+            # throughput: every record once, on the one worker, spread over the four tasks
+            processed = prometheus.query(f"kafka_streams_thread_process_total{{{app}}}")
+            assert len(processed) == 1 and _value(processed[0]) == RECORDS
+            labels = processed[0]["metric"]
+            assert labels["client_id"] == config.effective_client_id
+            assert labels["thread_id"].endswith("-StreamThread-1") and labels["job"] == "platform-streams"
+            per_task = prometheus.query(f"sum by (task_id) (kafka_streams_task_process_total{{{app}}})")
+            assert sorted(s["metric"]["task_id"] for s in per_task) == ["0_0", "0_1", "0_2", "0_3"]
+            assert sum(_value(s) for s in per_task) == RECORDS
+            rate = wait_until(
+                lambda: prometheus.query(f"rate(kafka_streams_thread_poll_total{{{app}}}[5s]) > 0"),
+                20,
+                "a poll rate over two scrapes",
+                interval_s=0.5,
+            )
+            assert 0 < _value(rate[0]) < 10_000  # polls per second: the loop polls, but not wildly
+
+            # latency: histograms in seconds with plausible values
+            buckets = f"kafka_streams_thread_commit_latency_seconds_bucket{{{app}}}"
+            p99 = prometheus.query(f"histogram_quantile(0.99, sum by (le) ({buckets}))")
+            assert 0 < _value(p99[0]) <= 10
+            busy = f"kafka_streams_thread_process_latency_seconds_sum{{{app}}}"
+            per_record = prometheus.query(f"{busy} / kafka_streams_thread_process_total{{{app}}}")
+            assert 0 < _value(per_record[0]) < 0.01
+            e2e = prometheus.query(f"kafka_streams_processor_node_record_e2e_latency_seconds_count{{{app}}}")
+            assert e2e and {s["metric"]["processor_node_id"] for s in e2e} == {"KSTREAM-SOURCE-0000000000"}
+
+            # lag per input partition, from the fetch-side high watermark: caught up
+            lag = wait_until(
+                lambda: (
+                    (found := prometheus.query(f"kafka_streams_consumer_records_lag{{{app}}}"))
+                    and len(found) == 4
+                    and found
+                ),
+                20,
+                "lag of the four input partitions",
+                interval_s=0.5,
+            )
+            assert {(s["metric"]["topic"], s["metric"]["partition"]) for s in lag} == {
+                (source, str(p)) for p in range(4)
+            }
+            assert all(_value(s) == 0 for s in lag)
+
+            # state store: RocksDB properties (INFO) and operation latencies (DEBUG)
+            keys = wait_until(
+                lambda: prometheus.query(f'kafka_streams_state_estimate_num_keys{{{app},store="{STORE}"}}'),
+                20,
+                "RocksDB key estimates",
+                interval_s=0.5,
+            )
+            assert {s["metric"]["store_type"] for s in keys} == {"rocksdb-state"}
+            assert len({s["metric"]["task_id"] for s in keys}) == 4
+            assert 0 < sum(_value(s) for s in keys) <= 2 * KEYS
+            puts = prometheus.query(
+                f'sum(kafka_streams_state_put_latency_seconds_count{{{app},store="{STORE}"}})'
+            )
+            assert _value(puts[0]) >= KEYS
+            state = prometheus.query(f'kafka_streams_client_state{{{app},state="RUNNING"}}')
+            assert _value(state[0]) == 1
+        finally:
+            prometheus.close()
