@@ -42,7 +42,9 @@ def default_resources() -> dict[str, Any]:
             sasl_password=_secret("PLATFORM_STREAMS_SASL_PASSWORD"),
         ),
         "streams_deployment": StreamsDeploymentResource(
-            target="kubernetes" if os.environ.get("PLATFORM_STREAMS_DEPLOY_TARGET") == "kubernetes" else "local",
+            target="kubernetes"
+            if os.environ.get("PLATFORM_STREAMS_DEPLOY_TARGET") == "kubernetes"
+            else "local",
             http_auth_token=_secret("PLATFORM_STREAMS_HTTP_AUTH_TOKEN"),
         ),
         "spark": SparkResource(master=os.environ.get("PLATFORM_STREAMS_SPARK_MASTER", "local[*]")),

@@ -17,7 +17,6 @@ Resources are looked up by key: ``kafka`` (:class:`KafkaResource`), ``streams_de
 (:class:`StreamsDeploymentResource`) and, for the Spark jobs, ``spark``.
 """
 
-
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -121,7 +120,9 @@ def _asset_checks(app: ResolvedStreamApp, key: dg.AssetKey) -> list[dg.AssetChec
 
         def make(check: str) -> dg.AssetChecksDefinition:
             @dg.asset_check(asset=key, name=check, description=CHECKS[check])
-            def _check(kafka: KafkaResource, streams_deployment: StreamsDeploymentResource) -> dg.AssetCheckResult:
+            def _check(
+                kafka: KafkaResource, streams_deployment: StreamsDeploymentResource
+            ) -> dg.AssetCheckResult:
                 return _check_result(_evaluate(app, check, kafka, streams_deployment))
 
             return _check
@@ -144,7 +145,9 @@ def _topic_records(conf: dict[str, Any], topics: Sequence[str]) -> dict[str, int
 def _health_sensor(
     app: ResolvedStreamApp, translator: StreamAppTranslator, app_key: dg.AssetKey
 ) -> dg.SensorDefinition:
-    topic_keys = {t: translator.get_asset_key(StreamAssetProps("output_topic", t, app)) for t in app.sink_topics}
+    topic_keys = {
+        t: translator.get_asset_key(StreamAssetProps("output_topic", t, app)) for t in app.sink_topics
+    }
 
     @dg.sensor(
         name=health_sensor_name(app),
@@ -155,7 +158,9 @@ def _health_sensor(
         "re-materializes the app when deployed workers died.",
     )
     def health(
-        context: dg.SensorEvaluationContext, kafka: KafkaResource, streams_deployment: StreamsDeploymentResource
+        context: dg.SensorEvaluationContext,
+        kafka: KafkaResource,
+        streams_deployment: StreamsDeploymentResource,
     ) -> dg.SensorResult:
         conf = kafka.client_conf()
         status = streams_deployment.launcher().status(app.name)

@@ -43,7 +43,7 @@ CHECKS: dict[str, str] = {
     "consumer_lag": "The application's consumer lag on its input topics is under the spec's max_lag.",
     "workers_running": "Every desired worker process is alive and its Kafka Streams client is RUNNING.",
     "dead_letter_not_growing": "The dead-letter topic got no new records since the previous evaluation.",
-    "internal_topics_valid": "Every internal topic exists with the partitions and configs the topology needs.",
+    "internal_topics_valid": "Every internal topic exists with the partitions and configs it needs.",
 }
 
 
@@ -149,7 +149,9 @@ def dead_letter_outcome(app: ResolvedStreamApp, conf: dict[str, Any], ledger_dir
     with KafkaAdmin(conf) as admin:
         count = admin.partition_counts([topic]).get(topic)
     if not count:
-        return CheckOutcome(False, f"dead-letter topic {topic!r} does not exist", {"topic": topic}, warn_only=True)
+        return CheckOutcome(
+            False, f"dead-letter topic {topic!r} does not exist", {"topic": topic}, warn_only=True
+        )
     size = sum(log_end_offsets(conf, [(topic, p) for p in range(count)]).values())
     ledger = ledger_dir / "dead_letter.json"
     previous: dict[str, Any] = json.loads(ledger.read_text()) if ledger.exists() else {}
@@ -158,7 +160,7 @@ def dead_letter_outcome(app: ResolvedStreamApp, conf: dict[str, Any], ledger_dir
     before = previous.get("records") if previous.get("topic") == topic else None
     grew = before is not None and size > int(before)
     text = (
-        f"dead-letter topic {topic!r} grew by {size - int(before)} records to {size}"
+        f"dead-letter topic {topic!r} grew by {size - int(before or 0)} records to {size}"
         if grew
         else f"dead-letter topic {topic!r} holds {size} records"
         + (" (first sample)" if before is None else f" (unchanged since {before})")

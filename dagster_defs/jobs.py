@@ -16,7 +16,6 @@ that refuses (an active group, foreign topics) fails the run with the operation'
 summary; every result is attached to the run as JSON metadata.
 """
 
-
 import enum
 from pathlib import Path
 from typing import Any, Literal
@@ -48,11 +47,17 @@ __all__ = ["BackfillJobConfig", "InternalTopicsConfig", "ResetJobConfig", "Worke
 class InternalTopicsConfig(dg.Config):
     """``platform-streams topics ACTION``."""
 
-    action: Literal["plan", "create", "validate", "delete"] = Field("plan", description="What to do.")
-    dry_run: bool = Field(False, description="create/delete: report what would be done, change nothing.")
-    topics: list[str] | None = Field(None, description="delete: only these topics (must be the app's).")
-    include_orphans: bool = Field(False, description="delete: also <app id>-*-repartition/-changelog orphans.")
-    yes: bool = Field(False, description="delete: required to really delete (the CLI's --yes).")
+    action: Literal["plan", "create", "validate", "delete"] = Field(default="plan", description="What to do.")
+    dry_run: bool = Field(
+        default=False, description="create/delete: report what would be done, change nothing."
+    )
+    topics: list[str] | None = Field(
+        default=None, description="delete: only these topics (must be the app's)."
+    )
+    include_orphans: bool = Field(
+        default=False, description="delete: also <app id>-*-repartition/-changelog orphans."
+    )
+    yes: bool = Field(default=False, description="delete: required to really delete (the CLI's --yes).")
 
 
 class ResetJobConfig(dg.Config):
@@ -61,29 +66,35 @@ class ResetJobConfig(dg.Config):
     scenario: Literal["to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime", "by-duration"] = (
         "to-earliest"
     )
-    offset: int | None = Field(None, description="to-offset: the offset; shift-by: the shift (may be < 0).")
-    datetime: str | None = Field(None, description="to-datetime: e.g. 2024-05-01T12:00:00.000Z.")
-    duration: str | None = Field(None, description="by-duration: e.g. PT1H.")
-    input_topics: list[str] | None = Field(None, description="Default: every source topic.")
-    dry_run: bool = Field(True, description="Report every action, change nothing (the default).")
-    force: bool = Field(False, description="Expire left-over members of stopped instances first.")
+    offset: int | None = Field(
+        default=None, description="to-offset: the offset; shift-by: the shift (may be < 0)."
+    )
+    datetime: str | None = Field(default=None, description="to-datetime: e.g. 2024-05-01T12:00:00.000Z.")
+    duration: str | None = Field(default=None, description="by-duration: e.g. PT1H.")
+    input_topics: list[str] | None = Field(default=None, description="Default: every source topic.")
+    dry_run: bool = Field(default=True, description="Report every action, change nothing (the default).")
+    force: bool = Field(default=False, description="Expire left-over members of stopped instances first.")
     include_orphans: bool = False
-    keep_local_state: bool = Field(False, description="Do not wipe the workers' local state.")
-    stop_workers: bool = Field(False, description="Stop the deployed workers first (a reset refuses while they run).")
+    keep_local_state: bool = Field(default=False, description="Do not wipe the workers' local state.")
+    stop_workers: bool = Field(
+        default=False, description="Stop the deployed workers first (a reset refuses while they run)."
+    )
 
 
 class BackfillJobConfig(dg.Config):
     """The Spark backfill of one time partition (the partition is the input time window)."""
 
-    output: Literal["parquet", "kafka"] = Field("parquet", description="Where the output records go.")
-    path: str | None = Field(None, description="parquet: directory (default under the deployment root).")
+    output: Literal["parquet", "kafka"] = Field(default="parquet", description="Where the output records go.")
+    path: str | None = Field(
+        default=None, description="parquet: directory (default under the deployment root)."
+    )
 
 
 class WorkersJobConfig(dg.Config):
     """Lifecycle of the deployed workers."""
 
     action: Literal["status", "stop", "scale", "pause", "resume", "restart"] = "status"
-    workers: int | None = Field(None, ge=1, description="scale: the new number of workers.")
+    workers: int | None = Field(default=None, ge=1, description="scale: the new number of workers.")
 
 
 def _config(app: ResolvedStreamApp, kafka: KafkaResource) -> StreamsConfig:
@@ -102,12 +113,18 @@ def _finish(context: dg.OpExecutionContext, result: OpsResult) -> dict[str, Any]
 
 def _refused(exc: OperationRefusedError) -> dg.Failure:
     return dg.Failure(
-        description=f"{exc}\n\n{exc.result.summary()}", metadata={"result": dg.MetadataValue.json(exc.result.to_dict())}
+        description=f"{exc}\n\n{exc.result.summary()}",
+        metadata={"result": dg.MetadataValue.json(exc.result.to_dict())},
     )
 
 
 def _scenario(config: ResetJobConfig) -> OffsetScenario:
-    needs = {"to-offset": "offset", "shift-by": "offset", "to-datetime": "datetime", "by-duration": "duration"}
+    needs = {
+        "to-offset": "offset",
+        "shift-by": "offset",
+        "to-datetime": "datetime",
+        "by-duration": "duration",
+    }
     field = needs.get(config.scenario)
     if field is not None and getattr(config, field) is None:
         raise dg.Failure(description=f"{field}: required for scenario {config.scenario}")
@@ -154,7 +171,9 @@ def _topics_job(app: ResolvedStreamApp) -> dg.JobDefinition:
             raise _refused(exc) from exc
         return _finish(context, result)
 
-    @dg.job(name=f"{app.name}_internal_topics", description="Plan, create, validate or delete internal topics.")
+    @dg.job(
+        name=f"{app.name}_internal_topics", description="Plan, create, validate or delete internal topics."
+    )
     def job() -> None:
         internal_topics()
 
@@ -207,10 +226,16 @@ def _compaction_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
         f"{app.name}_CompactionConfig",
         __base__=dg.Config,
         __doc__="Compact one store's changelog into snapshots the workers restore from.",
-        store=(stores, Field(stores(app.stores[0]), description="The store whose changelog is compacted.")),
-        snapshots=(str | None, Field(None, description="Snapshot location (default: state_snapshot_location).")),
-        keep=(int | None, Field(None, ge=1, description="Prune older snapshots of each partition.")),
-        parquet=(bool, Field(True, description="Also write a Parquet copy for analysts.")),
+        store=(
+            stores,
+            Field(default=stores(app.stores[0]), description="The store whose changelog is compacted."),
+        ),
+        snapshots=(
+            str | None,
+            Field(default=None, description="Snapshot location (default: state_snapshot_location)."),
+        ),
+        keep=(int | None, Field(default=None, ge=1, description="Prune older snapshots of each partition.")),
+        parquet=(bool, Field(default=True, description="Also write a Parquet copy for analysts.")),
     )
 
     @dg.op(name=f"{app.name}_compact_store_op")
@@ -251,7 +276,9 @@ def _compaction_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
         context.add_output_metadata({k: v for k, v in data.items() if v is not None})
         return data
 
-    @dg.job(name=f"{app.name}_compact_store", description="Spark: compact a store's changelog into snapshots.")
+    @dg.job(
+        name=f"{app.name}_compact_store", description="Spark: compact a store's changelog into snapshots."
+    )
     def job() -> None:
         compact()
 
@@ -284,7 +311,11 @@ def _backfill_job(app: ResolvedStreamApp) -> dg.JobDefinition:
             else ParquetOutput(config.path or str(root / context.partition_key.replace(":", "")))
         )
         result = backfill(
-            spark.session(), app.spark_app, _config(app, kafka), [KafkaInput(start=start_ms, end=end_ms)], output
+            spark.session(),
+            app.spark_app,
+            _config(app, kafka),
+            [KafkaInput(start=start_ms, end=end_ms)],
+            output,
         )
         context.log.info(result.summary())
         data = {"window": [start_ms, end_ms], "records_out": result.records_out, "output": result.output}
@@ -334,7 +365,9 @@ def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
                 except WorkerUnreachableError as exc:
                     raise dg.Failure(description=f"{worker.client_id}: {exc}") from exc
                 if code >= 300:
-                    raise dg.Failure(description=f"{worker.client_id}: {config.action} answered {code}: {body}")
+                    raise dg.Failure(
+                        description=f"{worker.client_id}: {config.action} answered {code}: {body}"
+                    )
                 answers[worker.client_id] = body
         data = {
             "action": config.action,
@@ -342,7 +375,9 @@ def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
             "dead": [w.client_id for w in status.dead],
             "workers": answers,
         }
-        context.log.info(f"{app.name} workers {config.action}: {len(status.alive)} alive, {len(status.dead)} dead")
+        context.log.info(
+            f"{app.name} workers {config.action}: {len(status.alive)} alive, {len(status.dead)} dead"
+        )
         context.add_output_metadata({"result": dg.MetadataValue.json(data)})
         return data
 

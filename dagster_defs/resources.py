@@ -28,11 +28,13 @@ DEPLOY_DIR_ENV = "PLATFORM_STREAMS_DEPLOY_DIR"
 class KafkaResource(dg.ConfigurableResource):
     """How every worker, check and job reaches Kafka."""
 
-    bootstrap_servers: str = Field(description="host:port list (e.g. dg.EnvVar('PLATFORM_STREAMS_BOOTSTRAP')).")
-    security_protocol: str | None = Field(None, description="PLAINTEXT, SSL, SASL_SSL, ...")
+    bootstrap_servers: str = Field(
+        description="host:port list (e.g. dg.EnvVar('PLATFORM_STREAMS_BOOTSTRAP'))."
+    )
+    security_protocol: str | None = Field(default=None, description="PLAINTEXT, SSL, SASL_SSL, ...")
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
-    sasl_password: str | None = Field(None, description="A secret: set it with dg.EnvVar.")
+    sasl_password: str | None = Field(default=None, description="A secret: set it with dg.EnvVar.")
     client_config: dict[str, str] = Field(default_factory=dict, description="Extra librdkafka settings.")
 
     def _client_settings(self) -> dict[str, str]:
@@ -72,17 +74,21 @@ class StreamsDeploymentResource(dg.ConfigurableResource):
     target: Literal["local", "kubernetes"] = "local"
     root_dir: str = Field(
         default_factory=lambda: os.environ.get(DEPLOY_DIR_ENV, str(Path("state") / "deployments")),
-        description="Local: deployment records, settings, worker state and logs. Kubernetes: rendered values.",
+        description="Local: records, settings, worker state, logs. Kubernetes: rendered values.",
     )
-    http_auth_token: str | None = Field(None, description="Worker endpoint bearer token (dg.EnvVar).")
-    start_timeout_s: float = Field(90.0, gt=0, description="How long a materialization waits for RUNNING.")
-    stop_timeout_s: float = Field(60.0, gt=0, description="SIGTERM grace before SIGKILL (local).")
+    http_auth_token: str | None = Field(default=None, description="Worker endpoint bearer token (dg.EnvVar).")
+    start_timeout_s: float = Field(
+        default=90.0, gt=0, description="How long a materialization waits for RUNNING."
+    )
+    stop_timeout_s: float = Field(default=60.0, gt=0, description="SIGTERM grace before SIGKILL (local).")
     # -- kubernetes ---------------------------------------------------------------------------
     namespace: str = "default"
-    chart: str = Field("helm/platform-streams", description="Helm chart path or reference.")
-    image: str = Field("platform-streams:latest", description="Worker image (Kubernetes).")
+    chart: str = Field(default="helm/platform-streams", description="Helm chart path or reference.")
+    image: str = Field(default="platform-streams:latest", description="Worker image (Kubernetes).")
     kube_context: str | None = None
-    helm_dry_run: bool = Field(False, description="Render values and print the helm command, apply nothing.")
+    helm_dry_run: bool = Field(
+        default=False, description="Render values and print the helm command, apply nothing."
+    )
 
     def launcher(self, runner: CommandRunner | None = None) -> LocalProcessLauncher | HelmLauncher:
         if self.target == "local":
@@ -107,10 +113,10 @@ class StreamsDeploymentResource(dg.ConfigurableResource):
 class SparkResource(dg.ConfigurableResource):
     """The SparkSession of the compaction and backfill jobs (needs ``pip install '.[spark]'``)."""
 
-    master: str = Field("local[*]", description="Spark master URL.")
+    master: str = Field(default="local[*]", description="Spark master URL.")
     app_name: str = "platform-streams-dagster"
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings.")
-    ui: bool = Field(False, description="Serve the Spark UI while a job runs.")
+    ui: bool = Field(default=False, description="Serve the Spark UI while a job runs.")
 
     def session(self) -> Any:
         from platform_streams.ops.spark.session import spark_session  # pyspark only here

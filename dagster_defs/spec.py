@@ -38,7 +38,7 @@ class BackfillSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start: str = Field("2025-01-01", description="First partition (YYYY-MM-DD).")
+    start: str = Field(default="2025-01-01", description="First partition (YYYY-MM-DD).")
     granularity: Literal["hourly", "daily"] = "daily"
 
 
@@ -48,17 +48,17 @@ class StreamAppSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Asset and job name prefix.")
-    app: str | None = Field(None, description="An installed app plugin (platform-streams apps list).")
-    topology: str | None = Field(None, description="Or a 'module:factory' import path.")
+    app: str | None = Field(default=None, description="An installed app plugin (platform-streams apps list).")
+    topology: str | None = Field(default=None, description="Or a 'module:factory' import path.")
     app_config: dict[str, Any] = Field(default_factory=dict, description="The plugin's own configuration.")
     streams: dict[str, Any] = Field(
         default_factory=dict, description="StreamsConfig settings; bootstrap comes from the Kafka resource."
     )
-    workers: int = Field(1, ge=1, description="Worker processes (each one KafkaStreams client).")
+    workers: int = Field(default=1, ge=1, description="Worker processes (each one KafkaStreams client).")
     deployment: Literal["local", "kubernetes"] = "local"
-    group: str | None = Field(None, description="Dagster asset group (default: the name).")
+    group: str | None = Field(default=None, description="Dagster asset group (default: the name).")
     description: str | None = None
-    max_lag: int = Field(1000, ge=0, description="The lag check fails above this many records.")
+    max_lag: int = Field(default=1000, ge=0, description="The lag check fails above this many records.")
     backfill: BackfillSpec = Field(default_factory=BackfillSpec)
 
     @model_validator(mode="after")
@@ -109,7 +109,9 @@ class ResolvedStreamApp:
     @cached_property
     def fingerprint(self) -> str:
         """The asset's code version: topology, app config and settings (not the connection)."""
-        return app_fingerprint(self.topology, self.spec.app or self.spec.topology, self.app_config, self.settings)
+        return app_fingerprint(
+            self.topology, self.spec.app or self.spec.topology, self.app_config, self.settings
+        )
 
     @property
     def source_topics(self) -> list[str]:
@@ -138,7 +140,11 @@ class ResolvedStreamApp:
     @property
     def spark_app(self) -> Any:
         """What the Spark jobs take as ``app``: an import path, or a picklable plugin factory."""
-        return PluginFactory(self.plugin.name, self.app_config) if self.plugin is not None else self.spec.topology
+        return (
+            PluginFactory(self.plugin.name, self.app_config)
+            if self.plugin is not None
+            else self.spec.topology
+        )
 
     def env(self) -> dict[str, str]:
         if self.plugin is None:

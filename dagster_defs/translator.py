@@ -17,7 +17,7 @@ import dagster as dg
 
 from dagster_defs.spec import ResolvedStreamApp
 
-__all__ = ["StreamAssetProps", "StreamAppTranslator"]
+__all__ = ["StreamAppTranslator", "StreamAssetProps"]
 
 Kind = Literal["app", "input_topic", "output_topic", "store"]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
@@ -51,7 +51,10 @@ class StreamAppTranslator:
         return safe_name(props.app.spec.group or props.app.name)
 
     def get_tags(self, props: StreamAssetProps) -> dict[str, str]:
-        return {"platform_streams/kind": props.kind, "platform_streams/application_id": props.app.application_id}
+        return {
+            "platform_streams/kind": props.kind,
+            "platform_streams/application_id": props.app.application_id,
+        }
 
     def get_description(self, props: StreamAssetProps) -> str:
         app = props.app
@@ -62,12 +65,16 @@ class StreamAppTranslator:
                 "health comes from the checks and the sensor."
             )
         if props.kind == "store":
-            return f"State store {props.name!r} of {app.application_id!r}, queryable on the workers' HTTP endpoints."
+            return f"State store {props.name!r} of {app.application_id!r} (queryable on the workers)."
         role = "read" if props.kind == "input_topic" else "written"
         return f"Kafka topic {props.name!r}, {role} by {app.application_id!r}."
 
     def get_kinds(self, props: StreamAssetProps) -> set[str]:
-        return {"python", "kafka"} if props.kind == "app" else ({"rocksdb"} if props.kind == "store" else {"kafka"})
+        return (
+            {"python", "kafka"}
+            if props.kind == "app"
+            else ({"rocksdb"} if props.kind == "store" else {"kafka"})
+        )
 
     def get_asset_spec(self, props: StreamAssetProps) -> dg.AssetSpec:
         """The spec of one asset; ``deps`` follow the data flow."""

@@ -1,38 +1,52 @@
-"""``make demo``: the example app end to end on an embedded broker, in well under a minute.
+"""``make demo``: the platform end to end on embedded defaults, finishing by itself.
 
-Starts an embedded Tansu broker on a free port, creates the topics, produces sample
-orders, runs :mod:`examples.orders_app` with :class:`KafkaStreams` in this process,
-waits (with a deadline, never a blind sleep) until both output topics hold every
-expected record, prints a summary and shuts everything down cleanly. Exit status 0
-means the output was complete and the input offsets were committed.
+1. starts an embedded Kafka broker (Tansu, in memory) and creates the example's topics;
+2. starts Dagster -- ``dagster-webserver`` and ``dagster-daemon`` -- on the code location
+   ``dagster_defs`` (``dagster dev -m dagster_defs`` does the same);
+3. materializes the example app asset ``orders_app`` through Dagster's GraphQL API: the run
+   starts two ``platform-streams run`` worker processes of ``examples/orders_app.py``;
+4. produces sample orders and waits, with a deadline, until the outputs are complete;
+5. prints the Dagster UI URL, a worker's metrics URL and a sample interactive query, and
+   checks the query's answer against the input;
+6. shuts everything down (Dagster first, so its health sensor does not restart the workers)
+   and exits 0 if every step worked. ``--keep-running`` leaves it all up until Ctrl-C.
 
-    python -m examples.demo [--orders N] [--state-dir DIR]
+    python -m examples.demo [--orders N] [--keep-running] [--state-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
+import contextlib
+import json
 import logging
+import os
 import random
 import shutil
+import signal
+import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from dagster_defs.deploy.local import LocalProcessLauncher
 from examples.orders_app import (
     BIG_ORDERS_TOPIC,
+    COUNTS_STORE,
+    ORDER_COUNTS_TOPIC,
     ORDERS_BY_CUSTOMER_TOPIC,
     ORDERS_TOPIC,
     Order,
-    build_topology,
     is_big,
 )
-from platform_streams import KafkaStreams, State, StreamsConfig, Topology
 from platform_streams.errors import StreamsError
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
@@ -42,16 +56,34 @@ from platform_streams.kafka import (
     TopicSpec,
     create_consumer,
     create_producer,
+    find_free_port,
 )
 
-APPLICATION_ID = "orders-demo"
-CONFIG_FILE = Path(__file__).with_name("orders.yaml")
+APP = "orders_app"  # the asset (dagster_defs/apps/orders.yaml)
+DLQ_TOPIC = "orders-dlq"
 PARTITIONS = 4
 CUSTOMERS = 100
-DEADLINE_S = 45.0
+DEADLINE_S = 90.0
+REPO = Path(__file__).resolve().parent.parent
 
 #: topic -> [(partition, key, value)]
 Output = dict[str, list[tuple[int, bytes | None, bytes | None]]]
+
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchPipelineExecution(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on PipelineNotFoundError { message }
+  }
+}
+"""
+RUN_STATUS = "query Run($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"
+
+
+class DemoError(Exception):
+    """A step failed; the message says which and why."""
 
 
 def say(text: str) -> None:
@@ -112,7 +144,7 @@ def read_outputs(bootstrap: str, expected: dict[str, int], deadline: float) -> O
     consumer = create_consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": "orders-demo-reader",
+            "group.id": f"orders-demo-reader-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 10,
         }
@@ -130,144 +162,234 @@ def read_outputs(bootstrap: str, expected: dict[str, int], deadline: float) -> O
     return out
 
 
-def run_app(
-    topology: Topology, bootstrap: str, state_dir: Path, expected: dict[str, int]
-) -> tuple[Output, float, bool, State]:
-    """Run the app until the output is complete; returns (output, seconds, closed in time, final state).
+def _wait(condition: Any, what: str, timeout_s: float, procs: Iterable[subprocess.Popen[bytes]] = ()) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            value = condition()
+        except (OSError, urllib.error.URLError):
+            value = None
+        if value:
+            return value
+        for proc in procs:
+            if proc.poll() is not None:
+                raise DemoError(f"{what}: {proc.args!r} exited ({proc.returncode}); see its log")
+        if time.monotonic() > deadline:
+            raise DemoError(f"no {what} after {timeout_s:.0f}s")
+        time.sleep(0.25)
 
-    The client is dropped on return, so its Kafka clients are gone before the broker stops.
-    """
-    shutil.rmtree(state_dir, ignore_errors=True)
-    config = StreamsConfig.load(
-        CONFIG_FILE,
-        env={},  # the demo runs on its own defaults, whatever the shell exports
-        overrides={"application_id": APPLICATION_ID, "bootstrap_servers": bootstrap, "state_dir": state_dir},
-    )
-    streams = KafkaStreams(topology, config)
-    t0 = time.monotonic()
-    streams.start()
+
+def _graphql(base: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    request = urllib.request.Request(f"{base}/graphql", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        document = json.loads(answer.read())
+    if "errors" in document:
+        raise DemoError(f"GraphQL error: {document['errors']}")
+    return dict(document["data"])
+
+
+def _get(url: str) -> tuple[int, Any]:
     try:
-        streams.wait_for_state(State.RUNNING, timeout_s=30)
-        joined = time.monotonic() - t0
-        say(f"application '{APPLICATION_ID}' RUNNING after {joined:.1f}s (consumer-group join)")
-        t1 = time.monotonic()
-        output = read_outputs(bootstrap, expected, time.monotonic() + DEADLINE_S)
-        took = time.monotonic() - t1
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+@contextlib.contextmanager
+def dagster(
+    bootstrap: str, state_dir: Path, port: int
+) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
+    """dagster-webserver + dagster-daemon on the code location; stopped on exit."""
+    home = state_dir / "dagster_home"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    # Runs start at once; the daemon still runs the health sensors. No telemetry (closed network).
+    (home / "dagster.yaml").write_text(
+        "run_coordinator:\n  module: dagster._core.run_coordinator\n  class: DefaultRunCoordinator\n"
+        "telemetry:\n  enabled: false\n"
+    )
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "PLATFORM_STREAMS_BOOTSTRAP": bootstrap,
+        "PLATFORM_STREAMS_DEPLOY_DIR": str(state_dir / "deployments"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    bin_dir = Path(sys.executable).parent
+    commands = [
+        [str(bin_dir / "dagster-webserver"), "-m", "dagster_defs", "-h", "127.0.0.1", "-p", str(port)],
+        [str(bin_dir / "dagster-daemon"), "run", "-m", "dagster_defs"],
+    ]
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for command in commands:
+            log = open(state_dir / f"{Path(command[0]).name}.log", "wb")  # noqa: SIM115 (closed below)
+            procs.append(
+                subprocess.Popen(
+                    command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )  # fmt: skip
+            log.close()
+        yield f"http://127.0.0.1:{port}", procs
     finally:
-        closed = streams.close(timeout_s=30)
-    return output, took, closed, streams.state()
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
-def run_demo(order_count: int, state_dir: Path) -> int:
+def materialize(base: str) -> str:
+    """Launch a run of the app asset; returns its id once it succeeded."""
+    params = {
+        "selector": {
+            "repositoryLocationName": "dagster_defs",
+            "repositoryName": "__repository__",
+            "pipelineName": "__ASSET_JOB",
+            "assetSelection": [{"path": [APP]}],
+        },
+        "runConfigData": {},
+    }
+    launched = _graphql(base, LAUNCH, {"params": params})["launchPipelineExecution"]
+    if launched["__typename"] != "LaunchRunSuccess":
+        raise DemoError(f"launching the materialization failed: {launched}")
+    run_id = str(launched["run"]["runId"])
+
+    def finished() -> str | None:
+        status = _graphql(base, RUN_STATUS, {"id": run_id})["runOrError"]["status"]
+        return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
+
+    status = _wait(finished, "finished materialization run", DEADLINE_S)
+    if status != "SUCCESS":
+        raise DemoError(f"the materialization run {run_id} ended {status}: see {base}/runs/{run_id}")
+    return run_id
+
+
+def query_count(endpoints: list[str], customer: str) -> tuple[str, Any]:
+    """Ask the workers for one customer's count (an endpoint forwards to the key's owner)."""
+    last: Any = None
+    for endpoint in endpoints:
+        url = f"{endpoint}/stores/{COUNTS_STORE}/keys/{customer}"
+        status, document = _get(url)
+        if status == 200:
+            return url, document
+        last = (url, status, document)
+    raise DemoError(f"no worker answered the query: {last}")
+
+
+def run_demo(order_count: int, state_dir: Path, keep_running: bool) -> int:
     started = time.monotonic()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    launcher = LocalProcessLauncher(state_dir / "deployments")
+    launcher.stop(APP)  # workers a previous, interrupted demo may have left
+    shutil.rmtree(state_dir / "deployments", ignore_errors=True)
     orders = sample_orders(order_count)
-    expected_big = sum(1 for key, order in orders if is_big(key, order))
-    expected = {BIG_ORDERS_TOPIC: expected_big, ORDERS_BY_CUSTOMER_TOPIC: order_count}
+    expected = {
+        BIG_ORDERS_TOPIC: sum(1 for key, order in orders if is_big(key, order)),
+        ORDERS_BY_CUSTOMER_TOPIC: order_count,
+    }
+    per_customer = Counter(str(order["customer"]) for _key, order in orders)
 
     with EmbeddedBroker(kill_with_parent=True) as broker:
         bootstrap = broker.bootstrap_servers
         say(f"embedded Kafka broker (Tansu, in memory) ready at {bootstrap}")
+        topics = (ORDERS_TOPIC, BIG_ORDERS_TOPIC, ORDERS_BY_CUSTOMER_TOPIC, ORDER_COUNTS_TOPIC)
         with KafkaAdmin(bootstrap) as admin:
-            admin.create_topics(
-                [TopicSpec(t, PARTITIONS) for t in (ORDERS_TOPIC, BIG_ORDERS_TOPIC, ORDERS_BY_CUSTOMER_TOPIC)]
-            )
-        t0 = time.monotonic()
-        produced = produce_orders(bootstrap, orders)
-        say(f"produced {produced:,} orders to '{ORDERS_TOPIC}' in {time.monotonic() - t0:.2f}s")
-
-        topology = build_topology()
-        output, took, closed, final_state = run_app(topology, bootstrap, state_dir, expected)
-        gc.collect()  # the client's producer/consumer sit in reference cycles: free them now
-        with KafkaAdmin(bootstrap) as admin:
-            committed = admin.committed_offsets(
-                APPLICATION_ID, [(ORDERS_TOPIC, p) for p in range(PARTITIONS)]
-            )
-        committed_total = sum(o or 0 for o in committed.values())
-
-    complete = all(len(output[t]) == n for t, n in expected.items())
-    print_summary(
-        produced=produced,
-        output=output,
-        expected=expected,
-        took=took,
-        topology=str(topology.describe()),
-        bootstrap=bootstrap,
-        state_dir=state_dir,
-        committed_total=committed_total,
-    )
-    ok = complete and closed and final_state is State.NOT_RUNNING and committed_total == produced
-    say(
-        f"{'OK' if ok else 'FAILED'}: closed cleanly={closed}, final state {final_state.value}, "
-        f"total {time.monotonic() - started:.1f}s"
-    )
+            admin.create_topics([TopicSpec(t, PARTITIONS) for t in topics] + [TopicSpec(DLQ_TOPIC, 1)])
+        try:
+            with dagster(bootstrap, state_dir, find_free_port()) as (ui, procs):
+                _wait(lambda: _get(f"{ui}/server_info")[0] == 200, "Dagster webserver", DEADLINE_S, procs)
+                say(f"Dagster webserver and daemon up on the code location dagster_defs: {ui}")
+                t0 = time.monotonic()
+                run_id = materialize(ui)
+                status = launcher.status(APP)
+                endpoints = status.endpoints
+                say(
+                    f"materialized {APP} in {time.monotonic() - t0:.1f}s (run {run_id}): "
+                    f"{len(endpoints)} worker processes RUNNING (pids {[w.pid for w in status.alive]})"
+                )
+                t0 = time.monotonic()
+                produced = produce_orders(bootstrap, orders)
+                say(f"produced {produced:,} orders to '{ORDERS_TOPIC}' in {time.monotonic() - t0:.2f}s")
+                output = read_outputs(bootstrap, expected, time.monotonic() + DEADLINE_S)
+                took = time.monotonic() - t0
+                complete = all(len(output[t]) == n for t, n in expected.items())
+                customer = per_customer.most_common(1)[0][0]
+                url, answer = _wait(
+                    lambda: _counted(endpoints, customer, per_customer[customer]), "query", 30
+                )
+                _print_summary(
+                    ui, run_id, endpoints, output, expected, took, url, answer, per_customer[customer]
+                )
+                ok = complete and answer.get("value") == per_customer[customer]
+                if keep_running:
+                    say("--keep-running: everything stays up; press Ctrl-C to stop")
+                    with contextlib.suppress(KeyboardInterrupt):
+                        while all(p.poll() is None for p in procs):
+                            time.sleep(1)
+        finally:
+            stopped = launcher.stop(APP)  # after Dagster is down: its sensor would restart them
+            say(f"stopped the workers ({len(stopped.alive)} still alive)")
+    say(f"{'OK' if ok else 'FAILED'}: total {time.monotonic() - started:.1f}s")
     return 0 if ok else 1
 
 
-def print_summary(
-    *,
-    produced: int,
+def _counted(endpoints: list[str], customer: str, want: int) -> tuple[str, Any] | None:
+    """The query's answer once the count reached ``want`` (commits and caches lag a little)."""
+    url, answer = query_count(endpoints, customer)
+    return (url, answer) if answer.get("value") == want else None
+
+
+def _print_summary(
+    ui: str,
+    run_id: str,
+    endpoints: list[str],
     output: Output,
     expected: dict[str, int],
     took: float,
-    topology: str,
-    bootstrap: str,
-    state_dir: Path,
-    committed_total: int,
+    query_url: str,
+    answer: Any,
+    want: int,
 ) -> None:
-    big = output[BIG_ORDERS_TOPIC]
-    by_customer = output[ORDERS_BY_CUSTOMER_TOPIC]
-    # Repartitioning by customer must put every customer's orders on one partition.
-    partitions_per_customer = {k: len(ps) for k, ps in _partitions_by_key(by_customer).items()}
-    one_partition = all(n == 1 for n in partitions_per_customer.values())
-    tiers = Counter(orjson.loads(v or b"{}").get("tier") for _p, _k, v in big)
     print()
-    print("=== platform_streams demo: examples/orders_app.py ===")
-    print(topology.rstrip())
+    print("=== platform_streams demo: Dagster + examples/orders_app.py on an embedded broker ===")
+    for topic, count in expected.items():
+        print(f"records out: {len(output[topic]):,} / {count:,} expected on '{topic}'")
+    print(f"processing : output complete {took:.2f}s after producing")
+    print(f"Dagster UI : {ui}/asset-groups/{APP}   (run: {ui}/runs/{run_id})")
+    print(f"metrics    : {endpoints[0]}/metrics")
+    print(f"worker state: {endpoints[0]}/state")
+    print(f"query      : curl {query_url}")
+    print(f"             -> {json.dumps(answer)[:200]}  (expected count {want})")
+    big = output[BIG_ORDERS_TOPIC][:1]
+    for partition, key, value in big:
+        print(
+            f"sample     : {BIG_ORDERS_TOPIC}[{partition}] {(key or b'').decode()} -> "
+            f"{(value or b'').decode()}"
+        )
     print()
-    print(f"records in : {produced:,} orders on '{ORDERS_TOPIC}'")
-    for topic, want in expected.items():
-        print(f"records out: {len(output[topic]):,} / {want:,} expected on '{topic}'")
-    rate = (produced / took) if took > 0 else 0.0
-    print(f"processing : output complete {took:.2f}s after RUNNING (~{rate:,.0f} input records/s)")
-    print(f"big orders : {dict(sorted(tiers.items(), key=str))}")
-    print(
-        f"by customer: {len(partitions_per_customer)} customers, each on exactly one partition: "
-        f"{'yes' if one_partition else 'NO'}"
-    )
-    print(f"committed  : input offsets {committed_total:,} / {produced:,} (group '{APPLICATION_ID}')")
-    print("sample output:")
-    for topic, records in ((BIG_ORDERS_TOPIC, big), (ORDERS_BY_CUSTOMER_TOPIC, by_customer)):
-        for partition, key, value in records[:2]:
-            print(f"  {topic}[{partition}] {(key or b'').decode()} -> {(value or b'').decode()}")
-    print("where to look:")
-    print(f"  broker     : {bootstrap} (embedded Tansu, in memory; gone when the demo exits)")
-    print(f"  state dir  : {state_dir} (empty: this topology is stateless)")
-    print("  the app    : examples/orders_app.py, config examples/orders.yaml")
-    topics = ", ".join((ORDERS_TOPIC, BIG_ORDERS_TOPIC, ORDERS_BY_CUSTOMER_TOPIC))
-    print(f"  run it     : on a broker with the topics {topics}:")
-    print("               platform-streams run examples.orders_app:topology --config examples/orders.yaml \\")
-    print("                   --set bootstrap.servers=HOST:PORT")
-    print()
-
-
-def _partitions_by_key(records: list[tuple[int, bytes | None, bytes | None]]) -> dict[bytes | None, set[int]]:
-    out: dict[bytes | None, set[int]] = {}
-    for partition, key, _value in records:
-        out.setdefault(key, set()).add(partition)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--orders", type=int, default=10_000, help="sample orders to produce (default 10000)")
     parser.add_argument("--state-dir", type=Path, default=Path("state/demo"), help="default ./state/demo")
+    parser.add_argument("--keep-running", action="store_true", help="leave everything up until Ctrl-C")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        return run_demo(args.orders, args.state_dir.resolve())
-    except StreamsError as exc:
+        return run_demo(args.orders, args.state_dir.resolve(), args.keep_running)
+    except (StreamsError, DemoError) as exc:
         say(f"FAILED: {type(exc).__name__}: {exc}")
         return 1
 

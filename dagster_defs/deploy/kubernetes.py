@@ -24,7 +24,14 @@ from typing import Any, Protocol
 
 import yaml
 
-from dagster_defs.deploy.base import DeploymentRecord, DeploymentRequest, DeploymentStatus, EnsureResult, WorkerRecord
+from dagster_defs.deploy.base import (
+    DeploymentRecord,
+    DeploymentRequest,
+    DeploymentStatus,
+    EnsureAction,
+    EnsureResult,
+    WorkerRecord,
+)
 
 __all__ = ["CommandRunner", "HelmLauncher", "SubprocessRunner"]
 
@@ -43,7 +50,9 @@ class SubprocessRunner:
     def __call__(self, command: Sequence[str]) -> str:
         done = subprocess.run(list(command), capture_output=True, text=True, check=False, timeout=600)
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command[:3])} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+            raise RuntimeError(
+                f"{' '.join(command[:3])} failed ({done.returncode}): {done.stderr.strip()[-2000:]}"
+            )
         return done.stdout
 
 
@@ -78,7 +87,9 @@ class HelmLauncher:
 
     def render_values(self, request: DeploymentRequest) -> dict[str, Any]:
         """The chart values for ``request`` (no secrets: they come from existing Secrets)."""
-        repository, _, tag = self.image.rpartition(":") if ":" in self.image.split("/")[-1] else (self.image, "", "")
+        repository, _, tag = (
+            self.image.rpartition(":") if ":" in self.image.split("/")[-1] else (self.image, "", "")
+        )
         settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in request.settings.items()}
         settings.pop("state_dir", None)  # the chart mounts the volume there
         return {
@@ -111,8 +122,21 @@ class HelmLauncher:
             return EnsureResult("unchanged", record, "rendered values are unchanged")
         values_path.write_text(yaml.safe_dump(values, sort_keys=True))
         release = self.release(request.name)
-        self._run(["helm", "upgrade", "--install", release, self.chart, "--values", str(values_path), *self._scope()])
-        action = "started" if previous is None else ("rolled" if _fingerprint(previous) != request.fingerprint else "scaled")
+        self._run(
+            [
+                "helm",
+                "upgrade",
+                "--install",
+                release,
+                self.chart,
+                "--values",
+                str(values_path),
+                *self._scope(),
+            ]
+        )
+        action: EnsureAction = "started"
+        if previous is not None:
+            action = "rolled" if _fingerprint(previous) != request.fingerprint else "scaled"
         return EnsureResult(action, record, "helm upgrade --install" + (" (dry run)" if self.dry_run else ""))
 
     def status(self, name: str) -> DeploymentStatus:
@@ -126,7 +150,9 @@ class HelmLauncher:
         record.workers = [WorkerRecord(i, f"{self.release(name)}-{i}") for i in range(replicas)]
         if self.dry_run:
             return DeploymentStatus(record, alive=list(record.workers))
-        out = self._run(["kubectl", "get", "statefulset", self.release(name), "-o", "json", *self._scope("--context")])
+        out = self._run(
+            ["kubectl", "get", "statefulset", self.release(name), "-o", "json", *self._scope("--context")]
+        )
         ready = int(json.loads(out or "{}").get("status", {}).get("readyReplicas", 0) or 0)
         return DeploymentStatus(record, alive=record.workers[:ready], dead=record.workers[ready:])
 

@@ -175,7 +175,9 @@ class LocalProcessLauncher:
                 return self._start_fresh(request, "rolled", why, found)
             if found.dead or len(found.alive) != request.workers:
                 return self._reconcile(request, record, found)
-            return EnsureResult("unchanged", record, f"{len(found.alive)} workers run fingerprint {record.fingerprint}")
+            return EnsureResult(
+                "unchanged", record, f"{len(found.alive)} workers run fingerprint {record.fingerprint}"
+            )
 
     def scale(self, request: DeploymentRequest, workers: int) -> EnsureResult:
         """Run ``workers`` workers from now on (kept by later materializations)."""
@@ -257,7 +259,9 @@ class LocalProcessLauncher:
     def _write_settings(self, request: DeploymentRequest) -> Path:
         path = self.app_dir(request.name) / "streams.yaml"
         settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in request.settings.items()}
-        path.write_text("# written by the Dagster code location (dagster_defs); do not edit\n" + yaml.safe_dump(settings))
+        path.write_text(
+            "# written by the Dagster code location (dagster_defs); do not edit\n" + yaml.safe_dump(settings)
+        )
         return path
 
     def _spawn(self, request: DeploymentRequest, config_path: Path, index: int) -> WorkerRecord:
@@ -308,8 +312,8 @@ class LocalProcessLauncher:
             for worker in list(waiting):
                 if not _pid_alive(worker.pid, f"client_id={worker.client_id}"):
                     raise LaunchError(
-                        f"worker {worker.client_id} exited while starting; its log ({worker.log_path}) ends:\n"
-                        + _log_tail(worker.log_path)
+                        f"worker {worker.client_id} exited while starting; its log ({worker.log_path}) "
+                        "ends:\n" + _log_tail(worker.log_path)
                     )
                 if self.client(worker).ready():
                     waiting.remove(worker)

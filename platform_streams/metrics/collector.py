@@ -90,7 +90,18 @@ class StreamsCollector(Collector):
         self._client(fams, metrics)
         for recorder in list(metrics.threads.values()):
             self._thread(fams, recorder)
+        self._standbys(fams, streams)
         yield from fams.families.values()
+
+    @staticmethod
+    def _standbys(fams: _Families, streams: Any) -> None:
+        """Standby tasks live on the client's standby updater thread, not on a worker."""
+        updater = getattr(getattr(streams, "membership", None), "standbys", None)
+        if updater is None:
+            return
+        thread = f"{streams.config.effective_client_id}-standby"
+        for task_id, task in list(updater.tasks.items()):
+            fams.add("kafka_streams_task_update", [thread, str(task_id)], task.applied)
 
     @staticmethod
     def _client(fams: _Families, metrics: StreamsMetrics) -> None:

@@ -12,7 +12,8 @@ internal topic and reads everybody's:
 * key: the instance's ``application_server``; value: JSON with its client id, state,
   active and standby task ids and store names; a tombstone on clean close;
 * written on every worker state change (rebalance start and end, restore start), under a
-  lock so an instance's records are in the order its state changed;
+  lock so an instance's records are in the order its state changed, and again every
+  :data:`REPUBLISH_S` seconds when it changed (standby tasks come and go on their own);
 * read by a background consumer from the beginning, without a group.
 
 Conflicts -- two instances claiming a task around a rebalance, or a killed instance that
@@ -43,11 +44,13 @@ from platform_streams.kafka import (
 )
 from platform_streams.query.metadata import HostInfo, StreamsMetadata
 
-__all__ = ["METADATA_TOPIC_SUFFIX", "InstanceDirectory", "InstanceSnapshot", "metadata_topic"]
+__all__ = ["METADATA_TOPIC_SUFFIX", "REPUBLISH_S", "InstanceDirectory", "InstanceSnapshot", "metadata_topic"]
 
 log = logging.getLogger(__name__)
 
 METADATA_TOPIC_SUFFIX = "-metadata"
+#: how often an instance checks whether its published view is still current
+REPUBLISH_S = 2.0
 _VERSION = 1
 
 
@@ -115,6 +118,8 @@ class InstanceDirectory:
         self._caught_up = threading.Event()
         self._producer: Any = None
         self._reader: threading.Thread | None = None
+        self._snapshot: Callable[[], InstanceSnapshot] | None = None
+        self._published: InstanceSnapshot | None = None
         self._base: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers, **config.client_config}
 
     # ------------------------------------------------------------------ lifecycle
@@ -159,10 +164,23 @@ class InstanceDirectory:
         """Publish ``snapshot()``, taken under the publish lock so records follow state order."""
         if self._producer is None:
             return
+        self._snapshot = snapshot
         with self._publish_lock:
             producer = self._producer
             if producer is not None:
-                self._produce_with(producer, snapshot())
+                self._published = snapshot()
+                self._produce_with(producer, self._published)
+
+    def _republish_if_changed(self) -> None:
+        snapshot = self._snapshot
+        if snapshot is None:
+            return
+        with self._publish_lock:
+            producer = self._producer
+            current = snapshot()
+            if producer is not None and current != self._published:
+                self._published = current
+                self._produce_with(producer, current)
 
     def _produce_with(self, producer: Any, snapshot: InstanceSnapshot | None) -> None:
         value = snapshot.to_json(self.host) if snapshot is not None else None
@@ -188,7 +206,11 @@ class InstanceDirectory:
         )
         try:
             consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+            next_check = time.monotonic() + REPUBLISH_S
             while not self._stop.is_set():
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + REPUBLISH_S
+                    self._republish_if_changed()
                 msg = consumer.poll(0.1)
                 if msg is None:
                     continue

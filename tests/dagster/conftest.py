@@ -16,10 +16,11 @@ import pytest
 
 pytest.importorskip("dagster")
 
-from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeploymentResource  # noqa: E402
-from platform_streams.kafka import KafkaAdmin  # noqa: E402
-from tests.dagster.support import PARTITIONS  # noqa: E402
-from tests.support.kafka import new_topic  # noqa: E402
+from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeploymentResource
+from platform_streams.kafka import KafkaAdmin
+from tests.dagster.support import PARTITIONS
+from tests.support.kafka import new_topic
+
 
 @pytest.fixture
 def orders_topics(admin: KafkaAdmin) -> dict[str, str]:
@@ -39,7 +40,9 @@ def app_id() -> str:
 
 @pytest.fixture
 def resources(bootstrap_servers: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    deployment = StreamsDeploymentResource(root_dir=str(tmp_path / "deploy"), start_timeout_s=60, stop_timeout_s=30)
+    deployment = StreamsDeploymentResource(
+        root_dir=str(tmp_path / "deploy"), start_timeout_s=60, stop_timeout_s=30
+    )
     made = {
         "kafka": KafkaResource(bootstrap_servers=bootstrap_servers),
         "streams_deployment": deployment,

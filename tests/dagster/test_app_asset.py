@@ -55,7 +55,9 @@ def test_materialize_deploys_then_noop_then_rolls(
     assert again["fingerprint"] == first["fingerprint"]
 
     # The sensor: observations of the app and its output topics, and every check's result.
-    sensor = dg.Definitions.merge(defs, dg.Definitions(resources=resources)).resolve_sensor_def("orders_test_health")
+    sensor = dg.Definitions.merge(defs, dg.Definitions(resources=resources)).resolve_sensor_def(
+        "orders_test_health"
+    )
     with dg.instance_for_test() as instance:
         result = sensor(dg.build_sensor_context(instance=instance, resources=resources))
     assert isinstance(result, dg.SensorResult)
@@ -64,11 +66,20 @@ def test_materialize_deploys_then_noop_then_rolls(
     app_obs = next(o for o in observations if o.asset_key == dg.AssetKey(["orders_test"]))
     assert app_obs.metadata["workers_alive"].value == 1
     assert app_obs.metadata["processed_total"].value >= 20
-    topic_obs = {o.asset_key.path[-1]: o.metadata["records"].value for o in observations if o.asset_key.path[0] == "kafka"}
+    topic_obs = {
+        o.asset_key.path[-1]: o.metadata["records"].value
+        for o in observations
+        if o.asset_key.path[0] == "kafka"
+    }
     assert topic_obs[orders_topics["big_orders_topic"].replace("-", "_")] == 20
     assert checks["workers_running"].passed, checks["workers_running"].description
     assert checks["internal_topics_valid"].passed, checks["internal_topics_valid"].description
-    assert set(checks) == {"workers_running", "consumer_lag", "dead_letter_not_growing", "internal_topics_valid"}
+    assert set(checks) == {
+        "workers_running",
+        "consumer_lag",
+        "dead_letter_not_growing",
+        "internal_topics_valid",
+    }
     assert not result.run_requests
 
     # A changed topology (another threshold) gets a new fingerprint: the workers are replaced.
@@ -78,7 +89,9 @@ def test_materialize_deploys_then_noop_then_rolls(
     assert rolled["action"] == "rolled"
     assert rolled["fingerprint"] != first["fingerprint"]
     assert set(rolled["worker_pids"]).isdisjoint(first["worker_pids"])
-    produce(bootstrap_servers, orders_topics["orders_topic"], _orders(100, 10, 150.0) + _orders(200, 5, 2000.0))
+    produce(
+        bootstrap_servers, orders_topics["orders_topic"], _orders(100, 10, 150.0) + _orders(200, 5, 2000.0)
+    )
     by_customer = consume_all(bootstrap_servers, orders_topics["by_customer_topic"], 35, timeout_s=20)
     assert len(by_customer) == 35  # the new workers process on from the committed offsets
     big = consume_all(bootstrap_servers, orders_topics["big_orders_topic"], 25, timeout_s=10)
@@ -100,7 +113,9 @@ def test_sensor_requests_rematerialization_when_workers_died(
     deadline = time.monotonic() + 10
     while launcher.status("orders_test").alive and time.monotonic() < deadline:
         time.sleep(0.05)
-    sensor = dg.Definitions.merge(defs, dg.Definitions(resources=resources)).resolve_sensor_def("orders_test_health")
+    sensor = dg.Definitions.merge(defs, dg.Definitions(resources=resources)).resolve_sensor_def(
+        "orders_test_health"
+    )
     with dg.instance_for_test() as instance:
         result = sensor(dg.build_sensor_context(instance=instance, resources=resources))
     assert isinstance(result, dg.SensorResult)

@@ -59,7 +59,11 @@ def test_lag_check_fails_above_threshold_and_passes_below(
 
 
 def test_reset_job_dry_run_then_real(
-    orders_topics: dict[str, str], app_id: str, resources: dict[str, Any], admin: KafkaAdmin, bootstrap_servers: str
+    orders_topics: dict[str, str],
+    app_id: str,
+    resources: dict[str, Any],
+    admin: KafkaAdmin,
+    bootstrap_servers: str,
 ) -> None:
     produce(bootstrap_servers, orders_topics["orders_topic"], _orders(8))
     app = resolve_app(orders_spec(orders_topics, app_id))
@@ -82,16 +86,21 @@ def test_reset_job_dry_run_then_real(
     done = real.output_for_node("orders_test_reset_op")
     assert done["dry_run"] is False and done["scenario"] == "to-latest"
     assert repartition not in admin.list_topics()
-    committed = admin.committed_offsets(app_id, [(orders_topics["orders_topic"], p) for p in range(PARTITIONS)])
+    committed = admin.committed_offsets(
+        app_id, [(orders_topics["orders_topic"], p) for p in range(PARTITIONS)]
+    )
     assert sum(o or 0 for o in committed.values()) == 8
 
     # A wrong value is refused before the run, naming the field.
     with pytest.raises(dg.DagsterInvalidConfigError, match="scenario"):
-        job.execute_in_process(run_config={"ops": {"orders_test_reset_op": {"config": {"scenario": "to-nowhere"}}}})
+        job.execute_in_process(
+            run_config={"ops": {"orders_test_reset_op": {"config": {"scenario": "to-nowhere"}}}}
+        )
 
 
 def test_compaction_job_writes_snapshots(
-    orders_topics: dict[str, str], app_id: str, resources: dict[str, Any], admin: KafkaAdmin, bootstrap_servers: str,
+    orders_topics: dict[str, str], app_id: str, resources: dict[str, Any], admin: KafkaAdmin,
+    bootstrap_servers: str,
     tmp_path: Path,
 ) -> None:  # fmt: skip
     pytest.importorskip("pyspark")
@@ -110,7 +119,11 @@ def test_compaction_job_writes_snapshots(
             run_config={
                 "ops": {
                     "orders_test_compact_store_op": {
-                        "config": {"store": "orders-per-customer", "snapshots": str(snapshots), "parquet": False}
+                        "config": {
+                            "store": "orders-per-customer",
+                            "snapshots": str(snapshots),
+                            "parquet": False,
+                        }
                     }
                 }
             }

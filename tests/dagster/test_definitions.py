@@ -55,7 +55,8 @@ def test_code_location_loads_and_validates() -> None:
     assert app.code_version == resolve_app({**SPEC, "name": "orders_app", "streams": {
         "application_id": "orders-app", "commit_interval_ms": 1000, "session_timeout_ms": 6000,
         "heartbeat_interval_ms": 500, "max_poll_interval_ms": 10000,
-        "deserialization_exception_handler": "log_and_continue", "errors_dead_letter_queue_topic_name": "orders-dlq",
+        "deserialization_exception_handler": "log_and_continue",
+        "errors_dead_letter_queue_topic_name": "orders-dlq",
     }, "app_config": {"big_order_amount": 100}}).fingerprint  # fmt: skip
     assert app.parent_keys == {dg.AssetKey(["kafka", "orders"])}
     store = repo.asset_graph.get(dg.AssetKey(["orders_app", "stores", "orders_per_customer"]))
@@ -108,13 +109,20 @@ def test_wrong_specs_name_the_field() -> None:
         resolve_app({**SPEC, "app": "nope"})
     job = _bound(build_stream_app_defs(SPEC)).resolve_job_def("shop_compact_store")
     with pytest.raises(dg.DagsterInvalidConfigError, match="store"):
-        job.execute_in_process(run_config={"ops": {"shop_compact_store_op": {"config": {"store": "no-such-store"}}}})
+        job.execute_in_process(
+            run_config={"ops": {"shop_compact_store_op": {"config": {"store": "no-such-store"}}}}
+        )
 
 
 def test_helm_launcher_renders_values_and_commands(tmp_path: Path) -> None:
     app = resolve_app(SPEC)
     calls: list[list[str]] = []
-    launcher = HelmLauncher(tmp_path, namespace="streams", image="registry.local/ps:1.2", runner=lambda c: calls.append(list(c)) or "")
+    launcher = HelmLauncher(
+        tmp_path,
+        namespace="streams",
+        image="registry.local/ps:1.2",
+        runner=lambda c: calls.append(list(c)) or "",
+    )
     request: DeploymentRequest = app.deployment_request({"bootstrap_servers": "kafka:9092"}, {}, workers=3)
     first = launcher.ensure(request)
     assert first.action == "started"

@@ -140,13 +140,16 @@ def _screenshot(url: str, png: Path, expected: list[str], tmp_path: Path) -> str
 
     chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium or not driver_path:
-        pytest.skip("Debian chromium and chromium-driver are needed (apt-get install chromium chromium-driver)")
+        pytest.skip(
+            "Debian chromium and chromium-driver are needed (apt-get install chromium chromium-driver)"
+        )
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for flag in (
         "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage", "--window-size=1700,1250", f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--disable-dev-shm-usage", "--window-size=1700,1250",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
     ):  # fmt: skip
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
@@ -179,7 +182,13 @@ def test_webserver_materializes_and_shows_the_asset_graph(
     webserver: tuple[str, subprocess.Popen[bytes], Path, dict[str, str]], tmp_path: Path
 ) -> None:
     base, proc, log, topics = webserver
-    _wait(lambda: urllib.request.urlopen(f"{base}/server_info", timeout=2).status == 200, "webserver", 90, proc, log)
+    _wait(
+        lambda: urllib.request.urlopen(f"{base}/server_info", timeout=2).status == 200,
+        "webserver",
+        90,
+        proc,
+        log,
+    )
 
     keys = {tuple(n["assetKey"]["path"]) for n in _graphql(base, ASSET_KEYS)["assetNodes"]}
     store_key = (APP, "stores", "orders_per_customer")

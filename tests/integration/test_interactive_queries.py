@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from platform_streams import KafkaStreams, State
 from platform_streams.errors import InvalidStateStoreError
@@ -203,3 +204,71 @@ def test_queries_during_restoration(bootstrap_servers: str, admin: KafkaAdmin, t
         listener.release.set()
         assert streams.close(timeout_s=30)
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_standby_reads(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path) -> None:
+    """Two clients with one standby replica: each answers for the other's partitions from its standbys."""
+    source = new_topic(admin, PARTITIONS, "in")
+    records = _records(200)
+    expected = dict(Counter(k for k, _ in records))
+    produce(bootstrap_servers, source, records)
+    # addresses only for the metadata (no HTTP endpoint needed here)
+    first_config = app_config(
+        bootstrap_servers, tmp_path / "a", num_standby_replicas=1, application_server="first:1"
+    )
+    second_config = app_config(
+        bootstrap_servers,
+        tmp_path / "b",
+        app_id=first_config.application_id,
+        num_standby_replicas=1,
+        application_server="second:2",
+    )
+    with running_app(count_app(source), first_config) as first, running_app(count_app(source), second_config):
+        wait_until(
+            lambda: (
+                len(first.local_standby_tasks()) == 2
+                and sorted(
+                    first.local_standby_tasks()
+                    + [t for w in first.metadata_for_local_threads() for t in w["active_tasks"]]
+                )
+                == [f"0_{p}" for p in range(PARTITIONS)]
+            ),
+            60,
+            "the first client keeps standbys of the second's two tasks",
+        )
+        standby_partitions = {int(t.split("_")[1]) for t in first.local_standby_tasks()}
+        # new input after the standbys opened (they may have started from a fresh checkpoint)
+        more = _records(200)
+        produce(bootstrap_servers, source, more)
+        expected = dict(Counter(k for k, _ in records + more))
+        request = (
+            StateQueryRequest.in_store(STORE)
+            .with_query(RangeQuery.with_no_bounds())
+            .with_partitions(standby_partitions)
+        )
+
+        wanted = {k: v for k, v in expected.items() if _partition_of(k) in standby_partitions}
+        wait_until(lambda: _all_rows(first.query(request)) == wanted, 30, "the standbys applied the counts")
+        answers = first.query(request).partition_results
+        assert all(answers[p].is_success() and answers[p].position.is_empty() for p in standby_partitions)
+        active_only = first.query(request.require_active()).partition_results
+        assert {active_only[p].failure_reason for p in standby_partitions} == {FailureReason.NOT_ACTIVE}
+        key = next(k for k in expected if _partition_of(k) in standby_partitions)
+
+        def standby_published() -> bool:
+            meta = first.query_metadata_for_key(STORE, key)
+            return meta.active_host == HostInfo("second", 2) and meta.standby_hosts == {HostInfo("first", 1)}
+
+        wait_until(standby_published, 20, "the metadata names the second as owner, the first as standby")
+        body, _ = first.metrics.render()
+        updates = {
+            s.labels["task_id"]: s.value
+            for family in text_string_to_metric_families(body.decode())
+            if family.name == "kafka_streams_task_update"
+            for s in family.samples
+        }
+        assert sorted(updates) == sorted(first.local_standby_tasks()) and all(v > 0 for v in updates.values())
+
+
+def _partition_of(key: str) -> int:
+    return default_partition(String().serialize(key) or b"", PARTITIONS)
