@@ -208,8 +208,15 @@ def run_raw_confluent(workload: Workload, spec: RunSpec, timer: Timer) -> None:
     commit_every = config.commit_interval_ms / 1000
     next_commit = time.monotonic() + commit_every
     consumed = 0
+    consume, poll_one = consumer.consume, consumer.poll
     while consumed < spec.records:
-        for msg in consumer.consume(5000, 0.1):
+        # what is ready now; when nothing is, wait for the first record only: consume(n, t)
+        # would wait the whole timeout for n records (the worker polls the same way)
+        batch = consume(5000, 0)
+        if not batch:
+            first = poll_one(0.1)
+            batch = [] if first is None else [first]
+        for msg in batch:
             if msg.error() is not None:
                 continue
             key, value = msg.key(), loads(msg.value() or b"null")
