@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.parse
+import urllib.request
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -70,6 +71,20 @@ def test_a_key_owned_by_the_other_process_is_answered_through_forwarding(
                 forwarded += 1
                 assert headers.get("X-Forwarded-To") == second.address
         assert 0 < forwarded < len(expected), forwarded
+
+        # every process serves its own metrics, on its own port
+        processed: dict[str, float] = {}
+        for url in (url_a, url_b):
+            request = urllib.request.Request(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                text = response.read().decode()
+            lines = [
+                line for line in text.splitlines() if line.startswith("kafka_streams_thread_process_total")
+            ]
+            assert len(lines) == 1
+            client = lines[0].split('client_id="', 1)[1].split('"', 1)[0]
+            processed[client] = float(lines[0].rsplit(" ", 1)[1])
+        assert len(processed) == 2 and sum(processed.values()) >= len(records)  # at-least-once
 
         # the other way round, and errors survive the hop
         status, _, body = http_get(f"{url_b}/stores/counts/keys/nobody", token)

@@ -1,0 +1,124 @@
+"""Crashes: state stays exact after SIGKILL at random points, under both guarantees.
+
+The counting app (``eos_runner.py``, cache off) runs in a subprocess with static
+membership and its own state directory, and is killed with SIGKILL five times while 20,000
+records flow in; after the last restart has processed everything, the last count per key
+must equal the number of inputs of that key. That needs: input offsets committed only
+with (EOS) or after (ALOS) the records and changelog records they cover, a checkpoint only
+for state that is on disk and committed, and a restore that skips changelog records
+written for input that was not committed (the ``__ps_src`` header) -- on a broker that
+does not abort a dead producer's transaction (Tansu) such records are there.
+
+Duplicate *output* after a SIGKILL is only impossible when the broker aborts the dead
+transaction (Apache Kafka): that assertion is guarded by a capability probe.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from platform_streams.kafka import KafkaAdmin, create_producer
+from platform_streams.processor.source_position import SOURCE_HEADER
+from tests.integration.eos_support import (
+    Feeder,
+    Runner,
+    broker_aborts_dead_transactions,
+    committed_all,
+    duplicate_updates,
+    final_counts,
+    inputs,
+    new_app_id,
+    read_output,
+    runners,
+    updates_per_key,
+)
+from tests.integration.support_apps import wait_until
+from tests.support.kafka import new_topic, produce
+
+pytestmark = pytest.mark.broker
+
+PARTITIONS = 4
+KEYS = 50
+TOTAL = 20_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
+def test_sigkill_at_random_points_keeps_state_exact(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
+) -> None:
+    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
+    app_id = new_app_id(f"crash-{guarantee[:3]}")
+    args = {
+        "bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "output": sink,
+        "state_dir": tmp_path / "state", "guarantee": guarantee, "instance_id": "member-a",
+        "commit_interval_ms": 200 if guarantee == "at_least_once" else None, "delay_us": 30,
+    }
+    feeder = Feeder(bootstrap_servers, source, TOTAL, KEYS, chunk=400, pause_s=0.8).start()
+    rng = random.Random(guarantee)
+    progress = []
+    with runners() as started:
+        for attempt in range(5):
+            runner = Runner(tmp_path / f"run-{attempt}.log", **args)
+            started.append(runner)
+            runner.expect("RUNNING", 60)
+            time.sleep(rng.uniform(0.3, 3.0))
+            runner.kill()
+            committed = admin.committed_offsets(app_id, [(source, p) for p in range(PARTITIONS)])
+            progress.append(sum(o or 0 for o in committed.values()))
+        expected = feeder.join()
+        assert sum(expected.values()) == TOTAL
+        assert 0 < progress[0] < TOTAL and progress[-1] < TOTAL + 1, f"kills should land mid-stream: {progress}"
+        assert len(set(progress)) > 2, f"the killed instances should have made progress: {progress}"
+        last = Runner(tmp_path / "run-last.log", **args)
+        started.append(last)
+        last.expect("RUNNING", 60)
+        wait_until(lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers), 90,
+                   "the last instance committed every input")
+        assert last.terminate() == 0
+    updates = updates_per_key(read_output(bootstrap_servers, sink, PARTITIONS, committed_only=True))
+    counts = final_counts(updates)
+    wrong = {k: (counts.get(k), n) for k, n in expected.items() if counts.get(k) != n}
+    assert not wrong, f"final count != inputs for {len(wrong)} keys, e.g. {list(wrong.items())[:5]}"
+    if guarantee == "exactly_once_v2" and broker_aborts_dead_transactions(bootstrap_servers, admin):
+        # Apache Kafka aborts what a killed producer left open: no update is ever seen twice
+        assert not duplicate_updates(updates, expected)
+
+
+def test_changelog_records_for_uncommitted_input_are_not_restored(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """What a leaked transaction leaves behind (a changelog record written for input beyond the
+    committed offsets) is skipped by the restore: the state stays that of the committed input."""
+    source, sink = new_topic(admin, 1, "in"), new_topic(admin, 1, "out")
+    app_id = new_app_id("leak")
+    args = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "output": sink,
+            "state_dir": tmp_path / "state", "guarantee": "exactly_once_v2", "instance_id": "leak-a"}
+    produce(bootstrap_servers, source, inputs(0, 100, 5))
+    with runners() as started:
+        first = Runner(tmp_path / "first.log", **args)
+        started.append(first)
+        first.expect("RUNNING", 60)
+        wait_until(lambda: committed_all(admin, app_id, source, 1, bootstrap_servers), 30, "100 inputs committed")
+        assert first.terminate() == 0
+        # a record as a dead producer's open transaction would leave it: written for input offset
+        # 100, which nobody committed (on Tansu it becomes visible to read_committed readers too)
+        leak = create_producer({"bootstrap.servers": bootstrap_servers})
+        leak.produce(f"{app_id}-counts-changelog", b"\x00" * 8, b"k0", partition=0,
+                     headers=[(SOURCE_HEADER, b"100")])
+        assert leak.flush(10) == 0
+        for checkpoint in (tmp_path / "state").rglob(".checkpoint"):
+            checkpoint.unlink()  # force a full restore, through the leaked record
+        produce(bootstrap_servers, source, inputs(100, 5, 5))
+        second = Runner(tmp_path / "second.log", **args)
+        started.append(second)
+        second.expect("RUNNING", 60)
+        wait_until(lambda: committed_all(admin, app_id, source, 1, bootstrap_servers), 30, "105 inputs committed")
+        assert second.terminate() == 0
+    updates = updates_per_key(read_output(bootstrap_servers, sink, 1, committed_only=True))
+    assert final_counts(updates) == {f"k{i}": 21 for i in range(5)}
+    assert updates["k0"][-1] == 21, "the leaked value must not have been restored"

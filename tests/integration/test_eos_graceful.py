@@ -1,0 +1,82 @@
+"""Graceful failures under exactly_once_v2: no update is ever seen twice, none is missing.
+
+While 12,000 records flow into the counting app: the instance is restarted with SIGTERM
+several times, a second instance joins and later leaves (two rebalances that move tasks
+both ways), and one record makes processing fail once (the worker dies, its transaction
+is aborted, the uncaught-exception handler replaces it and the input is read again from
+the committed offsets). A read_committed consumer of the output must then see, for every
+key, the values 1, 2, ..., n exactly once each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from platform_streams.kafka import KafkaAdmin
+from tests.integration.eos_support import (
+    Feeder,
+    Runner,
+    committed_all,
+    duplicate_updates,
+    final_counts,
+    new_app_id,
+    read_output,
+    runners,
+    updates_per_key,
+)
+from tests.integration.support_apps import wait_until
+from tests.support.kafka import new_topic
+
+pytestmark = pytest.mark.broker
+
+PARTITIONS = 4
+KEYS = 40
+TOTAL = 12_000
+
+
+def _committed(admin: KafkaAdmin, app_id: str, topic: str) -> int:
+    return sum(o or 0 for o in admin.committed_offsets(app_id, [(topic, p) for p in range(PARTITIONS)]).values())
+
+
+@pytest.mark.slow
+def test_sigterm_restarts_rebalances_and_an_aborted_transaction_leave_no_duplicates(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
+    app_id = new_app_id("graceful")
+    marker = tmp_path / "failed-once"
+    common = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "output": sink,
+              "guarantee": "exactly_once_v2", "delay_us": 50, "fail_on": "v7000", "fail_marker": marker}
+    a = {**common, "state_dir": tmp_path / "a", "instance_id": "a"}
+    b = {**common, "state_dir": tmp_path / "b", "instance_id": "b"}
+    feeder = Feeder(bootstrap_servers, source, TOTAL, KEYS, chunk=150, pause_s=0.5).start()
+    with runners() as started:
+        for restart in range(3):  # SIGTERM mid-stream: each close commits, the next run goes on
+            runner = Runner(tmp_path / f"a-{restart}.log", **a)
+            started.append(runner)
+            runner.expect("RUNNING", 60)
+            before = _committed(admin, app_id, source)
+            wait_until(lambda b0=before: _committed(admin, app_id, source) > b0, 30, "progress")  # type: ignore[misc]
+            assert runner.terminate() == 0
+        first = Runner(tmp_path / "a-last.log", **a)
+        started.append(first)
+        first.expect("RUNNING", 60)
+        second = Runner(tmp_path / "b.log", **b)  # joins: tasks move to it
+        started.append(second)
+        second.expect("RUNNING", 60)
+        wait_until(lambda: (second.last("RESTORED") or {}) != {}, 30, "the second instance runs tasks")
+        before = _committed(admin, app_id, source)
+        wait_until(lambda: _committed(admin, app_id, source) > before, 60, "progress with two instances")
+        assert second.terminate() == 0  # leaves: its tasks move back
+        expected = feeder.join()
+        wait_until(lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers), 90,
+                   "every input committed")
+        assert first.terminate() == 0
+    assert marker.exists(), "the injected processing failure happened"
+    assert any("replacing failed worker" in line for r in started for line in r.log_path.read_text().splitlines())
+    updates = updates_per_key(read_output(bootstrap_servers, sink, PARTITIONS, committed_only=True))
+    assert final_counts(updates) == dict(expected)
+    duplicated = duplicate_updates(updates, expected)
+    assert not duplicated, f"{len(duplicated)} keys saw an update twice or missed one, e.g. {next(iter(duplicated.items()))}"
