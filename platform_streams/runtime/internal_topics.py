@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import TopologyError
+from platform_streams.errors import StreamsConfigError, TopologyError
 from platform_streams.kafka import KafkaAdmin, TopicSpec
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -62,6 +62,15 @@ def prepare_topics(plan: TopologyPlan, config: StreamsConfig) -> dict[str, int]:
             result = admin.create_topics(missing)
             log.info("internal topics: %s", ", ".join(f"{t} {r}" for t, r in sorted(result.items())))
         users = plan.external_source_topics() + plan.global_source_topics() + plan.external_sink_topics()
+        dead_letter = config.errors_dead_letter_queue_topic_name
+        if dead_letter:
+            users.append(dead_letter)
         counts = {t: n for t, n in admin.partition_counts(users).items() if n}
+        if dead_letter and dead_letter not in counts:
+            # Kafka Streams (KIP-1034) does not create it either; failing now beats losing
+            # the first poison record to a send that can never succeed.
+            raise StreamsConfigError(
+                f"errors_dead_letter_queue_topic_name: topic {dead_letter!r} does not exist; create it first"
+            )
     counts.update({s.name: s.num_partitions for s in specs})
     return counts

@@ -81,3 +81,23 @@ def test_bad_records_go_to_the_dead_letter_topic_with_error_headers(
     failed = dict(by_key[b"no-id"].headers)
     assert failed[HEADER_EXCEPTION] == b"KeyError"
     assert by_key[b"no-id"].value == processing_failure[0][1].encode()
+
+
+def test_a_missing_dead_letter_topic_fails_at_start_naming_the_setting(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    from platform_streams import KafkaStreams, State
+    from platform_streams.errors import StreamsConfigError
+
+    source, sink = new_topic(admin, 1, "dlq-src"), new_topic(admin, 1, "dlq-out")
+    config = app_config(
+        bootstrap_servers,
+        tmp_path,
+        deserialization_exception_handler="log_and_continue",
+        errors_dead_letter_queue_topic_name="no-such-dead-letter-topic",
+    )
+    streams = KafkaStreams(_app(source, sink), config)
+    with pytest.raises(StreamsConfigError, match="errors_dead_letter_queue_topic_name"):
+        streams.start()
+    assert streams.state() is State.ERROR
+    assert "no-such-dead-letter-topic" not in admin.list_topics()

@@ -1,110 +1,29 @@
 """A real Prometheus scrapes a running worker; the series are checked through its HTTP API.
 
-Prometheus is the Debian package (``.ci/run`` installs it); the test starts it on a free
-port with a generated scrape config (1 s interval, the worker's bearer token) and stops it.
+Prometheus is the Debian package (``.ci/run`` installs it), started by
+:func:`tests.support.prometheus.running_prometheus` on a free port with a generated scrape
+config (1 s interval, the worker's bearer token).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import urllib.parse
-import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from platform_streams.kafka import KafkaAdmin, find_free_port
+from platform_streams.kafka import KafkaAdmin
 from platform_streams.query import RangeQuery, StateQueryRequest
 from tests.integration.iq_apps import STORE, count_app
 from tests.integration.support_apps import app_config, running_app, wait_until
 from tests.support.kafka import new_topic, produce
+from tests.support.prometheus import running_prometheus
 
-PROMETHEUS = shutil.which("prometheus")
-
-pytestmark = [
-    pytest.mark.broker,
-    pytest.mark.skipif(PROMETHEUS is None, reason="needs the prometheus binary (apt-get install prometheus)"),
-]
+pytestmark = pytest.mark.broker
 
 RECORDS = 2_000
 KEYS = 100
-
-
-class Prometheus:
-    """A Prometheus server scraping one target every second."""
-
-    def __init__(self, workdir: Path, target: str, token: str) -> None:
-        self.port = find_free_port()
-        config = workdir / "prometheus.yml"
-        config.write_text(
-            json.dumps(  # JSON is YAML
-                {
-                    "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                    "scrape_configs": [
-                        {
-                            "job_name": "platform-streams",
-                            "scrape_interval": "1s",
-                            "scrape_timeout": "1s",
-                            "authorization": {"credentials": token},
-                            "static_configs": [{"targets": [target]}],
-                        }
-                    ],
-                }
-            )
-        )
-        assert PROMETHEUS is not None
-        self._log = (workdir / "prometheus.log").open("w")
-        self.proc = subprocess.Popen(
-            [
-                PROMETHEUS,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={workdir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-                "--log.level=warn",
-            ],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def api(self, path: str, **params: str) -> Any:
-        url = f"http://127.0.0.1:{self.port}/api/v1/{path}?{urllib.parse.urlencode(params)}"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            body = json.loads(response.read())
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def query(self, promql: str) -> list[dict[str, Any]]:
-        """Instant vector: ``[{"metric": labels, "value": [ts, "v"]}]``."""
-        result: list[dict[str, Any]] = self.api("query", query=promql)["result"]
-        return result
-
-    def up(self) -> bool:
-        try:
-            targets = self.api("targets")["activeTargets"]
-        except OSError:
-            return False
-        return any(t["health"] == "up" for t in targets)
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self._log.close()
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "prometheus"
-    path.mkdir()
-    yield path
 
 
 def _value(sample: dict[str, Any]) -> float:
@@ -112,7 +31,7 @@ def _value(sample: dict[str, Any]) -> float:
 
 
 def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, workdir: Path
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
     source = new_topic(admin, 4, "in")
     produce(bootstrap_servers, source, [(f"k{i % KEYS}", "v") for i in range(RECORDS)])
@@ -138,9 +57,9 @@ def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
 
         wait_until(counted, 30, "every record counted")
         assert streams.http_server is not None
-        prometheus = Prometheus(workdir, str(streams.http_server.address), token)
-        try:
-            wait_until(prometheus.up, 20, "Prometheus scraped the worker", interval_s=0.2)
+        target = str(streams.http_server.address)
+        with running_prometheus([target], tmp_path / "prometheus", bearer_token=token) as prometheus:
+            prometheus.wait_for(f'up{{instance="{target}"}} == 1', timeout_s=20)
             app = f'application_id="{config.application_id}"'
 
             # throughput: every record once, on the one worker, spread over the four tasks
@@ -202,5 +121,3 @@ def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
             assert _value(puts[0]) >= KEYS
             state = prometheus.query(f'kafka_streams_client_state{{{app},state="RUNNING"}}')
             assert _value(state[0]) == 1
-        finally:
-            prometheus.close()
