@@ -71,12 +71,7 @@ def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
             per_task = prometheus.query(f"sum by (task_id) (kafka_streams_task_process_total{{{app}}})")
             assert sorted(s["metric"]["task_id"] for s in per_task) == ["0_0", "0_1", "0_2", "0_3"]
             assert sum(_value(s) for s in per_task) == RECORDS
-            rate = wait_until(
-                lambda: prometheus.query(f"rate(kafka_streams_thread_poll_total{{{app}}}[5s]) > 0"),
-                20,
-                "a poll rate over two scrapes",
-                interval_s=0.5,
-            )
+            rate = prometheus.wait_for(f"rate(kafka_streams_thread_poll_total{{{app}}}[5s]) > 0", 20)
             assert 0 < _value(rate[0]) < 10_000  # polls per second: the loop polls, but not wildly
 
             # latency: histograms in seconds with plausible values
@@ -90,28 +85,15 @@ def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
             assert e2e and {s["metric"]["processor_node_id"] for s in e2e} == {"KSTREAM-SOURCE-0000000000"}
 
             # lag per input partition, from the fetch-side high watermark: caught up
-            lag = wait_until(
-                lambda: (
-                    (found := prometheus.query(f"kafka_streams_consumer_records_lag{{{app}}}"))
-                    and len(found) == 4
-                    and found
-                ),
-                20,
-                "lag of the four input partitions",
-                interval_s=0.5,
-            )
+            prometheus.wait_for(f"count(kafka_streams_consumer_records_lag{{{app}}}) == 4", 20)
+            lag = prometheus.query(f"kafka_streams_consumer_records_lag{{{app}}}")
             assert {(s["metric"]["topic"], s["metric"]["partition"]) for s in lag} == {
                 (source, str(p)) for p in range(4)
             }
             assert all(_value(s) == 0 for s in lag)
 
             # state store: RocksDB properties (INFO) and operation latencies (DEBUG)
-            keys = wait_until(
-                lambda: prometheus.query(f'kafka_streams_state_estimate_num_keys{{{app},store="{STORE}"}}'),
-                20,
-                "RocksDB key estimates",
-                interval_s=0.5,
-            )
+            keys = prometheus.wait_for(f'kafka_streams_state_estimate_num_keys{{{app},store="{STORE}"}}', 20)
             assert {s["metric"]["store_type"] for s in keys} == {"rocksdb-state"}
             assert len({s["metric"]["task_id"] for s in keys}) == 4
             assert 0 < sum(_value(s) for s in keys) <= 2 * KEYS
