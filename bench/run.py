@@ -1,18 +1,26 @@
-"""Benchmark workloads x engines on one broker and print a table of records/s.
+"""Benchmark workloads x engines on one broker and print a table of records/s, CPU and memory.
 
-    python bench/run.py                          # embedded broker, 500k records, 3 repeats
-    python bench/run.py --records 1000000 --engines platform_streams,raw_confluent
-    PLATFORM_STREAMS_BOOTSTRAP=host:9092 python bench/run.py   # an external cluster
+    python bench/run.py                                  # embedded broker, 1,000,000 records, 3 repeats
+    python bench/run.py --records 200000 --repeats 1 --workloads count,window_sum
+    python bench/run.py --engines platform_streams,raw_confluent     # skip Quix Streams
+    PLATFORM_STREAMS_BOOTSTRAP=host:9092 python bench/run.py         # an external cluster
 
-The input of a workload is produced once; then every (repeat, engine) run is a fresh child
-process with a fresh output topic and consumer group, so its CPU time and peak RSS are its
-own. An engine times itself from partition assignment (group joins take seconds on the
-embedded broker and are not what is measured) to "every input record processed, output
-flushed, offsets committed". The raw engine is the floor to compare against: a hand-written
-confluent-kafka loop doing the same work with the same client settings.
+Engines: ``raw_confluent`` (a hand-written confluent-kafka loop: the ceiling),
+``quixstreams`` (Quix Streams, the peer on the same stack) and ``platform_streams``; see
+``bench/engine_*.py``. Workloads: :data:`bench.workloads.WORKLOADS`.
 
-To add an engine (Quix Streams, ...): write ``run_<name>(workload, spec, timer)`` and add it
-to ``ENGINES``. To add a workload: add a :class:`Workload` to ``WORKLOADS``.
+The input of a workload is produced once per input shape; then every (repeat, engine) run
+is a fresh child process with a fresh application id, output topic and state directory,
+so its CPU time and peak RSS are its own. Engines alternate their order between repeats.
+An engine times itself from partition assignment (group joins take seconds on the embedded
+broker and are not what is measured) to "every input record processed, output flushed,
+offsets committed". A workload with ``restore`` then starts the same application on an
+empty state directory and times assignment -> state rebuilt from the changelog -> ready.
+Each run's output is read back and checked against the right answer.
+
+Quix Streams pins an older confluent-kafka than platform_streams needs, so its children run
+in ``bench/.venv-quix`` (created here on first use with ``QUIX_VERSION``); both engines
+talk to the same broker and read the same input.
 """
 
 from __future__ import annotations
@@ -21,254 +29,47 @@ import argparse
 import json
 import os
 import platform
-import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: make ``platform_streams`` importable from the checkout
+if str(ROOT) not in sys.path:  # run as a script: make ``bench`` and ``platform_streams`` importable
     sys.path.insert(0, str(ROOT))
 
-import confluent_kafka  # noqa: E402 - the raw baseline uses the client directly
-import orjson  # noqa: E402
+import confluent_kafka  # noqa: E402
 
-from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig  # noqa: E402
-from platform_streams.dsl import Consumed, Produced  # noqa: E402
+from bench import verify  # noqa: E402
+from bench.child import MODULES  # noqa: E402
+from bench.common import GROUP_TIMING, RunResult, RunSpec, Timer  # noqa: E402
+from bench.workloads import WORKLOADS, InputSpec, Workload  # noqa: E402
 from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, TopicSpec, log_end_offsets  # noqa: E402
-from platform_streams.serde import Bytes, Json  # noqa: E402
 
-#: Group timings for every engine: short, so joins on the embedded broker take ~3 s, not ~23 s.
-GROUP_TIMING: dict[str, Any] = {
-    "session_timeout_ms": 6000,
-    "heartbeat_interval_ms": 500,
-    "max_poll_interval_ms": 10000,
-}
+__all__ = ["GROUP_TIMING", "WORKLOADS", "Timer", "broker", "machine", "produce_inputs"]
 
-
-# -- workloads --------------------------------------------------------------------------------
+#: engine -> the module that runs it in the child
+ENGINES = MODULES
+QUIX_VERSION = "3.28.1"
+QUIX_VENV = ROOT / "bench" / ".venv-quix"
 
 
-@dataclass(frozen=True)
-class Workload:
-    """Input records plus the per-record work, as plain functions every engine calls."""
-
-    name: str
-    description: str
-    key: Callable[[int], bytes]
-    value: Callable[[int], bytes]
-    predicate: Callable[[Any, Any], bool]  # (key, decoded value) -> keep?
-    mapper: Callable[[Any], Any]  # decoded value -> new value
-
-    def expected_outputs(self, records: int) -> int:
-        return sum(1 for i in range(records) if self.predicate(self.key(i), orjson.loads(self.value(i))))
-
-
-_CURRENCIES = ("EUR", "USD", "GBP", "JPY")
-
-
-def _order_value(i: int) -> bytes:
-    """~100 bytes of JSON: {"id":12,"user":"user-0012","sku":"sku-00012","amount":4.44,...}."""
-    return orjson.dumps(
-        {
-            "id": i,
-            "user": f"user-{i % 1000:04d}",
-            "sku": f"sku-{i % 50_000:05d}",
-            "amount": (i * 37 % 10_000) / 100,
-            "currency": _CURRENCIES[i % 4],
-            "ts": 1_700_000_000_000 + i,
-        }
-    )
-
-
-def _big_order(key: Any, value: dict[str, Any]) -> bool:
-    return value["amount"] >= 25.0  # keeps ~75%
-
-
-def _to_cents(value: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": value["id"],
-        "user": value["user"],
-        "cents": int(value["amount"] * 100),
-        "ccy": value["currency"],
-    }
-
-
-WORKLOADS: dict[str, Workload] = {
-    "filter_map_json": Workload(
-        name="filter_map_json",
-        description="JSON orders: filter(amount >= 25) -> map_values(to cents) -> JSON out (~75% kept)",
-        key=lambda i: f"user-{i % 1000:04d}".encode(),
-        value=_order_value,
-        predicate=_big_order,
-        mapper=_to_cents,
-    ),
-}
-
-
-# -- engines (run in the child process) ------------------------------------------------------
+# -- inputs ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    workload: str
-    engine: str
-    bootstrap: str
-    input_topic: str
-    output_topic: str
-    records: int
-    state_dir: str
-
-
-@dataclass
-class RunResult:
-    workload: str
-    engine: str
-    records: int
-    wall_s: float
-    cpu_s: float
-    peak_rss_mb: float
-    outputs: int = 0
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.wall_s
-
-
-class Timer:
-    """Wall and process CPU time (all threads: Python and librdkafka) between start and stop."""
-
-    def __init__(self) -> None:
-        self._t0: float | None = None
-        self._cpu0 = 0.0
-        self.wall_s = 0.0
-        self.cpu_s = 0.0
-
-    @staticmethod
-    def _cpu() -> float:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
-
-    def start(self) -> None:
-        if self._t0 is None:  # the first assignment starts the clock
-            self._t0, self._cpu0 = time.perf_counter(), self._cpu()
-
-    def stop(self) -> None:
-        assert self._t0 is not None, "the engine never got its partitions"
-        self.wall_s, self.cpu_s = time.perf_counter() - self._t0, self._cpu() - self._cpu0
-
-
-def _config(spec: RunSpec) -> StreamsConfig:
-    return StreamsConfig(
-        application_id=f"bench-{spec.engine}-{uuid.uuid4().hex[:8]}",
-        bootstrap_servers=spec.bootstrap,
-        state_dir=Path(spec.state_dir),
-        **GROUP_TIMING,
-    )
-
-
-def run_platform_streams(workload: Workload, spec: RunSpec, timer: Timer) -> None:
-    builder = StreamsBuilder()
-    builder.stream(spec.input_topic, Consumed(key_serde=Bytes(), value_serde=Json())).filter(
-        workload.predicate
-    ).map_values(workload.mapper).to(spec.output_topic, Produced(key_serde=Bytes(), value_serde=Json()))
-    streams = KafkaStreams(builder, _config(spec))
-    streams.start()
-    streams.wait_for_state(State.RUNNING, timeout_s=120)
-    timer.start()
-    while sum(w.processed_total for w in streams.workers) < spec.records:
-        if streams.state() is not State.RUNNING and streams.state() is not State.REBALANCING:
-            raise RuntimeError(f"platform_streams stopped: {streams.state()}")
-        time.sleep(0.01)  # the harness's own polling: ~1% of a core
-    streams.close(timeout_s=120)  # final commit: flush the producer, commit offsets, leave
-    timer.stop()
-
-
-def run_raw_confluent(workload: Workload, spec: RunSpec, timer: Timer) -> None:
-    """consume -> orjson decode -> filter -> map -> encode -> produce -> commit, by hand.
-
-    Same librdkafka settings as platform_streams (its consumer/producer configs), and the same
-    record semantics (timestamps and headers carried over, offsets committed at the end or
-    every commit interval after flushing the producer).
-    """
-    config = _config(spec)
-    consumer = confluent_kafka.Consumer(config.consumer_configs(0))
-    producer = confluent_kafka.Producer(config.producer_configs(0))
-    consumer.subscribe([spec.input_topic], on_assign=lambda c, partitions: timer.start())
-    loads, dumps, produce, poll = orjson.loads, orjson.dumps, producer.produce, producer.poll
-    keep, mapper, out = workload.predicate, workload.mapper, spec.output_topic
-    commit_every = config.commit_interval_ms / 1000
-    next_commit = time.monotonic() + commit_every
-    consumed = 0
-    consume, poll_one = consumer.consume, consumer.poll
-    while consumed < spec.records:
-        # what is ready now; when nothing is, wait for the first record only: consume(n, t)
-        # would wait the whole timeout for n records (the worker polls the same way)
-        batch = consume(5000, 0)
-        if not batch:
-            first = poll_one(0.1)
-            batch = [] if first is None else [first]
-        for msg in batch:
-            if msg.error() is not None:
-                continue
-            key, value = msg.key(), loads(msg.value() or b"null")
-            if keep(key, value):
-                encoded = dumps(mapper(value))
-                while True:
-                    try:
-                        produce(out, encoded, key, timestamp=msg.timestamp()[1], headers=msg.headers())
-                        break
-                    except BufferError:
-                        poll(0.05)
-            consumed += 1
-        poll(0)
-        if time.monotonic() >= next_commit:
-            producer.flush()
-            consumer.commit(offsets=consumer.position(consumer.assignment()), asynchronous=False)
-            next_commit = time.monotonic() + commit_every
-    producer.flush()
-    consumer.commit(offsets=consumer.position(consumer.assignment()), asynchronous=False)
-    consumer.close()
-    timer.stop()
-
-
-ENGINES: dict[str, Callable[[Workload, RunSpec, Timer], None]] = {
-    "platform_streams": run_platform_streams,
-    "raw_confluent": run_raw_confluent,
-}
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak RSS: VmHWM (getrusage's ru_maxrss survives exec, so a child
-    would report its parent's peak)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def child_main(spec_json: str) -> None:
-    """One measured run; prints a RunResult as JSON on the last line."""
-    spec = RunSpec(**json.loads(spec_json))
-    timer = Timer()
-    ENGINES[spec.engine](WORKLOADS[spec.workload], spec, timer)
-    peak_rss_mb = _peak_rss_mb()
-    result = RunResult(spec.workload, spec.engine, spec.records, timer.wall_s, timer.cpu_s, peak_rss_mb)
-    print(json.dumps(asdict(result)), flush=True)
-
-
-# -- the harness (parent process) ------------------------------------------------------------
+class InputTopic:
+    topic: str
+    base_ts: int
+    #: partition -> log end offset
+    ends: dict[int, int]
 
 
 @contextmanager
@@ -280,11 +81,14 @@ def broker(bootstrap: str | None) -> Iterator[str]:
         yield embedded.bootstrap_servers
 
 
-def produce_inputs(
-    bootstrap: str, admin: KafkaAdmin, workload: Workload, records: int, partitions: int
-) -> str:
-    topic = f"bench-{workload.name}-in-{uuid.uuid4().hex[:8]}"
-    admin.create_topics([TopicSpec(topic, partitions)])
+def produce_input(
+    bootstrap: str, admin: KafkaAdmin, spec: InputSpec, records: int, partitions: int
+) -> InputTopic:
+    """Produce ``records`` of ``spec`` once; timestamps end about now (real brokers keep them)."""
+    topic = f"bench-{spec.name}-in-{uuid.uuid4().hex[:8]}"
+    # Kafka's default retention, explicit: Tansu describes no default configs, and Quix
+    # derives its changelog topics' retention from the input topic's
+    admin.create_topics([TopicSpec(topic, partitions, config={"retention.ms": str(7 * 24 * 3600 * 1000)})])
     producer = confluent_kafka.Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -295,35 +99,64 @@ def produce_inputs(
             "allow.auto.create.topics": False,
         }
     )
-    key, value = workload.key, workload.value
+    base_ts = int(time.time() * 1000) - records
+    key, value, timestamp = spec.key, spec.value, spec.timestamp
     for i in range(records):
         while True:
             try:
-                producer.produce(topic, value(i), key(i))
+                producer.produce(topic, value(i, base_ts), key(i), timestamp=timestamp(i, base_ts))
                 break
             except BufferError:
                 producer.poll(0.05)
     if producer.flush(120):
         raise RuntimeError("input records were not all delivered")
-    return topic
+    ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(topic, p) for p in range(partitions)])
+    return InputTopic(topic, base_ts, {p: end for (_, p), end in ends.items()})
 
 
-def run_child(spec: RunSpec) -> RunResult:
+def produce_inputs(
+    bootstrap: str, admin: KafkaAdmin, workload: Workload, records: int, partitions: int
+) -> str:
+    """The input topic of ``workload`` (kept for bench/metrics_overhead.py)."""
+    return produce_input(bootstrap, admin, workload.input, records, partitions).topic
+
+
+# -- runs ------------------------------------------------------------------------------------
+
+
+def ensure_quix_python() -> str:
+    """The interpreter of ``bench/.venv-quix``, created with Quix Streams on first use."""
+    python = QUIX_VENV / "bin" / "python"
+    if not python.exists():
+        print(f"creating {QUIX_VENV} with quixstreams=={QUIX_VERSION} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", f"quixstreams=={QUIX_VERSION}"], check=True
+        )
+    return str(python)
+
+
+def run_child(spec: RunSpec, python: str) -> RunResult:
     proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(asdict(spec))],
+        [python, "-m", "bench.child", json.dumps(asdict(spec))],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
         check=False,
+        cwd=ROOT,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"{spec.engine} run failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise RuntimeError(
+            f"{spec.engine} {spec.phase} run failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+        )
     return RunResult(**json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def count_outputs(bootstrap: str, topic: str, partitions: int) -> int:
-    ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(topic, p) for p in range(partitions)])
-    return sum(ends.values())
+def changelog_records(bootstrap: str, admin: KafkaAdmin, app_id: str) -> int:
+    """Records in the application's changelog topics (each engine names them its own way)."""
+    topics = admin.list_topics()
+    wanted = [(t, p) for t, n in topics.items() if app_id in t and "changelog" in t for p in range(n)]
+    return sum(log_end_offsets({"bootstrap.servers": bootstrap}, wanted).values())
 
 
 def machine() -> str:
@@ -342,83 +175,150 @@ def machine() -> str:
     )
 
 
-def table(results: dict[tuple[str, str], list[RunResult]], baseline: str) -> str:
+# -- the table -------------------------------------------------------------------------------
+
+
+def _median(runs: list[RunResult]) -> float:
+    return statistics.median(r.records_per_s for r in runs)
+
+
+def table(results: dict[tuple[str, str], list[RunResult]]) -> str:
     lines = [
         "| workload | engine | records/s (median) | runs (records/s) | wall s | CPU s | CPU us/record "
-        "| peak RSS MB | vs raw |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+        "| peak RSS MB | outputs | load | vs raw | vs quix |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (workload, engine), runs in results.items():
-        median = statistics.median(r.records_per_s for r in runs)
+        median = _median(runs)
         mid = min(runs, key=lambda r: abs(r.records_per_s - median))
-        base = results.get((workload, baseline))
-        ratio = median / statistics.median(r.records_per_s for r in base) if base else float("nan")
+        ratios = []
+        for base in ("raw_confluent", "quixstreams"):
+            other = results.get((workload, base))
+            ratios.append(f"{median / _median(other):.2f}" if other else "-")
         each = ", ".join(f"{r.records_per_s:,.0f}" for r in runs)
-        per_record_us = mid.cpu_s / mid.records * 1e6
+        per_record_us = mid.cpu_s / mid.records * 1e6 if mid.records else 0.0
+        outputs = f"{mid.restored_entries:,} entries" if workload.endswith("/restore") else f"{mid.outputs:,}"
         lines.append(
             f"| {workload} | {engine} | {median:,.0f} | {each} | {mid.wall_s:.2f} | {mid.cpu_s:.2f} "
-            f"| {per_record_us:.1f} | {mid.peak_rss_mb:.0f} | {ratio:.2f} |"
+            f"| {per_record_us:.1f} | {mid.peak_rss_mb:.0f} | {outputs} | {mid.note} "
+            f"| {ratios[0]} | {ratios[1]} |"
         )
     return "\n".join(lines)
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def _load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def run_workload(
+    workload: Workload,
+    source: InputTopic,
+    engines: list[str],
+    args: argparse.Namespace,
+    bootstrap: str,
+    admin: KafkaAdmin,
+    pythons: dict[str, str],
+    results: dict[tuple[str, str], list[RunResult]],
+) -> None:
+    answer = verify.Answer(workload, args.records, source.base_ts)
+    mine = [e for e in engines if workload.engines is None or e in workload.engines]
+    for repeat in range(args.repeats):
+        for engine in mine if repeat % 2 == 0 else mine[::-1]:  # alternate to spread drift
+            app_id = f"bench-{workload.name}-{engine}-{uuid.uuid4().hex[:8]}"
+            sink = f"{app_id}-out"
+            admin.create_topics([TopicSpec(sink, args.partitions)])
+            state_dir = tempfile.mkdtemp(prefix="ps-bench-", dir=args.state_root)
+            spec = RunSpec(
+                workload.name,
+                engine,
+                bootstrap,
+                source.topic,
+                sink,
+                args.records,
+                state_dir,
+                app_id,
+                input_ends={str(p): end for p, end in source.ends.items()},
+            )
+            load = _load()
+            try:
+                result = run_child(spec, pythons[engine])
+            finally:
+                shutil.rmtree(state_dir, ignore_errors=True)
+            result.note = load
+            result.outputs = answer.check(bootstrap, sink, args.partitions, engine)
+            results.setdefault((workload.name, engine), []).append(result)
+            print(
+                f"  run {repeat + 1} {engine}: {result.records_per_s:,.0f} records/s, "
+                f"{result.wall_s:.2f}s wall, {result.cpu_s:.2f}s CPU, {result.peak_rss_mb:.0f} MB, "
+                f"{result.outputs:,} outputs (checked), load {load}",
+                flush=True,
+            )
+            if workload.restore:
+                restore_dir = tempfile.mkdtemp(prefix="ps-bench-restore-", dir=args.state_root)
+                load = _load()
+                try:
+                    restored = run_child(
+                        replace(spec, phase="restore", state_dir=restore_dir), pythons[engine]
+                    )
+                finally:
+                    shutil.rmtree(restore_dir, ignore_errors=True)
+                restored.records = changelog_records(bootstrap, admin, app_id)
+                restored.note = load
+                answer.check_restored(restored.restored_entries, engine)
+                results.setdefault((f"{workload.name}/restore", engine), []).append(restored)
+                print(
+                    f"  run {repeat + 1} {engine} restore: {restored.records:,} changelog records in "
+                    f"{restored.wall_s:.2f}s ({restored.records_per_s:,.0f}/s), {restored.cpu_s:.2f}s CPU, "
+                    f"{restored.restored_entries:,} entries, {restored.peak_rss_mb:.0f} MB, load {load}",
+                    flush=True,
+                )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--records", type=int, default=500_000)
+    parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--bootstrap", default=os.environ.get("PLATFORM_STREAMS_BOOTSTRAP") or None)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--state-root", default=None, help="where run state directories go (default: tmp)")
     args = parser.parse_args(argv)
-    if args.child:
-        child_main(args.child)
-        return 0
     engines = [e for e in args.engines.split(",") if e]
-    unknown = sorted(set(engines) - set(ENGINES)) + sorted(set(args.workloads.split(",")) - set(WORKLOADS))
+    names = [w for w in args.workloads.split(",") if w]
+    unknown = sorted(set(engines) - set(ENGINES)) + sorted(set(names) - set(WORKLOADS))
     if unknown:
-        parser.error(
-            f"unknown engine/workload {unknown}; engines: {sorted(ENGINES)}, workloads: {sorted(WORKLOADS)}"
-        )
+        parser.error(f"unknown {unknown}; engines: {sorted(ENGINES)}, workloads: {sorted(WORKLOADS)}")
+    pythons = {e: sys.executable for e in engines}
+    if "quixstreams" in engines:
+        pythons["quixstreams"] = ensure_quix_python()
     results: dict[tuple[str, str], list[RunResult]] = {}
-    print(f"machine: {machine()}", flush=True)
-    with (
-        broker(args.bootstrap) as bootstrap,
-        KafkaAdmin({"bootstrap.servers": bootstrap}) as admin,
-        tempfile.TemporaryDirectory(prefix="ps-bench-") as state_dir,
-    ):
-        for name in args.workloads.split(","):
+    print(f"machine: {machine()}; load average {_load()}", flush=True)
+    with broker(args.bootstrap) as bootstrap, KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
+        inputs: dict[str, InputTopic] = {}
+        for name in names:
             workload = WORKLOADS[name]
-            started = time.perf_counter()
-            source = produce_inputs(bootstrap, admin, workload, args.records, args.partitions)
-            expected = workload.expected_outputs(args.records)
-            print(
-                f"{name}: {args.records:,} inputs produced in {time.perf_counter() - started:.1f}s "
-                f"({workload.description}); {expected:,} outputs expected",
-                flush=True,
-            )
-            for repeat in range(args.repeats):
-                order = engines if repeat % 2 == 0 else engines[::-1]  # alternate to spread drift
-                for engine in order:
-                    sink = f"bench-{name}-{engine}-out-{uuid.uuid4().hex[:8]}"
-                    admin.create_topics([TopicSpec(sink, args.partitions)])
-                    spec = RunSpec(name, engine, bootstrap, source, sink, args.records, state_dir)
-                    result = run_child(spec)
-                    result.outputs = count_outputs(bootstrap, sink, args.partitions)
-                    if result.outputs < expected:
-                        raise RuntimeError(f"{engine} wrote {result.outputs} of {expected} records")
-                    results.setdefault((name, engine), []).append(result)
-                    print(
-                        f"  run {repeat + 1} {engine}: {result.records_per_s:,.0f} records/s, "
-                        f"{result.wall_s:.2f}s wall, {result.cpu_s:.2f}s CPU, {result.peak_rss_mb:.0f} MB, "
-                        f"{result.outputs:,} outputs",
-                        flush=True,
-                    )
+            source = inputs.get(workload.input.name)
+            if source is None:
+                started = time.perf_counter()
+                source = inputs[workload.input.name] = produce_input(
+                    bootstrap, admin, workload.input, args.records, args.partitions
+                )
+                print(
+                    f"{workload.input.name}: {args.records:,} inputs produced in "
+                    f"{time.perf_counter() - started:.1f}s",
+                    flush=True,
+                )
+            print(f"{name}: {workload.description}", flush=True)
+            run_workload(workload, source, engines, args, bootstrap, admin, pythons, results)
     print()
-    print(table(results, baseline="raw_confluent"))
+    print(table(results))
+    print(f"\nload average at the end: {_load()}")
     return 0
 
 

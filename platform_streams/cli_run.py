@@ -32,6 +32,7 @@ from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsError
 from platform_streams.runtime.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State
+from platform_streams.runtime.supervisor import worker_overrides as supervisor_overrides
 from platform_streams.topology.topology import Topology
 
 __all__ = ["add_run_arguments", "run_command", "run_streams"]
@@ -137,18 +138,9 @@ def run_streams(topology: Topology, config: StreamsConfig, *, close_timeout_s: f
 
 
 def worker_overrides(config: StreamsConfig, index: int) -> list[str]:
-    """The ``--set`` items that make worker ``index`` a distinct member with its own state."""
-    suffix = f"-w{index}"
-    items = [f"client_id={config.effective_client_id}{suffix}", f"state_dir={config.state_dir}{suffix}"]
-    if config.group_instance_id is not None:
-        items.append(f"group_instance_id={config.group_instance_id}{suffix}")
-    # each process serves its own /metrics and queries: a fixed port becomes port + index
-    if config.http_port:
-        items.append(f"http_port={config.http_port + index}")
-    if config.application_server is not None:
-        host, _, port = config.application_server.rpartition(":")
-        items.append(f"application_server={host}:{int(port) + index}")
-    return items
+    """The ``--set`` items that make worker ``index`` a distinct member with its own state
+    (the same settings as the Python API's ``run_workers``, see runtime/supervisor.py)."""
+    return [f"{key}={value}" for key, value in supervisor_overrides(config, index).items()]
 
 
 def _worker_argv(args: argparse.Namespace, config: StreamsConfig, index: int) -> list[str]:

@@ -86,9 +86,9 @@ class StreamAggregateProcessor(_AggregateProcessor):
         if old is None:
             aggregate = self.initializer()
         else:
-            aggregate = old.value
-            if old.timestamp > timestamp:
-                timestamp = old.timestamp
+            aggregate, old_timestamp = old
+            if old_timestamp > timestamp:
+                timestamp = old_timestamp
         self.put(key, self.aggregator(key, value, aggregate), timestamp, headers)
 
 

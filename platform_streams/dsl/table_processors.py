@@ -240,6 +240,8 @@ class TableProcessor(NodeProcessor):
 
     store: TimestampedKeyValueStore | None = None
     _headers: Headers = None
+    #: whether the store caches (then updates leave on flush and carry no headers)
+    _caching = False
 
     def bind_store(self, context: NodeContext, name: str | None, send_old_values: bool) -> None:
         """Look up the node's store and route its flushes downstream as ``Change`` records."""
@@ -254,14 +256,15 @@ class TableProcessor(NodeProcessor):
             forward(key, Change(new, old), timestamp, self._headers)
 
         store.set_flush_listener(emit, send_old_values)
-        if store.caching_enabled:
+        self._caching = store.caching_enabled
+        if self._caching:
             self._headers = None
 
     def put(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         """Write the node's new value; the listener forwards it (now, or on flush)."""
         store = self.store
         assert store is not None
-        if not store.caching_enabled:
+        if not self._caching:
             self._headers = headers
         store.put_timestamped(key, value, timestamp)
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.materialize import resolve_serde
-from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
+from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import CachedStateStore, FlushListener, KeyValueStore, StateStore
 from platform_streams.state.stores import Stores
@@ -164,14 +164,19 @@ class TimestampedKeyValueStore(WrappedStore, KeyValueStore[Any, Any], CachedStat
 
     def get_timestamped(self, key: Any) -> ValueAndTimestamp | None:
         """The value and the timestamp of the record that wrote it."""
-        vat: ValueAndTimestamp | None = self._require().get(key)
+        inner = self.wrapped  # per record of every aggregation: no _require() call
+        if inner is None:
+            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
+        vat: ValueAndTimestamp | None = inner.get(key)
         return vat
 
     def put_timestamped(self, key: Any, value: Any, timestamp: int) -> None:
         """Write ``value`` (None deletes) stamped with ``timestamp``."""
-        inner = self._require()
+        inner = self.wrapped
+        if inner is None:
+            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
         if value is not None:
-            inner.put(key, ValueAndTimestamp(value, timestamp))
+            inner.put(key, value_and_timestamp(value, timestamp))
             return
         listener = self._listener
         if listener is None:

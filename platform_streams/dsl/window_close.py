@@ -62,16 +62,17 @@ class PendingWindows:
 
     def __init__(self, store: KeyValueStore[bytes, bytes]) -> None:
         self._store = store
-        #: A lower bound of the earliest due time held (skips scans when nothing can be due).
-        self._min_due = MAX_TIME
+        #: A lower bound of the earliest due time held: nothing closes before it, so callers
+        #: skip :meth:`pop_closed` (a scan) while the close time is below it.
+        self.min_due = MAX_TIME
         for binary, _ in store.all():
-            self._min_due = _DUE_START.unpack_from(binary, 0)[0]
+            self.min_due = _DUE_START.unpack_from(binary, 0)[0]
             break
 
     def add(self, due_ms: int, start_ms: int, key: bytes) -> None:
         self._store.put(_DUE_START.pack(due_ms, start_ms) + key, b"")
-        if due_ms < self._min_due:
-            self._min_due = due_ms
+        if due_ms < self.min_due:
+            self.min_due = due_ms
 
     def remove(self, due_ms: int, start_ms: int, key: bytes) -> None:
         """Forget a window that will never close as such (a session merged into another)."""
@@ -79,7 +80,7 @@ class PendingWindows:
 
     def pop_closed(self, close_time_ms: int) -> list[tuple[int, int, bytes]]:
         """Remove and return ``(due, start, key)`` of every window with ``due <= close_time``."""
-        if close_time_ms < self._min_due:
+        if close_time_ms < self.min_due:
             return []
         store = self._store
         closed: list[tuple[int, int, bytes]] = []
@@ -91,7 +92,7 @@ class PendingWindows:
                 break
             closed.append((due, start, binary[_DUE_START.size :]))
             store.put(binary, None)
-        self._min_due = next_due
+        self.min_due = next_due
         return closed
 
 

@@ -125,8 +125,10 @@ class WindowAggregateProcessor(NodeProcessor):
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
         close_time = self.close_time(self.observed_stream_time)
-        if self.pending is not None:
-            self._emit_closed(close_time, headers)
+        pending = self.pending
+        if pending is not None:
+            if close_time >= pending.min_due:  # else nothing can be closed: skip the call
+                self._emit_closed(close_time, headers)
             if self.wall_clock is not None:
                 self.wall_clock.on_record(self.context.current_system_time_ms(), self.observed_stream_time)
         return close_time
@@ -202,15 +204,23 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
         return stream_time - self.windows.grace_ms
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-        if self.skip_null(key, value):
+        if (key is None or value is None) and self.skip_null(key, value):
             return
         close_time = self.advance(timestamp, headers)
         store = self.store
         params = self.params
+        windows = self.windows
+        size = windows.size_ms
         self._headers = headers
         try:
-            for start, window in self.windows.windows_for(timestamp).items():
-                end = window.end_ms
+            # tumbling windows (the common case): the one start, without a call
+            starts = (
+                (timestamp - timestamp % size,)
+                if size == windows.advance_ms and timestamp >= 0
+                else windows.window_starts(timestamp)
+            )
+            for start in starts:
+                end = start + size
                 if end <= close_time:
                     self.drop_late(key, timestamp, start, end, close_time)
                     continue
@@ -219,7 +229,9 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
                     agg, new_ts = params.initializer(), timestamp
                     self.track(end, start, key)
                 else:
-                    agg, new_ts = old.value, max(timestamp, old.timestamp)
+                    agg, new_ts = old
+                    if timestamp > new_ts:
+                        new_ts = timestamp
                 store.put_timestamped(key, params.aggregator(key, value, agg), new_ts, start)
         finally:
             self._headers = None

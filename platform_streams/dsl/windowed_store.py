@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from platform_streams.dsl.materialize import resolve_serde
-from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
+from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import CachedStateStore, FlushListener, SessionStore, StateStore, WindowStore
 from platform_streams.state.builders import WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS
@@ -211,13 +211,17 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
     # -- timestamped access (the DSL's processors) ---------------------------------------
 
     def fetch_timestamped(self, key: Any, window_start_ms: int) -> ValueAndTimestamp | None:
-        vat: ValueAndTimestamp | None = self._require().fetch_at(key, window_start_ms)
+        inner = self.wrapped  # per record of every windowed aggregation: no _require() call
+        if inner is None:
+            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
+        vat: ValueAndTimestamp | None = inner.fetch_at(key, window_start_ms)
         return vat
 
     def put_timestamped(self, key: Any, value: Any, timestamp: int, window_start_ms: int) -> None:
-        self._require().put(
-            key, None if value is None else ValueAndTimestamp(value, timestamp), window_start_ms
-        )
+        inner = self.wrapped
+        if inner is None:
+            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
+        inner.put(key, None if value is None else value_and_timestamp(value, timestamp), window_start_ms)
 
     def fetch_between_timestamped(
         self, key: Any, time_from_ms: int, time_to_ms: int

@@ -118,14 +118,14 @@ class TimeWindows:
 
     def windows_for(self, timestamp: int) -> dict[int, TimeWindow]:
         """Every window containing ``timestamp``, by start, oldest first (Kafka's ``windowsFor``)."""
-        advance = self.advance_ms
         size = self.size_ms
-        start = (max(0, timestamp - size + advance) // advance) * advance
-        windows: dict[int, TimeWindow] = {}
-        while start <= timestamp:
-            windows[start] = TimeWindow(start, start + size)
-            start += advance
-        return windows
+        return {start: TimeWindow(start, start + size) for start in self.window_starts(timestamp)}
+
+    def window_starts(self, timestamp: int) -> range:
+        """The starts of :meth:`windows_for` without building window objects (the per-record path)."""
+        advance = self.advance_ms
+        first = (max(0, timestamp - self.size_ms + advance) // advance) * advance
+        return range(first, timestamp + 1, advance)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,19 @@ _counter = itertools.count()
 _LINE_MAPS: dict[str, dict[int, str]] = {}
 
 
+class PassBytes:
+    """A sink serializer that returns ``bytes`` unchanged (the ``Bytes`` serde's).
+
+    Fused code tests the type inline and calls ``serialize`` only for other types (which
+    it converts or rejects), sparing a call per record for the common ``bytes`` key.
+    """
+
+    __slots__ = ("serialize",)
+
+    def __init__(self, serialize: Callable[[Any], Any]) -> None:
+        self.serialize = serialize
+
+
 class _Emitter:
     """Accumulates generated lines, bound objects and the line -> node map."""
 
@@ -75,12 +88,21 @@ class _Emitter:
             if parts is not None:
                 send_fn, topic_name, key_ser, value_ser = parts
                 send, topic = self.bind(send_fn, "send"), self.bind(topic_name, "t")
-                key_expr = f"{self.bind(key_ser, 'ks')}({k})" if key_ser is not None else k
-                value_expr = f"{self.bind(value_ser, 'vs')}({v})" if value_ser is not None else v
+                key_expr = self.serialized(key_ser, k, "ks")
+                value_expr = self.serialized(value_ser, v, "vs")
                 self.line(indent, f"{send}({topic}, {key_expr}, {value_expr}, ts, h, None)", name)
                 return
         entry = self.bind(self.entry_of(name), "e")
         self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
+
+    def serialized(self, serializer: Any, var: str, prefix: str) -> str:
+        """The expression serializing ``var`` (a :class:`PassBytes` is inlined as a type test)."""
+        if serializer is None:
+            return var
+        if isinstance(serializer, PassBytes):
+            fn, is_bytes = self.bind(serializer.serialize, prefix), self.bind(bytes, "bytes")
+            return f"({var} if {var}.__class__ is {is_bytes} else {fn}({var}))"
+        return f"{self.bind(serializer, prefix)}({var})"
 
     def op(self, node: ProcessorNode, k: str, v: str, indent: int) -> None:
         assert node.op is not None
@@ -183,10 +205,13 @@ def compile_source(
     value_deserializer: Callable[[Any], Any] | None,
     on_deserialization_error: Callable[[Any, BaseException], None],
     on_invalid_timestamp: Callable[[Any, int], None],
+    value_fast_deserializer: Callable[[bytes], Any] | None = None,
 ) -> Callable[[Any], None]:
     """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run children.
 
-    ``task`` is the TaskContext whose ``stream_time`` is advanced.
+    ``task`` is the TaskContext whose ``stream_time`` is advanced. ``value_fast_deserializer``
+    (see ``Serde.fast_deserializer``) replaces the value deserializer for non-None values;
+    when it raises, the deserializer runs on the same bytes to raise the serde's own error.
     """
     em = _Emitter(nodes, entry_of, sink_parts)
     name = source.name
@@ -196,10 +221,19 @@ def compile_source(
         em.bind(on_invalid_timestamp, "badts"),
     )
     key_expr = f"{em.bind(key_deserializer, 'kd')}(msg.key())" if key_deserializer else "msg.key()"
-    value_expr = f"{em.bind(value_deserializer, 'vd')}(msg.value())" if value_deserializer else "msg.value()"
     em.line(1, "try:", name)
     em.line(2, f"k = {key_expr}", name)
-    em.line(2, f"v = {value_expr}", name)
+    if value_fast_deserializer is not None and value_deserializer is not None:
+        vd, vf = em.bind(value_deserializer, "vd"), em.bind(value_fast_deserializer, "vf")
+        em.line(2, "v = msg.value()", name)
+        em.line(2, "if v is not None:", name)
+        em.line(3, "try:", name)
+        em.line(4, f"v = {vf}(v)", name)
+        em.line(3, "except Exception:", name)
+        em.line(4, f"v = {vd}(v)", name)
+    else:
+        value = f"{em.bind(value_deserializer, 'vd')}(msg.value())" if value_deserializer else "msg.value()"
+        em.line(2, f"v = {value}", name)
     em.line(1, "except Exception as exc:", name)
     em.line(2, f"{err}(msg, exc)", name)
     em.line(2, "return", name)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from platform_streams.processor.context import NodeContext, TaskContext
-from platform_streams.processor.fusion import compile_entry, compile_source
+from platform_streams.processor.fusion import PassBytes, compile_entry, compile_source
 from platform_streams.processor.node import Forward, NodeProcessor, as_node_processor
 from platform_streams.processor.record import Headers
 from platform_streams.serde import Bytes, Serde
@@ -20,9 +20,10 @@ from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
 from platform_streams.topology.nodes import ProcessorNode, SinkNode, SourceNode
 
 
-def _serializer(serde: Serde) -> Callable[[Any], Any] | None:
-    """Always a call: even the bytes serde checks its input type (a str key is a bug)."""
-    return serde.serialize
+def _serializer(serde: Serde) -> Any:
+    """A call, except that the bytes serde's identity for ``bytes`` is inlined by fused code
+    (:class:`PassBytes`); other types still go through it (a str key is a bug)."""
+    return PassBytes(serde.serialize) if type(serde) is Bytes else serde.serialize
 
 
 def _deserializer(serde: Serde) -> Callable[[Any], Any] | None:
@@ -104,6 +105,7 @@ class TaskGraph:
             task=self.task,
             key_deserializer=_deserializer(source.key_serde or self._default_key),
             value_deserializer=_deserializer(source.value_serde or self._default_value),
+            value_fast_deserializer=(source.value_serde or self._default_value).fast_deserializer(),
             on_deserialization_error=on_deserialization_error,
             on_invalid_timestamp=on_invalid_timestamp,
         )

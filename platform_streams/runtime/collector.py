@@ -14,8 +14,9 @@ log_and_continue or a callable; plus the dead-letter topic when one is configure
 * serialization failures in sinks are handled by the task (it knows the input record).
 
 Never handled, always fatal: a changelog record that cannot be written (the store already
-holds the change), and under exactly-once a record the broker rejects (the transaction
-can only be aborted).
+holds the change), a dead-letter record that cannot be written (no loop), and under
+exactly-once a record the broker rejects (the transaction can only be aborted). A record
+refused for its size is dead-lettered without its value.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from platform_streams.errors import StreamsError
+from platform_streams.kafka import as_kafka_error
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
 from platform_streams.processor.record import Headers
 from platform_streams.runtime.streams_producer import BufferedRecord, StreamsProducer
@@ -119,7 +121,8 @@ class KafkaRecordCollector:
 
     def _delivery_failed(self, err: Any, msg: Any) -> None:
         where = f"{msg.topic()}[{msg.partition()}]: {err}"
-        if msg.topic() in self.tracked_topics or self.eos:
+        dead_letter = msg.topic() == self.production_handler.dead_letter_topic
+        if msg.topic() in self.tracked_topics or self.eos or dead_letter:
             self._remember(where)
             return
         try:
@@ -132,11 +135,23 @@ class KafkaRecordCollector:
 
     def on_send_error(self, record: BufferedRecord, exc: BaseException) -> None:
         """A record the producer refused at the exactly-once commit: handler decides."""
-        raw = _FailedRecord(record)
-        if record[0] in self.tracked_topics:
-            raise ProductionError(f"changelog record for {record[0]} refused by the producer: {exc}") from exc
-        if self.production_handler.handle(raw, exc) is HandlerResponse.FAIL:
-            raise ProductionError(f"record for {record[0]} refused by the producer: {exc}") from exc
+        topic = record[0]
+        if topic in self.tracked_topics:
+            raise ProductionError(f"changelog record for {topic} refused by the producer: {exc}") from exc
+        if topic == self.production_handler.dead_letter_topic:
+            raise ProductionError(f"dead-letter record refused by the producer: {exc}") from exc
+        err = as_kafka_error(exc)
+        if err is not None and err.name() == "MSG_SIZE_TOO_LARGE":
+            record = (
+                topic,
+                record[1],
+                None,
+                record[3],
+                record[4],
+                record[5],
+            )  # dead-letter it without its value
+        if self.production_handler.handle(_FailedRecord(record), exc) is HandlerResponse.FAIL:
+            raise ProductionError(f"record for {topic} refused by the producer: {exc}") from exc
 
     def _remember(self, error: str) -> None:
         if len(self.errors) < 10:

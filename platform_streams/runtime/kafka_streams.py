@@ -206,7 +206,7 @@ class KafkaStreams:
         """
         with self._lock:
             if not self._state.is_running_or_rebalancing():
-                raise IllegalStateError(f"restart_workers() needs a running client, it is {self._state.value}")
+                raise IllegalStateError(f"restart_workers() needs a running client, not {self._state.value}")
             old = list(self.workers)
         for worker in old:
             worker.shutdown()

@@ -68,7 +68,9 @@ class ClientMembership:
         try:
             with KafkaAdmin(self.config.admin_configs()) as admin:
                 compact = {"cleanup.policy": "compact"}
-                admin.create_topics([TopicSpec(self.control_topic, 1, self.config.replication_factor, compact)])
+                admin.create_topics(
+                    [TopicSpec(self.control_topic, 1, self.config.replication_factor, compact)]
+                )
             self._stateful = stateful_tasks(self.plan, self.config.application_id, partition_counts)
             self.channel = ControlChannel(
                 self.config,

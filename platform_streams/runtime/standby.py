@@ -223,6 +223,11 @@ class StandbyUpdater:
         with self._lock:
             return set(self.tasks)
 
+    def positions(self) -> dict[TaskId, dict[tuple[str, int], int]]:
+        """Per standby task, the changelog offsets its stores reflect (for monitoring and tests)."""
+        with self._lock:
+            return {task_id: task.state_manager.changelog_offsets() for task_id, task in self.tasks.items()}
+
     def reading(self) -> AbstractContextManager[Any]:
         """Hold the updater still while reading its stores (interactive queries): the stores
         and ``tasks`` only change with this lock held."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import DeserializationError, ProcessorError, StreamsError
+from platform_streams.errors import DeserializationError, ProcessorError, SerializationError, StreamsError
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.collector import RecordCollector
 from platform_streams.processor.context import TaskContext
@@ -129,6 +129,11 @@ class StreamTask:
         finally:
             self.state_manager.close(wipe=wipe)
 
+    @property
+    def changelog_partitions(self) -> frozenset[tuple[str, int]]:
+        """The changelog partitions of this task's stores."""
+        return frozenset(self._changelog_partitions)
+
     def checkpoint(self, written: Mapping[tuple[str, int], int], *, enforce: bool = False) -> None:
         """Record the changelog offsets the local stores reflect (after a successful commit)."""
         mine = {tp: off for tp, off in written.items() if tp in self._changelog_partitions}
@@ -154,10 +159,11 @@ class StreamTask:
             if not single:
                 return 0
             process_one = sources[self.partitions[0][0]]
+            popleft = single.popleft
             last = None
             try:
-                while single and done < max_records:
-                    msg = single.popleft()
+                for _ in range(min(len(single), max_records)):
+                    msg = popleft()
                     ctx.current = msg
                     try:
                         process_one(msg)
@@ -194,12 +200,12 @@ class StreamTask:
 
     def _handle_failure(self, msg: Any, exc: Exception) -> None:
         """Apply the processing exception handler: return to skip the record, or raise."""
-        if isinstance(exc, StreamsError):
+        # a sink that could not serialize or send its record: the production handler decides
+        in_sink = failed_in_sink(exc.__traceback__, self._sink_names)
+        if isinstance(exc, StreamsError) and not (in_sink and isinstance(exc, SerializationError)):
             raise exc
         node = node_of_traceback(exc.__traceback__)
-        handler = self.processing_handler
-        if failed_in_sink(exc.__traceback__, self._sink_names):
-            handler = self.production_handler  # the sink could not serialize or send it
+        handler = self.production_handler if in_sink else self.processing_handler
         if handler.handle(msg, exc) is HandlerResponse.CONTINUE:
             self.records_skipped += 1
             return

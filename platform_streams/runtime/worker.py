@@ -15,10 +15,11 @@ A commit, in this order (the order is what keeps state exact after a crash):
 1. flush caches: what they forward is produced (and changelogged) in this commit;
 2. at-least-once: wait for every record to be acknowledged, commit the input offsets;
    exactly_once_v2: one transaction with the records, the changelog records and the input
-   offsets (:class:`~platform_streams.runtime.streams_producer.StreamsProducer`), after a
-   last check that this worker is still a member of the group (an offset commit of the
-   control topic: the group coordinator rejects it from a member it expelled, which is
-   what fences a zombie on a broker that accepts stale transactional offset commits);
+   offsets (:class:`~platform_streams.runtime.streams_producer.StreamsProducer`), checking
+   before the first send and again just before the commit that this worker is still a
+   member of the group (an offset commit of the control topic: the group coordinator
+   rejects it from a member it expelled, which is what fences a zombie on a broker that
+   accepts stale transactional offset commits);
 3. write the stores to disk and checkpoint the changelog offsets they reflect.
 
 When the group moved on without this worker (:class:`TaskMigratedError`: a failed
@@ -43,6 +44,8 @@ from typing import TYPE_CHECKING, Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsError, TaskCorruptedError, TaskMigratedError
 from platform_streams.kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
     OFFSET_INVALID,
     KafkaAdmin,
     KafkaError,
@@ -314,23 +317,41 @@ class StreamWorker(threading.Thread):
         return [first, *consumer.consume(_BATCH - 1, 0)]
 
     def _route(self, messages: list[Any]) -> set[tuple[str, int]]:
-        """Append records to their partition queues; returns the partitions that got records."""
-        queues = self._queues
+        """Append records to their partition queues; returns the partitions that got records.
+
+        A consumed batch is made of runs of one partition's records (librdkafka hands out
+        whole fetched message sets), so each run goes to its queue with one ``extend``
+        instead of a lookup and an ``append`` per record.
+        """
         touched: set[tuple[str, int]] = set()
-        for msg in messages:
-            err = msg.error()
-            if err is not None:
-                self._on_consume_error(err)
-                continue
-            tp = (msg.topic(), msg.partition())
-            queue = queues.get(tp)
-            if queue is None:
-                if self._rejoin_deadline is None:
-                    log.warning("dropping record of unassigned partition %s-%d", *tp)
-                continue
-            queue.append(msg)
-            touched.add(tp)
+        run_tp: tuple[str, int] | None = None
+        run_start = 0
+        for i, msg in enumerate(messages):
+            if msg.error() is None:
+                tp: tuple[str, int] | None = (msg.topic(), msg.partition())
+                if tp == run_tp:
+                    continue
+            else:
+                tp = None
+            if run_tp is not None:
+                self._append_run(run_tp, messages, run_start, i, touched)
+            run_tp, run_start = tp, i
+            if tp is None:
+                self._on_consume_error(msg.error())
+        if run_tp is not None:
+            self._append_run(run_tp, messages, run_start, len(messages), touched)
         return touched
+
+    def _append_run(
+        self, tp: tuple[str, int], messages: list[Any], start: int, end: int, touched: set[tuple[str, int]]
+    ) -> None:
+        queue = self._queues.get(tp)
+        if queue is None:
+            if self._rejoin_deadline is None:
+                log.warning("dropping %d record(s) of unassigned partition %s-%d", end - start, *tp)
+            return
+        queue.extend(messages if start == 0 and end == len(messages) else messages[start:end])
+        touched.add(tp)
 
     def _pause_backlogged(self, touched: set[tuple[str, int]]) -> None:
         """Pause partitions whose queue is still over the limit *after* processing.
@@ -376,6 +397,8 @@ class StreamWorker(threading.Thread):
             offsets.update(task.offsets_to_commit())
         positions = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
         if collector.eos:
+            if positions or collector.streams_producer.buffered:
+                self._check_membership()  # a zombie must not even send: Tansu would not take it back
             committed = collector.commit_transaction(
                 positions, self.consumer.consumer_group_metadata(), self._check_membership
             )
@@ -445,13 +468,17 @@ class StreamWorker(threading.Thread):
         assignment = self.consumer.assignment()
         log.info("%s: re-creating tasks of %d assigned partitions (%s)", self.name, len(assignment), why)
         if assignment:
-            self._on_assign(self.consumer, assignment)
+            self._start_tasks(self.consumer, assignment, rebalance=False)
 
     # -- rebalance callbacks --------------------------------------------------------------
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
-        """Create, restore and initialise the tasks of an assignment, then start reading it
-        exactly at the committed offsets the restore was filtered with."""
+        self._start_tasks(consumer, partitions, rebalance=True)
+
+    def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
+        """Create, restore and initialise the tasks of an assignment, then read it exactly from
+        the committed offsets the restore was filtered with (``assign`` in a rebalance
+        callback, ``seek`` when tasks are rebuilt between rebalances)."""
         self._rejoin_deadline = None
         self._set_state(WorkerState.PARTITIONS_ASSIGNED)
         if self.tasks:  # re-created after a migration without a rebalance in between
@@ -468,8 +495,14 @@ class StreamWorker(threading.Thread):
         for task in self.tasks.values():
             task.initialize_processors()
             task.refresh_punctuation_flags()
-        start = committed.get
-        consumer.assign([TopicPartition(t, p, start((t, p)) or OFFSET_INVALID) for t, p in sorted(assigned)])
+        starts = [(t, p, committed.get((t, p))) for t, p in sorted(assigned)]
+        if rebalance:
+            consumer.assign([TopicPartition(t, p, OFFSET_INVALID if o is None else o) for t, p, o in starts])
+        else:
+            reset = str(self.config.consumer_configs(self.index).get("auto.offset.reset", "earliest"))
+            nothing = OFFSET_BEGINNING if reset in ("earliest", "smallest", "beginning") else OFFSET_END
+            for t, p, o in starts:
+                consumer.seek(TopicPartition(t, p, nothing if o is None else o))
         self._set_state(WorkerState.RUNNING)
 
     def _create_task(self, task_id: TaskId) -> None:
@@ -506,6 +539,9 @@ class StreamWorker(threading.Thread):
 
     def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
+        if self.tasks:
+            log.warning("%s: partitions lost (expelled from the group); closing tasks dirty", self.name)
+            self.migrations += 1
         self._abort_and_close_tasks()
 
     def _close_tasks(self, *, clean: bool) -> None:

@@ -10,6 +10,7 @@ round trip through any format without each caller special-casing them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["Serde"]
@@ -38,6 +39,15 @@ class Serde(ABC):
     @abstractmethod
     def deserialize(self, data: bytes | None) -> Any:
         """Decode ``data``; must return ``None`` for ``None`` (a tombstone)."""
+
+    def fast_deserializer(self) -> Callable[[bytes], Any] | None:
+        """A C-level function equal to :meth:`deserialize` on the non-None data it accepts.
+
+        Fused source code (one call per consumed record) calls it instead of the method and,
+        when it raises, calls :meth:`deserialize` on the same data, so failures are still
+        reported with this serde's own error. None (the default): no such function.
+        """
+        return None
 
     def _params(self) -> tuple[Any, ...]:
         """Constructor arguments that distinguish two instances of the same class.

@@ -62,6 +62,10 @@ class Json(Serde):
         except orjson.JSONDecodeError as exc:
             raise DeserializationError(f"Json serde: invalid JSON: {exc}") from exc
 
+    def fast_deserializer(self) -> Callable[[bytes], Any] | None:
+        """``orjson.loads`` itself: decoding takes no options, so it is ``deserialize`` minus the call."""
+        return _loads
+
     def _params(self) -> tuple[Any, ...]:
         return (self.sort_keys, self.option, self.default)
 

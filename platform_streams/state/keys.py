@@ -41,6 +41,11 @@ MAX_SEQNUM = 0x7FFFFFFF
 MAX_TIME = 0x7FFFFFFFFFFFFFFF
 
 
+#: ``window_suffix(start, seqnum)``: what :func:`window_key` appends to the key (hot paths
+#: that build keys per record concatenate it themselves and skip a Python call)
+window_suffix = _WINDOW.pack
+
+
 def window_key(key: bytes, window_start_ms: int, seqnum: int = 0) -> bytes:
     """``key + start + seqnum``: the window store's (and its changelog's) binary key."""
     return key + _WINDOW.pack(window_start_ms, seqnum)

@@ -6,8 +6,9 @@ read_committed consumer of the output can check that each per-key value appears 
 once. The process prints events on stdout, one per line, for the test to wait on:
 
 * ``RUNNING`` whenever the client (re)enters RUNNING;
-* ``RESTORED <json>``: per task, the changelog records the last restore replayed;
-* ``STANDBY <json>``: the standby tasks this client keeps, when they change;
+* ``RESTORED <json>``: per active task, the changelog records its restore replayed;
+* ``ACTIVE <json>``: the active tasks, when they change;
+* ``STANDBY <json>``: the standby tasks this client keeps and their changelog positions;
 * ``FENCED <n>``: the workers' count of migrations (failed membership check, fenced producer);
 * ``CLOSED`` / ``CLOSE-TIMEOUT`` after SIGTERM.
 """
@@ -23,7 +24,13 @@ import threading
 import time
 from pathlib import Path
 
-from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig, StreamsUncaughtExceptionResponse
+from platform_streams import (
+    KafkaStreams,
+    State,
+    StreamsBuilder,
+    StreamsConfig,
+    StreamsUncaughtExceptionResponse,
+)
 from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.serde import String
 
@@ -111,11 +118,17 @@ def main(argv: list[str] | None = None) -> int:
                 str(task): sum(counts.values())
                 for worker in streams.workers
                 for task, counts in worker.state_lifecycle.last_restore.items()
+                if task in worker.tasks
             }
             reported.pop("RESTORED", None)
             report("RESTORED", restored)
             print("RUNNING", flush=True)
-        report("STANDBY", streams.local_standby_tasks())
+        report("ACTIVE", sorted(str(t) for w in streams.workers for t in list(w.tasks)))
+        standbys = streams.membership.standbys
+        positions = standbys.positions() if standbys is not None else {}
+        report(
+            "STANDBY", {str(t): {f"{tp[0]}:{tp[1]}": o for tp, o in p.items()} for t, p in positions.items()}
+        )
         report("FENCED", sum(w.migrations for w in streams.workers))
     clean = streams.close(timeout_s=30)
     print("CLOSED" if clean else "CLOSE-TIMEOUT", flush=True)

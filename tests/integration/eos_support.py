@@ -68,11 +68,15 @@ class Runner:
             try:
                 got = self._lines.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"runner did not print {prefix!r} within {timeout_s}s; see {self.log_path}") from None
+                raise AssertionError(
+                    f"runner did not print {prefix!r} within {timeout_s}s; see {self.log_path}"
+                ) from None
             if got.startswith(prefix):
                 return got
             if got == "<EOF>":
-                raise AssertionError(f"runner exited ({self.proc.wait()}) before {prefix!r}; see {self.log_path}")
+                raise AssertionError(
+                    f"runner exited ({self.proc.wait()}) before {prefix!r}; see {self.log_path}"
+                )
 
     def last(self, kind: str) -> Any:
         """The JSON payload of the latest ``kind`` event (None if there was none)."""
@@ -197,11 +201,7 @@ def final_counts(updates: dict[str, list[int]]) -> dict[str, int]:
 
 def duplicate_updates(updates: dict[str, list[int]], expected: Counter[str]) -> dict[str, list[int]]:
     """Keys whose values are not exactly ``1..n`` (each once, in order), with their values."""
-    return {
-        key: values
-        for key, values in updates.items()
-        if values != list(range(1, expected[key] + 1))
-    }
+    return {key: values for key, values in updates.items() if values != list(range(1, expected[key] + 1))}
 
 
 def broker_aborts_dead_transactions(bootstrap: str, admin: KafkaAdmin) -> bool:

@@ -16,6 +16,7 @@ transaction (Apache Kafka): that assertion is guarded by a capability probe.
 from __future__ import annotations
 
 import random
+import struct
 import time
 from pathlib import Path
 
@@ -54,9 +55,15 @@ def test_sigkill_at_random_points_keeps_state_exact(
     source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
     app_id = new_app_id(f"crash-{guarantee[:3]}")
     args = {
-        "bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "output": sink,
-        "state_dir": tmp_path / "state", "guarantee": guarantee, "instance_id": "member-a",
-        "commit_interval_ms": 200 if guarantee == "at_least_once" else None, "delay_us": 30,
+        "bootstrap": bootstrap_servers,
+        "app_id": app_id,
+        "input": source,
+        "output": sink,
+        "state_dir": tmp_path / "state",
+        "guarantee": guarantee,
+        "instance_id": "member-a",
+        "commit_interval_ms": 200 if guarantee == "at_least_once" else None,
+        "delay_us": 30,
     }
     feeder = Feeder(bootstrap_servers, source, TOTAL, KEYS, chunk=400, pause_s=0.8).start()
     rng = random.Random(guarantee)
@@ -72,13 +79,18 @@ def test_sigkill_at_random_points_keeps_state_exact(
             progress.append(sum(o or 0 for o in committed.values()))
         expected = feeder.join()
         assert sum(expected.values()) == TOTAL
-        assert 0 < progress[0] < TOTAL and progress[-1] < TOTAL + 1, f"kills should land mid-stream: {progress}"
+        assert 0 < progress[0] < TOTAL and progress[-1] < TOTAL + 1, (
+            f"kills should land mid-stream: {progress}"
+        )
         assert len(set(progress)) > 2, f"the killed instances should have made progress: {progress}"
         last = Runner(tmp_path / "run-last.log", **args)
         started.append(last)
         last.expect("RUNNING", 60)
-        wait_until(lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers), 90,
-                   "the last instance committed every input")
+        wait_until(
+            lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers),
+            90,
+            "the last instance committed every input",
+        )
         assert last.terminate() == 0
     updates = updates_per_key(read_output(bootstrap_servers, sink, PARTITIONS, committed_only=True))
     counts = final_counts(updates)
@@ -96,20 +108,31 @@ def test_changelog_records_for_uncommitted_input_are_not_restored(
     committed offsets) is skipped by the restore: the state stays that of the committed input."""
     source, sink = new_topic(admin, 1, "in"), new_topic(admin, 1, "out")
     app_id = new_app_id("leak")
-    args = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "output": sink,
-            "state_dir": tmp_path / "state", "guarantee": "exactly_once_v2", "instance_id": "leak-a"}
+    args = {
+        "bootstrap": bootstrap_servers,
+        "app_id": app_id,
+        "input": source,
+        "output": sink,
+        "state_dir": tmp_path / "state",
+        "guarantee": "exactly_once_v2",
+        "instance_id": "leak-a",
+    }
     produce(bootstrap_servers, source, inputs(0, 100, 5))
     with runners() as started:
         first = Runner(tmp_path / "first.log", **args)
         started.append(first)
         first.expect("RUNNING", 60)
-        wait_until(lambda: committed_all(admin, app_id, source, 1, bootstrap_servers), 30, "100 inputs committed")
+        wait_until(
+            lambda: committed_all(admin, app_id, source, 1, bootstrap_servers), 30, "100 inputs committed"
+        )
         assert first.terminate() == 0
         # a record as a dead producer's open transaction would leave it: written for input offset
         # 100, which nobody committed (on Tansu it becomes visible to read_committed readers too)
         leak = create_producer({"bootstrap.servers": bootstrap_servers})
-        leak.produce(f"{app_id}-counts-changelog", b"\x00" * 8, b"k0", partition=0,
-                     headers=[(SOURCE_HEADER, b"100")])
+        count_999 = struct.pack(">qq", int(time.time() * 1000), 999)  # timestamp + count, as the store writes
+        leak.produce(
+            f"{app_id}-counts-changelog", count_999, b"k0", partition=0, headers=[(SOURCE_HEADER, b"100")]
+        )
         assert leak.flush(10) == 0
         for checkpoint in (tmp_path / "state").rglob(".checkpoint"):
             checkpoint.unlink()  # force a full restore, through the leaked record
@@ -117,7 +140,9 @@ def test_changelog_records_for_uncommitted_input_are_not_restored(
         second = Runner(tmp_path / "second.log", **args)
         started.append(second)
         second.expect("RUNNING", 60)
-        wait_until(lambda: committed_all(admin, app_id, source, 1, bootstrap_servers), 30, "105 inputs committed")
+        wait_until(
+            lambda: committed_all(admin, app_id, source, 1, bootstrap_servers), 30, "105 inputs committed"
+        )
         assert second.terminate() == 0
     updates = updates_per_key(read_output(bootstrap_servers, sink, 1, committed_only=True))
     assert final_counts(updates) == {f"k{i}": 21 for i in range(5)}

@@ -29,6 +29,7 @@ from platform_streams.state.keys import (
     split_window_key,
     window_key,
     window_start_of,
+    window_suffix,
 )
 from platform_streams.state.keys import (
     session_key as session_binary,
@@ -91,7 +92,9 @@ class _IndexedCache(WrappedStore):
         return cache
 
     def _cache_put(self, key: bytes, binary: bytes, value: bytes | None, time_ms: int) -> None:
-        cache = self._require()
+        cache = self._cache
+        if cache is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
         if time_ms > self._observed:
             self._observed = time_ms
         keys = self._index.get(key)
@@ -179,12 +182,16 @@ class CachingWindowStore(_IndexedCache, WindowStore[bytes, bytes]):
             )
 
     def put(self, key: bytes, value: bytes | None, window_start_ms: int) -> None:
-        self._cache_put(key, window_key(key, window_start_ms, 0), value, window_start_ms)
+        self._cache_put(key, key + window_suffix(window_start_ms, 0), value, window_start_ms)
 
     def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
-        if window_start_ms < self._min_live_time():
+        # per record of a windowed aggregation: _min_live_time() and window_key() inlined
+        if window_start_ms < self._observed - self._retention + 1 or window_start_ms < 0:
             return None
-        entry = self._require().get(window_key(key, window_start_ms, 0))
+        cache = self._cache
+        if cache is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
+        entry = cache.get(key + window_suffix(window_start_ms, 0))
         if entry is not None:
             return entry[0]
         return self.wrapped.fetch_at(key, window_start_ms)

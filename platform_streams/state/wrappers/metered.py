@@ -8,6 +8,9 @@ serdes (Kafka Streams' ``Metered*Store``): everything below it is bytes. It also
 * makes a flush listener work with caching off: every write is forwarded at once, with the
   previous value read first only when the listener asked for old values (or for a delete,
   to skip deletes of absent keys) -- the same rule the caching layer applies at flush.
+
+Every get/put of a DSL aggregation passes here, so the serde methods are bound once and a
+``bytes`` key of a ``Bytes`` key serde (the identity) is used as it is, without a call.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
+from platform_streams.serde.primitive import Bytes
 from platform_streams.state.api import CachedStateStore, FlushListener, StateStore
 from platform_streams.state.wrappers.base import WrappedStore, record_timestamp
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
@@ -40,6 +44,10 @@ class MeteredStore(WrappedStore, CachedStateStore):
         super().__init__(wrapped)
         self.key_serde = key_serde
         self.value_serde = value_serde
+        #: the key serde is the identity for ``bytes`` keys: skip the call (see ``_raw_key``)
+        self._bytes_keys = type(key_serde) is Bytes
+        self._serialize_value = value_serde.serialize
+        self._deserialize_value = value_serde.deserialize
         self._hook: StoreMetricsHook | None = None
         #: Set when a listener is installed and there is no caching layer below.
         self._forward: FlushListener | None = None
@@ -96,6 +104,12 @@ class MeteredStore(WrappedStore, CachedStateStore):
     def _timestamp(self) -> int:
         context = self._context
         return record_timestamp(context) if context is not None else 0
+
+    def _raw_key(self, key: Any) -> bytes:
+        """The serialized key; a ``bytes`` key of a ``Bytes`` serde is returned as it is."""
+        if type(key) is bytes and self._bytes_keys:
+            return key
+        return self._serialize_key(key)
 
     def _serialize_key(self, key: Any) -> bytes:
         raw = self.key_serde.serialize(key)

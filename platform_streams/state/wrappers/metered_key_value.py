@@ -24,22 +24,18 @@ class MeteredKeyValueStore(MeteredStore, KeyValueStore[Any, Any]):
         super().__init__(wrapped, key_serde, value_serde)
 
     def get(self, key: Any) -> Any:
+        raw_key = key if type(key) is bytes and self._bytes_keys else self._serialize_key(key)
         if self._hook is None:
-            raw_key = self.key_serde.serialize(key)
-            if raw_key is None:
-                raise ValueError(f"store {self.name}: keys cannot be None")
             raw = self.wrapped.get(raw_key)
         else:
             start = perf_counter_ns()
-            raw = self.wrapped.get(self._serialize_key(key))
+            raw = self.wrapped.get(raw_key)
             self._record("get", start)
-        return self.value_serde.deserialize(raw) if raw is not None else None
+        return self._deserialize_value(raw) if raw is not None else None
 
     def put(self, key: Any, value: Any) -> None:
-        raw_key = self.key_serde.serialize(key)
-        if raw_key is None:
-            raise ValueError(f"store {self.name}: keys cannot be None")
-        raw_value = self.value_serde.serialize(value)
+        raw_key = key if type(key) is bytes and self._bytes_keys else self._serialize_key(key)
+        raw_value = self._serialize_value(value)
         if self._hook is None and self._forward is None:
             self.wrapped.put(raw_key, raw_value)
             return

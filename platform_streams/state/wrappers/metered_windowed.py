@@ -53,8 +53,8 @@ class MeteredWindowStore(_MeteredWindowed, WindowStore[Any, Any]):
         return self.wrapped.retain_duplicates
 
     def put(self, key: Any, value: Any, window_start_ms: int) -> None:
-        raw_key = self._serialize_key(key)
-        raw_value = self.value_serde.serialize(value)
+        raw_key = key if type(key) is bytes and self._bytes_keys else self._serialize_key(key)
+        raw_value = self._serialize_value(value)
         if self._hook is None and self._forward is None:
             self.wrapped.put(raw_key, raw_value, window_start_ms)
             return
@@ -76,10 +76,14 @@ class MeteredWindowStore(_MeteredWindowed, WindowStore[Any, Any]):
         self._record("put", start)
 
     def fetch_at(self, key: Any, window_start_ms: int) -> Any:
-        start = perf_counter_ns()
-        raw = self.wrapped.fetch_at(self._serialize_key(key), window_start_ms)
-        self._record("fetch", start)
-        return self.value_serde.deserialize(raw) if raw is not None else None
+        raw_key = key if type(key) is bytes and self._bytes_keys else self._serialize_key(key)
+        if self._hook is None:
+            raw = self.wrapped.fetch_at(raw_key, window_start_ms)
+        else:
+            start = perf_counter_ns()
+            raw = self.wrapped.fetch_at(raw_key, window_start_ms)
+            self._record("fetch", start)
+        return self._deserialize_value(raw) if raw is not None else None
 
     def fetch_between(
         self, key: Any, time_from_ms: int, time_to_ms: int, *, backward: bool = False

@@ -1,0 +1,297 @@
+"""Scale-out benchmark: the same application in 1 and in 2 worker processes.
+
+    python bench/scale_out.py                                  # embedded broker, 2M records
+    python bench/scale_out.py --records 1000000 --workloads filter_map_json,count_eos_100ms
+    PLATFORM_STREAMS_BOOTSTRAP=host:9092 python bench/scale_out.py
+
+For each workload (``bench/workloads.py``, built by ``bench/engine_ps.py``) the input is
+produced once to 4 partitions; each run starts ``run_workers(factory, config, N)`` (the
+Python API behind ``platform-streams run --workers N``) in a fresh child process with a
+fresh application id, output topic and state directories. Throughput is measured from the
+group's committed offsets, sampled every 100 ms: records committed between 10 % of the
+input (or, if later, the moment every worker publishes its share of the tasks on the
+control topic) and 90 %, divided by the time between those two points. Group joins,
+rebalances and the first and last commit intervals are outside the window, so the figure
+is the steady state of N processes sharing the partitions. The ratio is the median of
+N=2 over the median of N=1.
+
+On a 2-core machine the embedded broker shares the cores with the workers: the ratio is
+bounded by what the broker leaves to them, and it is reported as measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import GROUP_TIMING, RunSpec  # noqa: E402
+from bench.engine_ps import build  # noqa: E402
+from bench.workloads import WORKLOADS, Workload  # noqa: E402
+from platform_streams import StreamsBuilder, StreamsConfig  # noqa: E402
+from platform_streams.dsl import Consumed, Produced  # noqa: E402
+from platform_streams.kafka import (  # noqa: E402
+    OFFSET_BEGINNING,
+    EmbeddedBroker,
+    KafkaAdmin,
+    TopicPartition,
+    TopicSpec,
+    create_consumer,
+)
+from platform_streams.runtime.control_channel import control_topic_name  # noqa: E402
+from platform_streams.runtime.supervisor import run_workers  # noqa: E402
+from platform_streams.serde import Bytes, Json  # noqa: E402
+
+_ENV = "SCALE_OUT_BENCH_SPEC"
+
+
+#: A workload of this module's own: per-record Python work (~25 us) of the kind that makes
+#: an application CPU-bound in the workers rather than in the broker (scoring, enrichment).
+CPU_BOUND = Workload(
+    "score_json_cpu_bound",
+    "stateless",
+    WORKLOADS["filter_map_json"].input,
+    "map_values(score: ~25 us of Python per record) -> JSON out",
+)
+
+
+def _score(value: dict[str, Any]) -> dict[str, Any]:
+    total = 0
+    for i in range(250):
+        total += (i * value["id"]) % 7
+    return {"id": value["id"], "user": value["user"], "score": total}
+
+
+def _workload(name: str) -> Workload:
+    return CPU_BOUND if name == CPU_BOUND.name else WORKLOADS[name]
+
+
+def topology() -> object:
+    """The factory the worker processes call: the workload of ``$SCALE_OUT_BENCH_SPEC``."""
+    workload, bootstrap, source, sink, app_id, state_dir = os.environ[_ENV].split("|")
+    if workload == CPU_BOUND.name:
+        builder = StreamsBuilder()
+        builder.stream(source, Consumed(key_serde=Bytes(), value_serde=Json())).map_values(_score).to(
+            sink, Produced(key_serde=Bytes(), value_serde=Json())
+        )
+        return builder
+    spec = RunSpec(workload, "platform_streams", bootstrap, source, sink, 0, state_dir, app_id)
+    return build(WORKLOADS[workload], spec)
+
+
+def _child(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s [%(process)d] %(name)s %(message)s"
+    )
+    workload, bootstrap, _source, _sink, app_id, state_dir = os.environ[_ENV].split("|")
+    w = _workload(workload)
+    config = StreamsConfig(
+        application_id=app_id,
+        bootstrap_servers=bootstrap,
+        state_dir=Path(state_dir),
+        processing_guarantee="exactly_once_v2" if w.exactly_once else "at_least_once",
+        commit_interval_ms=min(w.commit_interval_ms, 1_000),
+        **GROUP_TIMING,
+    )
+    return run_workers(topology, config, args.child, close_timeout_s=60)
+
+
+@contextmanager
+def _broker() -> Iterator[tuple[str, int | None]]:
+    external = os.environ.get("PLATFORM_STREAMS_BOOTSTRAP")
+    if external:
+        yield external, None
+        return
+    with EmbeddedBroker(kill_with_parent=True) as broker:
+        yield broker.bootstrap_servers, broker.pid
+
+
+def _cpu_s(pid: int | None = None) -> float:
+    """CPU seconds (user + system) of one process, or of the whole machine (busy time)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    if pid is None:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
+        return (user + nice + system + irq + softirq) / tick
+    parts = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / tick
+
+
+def _committed(admin: KafkaAdmin, app_id: str, ends: dict[tuple[str, int], int]) -> int:
+    return sum(o or 0 for o in admin.committed_offsets(app_id, list(ends)).values())
+
+
+class _Members:
+    """Tails the application's control topic: which worker runs which tasks right now."""
+
+    def __init__(self, bootstrap: str, app_id: str) -> None:
+        self._consumer = create_consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                "fetch.wait.max.ms": 10,
+            }
+        )
+        self._topic = control_topic_name(app_id)
+        self._assigned = False
+        self.active: dict[str, list[str]] = {}
+
+    def stable(self, processes: int, tasks: int = 4) -> bool:
+        """True when ``processes`` workers publish ``tasks / processes`` tasks each."""
+        if not self._assigned:
+            if self._topic not in self._consumer.list_topics(timeout=5).topics:
+                return False
+            self._consumer.assign([TopicPartition(self._topic, 0, OFFSET_BEGINNING)])
+            self._assigned = True
+        for msg in self._consumer.consume(1000, 0.01):
+            if msg.error() is None and (msg.key() or b"").startswith(b"member/"):
+                key = msg.key().decode()
+                if msg.value() is None:
+                    self.active.pop(key, None)
+                else:
+                    self.active[key] = json.loads(msg.value())["active"]
+        shares = [len(ts) for ts in self.active.values()]
+        return len(shares) == processes and all(n == tasks // processes for n in shares)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+@dataclass(frozen=True)
+class Run:
+    records_per_s: float
+    #: cores busy during the window (the whole machine), and the broker's share of them
+    machine_cores: float
+    broker_cores: float
+
+
+def _run(
+    bootstrap: str,
+    admin: KafkaAdmin,
+    workload: str,
+    source: str,
+    ends: dict[tuple[str, int], int],
+    processes: int,
+    workdir: Path,
+    broker_pid: int | None,
+) -> Run:
+    """One run with ``processes`` workers: steady-state records/s and where the CPU went."""
+    total = sum(ends.values())
+    app_id = f"scale-{workload}-{uuid.uuid4().hex[:8]}"
+    sink = f"bench-scale-out-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([TopicSpec(sink, 4)])
+    env = {**os.environ, _ENV: "|".join([workload, bootstrap, source, sink, app_id, str(workdir / app_id)])}
+    log = (workdir / f"{app_id}.log").open("w")
+    child = subprocess.Popen(
+        [sys.executable, str(Path(__file__)), "--child", str(processes)],
+        env=env,
+        stdout=log,
+        stderr=log,
+        cwd=ROOT,
+    )
+    members = _Members(bootstrap, app_id)
+    try:
+        # the window opens at 10 % of the input, or later once every worker runs its share
+        # (a worker that joined late would put a rebalance inside the window)
+        low, high = int(total * 0.1), int(total * 0.9)
+        t_low: float | None = None
+        at_low = 0
+        deadline = time.monotonic() + 600
+        while True:
+            if child.poll() is not None:
+                raise RuntimeError(f"workers exited with {child.returncode}; see {log.name}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"run did not finish; see {log.name}")
+            stable = members.stable(processes)
+            done = _committed(admin, app_id, ends)
+            now = time.monotonic()
+            if t_low is None and done >= low and stable:
+                t_low, at_low = now, done
+                cpu_low, broker_low = _cpu_s(), _cpu_s(broker_pid) if broker_pid else 0.0
+            if t_low is not None and done >= high:
+                if done - at_low < total * 0.3:
+                    raise RuntimeError(f"the group settled too late to measure (at {at_low} of {total})")
+                seconds = max(1e-6, now - t_low)
+                broker_cpu = (_cpu_s(broker_pid) - broker_low) / seconds if broker_pid else float("nan")
+                return Run((done - at_low) / seconds, (_cpu_s() - cpu_low) / seconds, broker_cpu)
+            time.sleep(0.1)
+    finally:
+        members.close()
+        child.send_signal(signal.SIGTERM)
+        try:
+            child.wait(90)
+        except subprocess.TimeoutExpired:
+            child.kill()
+        log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--workloads", default="filter_map_json,count,count_eos_100ms,score_json_cpu_bound")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return _child(args)
+    from bench.run import produce_input
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-out-"))
+    print(f"cpus: {os.cpu_count()}, records: {args.records}, logs: {workdir}", flush=True)
+    rows = []
+    with _broker() as (bootstrap, broker_pid), KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
+        for workload in args.workloads.split(","):
+            produced = produce_input(bootstrap, admin, _workload(workload).input, args.records, 4)
+            ends = {(produced.topic, p): end for p, end in produced.ends.items()}
+            runs: dict[int, list[Run]] = {1: [], 2: []}
+            for repeat in range(args.repeats):
+                for processes in (1, 2) if repeat % 2 == 0 else (2, 1):
+                    run = _run(
+                        bootstrap, admin, workload, produced.topic, ends, processes, workdir, broker_pid
+                    )
+                    runs[processes].append(run)
+                    print(
+                        f"{workload} processes={processes} run {repeat + 1}: "
+                        f"{run.records_per_s:,.0f} records/s, "
+                        f"{run.machine_cores:.2f} cores busy (broker {run.broker_cores:.2f})",
+                        flush=True,
+                    )
+            rows.append((workload, runs))
+    print(
+        "\n| workload | 1 process (records/s) | 2 processes (records/s) | 2 vs 1 "
+        "| cores busy 1 / 2 (broker) | runs 1 / 2 |"
+    )
+    print("|---|---:|---:|---:|---|---|")
+    for workload, runs in rows:
+        one, two = (statistics.median(r.records_per_s for r in runs[n]) for n in (1, 2))
+        cores = " / ".join(
+            f"{statistics.median(r.machine_cores for r in runs[n]):.2f} "
+            f"({statistics.median(r.broker_cores for r in runs[n]):.2f})"
+            for n in (1, 2)
+        )
+        detail = " / ".join(", ".join(f"{r.records_per_s:,.0f}" for r in runs[n]) for n in (1, 2))
+        print(f"| {workload} | {one:,.0f} | {two:,.0f} | {two / one:.2f}x | {cores} | {detail} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Scale-out on one host: run an application in N worker processes (``run_workers``).
+
+Why processes: under the GIL one :class:`KafkaStreams` uses about one core however many
+stream threads it has. Each worker process is a full client of the same application: a
+member of its consumer group (the range assignor shares the partitions out), with its own
+state directory and, with static membership, its own ``group_instance_id``:
+
+* ``client_id``: ``<client id>-w<i>``;
+* ``state_dir``: ``<state_dir>-w<i>`` (RocksDB directories and the state lock are per process);
+* ``group_instance_id``: ``<group_instance_id>-w<i>`` when one is set;
+* ``http_port`` / ``application_server`` port: ``+ i`` when set (one endpoint per process).
+
+That is also what ``platform-streams run --workers N`` does (it re-invokes the command per
+worker with these overrides, see :func:`worker_overrides`), so a worker keeps its identity
+-- state directory, transactional.id, static member id -- across restarts of the
+supervisor, and the two ways of starting workers are interchangeable.
+
+The supervisor forwards SIGTERM/SIGINT to the workers (each closes cleanly: final commit),
+stops the others when one fails, and returns 0 after a clean stop, 1 after a failure.
+The factory must be importable by the children (a module-level function): workers are
+started with the ``spawn`` method, so nothing of the parent's state leaks into them.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from platform_streams.config import StreamsConfig
+from platform_streams.runtime.kafka_streams import KafkaStreams
+from platform_streams.runtime.lifecycle import State
+
+__all__ = ["run_worker", "run_workers", "worker_config", "worker_overrides"]
+
+log = logging.getLogger(__name__)
+
+#: a module-level callable returning a Topology or a StreamsBuilder
+TopologyFactory = Callable[[], Any]
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_KILL_GRACE_S = 10.0
+
+
+def worker_overrides(config: StreamsConfig, index: int) -> dict[str, Any]:
+    """The settings that make worker process ``index`` a member of its own (see module docstring)."""
+    overrides: dict[str, Any] = {
+        "client_id": f"{config.effective_client_id}-w{index}",
+        "state_dir": Path(f"{config.state_dir}-w{index}"),
+    }
+    if config.group_instance_id is not None:
+        overrides["group_instance_id"] = f"{config.group_instance_id}-w{index}"
+    # each process serves its own /metrics and queries: a fixed port becomes port + index
+    if config.http_port:
+        overrides["http_port"] = config.http_port + index
+    if config.application_server is not None:
+        host, _, port = config.application_server.rpartition(":")
+        overrides["application_server"] = f"{host}:{int(port) + index}"
+    return overrides
+
+
+def worker_config(config: StreamsConfig, index: int) -> StreamsConfig:
+    return config.with_overrides(**worker_overrides(config, index))
+
+
+def run_worker(factory: TopologyFactory, config: StreamsConfig, close_timeout_s: float = 60.0) -> int:
+    """Run one client until SIGTERM/SIGINT (exit 0) or until it fails (exit 1): a worker's body."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, on_signal)
+    streams = KafkaStreams(factory(), config)
+    streams.set_state_listener(
+        lambda new, old: stop.set() if new in (State.PENDING_ERROR, State.ERROR) else None
+    )
+    streams.start()
+    while not stop.wait(0.5):
+        pass
+    closed = streams.close(timeout_s=close_timeout_s)
+    if streams.state() is State.PENDING_ERROR:
+        streams.wait_for_state(State.ERROR, timeout_s=close_timeout_s)
+    return 0 if closed and streams.state() is State.NOT_RUNNING else 1
+
+
+def _child(factory: TopologyFactory, config: StreamsConfig, close_timeout_s: float, level: int) -> None:
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s [pid %(process)d] %(name)s: %(message)s"
+    )
+    raise SystemExit(run_worker(factory, config, close_timeout_s))
+
+
+def run_workers(
+    factory: TopologyFactory,
+    config: StreamsConfig,
+    workers: int,
+    *,
+    close_timeout_s: float = 60.0,
+    stop: threading.Event | None = None,
+) -> int:
+    """Run the application in ``workers`` processes until SIGTERM/SIGINT (or ``stop``).
+
+    Returns 0 when every worker stopped cleanly, 1 when one failed (the others are then
+    stopped) or did not stop within ``close_timeout_s``.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    stop = stop or threading.Event()
+    context = multiprocessing.get_context("spawn")
+    level = logging.getLogger().getEffectiveLevel()
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in _STOP_SIGNALS}
+    procs = []
+    try:
+        for index in range(workers):
+            proc = context.Process(
+                target=_child,
+                args=(factory, worker_config(config, index), close_timeout_s, level),
+                name=f"{config.application_id}-w{index}",
+            )
+            proc.start()
+            procs.append(proc)
+        log.info(
+            "supervising %d workers of %r: pids %s", workers, config.application_id, [p.pid for p in procs]
+        )
+        return _wait(procs, stop, close_timeout_s)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+
+
+def _wait(procs: list[Any], stop: threading.Event, close_timeout_s: float) -> int:
+    failed = False
+    kill_at: float | None = None
+    while True:
+        codes = [p.exitcode for p in procs]
+        if any(code not in (None, 0) for code in codes) and not failed:
+            failed = True
+            log.error("a worker exited with status %s: stopping the others", [c for c in codes if c])
+            stop.set()
+        if all(code is not None for code in codes):
+            return 1 if failed else 0
+        if stop.is_set() and kill_at is None:
+            for proc in procs:
+                if proc.is_alive() and proc.pid is not None:
+                    proc.terminate()  # SIGTERM: a clean close with a final commit
+            kill_at = time.monotonic() + close_timeout_s + _KILL_GRACE_S
+        if kill_at is not None and time.monotonic() > kill_at:
+            for proc in procs:
+                if proc.is_alive():
+                    log.error("worker pid %s did not stop in time: killing it", proc.pid)
+                    proc.kill()
+            failed = True
+        stop.wait(0.2)

@@ -1,0 +1,92 @@
+"""Fencing under exactly_once_v2: a zombie cannot commit after its tasks moved.
+
+Two instances share four partitions. One is frozen with SIGSTOP for twice the session
+timeout, so the group expels it and the other instance takes all the tasks; then it is
+resumed with SIGCONT. Its librdkafka threads and its loop continue where they stopped,
+with records of its old tasks in hand: its next commit must fail (the membership check
+is rejected, whatever the broker does with stale transactional offset commits), its
+tasks must be dropped dirty and it must rejoin and take its share again. The counts must
+stay exact. Both instances use dynamic membership: Tansu never expels a static member.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from platform_streams.kafka import KafkaAdmin
+from tests.integration.eos_support import (
+    Feeder,
+    Runner,
+    committed_all,
+    final_counts,
+    new_app_id,
+    read_output,
+    runners,
+    updates_per_key,
+)
+from tests.integration.support_apps import wait_until
+from tests.support.kafka import new_topic
+
+pytestmark = pytest.mark.broker
+
+PARTITIONS = 4
+
+
+def _tasks(runner: Runner) -> set[str]:
+    return set(runner.last("ACTIVE") or ())
+
+
+@pytest.mark.slow
+def test_a_paused_zombie_cannot_commit_and_rejoins(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
+    app_id = new_app_id("fence")
+    common = {
+        "bootstrap": bootstrap_servers,
+        "app_id": app_id,
+        "input": source,
+        "output": sink,
+        "guarantee": "exactly_once_v2",
+        "delay_us": 100,
+    }
+    feeder = Feeder(bootstrap_servers, source, 10_000, 40, chunk=200, pause_s=0.3).start()
+    with runners() as started:
+        zombie = Runner(tmp_path / "zombie.log", state_dir=tmp_path / "z", **common)
+        started.append(zombie)
+        zombie.expect("RUNNING", 60)
+        other = Runner(tmp_path / "other.log", state_dir=tmp_path / "o", **common)
+        started.append(other)
+        wait_until(
+            lambda: len(_tasks(other)) == 2 and len(_tasks(zombie)) == 2 and "RUNNING" in other.events,
+            60,
+            "the two instances share the tasks",
+        )
+        zombie.signal(signal.SIGSTOP)
+        try:
+            wait_until(lambda: len(_tasks(other)) == 4, 40, "the group gave every task to the other instance")
+            time.sleep(1.0)  # the other instance commits progress on the zombie's former tasks
+        finally:
+            zombie.signal(signal.SIGCONT)
+        wait_until(
+            lambda: (zombie.last("FENCED") or 0) >= 1 or "lost" in zombie.log_path.read_text().lower(),
+            30,
+            "the resumed zombie found out it was expelled",
+        )
+        wait_until(lambda: len(_tasks(zombie)) == 2 and len(_tasks(other)) == 2, 60, "the zombie rejoined")
+        expected = feeder.join()
+        wait_until(
+            lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers),
+            90,
+            "every input committed",
+        )
+        for runner in started:
+            assert runner.terminate() == 0
+    log = (tmp_path / "zombie.log").read_text()
+    assert "membership check" in log or "lost" in log.lower(), "the zombie's commit was refused"
+    updates = updates_per_key(read_output(bootstrap_servers, sink, PARTITIONS, committed_only=True))
+    assert final_counts(updates) == dict(expected)

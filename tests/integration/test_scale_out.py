@@ -1,0 +1,160 @@
+"""Scale-out across processes: N worker processes of one application split its tasks.
+
+Both ways of starting workers are covered -- the Python API (``run_workers``) and
+``platform-streams run --workers 2`` -- and in both each worker process is a group member
+with its own state directory; who runs what is read from the application's control topic,
+where every client publishes its tasks. Co-partitioned inputs must land on the same
+process: checked on a join of two 4-partition topics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from platform_streams import StreamsBuilder
+from platform_streams.dsl import Consumed, Produced
+from platform_streams.errors import BrokerError, CoPartitioningError
+from platform_streams.kafka import KafkaAdmin
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.assignment import tasks_of_assignment
+from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.serde import String
+from platform_streams.topology.compiler import compile_topology
+from tests.integration.eos_support import committed_all, new_app_id
+from tests.integration.support_apps import wait_until
+from tests.support.kafka import consume_all, new_topic, produce
+
+REPO = Path(__file__).parents[2]
+
+
+def _members(bootstrap: str, app_id: str) -> dict[str, list[str]]:
+    """Process id -> active tasks, as the clients last published them on the control topic."""
+    latest: dict[str, list[str] | None] = {}
+    try:
+        records = consume_all(bootstrap, control_topic_name(app_id), 10_000, timeout_s=1)
+    except BrokerError:  # not created yet: the workers are still starting
+        return {}
+    for record in records:
+        key = (record.key or b"").decode()
+        if key.startswith("member/"):
+            latest[key] = json.loads(record.value)["active"] if record.value else None
+    return {k: v for k, v in latest.items() if v is not None}
+
+
+def _split_in_two(bootstrap: str, app_id: str) -> dict[str, list[str]] | None:
+    members = _members(bootstrap, app_id)
+    tasks = sorted(t for ts in members.values() for t in ts)
+    if (
+        len(members) == 2
+        and all(len(ts) == 2 for ts in members.values())
+        and tasks == [f"0_{p}" for p in range(4)]
+    ):
+        return members
+    return None
+
+
+def _run_and_check(
+    argv: list[str],
+    env: dict[str, str],
+    bootstrap: str,
+    admin: KafkaAdmin,
+    app_id: str,
+    source: str,
+    log_path: Path,
+) -> None:
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            members = wait_until(
+                lambda: _split_in_two(bootstrap, app_id), 60, "two processes run two tasks each"
+            )
+            assert len(set(members)) == 2
+            wait_until(
+                lambda: committed_all(admin, app_id, source, 4, bootstrap), 60, "every input committed"
+            )
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(60) == 0, f"the supervisor should stop cleanly; see {log_path}"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    for index in range(2):  # each worker process kept its own state directory
+        assert (Path(f"{env['STATE_DIR']}-w{index}") / app_id / ".process-id").exists()
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("how", ["python-api", "cli"])
+def test_two_worker_processes_split_four_partitions(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, how: str
+) -> None:
+    source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
+    records = [(f"k{i % 100}", "x") for i in range(4_000)]
+    produce(bootstrap_servers, source, records)
+    app_id = new_app_id("scale")
+    state_dir = tmp_path / "state"
+    env = {**os.environ, "SCALE_OUT_INPUT": source, "SCALE_OUT_OUTPUT": sink, "STATE_DIR": str(state_dir)}
+    if how == "python-api":
+        argv = [
+            sys.executable,
+            "-m",
+            "tests.integration.scale_out_app",
+            "--bootstrap",
+            bootstrap_servers,
+            "--app-id",
+            app_id,
+            "--state-dir",
+            str(state_dir),
+            "--workers",
+            "2",
+        ]
+    else:
+        argv = [
+            sys.executable,
+            "-m",
+            "platform_streams.cli",
+            "run",
+            "tests.integration.scale_out_app:topology",
+            "--workers",
+            "2",
+            "--set",
+            f"application_id={app_id}",
+            "--set",
+            f"bootstrap_servers={bootstrap_servers}",
+            "--set",
+            f"state_dir={state_dir}",
+            "--set",
+            "commit_interval_ms=200",
+            "--set",
+            "session_timeout_ms=6000",
+            "--set",
+            "heartbeat_interval_ms=500",
+            "--set",
+            "max_poll_interval_ms=10000",
+        ]
+    _run_and_check(argv, env, bootstrap_servers, admin, app_id, source, tmp_path / "supervisor.log")
+    latest = {
+        (r.key or b"").decode(): int.from_bytes(r.value or b"", "big")
+        for r in consume_all(bootstrap_servers, sink, 100, timeout_s=30)
+    }
+    assert latest == Counter(k for k, _ in records)
+
+
+def test_co_partitioned_inputs_always_form_whole_tasks() -> None:
+    """The range assignor gives a member partition p of every co-partitioned topic; a split
+    assignment (another assignor, unequal partition counts) is refused, never run."""
+    builder = StreamsBuilder()
+    left = builder.stream("left", Consumed(key_serde=String(), value_serde=String()))
+    right = builder.table("right", Consumed(key_serde=String(), value_serde=String()))
+    left.join(right, lambda a, b: a + b).to("joined", Produced(key_serde=String(), value_serde=String()))
+    plan = compile_topology(builder.build())
+    whole = [("left", 1), ("right", 1), ("left", 3), ("right", 3)]
+    assert tasks_of_assignment(plan, "app", whole) == [TaskId(0, 1), TaskId(0, 3)]
+    with pytest.raises(CoPartitioningError, match="partition 3"):
+        tasks_of_assignment(plan, "app", [("left", 1), ("right", 1), ("left", 3)])

@@ -1,0 +1,77 @@
+"""``StreamWorker._route``: consumed batches go to partition queues run by run, in order."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import confluent_kafka as ck
+import pytest
+
+from platform_streams.runtime.worker import StreamWorker
+
+
+def _worker(partitions: list[tuple[str, int]]) -> Any:
+    """A worker with queues only: ``_route`` needs nothing else (no clients, no tasks)."""
+    worker = StreamWorker.__new__(StreamWorker)
+    worker._queues = {tp: deque() for tp in partitions}
+    worker._rejoin_deadline = None
+    return worker
+
+
+def _msg(topic: str, partition: int, offset: int) -> Any:
+    return ck.Message(topic=topic, partition=partition, offset=offset, key=b"k", value=b"v")
+
+
+def _eof(topic: str, partition: int) -> Any:
+    return ck.Message(topic=topic, partition=partition, error=ck.KafkaError(ck.KafkaError._PARTITION_EOF))
+
+
+def _offsets(queue: deque[Any]) -> list[int]:
+    return [m.offset() for m in queue]
+
+
+def test_runs_of_partitions_keep_their_order_and_interleave() -> None:
+    worker = _worker([("a", 0), ("a", 1), ("b", 0)])
+    batch = [
+        _msg("a", 0, 0),
+        _msg("a", 0, 1),
+        _msg("a", 1, 7),
+        _msg("b", 0, 3),
+        _msg("a", 0, 2),
+        _msg("a", 1, 8),
+    ]
+    touched = worker._route(batch)
+    assert touched == {("a", 0), ("a", 1), ("b", 0)}
+    assert _offsets(worker._queues[("a", 0)]) == [0, 1, 2]
+    assert _offsets(worker._queues[("a", 1)]) == [7, 8]
+    assert _offsets(worker._queues[("b", 0)]) == [3]
+
+
+def test_a_single_run_is_queued_whole() -> None:
+    worker = _worker([("a", 0)])
+    assert worker._route([_msg("a", 0, i) for i in range(5)]) == {("a", 0)}
+    assert _offsets(worker._queues[("a", 0)]) == [0, 1, 2, 3, 4]
+
+
+def test_error_events_split_runs_and_are_not_queued() -> None:
+    worker = _worker([("a", 0)])
+    touched = worker._route([_msg("a", 0, 0), _eof("a", 0), _msg("a", 0, 1), _eof("a", 0)])
+    assert touched == {("a", 0)}
+    assert _offsets(worker._queues[("a", 0)]) == [0, 1]
+
+
+def test_a_fatal_error_raises_after_the_records_before_it_were_queued() -> None:
+    worker = _worker([("a", 0)])
+    fatal = ck.Message(topic="a", partition=0, error=ck.KafkaError(ck.KafkaError._FATAL, fatal=True))
+    with pytest.raises(ck.KafkaException):
+        worker._route([_msg("a", 0, 0), fatal, _msg("a", 0, 1)])
+    assert _offsets(worker._queues[("a", 0)]) == [0]
+
+
+def test_records_of_unassigned_partitions_are_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    worker = _worker([("a", 0)])
+    touched = worker._route([_msg("a", 0, 0), _msg("x", 3, 0), _msg("x", 3, 1), _msg("a", 0, 1)])
+    assert touched == {("a", 0)}
+    assert _offsets(worker._queues[("a", 0)]) == [0, 1]
+    assert "dropping 2 record(s) of unassigned partition x-3" in caplog.text
