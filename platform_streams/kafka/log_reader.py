@@ -147,7 +147,13 @@ def _read(
     yielded = 0
     last_progress = time.monotonic()
     while True:
-        messages = consumer.consume(num_messages=batch_size, timeout=0.05)
+        # What is ready now; when nothing is, wait for the next event only: consume(n, t)
+        # waits the whole timeout unless n records arrive, which made every partition pay
+        # 50 ms to see its EOF (and a restore pay it per partition, even an empty one).
+        messages = consumer.consume(num_messages=batch_size, timeout=0)
+        if not messages:
+            first = consumer.poll(0.05)
+            messages = [] if first is None else [first]
         for msg in messages:
             err = msg.error()
             if err is not None:
