@@ -133,6 +133,10 @@ class Feeder:
         except BaseException as exc:
             self.error = exc
 
+    def is_alive(self) -> bool:
+        """True while records are still being fed."""
+        return self._thread.is_alive()
+
     def start(self) -> Feeder:
         self._thread.start()
         return self
