@@ -73,14 +73,18 @@ class KStream:
         """Zero or more ``(key, value)`` records per input record."""
         return self._op("KSTREAM-FLATMAP-", "flat_map", mapper, named, key_changed=True, serdes_kept=False)
 
-    def flat_map_values(self, mapper: Callable[..., Iterable[Any]], named: Named | str | None = None) -> KStream:
+    def flat_map_values(
+        self, mapper: Callable[..., Iterable[Any]], named: Named | str | None = None
+    ) -> KStream:
         """Zero or more values per input record, keeping its key."""
         kind: OpKind = "flat_map_values_with_key" if takes_key(mapper) else "flat_map_values"
         return self._op("KSTREAM-FLATMAPVALUES-", kind, mapper, named, value_serde_kept=False)
 
     def select_key(self, mapper: Callable[[Any, Any], Any], named: Named | str | None = None) -> KStream:
         """New key from ``mapper(key, value)``; the value is unchanged."""
-        return self._op("KSTREAM-KEY-SELECT-", "select_key", mapper, named, key_changed=True, key_serde_kept=False)
+        return self._op(
+            "KSTREAM-KEY-SELECT-", "select_key", mapper, named, key_changed=True, key_serde_kept=False
+        )
 
     def peek(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> KStream:
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
@@ -95,7 +99,9 @@ class KStream:
         if other._builder is not self._builder:
             raise TopologyError("cannot merge streams from different StreamsBuilders")
         name = self._builder.names.name("KSTREAM-MERGE-", name_of(named))
-        self._builder.topology.add_stateless(name, StatelessOp("passthrough"), self.node_name, other.node_name)
+        self._builder.topology.add_stateless(
+            name, StatelessOp("passthrough"), self.node_name, other.node_name
+        )
         same = self.key_serde == other.key_serde and self.value_serde == other.value_serde
         return KStream(
             self._builder,
@@ -167,7 +173,9 @@ class KStream:
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
         """Group by ``selector(key, value)``: a ``select_key`` then a grouping with repartition."""
         grouped = grouped or Grouped()
-        rekeyed = self._op("KSTREAM-KEY-SELECT-", "select_key", selector, None, key_changed=True, key_serde_kept=False)
+        rekeyed = self._op(
+            "KSTREAM-KEY-SELECT-", "select_key", selector, None, key_changed=True, key_serde_kept=False
+        )
         return rekeyed.group_by_key(grouped)
 
     def to_table(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
@@ -276,11 +284,20 @@ class KStream:
             filter_name, sink_name, source_name = f"{topic}-filter", f"{topic}-sink", f"{topic}-source"
         builder.topology.add_stateless(filter_name, StatelessOp("filter", (_key_not_none,)), self.node_name)
         builder.topology.add_sink(
-            sink_name, topic, filter_name, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner
+            sink_name,
+            topic,
+            filter_name,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            partitioner=partitioner,
         )
         builder.topology.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde)
         return KStream(
-            builder, source_name, key_serde=key_serde, value_serde=value_serde, source_topics=frozenset({topic})
+            builder,
+            source_name,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            source_topics=frozenset({topic}),
         )
 
 
