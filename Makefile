@@ -29,7 +29,6 @@ lint: setup
 	$(BIN)/mypy
 
 bench: setup
-	$(BIN)/python -m pip install -e '.[bench]' >/dev/null
 	$(BIN)/python bench/run.py
 
 clean:
