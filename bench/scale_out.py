@@ -62,13 +62,13 @@ from platform_streams.serde import Bytes, Json  # noqa: E402
 _ENV = "SCALE_OUT_BENCH_SPEC"
 
 
-#: A workload of this module's own: per-record Python work (~25 us) of the kind that makes
+#: A workload of this module's own: per-record Python work (~20 us) of the kind that makes
 #: an application CPU-bound in the workers rather than in the broker (scoring, enrichment).
 CPU_BOUND = Workload(
     "score_json_cpu_bound",
     "stateless",
     WORKLOADS["filter_map_json"].input,
-    "map_values(score: ~25 us of Python per record) -> JSON out",
+    "map_values(score: ~20 us of Python per record) -> JSON out",
 )
 
 

@@ -19,17 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from platform_streams import StreamsBuilder
+from platform_streams import KafkaStreams, State, StreamsBuilder
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.errors import BrokerError, CoPartitioningError
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.control_channel import control_topic_name
-from platform_streams.serde import String
+from platform_streams.serde import Long, String
 from platform_streams.topology.compiler import compile_topology
 from tests.integration.eos_support import committed_all, new_app_id
-from tests.integration.support_apps import wait_until
+from tests.integration.support_apps import active_tasks, app_config, running_app, wait_until
 from tests.support.kafka import consume_all, new_topic, produce
 
 REPO = Path(__file__).parents[2]
@@ -158,3 +158,50 @@ def test_co_partitioned_inputs_always_form_whole_tasks() -> None:
     assert tasks_of_assignment(plan, "app", whole) == [TaskId(0, 1), TaskId(0, 3)]
     with pytest.raises(CoPartitioningError, match="partition 3"):
         tasks_of_assignment(plan, "app", [("left", 1), ("right", 1), ("left", 3)])
+
+
+@pytest.mark.broker
+def test_a_static_member_restarted_gets_its_tasks_back_and_reuses_its_state(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """``group_instance_id`` (the Helm chart sets it from the pod name): a restart keeps the
+    placement (on Kafka without a rebalance; on Tansu the rebalance gives the same partitions
+    back) and the restarted member reopens its local stores instead of restoring them."""
+    source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
+    produce(bootstrap_servers, source, [(f"k{i % 100}", "x") for i in range(4_000)])
+    first = app_config(bootstrap_servers, tmp_path / "a", group_instance_id="pod-a")
+    second = app_config(
+        bootstrap_servers, tmp_path / "b", group_instance_id="pod-b", app_id=first.application_id
+    )
+    with running_app(_counting(source, sink), first) as a:
+        b = KafkaStreams(_counting(source, sink), second)
+        b.start()
+        try:
+            wait_until(lambda: len(active_tasks(a)) == 2 and len(active_tasks(b)) == 2, 45, "a static split")
+            wait_until(
+                lambda: committed_all(admin, first.application_id, source, 4, bootstrap_servers), 30, "done"
+            )
+            before = (active_tasks(a), active_tasks(b))
+        finally:
+            assert b.close(timeout_s=30)
+        again = KafkaStreams(_counting(source, sink), second)
+        again.start()
+        try:
+            wait_until(
+                lambda: again.state() is State.RUNNING and len(active_tasks(again)) == 2, 45, "rejoined"
+            )
+            assert (active_tasks(a), active_tasks(again)) == before
+            restored = sum(
+                sum(c.values()) for w in again.workers for c in w.state_lifecycle.last_restore.values()
+            )
+            assert restored == 0, "the clean close checkpointed the stores: nothing to replay"
+        finally:
+            assert again.close(timeout_s=30)
+
+
+def _counting(source: str, sink: str) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    builder.stream(
+        source, Consumed(key_serde=String(), value_serde=String())
+    ).group_by_key().count().to_stream().to(sink, Produced(key_serde=String(), value_serde=Long()))
+    return builder
