@@ -40,10 +40,11 @@ from platform_streams.topology.topology import Topology
 __all__ = ["add_reset_arguments", "add_topics_arguments", "run_reset", "run_topics"]
 
 _TOPICS_ACTIONS = {
-    "plan": "show every internal topic the application needs (partitions, configs) and whether it exists",
+    "plan": "show every internal topic the application needs (partitions, configs) and whether it exists, "
+    "and its coordination topics (<application.id>-control, -metadata; the runtime creates them)",
     "create": "create the missing internal topics (idempotent)",
     "validate": "report missing internal topics, wrong partition counts and configs (exit 1 if any)",
-    "delete": "delete the application's internal topics (only topics it owns)",
+    "delete": "delete the application's internal and coordination topics (only topics it owns)",
 }
 
 

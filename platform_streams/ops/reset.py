@@ -20,7 +20,11 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    the broker's answer against the records and scans when it is wrong (Tansu), saying
    which method it used per partition.
 3. **Delete the internal topics** that belong to the application (see
-   :mod:`platform_streams.ops.topics`); their committed offsets go with them.
+   :mod:`platform_streams.ops.topics`); their committed offsets go with them. That
+   includes the runtime's coordination topics ``<application_id>-control`` and
+   ``<application_id>-metadata``: their member heartbeats, SHUTDOWN_APPLICATION requests
+   and interactive-query directory entries describe the runs before the reset. The next
+   start recreates them (as it does the other internal topics).
 4. **Wipe the local state directory** ``<state_dir>/<application_id>`` of *this* machine.
    Instances elsewhere (other pods) must wipe theirs (``KafkaStreams.cleanup()``) or
    start on a fresh volume; the result warns about it.
@@ -61,8 +65,9 @@ from platform_streams.ops.topics import (
     Confirm,
     admin_for,
     as_plan,
-    internal_topic_kinds,
+    coordination_clashes,
     orphan_topics,
+    owned_topic_kinds,
 )
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -212,7 +217,7 @@ def _input_topics(
     """The topics to reset: never an output or internal topic; missing ones are skipped."""
     sources = plan.external_source_topics()
     requested = sources if opts.input_topics is None else list(dict.fromkeys(opts.input_topics))
-    internal = internal_topic_kinds(plan, result.application_id)
+    internal = owned_topic_kinds(plan, result.application_id)
     forbidden = [
         t for t in requested if t in internal or (t in plan.external_sink_topics() and t not in sources)
     ]
@@ -278,7 +283,8 @@ def _internal_topics(
     plan: TopologyPlan, app_id: str, existing: dict[str, int], opts: ResetOptions, result: ResetResult
 ) -> list[InternalTopicStatus]:
     verb = "would_delete" if opts.dry_run else "deleted"
-    kinds = internal_topic_kinds(plan, app_id)
+    kinds = owned_topic_kinds(plan, app_id)
+    result.warnings += coordination_clashes(plan, app_id)
     out = [
         InternalTopicStatus(t, kind, verb if t in existing else "missing", actual_partitions=existing.get(t))
         for t, kind in sorted(kinds.items())
@@ -333,7 +339,11 @@ def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, resul
     if doomed:
         admin.delete_topics(doomed, timeout=max(opts.timeout_s, 30.0))
         log.info("reset %s: deleted internal topics %s", app_id, doomed)
-        stale = [tp for tp in admin.committed_offsets(app_id, timeout=opts.timeout_s) if tp[0] in doomed]
+        # the control topic's committed offset is the fencing check's (nobody reads from it)
+        grouped = {
+            t.topic for t in result.internal_topics if t.status == "deleted" and t.kind != "coordination"
+        }
+        stale = [tp for tp in admin.committed_offsets(app_id, timeout=opts.timeout_s) if tp[0] in grouped]
         if stale:
             result.warnings.append(
                 f"the broker kept committed offsets of deleted internal topics {sorted(stale)}; a recreated "

@@ -45,11 +45,12 @@ class InternalTopicStatus:
     """One internal topic of the application and what happened to it.
 
     ``status``: ``missing``/``exists`` (plan, validate), ``created``/``would_create``
-    (create), ``deleted``/``would_delete`` (delete, reset).
+    (create), ``deleted``/``would_delete`` (delete, reset). ``kind`` ``coordination``: a
+    topic the runtime creates at start-up (``<application_id>-control``/``-metadata``).
     """
 
     topic: str
-    kind: Literal["repartition", "changelog", "orphan"]
+    kind: Literal["repartition", "changelog", "coordination", "orphan"]
     status: str
     partitions: int | None = None
     config: dict[str, str] = field(default_factory=dict)
@@ -159,7 +160,9 @@ class TopicsResult(OpsResult):
         for t in self.topics:
             size = "" if t.partitions is None else f" partitions={t.partitions}"
             config = "" if not t.config else " " + " ".join(f"{k}={v}" for k, v in sorted(t.config.items()))
-            lines.append(f"  {t.status:<12} {t.kind:<11} {t.topic}{size}{config}")
+            if t.kind == "coordination" and t.status in ("exists", "missing"):
+                config += " (the application creates it at start-up)"
+            lines.append(f"  {t.status:<12} {t.kind:<12} {t.topic}{size}{config}")
         if not self.topics:
             lines.append("  (no internal topics)")
         lines += [f"  ISSUE   {i.describe()}" for i in self.issues]

@@ -2,16 +2,25 @@
 
 The topics are computed from the topology exactly as the runtime computes them at start-up
 (:func:`platform_streams.runtime.internal_topics.internal_topic_specs`), so what ``plan``
-shows is what ``KafkaStreams.start()`` would create. These run against production
-clusters, so deletion is defensive: a topic is deleted only if it *belongs* to the
-application (:func:`ownership_problem`), which takes all of
+shows is what ``KafkaStreams.start()`` would create. Besides those, the runtime keeps two
+*coordination* topics per application (:func:`coordination_topics`): ``<application_id>-control``
+(member heartbeats, SHUTDOWN_APPLICATION requests, the exactly-once fencing check) and
+``<application_id>-metadata`` (the interactive-query instance directory, only with an
+``application_server``). The runtime creates them itself at start-up, so ``create`` and
+``validate`` leave them out (missing before the first run is normal); ``plan`` lists them
+with whether they exist, and ``delete`` (and the reset) delete them with the rest: their
+records describe members and requests of runs that are over.
 
-* the name starts with ``<application_id>-`` and ends with ``-repartition`` or ``-changelog``;
+These run against production clusters, so deletion is defensive: a topic is deleted only
+if it *belongs* to the application (:func:`ownership_problem`), which takes all of
+
 * it is not a user topic of the topology (source, sink, global source, or a source topic
-  reused as a changelog -- those can look internal but hold user data);
-* the topology declares it -- or, with ``include_orphans``, it is merely named like one
-  (left behind by an older version of the topology; beware that an application whose id
-  extends ours, ``<application_id>-v2``, has such names too -- hence opt-in).
+  reused as a changelog -- those can look internal but hold user data), whatever its name;
+* it is one of the two coordination topics, exactly; or it is named
+  ``<application_id>-*-repartition`` / ``<application_id>-*-changelog`` and the topology
+  declares it -- or, with ``include_orphans``, it is merely named like one (left behind by
+  an older version of the topology; beware that an application whose id extends ours,
+  ``<application_id>-v2``, has such names too -- hence opt-in).
 
 Everything that cannot be deleted is refused as a whole: nothing is deleted when any
 requested topic is refused.
@@ -32,6 +41,8 @@ from platform_streams.ops.results import (
     TopicIssue,
     TopicsResult,
 )
+from platform_streams.query.directory import metadata_topic
+from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.internal_topics import internal_topic_specs
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
@@ -42,10 +53,13 @@ __all__ = [
     "Confirm",
     "admin_for",
     "as_plan",
+    "coordination_clashes",
+    "coordination_topics",
     "create_internal_topics",
     "delete_internal_topics",
     "internal_topic_kinds",
     "orphan_topics",
+    "owned_topic_kinds",
     "ownership_problem",
     "plan_internal_topics",
     "validate_internal_topics",
@@ -57,7 +71,7 @@ INTERNAL_SUFFIXES = ("-repartition", "-changelog")
 
 #: A Topology, its compiled plan, or anything with ``build() -> Topology`` (a StreamsBuilder).
 AppLike = Topology | TopologyPlan | Any
-TopicKind = Literal["repartition", "changelog"]
+TopicKind = Literal["repartition", "changelog", "coordination"]
 #: Asked before anything is deleted with the topics concerned; False refuses.
 Confirm = Callable[[Sequence[str]], bool]
 
@@ -86,6 +100,37 @@ def internal_topic_kinds(plan: TopologyPlan, application_id: str) -> dict[str, T
     return {plan.physical_topic(name, application_id): t.kind for name, t in plan.internal_topics.items()}
 
 
+def _coordination_names(application_id: str) -> tuple[str, str]:
+    return control_topic_name(application_id), metadata_topic(application_id)
+
+
+def coordination_topics(plan: TopologyPlan, application_id: str) -> list[str]:
+    """The runtime's coordination topics of the application (module docstring), sorted.
+
+    A topic of the topology's own (input or output) is never one, even when named so.
+    """
+    users = _user_topics(plan)
+    return sorted(t for t in _coordination_names(application_id) if t not in users)
+
+
+def coordination_clashes(plan: TopologyPlan, application_id: str) -> list[str]:
+    """Warnings for user topics named like the runtime's coordination topics (never ours)."""
+    users = _user_topics(plan)
+    return [
+        f"{t} is an input or output topic of the topology but also the name of the runtime's "
+        "coordination topic: the application and the runtime would share it (rename one)"
+        for t in _coordination_names(application_id)
+        if t in users
+    ]
+
+
+def owned_topic_kinds(plan: TopologyPlan, application_id: str) -> dict[str, TopicKind]:
+    """``{physical name: kind}`` of every topic the application owns: declared plus coordination."""
+    kinds = internal_topic_kinds(plan, application_id)
+    kinds.update(dict.fromkeys(coordination_topics(plan, application_id), "coordination"))
+    return kinds
+
+
 def _user_topics(plan: TopologyPlan) -> set[str]:
     reused = set(plan.topology.source_changelogs.values())
     return (
@@ -104,8 +149,14 @@ def ownership_problem(
     """Why ``topic`` must not be deleted as an internal topic of the application, or None."""
     if topic in _user_topics(plan):
         return "it is an input or output topic of the application"
+    if topic in coordination_topics(plan, application_id):
+        return None
     if not _named_like_internal(topic, application_id):
-        return f"it is not named '{application_id}-*-repartition' or '{application_id}-*-changelog'"
+        control, metadata = _coordination_names(application_id)
+        return (
+            f"it is not named '{application_id}-*-repartition' or '{application_id}-*-changelog' "
+            f"and is not '{control}' or '{metadata}'"
+        )
     if topic in internal_topic_kinds(plan, application_id):
         return None
     if include_orphans:
@@ -149,7 +200,12 @@ def plan_internal_topics(
     for spec, kind in specs:
         actual = existing.get(spec.name)
         result.topics.append(_status(spec, kind, "exists" if actual is not None else "missing", actual))
+    for topic in coordination_topics(plan, config.application_id):
+        actual = existing.get(topic)
+        status = "exists" if actual is not None else "missing"
+        result.topics.append(InternalTopicStatus(topic, "coordination", status, actual_partitions=actual))
     result.orphans = orphan_topics(existing, plan, config.application_id)
+    result.warnings += coordination_clashes(plan, config.application_id)
     return result
 
 
@@ -253,18 +309,22 @@ def delete_internal_topics(
 ) -> TopicsResult:
     """Delete the application's internal topics (all existing ones, or ``topics``).
 
+    "Internal" includes the coordination topics; run it only while the application is
+    stopped (the runtime recreates every one of them at start-up).
+
     Raises :class:`OperationRefusedError` (and deletes nothing) when a requested topic does
     not belong to the application (module docstring) or ``confirm`` says no. Requested
     topics that belong to it but do not exist are reported as ``missing``.
     """
     plan = as_plan(app)
     app_id = config.application_id
-    kinds = internal_topic_kinds(plan, app_id)
+    kinds = owned_topic_kinds(plan, app_id)
     client, owned = admin_for(config, admin)
     try:
         existing = client.list_topics()
         result = TopicsResult("delete", app_id, dry_run=dry_run)
         result.orphans = orphan_topics(existing, plan, app_id)
+        result.warnings += coordination_clashes(plan, app_id)
         if topics is None:
             wanted = sorted(t for t in kinds if t in existing) + (result.orphans if include_orphans else [])
         else:

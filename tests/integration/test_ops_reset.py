@@ -4,7 +4,9 @@ The application (tests/integration/ops_apps.py) counts words in two logged store
 a repartition topic. Its output from scratch is fully determined by its input, so after a
 reset a restarted instance must emit exactly the same records again -- which it only does
 if the input offsets went back, the changelogs were deleted (else restore would bring the
-old counts back) and the local state was wiped.
+old counts back) and the local state was wiped. The run also creates the runtime's
+coordination topics (``<id>-control``; ``<id>-metadata`` as it has an application server):
+the reset deletes them too, and the restarted run recreates them.
 
 Offset scenarios run without the application: committed offsets are set directly, the
 reset moves them, and they are read back with ``KafkaAdmin.committed_offsets``. Inputs are
@@ -35,7 +37,7 @@ from platform_streams import KafkaStreams, State
 from platform_streams.cli import main
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import UnsupportedBrokerFeatureError
-from platform_streams.kafka import KafkaAdmin
+from platform_streams.kafka import KafkaAdmin, TopicSpec
 from platform_streams.ops import (
     OffsetScenario,
     OperationRefusedError,
@@ -44,6 +46,8 @@ from platform_streams.ops import (
     create_internal_topics,
     reset_application,
 )
+from platform_streams.query.directory import metadata_topic
+from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_dsl_topology, build_topology
 from tests.support.kafka import GROUP_TIMING, consume_all, new_topic, produce
@@ -72,6 +76,10 @@ class App:
     @property
     def internal_topics(self) -> set[str]:
         return {f"{self.id}-{n}" for n in self.internal_names}
+
+    @property
+    def coordination_topics(self) -> set[str]:
+        return {control_topic_name(self.id), metadata_topic(self.id)}
 
     @property
     def state_dir(self) -> Path:
@@ -140,11 +148,13 @@ def test_reset_makes_a_restarted_app_reproduce_its_output(app: App, admin: Kafka
             "letters-changelog",
         )
         per_word, fourth_a = 2, b"count:4"
+    # an advertised address (nothing listens there) makes the run publish to <id>-metadata too
+    app.config = app.config.with_overrides(application_server="localhost:9")
     produce(app.config.bootstrap_servers, app.input, [(None, w) for w in WORDS])
     first = run_once(app, per_word * len(WORDS))
     assert first[(b"a", fourth_a)] == 1  # the fourth "a": state counted across records
     assert app.state_dir.exists()
-    assert app.internal_topics <= set(admin.list_topics())
+    assert app.internal_topics | app.coordination_topics <= set(admin.list_topics())
 
     result = reset_application(app.topology, app.config)
 
@@ -157,14 +167,17 @@ def test_reset_makes_a_restarted_app_reproduce_its_output(app: App, admin: Kafka
         (app.input, 0): 0,
         (app.input, 1): 0,
     }
-    assert {t.topic for t in result.internal_topics if t.status == "deleted"} == app.internal_topics
-    assert not app.internal_topics & set(admin.list_topics())
+    deleted = {t.topic: t.kind for t in result.internal_topics if t.status == "deleted"}
+    assert set(deleted) == app.internal_topics | app.coordination_topics
+    assert {deleted[t] for t in app.coordination_topics} == {"coordination"}
+    assert not (app.internal_topics | app.coordination_topics) & set(admin.list_topics())
     assert result.local_state is not None and result.local_state.action == "deleted"
     assert not app.state_dir.exists()
-    assert app.output in admin.list_topics()  # output topics are never touched
+    assert {app.input, app.output} <= set(admin.list_topics())  # user topics are never touched
 
     both = run_once(app, 2 * per_word * len(WORDS))
     assert both == first + first, "the restarted app did not reproduce its output with state rebuilt"
+    assert app.coordination_topics <= set(admin.list_topics()), "the restart did not recreate them"
 
 
 def test_reset_refuses_while_the_app_runs_and_works_after_close(app: App, admin: KafkaAdmin) -> None:
@@ -187,7 +200,10 @@ def test_reset_refuses_while_the_app_runs_and_works_after_close(app: App, admin:
         assert isinstance(found, ResetResult) and found.group_state == "STABLE" and not found.completed
         dry = reset_application(app.topology, app.config, ResetOptions(dry_run=True))
         assert dry.blocked is not None and not dry.ok and "STABLE" in dry.summary()
+        control = control_topic_name(app.id)
+        assert (control, "would_delete") in {(t.topic, t.status) for t in dry.internal_topics}
         assert snapshot(admin, app, files=False) == before, "a refused reset changed something"
+        assert control in admin.list_topics()  # the running app's control topic is left alone
     finally:
         streams.close()
 
@@ -201,6 +217,9 @@ def test_dry_run_changes_nothing(app: App, admin: KafkaAdmin) -> None:
     produce(app.config.bootstrap_servers, app.input, [(b"k", b"v", 0)] * 4 + [(b"k", b"v", 1)] * 2)
     admin.alter_committed_offsets(app.id, {(app.input, 0): 3, (app.input, 1): 1})
     create_internal_topics(app.topology, app.config)
+    admin.create_topics(
+        [TopicSpec(t, 1, config={"cleanup.policy": "compact"}) for t in app.coordination_topics]
+    )
     (app.state_dir / "0_0").mkdir(parents=True)
     (app.state_dir / "0_0" / "CURRENT").write_text("x")
     before = snapshot(admin, app)
@@ -214,6 +233,7 @@ def test_dry_run_changes_nothing(app: App, admin: KafkaAdmin) -> None:
         assert result.dry_run and not result.completed and result.ok
         assert len(result.offsets) == 2 and all(c.target is not None for c in result.offsets)
         assert {t.status for t in result.internal_topics} == {"would_delete"}
+        assert app.coordination_topics <= {t.topic for t in result.internal_topics}
         assert result.local_state is not None and result.local_state.action == "would_delete"
         assert result.summary().startswith("DRY RUN")
         assert snapshot(admin, app) == before, f"dry run {scenario.describe()} changed something"
@@ -294,7 +314,7 @@ def test_offset_scenarios_land_on_the_expected_offsets(
 
 def test_reset_never_resets_output_or_internal_topics(seeded: App, admin: KafkaAdmin) -> None:
     before = snapshot(admin, seeded)
-    for topic in (seeded.output, f"{seeded.id}-words-changelog"):
+    for topic in (seeded.output, f"{seeded.id}-words-changelog", control_topic_name(seeded.id)):
         with pytest.raises(OperationRefusedError, match="never reset"):
             reset_application(seeded.topology, seeded.config, ResetOptions(input_topics=[topic]))
     assert snapshot(admin, seeded) == before

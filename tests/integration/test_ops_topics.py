@@ -1,7 +1,9 @@
 """Internal topic lifecycle on the real broker: plan, create, validate, delete (API and CLI).
 
 The application (tests/integration/ops_apps.py) has one repartition topic and two logged
-stores, so three internal topics. The delete tests are the safety net: a topic that is
+stores, so three internal topics, plus the two coordination topics the runtime creates
+(``<id>-control``, ``<id>-metadata``): listed by plan, never created by ``create``,
+deleted with the rest. The delete tests are the safety net: a topic that is
 not the application's -- its input, its output, or a topic merely *named* like one of its
 internal topics -- must never be deleted, and a refused request deletes nothing at all.
 """
@@ -29,6 +31,8 @@ from platform_streams.ops import (
     validate_internal_topics,
 )
 from platform_streams.ops.topics import as_plan, ownership_problem
+from platform_streams.query.directory import metadata_topic
+from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_topology
 from tests.support.kafka import new_topic
@@ -56,6 +60,16 @@ class App:
     def internal_topics(self) -> set[str]:
         return {self.internal(n) for n in ("rekey-repartition", "words-changelog", "letters-changelog")}
 
+    @property
+    def coordination_topics(self) -> set[str]:
+        return {control_topic_name(self.id), metadata_topic(self.id)}
+
+    def create_coordination_topics(self, admin: KafkaAdmin) -> None:
+        """What a start of the application does (the runtime creates them, ``create`` does not)."""
+        admin.create_topics(
+            [TopicSpec(t, 1, config={"cleanup.policy": "compact"}) for t in self.coordination_topics]
+        )
+
 
 @pytest.fixture
 def app(admin: KafkaAdmin, bootstrap_servers: str, tmp_path: Path) -> Iterator[App]:
@@ -74,14 +88,37 @@ def app(admin: KafkaAdmin, bootstrap_servers: str, tmp_path: Path) -> Iterator[A
 def test_plan_lists_every_internal_topic_with_size_and_configs(app: App) -> None:
     result = plan_internal_topics(app.topology, app.config)
     topics = {t.topic: t for t in result.topics}
-    assert set(topics) == app.internal_topics
-    assert all(t.status == "missing" and t.partitions == PARTITIONS for t in topics.values())
+    assert set(topics) == app.internal_topics | app.coordination_topics
+    declared = [topics[t] for t in app.internal_topics]
+    assert all(t.status == "missing" and t.partitions == PARTITIONS for t in declared)
+    for name in app.coordination_topics:
+        assert (topics[name].kind, topics[name].status) == ("coordination", "missing")
     repartition = topics[app.internal("rekey-repartition")]
     assert repartition.kind == "repartition" and repartition.config["cleanup.policy"] == "delete"
     for store in ("words", "letters"):
         changelog = topics[app.internal(f"{store}-changelog")]
         assert changelog.kind == "changelog" and changelog.config["cleanup.policy"] == "compact"
     assert app.internal("words-changelog") in result.summary()
+    assert control_topic_name(app.id) in result.summary()
+
+
+def test_plan_shows_existing_coordination_topics_and_create_leaves_them_to_the_runtime(
+    app: App, admin: KafkaAdmin
+) -> None:
+    created = create_internal_topics(app.topology, app.config)
+    assert {t.topic for t in created.topics} == app.internal_topics
+    assert not app.coordination_topics & set(admin.list_topics())
+    assert validate_internal_topics(app.topology, app.config).ok  # missing before a start is normal
+
+    app.create_coordination_topics(admin)
+    planned = {t.topic: t for t in plan_internal_topics(app.topology, app.config).topics}
+    for name in app.coordination_topics:
+        assert (planned[name].kind, planned[name].status, planned[name].actual_partitions) == (
+            "coordination",
+            "exists",
+            1,
+        )
+    assert plan_internal_topics(app.topology, app.config).orphans == []
 
 
 def test_create_is_idempotent_and_validate_passes(app: App, admin: KafkaAdmin) -> None:
@@ -137,6 +174,8 @@ def test_ownership_rules(app: App) -> None:
     assert "input or output" in (ownership_problem(app.output, plan, app.id, include_orphans=True) or "")
     assert "does not declare" in (ownership_problem(orphan, plan, app.id, include_orphans=False) or "")
     assert ownership_problem(orphan, plan, app.id, include_orphans=True) is None
+    for coordination in app.coordination_topics:
+        assert ownership_problem(coordination, plan, app.id, include_orphans=False) is None
     assert "not named" in (ownership_problem(f"{app.id}-foo", plan, app.id, include_orphans=True) or "")
     assert "not named" in (
         ownership_problem("other-words-changelog", plan, app.id, include_orphans=True) or ""
@@ -145,9 +184,11 @@ def test_ownership_rules(app: App) -> None:
 
 def test_delete_refuses_foreign_topics_and_deletes_nothing(app: App, admin: KafkaAdmin) -> None:
     create_internal_topics(app.topology, app.config)
+    app.create_coordination_topics(admin)
     orphan = app.internal("foo-changelog")
     admin.create_topics([TopicSpec(orphan, 1)])
-    everything = app.internal_topics | {orphan, app.input, app.output}
+    owned = app.internal_topics | app.coordination_topics
+    everything = owned | {orphan, app.input, app.output}
 
     for foreign in (app.input, app.output, orphan):
         with pytest.raises(OperationRefusedError) as refused:
@@ -169,11 +210,12 @@ def test_delete_refuses_foreign_topics_and_deletes_nothing(app: App, admin: Kafk
         return True
 
     result = delete_internal_topics(app.topology, app.config, confirm=confirm)
-    assert asked == [sorted(app.internal_topics)]
-    assert {t.topic: t.status for t in result.topics} == dict.fromkeys(app.internal_topics, "deleted")
+    assert asked == [sorted(owned)]
+    assert {t.topic: t.status for t in result.topics} == dict.fromkeys(owned, "deleted")
+    assert {t.topic for t in result.topics if t.kind == "coordination"} == app.coordination_topics
     assert result.orphans == [orphan] and any(orphan in w for w in result.warnings)
     remaining = set(admin.list_topics())
-    assert not app.internal_topics & remaining and {orphan, app.input, app.output} <= remaining
+    assert not owned & remaining and {orphan, app.input, app.output} <= remaining
 
     leftovers = delete_internal_topics(app.topology, app.config, include_orphans=True)
     assert [(t.topic, t.kind, t.status) for t in leftovers.topics] == [(orphan, "orphan", "deleted")]
@@ -210,7 +252,8 @@ def test_cli_topics_commands(
 ) -> None:
     assert main(["topics", "plan", *cli_env, "--json"]) == 0
     planned = json.loads(capsys.readouterr().out)
-    assert {t["topic"] for t in planned["topics"]} == app.internal_topics and planned["ok"] is True
+    assert {t["topic"] for t in planned["topics"]} == app.internal_topics | app.coordination_topics
+    assert planned["ok"] is True
 
     assert main(["topics", "validate", *cli_env]) == 1
     assert "missing" in capsys.readouterr().out
