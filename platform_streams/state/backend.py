@@ -12,10 +12,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from platform_streams.errors import InvalidStateStoreError
 
-__all__ = ["BytesMap", "ClosedBytesMap", "StorageBackend", "store_directory"]
+if TYPE_CHECKING:
+    from platform_streams.state.store_context import StateStoreContext
+
+__all__ = ["BackedStore", "BytesMap", "ClosedBytesMap", "StorageBackend", "store_directory"]
 
 
 def store_directory(task_dir: Path, store_name: str) -> Path:
@@ -130,3 +134,38 @@ class StorageBackend(ABC):
     @abstractmethod
     def wipe(self) -> None:
         """Delete all data (on disk too) and reopen empty."""
+
+
+class BackedStore:
+    """Identity and opening of a bytes store that keeps its data in one :class:`StorageBackend`.
+
+    Shared by the key-value and the segmented (window, session) bytes stores.
+    """
+
+    def __init__(self, name: str, backend: StorageBackend) -> None:
+        self._name = name
+        self._backend = backend
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def persistent(self) -> bool:
+        return self._backend.persistent
+
+    @property
+    def is_open(self) -> bool:
+        return self._backend.is_open
+
+    @property
+    def backend(self) -> StorageBackend:
+        return self._backend
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r}, {type(self._backend).__name__})"
+
+    def _open_backend(self, context: StateStoreContext) -> None:
+        """Open the backend for the task (persistent: in the store's directory of the task)."""
+        directory = store_directory(context.state_dir, self._name) if self._backend.persistent else None
+        self._backend.open(directory)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.state.api import KeyValueStore, StateStore
-from platform_streams.state.backend import BytesMap, ClosedBytesMap, StorageBackend, store_directory
+from platform_streams.state.backend import BackedStore, BytesMap, ClosedBytesMap, StorageBackend
 from platform_streams.state.keys import inclusive_to_exclusive, prefix_upper_bound
 
 if TYPE_CHECKING:
@@ -24,36 +24,15 @@ __all__ = ["KeyValueBytesStore"]
 log = logging.getLogger(__name__)
 
 
-class KeyValueBytesStore(KeyValueStore[bytes, bytes]):
+class KeyValueBytesStore(BackedStore, KeyValueStore[bytes, bytes]):
     """Sorted ``bytes -> bytes`` store in the default column of its backend."""
 
     def __init__(self, name: str, backend: StorageBackend) -> None:
-        self._name = name
-        self._backend = backend
+        super().__init__(name, backend)
         self._map: BytesMap = ClosedBytesMap(name)
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def persistent(self) -> bool:
-        return self._backend.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self._backend.is_open
-
-    @property
-    def backend(self) -> StorageBackend:
-        return self._backend
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._name!r}, {type(self._backend).__name__})"
-
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        directory = store_directory(context.state_dir, self._name) if self._backend.persistent else None
-        self._backend.open(directory)
+        self._open_backend(context)
         self._map = self._backend.default
         context.register(root, self.restore_batch, None)
 

@@ -21,7 +21,7 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.state.backend import BytesMap, StorageBackend, store_directory
+from platform_streams.state.backend import BackedStore, BytesMap, StorageBackend
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
@@ -39,7 +39,7 @@ def default_segment_interval(retention_ms: int) -> int:
     return max(retention_ms // 2, _MIN_SEGMENT_INTERVAL_MS)
 
 
-class SegmentedBytesStore:
+class SegmentedBytesStore(BackedStore):
     """Shared base of the window and session bytes stores (not a store by itself)."""
 
     def __init__(
@@ -47,8 +47,7 @@ class SegmentedBytesStore:
     ) -> None:
         if retention_ms <= 0:
             raise ValueError(f"store {name}: retention must be > 0 ms, got {retention_ms}")
-        self._name = name
-        self._backend = backend
+        super().__init__(name, backend)
         self._retention_ms = retention_ms
         self._interval = segment_interval_ms or default_segment_interval(retention_ms)
         self._segment_ids: list[int] = []
@@ -61,25 +60,6 @@ class SegmentedBytesStore:
         self.expired_records_dropped = 0
 
     # ------------------------------------------------------------------ lifecycle
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def persistent(self) -> bool:
-        return self._backend.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self._backend.is_open
-
-    @property
-    def backend(self) -> StorageBackend:
-        return self._backend
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._name!r}, {type(self._backend).__name__})"
 
     @property
     def retention_ms(self) -> int:
@@ -95,8 +75,7 @@ class SegmentedBytesStore:
         return list(self._segment_ids)
 
     def _open(self, context: StateStoreContext, root: Any, restore: Callable[[Any], None]) -> None:
-        directory = store_directory(context.state_dir, self._name) if self._backend.persistent else None
-        self._backend.open(directory)
+        self._open_backend(context)
         self._load_segments()
         context.register(root, restore, None)
 

@@ -140,6 +140,7 @@ def test_source_table_restores_from_its_source_topic_under_optimization(
         produce(bootstrap_servers, orders, [(f"u{i}", f"again{i}") for i in range(100)])
         records = consume_all(bootstrap_servers, sink, 200, timeout_s=30)
     assert sorted(r.value or b"" for r in first) == sorted(f"o{i}@name{i}".encode() for i in range(100))
-    assert sorted(r.value or b"" for r in records[100:]) == sorted(
+    # two sink partitions: the second run's records are picked by value, not by position
+    assert sorted(r.value or b"" for r in records if (r.value or b"").startswith(b"again")) == sorted(
         f"again{i}@name{i}".encode() for i in range(100)
     )

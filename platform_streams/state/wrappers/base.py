@@ -1,4 +1,7 @@
-"""What every wrapper layer shares: delegation of the lifecycle to the store it wraps.
+"""What the wrapper layers share: delegation of the lifecycle to the store it wraps, the
+retention/window properties of the window and session layers, and the caching layers'
+set-up and lifecycle (:class:`CachingLayer`; their per-record reads and writes stay in the
+layers themselves, which inline the cache access).
 
 A stack is ``metered -> caching -> change-logging -> bytes store``; each layer holds the
 next in ``wrapped`` (Kafka Streams' ``WrappedStateStore``), so :func:`innermost` can reach
@@ -9,12 +12,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.state.api import StateStore
+from platform_streams.errors import InvalidStateStoreError
+from platform_streams.state.api import FlushListener, StateStore
+from platform_streams.state.cache import NamedCache, RecordCache, record_cache_for
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
 
-__all__ = ["WrappedStore", "changelog_topic_name", "innermost", "record_timestamp"]
+__all__ = [
+    "CachingLayer",
+    "DelegatedRetention",
+    "DelegatedWindowShape",
+    "WrappedStore",
+    "changelog_topic_name",
+    "innermost",
+    "record_timestamp",
+]
 
 
 def changelog_topic_name(application_id: str, store_name: str) -> str:
@@ -72,3 +85,81 @@ class WrappedStore(StateStore):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.wrapped!r})"
+
+
+class DelegatedRetention:
+    """``retention_ms`` of the store below: mixed into the window and session layers."""
+
+    wrapped: Any
+
+    @property
+    def retention_ms(self) -> int:
+        return self.wrapped.retention_ms
+
+
+class DelegatedWindowShape(DelegatedRetention):
+    """Retention, window size and duplicate retention of the window store below."""
+
+    @property
+    def window_size_ms(self) -> int:
+        return self.wrapped.window_size_ms
+
+    @property
+    def retain_duplicates(self) -> bool:
+        return self.wrapped.retain_duplicates
+
+
+class CachingLayer(WrappedStore):
+    """A write-back cache over ``wrapped``: a named cache of the task's record cache and its
+    flush listener. ``flush`` pushes the cache down first, ``close`` flushes then frees the
+    named cache, ``wipe`` drops it unflushed. Subclasses write flushed entries below."""
+
+    def __init__(self, wrapped: Any) -> None:
+        super().__init__(wrapped)
+        self._cache: NamedCache | None = None
+        self._record_cache: RecordCache | None = None
+        self._listener: FlushListener | None = None
+        self._send_old_values = False
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._context = context
+        self.wrapped.init(context, root)
+        self._record_cache = record_cache_for(context)
+        self._cache_name = f"{context.task_id}-{self.name}"
+        self._cache = self._record_cache.named(self._cache_name, self._flush_entries)
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> None:
+        self._listener = listener
+        self._send_old_values = send_old_values
+
+    def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Write entries leaving the cache below, and forward them to the listener."""
+        raise NotImplementedError
+
+    def _require(self) -> NamedCache:
+        cache = self._cache
+        if cache is None:
+            raise InvalidStateStoreError("store is not open", store=self.name)
+        return cache
+
+    def flush_cache(self) -> None:
+        if self._cache is not None:
+            self._cache.flush()
+
+    def flush(self) -> None:
+        self.flush_cache()
+        self.wrapped.flush()
+
+    def close(self) -> None:
+        try:
+            self.flush_cache()
+        finally:
+            if self._record_cache is not None:
+                self._record_cache.close_named(self._cache_name)
+            self._cache = None
+            self.wrapped.close()
+
+    def wipe(self) -> None:
+        if self._cache is not None:
+            self._cache.clear()
+        self.wrapped.wipe()

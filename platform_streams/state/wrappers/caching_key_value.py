@@ -14,42 +14,25 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
-from platform_streams.state.api import FlushListener, KeyValueStore, StateStore
-from platform_streams.state.cache import NamedCache, RecordCache, merge_sorted, record_cache_for
-from platform_streams.state.wrappers.base import WrappedStore
+from platform_streams.state.api import KeyValueStore
+from platform_streams.state.cache import merge_sorted
+from platform_streams.state.wrappers.base import CachingLayer
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
-    from platform_streams.state.store_context import StateStoreContext
 
 __all__ = ["CachingKeyValueStore"]
 
 
-class CachingKeyValueStore(WrappedStore, KeyValueStore[bytes, bytes]):
+class CachingKeyValueStore(CachingLayer, KeyValueStore[bytes, bytes]):
     """Write-back, deduplicating cache over a key-value bytes store."""
 
     wrapped: KeyValueStore[bytes, bytes]
 
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
-        self._cache: NamedCache | None = None
-        self._record_cache: RecordCache | None = None
-        self._listener: FlushListener | None = None
-        self._send_old_values = False
-
-    def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._context = context
-        self.wrapped.init(context, root)
-        self._record_cache = record_cache_for(context)
-        self._cache_name = f"{context.task_id}-{self.name}"
-        self._cache = self._record_cache.named(self._cache_name, self._flush_entries)
-
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> None:
-        self._listener = listener
-        self._send_old_values = send_old_values
 
     def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
-        """Write entries leaving the cache below, and forward them to the listener."""
         wrapped = self.wrapped
         listener = self._listener
         if listener is None:
@@ -63,12 +46,6 @@ class CachingKeyValueStore(WrappedStore, KeyValueStore[bytes, bytes]):
                 continue  # deleting a key that never reached the store: nothing to tell
             wrapped.put(key, value)
             listener(key, value, old if send_old else None, timestamp)
-
-    def _require(self) -> NamedCache:
-        cache = self._cache
-        if cache is None:
-            raise InvalidStateStoreError("store is not open", store=self.name)
-        return cache
 
     # ------------------------------------------------------------------ point operations
 
@@ -141,30 +118,6 @@ class CachingKeyValueStore(WrappedStore, KeyValueStore[bytes, bytes]):
 
     def approximate_num_entries(self) -> int:
         return self.wrapped.approximate_num_entries()
-
-    # ------------------------------------------------------------------ lifecycle
-
-    def flush_cache(self) -> None:
-        if self._cache is not None:
-            self._cache.flush()
-
-    def flush(self) -> None:
-        self.flush_cache()
-        self.wrapped.flush()
-
-    def close(self) -> None:
-        try:
-            self.flush_cache()
-        finally:
-            if self._record_cache is not None:
-                self._record_cache.close_named(self._cache_name)
-            self._cache = None
-            self.wrapped.close()
-
-    def wipe(self) -> None:
-        if self._cache is not None:
-            self._cache.clear()
-        self.wrapped.wipe()
 
 
 def _always(key: bytes) -> bool:

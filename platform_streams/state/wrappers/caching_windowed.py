@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
-from platform_streams.state.api import FlushListener, SessionStore, StateStore, WindowStore
-from platform_streams.state.cache import NamedCache, RecordCache, merge_sorted, record_cache_for
+from platform_streams.state.api import SessionStore, StateStore, WindowStore
+from platform_streams.state.cache import merge_sorted
 from platform_streams.state.keys import (
     MAX_TIME,
     SESSION_SUFFIX_LEN,
@@ -36,7 +36,13 @@ from platform_streams.state.keys import (
 )
 from platform_streams.state.segments import default_segment_interval
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
-from platform_streams.state.wrappers.base import WrappedStore, innermost, record_timestamp
+from platform_streams.state.wrappers.base import (
+    CachingLayer,
+    DelegatedRetention,
+    DelegatedWindowShape,
+    innermost,
+    record_timestamp,
+)
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
@@ -48,23 +54,18 @@ def _first(entry: tuple[Any, Any]) -> Any:
     return entry[0]
 
 
-class _IndexedCache(WrappedStore):
-    """Named cache + per-record-key index + the store's stream time, shared by both layers."""
+class _IndexedCache(CachingLayer):
+    """The caching layer + per-record-key index + the store's stream time, shared by both layers."""
 
     _suffix_len: int
 
     def __init__(self, wrapped: Any) -> None:
         super().__init__(wrapped)
-        self._cache: NamedCache | None = None
-        self._record_cache: RecordCache | None = None
         self._index: dict[bytes, set[bytes]] = {}
-        self._listener: FlushListener | None = None
-        self._send_old_values = False
         self._observed = -1
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        self._context = context
-        self.wrapped.init(context, root)
+        super().init(context, root)
         inner = innermost(self.wrapped)
         retention: int = self.wrapped.retention_ms
         self._retention = retention
@@ -72,24 +73,8 @@ class _IndexedCache(WrappedStore):
             retention
         )
         self._observed = getattr(inner, "observed_stream_time", -1)
-        self._record_cache = record_cache_for(context)
-        self._cache_name = f"{context.task_id}-{self.name}"
-        self._cache = self._record_cache.named(self._cache_name, self._flush_entries)
-        self._cache.set_remove_hook(self._forget)
+        self._require().set_remove_hook(self._forget)
         self._index = {}
-
-    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> None:
-        self._listener = listener
-        self._send_old_values = send_old_values
-
-    def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
-        raise NotImplementedError
-
-    def _require(self) -> NamedCache:
-        cache = self._cache
-        if cache is None:
-            raise InvalidStateStoreError("store is not open", store=self.name)
-        return cache
 
     def _cache_put(self, key: bytes, binary: bytes, value: bytes | None, time_ms: int) -> None:
         cache = self._cache
@@ -114,33 +99,19 @@ class _IndexedCache(WrappedStore):
     def _min_live_time(self) -> int:
         return max(self._observed - self._retention + 1, 0)
 
-    def flush_cache(self) -> None:
-        if self._cache is not None:
-            self._cache.flush()
-
-    def flush(self) -> None:
-        self.flush_cache()
-        self.wrapped.flush()
-
     def close(self) -> None:
         try:
-            self.flush_cache()
+            super().close()
         finally:
-            if self._record_cache is not None:
-                self._record_cache.close_named(self._cache_name)
-            self._cache = None
             self._index = {}
-            self.wrapped.close()
 
     def wipe(self) -> None:
-        if self._cache is not None:
-            self._cache.clear()
         self._index = {}
-        self.wrapped.wipe()
+        super().wipe()
         self._observed = getattr(innermost(self.wrapped), "observed_stream_time", -1)
 
 
-class CachingWindowStore(_IndexedCache, WindowStore[bytes, bytes]):
+class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes, bytes]):
     """Write-back cache over a window bytes store."""
 
     wrapped: WindowStore[bytes, bytes]
@@ -150,14 +121,6 @@ class CachingWindowStore(_IndexedCache, WindowStore[bytes, bytes]):
         if wrapped.retain_duplicates:
             raise ValueError(f"store {wrapped.name}: caching cannot be used with retained duplicates")
         super().__init__(wrapped)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
-
-    @property
-    def window_size_ms(self) -> int:
-        return self.wrapped.window_size_ms
 
     @property
     def retain_duplicates(self) -> bool:
@@ -264,7 +227,7 @@ class CachingWindowStore(_IndexedCache, WindowStore[bytes, bytes]):
         return self._multi(self.wrapped.all(backward=backward), lambda _k, _s: True, backward)
 
 
-class CachingSessionStore(_IndexedCache, SessionStore[bytes, bytes]):
+class CachingSessionStore(_IndexedCache, DelegatedRetention, SessionStore[bytes, bytes]):
     """Write-back cache over a session bytes store."""
 
     wrapped: SessionStore[bytes, bytes]
@@ -272,10 +235,6 @@ class CachingSessionStore(_IndexedCache, SessionStore[bytes, bytes]):
 
     def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
 
     def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
         wrapped = self.wrapped

@@ -20,7 +20,13 @@ from platform_streams.state.api import KeyValueStore, SessionStore, StateStore, 
 from platform_streams.state.keys import MAX_SEQNUM, session_key, window_key
 from platform_streams.state.store_context import RestoreCallback, StateStoreContext
 from platform_streams.state.windowed import Windowed
-from platform_streams.state.wrappers.base import WrappedStore, changelog_topic_name, record_timestamp
+from platform_streams.state.wrappers.base import (
+    DelegatedRetention,
+    DelegatedWindowShape,
+    WrappedStore,
+    changelog_topic_name,
+    record_timestamp,
+)
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
@@ -148,7 +154,7 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
         return self.wrapped.approximate_num_entries()
 
 
-class ChangeLoggingWindowStore(_ChangeLogging, WindowStore[bytes, bytes]):
+class ChangeLoggingWindowStore(_ChangeLogging, DelegatedWindowShape, WindowStore[bytes, bytes]):
     """Logs window puts under their binary window key.
 
     With ``retain_duplicates`` the seqnum is counted here exactly as the bytes store counts
@@ -160,18 +166,6 @@ class ChangeLoggingWindowStore(_ChangeLogging, WindowStore[bytes, bytes]):
     def __init__(self, wrapped: WindowStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
         self._seqnum = 0
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
-
-    @property
-    def window_size_ms(self) -> int:
-        return self.wrapped.window_size_ms
-
-    @property
-    def retain_duplicates(self) -> bool:
-        return self.wrapped.retain_duplicates
 
     def put(self, key: bytes, value: bytes | None, window_start_ms: int) -> None:
         seqnum = 0
@@ -210,17 +204,13 @@ class ChangeLoggingWindowStore(_ChangeLogging, WindowStore[bytes, bytes]):
         return self.wrapped.all(backward=backward)
 
 
-class ChangeLoggingSessionStore(_ChangeLogging, SessionStore[bytes, bytes]):
+class ChangeLoggingSessionStore(_ChangeLogging, DelegatedRetention, SessionStore[bytes, bytes]):
     """Logs session puts and removes under their binary session key."""
 
     wrapped: SessionStore[bytes, bytes]
 
     def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
 
     def put(self, session_key_: Windowed[bytes], aggregate: bytes | None) -> None:
         self.wrapped.put(session_key_, aggregate)

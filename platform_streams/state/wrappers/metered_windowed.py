@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.state.api import SessionStore, WindowStore
 from platform_streams.state.windowed import TimeWindow, Windowed
+from platform_streams.state.wrappers.base import DelegatedRetention, DelegatedWindowShape
 from platform_streams.state.wrappers.metered import MeteredStore
 
 if TYPE_CHECKING:
@@ -32,25 +33,13 @@ class _MeteredWindowed(MeteredStore):
             yield Windowed(deserialize_key(windowed.key), windowed.window), deserialize_value(raw_value)
 
 
-class MeteredWindowStore(_MeteredWindowed, WindowStore[Any, Any]):
+class MeteredWindowStore(_MeteredWindowed, DelegatedWindowShape, WindowStore[Any, Any]):
     """The store a processor gets for a window store."""
 
     wrapped: WindowStore[bytes, bytes]
 
     def __init__(self, wrapped: WindowStore[bytes, bytes], key_serde: Serde, value_serde: Serde) -> None:
         super().__init__(wrapped, key_serde, value_serde)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
-
-    @property
-    def window_size_ms(self) -> int:
-        return self.wrapped.window_size_ms
-
-    @property
-    def retain_duplicates(self) -> bool:
-        return self.wrapped.retain_duplicates
 
     def put(self, key: Any, value: Any, window_start_ms: int) -> None:
         raw_key = key if type(key) is bytes and self._bytes_keys else self._serialize_key(key)
@@ -117,17 +106,13 @@ class MeteredWindowStore(_MeteredWindowed, WindowStore[Any, Any]):
         return self._windowed_objects(self.wrapped.all(backward=backward))
 
 
-class MeteredSessionStore(_MeteredWindowed, SessionStore[Any, Any]):
+class MeteredSessionStore(_MeteredWindowed, DelegatedRetention, SessionStore[Any, Any]):
     """The store a processor gets for a session store."""
 
     wrapped: SessionStore[bytes, bytes]
 
     def __init__(self, wrapped: SessionStore[bytes, bytes], key_serde: Serde, value_serde: Serde) -> None:
         super().__init__(wrapped, key_serde, value_serde)
-
-    @property
-    def retention_ms(self) -> int:
-        return self.wrapped.retention_ms
 
     def put(self, session_key: Windowed[Any], aggregate: Any) -> None:
         raw_key = self._serialize_key(session_key.key)
