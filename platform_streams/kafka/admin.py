@@ -27,6 +27,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
@@ -194,16 +195,9 @@ class KafkaAdmin(GroupAdminMixin):
             )
         except KafkaException as exc:
             raise to_broker_error(exc, f"create topics {names}") from exc
-        outcome: dict[str, str] = {}
-        for name, future in futures.items():
-            try:
-                self._result(future.result, deadline, f"create topic {name!r}")
-                outcome[name] = "created"
-            except KafkaException as exc:
-                err = as_kafka_error(exc)
-                if err is None or err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise to_broker_error(exc, f"create topic {name!r}") from exc
-                outcome[name] = "exists"
+        outcome = self._topic_outcomes(
+            futures, deadline, "create", "created", KafkaError.TOPIC_ALREADY_EXISTS, "exists"
+        )
         wanted = {s.name: (s.num_partitions if outcome[s.name] == "created" else None) for s in spec_list}
         self._wait_metadata(
             lambda meta: all(self._ready(meta, n, p) for n, p in wanted.items()),
@@ -225,16 +219,9 @@ class KafkaAdmin(GroupAdminMixin):
             )
         except KafkaException as exc:
             raise to_broker_error(exc, f"delete topics {name_list}") from exc
-        outcome: dict[str, str] = {}
-        for name, future in futures.items():
-            try:
-                self._result(future.result, deadline, f"delete topic {name!r}")
-                outcome[name] = "deleted"
-            except KafkaException as exc:
-                err = as_kafka_error(exc)
-                if err is None or err.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise to_broker_error(exc, f"delete topic {name!r}") from exc
-                outcome[name] = "missing"
+        outcome = self._topic_outcomes(
+            futures, deadline, "delete", "deleted", KafkaError.UNKNOWN_TOPIC_OR_PART, "missing"
+        )
         self._wait_metadata(
             lambda meta: not any(n in meta.topics and meta.topics[n].partitions for n in name_list),
             deadline,
@@ -411,3 +398,27 @@ class KafkaAdmin(GroupAdminMixin):
     # ------------------------------------------------------------------ helpers
 
     _result = staticmethod(wait_result)
+
+    def _topic_outcomes(
+        self,
+        futures: Mapping[str, Future[Any]],
+        deadline: float,
+        verb: str,
+        done: str,
+        tolerated_code: int,
+        tolerated: str,
+    ) -> dict[str, str]:
+        """Wait for the per-topic futures of a create/delete: ``{name: done}`` on success,
+        ``{name: tolerated}`` when it failed with ``tolerated_code`` (the idempotent case:
+        already there, already gone); any other failure raises."""
+        outcome: dict[str, str] = {}
+        for name, future in futures.items():
+            try:
+                self._result(future.result, deadline, f"{verb} topic {name!r}")
+                outcome[name] = done
+            except KafkaException as exc:
+                err = as_kafka_error(exc)
+                if err is None or err.code() != tolerated_code:
+                    raise to_broker_error(exc, f"{verb} topic {name!r}") from exc
+                outcome[name] = tolerated
+        return outcome
