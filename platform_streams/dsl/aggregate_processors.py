@@ -73,7 +73,7 @@ class _AggregateProcessor(TableProcessor):
 
 
 class StreamAggregateProcessor(_AggregateProcessor):
-    def __init__(self, op: StoreTableOp, initializer: Initializer, aggregator: Aggregator) -> None:
+    def __init__(self, op: StoreTableOp, initializer: Initializer | None, aggregator: Aggregator) -> None:
         super().__init__(op)
         self.initializer = initializer
         self.aggregator = aggregator
@@ -84,28 +84,27 @@ class StreamAggregateProcessor(_AggregateProcessor):
             return
         old = self._get(key)
         if old is None:
-            aggregate = self.initializer()
-        else:
-            aggregate, old_timestamp = old
-            if old_timestamp > timestamp:
-                timestamp = old_timestamp
+            self.put(key, self._first(key, value), timestamp, headers)
+            return
+        aggregate, old_timestamp = old
+        if old_timestamp > timestamp:
+            timestamp = old_timestamp
         self.put(key, self.aggregator(key, value, aggregate), timestamp, headers)
 
+    def _first(self, key: Any, value: Any) -> Any:
+        """The aggregate of a key's first value."""
+        assert self.initializer is not None
+        return self.aggregator(key, value, self.initializer())
 
-class StreamReduceProcessor(_AggregateProcessor):
+
+class StreamReduceProcessor(StreamAggregateProcessor):
+    """``KStreamReduce``: the first value is the aggregate; the reducer takes ``(agg, value)``."""
+
     def __init__(self, op: StoreTableOp, reducer: Reducer) -> None:
-        super().__init__(op)
-        self.reducer = reducer
+        super().__init__(op, None, lambda k, v, a: reducer(a, v))
 
-    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-        if key is None or value is None:
-            self._drop(key, value)
-            return
-        old = self._get(key)
-        if old is None:
-            self.put(key, value, timestamp, headers)
-            return
-        self.put(key, self.reducer(old.value, value), max(timestamp, old.timestamp), headers)
+    def _first(self, key: Any, value: Any) -> Any:
+        return value
 
 
 class TableAggregateProcessor(_AggregateProcessor):

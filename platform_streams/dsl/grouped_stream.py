@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.aggregate_processors import stream_aggregate, stream_count, stream_reduce
-from platform_streams.dsl.materialize import KeyValueStoreSpec, key_value_spec, store_name
+from platform_streams.dsl.materialize import key_value_spec, store_name
 from platform_streams.dsl.options import Materialized, Named, name_of
 from platform_streams.dsl.table_processors import StoreTableOp
 from platform_streams.processor.node import NodeProcessor
@@ -58,8 +58,7 @@ class KGroupedStream:
 
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per key (null keys and null values are dropped). Values are ``Long``."""
-        spec = self._spec("KSTREAM-AGGREGATE-", materialized, Long())
-        return self._aggregate("KSTREAM-AGGREGATE-", named, spec, stream_count())
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, Long(), stream_count())
 
     def reduce(
         self,
@@ -68,8 +67,9 @@ class KGroupedStream:
         materialized: Materialized | None = None,
     ) -> KTable:
         """Combine values per key with ``reducer(aggregate, value)``; the first value starts it."""
-        spec = self._spec("KSTREAM-REDUCE-", materialized, self.value_serde)
-        return self._aggregate("KSTREAM-REDUCE-", named, spec, stream_reduce(reducer))
+        return self._aggregate(
+            "KSTREAM-REDUCE-", named, materialized, self.value_serde, stream_reduce(reducer)
+        )
 
     def aggregate(
         self,
@@ -82,8 +82,8 @@ class KGroupedStream:
 
         The result's value serde is ``materialized.value_serde`` (else the config default).
         """
-        spec = self._spec("KSTREAM-AGGREGATE-", materialized, None)
-        return self._aggregate("KSTREAM-AGGREGATE-", named, spec, stream_aggregate(initializer, aggregator))
+        make = stream_aggregate(initializer, aggregator)
+        return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, None, make)
 
     def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
         """Start a cogroup: add more grouped streams, then ``aggregate`` them into one table."""
@@ -122,32 +122,18 @@ class KGroupedStream:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _spec(
-        self, prefix: str, materialized: Materialized | None, value_serde: Serde | None
-    ) -> KeyValueStoreSpec:
-        name = store_name(self.builder, materialized, prefix)
-        return key_value_spec(name, materialized, key_serde=self.key_serde, value_serde=value_serde)
-
     def _aggregate(
         self,
         prefix: str,
         named: Named | str | None,
-        spec: KeyValueStoreSpec,
+        materialized: Materialized | None,
+        value_serde: Serde | None,
         make: Callable[[StoreTableOp], NodeProcessor],
     ) -> KTable:
-        from platform_streams.dsl.ktable import KTable
+        from platform_streams.dsl.ktable import aggregate_table
 
+        store = store_name(self.builder, materialized, prefix)
+        spec = key_value_spec(store, materialized, key_serde=self.key_serde, value_serde=value_serde)
         name = self.builder.names.name(prefix, name_of(named))
-        source = self.source_for_aggregation(spec.name)
-        op = StoreTableOp(spec.name, make)
-        topology = self.builder.topology
-        topology.add_processor(name, op.make_processor, source.node_name)
-        topology.add_state_store(spec, name)
-        return KTable(
-            self.builder,
-            name,
-            op,
-            key_serde=spec.key_serde,
-            value_serde=spec.value_serde,
-            source_topics=source.source_topics,
-        )
+        source = self.source_for_aggregation(store)
+        return aggregate_table(self.builder, name, spec, make, source.node_name, source.source_topics)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.aggregate_processors import table_aggregate, table_count, table_reduce
-from platform_streams.dsl.materialize import KeyValueStoreSpec, key_value_spec, store_name
+from platform_streams.dsl.materialize import key_value_spec, store_name
 from platform_streams.dsl.options import Materialized, Named, name_of
 from platform_streams.dsl.table_processors import StoreTableOp
 from platform_streams.processor.node import NodeProcessor
@@ -55,8 +55,9 @@ class KGroupedTable:
 
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Rows per group (a row moving between groups: -1 in the old one, +1 in the new one)."""
-        spec = self._spec("KTABLE-AGGREGATE-", materialized, Long())
-        return self._aggregate("KTABLE-AGGREGATE-", named, spec, table_count(self.value_serde))
+        return self._aggregate(
+            "KTABLE-AGGREGATE-", named, materialized, Long(), table_count(self.value_serde)
+        )
 
     def reduce(
         self,
@@ -66,10 +67,8 @@ class KGroupedTable:
         materialized: Materialized | None = None,
     ) -> KTable:
         """``adder(aggregate, new)`` / ``subtractor(aggregate, old)``; the first value starts it."""
-        spec = self._spec("KTABLE-REDUCE-", materialized, self.value_serde)
-        return self._aggregate(
-            "KTABLE-REDUCE-", named, spec, table_reduce(adder, subtractor, self.value_serde)
-        )
+        make = table_reduce(adder, subtractor, self.value_serde)
+        return self._aggregate("KTABLE-REDUCE-", named, materialized, self.value_serde, make)
 
     def aggregate(
         self,
@@ -80,32 +79,28 @@ class KGroupedTable:
         materialized: Materialized | None = None,
     ) -> KTable:
         """``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)`` from ``initializer()``."""
-        spec = self._spec("KTABLE-AGGREGATE-", materialized, None)
         make = table_aggregate(initializer, adder, subtractor, self.value_serde)
-        return self._aggregate("KTABLE-AGGREGATE-", named, spec, make)
-
-    def _spec(
-        self, prefix: str, materialized: Materialized | None, value_serde: Serde | None
-    ) -> KeyValueStoreSpec:
-        name = store_name(self.builder, materialized, prefix)
-        return key_value_spec(name, materialized, key_serde=self.key_serde, value_serde=value_serde)
+        return self._aggregate("KTABLE-AGGREGATE-", named, materialized, None, make)
 
     def _aggregate(
         self,
         prefix: str,
         named: Named | str | None,
-        spec: KeyValueStoreSpec,
+        materialized: Materialized | None,
+        value_serde: Serde | None,
         make: Callable[[StoreTableOp], NodeProcessor],
     ) -> KTable:
-        from platform_streams.dsl.ktable import KTable
+        from platform_streams.dsl.ktable import aggregate_table
 
         builder = self.builder
+        store = store_name(builder, materialized, prefix)
+        spec = key_value_spec(store, materialized, key_serde=self.key_serde, value_serde=value_serde)
         names = builder.names
         given = name_of(named)
         sink = f"{given}-sink" if given else names.name("KSTREAM-SINK-")
         source = f"{given}-source" if given else names.name("KSTREAM-SOURCE-")
         name = names.name(prefix, given)
-        topic = f"{self.repartition_name or spec.name}-repartition"
+        topic = f"{self.repartition_name or store}-repartition"
         topology = builder.topology
         if self._shared_source is not None:
             source = self._shared_source  # a named grouping's aggregations share one topic
@@ -116,14 +111,4 @@ class KGroupedTable:
             topology.add_source(source, topic, key_serde=self.key_serde, value_serde=Bytes())
             if self.repartition_name is not None:
                 self._shared_source = source
-        op = StoreTableOp(spec.name, make)
-        topology.add_processor(name, op.make_processor, source)
-        topology.add_state_store(spec, name)
-        return KTable(
-            builder,
-            name,
-            op,
-            key_serde=spec.key_serde,
-            value_serde=spec.value_serde,
-            source_topics=frozenset({topic}),
-        )
+        return aggregate_table(builder, name, spec, make, source, frozenset({topic}))

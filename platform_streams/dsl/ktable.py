@@ -29,6 +29,7 @@ from platform_streams.dsl.table_processors import (
     FilterTableOp,
     MapValuesTableOp,
     SourceTableOp,
+    StoreTableOp,
     StoreValueGetterSupplier,
     TableOp,
     ValueGetterSupplier,
@@ -49,7 +50,14 @@ if TYPE_CHECKING:
     from platform_streams.dsl.suppress import Suppressed
     from platform_streams.dsl.timestamped_kv_store import TimestampedKeyValueStore
 
-__all__ = ["GlobalKTable", "KTable", "apply_source_topic_reuse", "source_global_table", "source_table"]
+__all__ = [
+    "GlobalKTable",
+    "KTable",
+    "aggregate_table",
+    "apply_source_topic_reuse",
+    "source_global_table",
+    "source_table",
+]
 
 
 class KTable:
@@ -348,8 +356,7 @@ def source_table(
     store = store_name(builder, materialized, f"{topic}-")
     source_name = builder.names.name("KSTREAM-SOURCE-", consumed.name)
     table_name = f"{consumed.name}-table-source" if consumed.name else builder.names.name("KTABLE-SOURCE-")
-    topology = builder.topology
-    topology.add_source(
+    builder.topology.add_source(
         source_name,
         topic,
         key_serde=key_serde,
@@ -357,11 +364,7 @@ def source_table(
         timestamp_extractor=consumed.timestamp_extractor,
         offset_reset=consumed.offset_reset,
     )
-    spec = key_value_spec(store, materialized, key_serde=key_serde, value_serde=value_serde)
-    op = SourceTableOp(topology, table_name, spec, materialized=False)
-    topology.add_processor(table_name, op.make_processor, source_name)
-    if is_queryable(materialized):
-        op.materialize()
+    op = _add_source_table_op(builder, table_name, source_name, store, materialized, key_serde, value_serde)
     builder.source_tables.append((op, topic))
     return KTable(
         builder,
@@ -385,14 +388,52 @@ def stream_to_table(stream: KStream, named: str | None, materialized: Materializ
         stream = stream._through_repartition_topic(
             name, key_serde=key_serde, value_serde=value_serde, num_partitions=None, partitioner=None
         )
+    op = _add_source_table_op(builder, name, stream.node_name, store, materialized, key_serde, value_serde)
+    return KTable(
+        builder, name, op, key_serde=key_serde, value_serde=value_serde, source_topics=stream.source_topics
+    )
+
+
+def _add_source_table_op(
+    builder: StreamsBuilder,
+    name: str,
+    parent: str,
+    store: str,
+    materialized: Materialized | None,
+    key_serde: Serde | None,
+    value_serde: Serde | None,
+) -> SourceTableOp:
+    """The table node ``name`` below ``parent``: its store ``store`` is added now if the user named
+    it, else only when something needs it (a join, a downstream ``group_by``)."""
     spec = key_value_spec(store, materialized, key_serde=key_serde, value_serde=value_serde)
     topology = builder.topology
     op = SourceTableOp(topology, name, spec, materialized=False)
-    topology.add_processor(name, op.make_processor, stream.node_name)
+    topology.add_processor(name, op.make_processor, parent)
     if is_queryable(materialized):
         op.materialize()
+    return op
+
+
+def aggregate_table(
+    builder: StreamsBuilder,
+    name: str,
+    spec: KeyValueStoreSpec,
+    make: Callable[[StoreTableOp], NodeProcessor],
+    parent: str,
+    source_topics: frozenset[str],
+) -> KTable:
+    """The table of a grouped aggregation: processor ``name`` below ``parent``, writing store ``spec``."""
+    op = StoreTableOp(spec.name, make)
+    topology = builder.topology
+    topology.add_processor(name, op.make_processor, parent)
+    topology.add_state_store(spec, name)
     return KTable(
-        builder, name, op, key_serde=key_serde, value_serde=value_serde, source_topics=stream.source_topics
+        builder,
+        name,
+        op,
+        key_serde=spec.key_serde,
+        value_serde=spec.value_serde,
+        source_topics=source_topics,
     )
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from platform_streams.dsl.options import Materialized
 from platform_streams.errors import TopologyError
+from platform_streams.serde import Bytes
 from platform_streams.state.stores import KeyValueBytesStoreSupplier, Stores
 
 if TYPE_CHECKING:
@@ -28,8 +29,18 @@ if TYPE_CHECKING:
     from platform_streams.dsl.builder import StreamsBuilder
     from platform_streams.dsl.timestamped_kv_store import TimestampedKeyValueStore
     from platform_streams.serde.base import Serde
+    from platform_streams.state.builders import KeyValueStoreBuilder
 
-__all__ = ["KeyValueStoreSpec", "key_value_spec", "resolve_serde", "store_name"]
+__all__ = [
+    "KeyValueStoreSpec",
+    "bytes_store_builder",
+    "key_value_spec",
+    "key_value_supplier",
+    "resolve_serde",
+    "store_name",
+]
+
+StoreType = Literal["rocksdb", "in_memory"]
 
 
 def resolve_serde(serde: Serde | None, config: StreamsConfig, role: Literal["key", "value"]) -> Serde:
@@ -57,6 +68,26 @@ def is_queryable(materialized: Materialized | None) -> bool:
     )
 
 
+def key_value_supplier(name: str, store_type: StoreType) -> KeyValueBytesStoreSupplier:
+    """A new key-value bytes store supplier of ``store_type``."""
+    if store_type == "in_memory":
+        return Stores.in_memory_key_value_store(name)
+    return Stores.persistent_key_value_store(name)
+
+
+def bytes_store_builder(
+    name: str, store_type: StoreType, logging_enabled: bool, log_config: dict[str, str] | None = None
+) -> KeyValueStoreBuilder:
+    """An internal bytes-to-bytes key-value store, never cached; logged (with ``log_config``) or not.
+
+    The DSL's bookkeeping stores: join outer stores, emit-final indexes, suppress buffers.
+    """
+    builder = Stores.key_value_store_builder(key_value_supplier(name, store_type), Bytes(), Bytes())
+    if logging_enabled:
+        return builder.with_logging_enabled(log_config)
+    return builder.with_logging_disabled()
+
+
 @dataclass
 class KeyValueStoreSpec:
     """A DSL key-value store as the topology sees it (a ``StoreBuilder``)."""
@@ -82,9 +113,7 @@ class KeyValueStoreSpec:
     def bytes_supplier(self) -> KeyValueBytesStoreSupplier:
         if self.store_supplier is not None:
             return self.store_supplier
-        if self.store_type == "in_memory":
-            return Stores.in_memory_key_value_store(self.name)
-        return Stores.persistent_key_value_store(self.name)
+        return key_value_supplier(self.name, self.store_type)
 
     def changelog_topic_config(self) -> dict[str, str]:
         return {"cleanup.policy": "compact", **self.log_config}

@@ -25,6 +25,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from platform_streams.dsl.materialize import bytes_store_builder
 from platform_streams.dsl.options import StreamJoined
 from platform_streams.dsl.stream_join_processors import (
     JoinSideParams,
@@ -35,8 +36,6 @@ from platform_streams.dsl.stream_join_processors import (
 from platform_streams.dsl.windowed_store import WindowStoreSpec
 from platform_streams.dsl.windows import JoinWindows
 from platform_streams.errors import TopologyError
-from platform_streams.serde import Bytes
-from platform_streams.state.stores import Stores
 from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
@@ -154,7 +153,8 @@ def stream_stream_join(
         _join_store(other_store, windows, sj, key_serde, right_value_serde), other_windowed, join_this
     )
     if outer_store is not None:
-        topology.add_state_store(_outer_store(outer_store, sj), join_this, join_other)
+        outer = bytes_store_builder(outer_store, sj.store_type, sj.logging_enabled)
+        topology.add_state_store(outer, join_this, join_other)
     return KStream(
         builder, merge, key_serde=key_serde, source_topics=left.source_topics | right.source_topics
     )
@@ -177,16 +177,6 @@ def _join_store(
         retain_duplicates=True,
         timestamped=False,
     )
-
-
-def _outer_store(name: str, sj: StreamJoined) -> Any:
-    supplier = (
-        Stores.in_memory_key_value_store(name)
-        if sj.store_type == "in_memory"
-        else Stores.persistent_key_value_store(name)
-    )
-    builder = Stores.key_value_store_builder(supplier, Bytes(), Bytes())
-    return builder if sj.logging_enabled else builder.with_logging_disabled()
 
 
 def _with_key(joiner: Callable[..., Any]) -> Callable[[Any, Any, Any], Any]:

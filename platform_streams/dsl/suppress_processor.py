@@ -26,7 +26,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.change import Change
-from platform_streams.dsl.materialize import resolve_serde
+from platform_streams.dsl.materialize import bytes_store_builder, resolve_serde
 from platform_streams.dsl.options import name_of
 from platform_streams.dsl.suppress_buffer import BufferedRecord, SuppressBuffer, encode_entry
 from platform_streams.dsl.table_processors import TableOp, ValueGetterSupplier
@@ -35,8 +35,6 @@ from platform_streams.errors import StreamsError, TopologyError
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
-from platform_streams.serde import Bytes
-from platform_streams.state.stores import Stores
 
 if TYPE_CHECKING:
     from platform_streams.dsl.ktable import KTable
@@ -96,13 +94,8 @@ def find_close_rule(op: Any) -> WindowCloseRule | None:
 def _buffer_store_builder(name: str, suppressed: Suppressed) -> Any:
     """A persistent bytes store with a changelog (Kafka Streams keeps it in memory and always
     restores it from the changelog; a local RocksDB store is reopened as is after a clean stop)."""
-    builder = Stores.key_value_store_builder(Stores.persistent_key_value_store(name), Bytes(), Bytes())
     config = suppressed.buffer_config
-    if config.logging_enabled:
-        builder.with_logging_enabled(config.log_config)
-    else:
-        builder.with_logging_disabled()
-    return builder
+    return bytes_store_builder(name, "rocksdb", config.logging_enabled, config.log_config)
 
 
 class SuppressOp(TableOp):

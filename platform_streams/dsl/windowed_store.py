@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from platform_streams.dsl.materialize import resolve_serde
 from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
@@ -35,10 +35,16 @@ if TYPE_CHECKING:
 
 __all__ = ["DslSessionStore", "DslWindowStore", "SessionStoreSpec", "WindowStoreSpec"]
 
+SupplierT = TypeVar("SupplierT", WindowBytesStoreSupplier, SessionBytesStoreSupplier)
+
 
 @dataclass
-class _WindowedSpec:
+class _WindowedSpec(Generic[SupplierT]):
     """What window and session store specs share (a topology ``StoreBuilder``)."""
+
+    #: the type of store supplier a user may give instead of ``store_type``, and its name in errors
+    supplier_type: ClassVar[type]
+    kind: ClassVar[str]
 
     name: str
     key_serde: Serde | None
@@ -48,6 +54,13 @@ class _WindowedSpec:
     caching_enabled: bool = True
     logging_enabled: bool = True
     log_config: dict[str, str] = field(default_factory=dict)
+    store_supplier: SupplierT | None = None
+
+    @property
+    def persistent(self) -> bool:
+        if self.store_supplier is not None:
+            return bool(self.store_supplier.persistent)
+        return self.store_type == "rocksdb"
 
     def changelog_topic_config(self) -> dict[str, str]:
         """Kafka Streams' windowed changelog: compacted and deleted after retention + 1 day."""
@@ -63,19 +76,15 @@ class _WindowedSpec:
 
 
 @dataclass
-class WindowStoreSpec(_WindowedSpec):
+class WindowStoreSpec(_WindowedSpec[WindowBytesStoreSupplier]):
     """A DSL window store: a windowed aggregation's (timestamped) or a join side's (duplicates)."""
+
+    supplier_type = WindowBytesStoreSupplier
+    kind = "window"
 
     window_size_ms: int = 1
     retain_duplicates: bool = False
     timestamped: bool = True
-    store_supplier: WindowBytesStoreSupplier | None = None
-
-    @property
-    def persistent(self) -> bool:
-        if self.store_supplier is not None:
-            return bool(self.store_supplier.persistent)
-        return self.store_type == "rocksdb"
 
     def bytes_supplier(self) -> WindowBytesStoreSupplier:
         if self.store_supplier is not None:
@@ -92,16 +101,11 @@ class WindowStoreSpec(_WindowedSpec):
 
 
 @dataclass
-class SessionStoreSpec(_WindowedSpec):
+class SessionStoreSpec(_WindowedSpec[SessionBytesStoreSupplier]):
     """A DSL session store (session-windowed aggregations)."""
 
-    store_supplier: SessionBytesStoreSupplier | None = None
-
-    @property
-    def persistent(self) -> bool:
-        if self.store_supplier is not None:
-            return bool(self.store_supplier.persistent)
-        return self.store_type == "rocksdb"
+    supplier_type = SessionBytesStoreSupplier
+    kind = "session"
 
     def bytes_supplier(self) -> SessionBytesStoreSupplier:
         if self.store_supplier is not None:
@@ -120,9 +124,9 @@ class SessionStoreSpec(_WindowedSpec):
 class _DslStore(WrappedStore, CachedStateStore):
     """Identity, lifecycle and flushing shared by both wrappers; ``wrapped`` exists from ``init``."""
 
-    spec: _WindowedSpec
+    spec: _WindowedSpec[Any]
 
-    def __init__(self, spec: _WindowedSpec) -> None:
+    def __init__(self, spec: _WindowedSpec[Any]) -> None:
         super().__init__(None)
         self.spec = spec
         self.key_serde: Serde | None = None
@@ -134,7 +138,7 @@ class _DslStore(WrappedStore, CachedStateStore):
 
     @property
     def persistent(self) -> bool:
-        return bool(self.spec.persistent)  # type: ignore[attr-defined]
+        return self.spec.persistent
 
     @property
     def is_open(self) -> bool:

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from platform_streams.dsl.emit_strategy import EmitStrategy
-from platform_streams.dsl.materialize import resolve_serde, store_name
+from platform_streams.dsl.materialize import bytes_store_builder, resolve_serde, store_name
 from platform_streams.dsl.options import Materialized, Named, name_of
 from platform_streams.dsl.sliding_window_processor import SlidingWindowAggregateProcessor
 from platform_streams.dsl.table_processors import StoreTableOp, ValueGetterSupplier
@@ -39,8 +39,7 @@ from platform_streams.dsl.windowed_store import SessionStoreSpec, WindowStoreSpe
 from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
-from platform_streams.serde import Bytes, Long, Serde
-from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
+from platform_streams.serde import Long, Serde
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
@@ -58,6 +57,7 @@ __all__ = [
 ]
 
 Reducer = Callable[[Any, Any], Any]
+SpecT = TypeVar("SpecT", WindowStoreSpec, SessionStoreSpec)
 
 
 def windowed_by(grouped: KGroupedStream, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
@@ -190,7 +190,9 @@ class _WindowedKStream:
         topology.add_processor(name, op.make_processor, source.node_name)
         topology.add_state_store(spec, name)
         if pending is not None:
-            topology.add_state_store(_close_index_builder(pending, mat), name)
+            # the emit-final index: logged like the main store
+            index = bytes_store_builder(pending, mat.store_type, mat.logging_enabled, mat.log_config)
+            topology.add_state_store(index, name)
         return KTable(
             grouped.builder,
             name,
@@ -198,6 +200,43 @@ class _WindowedKStream:
             key_serde=None if key_serde is None else rule.windowed_serde(key_serde),
             value_serde=value_serde,
             source_topics=source.source_topics,
+        )
+
+    def _spec(
+        self,
+        spec_type: type[SpecT],
+        store: str,
+        mat: Materialized,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        minimum: int,
+        what: str,
+        **extra: Any,
+    ) -> SpecT:
+        """The spec of window/session store ``store`` from ``mat``.
+
+        A store supplier (of ``spec_type.supplier_type``) brings its own retention; else the
+        retention is ``mat.retention_ms``, no smaller than ``minimum`` (``what`` names it).
+        """
+        supplier = mat.store_supplier
+        if supplier is not None and not isinstance(supplier, spec_type.supplier_type):
+            raise TopologyError(
+                f"store {store!r}: a {spec_type.kind} store supplier is needed, got {supplier!r}"
+            )
+        retention = (
+            supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
+        )
+        return spec_type(
+            name=store,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            retention_ms=retention,
+            store_type=mat.store_type,
+            caching_enabled=mat.caching_enabled,
+            logging_enabled=mat.logging_enabled,
+            log_config=dict(mat.log_config or {}),
+            store_supplier=supplier,
+            **extra,
         )
 
     def _retention(self, mat: Materialized, store: str, minimum: int, what: str) -> int:
@@ -220,21 +259,6 @@ class _WindowedKStream:
 
     def _close_rule(self, key_serde: Serde | None) -> Any:
         raise NotImplementedError
-
-
-def _close_index_builder(name: str, mat: Materialized) -> Any:
-    """The emit-final index: bytes in, bytes out, never cached, logged like the main store."""
-    supplier = (
-        Stores.in_memory_key_value_store(name)
-        if mat.store_type == "in_memory"
-        else Stores.persistent_key_value_store(name)
-    )
-    builder = Stores.key_value_store_builder(supplier, Bytes(), Bytes())
-    if mat.logging_enabled:
-        builder.with_logging_enabled(mat.log_config)
-    else:
-        builder.with_logging_disabled()
-    return builder
 
 
 class TimeWindowedKStream(_WindowedKStream):
@@ -312,23 +336,8 @@ class TimeWindowedKStream(_WindowedKStream):
         else:
             size = windows.size_ms
             minimum, what = size + windows.grace_ms, "its window size plus the grace period"
-        supplier = mat.store_supplier
-        if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
-            raise TopologyError(f"store {store!r}: a window store supplier is needed, got {supplier!r}")
-        retention = (
-            supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
-        )
-        return WindowStoreSpec(
-            name=store,
-            key_serde=key_serde,
-            value_serde=value_serde,
-            retention_ms=retention,
-            store_type=mat.store_type,
-            caching_enabled=mat.caching_enabled,
-            logging_enabled=mat.logging_enabled,
-            log_config=dict(mat.log_config or {}),
-            window_size_ms=size,
-            store_supplier=supplier,
+        return self._spec(
+            WindowStoreSpec, store, mat, key_serde, value_serde, minimum, what, window_size_ms=size
         )
 
     def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
@@ -403,25 +412,9 @@ class SessionWindowedKStream(_WindowedKStream):
         self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
     ) -> SessionStoreSpec:
         windows = self.windows
-        supplier = mat.store_supplier
-        if supplier is not None and not isinstance(supplier, SessionBytesStoreSupplier):
-            raise TopologyError(f"store {store!r}: a session store supplier is needed, got {supplier!r}")
         minimum = windows.inactivity_gap_ms + windows.grace_ms
         what = "its inactivity gap plus the grace period"
-        retention = (
-            supplier.retention_ms if supplier is not None else self._retention(mat, store, minimum, what)
-        )
-        return SessionStoreSpec(
-            name=store,
-            key_serde=key_serde,
-            value_serde=value_serde,
-            retention_ms=retention,
-            store_type=mat.store_type,
-            caching_enabled=mat.caching_enabled,
-            logging_enabled=mat.logging_enabled,
-            log_config=dict(mat.log_config or {}),
-            store_supplier=supplier,
-        )
+        return self._spec(SessionStoreSpec, store, mat, key_serde, value_serde, minimum, what)
 
     def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
         windows = self.windows

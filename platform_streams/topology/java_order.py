@@ -116,36 +116,27 @@ class JavaTreeSet(Generic[T]):
             parent = x.parent
             grand = parent.parent
             assert grand is not None  # a red parent is never the root
+            # TreeMap's two branches are mirror images: left/right swapped depending on the
+            # side of the parent, which picks the uncle, the inner child and the rotations
             if parent is grand.left:
-                uncle = grand.right
-                if self._is_red(uncle):
-                    assert uncle is not None
-                    parent.red = uncle.red = False
-                    grand.red = True
-                    x = grand
-                else:
-                    if x is parent.right:
-                        x = parent
-                        self._rotate_left(x)
-                    assert x.parent is not None and x.parent.parent is not None
-                    x.parent.red = False
-                    x.parent.parent.red = True
-                    self._rotate_right(x.parent.parent)
+                uncle, inner = grand.right, parent.right
+                rotate_inner, rotate_outer = self._rotate_left, self._rotate_right
             else:
-                uncle = grand.left
-                if self._is_red(uncle):
-                    assert uncle is not None
-                    parent.red = uncle.red = False
-                    grand.red = True
-                    x = grand
-                else:
-                    if x is parent.left:
-                        x = parent
-                        self._rotate_right(x)
-                    assert x.parent is not None and x.parent.parent is not None
-                    x.parent.red = False
-                    x.parent.parent.red = True
-                    self._rotate_left(x.parent.parent)
+                uncle, inner = grand.left, parent.left
+                rotate_inner, rotate_outer = self._rotate_right, self._rotate_left
+            if self._is_red(uncle):
+                assert uncle is not None
+                parent.red = uncle.red = False
+                grand.red = True
+                x = grand
+            else:
+                if x is inner:
+                    x = parent
+                    rotate_inner(x)
+                assert x.parent is not None and x.parent.parent is not None
+                x.parent.red = False
+                x.parent.parent.red = True
+                rotate_outer(x.parent.parent)
         assert self._root is not None
         self._root.red = False
 
