@@ -9,13 +9,12 @@ Streams (``application.id`` -> ``application_id``) so that an existing
 The model itself never talks to Kafka: :meth:`StreamsConfig.consumer_configs` and friends
 return plain librdkafka dicts which ``platform_streams.kafka`` turns into clients. That
 keeps the settings we *must* force (manual commits, no auto topic creation, the range
-assignor for co-partitioning, read_committed under EOS) in one reviewable place.
+assignor for co-partitioning, read_committed under EOS) in one reviewable place. Java
+keys, files and environment variables are translated by :mod:`platform_streams.config_sources`.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import re
 import tempfile
@@ -24,7 +23,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -40,12 +38,11 @@ from pydantic import (
 )
 from pydantic_core.core_schema import SerializationInfo
 
+from platform_streams.config_sources import CLIENT_FIELDS, env_values, merge, normalize, read_file
 from platform_streams.errors import StreamsConfigError
 from platform_streams.serde import Serde, serde_from_name
 
 __all__ = ["ExceptionHandlerSpec", "StreamsConfig"]
-
-_log = logging.getLogger(__name__)
 
 ClientValue = str | int | float | bool
 ClientDict = dict[str, ClientValue]
@@ -65,40 +62,6 @@ _JAVA_HANDLERS: dict[str, HandlerChoice] = {
     "logandfailprocessingexceptionhandler": "log_and_fail",
     "defaultproductionexceptionhandler": "log_and_fail",
 }
-
-# Dotted Java keys whose snake_case form is not the field name.
-_ALIASES: dict[str, str] = {
-    "cache.max.bytes.buffering": "statestore_cache_max_bytes",
-    "default.deserialization.exception.handler": "deserialization_exception_handler",
-    "default.processing.exception.handler": "processing_exception_handler",
-    "processing.exception.handler": "processing_exception_handler",
-    "default.production.exception.handler": "production_exception_handler",
-    "production.exception.handler": "production_exception_handler",
-}
-# Deprecated aliases lose to their replacement when both are given (Java semantics).
-_DEPRECATED = frozenset({"cache.max.bytes.buffering"})
-
-# Longest prefix first: ``main.consumer.x`` must not be routed as ``consumer.``.
-_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("main.consumer.", "consumer_config"),
-    ("restore.consumer.", "consumer_config"),
-    ("global.consumer.", "consumer_config"),
-    ("consumer.", "consumer_config"),
-    ("producer.", "producer_config"),
-    ("admin.", "admin_config"),
-)
-_CLIENT_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_config")
-
-# Java Streams settings with no equivalent here. Passing them to librdkafka would make
-# client creation fail far from the config file, so they are dropped with a warning.
-_UNSUPPORTED_JAVA_KEYS = frozenset(
-    """default.timestamp.extractor default.dsl.store dsl.store.suppliers.class rocksdb.config.setter
-    upgrade.from built.in.metrics.version state.cleanup.delay.ms window.size.ms windowed.inner.class.serde
-    windowstore.changelog.additional.retention.ms repartition.purge.interval.ms task.assignor.class
-    rack.aware.assignment.strategy rack.aware.assignment.tags client.tag default.client.supplier
-    enable.metrics.push default.windowed.key.serde.inner default.windowed.value.serde.inner
-    metrics.num.samples metrics.sample.window.ms metric.reporters""".split()  # noqa: SIM905
-)
 
 
 def _check_host_port(value: str, what: str) -> str:
@@ -287,7 +250,7 @@ class StreamsConfig(BaseModel):
             raise ValueError(f"replication_factor must be -1 (broker default) or >= 1, got {value}")
         return value
 
-    @field_validator(*_CLIENT_FIELDS, mode="before")
+    @field_validator(*CLIENT_FIELDS, mode="before")
     @classmethod
     def _check_client_keys(cls, value: Any) -> Any:
         if isinstance(value, Mapping):
@@ -331,7 +294,7 @@ class StreamsConfig(BaseModel):
             return value
         return f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', repr(value))}"
 
-    @field_serializer(*_CLIENT_FIELDS)
+    @field_serializer(*CLIENT_FIELDS)
     def _dump_client(self, value: ClientDict, info: SerializationInfo) -> ClientDict:
         # JSON is the "print it" form and must not leak credentials; python-mode dumps keep
         # the real values so that a config can be rebuilt from them.
@@ -339,7 +302,7 @@ class StreamsConfig(BaseModel):
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
-            yield name, _mask_secrets(value) if name in _CLIENT_FIELDS else value
+            yield name, _mask_secrets(value) if name in CLIENT_FIELDS else value
 
     def __eq__(self, other: object) -> bool:
         # Field values only: the generated client-id suffix must not make equal settings differ.
@@ -377,7 +340,7 @@ class StreamsConfig(BaseModel):
         data = {name: getattr(self, name) for name in self.model_fields_set}
         if self._commit_interval_defaulted:
             data.pop("commit_interval_ms", None)
-        for key in _CLIENT_FIELDS:
+        for key in CLIENT_FIELDS:
             if key in data:
                 data[key] = dict(data[key])
         data.update(overrides)
@@ -493,8 +456,8 @@ class StreamsConfig(BaseModel):
         prefixed keys go to the per-client dicts, other dotted keys (``security.protocol``)
         to ``client_config``. String values are coerced by field validation.
         """
-        data = props if isinstance(props, Mapping) else _read_file(Path(props))
-        return cls.model_validate(_normalize(data))
+        data = props if isinstance(props, Mapping) else read_file(Path(props))
+        return cls.model_validate(normalize(data, cls.model_fields))
 
     @classmethod
     def from_env(
@@ -504,7 +467,8 @@ class StreamsConfig(BaseModel):
         base: Mapping[str, Any] | None = None,
     ) -> StreamsConfig:
         """Build from ``<prefix><FIELD_NAME>`` variables merged over ``base`` (e.g. a file)."""
-        return cls.model_validate(_merge(_normalize(base or {}), _env_values(env, prefix)))
+        fields = cls.model_fields
+        return cls.model_validate(merge(normalize(base or {}, fields), env_values(env, prefix, fields)))
 
     @classmethod
     def load(
@@ -521,142 +485,10 @@ class StreamsConfig(BaseModel):
         Later layers win per key; the client dicts are merged key by key, so e.g. a CLI
         ``client_config`` override adds to the file's ``security.protocol``.
         """
-        data = _normalize(defaults or {})
+        fields = cls.model_fields
+        data = normalize(defaults or {}, fields)
         if path is not None:
-            data = _merge(data, _normalize(_read_file(Path(path))))
-        data = _merge(data, _env_values(env, "PLATFORM_STREAMS_"))
-        data = _merge(data, _normalize(overrides or {}))
+            data = merge(data, normalize(read_file(Path(path)), fields))
+        data = merge(data, env_values(env, "PLATFORM_STREAMS_", fields))
+        data = merge(data, normalize(overrides or {}, fields))
         return cls.model_validate(data)
-
-
-# ---------------------------------------------------------------------- key routing & files
-
-
-def _normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Route dotted / snake_case keys of a Java-style mapping to ``StreamsConfig`` fields."""
-    fields = StreamsConfig.model_fields
-    out: dict[str, Any] = {}
-    explicit: set[str] = set()
-    for raw_key, value in _flatten(raw):
-        key = raw_key.strip()
-        field = _ALIASES.get(key) or key.replace(".", "_").replace("-", "_")
-        if field in fields:
-            if field in _CLIENT_FIELDS and isinstance(value, Mapping):
-                out.setdefault(field, {}).update({str(k): v for k, v in value.items()})
-            elif key not in _DEPRECATED or field not in explicit:
-                out[field] = value
-                if key not in _DEPRECATED:
-                    explicit.add(field)
-            continue
-        if key in _UNSUPPORTED_JAVA_KEYS:
-            _log.warning("ignoring Kafka Streams setting %r: not supported by platform_streams", key)
-            continue
-        target, stripped = "client_config", key
-        for prefix, dict_field in _PREFIXES:
-            if key.startswith(prefix):
-                target, stripped = dict_field, key[len(prefix) :]
-                break
-        out.setdefault(target, {})[stripped] = value
-    return out
-
-
-def _flatten(raw: Mapping[str, Any], parent: str = "") -> list[tuple[str, Any]]:
-    """Flatten nested YAML mappings to dotted keys, except the values of client dict fields."""
-    items: list[tuple[str, Any]] = []
-    for key, value in raw.items():
-        full = f"{parent}.{key}" if parent else str(key)
-        if isinstance(value, Mapping) and full.replace(".", "_") not in _CLIENT_FIELDS:
-            items.extend(_flatten(value, full))
-        else:
-            items.append((full, value))
-    return items
-
-
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """Overlay ``over`` on ``base``; the client dicts are merged key by key."""
-    out = dict(base)
-    for key, value in over.items():
-        if key in _CLIENT_FIELDS and isinstance(out.get(key), Mapping) and isinstance(value, Mapping):
-            out[key] = {**out[key], **value}
-        else:
-            out[key] = value
-    return out
-
-
-def _env_values(env: Mapping[str, str], prefix: str) -> dict[str, Any]:
-    """``<prefix>APPLICATION_ID=x`` -> ``{"application_id": "x"}``; client dicts as JSON."""
-    out: dict[str, Any] = {}
-    for name, value in env.items():
-        if not name.startswith(prefix):
-            continue
-        field = name[len(prefix) :].lower()
-        if field not in StreamsConfig.model_fields:
-            continue
-        if field in _CLIENT_FIELDS:
-            try:
-                out[field] = json.loads(value)
-            except ValueError as exc:
-                raise StreamsConfigError(f"{name} must be a JSON object: {exc}") from exc
-        else:
-            out[field] = value
-    return out
-
-
-def _read_file(path: Path) -> Mapping[str, Any]:
-    """Read a ``.yaml``/``.yml`` or Java ``.properties`` file into a flat-ish mapping."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise StreamsConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
-    if path.suffix.lower() not in (".yaml", ".yml"):
-        return _parse_properties(text)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise StreamsConfigError(f"invalid YAML in config file {str(path)!r}: {exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise StreamsConfigError(f"config file {str(path)!r} must contain a mapping at the top level")
-    return data
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
-
-
-def _unescape(text: str) -> str:
-    """Apply Java properties escapes: ``\\t``, ``\\n``, ``\\uXXXX``, ``\\x`` -> ``x``."""
-
-    def one(match: re.Match[str]) -> str:
-        code = match.group(1)
-        return chr(int(code[1:], 16)) if len(code) == 5 else _ESCAPES.get(code, code)
-
-    return _ESCAPE_RE.sub(one, text)
-
-
-_ENTRY_RE = re.compile(r"((?:\\.|[^=:\s\\])+)\s*[=:]?\s*(.*)$", re.DOTALL)
-
-
-def _parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text: ``#``/``!`` comments, ``=``/``:``/space separators,
-    backslash line continuations and escapes; keys and values are trimmed."""
-    entries: list[str] = []
-    pending: list[str] = []
-    for physical in text.splitlines():
-        line = physical.strip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if (len(line) - len(line.rstrip("\\"))) % 2 == 1:  # odd backslashes: line continues
-            pending.append(line[:-1])
-            continue
-        entries.append("".join([*pending, line]))
-        pending = []
-    if pending:
-        entries.append("".join(pending))
-    result: dict[str, str] = {}
-    for entry in entries:
-        match = _ENTRY_RE.match(entry)
-        if match:
-            result[_unescape(match.group(1))] = _unescape(match.group(2)).strip()
-    return result

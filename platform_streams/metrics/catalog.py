@@ -196,7 +196,8 @@ CATALOG: tuple[MetricSpec, ...] = (
        "Entries evicted from the worker's record cache (hit-ratio is not recorded).", _THREAD),
     # -- task ---------------------------------------------------------------------------------
     _m("task_dropped_records", "counter", _TASK_G, "dropped-records-rate, dropped-records-total",
-       "Records skipped: deserialization or processing errors handled with CONTINUE, invalid timestamps.",
+       "Records skipped: deserialization, processing or production errors handled with CONTINUE, "
+       "invalid timestamps. An empty task_id: production errors the worker's shared producer reported.",
        _TASK),
     _m("task_process", "counter", _TASK_G, "process-rate, process-total",
        "Records processed by the task.", _TASK, Level.DEBUG),

@@ -171,6 +171,11 @@ class StreamsCollector(Collector):
             labels = [t, str(task_id)]
             fams.add("kafka_streams_task_process", labels, processed)
             fams.add("kafka_streams_task_dropped_records", labels, dropped)
+        # Production errors reported to the worker's producer (delivery reports, exactly-once
+        # commits) cannot be traced to the task that sent the record: empty task_id.
+        collector = rec.worker.collector
+        if collector is not None and collector.records_skipped:
+            fams.add("kafka_streams_task_dropped_records", [t, ""], collector.records_skipped)
         for task_id, count in buffered.items():
             fams.add("kafka_streams_task_input_buffer_records", [t, str(task_id)], count)
         restore = rec.restore

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from platform_streams.processor.record import Headers
 
@@ -24,3 +24,25 @@ class RecordCollector(Protocol):
     def partition_count(self, topic: str) -> int:
         """Partitions of ``topic`` (for custom partitioners)."""
         ...
+
+
+class RefusingCollector:
+    """The collector of contexts that must never produce: global stores, standby tasks.
+
+    Their processors only apply records to stores; a send would be a topology bug, and
+    failing loudly with ``reason`` beats writing a record nothing commits or replays.
+    """
+
+    def __init__(self, reason: str, *, partitions: int | None = None) -> None:
+        self.reason = reason
+        #: what ``partition_count`` answers (None: it refuses as well)
+        self.partitions = partitions
+
+    def send(self, *record: Any, **named: Any) -> None:
+        """Refuse any record, whatever its arguments."""
+        raise RuntimeError(self.reason)
+
+    def partition_count(self, topic: str) -> int:
+        if self.partitions is None:
+            raise RuntimeError(self.reason)
+        return self.partitions

@@ -90,6 +90,9 @@ class KafkaRecordCollector:
         self.production_handler = RecordExceptionHandler(
             "production", production_policy, dead_letter_topic, self, None
         )
+        #: records those failures dropped (``CONTINUE``): Kafka Streams' dropped-records, which
+        #: its per-task RecordCollectorImpl records; this collector is shared by the worker's tasks
+        self.records_skipped = 0
         self.streams_producer = producer_factory(
             on_delivery=self.on_delivery, on_send_error=self.on_send_error
         )
@@ -132,6 +135,8 @@ class KafkaRecordCollector:
             return
         if response is HandlerResponse.FAIL:
             self._remember(where)
+        else:
+            self.records_skipped += 1
 
     def on_send_error(self, record: BufferedRecord, exc: BaseException) -> None:
         """A record the producer refused at the exactly-once commit: handler decides."""
@@ -152,6 +157,7 @@ class KafkaRecordCollector:
             )  # dead-letter it without its value
         if self.production_handler.handle(_FailedRecord(record), exc) is HandlerResponse.FAIL:
             raise ProductionError(f"record for {topic} refused by the producer: {exc}") from exc
+        self.records_skipped += 1
 
     def _remember(self, error: str) -> None:
         if len(self.errors) < 10:

@@ -102,14 +102,21 @@ class ControlChannel:
         self._thread.start()
 
     def close(self, *, leave: bool = True) -> None:
-        """Stop tailing; ``leave`` publishes a tombstone so the others forget this client now."""
+        """Stop tailing; ``leave`` publishes a tombstone so the others forget this client now.
+
+        The clients are dropped once the thread is gone (not while it may still use them):
+        a librdkafka client left referenced keeps reconnecting until garbage collection.
+        """
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(10)
+        stopped = self._thread is None or not self._thread.is_alive()
         if self._producer is not None:
             if leave:
                 self._send(_MEMBER + self.process_id, None)
             self._producer.flush(5)
+            if stopped:
+                self._producer = None
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import DeserializationError
+from platform_streams.processor.collector import RefusingCollector
 from platform_streams.processor.context import NodeContext, TaskContext
-from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
+from platform_streams.processor.exception_handlers import RecordExceptionHandler
 from platform_streams.processor.node import NodeProcessor, as_node_processor
 from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.task import skip_or_raise_deserialization
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
 from platform_streams.state.store_context import RestoreCallback
 from platform_streams.state.wrappers.base import innermost
@@ -42,23 +43,8 @@ GLOBAL_TASK_ID = TaskId(-1, -1)
 
 TopicPartitionKey = tuple[str, int]
 
-
-class _NullCollector:
-    """Global update processors may not forward or log changes: nothing is sent."""
-
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        headers: Any,
-        partition: int | None,
-    ) -> None:
-        raise RuntimeError("global store processors cannot send records")
-
-    def partition_count(self, topic: str) -> int:
-        return 1
+#: Global update processors may not forward or log changes: nothing is sent.
+_NO_SEND = RefusingCollector("global store processors cannot send records", partitions=1)
 
 
 class _StoreRecorder:
@@ -86,14 +72,14 @@ class GlobalStateUpdater:
         self.context = TaskContext(
             config=config,
             task_id=GLOBAL_TASK_ID,
-            collector=_NullCollector(),
+            collector=_NO_SEND,
             clock_ms=clock_ms,
             task_dir=self.directory,
             changelog_topics={},
             registrar=self._recorder,
         )
         self._deserialization = RecordExceptionHandler(
-            "deserialization", config.deserialization_exception_handler, None, _NullCollector(), self.context
+            "deserialization", config.deserialization_exception_handler, None, _NO_SEND, self.context
         )
         self.stores: dict[str, Any] = {}
         self._by_topic: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any], NodeProcessor]] = {}
@@ -181,13 +167,7 @@ class GlobalStateUpdater:
         try:
             key, value = key_de(raw.key()), value_de(raw.value())
         except Exception as exc:
-            if self._deserialization.handle(raw, exc) is HandlerResponse.FAIL:
-                raise DeserializationError(
-                    f"cannot deserialize global record: {type(exc).__name__}: {exc}",
-                    topic=raw.topic(),
-                    partition=raw.partition(),
-                    offset=raw.offset(),
-                ) from exc
+            skip_or_raise_deserialization(self._deserialization, raw, exc, "global record")
             self.records_skipped += 1
             return
         timestamp = raw.timestamp()[1]

@@ -34,9 +34,11 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaError, TopicPartition, create_consumer
+from platform_streams.processor.collector import RefusingCollector
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetch_committed
+from platform_streams.runtime.task import store_changelogs
 from platform_streams.state.manager import FROM_BEGINNING, ProcessorStateManager
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -64,24 +66,6 @@ def stateful_tasks(
     return out
 
 
-class _NoSend:
-    """Standby tasks never produce."""
-
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        headers: Any,
-        partition: int | None,
-    ) -> None:
-        raise RuntimeError("a standby task cannot send records")
-
-    def partition_count(self, topic: str) -> int:
-        raise RuntimeError("a standby task cannot send records")
-
-
 class StandbyTask:
     """The stores of one task, applied from their changelogs up to the committed input."""
 
@@ -89,18 +73,13 @@ class StandbyTask:
         self.task_id = task_id
         sub = plan.subtopologies[task_id.subtopology]
         app = config.application_id
-        changelogs = {
-            store: plan.physical_topic(topic, app)
-            for store in sub.stores
-            if (topic := plan.changelog_topic(store)) is not None
-        }
         self.context = TaskContext(
             config=config,
             task_id=task_id,
-            collector=_NoSend(),
+            collector=RefusingCollector("a standby task cannot send records"),
             clock_ms=lambda: int(time.time() * 1000),
             task_dir=task_dir,
-            changelog_topics=changelogs,
+            changelog_topics=store_changelogs(plan, sub, app),
         )
         self.state_manager = ProcessorStateManager(task_id, task_dir, eos=config.exactly_once)
         self.context.registrar = self.state_manager

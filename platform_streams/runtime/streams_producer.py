@@ -108,11 +108,24 @@ class StreamsProducer:
         self._create()
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Abort what is not committed (EOS) or wait for outstanding records (at-least-once)."""
-        if self.eos:
-            self.abort()
+        """Abort what is not committed (EOS) or wait for outstanding records (at-least-once),
+        then let the librdkafka producer go.
+
+        Dropping both references (the producer and its bound ``produce``) destroys the client
+        now: it holds this object's delivery callback, so left in place it would live (and
+        keep reconnecting to a broker that may be gone) until the garbage collector breaks
+        the cycle. Sending after ``close`` is an error; closing twice does nothing.
+        """
+        if self.producer is None:
             return
-        self.producer.flush(timeout_s)
+        try:
+            if self.eos:
+                self.abort()
+            else:
+                self.producer.flush(timeout_s)
+        finally:
+            self.producer = None
+            self._produce = None
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -148,13 +161,11 @@ class StreamsProducer:
     def _produce_when_room(self, record: BufferedRecord) -> None:
         """The local queue is full: serve delivery reports until the record fits."""
         topic, key, value, timestamp, headers, partition = record
+        args = (topic, value, key) if partition is None else (topic, value, key, partition)
         while True:
             self.producer.poll(0.05)
             try:
-                if partition is None:
-                    self._produce(topic, value, key, timestamp=timestamp, headers=headers)
-                else:
-                    self._produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+                self._produce(*args, timestamp=timestamp, headers=headers)
                 return
             except BufferError:
                 continue

@@ -32,6 +32,36 @@ from platform_streams.topology.nodes import SinkNode
 log = logging.getLogger(__name__)
 
 
+def store_changelogs(plan: TopologyPlan, sub: SubTopologyPlan, application_id: str) -> dict[str, str]:
+    """Store name -> physical changelog topic, for the stores of ``sub`` that log changes.
+
+    Active tasks write these topics, standby tasks tail them, the worker tracks their
+    written offsets: one derivation keeps the three agreeing on which topics they are.
+    """
+    return {
+        store: plan.physical_topic(topic, application_id)
+        for store in sub.stores
+        if (topic := plan.changelog_topic(store)) is not None
+    }
+
+
+def skip_or_raise_deserialization(
+    handler: RecordExceptionHandler, raw: Any, exc: BaseException, what: str
+) -> None:
+    """Apply the deserialization exception handler: return to skip ``raw``, or raise.
+
+    Shared by stream tasks and the global store updater, so a record that cannot be read
+    fails (or is skipped and dead-lettered) the same way wherever it comes from.
+    """
+    if handler.handle(raw, exc) is HandlerResponse.FAIL:
+        raise DeserializationError(
+            f"cannot deserialize {what}: {type(exc).__name__}: {exc}",
+            topic=raw.topic(),
+            partition=raw.partition(),
+            offset=raw.offset(),
+        ) from exc
+
+
 class StreamTask:
     """Processes the records of one (sub-topology, partition) in stream-time order."""
 
@@ -53,12 +83,7 @@ class StreamTask:
         self.collector = collector
         self.clock_ms = clock_ms
         self.config = config
-        app = config.application_id
-        changelogs = {
-            store: plan.physical_topic(topic, app)
-            for store in sub.stores
-            if (topic := plan.changelog_topic(store)) is not None
-        }
+        changelogs = store_changelogs(plan, sub, config.application_id)
         self.context = TaskContext(
             config=config,
             task_id=task_id,
@@ -219,13 +244,7 @@ class StreamTask:
         ) from exc
 
     def _on_deserialization_error(self, msg: Any, exc: BaseException) -> None:
-        if self.deserialization_handler.handle(msg, exc) is HandlerResponse.FAIL:
-            raise DeserializationError(
-                f"cannot deserialize record: {type(exc).__name__}: {exc}",
-                topic=msg.topic(),
-                partition=msg.partition(),
-                offset=msg.offset(),
-            ) from exc
+        skip_or_raise_deserialization(self.deserialization_handler, msg, exc, "record")
         self.records_skipped += 1
 
     def _on_invalid_timestamp(self, msg: Any, timestamp: int) -> None:

@@ -61,7 +61,7 @@ from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.observer import WorkerObserver
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.task import StreamTask, store_changelogs
 from platform_streams.runtime.task_state import TaskStateLifecycle
 from platform_streams.state.cache import RecordCache
 from platform_streams.topology.compiler import TopologyPlan
@@ -123,12 +123,7 @@ class StreamWorker(threading.Thread):
         self.source_topics = sorted(
             {plan.physical_topic(t, app) for s in plan.subtopologies for t in s.source_topics}
         )
-        self._changelogs = {
-            plan.physical_topic(topic, app)
-            for sub in plan.subtopologies
-            for store in sub.stores
-            if (topic := plan.changelog_topic(store)) is not None
-        }
+        self._changelogs = {t for s in plan.subtopologies for t in store_changelogs(plan, s, app).values()}
         self._state_root = Path(config.state_dir) / app
         self._commit_interval_s = config.commit_interval_ms / 1000.0
         self._poll_s = config.poll_ms / 1000.0
@@ -570,8 +565,12 @@ class StreamWorker(threading.Thread):
                 self.collector.abort()
             self._close_tasks(clean=clean)
         finally:
+            # Closed clients are dropped too: one left referenced lives (and keeps reconnecting)
+            # until garbage collection. The collector stays for its counters; closing its
+            # producer releases the librdkafka client.
             if self.consumer is not None:
                 self.consumer.close()
+                self.consumer = None
             if self.collector is not None:
                 try:
                     self.collector.streams_producer.close()

@@ -64,6 +64,7 @@ def _fake_streams(level: str) -> Any:
         processed_total=42,
         record_cache=RecordCache(1000),
         consumer=None,
+        collector=SimpleNamespace(records_skipped=3),  # production errors skipped (CONTINUE)
         failure=None,
         plan=None,
         state_lifecycle=SimpleNamespace(listener=None),
@@ -96,6 +97,8 @@ def test_scrape_of_a_worker_has_labels_and_respects_the_recording_level(level: s
     poll = families["kafka_streams_thread_poll_latency_seconds"]
     count = [s for s in poll.samples if s.name.endswith("_count")]
     assert count[0].value == 1.0
+    dropped = families["kafka_streams_task_dropped_records"]
+    assert [(s.labels["task_id"], s.value) for s in dropped.samples] == [("", 3.0)], "the producer's, no task"
     state = {s.labels["state"]: s.value for s in families["kafka_streams_client_state"].samples}
     assert state["RUNNING"] == 1.0 and state["ERROR"] == 0.0
     assert "process_cpu_seconds" in families  # the process collector rides along
