@@ -36,7 +36,6 @@ import enum
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +57,7 @@ from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.broker_calls import retrying
 from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.collector import KafkaRecordCollector
+from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.observer import WorkerObserver
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
@@ -114,9 +114,7 @@ class StreamWorker(threading.Thread):
         self._wait_until_ready = wait_until_ready
         self.state = WorkerState.CREATED
         self.tasks: dict[TaskId, StreamTask] = {}
-        self._queues: dict[tuple[str, int], deque[Any]] = {}
-        self._task_of: dict[tuple[str, int], StreamTask] = {}
-        self._paused: set[tuple[str, int]] = set()
+        self._input = InputQueues(config.buffered_records_per_partition)
         self._stop_event = threading.Event()
         self.failure: BaseException | None = None
         app = config.application_id
@@ -128,7 +126,6 @@ class StreamWorker(threading.Thread):
         self._commit_interval_s = config.commit_interval_ms / 1000.0
         self._poll_s = config.poll_ms / 1000.0
         self._timeout_s = config.task_timeout_ms / 1000.0
-        self._max_buffered = config.buffered_records_per_partition
         #: exactly_once_v2: the transactional.id of this worker's producer (stable across restarts)
         self.transactional_id = (
             (transactional_id or f"{app}-{config.effective_client_id}-{index + 1}")
@@ -249,14 +246,15 @@ class StreamWorker(threading.Thread):
         started = time.perf_counter()
         messages = self._poll_batch()
         polled = time.perf_counter()
+        inputs = self._input
         touched = self._route(messages) if messages else None
         processed = 0
         for task in list(self.tasks.values()):
             processed += task.process(10_000)
         if touched:
-            self._pause_backlogged(touched)
-        if self._paused:
-            self._resume_drained()
+            inputs.pause_backlogged(self.consumer, touched)
+        if inputs.paused:
+            inputs.resume_drained(self.consumer)
         now_wall = int(time.time() * 1000)
         for task in list(self.tasks.values()):
             task.punctuate_wall_clock(now_wall)
@@ -282,10 +280,7 @@ class StreamWorker(threading.Thread):
         and ``max.poll.interval.ms`` is not exceeded; what a poll still returns is queued.
         """
         consumer = self.consumer
-        assignment = consumer.assignment()
-        if assignment:
-            consumer.pause(assignment)
-            self._paused.update((tp.topic, tp.partition) for tp in assignment)
+        self._input.pause_all(consumer)
         with self.store_guard.released():
             message = consumer.poll(self._poll_s)
         if message is not None:
@@ -303,7 +298,7 @@ class StreamWorker(threading.Thread):
         """
         consumer = self.consumer
         messages: list[Any] = consumer.consume(_BATCH, 0)
-        if messages or any(self._queues.values()):
+        if messages or self._input.backlog():
             return messages
         with self.store_guard.released():
             first = consumer.poll(self._poll_s)
@@ -312,63 +307,11 @@ class StreamWorker(threading.Thread):
         return [first, *consumer.consume(_BATCH - 1, 0)]
 
     def _route(self, messages: list[Any]) -> set[tuple[str, int]]:
-        """Append records to their partition queues; returns the partitions that got records.
-
-        A consumed batch is made of runs of one partition's records (librdkafka hands out
-        whole fetched message sets), so each run goes to its queue with one ``extend``
-        instead of a lookup and an ``append`` per record.
-        """
-        touched: set[tuple[str, int]] = set()
-        run_tp: tuple[str, int] | None = None
-        run_start = 0
-        for i, msg in enumerate(messages):
-            if msg.error() is None:
-                tp: tuple[str, int] | None = (msg.topic(), msg.partition())
-                if tp == run_tp:
-                    continue
-            else:
-                tp = None
-            if run_tp is not None:
-                self._append_run(run_tp, messages, run_start, i, touched)
-            run_tp, run_start = tp, i
-            if tp is None:
-                self._on_consume_error(msg.error())
-        if run_tp is not None:
-            self._append_run(run_tp, messages, run_start, len(messages), touched)
-        return touched
-
-    def _append_run(
-        self, tp: tuple[str, int], messages: list[Any], start: int, end: int, touched: set[tuple[str, int]]
-    ) -> None:
-        queue = self._queues.get(tp)
-        if queue is None:
-            if self._rejoin_deadline is None:
-                log.warning("dropping %d record(s) of unassigned partition %s-%d", end - start, *tp)
-            return
-        queue.extend(messages if start == 0 and end == len(messages) else messages[start:end])
-        touched.add(tp)
-
-    def _pause_backlogged(self, touched: set[tuple[str, int]]) -> None:
-        """Pause partitions whose queue is still over the limit *after* processing.
-
-        Checked after the tasks ran, not on arrival: a batch larger than the limit that is
-        processed in the same iteration is no backlog, and pausing in librdkafka drops the
-        partition's prefetched records (refetched after resume), which cost more than half
-        the throughput when every batch paused and resumed its partition.
-        """
-        queues = self._queues
-        for tp in touched:
-            queue = queues.get(tp)
-            if queue is not None and len(queue) > self._max_buffered and tp not in self._paused:
-                self.consumer.pause([TopicPartition(tp[0], tp[1])])
-                self._paused.add(tp)
-
-    def _resume_drained(self) -> None:
-        low = self._max_buffered // 2
-        ready = [tp for tp in self._paused if len(self._queues.get(tp, ())) <= low]
-        if ready:
-            self.consumer.resume([TopicPartition(t, p) for t, p in ready])
-            self._paused.difference_update(ready)
+        # records of a partition no longer assigned are expected (and not worth a warning)
+        # while the worker waits to rejoin after a migration
+        return self._input.route(
+            messages, self._on_consume_error, warn_unassigned=self._rejoin_deadline is None
+        )
 
     def _on_consume_error(self, err: Any) -> None:
         if err.code() == KafkaError._PARTITION_EOF:
@@ -517,9 +460,7 @@ class StreamWorker(threading.Thread):
         task.context.global_stores = self.global_stores
         task.initialize_stores()
         self.tasks[task_id] = task
-        for tp in task.partitions:
-            self._queues[tp] = task.queues.queues[tp]
-            self._task_of[tp] = task
+        self._input.add({tp: task.queues.queues[tp] for tp in task.partitions})
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
@@ -549,9 +490,7 @@ class StreamWorker(threading.Thread):
         if self._standbys is not None and self.tasks:
             self._standbys.unclaim(list(self.tasks))
         self.tasks.clear()
-        self._queues.clear()
-        self._task_of.clear()
-        self._paused.clear()
+        self._input.clear()
 
     def _close(self, clean: bool) -> None:
         try:

@@ -1,4 +1,5 @@
-"""``StreamWorker._route``: consumed batches go to partition queues run by run, in order."""
+"""``StreamWorker._route`` (``InputQueues``): consumed batches go to partition queues run by run,
+in order; backlogged partitions are paused and resumed once drained."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from typing import Any
 import confluent_kafka as ck
 import pytest
 
+from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.worker import StreamWorker
 
 
 def _worker(partitions: list[tuple[str, int]]) -> Any:
     """A worker with queues only: ``_route`` needs nothing else (no clients, no tasks)."""
     worker = StreamWorker.__new__(StreamWorker)
-    worker._queues = {tp: deque() for tp in partitions}
+    worker._input = InputQueues(max_buffered=4)
+    worker._input.add({tp: deque() for tp in partitions})
     worker._rejoin_deadline = None
     return worker
 
@@ -43,22 +46,22 @@ def test_runs_of_partitions_keep_their_order_and_interleave() -> None:
     ]
     touched = worker._route(batch)
     assert touched == {("a", 0), ("a", 1), ("b", 0)}
-    assert _offsets(worker._queues[("a", 0)]) == [0, 1, 2]
-    assert _offsets(worker._queues[("a", 1)]) == [7, 8]
-    assert _offsets(worker._queues[("b", 0)]) == [3]
+    assert _offsets(worker._input.queues[("a", 0)]) == [0, 1, 2]
+    assert _offsets(worker._input.queues[("a", 1)]) == [7, 8]
+    assert _offsets(worker._input.queues[("b", 0)]) == [3]
 
 
 def test_a_single_run_is_queued_whole() -> None:
     worker = _worker([("a", 0)])
     assert worker._route([_msg("a", 0, i) for i in range(5)]) == {("a", 0)}
-    assert _offsets(worker._queues[("a", 0)]) == [0, 1, 2, 3, 4]
+    assert _offsets(worker._input.queues[("a", 0)]) == [0, 1, 2, 3, 4]
 
 
 def test_error_events_split_runs_and_are_not_queued() -> None:
     worker = _worker([("a", 0)])
     touched = worker._route([_msg("a", 0, 0), _eof("a", 0), _msg("a", 0, 1), _eof("a", 0)])
     assert touched == {("a", 0)}
-    assert _offsets(worker._queues[("a", 0)]) == [0, 1]
+    assert _offsets(worker._input.queues[("a", 0)]) == [0, 1]
 
 
 def test_a_fatal_error_raises_after_the_records_before_it_were_queued() -> None:
@@ -66,12 +69,57 @@ def test_a_fatal_error_raises_after_the_records_before_it_were_queued() -> None:
     fatal = ck.Message(topic="a", partition=0, error=ck.KafkaError(ck.KafkaError._FATAL, fatal=True))
     with pytest.raises(ck.KafkaException):
         worker._route([_msg("a", 0, 0), fatal, _msg("a", 0, 1)])
-    assert _offsets(worker._queues[("a", 0)]) == [0]
+    assert _offsets(worker._input.queues[("a", 0)]) == [0]
 
 
 def test_records_of_unassigned_partitions_are_dropped(caplog: pytest.LogCaptureFixture) -> None:
     worker = _worker([("a", 0)])
     touched = worker._route([_msg("a", 0, 0), _msg("x", 3, 0), _msg("x", 3, 1), _msg("a", 0, 1)])
     assert touched == {("a", 0)}
-    assert _offsets(worker._queues[("a", 0)]) == [0, 1]
+    assert _offsets(worker._input.queues[("a", 0)]) == [0, 1]
     assert "dropping 2 record(s) of unassigned partition x-3" in caplog.text
+
+
+class _Consumer:
+    """Records pause/resume calls (the only consumer calls backpressure makes)."""
+
+    def __init__(self, assignment: list[Any] | None = None) -> None:
+        self.paused: set[tuple[str, int]] = set()
+        self._assignment = assignment or []
+
+    def pause(self, tps: list[Any]) -> None:
+        self.paused.update((tp.topic, tp.partition) for tp in tps)
+
+    def resume(self, tps: list[Any]) -> None:
+        self.paused.difference_update((tp.topic, tp.partition) for tp in tps)
+
+    def assignment(self) -> list[Any]:
+        return self._assignment
+
+
+def test_a_partition_over_the_limit_after_processing_is_paused_and_resumed_at_half() -> None:
+    worker, consumer = _worker([("a", 0), ("a", 1)]), _Consumer()
+    inputs: InputQueues = worker._input
+    touched = worker._route([_msg("a", 0, i) for i in range(5)] + [_msg("a", 1, i) for i in range(4)])
+    inputs.pause_backlogged(consumer, touched)
+    assert consumer.paused == {("a", 0)} == inputs.paused  # 5 > 4; 4 is not over the limit
+    queue = inputs.queues[("a", 0)]
+    queue.popleft()
+    queue.popleft()
+    inputs.resume_drained(consumer)
+    assert consumer.paused == {("a", 0)}  # 3 left: over half of 4
+    queue.popleft()
+    inputs.resume_drained(consumer)
+    assert consumer.paused == set() == inputs.paused
+
+
+def test_pause_all_pauses_the_assignment_and_clear_forgets_everything() -> None:
+    worker = _worker([("a", 0)])
+    inputs: InputQueues = worker._input
+    consumer = _Consumer([ck.TopicPartition("a", 0), ck.TopicPartition("a", 1)])
+    inputs.pause_all(consumer)
+    assert consumer.paused == {("a", 0), ("a", 1)} == inputs.paused
+    worker._route([_msg("a", 0, 0)])
+    assert inputs.backlog()
+    inputs.clear()
+    assert not inputs.backlog() and inputs.paused == set() and inputs.queues == {}

@@ -1,0 +1,116 @@
+"""Where consumed records wait for their task, and the backpressure that keeps that bounded.
+
+A worker's consumer hands out batches mixing the partitions of all its tasks. Each record
+goes to its partition's queue (owned by the task's ``PartitionGroup``, which picks the
+next record by timestamp across its partitions). A partition whose queue stays over
+``buffered_records_per_partition`` after the tasks ran is paused in the consumer and
+resumed once it drained to half of that, as Kafka Streams does with
+``buffered.records.per.partition``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from platform_streams.kafka import TopicPartition
+
+__all__ = ["InputQueues"]
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class InputQueues:
+    """The assigned partitions' queues and which of them are paused."""
+
+    def __init__(self, max_buffered: int) -> None:
+        self._max_buffered = max_buffered
+        self.queues: dict[TP, deque[Any]] = {}
+        self.paused: set[TP] = set()
+
+    def add(self, queues: dict[TP, deque[Any]]) -> None:
+        """Route the records of these partitions to these queues (a new task's)."""
+        self.queues.update(queues)
+
+    def clear(self) -> None:
+        """Forget every partition (the tasks were closed)."""
+        self.queues.clear()
+        self.paused.clear()
+
+    def backlog(self) -> bool:
+        """True when a queue still holds records (then the loop must not wait in a poll)."""
+        return any(self.queues.values())
+
+    def route(
+        self, messages: list[Any], on_error: Callable[[Any], None], *, warn_unassigned: bool
+    ) -> set[TP]:
+        """Append records to their partition queues; returns the partitions that got records.
+
+        A consumed batch is made of runs of one partition's records (librdkafka hands out
+        whole fetched message sets), so each run goes to its queue with one ``extend``
+        instead of a lookup and an ``append`` per record. Error events go to ``on_error``.
+        """
+        touched: set[TP] = set()
+        run_tp: TP | None = None
+        run_start = 0
+        for i, msg in enumerate(messages):
+            if msg.error() is None:
+                tp: TP | None = (msg.topic(), msg.partition())
+                if tp == run_tp:
+                    continue
+            else:
+                tp = None
+            if run_tp is not None:
+                self._append_run(run_tp, messages, run_start, i, touched, warn_unassigned)
+            run_tp, run_start = tp, i
+            if tp is None:
+                on_error(msg.error())
+        if run_tp is not None:
+            self._append_run(run_tp, messages, run_start, len(messages), touched, warn_unassigned)
+        return touched
+
+    def _append_run(
+        self, tp: TP, messages: list[Any], start: int, end: int, touched: set[TP], warn: bool
+    ) -> None:
+        queue = self.queues.get(tp)
+        if queue is None:
+            if warn:
+                log.warning("dropping %d record(s) of unassigned partition %s-%d", end - start, *tp)
+            return
+        queue.extend(messages if start == 0 and end == len(messages) else messages[start:end])
+        touched.add(tp)
+
+    def pause_backlogged(self, consumer: Any, touched: Iterable[TP]) -> None:
+        """Pause partitions whose queue is still over the limit *after* processing.
+
+        Checked after the tasks ran, not on arrival: a batch larger than the limit that is
+        processed in the same iteration is no backlog, and pausing in librdkafka drops the
+        partition's prefetched records (refetched after resume), which cost more than half
+        the throughput when every batch paused and resumed its partition.
+        """
+        queues = self.queues
+        for tp in touched:
+            queue = queues.get(tp)
+            if queue is not None and len(queue) > self._max_buffered and tp not in self.paused:
+                consumer.pause([TopicPartition(tp[0], tp[1])])
+                self.paused.add(tp)
+
+    def resume_drained(self, consumer: Any) -> None:
+        """Resume paused partitions whose queue drained to half the limit."""
+        low = self._max_buffered // 2
+        ready = [tp for tp in self.paused if len(self.queues.get(tp, ())) <= low]
+        if ready:
+            consumer.resume([TopicPartition(t, p) for t, p in ready])
+            self.paused.difference_update(ready)
+
+    def pause_all(self, consumer: Any) -> None:
+        """``KafkaStreams.pause()``: pause the whole assignment (again each time: a rebalance
+        may have assigned new partitions); the normal loop resumes them as they drain."""
+        assignment = consumer.assignment()
+        if assignment:
+            consumer.pause(assignment)
+            self.paused.update((tp.topic, tp.partition) for tp in assignment)
