@@ -21,14 +21,16 @@ from platform_streams.runtime.worker import StreamWorker
 from platform_streams.serde import Bytes, Double, Json
 
 
-def _config(workload: Workload, spec: RunSpec) -> StreamsConfig:
+def streams_config(workload: Workload, spec: RunSpec, **overrides: Any) -> StreamsConfig:
+    """The run's settings: the workload's guarantee and commit interval, the group timings,
+    then ``overrides``. The raw loop takes its librdkafka settings from it too."""
     return StreamsConfig(
         application_id=spec.app_id,
         bootstrap_servers=spec.bootstrap,
         state_dir=Path(spec.state_dir),
         processing_guarantee="exactly_once_v2" if workload.exactly_once else "at_least_once",
         commit_interval_ms=workload.commit_interval_ms,
-        **{**GROUP_TIMING, **spec.config},
+        **{**GROUP_TIMING, **overrides},
     )
 
 
@@ -82,7 +84,7 @@ def _time_assignments(timer: Timer, *, stop_when_assigned: bool) -> None:
 def run(workload: Workload, spec: RunSpec, timer: Timer) -> dict[str, Any]:
     restore = spec.phase == "restore"
     _time_assignments(timer, stop_when_assigned=restore)
-    streams = KafkaStreams(build(workload, spec), _config(workload, spec))
+    streams = KafkaStreams(build(workload, spec), streams_config(workload, spec, **spec.config))
     streams.start()
     streams.wait_for_state(State.RUNNING, timeout_s=120)
     if restore:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,22 +27,11 @@ import orjson
 from confluent_kafka.admin import AdminClient, NewTopic
 from rocksdict import Options, Rdict, WriteBatch
 
-from bench.common import GROUP_TIMING, RunSpec, Timer
+from bench.common import RunSpec, Timer
+from bench.engine_ps import streams_config
 from bench.workloads import WINDOW_MS, Workload, window_result
-from platform_streams import StreamsConfig
 
 _BATCH = 5000
-
-
-def _config(workload: Workload, spec: RunSpec) -> StreamsConfig:
-    return StreamsConfig(
-        application_id=spec.app_id,
-        bootstrap_servers=spec.bootstrap,
-        state_dir=Path(spec.state_dir),
-        processing_guarantee="exactly_once_v2" if workload.exactly_once else "at_least_once",
-        commit_interval_ms=workload.commit_interval_ms,
-        **GROUP_TIMING,
-    )
 
 
 def _changelog(spec: RunSpec) -> str:
@@ -54,13 +44,22 @@ def _open_db(spec: RunSpec) -> Rdict:
     return Rdict(str(path), Options(raw_mode=True))
 
 
+@dataclass
+class Store:
+    """A stateful loop's RocksDB and its ``flush(batch)``: produce the changelog and output
+    records of what changed since the last commit, and put the changes in the write batch."""
+
+    db: Rdict
+    flush: Callable[[WriteBatch], None]
+
+
 class RawLoop:
     """consume -> process -> (commit: flush state, produce, commit offsets) until the input is read."""
 
     def __init__(self, workload: Workload, spec: RunSpec, timer: Timer) -> None:
         self.spec = spec
         self.timer = timer
-        config = _config(workload, spec)
+        config = streams_config(workload, spec)
         self.eos = workload.exactly_once
         self.consumer = confluent_kafka.Consumer(config.consumer_configs(0))
         conf = config.producer_configs(0, f"{spec.app_id}-raw" if self.eos else None)
@@ -81,32 +80,40 @@ class RawLoop:
             except BufferError:
                 self.producer.poll(0.05)
 
-    def run(self, process: Callable[[list[Any]], int], flush_state: Callable[[], Callable[[], None]]) -> None:
-        """``process(batch)`` returns records processed; ``flush_state()`` produces what the
-        commit must contain and returns the step that writes the state to disk afterwards."""
+    def run(self, process: Callable[[list[Any]], int], store: Store | None = None) -> None:
+        """``process(batch)`` returns records processed; ``store``, for a stateful loop, is
+        flushed at every commit and closed at the end."""
         consumer, poll = self.consumer, self.producer.poll
         consume, poll_one = consumer.consume, consumer.poll
-        if self.eos:
-            self.producer.begin_transaction()
-        next_commit = time.monotonic() + self.commit_every
-        consumed = 0
-        while consumed < self.spec.records:
-            # what is ready now; when nothing is, wait for the first record only (as the worker)
-            batch = consume(_BATCH, 0)
-            if not batch:
-                first = poll_one(0.1)
-                batch = [] if first is None else [first]
-            consumed += process(batch)
-            poll(0)
-            if time.monotonic() >= next_commit:
-                self.commit(flush_state, again=True)
-                next_commit = time.monotonic() + self.commit_every
-        self.commit(flush_state, again=False)
-        consumer.close()
-        self.timer.stop()
+        try:
+            if self.eos:
+                self.producer.begin_transaction()
+            next_commit = time.monotonic() + self.commit_every
+            consumed = 0
+            while consumed < self.spec.records:
+                # what is ready now; when nothing is, wait for the first record only (as the worker)
+                batch = consume(_BATCH, 0)
+                if not batch:
+                    first = poll_one(0.1)
+                    batch = [] if first is None else [first]
+                consumed += process(batch)
+                poll(0)
+                if time.monotonic() >= next_commit:
+                    self.commit(store, again=True)
+                    next_commit = time.monotonic() + self.commit_every
+            self.commit(store, again=False)
+            consumer.close()
+            self.timer.stop()
+        finally:
+            if store is not None:
+                store.db.close()
 
-    def commit(self, flush_state: Callable[[], Callable[[], None]], *, again: bool) -> None:
-        write_state = flush_state()
+    def commit(self, store: Store | None, *, again: bool) -> None:
+        """Produce the store's changes, commit (offsets, or the transaction), then write the
+        changes to RocksDB."""
+        batch = WriteBatch(raw_mode=True)
+        if store is not None:
+            store.flush(batch)
         consumer = self.consumer
         positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
         if self.eos:
@@ -117,7 +124,8 @@ class RawLoop:
             self.producer.flush()
             if positions:
                 consumer.commit(offsets=positions, asynchronous=False)
-        write_state()
+        if store is not None:
+            store.db.write(batch)
         if self.eos and again:
             self.producer.begin_transaction()
 
@@ -142,11 +150,7 @@ def run_stateless(workload: Workload, spec: RunSpec, loop: RawLoop) -> None:
                     loop.produce(out, encoded, key, timestamp=msg.timestamp()[1], headers=msg.headers())
         return n
 
-    loop.run(process, lambda: _nothing)
-
-
-def _nothing() -> None:
-    return None
+    loop.run(process)
 
 
 def run_count(workload: Workload, spec: RunSpec, loop: RawLoop) -> None:
@@ -172,8 +176,7 @@ def run_count(workload: Workload, spec: RunSpec, loop: RawLoop) -> None:
             dirty[key] = (count, msg.partition(), msg.timestamp()[1])
         return n
 
-    def flush_state() -> Callable[[], None]:
-        batch = WriteBatch(raw_mode=True)
+    def flush_state(batch: WriteBatch) -> None:
         produce = loop.produce
         for key, (count, partition, ts) in dirty.items():
             stored = count.to_bytes(8, "big")
@@ -181,12 +184,8 @@ def run_count(workload: Workload, spec: RunSpec, loop: RawLoop) -> None:
             produce(out, str(count).encode(), key, timestamp=ts)
             batch.put(key, stored)
         dirty.clear()
-        return lambda: db.write(batch)
 
-    try:
-        loop.run(process, flush_state)
-    finally:
-        db.close()
+    loop.run(process, Store(db, flush_state))
 
 
 def run_window_sum(workload: Workload, spec: RunSpec, loop: RawLoop) -> None:
@@ -231,8 +230,7 @@ def run_window_sum(workload: Workload, spec: RunSpec, loop: RawLoop) -> None:
                     close_windows(partition, ts)
         return n
 
-    def flush_state() -> Callable[[], None]:
-        batch = WriteBatch(raw_mode=True)
+    def flush_state(batch: WriteBatch) -> None:
         produce = loop.produce
         for window, partition in dirty.items():
             total = sums.get(window)
@@ -246,18 +244,14 @@ def run_window_sum(workload: Workload, spec: RunSpec, loop: RawLoop) -> None:
             batch.delete(key + start.to_bytes(8, "big"))
         dirty.clear()
         closed.clear()
-        return lambda: db.write(batch)
 
-    try:
-        loop.run(process, flush_state)
-    finally:
-        db.close()
+    loop.run(process, Store(db, flush_state))
 
 
 def restore(workload: Workload, spec: RunSpec, timer: Timer) -> dict[str, Any]:
     """Read the changelog from the beginning into a fresh RocksDB, one write batch per poll."""
     shutil.rmtree(Path(spec.state_dir) / spec.app_id, ignore_errors=True)
-    config = _config(workload, spec)
+    config = streams_config(workload, spec)
     topic = _changelog(spec)
     conf = config.restore_consumer_configs(0)
     conf["group.id"] = f"{spec.app_id}-restore"  # required by the client; assign() never joins it

@@ -118,6 +118,16 @@ def _refused(exc: OperationRefusedError) -> dg.Failure:
     )
 
 
+def _one_op_job(op: dg.OpDefinition, name: str, description: str, **options: Any) -> dg.JobDefinition:
+    """A job that runs ``op`` alone (every operations job is one op)."""
+
+    @dg.job(name=name, description=description, **options)
+    def job() -> None:
+        op()
+
+    return job
+
+
 def _scenario(config: ResetJobConfig) -> OffsetScenario:
     needs = {
         "to-offset": "offset",
@@ -171,13 +181,9 @@ def _topics_job(app: ResolvedStreamApp) -> dg.JobDefinition:
             raise _refused(exc) from exc
         return _finish(context, result)
 
-    @dg.job(
-        name=f"{app.name}_internal_topics", description="Plan, create, validate or delete internal topics."
+    return _one_op_job(
+        internal_topics, f"{app.name}_internal_topics", "Plan, create, validate or delete internal topics."
     )
-    def job() -> None:
-        internal_topics()
-
-    return job
 
 
 def _reset_job(app: ResolvedStreamApp) -> dg.JobDefinition:
@@ -211,11 +217,7 @@ def _reset_job(app: ResolvedStreamApp) -> dg.JobDefinition:
             context.log.info(f"wiped the local state of the workers: {wiped or 'nothing there'}")
         return data
 
-    @dg.job(name=f"{app.name}_reset", description="Reset the application (dry run unless dry_run: false).")
-    def job() -> None:
-        reset()
-
-    return job
+    return _one_op_job(reset, f"{app.name}_reset", "Reset the application (dry run unless dry_run: false).")
 
 
 def _compaction_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
@@ -276,13 +278,9 @@ def _compaction_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
         context.add_output_metadata({k: v for k, v in data.items() if v is not None})
         return data
 
-    @dg.job(
-        name=f"{app.name}_compact_store", description="Spark: compact a store's changelog into snapshots."
+    return _one_op_job(
+        compact, f"{app.name}_compact_store", "Spark: compact a store's changelog into snapshots."
     )
-    def job() -> None:
-        compact()
-
-    return job
 
 
 def _partitions(app: ResolvedStreamApp) -> dg.PartitionsDefinition:
@@ -322,15 +320,12 @@ def _backfill_job(app: ResolvedStreamApp) -> dg.JobDefinition:
         context.add_output_metadata({"result": dg.MetadataValue.json(data)})
         return data
 
-    @dg.job(
-        name=f"{app.name}_backfill",
+    return _one_op_job(
+        backfill_window,
+        f"{app.name}_backfill",
+        "Spark: run the topology over one time window of the input (launch backfills in the UI).",
         partitions_def=_partitions(app),
-        description="Spark: run the topology over one time window of the input (launch backfills in the UI).",
     )
-    def job() -> None:
-        backfill_window()
-
-    return job
 
 
 def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
@@ -381,11 +376,7 @@ def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
         context.add_output_metadata({"result": dg.MetadataValue.json(data)})
         return data
 
-    @dg.job(name=f"{app.name}_workers", description="Stop, scale, pause, resume or restart the workers.")
-    def job() -> None:
-        workers()
-
-    return job
+    return _one_op_job(workers, f"{app.name}_workers", "Stop, scale, pause, resume or restart the workers.")
 
 
 def build_jobs(app: ResolvedStreamApp) -> list[dg.JobDefinition]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,36 @@ def gauge(metric: str, by: str, extra: str = "", agg: str = "sum") -> str:
     return f"{agg} by ({by}) ({metric}{{{APP}{extra}}})"
 
 
+def total(metric: str, extra: str = "") -> str:
+    """A metric summed over every series the filters select: one number."""
+    return f"sum({metric}{{{APP}{extra}}})"
+
+
+def legend_for(by: str) -> str:
+    """A legend naming a series by its ``by`` labels: ``"task_id, store"`` -> ``"{{task_id}} {{store}}"``."""
+    return " ".join("{{" + label.strip() + "}}" for label in by.split(","))
+
+
+def series(
+    title: str,
+    of: Callable[[str, str, str], str],
+    metric: str,
+    by: str,
+    description: str,
+    extra: str = "",
+    **layout: Any,
+) -> Panel:
+    """A panel of one query, ``of(metric, by, extra)`` (``rate``, ``gauge``, ...): a series per ``by``."""
+    return Panel(title, [q(of(metric, by, extra), legend_for(by))], description=description, **layout)
+
+
+def stat(title: str, query: Query, description: str, width: int = 6, height: int = 5) -> Panel:
+    """A single-number panel; by default a quarter of a row, as the health tiles are."""
+    return Panel(title, [query], kind="stat", description=description, width=width, height=height)
+
+
 def latency_panel(title: str, histogram: str, description: str, by: str = "", extra: str = "") -> Panel:
-    suffix = "{{" + by.split(",")[0].strip() + "}} " if by else ""
+    suffix = legend_for(by.split(",")[0]) + " " if by else ""
     return Panel(
         title,
         [
@@ -268,57 +297,42 @@ def overview() -> dict[str, Any]:
         Row(
             "Health",
             [
-                Panel(
+                stat(
                     "Instances by client state",
-                    [
-                        q(
-                            f"sum by (state) (kafka_streams_client_state{{{APP}}} == 1)",
-                            "{{state}}",
-                            instant=True,
-                        )
-                    ],
-                    kind="stat",
-                    description="KafkaStreams.State of each instance (stream-metrics state).",
-                    width=6,
-                    height=5,
+                    q(
+                        f"sum by (state) (kafka_streams_client_state{{{APP}}} == 1)",
+                        "{{state}}",
+                        instant=True,
+                    ),
+                    "KafkaStreams.State of each instance (stream-metrics state).",
                 ),
-                Panel(
+                stat(
                     "Alive workers",
-                    [q(f"sum(kafka_streams_client_alive_stream_threads{{{APP}}})", "alive")],
-                    kind="stat",
-                    description="Workers (stream threads) alive, all instances (alive-stream-threads).",
-                    width=6,
-                    height=5,
+                    q(total("kafka_streams_client_alive_stream_threads"), "alive"),
+                    "Workers (stream threads) alive, all instances (alive-stream-threads).",
                 ),
-                Panel(
+                stat(
                     "Failed workers",
-                    [q(f"sum(kafka_streams_client_failed_stream_threads{{{APP}}})", "failed")],
-                    kind="stat",
-                    description="Workers that died of an exception (failed-stream-threads).",
-                    width=6,
-                    height=5,
+                    q(total("kafka_streams_client_failed_stream_threads"), "failed"),
+                    "Workers that died of an exception (failed-stream-threads).",
                 ),
-                Panel(
+                stat(
                     "Active tasks",
-                    [q(f"sum(kafka_streams_thread_active_tasks{{{APP}}})", "tasks")],
-                    kind="stat",
-                    description="Active tasks over all workers: one per input partition per sub-topology.",
-                    width=6,
-                    height=5,
+                    q(total("kafka_streams_thread_active_tasks"), "tasks"),
+                    "Active tasks over all workers: one per input partition per sub-topology.",
                 ),
-                Panel(
+                series(
                     "Workers by state",
-                    [q(gauge("kafka_streams_thread_state", "state"), "{{state}}")],
-                    description="Worker (stream thread) states: RUNNING, PARTITIONS_ASSIGNED, ...",
+                    gauge,
+                    "kafka_streams_thread_state",
+                    "state",
+                    "Worker (stream thread) states: RUNNING, PARTITIONS_ASSIGNED, ...",
                     width=12,
                 ),
                 Panel(
                     "Rebalances",
                     [
-                        q(
-                            increase("kafka_streams_thread_rebalances_total", "instance"),
-                            "{{instance}}",
-                        ),
+                        q(increase("kafka_streams_thread_rebalances_total", "instance"), "{{instance}}"),
                         q(
                             rate("kafka_streams_thread_task_created_total", "instance"),
                             "{{instance}} tasks created/s",
@@ -336,11 +350,13 @@ def overview() -> dict[str, Any]:
         Row(
             "Throughput",
             [
-                Panel(
+                series(
                     "Records processed / s",
-                    [q(rate("kafka_streams_thread_process_total", "instance"), "{{instance}}")],
+                    rate,
+                    "kafka_streams_thread_process_total",
+                    "instance",
+                    "process-rate of the workers, per instance.",
                     unit="ops",
-                    description="process-rate of the workers, per instance.",
                 ),
                 Panel(
                     "Polls / s and records per poll",
@@ -353,10 +369,12 @@ def overview() -> dict[str, Any]:
                     ],
                     description="poll-rate and poll-records-avg.",
                 ),
-                Panel(
+                series(
                     "Records per processing pass",
-                    [q(average("kafka_streams_thread_process_records", "instance"), "{{instance}}")],
-                    description="process-records-avg: records per loop iteration that processed any.",
+                    average,
+                    "kafka_streams_thread_process_records",
+                    "instance",
+                    "process-records-avg: records per loop iteration that processed any.",
                 ),
             ],
         ),
@@ -378,11 +396,13 @@ def overview() -> dict[str, Any]:
                     "kafka_streams_thread_poll_latency_seconds",
                     "Time spent polling the consumer per loop iteration (poll-latency).",
                 ),
-                Panel(
+                series(
                     "Commits / s",
-                    [q(rate("kafka_streams_thread_commit_total", "instance"), "{{instance}}")],
+                    rate,
+                    "kafka_streams_thread_commit_total",
+                    "instance",
+                    "commit-rate: commit.interval.ms sets it (100 ms under exactly_once_v2).",
                     unit="ops",
-                    description="commit-rate: commit.interval.ms sets it (100 ms under exactly_once_v2).",
                 ),
                 Panel(
                     "Processing time per record",
@@ -402,15 +422,17 @@ def overview() -> dict[str, Any]:
         Row(
             "Consumer lag",
             [
-                Panel(
+                series(
                     "Lag by input topic",
-                    [q(gauge(lag, "topic"), "{{topic}}")],
-                    description="Records not processed yet: high watermark minus next offset (records-lag).",
+                    gauge,
+                    lag,
+                    "topic",
+                    "Records not processed yet: high watermark minus next offset (records-lag).",
                     width=12,
                 ),
                 Panel(
                     "Max lag per partition",
-                    [q(f"topk(20, max by (topic, partition) ({lag}{{{APP}}}))", "{{topic}}-{{partition}}")],
+                    [q(f"topk(20, {gauge(lag, 'topic, partition', agg='max')})", "{{topic}}-{{partition}}")],
                     kind="bargauge",
                     description="The 20 partitions furthest behind.",
                     width=12,
@@ -461,14 +483,9 @@ def overview() -> dict[str, Any]:
 def state_stores() -> dict[str, Any]:
     store = ', store=~"$store"'
 
-    def prop(title: str, suffix: str, unit: str, description: str, width: int = 8) -> Panel:
-        return Panel(
-            title,
-            [q(gauge(f"kafka_streams_state_{suffix}", "store", store), "{{store}}")],
-            unit=unit,
-            description=description,
-            width=width,
-        )
+    def prop(title: str, suffix: str, unit: str, description: str) -> Panel:
+        """A RocksDB property of each selected store."""
+        return series(title, gauge, f"kafka_streams_state_{suffix}", "store", description, store, unit=unit)
 
     def op_latency(operation: str) -> Panel:
         histogram = f"kafka_streams_state_{operation}_latency_seconds"
@@ -481,6 +498,10 @@ def state_stores() -> dict[str, Any]:
             unit="s",
             description=f"Store {operation} operations ({operation}-latency, {operation}-rate).{_DEBUG}",
         )
+
+    def block_cache(figure: str, name: str) -> Query:
+        metric = f"kafka_streams_state_block_cache_{figure}_bytes"
+        return q(gauge(metric, "instance", store, "max"), f"{{{{instance}}}} {name}")
 
     rows = [
         Row(
@@ -504,46 +525,51 @@ def state_stores() -> dict[str, Any]:
         Row(
             "Restore",
             [
-                Panel(
+                series(
                     "Restored records / s",
-                    [q(rate("kafka_streams_task_restore_total", "instance"), "{{instance}}")],
+                    rate,
+                    "kafka_streams_task_restore_total",
+                    "instance",
+                    "Changelog records replayed into stores (restore-rate).",
                     unit="ops",
-                    description="Changelog records replayed into stores (restore-rate).",
                 ),
-                Panel(
+                series(
                     "Restored records",
-                    [q(gauge("kafka_streams_task_restore_total", "instance"), "{{instance}}")],
-                    description="Changelog records restored since each worker started (restore-total).",
+                    gauge,
+                    "kafka_streams_task_restore_total",
+                    "instance",
+                    "Changelog records restored since each worker started (restore-total).",
                 ),
-                Panel(
+                series(
                     "Tasks restoring",
-                    [q(gauge("kafka_streams_task_restoring", "instance"), "{{instance}}")],
-                    description="Tasks with a store being restored now; an instance is ready when this is 0.",
+                    gauge,
+                    "kafka_streams_task_restoring",
+                    "instance",
+                    "Tasks with a store being restored now; an instance is ready when this is 0.",
                 ),
             ],
         ),
         Row(
             "Record cache",
             [
-                Panel(
+                series(
                     "Record cache size",
-                    [
-                        q(
-                            gauge("kafka_streams_record_cache_size_bytes", "instance, thread_id"),
-                            "{{instance}} {{thread_id}}",
-                        )
-                    ],
+                    gauge,
+                    "kafka_streams_record_cache_size_bytes",
+                    "instance, thread_id",
+                    "Bytes in each worker's record cache (statestore.cache.max.bytes bounds it).",
                     unit="bytes",
-                    description="Bytes in each worker's record cache (statestore.cache.max.bytes bounds it).",
                     width=12,
                 ),
-                Panel(
+                series(
                     "Record cache evictions / s",
-                    [q(rate("kafka_streams_record_cache_evictions_total", "instance"), "{{instance}}")],
-                    unit="ops",
-                    description="Dirty entries evicted (flushed downstream) because the cache was full. "
+                    rate,
+                    "kafka_streams_record_cache_evictions_total",
+                    "instance",
+                    "Dirty entries evicted (flushed downstream) because the cache was full. "
                     "A high rate next to a full cache means a larger cache would absorb more updates "
                     "(the hit ratio itself is not recorded).",
+                    unit="ops",
                     width=12,
                 ),
             ],
@@ -560,20 +586,9 @@ def state_stores() -> dict[str, Any]:
                 Panel(
                     "Block cache usage and capacity",
                     [
-                        q(
-                            gauge("kafka_streams_state_block_cache_usage_bytes", "instance", store, "max"),
-                            "{{instance}} usage",
-                        ),
-                        q(
-                            gauge(
-                                "kafka_streams_state_block_cache_pinned_usage_bytes", "instance", store, "max"
-                            ),
-                            "{{instance}} pinned",
-                        ),
-                        q(
-                            gauge("kafka_streams_state_block_cache_capacity_bytes", "instance", store, "max"),
-                            "{{instance}} capacity",
-                        ),
+                        block_cache("usage", "usage"),
+                        block_cache("pinned_usage", "pinned"),
+                        block_cache("capacity", "capacity"),
                     ],
                     unit="bytes",
                     description="The shared block cache of each instance (the same figure on every store).",
@@ -632,26 +647,30 @@ def tasks() -> dict[str, Any]:
         Row(
             "Processing",
             [
-                Panel(
+                series(
                     "Records processed / s per task",
-                    [q(rate("kafka_streams_task_process_total", "task_id", task), "{{task_id}}")],
+                    rate,
+                    "kafka_streams_task_process_total",
+                    "task_id",
+                    f"Task process-rate.{_DEBUG}",
+                    task,
                     unit="ops",
-                    description=f"Task process-rate.{_DEBUG}",
                 ),
-                Panel(
+                series(
                     "Buffered input records per task",
-                    [q(gauge("kafka_streams_task_input_buffer_records", "task_id", task), "{{task_id}}")],
-                    description="Records fetched for the task, not processed yet.",
+                    gauge,
+                    "kafka_streams_task_input_buffer_records",
+                    "task_id",
+                    "Records fetched for the task, not processed yet.",
+                    task,
                 ),
-                Panel(
+                series(
                     "Dropped records per task",
-                    [
-                        q(
-                            increase("kafka_streams_task_dropped_records_total", "task_id", task),
-                            "{{task_id}}",
-                        )
-                    ],
-                    description="Records skipped by the task (dropped-records).",
+                    increase,
+                    "kafka_streams_task_dropped_records_total",
+                    "task_id",
+                    "Records skipped by the task (dropped-records).",
+                    task,
                 ),
             ],
         ),
@@ -665,40 +684,35 @@ def tasks() -> dict[str, Any]:
                     by="task_id",
                     extra=task,
                 ),
-                Panel(
+                series(
                     "Average end-to-end latency per source node",
-                    [
-                        q(
-                            average(
-                                "kafka_streams_processor_node_record_e2e_latency_seconds",
-                                "task_id, processor_node_id",
-                                task,
-                            ),
-                            "{{task_id}} {{processor_node_id}}",
-                        )
-                    ],
+                    average,
+                    "kafka_streams_processor_node_record_e2e_latency_seconds",
+                    "task_id, processor_node_id",
+                    "record-e2e-latency-avg per processor node.",
+                    task,
                     unit="s",
-                    description="record-e2e-latency-avg per processor node.",
                 ),
             ],
         ),
         Row(
             "State",
             [
-                Panel(
+                series(
                     "Store keys per task",
-                    [
-                        q(
-                            gauge("kafka_streams_state_estimate_num_keys", "task_id, store", task),
-                            "{{task_id}} {{store}}",
-                        )
-                    ],
-                    description="rocksdb.estimate-num-keys of each store of the task.",
+                    gauge,
+                    "kafka_streams_state_estimate_num_keys",
+                    "task_id, store",
+                    "rocksdb.estimate-num-keys of each store of the task.",
+                    task,
                 ),
-                Panel(
+                series(
                     "Restored records per task",
-                    [q(gauge("kafka_streams_task_restore_total", "task_id", task), "{{task_id}}")],
-                    description="Changelog records restored into the task's stores (restore-total).",
+                    gauge,
+                    "kafka_streams_task_restore_total",
+                    "task_id",
+                    "Changelog records restored into the task's stores (restore-total).",
+                    task,
                 ),
                 Panel(
                     "Tasks and their workers",
@@ -725,8 +739,9 @@ def tasks() -> dict[str, Any]:
                     "Lag per partition on the selected instances",
                     [
                         q(
-                            "max by (instance, topic, partition) (kafka_streams_consumer_records_lag"
-                            f"{{{APP}}})",
+                            gauge(
+                                "kafka_streams_consumer_records_lag", "instance, topic, partition", agg="max"
+                            ),
                             "{{instance}} {{topic}}-{{partition}}",
                         )
                     ],
@@ -760,75 +775,63 @@ def errors() -> dict[str, Any]:
         Row(
             "Failures",
             [
-                Panel(
+                stat(
                     "Instances not RUNNING",
-                    [q(f'sum(1 - kafka_streams_client_state{{{APP}, state="RUNNING"}})', "not running")],
-                    kind="stat",
-                    description="Instances in any other state (REBALANCING is normal for a moment).",
-                    width=6,
-                    height=5,
+                    q(f'sum(1 - kafka_streams_client_state{{{APP}, state="RUNNING"}})', "not running"),
+                    "Instances in any other state (REBALANCING is normal for a moment).",
                 ),
-                Panel(
+                stat(
                     "Instances in ERROR",
-                    [q(f'sum(kafka_streams_client_state{{{APP}, state="ERROR"}})', "error")],
-                    kind="stat",
-                    description="Instances whose every worker died; they stop and exit.",
-                    width=6,
-                    height=5,
+                    q(total("kafka_streams_client_state", ', state="ERROR"'), "error"),
+                    "Instances whose every worker died; they stop and exit.",
                 ),
-                Panel(
+                stat(
                     "Failed workers",
-                    [q(f"sum(kafka_streams_client_failed_stream_threads{{{APP}}})", "failed")],
-                    kind="stat",
-                    description="Workers that died of an uncaught exception (failed-stream-threads).",
-                    width=6,
-                    height=5,
+                    q(total("kafka_streams_client_failed_stream_threads"), "failed"),
+                    "Workers that died of an uncaught exception (failed-stream-threads).",
                 ),
-                Panel(
+                stat(
                     "RocksDB background errors",
-                    [q(f"sum(kafka_streams_state_background_errors{{{APP}}})", "errors")],
-                    kind="stat",
-                    description="rocksdb.background-errors over all stores.",
-                    width=6,
-                    height=5,
+                    q(total("kafka_streams_state_background_errors"), "errors"),
+                    "rocksdb.background-errors over all stores.",
                 ),
             ],
         ),
         Row(
             "Dropped and dead-lettered records",
             [
-                Panel(
+                series(
                     "Dropped records / s",
-                    [q(rate(dropped, "instance"), "{{instance}}")],
-                    unit="ops",
-                    description="Records skipped after a deserialization or processing error handled with "
+                    rate,
+                    dropped,
+                    "instance",
+                    "Records skipped after a deserialization or processing error handled with "
                     "log_and_continue (dropped-records); with errors_dead_letter_queue_topic_name set "
                     "they are written to the dead-letter topic.",
+                    unit="ops",
                     width=12,
                 ),
-                Panel(
+                stat(
                     "Dropped records (total)",
-                    [q(f"sum({dropped}{{{APP}}})", "dropped")],
-                    kind="stat",
-                    description="dropped-records-total since the workers started.",
+                    q(total(dropped), "dropped"),
+                    "dropped-records-total since the workers started.",
                     width=12,
+                    height=8,
                 ),
                 Panel(
                     "Top tasks by dropped records",
-                    [q(f"topk(10, sum by (task_id) ({dropped}{{{APP}}}))", "{{task_id}}")],
+                    [q(f"topk(10, {gauge(dropped, 'task_id')})", "{{task_id}}")],
                     kind="bargauge",
                     description="Where the bad records come from: task <sub-topology>_<partition>.",
                     width=12,
                 ),
-                Panel(
+                series(
                     "Dead workers",
-                    [
-                        q(
-                            f'sum by (instance) (kafka_streams_thread_state{{{APP}, state="DEAD"}})',
-                            "{{instance}}",
-                        )
-                    ],
-                    description="Workers in state DEAD, per instance.",
+                    gauge,
+                    "kafka_streams_thread_state",
+                    "instance",
+                    "Workers in state DEAD, per instance.",
+                    ', state="DEAD"',
                     width=12,
                 ),
             ],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 __all__ = [
@@ -50,6 +50,10 @@ class DeploymentRequest:
     def connection(self) -> str:
         """What the workers connect to: a change restarts them like a new fingerprint."""
         return str(self.settings.get("bootstrap_servers", ""))
+
+    def with_workers(self, workers: int) -> DeploymentRequest:
+        """The same request for ``workers`` workers (an explicit scale)."""
+        return replace(self, workers=workers)
 
 
 @dataclass

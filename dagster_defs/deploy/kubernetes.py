@@ -104,6 +104,10 @@ class HelmLauncher:
         context = [context_flag, self.kube_context] if self.kube_context else []
         return ["--namespace", self.namespace, *context]
 
+    def _pods(self, name: str, replicas: int) -> list[WorkerRecord]:
+        """The StatefulSet's pods, ``<release>-<ordinal>``, as worker records."""
+        return [WorkerRecord(i, f"{self.release(name)}-{i}") for i in range(replicas)]
+
     def _run(self, command: list[str]) -> str:
         self.commands.append(command)
         return "" if self.dry_run else self.runner(command)
@@ -115,9 +119,7 @@ class HelmLauncher:
         previous = yaml.safe_load(values_path.read_text()) if values_path.exists() else None
         values = self.render_values(request)
         record = DeploymentRecord(request.name, request.fingerprint, request.connection, request.workers)
-        record.workers = [
-            WorkerRecord(i, f"{self.release(request.name)}-{i}") for i in range(request.workers)
-        ]
+        record.workers = self._pods(request.name, request.workers)
         if previous == values:
             return EnsureResult("unchanged", record, "rendered values are unchanged")
         values_path.write_text(yaml.safe_dump(values, sort_keys=True))
@@ -147,7 +149,7 @@ class HelmLauncher:
         values = yaml.safe_load(values_path.read_text())
         replicas = int(values.get("replicaCount", 1))
         record = DeploymentRecord(name, _fingerprint(values) or "", "", replicas)
-        record.workers = [WorkerRecord(i, f"{self.release(name)}-{i}") for i in range(replicas)]
+        record.workers = self._pods(name, replicas)
         if self.dry_run:
             return DeploymentStatus(record, alive=list(record.workers))
         out = self._run(
@@ -161,9 +163,7 @@ class HelmLauncher:
         return DeploymentStatus(None)
 
     def scale(self, request: DeploymentRequest, workers: int) -> EnsureResult:
-        from dataclasses import replace
-
-        return self.ensure(replace(request, workers=workers))
+        return self.ensure(request.with_workers(workers))
 
 
 def _fingerprint(values: dict[str, Any] | None) -> str | None:

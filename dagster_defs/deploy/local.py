@@ -163,7 +163,7 @@ class LocalProcessLauncher:
             found = self.status(request.name)
             record = found.record
             if record is not None and record.scaled_by_operator and record.fingerprint == request.fingerprint:
-                request = _with_workers(request, record.desired_workers)
+                request = request.with_workers(record.desired_workers)
             if record is None or not found.deployed:
                 return self._start_fresh(request, "started", "no workers were deployed", found)
             if record.fingerprint != request.fingerprint or record.connection != request.connection:
@@ -185,7 +185,7 @@ class LocalProcessLauncher:
             raise ValueError(f"workers must be >= 1, got {workers} (use stop to stop the application)")
         with self._locked(request.name):
             found = self.status(request.name)
-            scaled = _with_workers(request, workers)
+            scaled = request.with_workers(workers)
             if found.record is None or not found.deployed or found.record.fingerprint != request.fingerprint:
                 result = self._start_fresh(scaled, "started", f"scaled to {workers}", found)
             else:
@@ -348,12 +348,6 @@ class LocalProcessLauncher:
             if child is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(5)
-
-
-def _with_workers(request: DeploymentRequest, workers: int) -> DeploymentRequest:
-    from dataclasses import replace
-
-    return replace(request, workers=workers)
 
 
 def describe_record(record: DeploymentRecord) -> dict[str, Any]:

@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from platform_streams import (
     KafkaStreams,
     State,
@@ -33,8 +35,8 @@ from platform_streams import (
 )
 from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.serde import String
+from tests.integration.support_apps import APP_TIMING, close_and_report, runner_parser
 
-TIMING = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 10000}
 S = String()
 
 
@@ -64,17 +66,11 @@ def build(args: argparse.Namespace) -> StreamsBuilder:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--app-id", required=True)
-    parser.add_argument("--input", required=True)
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--state-dir", required=True, type=Path)
+    parser = runner_parser(__doc__)
     parser.add_argument("--guarantee", default="exactly_once_v2")
     parser.add_argument("--instance-id", default=None, help="group_instance_id (static membership)")
     parser.add_argument("--commit-interval-ms", type=int, default=None)
     parser.add_argument("--standbys", type=int, default=0)
-    parser.add_argument("--delay-us", type=int, default=0, help="sleep per record, to stretch processing")
     parser.add_argument("--fail-on", default=None, help="input value whose first processing raises")
     parser.add_argument("--fail-marker", default=None, help="file marking that the failure happened")
     args = parser.parse_args(argv)
@@ -87,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         "state_dir": args.state_dir,
         "processing_guarantee": args.guarantee,
         "num_standby_replicas": args.standbys,
-        **TIMING,
+        **APP_TIMING,
     }
     if args.commit_interval_ms is not None:
         settings["commit_interval_ms"] = args.commit_interval_ms
@@ -130,9 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             "STANDBY", {str(t): {f"{tp[0]}:{tp[1]}": o for tp, o in p.items()} for t, p in positions.items()}
         )
         report("FENCED", sum(w.migrations for w in streams.workers))
-    clean = streams.close(timeout_s=30)
-    print("CLOSED" if clean else "CLOSE-TIMEOUT", flush=True)
-    return 0 if clean and streams.state() is State.NOT_RUNNING else 1
+    return close_and_report(streams)
 
 
 if __name__ == "__main__":

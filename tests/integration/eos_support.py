@@ -12,10 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -23,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
@@ -31,52 +27,22 @@ from platform_streams.kafka import (
     TopicPartition,
     create_consumer,
     create_producer,
-    log_end_offsets,
 )
+from tests.integration.support_apps import RunnerApp, RunnerProcess, committed_all, new_app_id
 from tests.support.kafka import ConsumedRecord, consume_all, new_topic, produce
 
 RUNNER = Path(__file__).with_name("eos_runner.py")
-REPO = Path(__file__).parents[2]
 
 
-class Runner:
+class Runner(RunnerProcess):
     """``eos_runner.py`` in a subprocess; its stdout events are collected for ``expect``."""
 
-    def __init__(self, log_path: Path, **args: Any) -> None:
-        argv = [sys.executable, str(RUNNER)]
-        for name, value in args.items():
-            if value is not None:
-                argv += [f"--{name.replace('_', '-')}", str(value)]
-        self.log_path = log_path
-        self._log: IO[str] = log_path.open("a")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=REPO)
-        self._lines: queue.Queue[str] = queue.Queue()
-        self.events: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.events.append(line.strip())
-            self._lines.put(line.strip())
-        self._lines.put("<EOF>")
+    runner = RUNNER
+    stop_timeout_s = 45.0
 
     def expect(self, prefix: str, timeout_s: float = 45.0) -> str:
         """Wait for the next event line starting with ``prefix``; returns it."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                got = self._lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(
-                    f"runner did not print {prefix!r} within {timeout_s}s; see {self.log_path}"
-                ) from None
-            if got.startswith(prefix):
-                return got
-            if got == "<EOF>":
-                raise AssertionError(
-                    f"runner exited ({self.proc.wait()}) before {prefix!r}; see {self.log_path}"
-                )
+        return self.wait_for_line(lambda got: got.startswith(prefix), repr(prefix), timeout_s)
 
     def last(self, kind: str) -> Any:
         """The JSON payload of the latest ``kind`` event (None if there was none)."""
@@ -88,22 +54,23 @@ class Runner:
     def signal(self, signum: int) -> None:
         os.kill(self.proc.pid, signum)
 
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
 
-    def terminate(self, timeout_s: float = 45.0) -> int:
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout_s)
+class Runners:
+    """The runners a test started; :func:`runners` kills those still alive at the end."""
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.kill()
-        self._log.close()
+    def __init__(self) -> None:
+        self._started: list[Runner] = []
 
+    def __iter__(self) -> Iterator[Runner]:
+        return iter(self._started)
 
-def new_app_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+    def start(self, log_path: Path, *, running: bool = True, **args: Any) -> Runner:
+        """A new runner; with ``running``, returned once it printed RUNNING (within 60 s)."""
+        runner = Runner(log_path, **args)
+        self._started.append(runner)
+        if running:
+            runner.expect("RUNNING", 60)
+        return runner
 
 
 def inputs(start: int, n: int, keys: int) -> list[tuple[str, str]]:
@@ -146,13 +113,6 @@ class Feeder:
         assert self.error is None, f"producing the input failed: {self.error!r}"
         assert not self._thread.is_alive(), "producing the input did not finish"
         return self.expected
-
-
-def committed_all(admin: KafkaAdmin, app_id: str, topic: str, partitions: int, bootstrap: str) -> bool:
-    """True once the group committed every input partition up to its end."""
-    ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(topic, p) for p in range(partitions)])
-    committed = admin.committed_offsets(app_id, list(ends))
-    return all((committed.get(tp) or 0) >= end for tp, end in ends.items())
 
 
 def read_output(bootstrap: str, topic: str, partitions: int, *, committed_only: bool) -> list[ConsumedRecord]:
@@ -199,6 +159,13 @@ def updates_per_key(records: list[ConsumedRecord]) -> dict[str, list[int]]:
     return dict(out)
 
 
+def read_updates(app: RunnerApp, *, committed_only: bool) -> dict[str, list[int]]:
+    """Key -> the count values the app wrote for it, in output order."""
+    return updates_per_key(
+        read_output(app.bootstrap, app.sink, app.partitions, committed_only=committed_only)
+    )
+
+
 def final_counts(updates: dict[str, list[int]]) -> dict[str, int]:
     return {key: values[-1] for key, values in updates.items()}
 
@@ -229,9 +196,9 @@ def broker_aborts_dead_transactions(bootstrap: str, admin: KafkaAdmin) -> bool:
 
 
 @contextmanager
-def runners() -> Iterator[list[Runner]]:
+def runners() -> Iterator[Runners]:
     """Collects runner processes and kills whatever is still alive at the end."""
-    started: list[Runner] = []
+    started = Runners()
     try:
         yield started
     finally:
@@ -242,6 +209,8 @@ def runners() -> Iterator[list[Runner]]:
 __all__ = [
     "Feeder",
     "Runner",
+    "RunnerApp",
+    "Runners",
     "broker_aborts_dead_transactions",
     "committed_all",
     "duplicate_updates",
@@ -250,6 +219,7 @@ __all__ = [
     "new_app_id",
     "new_topic",
     "read_output",
+    "read_updates",
     "runners",
     "updates_per_key",
 ]

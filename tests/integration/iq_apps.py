@@ -9,19 +9,16 @@ HTTP endpoint on a free port, for the cross-process tests.
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
-import sys
-import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from platform_streams import StreamsBuilder
 from platform_streams.dsl import Consumed, Materialized
 from platform_streams.serde import String
+from tests.integration.support_apps import RunnerProcess
 
 RUNNER = Path(__file__).with_name("iq_runner.py")
 STORE = "counts"
@@ -49,48 +46,32 @@ def http_get(url: str, token: str | None = None, timeout_s: float = 10.0) -> tup
         return exc.code, dict(exc.headers or {}), json.loads(body) if body else None
 
 
-class QueryProcess:
+class QueryProcess(RunnerProcess):
     """``iq_runner.py`` in a subprocess: prints ``HTTP <host:port>`` then ``RUNNING``."""
 
-    def __init__(self, log_path: Path, **args: Any) -> None:
-        argv = [sys.executable, str(RUNNER)]
-        for name, value in args.items():
-            argv += [f"--{name.replace('_', '-')}", str(value)]
-        self._log: IO[str] = log_path.open("a")
-        self.proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=Path(__file__).parents[2]
-        )
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.address = ""
+    runner = RUNNER
+    stop_timeout_s = 30.0
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line.strip())
-        self._lines.put("<EOF>")
+    def __init__(self, log_path: Path, **args: Any) -> None:
+        super().__init__(log_path, **args)
+        self.address = ""
 
     def wait_ready(self, timeout_s: float = 45.0) -> str:
         """Wait for the HTTP address and RUNNING; returns ``http://host:port``."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"runner not RUNNING within {timeout_s}s") from None
+
+        def running(line: str) -> bool:
             if line.startswith("HTTP "):
                 self.address = line.split(" ", 1)[1]
-            elif line == "RUNNING":
-                return f"http://{self.address}"
-            elif line == "<EOF>":
-                raise AssertionError(f"runner exited ({self.proc.wait()}) before RUNNING")
+            return line == "RUNNING"
+
+        self.wait_for_line(running, "RUNNING", timeout_s)
+        return f"http://{self.address}"
 
     def close(self) -> None:
+        """SIGTERM first (the client removes itself from the metadata topic), SIGKILL if it hangs."""
         if self.proc.poll() is None:
-            self.proc.terminate()
             try:
-                self.proc.wait(30)
+                self.terminate()
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+                self.kill()
         self._log.close()

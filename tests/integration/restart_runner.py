@@ -7,35 +7,24 @@ the client gracefully (final commit) and the exit code says whether that was cle
 
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.serde import String
-
-TIMING: dict[str, Any] = {
-    "session_timeout_ms": 6000,
-    "heartbeat_interval_ms": 500,
-    "max_poll_interval_ms": 10000,
-}
+from tests.integration.support_apps import APP_TIMING, close_and_report, runner_parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--app-id", required=True)
-    parser.add_argument("--input", required=True)
-    parser.add_argument("--output", required=True)
-    parser.add_argument("--state-dir", required=True, type=Path)
+    parser = runner_parser(__doc__)
     parser.add_argument("--commit-interval-ms", type=int, default=200)
-    parser.add_argument("--delay-us", type=int, default=0, help="sleep per record, to stretch processing")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
@@ -55,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap_servers=args.bootstrap,
         state_dir=args.state_dir,
         commit_interval_ms=args.commit_interval_ms,
-        **TIMING,
+        **APP_TIMING,
     )
     streams = KafkaStreams(builder, config)
     stop = threading.Event()
@@ -67,9 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         if streams.state() in (State.ERROR, State.NOT_RUNNING):
             print(f"FAILED {streams.state().value}", flush=True)
             return 2
-    clean = streams.close(timeout_s=30)
-    print("CLOSED" if clean else "CLOSE-TIMEOUT", flush=True)
-    return 0 if clean and streams.state() is State.NOT_RUNNING else 1
+    return close_and_report(streams)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ condition against a deadline; nothing sleeps a fixed time.
 
 from __future__ import annotations
 
+import argparse
 import queue
 import subprocess
 import sys
@@ -16,12 +17,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from platform_streams import KafkaStreams, State, StreamsConfig, Topology
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
-from tests.support.kafka import ConsumedRecord, consume_all
+from tests.support.kafka import ConsumedRecord, consume_all, new_topic
 
 T = TypeVar("T")
 
@@ -79,6 +81,13 @@ def running_app(
         assert closed, f"client {config.application_id} did not stop within {close_timeout_s}s"
 
 
+def wait_committed(
+    admin: KafkaAdmin, group: str, ends: Mapping[tuple[str, int], int], what: str, timeout_s: float = 30.0
+) -> None:
+    """Wait until the group's committed offsets are exactly ``ends`` (every input processed)."""
+    wait_until(lambda: admin.committed_offsets(group, list(ends)) == ends, timeout_s, what)
+
+
 def active_tasks(streams: KafkaStreams) -> list[str]:
     """Every task id the client's workers run now (Kafka Streams' ThreadMetadata.activeTasks)."""
     return sorted(t for thread in streams.metadata_for_local_threads() for t in thread["active_tasks"])
@@ -101,6 +110,52 @@ def log_ends(
     return ends
 
 
+def committed_all(admin: KafkaAdmin, app_id: str, topic: str, partitions: int, bootstrap: str) -> bool:
+    """True once the group committed every input partition up to its end."""
+    ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(topic, p) for p in range(partitions)])
+    committed = admin.committed_offsets(app_id, list(ends))
+    return all((committed.get(tp) or 0) >= end for tp, end in ends.items())
+
+
+@dataclass(frozen=True)
+class RunnerApp:
+    """The application a runner script runs, on fresh ``in``/``out`` topics: what the runner's
+    arguments name and what the checks read back."""
+
+    bootstrap: str
+    admin: KafkaAdmin
+    app_id: str
+    source: str
+    sink: str
+    partitions: int
+
+    @classmethod
+    def create(cls, bootstrap: str, admin: KafkaAdmin, app_id: str, partitions: int) -> RunnerApp:
+        source, sink = new_topic(admin, partitions, "in"), new_topic(admin, partitions, "out")
+        return cls(bootstrap, admin, app_id, source, sink, partitions)
+
+    def runner_args(self, **more: Any) -> dict[str, Any]:
+        """The runner's ``--bootstrap --app-id --input --output``, then ``more``."""
+        return {
+            "bootstrap": self.bootstrap,
+            "app_id": self.app_id,
+            "input": self.source,
+            "output": self.sink,
+            **more,
+        }
+
+    def committed_total(self) -> int:
+        """Input offsets the group committed, summed over the input partitions."""
+        committed = self.admin.committed_offsets(
+            self.app_id, [(self.source, p) for p in range(self.partitions)]
+        )
+        return sum(o or 0 for o in committed.values())
+
+    def all_committed(self) -> bool:
+        """True once the group committed every input partition up to its end."""
+        return committed_all(self.admin, self.app_id, self.source, self.partitions, self.bootstrap)
+
+
 def read_to_end(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.0) -> list[ConsumedRecord]:
     """Everything in ``topic`` up to its current log end (found by fetching, right on Tansu too).
 
@@ -115,48 +170,97 @@ def read_to_end(bootstrap: str, topic: str, partitions: int, timeout_s: float = 
     return records
 
 
-class AppProcess:
-    """``restart_runner.py`` in a subprocess: a real process that SIGTERM stops and SIGKILL kills."""
+def runner_parser(description: str | None) -> argparse.ArgumentParser:
+    """The arguments every runner script from ``--input`` to ``--output`` takes (the runner
+    side of :meth:`RunnerApp.runner_args`)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--app-id", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--state-dir", required=True, type=Path)
+    parser.add_argument("--delay-us", type=int, default=0, help="sleep per record, to stretch processing")
+    return parser
+
+
+def close_and_report(streams: KafkaStreams) -> int:
+    """A runner's end after SIGTERM: close the client, print ``CLOSED`` (or ``CLOSE-TIMEOUT``)
+    and return the exit status, 0 only for a clean close."""
+    clean = streams.close(timeout_s=30)
+    print("CLOSED" if clean else "CLOSE-TIMEOUT", flush=True)
+    return 0 if clean and streams.state() is State.NOT_RUNNING else 1
+
+
+class RunnerProcess:
+    """A runner script of the tests in a subprocess: each keyword argument that is not None
+    becomes ``--name value``, stderr goes to ``log_path``, stdout is read line by line."""
+
+    #: the script to run
+    runner: Path
+    #: how long ``terminate`` waits for the exit status by default
+    stop_timeout_s: float
 
     def __init__(self, log_path: Path, **args: Any) -> None:
-        argv = [sys.executable, str(RUNNER)]
+        argv = [sys.executable, str(self.runner)]
         for name, value in args.items():
-            argv += [f"--{name.replace('_', '-')}", str(value)]
+            if value is not None:
+                argv += [f"--{name.replace('_', '-')}", str(value)]
+        self.log_path = log_path
         self._log: IO[str] = log_path.open("a")
         self.proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=Path(__file__).parents[2]
         )
         self._lines: queue.Queue[str] = queue.Queue()
+        #: every line the runner printed so far
+        self.events: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            self.events.append(line.strip())
             self._lines.put(line.strip())
         self._lines.put("<EOF>")
 
-    def expect(self, line: str, timeout_s: float = 45.0) -> None:
-        """Wait until the runner prints ``line`` (it prints RUNNING once partitions are assigned)."""
+    def wait_for_line(self, matches: Callable[[str], bool], what: str, timeout_s: float) -> str:
+        """The runner's first next stdout line that ``matches``; fails if the runner exits or
+        ``timeout_s`` passes first (``what`` names the line in the failure)."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
                 got = self._lines.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"runner did not print {line!r} within {timeout_s}s") from None
-            if got == line:
-                return
+                raise AssertionError(
+                    f"runner did not print {what} within {timeout_s}s; see {self.log_path}"
+                ) from None
+            if matches(got):
+                return got
             if got == "<EOF>":
-                raise AssertionError(f"runner exited ({self.proc.wait()}) before printing {line!r}")
+                raise AssertionError(f"runner exited ({self.proc.wait()}) before {what}; see {self.log_path}")
 
     def kill(self) -> None:
+        """SIGKILL: no close, no final commit, no leave-group."""
         self.proc.kill()
         self.proc.wait(10)
 
-    def terminate(self, timeout_s: float = 40.0) -> int:
+    def terminate(self, timeout_s: float | None = None) -> int:
+        """SIGTERM, then the exit status."""
         self.proc.terminate()
-        return self.proc.wait(timeout_s)
+        return self.proc.wait(self.stop_timeout_s if timeout_s is None else timeout_s)
 
     def close(self) -> None:
+        """Kill the runner if it still runs (a test that failed half way)."""
         if self.proc.poll() is None:
             self.kill()
         self._log.close()
+
+
+class AppProcess(RunnerProcess):
+    """``restart_runner.py`` in a subprocess: a real process that SIGTERM stops and SIGKILL kills."""
+
+    runner = RUNNER
+    stop_timeout_s = 40.0
+
+    def expect(self, line: str, timeout_s: float = 45.0) -> None:
+        """Wait until the runner prints ``line`` (it prints RUNNING once partitions are assigned)."""
+        self.wait_for_line(lambda got: got == line, repr(line), timeout_s)

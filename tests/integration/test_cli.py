@@ -102,11 +102,37 @@ def run_to_end(tmp_path: Path, *args: str, cwd: Path = REPO, timeout_s: float = 
     return process
 
 
+def run_args(app: str, bootstrap_servers: str, *options: str, **settings: object) -> list[str]:
+    """``run APP OPTIONS`` on the test broker, with a ``--set KEY=VALUE`` per setting."""
+    args = ["run", app, *options]
+    for key, value in {"bootstrap_servers": bootstrap_servers, **settings}.items():
+        args += ["--set", f"{key}={value}"]
+    return args
+
+
+def example_run_args(bootstrap_servers: str, *options: str, **settings: object) -> list[str]:
+    """``run`` of the example app with its config file (examples/orders.yaml)."""
+    return run_args(EXAMPLE_APP, bootstrap_servers, "--config", EXAMPLE_CONFIG, *options, **settings)
+
+
 def sample_orders(count: int) -> list[tuple[str, str]]:
     return [
         (f"o-{i}", json.dumps({"order_id": f"o-{i}", "customer": f"c-{i % 7}", "amount": float(i % 250)}))
         for i in range(count)
     ]
+
+
+def produce_orders(bootstrap_servers: str, topics: dict[str, str], count: int) -> list[tuple[str, str]]:
+    """``count`` sample orders, written to the example app's input topic."""
+    orders = sample_orders(count)
+    produce(bootstrap_servers, topics["ORDERS_TOPIC"], orders)
+    return orders
+
+
+def assert_input_committed(admin: KafkaAdmin, app_id: str, topics: dict[str, str], count: int) -> None:
+    """The group committed offsets past ``count`` input records over both input partitions."""
+    committed = admin.committed_offsets(app_id, [(topics["ORDERS_TOPIC"], p) for p in range(2)])
+    assert sum(o or 0 for o in committed.values()) == count, committed
 
 
 def expected_big(orders: list[tuple[str, str]]) -> int:
@@ -206,17 +232,9 @@ def test_run_processes_records_and_stops_cleanly_on_sigterm(
     tmp_path: Path,
 ) -> None:
     app_id = f"cli-run-{uuid.uuid4().hex[:8]}"
-    orders = sample_orders(300)
-    produce(bootstrap_servers, example_topics["ORDERS_TOPIC"], orders)
+    orders = produce_orders(bootstrap_servers, example_topics, 300)
     app = cli(
-        "run",
-        EXAMPLE_APP,
-        "--config",
-        EXAMPLE_CONFIG,
-        "--set",
-        f"bootstrap_servers={bootstrap_servers}",
-        "--set",
-        f"state_dir={tmp_path / 'state'}",
+        *example_run_args(bootstrap_servers, state_dir=tmp_path / "state"),
         env={**example_topics, "PLATFORM_STREAMS_APPLICATION_ID": app_id},
     )
     big = consume_all(
@@ -230,9 +248,7 @@ def test_run_processes_records_and_stops_cleanly_on_sigterm(
 
     assert app.stop() == 0, app.stderr
     assert "SIGTERM received" in app.stderr and "stopped cleanly" in app.stderr
-    partitions = [(example_topics["ORDERS_TOPIC"], p) for p in range(2)]
-    committed = admin.committed_offsets(app_id, partitions)
-    assert sum(o or 0 for o in committed.values()) == len(orders), committed
+    assert_input_committed(admin, app_id, example_topics, len(orders))
 
 
 @pytest.mark.broker
@@ -244,21 +260,11 @@ def test_run_with_two_workers_shares_the_input_and_stops_both(
     tmp_path: Path,
 ) -> None:
     app_id = f"cli-workers-{uuid.uuid4().hex[:8]}"
-    orders = sample_orders(200)
-    produce(bootstrap_servers, example_topics["ORDERS_TOPIC"], orders)
+    orders = produce_orders(bootstrap_servers, example_topics, 200)
     app = cli(
-        "run",
-        EXAMPLE_APP,
-        "--config",
-        EXAMPLE_CONFIG,
-        "--workers",
-        "2",
-        "--set",
-        f"bootstrap_servers={bootstrap_servers}",
-        "--set",
-        f"application_id={app_id}",
-        "--set",
-        f"state_dir={tmp_path / 'state'}",
+        *example_run_args(
+            bootstrap_servers, "--workers", "2", application_id=app_id, state_dir=tmp_path / "state"
+        ),
         env=example_topics,
     )
     by_customer = consume_all(bootstrap_servers, example_topics["ORDERS_BY_CUSTOMER_TOPIC"], len(orders), 30)
@@ -269,8 +275,7 @@ def test_run_with_two_workers_shares_the_input_and_stops_both(
     assert "supervising 2 workers" in app.stderr, app.stderr
     assert app.stderr.count(f"application '{app_id}' stopped cleanly") == 2, app.stderr
     assert f"state dir {tmp_path / 'state'}-w0" in app.stderr and f"{tmp_path / 'state'}-w1" in app.stderr
-    committed = admin.committed_offsets(app_id, [(example_topics["ORDERS_TOPIC"], p) for p in range(2)])
-    assert sum(o or 0 for o in committed.values()) == len(orders), committed
+    assert_input_committed(admin, app_id, example_topics, len(orders))
 
 
 @pytest.mark.broker
@@ -288,14 +293,12 @@ def test_run_exits_non_zero_when_the_app_fails(
     )
     produce(bootstrap_servers, source, [(b"k", b"v")])
     app = cli(
-        "run",
-        "failing_app:topology",
-        "--set",
-        f"bootstrap_servers={bootstrap_servers}",
-        "--set",
-        f"application_id=cli-fail-{uuid.uuid4().hex[:8]}",
-        "--set",
-        f"state_dir={tmp_path / 'state'}",
+        *run_args(
+            "failing_app:topology",
+            bootstrap_servers,
+            application_id=f"cli-fail-{uuid.uuid4().hex[:8]}",
+            state_dir=tmp_path / "state",
+        ),
         cwd=tmp_path,
     )
     try:
@@ -313,14 +316,7 @@ def test_run_reports_a_missing_source_topic(bootstrap_servers: str, tmp_path: Pa
     missing = f"absent-{uuid.uuid4().hex[:8]}"
     process = Cli(
         tmp_path,
-        "run",
-        EXAMPLE_APP,
-        "--config",
-        EXAMPLE_CONFIG,
-        "--set",
-        f"bootstrap_servers={bootstrap_servers}",
-        "--set",
-        f"application_id=cli-missing-{uuid.uuid4().hex[:8]}",
+        *example_run_args(bootstrap_servers, application_id=f"cli-missing-{uuid.uuid4().hex[:8]}"),
         env={"ORDERS_TOPIC": missing},
     )
     try:

@@ -26,19 +26,17 @@ from platform_streams.kafka import KafkaAdmin, create_producer
 from platform_streams.processor.source_position import SOURCE_HEADER
 from tests.integration.eos_support import (
     Feeder,
-    Runner,
+    RunnerApp,
     broker_aborts_dead_transactions,
-    committed_all,
     duplicate_updates,
     final_counts,
     inputs,
     new_app_id,
-    read_output,
+    read_updates,
     runners,
-    updates_per_key,
 )
 from tests.integration.support_apps import wait_until
-from tests.support.kafka import new_topic, produce
+from tests.support.kafka import produce
 
 pytestmark = pytest.mark.broker
 
@@ -52,47 +50,33 @@ TOTAL = 20_000
 def test_sigkill_at_random_points_keeps_state_exact(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
 ) -> None:
-    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
-    app_id = new_app_id(f"crash-{guarantee[:3]}")
-    args = {
-        "bootstrap": bootstrap_servers,
-        "app_id": app_id,
-        "input": source,
-        "output": sink,
-        "state_dir": tmp_path / "state",
-        "guarantee": guarantee,
-        "instance_id": "member-a",
-        "commit_interval_ms": 200 if guarantee == "at_least_once" else None,
-        "delay_us": 30,
-    }
-    feeder = Feeder(bootstrap_servers, source, TOTAL, KEYS, chunk=400, pause_s=0.8).start()
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id(f"crash-{guarantee[:3]}"), PARTITIONS)
+    args = app.runner_args(
+        state_dir=tmp_path / "state",
+        guarantee=guarantee,
+        instance_id="member-a",
+        commit_interval_ms=200 if guarantee == "at_least_once" else None,
+        delay_us=30,
+    )
+    feeder = Feeder(bootstrap_servers, app.source, TOTAL, KEYS, chunk=400, pause_s=0.8).start()
     rng = random.Random(guarantee)
     progress = []
     with runners() as started:
         for attempt in range(5):
-            runner = Runner(tmp_path / f"run-{attempt}.log", **args)
-            started.append(runner)
-            runner.expect("RUNNING", 60)
+            runner = started.start(tmp_path / f"run-{attempt}.log", **args)
             time.sleep(rng.uniform(0.3, 3.0))
             runner.kill()
-            committed = admin.committed_offsets(app_id, [(source, p) for p in range(PARTITIONS)])
-            progress.append(sum(o or 0 for o in committed.values()))
+            progress.append(app.committed_total())
         expected = feeder.join()
         assert sum(expected.values()) == TOTAL
         assert 0 < progress[0] < TOTAL and progress[-1] < TOTAL + 1, (
             f"kills should land mid-stream: {progress}"
         )
         assert len(set(progress)) > 2, f"the killed instances should have made progress: {progress}"
-        last = Runner(tmp_path / "run-last.log", **args)
-        started.append(last)
-        last.expect("RUNNING", 60)
-        wait_until(
-            lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers),
-            90,
-            "the last instance committed every input",
-        )
+        last = started.start(tmp_path / "run-last.log", **args)
+        wait_until(app.all_committed, 90, "the last instance committed every input")
         assert last.terminate() == 0
-    updates = updates_per_key(read_output(bootstrap_servers, sink, PARTITIONS, committed_only=True))
+    updates = read_updates(app, committed_only=True)
     counts = final_counts(updates)
     wrong = {k: (counts.get(k), n) for k, n in expected.items() if counts.get(k) != n}
     assert not wrong, f"final count != inputs for {len(wrong)} keys, e.g. {list(wrong.items())[:5]}"
@@ -106,44 +90,27 @@ def test_changelog_records_for_uncommitted_input_are_not_restored(
 ) -> None:
     """What a leaked transaction leaves behind (a changelog record written for input beyond the
     committed offsets) is skipped by the restore: the state stays that of the committed input."""
-    source, sink = new_topic(admin, 1, "in"), new_topic(admin, 1, "out")
-    app_id = new_app_id("leak")
-    args = {
-        "bootstrap": bootstrap_servers,
-        "app_id": app_id,
-        "input": source,
-        "output": sink,
-        "state_dir": tmp_path / "state",
-        "guarantee": "exactly_once_v2",
-        "instance_id": "leak-a",
-    }
-    produce(bootstrap_servers, source, inputs(0, 100, 5))
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("leak"), 1)
+    args = app.runner_args(state_dir=tmp_path / "state", guarantee="exactly_once_v2", instance_id="leak-a")
+    produce(bootstrap_servers, app.source, inputs(0, 100, 5))
     with runners() as started:
-        first = Runner(tmp_path / "first.log", **args)
-        started.append(first)
-        first.expect("RUNNING", 60)
-        wait_until(
-            lambda: committed_all(admin, app_id, source, 1, bootstrap_servers), 30, "100 inputs committed"
-        )
+        first = started.start(tmp_path / "first.log", **args)
+        wait_until(app.all_committed, 30, "100 inputs committed")
         assert first.terminate() == 0
         # a record as a dead producer's open transaction would leave it: written for input offset
         # 100, which nobody committed (on Tansu it becomes visible to read_committed readers too)
         leak = create_producer({"bootstrap.servers": bootstrap_servers})
         count_999 = struct.pack(">qq", int(time.time() * 1000), 999)  # timestamp + count, as the store writes
         leak.produce(
-            f"{app_id}-counts-changelog", count_999, b"k0", partition=0, headers=[(SOURCE_HEADER, b"100")]
+            f"{app.app_id}-counts-changelog", count_999, b"k0", partition=0, headers=[(SOURCE_HEADER, b"100")]
         )
         assert leak.flush(10) == 0
         for checkpoint in (tmp_path / "state").rglob(".checkpoint"):
             checkpoint.unlink()  # force a full restore, through the leaked record
-        produce(bootstrap_servers, source, inputs(100, 5, 5))
-        second = Runner(tmp_path / "second.log", **args)
-        started.append(second)
-        second.expect("RUNNING", 60)
-        wait_until(
-            lambda: committed_all(admin, app_id, source, 1, bootstrap_servers), 30, "105 inputs committed"
-        )
+        produce(bootstrap_servers, app.source, inputs(100, 5, 5))
+        second = started.start(tmp_path / "second.log", **args)
+        wait_until(app.all_committed, 30, "105 inputs committed")
         assert second.terminate() == 0
-    updates = updates_per_key(read_output(bootstrap_servers, sink, 1, committed_only=True))
+    updates = read_updates(app, committed_only=True)
     assert final_counts(updates) == {f"k{i}": 21 for i in range(5)}
     assert updates["k0"][-1] == 21, "the leaked value must not have been restored"

@@ -21,15 +21,13 @@ from platform_streams.kafka import KafkaAdmin
 from tests.integration.eos_support import (
     Feeder,
     Runner,
-    committed_all,
+    RunnerApp,
     final_counts,
     new_app_id,
-    read_output,
+    read_updates,
     runners,
-    updates_per_key,
 )
 from tests.integration.support_apps import wait_until
-from tests.support.kafka import new_topic
 
 pytestmark = pytest.mark.broker
 
@@ -44,23 +42,12 @@ def _tasks(runner: Runner) -> set[str]:
 def test_a_paused_zombie_cannot_commit_and_rejoins(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
-    app_id = new_app_id("fence")
-    common = {
-        "bootstrap": bootstrap_servers,
-        "app_id": app_id,
-        "input": source,
-        "output": sink,
-        "guarantee": "exactly_once_v2",
-        "delay_us": 100,
-    }
-    feeder = Feeder(bootstrap_servers, source, 10_000, 40, chunk=200, pause_s=0.3).start()
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("fence"), PARTITIONS)
+    common = app.runner_args(guarantee="exactly_once_v2", delay_us=100)
+    feeder = Feeder(bootstrap_servers, app.source, 10_000, 40, chunk=200, pause_s=0.3).start()
     with runners() as started:
-        zombie = Runner(tmp_path / "zombie.log", state_dir=tmp_path / "z", **common)
-        started.append(zombie)
-        zombie.expect("RUNNING", 60)
-        other = Runner(tmp_path / "other.log", state_dir=tmp_path / "o", **common)
-        started.append(other)
+        zombie = started.start(tmp_path / "zombie.log", state_dir=tmp_path / "z", **common)
+        other = started.start(tmp_path / "other.log", running=False, state_dir=tmp_path / "o", **common)
         wait_until(
             lambda: len(_tasks(other)) == 2 and len(_tasks(zombie)) == 2 and "RUNNING" in other.events,
             60,
@@ -79,14 +66,10 @@ def test_a_paused_zombie_cannot_commit_and_rejoins(
         )
         wait_until(lambda: len(_tasks(zombie)) == 2 and len(_tasks(other)) == 2, 60, "the zombie rejoined")
         expected = feeder.join()
-        wait_until(
-            lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers),
-            90,
-            "every input committed",
-        )
+        wait_until(app.all_committed, 90, "every input committed")
         for runner in started:
             assert runner.terminate() == 0
     log = (tmp_path / "zombie.log").read_text()
     assert "membership check" in log or "lost" in log.lower(), "the zombie's commit was refused"
-    updates = updates_per_key(read_output(bootstrap_servers, sink, PARTITIONS, committed_only=True))
+    updates = read_updates(app, committed_only=True)
     assert final_counts(updates) == dict(expected)

@@ -17,17 +17,14 @@ import pytest
 from platform_streams.kafka import KafkaAdmin
 from tests.integration.eos_support import (
     Feeder,
-    Runner,
-    committed_all,
+    RunnerApp,
     duplicate_updates,
     final_counts,
     new_app_id,
-    read_output,
+    read_updates,
     runners,
-    updates_per_key,
 )
 from tests.integration.support_apps import wait_until
-from tests.support.kafka import new_topic
 
 pytestmark = pytest.mark.broker
 
@@ -36,72 +33,40 @@ KEYS = 40
 TOTAL = 12_000
 
 
-def _committed(admin: KafkaAdmin, app_id: str, topic: str) -> int:
-    return sum(
-        o or 0 for o in admin.committed_offsets(app_id, [(topic, p) for p in range(PARTITIONS)]).values()
-    )
-
-
 @pytest.mark.slow
 def test_sigterm_restarts_rebalances_and_an_aborted_transaction_leave_no_duplicates(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
-    app_id = new_app_id("graceful")
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("graceful"), PARTITIONS)
     marker = tmp_path / "failed-once"
-    common = {
-        "bootstrap": bootstrap_servers,
-        "app_id": app_id,
-        "input": source,
-        "output": sink,
-        "guarantee": "exactly_once_v2",
-        "delay_us": 50,
-        "fail_on": "v7000",
-        "fail_marker": marker,
-    }
+    common = app.runner_args(guarantee="exactly_once_v2", delay_us=50, fail_on="v7000", fail_marker=marker)
     a = {**common, "state_dir": tmp_path / "a", "instance_id": "a"}
     # dynamic membership: a static member that leaves keeps its partitions until its session
     # times out on Kafka, and forever on Tansu (it never expires static members)
     b = {**common, "state_dir": tmp_path / "b"}
-    feeder = Feeder(bootstrap_servers, source, TOTAL, KEYS, chunk=150, pause_s=0.5).start()
+    feeder = Feeder(bootstrap_servers, app.source, TOTAL, KEYS, chunk=150, pause_s=0.5).start()
     with runners() as started:
         for restart in range(3):  # SIGTERM mid-stream: each close commits, the next run goes on
-            runner = Runner(tmp_path / f"a-{restart}.log", **a)
-            started.append(runner)
-            runner.expect("RUNNING", 60)
-            before = _committed(admin, app_id, source)
-            wait_until(lambda b0=before: _committed(admin, app_id, source) > b0, 30, "progress")  # type: ignore[misc]
+            runner = started.start(tmp_path / f"a-{restart}.log", **a)
+            before = app.committed_total()
+            wait_until(lambda b0=before: app.committed_total() > b0, 30, "progress")  # type: ignore[misc]
             assert runner.terminate() == 0
-        first = Runner(tmp_path / "a-last.log", **a)
-        started.append(first)
-        first.expect("RUNNING", 60)
-        second = Runner(tmp_path / "b.log", **b)  # joins: tasks move to it
-        started.append(second)
-        second.expect("RUNNING", 60)
+        first = started.start(tmp_path / "a-last.log", **a)
+        second = started.start(tmp_path / "b.log", **b)  # joins: tasks move to it
         wait_until(lambda: bool(second.last("ACTIVE")), 30, "the second instance runs tasks")
-        before = _committed(admin, app_id, source)
+        before = app.committed_total()
         # progress with two instances -- or, on a slow machine, the feeder already finished and
         # everything it fed is committed (then there is nothing left to progress on)
         wait_until(
-            lambda: (
-                _committed(admin, app_id, source) > before
-                or (
-                    not feeder.is_alive()
-                    and committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers)
-                )
-            ),
+            lambda: app.committed_total() > before or (not feeder.is_alive() and app.all_committed()),
             120,
             "progress with two instances",
         )
         assert second.terminate() == 0  # leaves: its tasks move back
         expected = feeder.join()
-        wait_until(
-            lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers),
-            90,
-            "every input committed",
-        )
+        wait_until(app.all_committed, 90, "every input committed")
         assert first.terminate() == 0
-    updates = updates_per_key(read_output(bootstrap_servers, sink, PARTITIONS, committed_only=True))
+    updates = read_updates(app, committed_only=True)
     assert final_counts(updates) == dict(expected)
     duplicated = duplicate_updates(updates, expected)
     assert not duplicated, f"{len(duplicated)} keys saw an update twice or missed one: {list(duplicated)[:3]}"

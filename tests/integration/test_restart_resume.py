@@ -13,8 +13,16 @@ from pathlib import Path
 import pytest
 
 from platform_streams.kafka import KafkaAdmin
-from tests.integration.support_apps import AppProcess, log_ends, new_app_id, read_to_end, wait_until
-from tests.support.kafka import consume_all, new_topic, produce
+from tests.integration.support_apps import (
+    AppProcess,
+    RunnerApp,
+    log_ends,
+    new_app_id,
+    read_to_end,
+    wait_committed,
+    wait_until,
+)
+from tests.support.kafka import consume_all, produce
 
 pytestmark = pytest.mark.broker
 
@@ -33,18 +41,11 @@ def _outputs(bootstrap: str, topic: str) -> Counter[str]:
 def test_kill_dash_nine_mid_stream_then_restart_loses_nothing(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("restart"), 4)
+    source, sink, app_id = app.source, app.sink, app.app_id
     total = 20_000
     placed = produce(bootstrap_servers, source, _inputs(0, total))
-    app_id = new_app_id("restart")
-    args = {
-        "bootstrap": bootstrap_servers,
-        "app_id": app_id,
-        "input": source,
-        "output": sink,
-        "state_dir": tmp_path / "state",
-        "commit_interval_ms": 100,
-    }
+    args = app.runner_args(state_dir=tmp_path / "state", commit_interval_ms=100)
     first = AppProcess(tmp_path / "first.log", delay_us=300, **args)  # ~6 s of work: killed half way
     try:
         first.expect("RUNNING")
@@ -64,9 +65,7 @@ def test_kill_dash_nine_mid_stream_then_restart_loses_nothing(
     second = AppProcess(tmp_path / "second.log", **args)
     try:
         second.expect("RUNNING")  # after the group evicts the dead member (session timeout)
-        wait_until(
-            lambda: admin.committed_offsets(app_id, list(ends)) == ends, 30, "offsets committed to the end"
-        )
+        wait_committed(admin, app_id, ends, "offsets committed to the end")
         assert second.terminate() == 0
     finally:
         second.close()
@@ -79,17 +78,10 @@ def test_kill_dash_nine_mid_stream_then_restart_loses_nothing(
 def test_sigterm_at_a_quiet_point_commits_so_a_restart_has_no_duplicates(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
-    app_id = new_app_id("graceful")
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("graceful"), 4)
+    source, sink, app_id = app.source, app.sink, app.app_id
     # a commit interval longer than the test: only the graceful close can commit
-    args = {
-        "bootstrap": bootstrap_servers,
-        "app_id": app_id,
-        "input": source,
-        "output": sink,
-        "state_dir": tmp_path / "state",
-        "commit_interval_ms": 600_000,
-    }
+    args = app.runner_args(state_dir=tmp_path / "state", commit_interval_ms=600_000)
     placed = produce(bootstrap_servers, source, _inputs(0, 1_000))
     first = AppProcess(tmp_path / "first.log", **args)
     try:

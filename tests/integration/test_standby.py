@@ -20,15 +20,13 @@ from platform_streams.runtime.placement import MemberInfo, standby_placement
 from tests.integration.eos_support import (
     Feeder,
     Runner,
-    committed_all,
+    RunnerApp,
     final_counts,
     new_app_id,
-    read_output,
+    read_updates,
     runners,
-    updates_per_key,
 )
 from tests.integration.support_apps import wait_until
-from tests.support.kafka import new_topic
 
 PARTITIONS = 4
 
@@ -53,32 +51,20 @@ def _caught_up(runner: Runner, changelog: str, bootstrap: str) -> bool:
 def test_the_standby_holder_takes_over_with_a_small_tail_restore(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
-    app_id = new_app_id("standby")
-    changelog = f"{app_id}-counts-changelog"
-    common = {
-        "bootstrap": bootstrap_servers,
-        "app_id": app_id,
-        "input": source,
-        "output": sink,
-        "guarantee": "at_least_once",
-        "commit_interval_ms": 200,
-        "standbys": 1,
-    }
-    first_batch = Feeder(bootstrap_servers, source, 20_000, 50, chunk=5_000, pause_s=0.0).start()
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("standby"), PARTITIONS)
+    changelog = f"{app.app_id}-counts-changelog"
+    common = app.runner_args(guarantee="at_least_once", commit_interval_ms=200, standbys=1)
+    first_batch = Feeder(bootstrap_servers, app.source, 20_000, 50, chunk=5_000, pause_s=0.0).start()
     with runners() as started:
-        doomed = Runner(tmp_path / "doomed.log", state_dir=tmp_path / "d", **common)
-        survivor = Runner(tmp_path / "survivor.log", state_dir=tmp_path / "s", **common)
-        started += [doomed, survivor]
+        doomed = started.start(tmp_path / "doomed.log", running=False, state_dir=tmp_path / "d", **common)
+        survivor = started.start(tmp_path / "survivor.log", running=False, state_dir=tmp_path / "s", **common)
         wait_until(
             lambda: len(doomed.last("ACTIVE") or ()) == 2 and len(survivor.last("ACTIVE") or ()) == 2,
             60,
             "the instances share the tasks",
         )
         expected = first_batch.join()
-        wait_until(
-            lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers), 60, "input done"
-        )
+        wait_until(app.all_committed, 60, "input done")
         wait_until(lambda: _caught_up(survivor, changelog, bootstrap_servers), 30, "the standbys caught up")
         failed_tasks = set(doomed.last("ACTIVE"))
         assert set(survivor.last("STANDBY")) == failed_tasks, "standbys are kept for the other's tasks"
@@ -86,7 +72,7 @@ def test_the_standby_holder_takes_over_with_a_small_tail_restore(
             {"bootstrap.servers": bootstrap_servers},
             [(changelog, int(t.split("_")[1])) for t in failed_tasks],
         )
-        second_batch = Feeder(bootstrap_servers, source, 2_000, 50, chunk=100, pause_s=0.2).start()
+        second_batch = Feeder(bootstrap_servers, app.source, 2_000, 50, chunk=100, pause_s=0.2).start()
         doomed.kill()
         restored = wait_until(
             lambda: (r := survivor.last("RESTORED") or {}) and set(r) >= failed_tasks and r,
@@ -94,15 +80,13 @@ def test_the_standby_holder_takes_over_with_a_small_tail_restore(
             "the survivor took over",
         )
         expected += second_batch.join()
-        wait_until(
-            lambda: committed_all(admin, app_id, source, PARTITIONS, bootstrap_servers), 60, "all done"
-        )
+        wait_until(app.all_committed, 60, "all done")
         assert survivor.terminate() == 0
     replayed = sum(restored[t] for t in failed_tasks)
     changelog_size = sum(ends.values())
     assert changelog_size >= 5_000  # the failed tasks held this much state
     assert replayed < changelog_size // 10, f"replayed {replayed} of {changelog_size} changelog records"
-    updates = updates_per_key(read_output(bootstrap_servers, sink, PARTITIONS, committed_only=False))
+    updates = read_updates(app, committed_only=False)
     assert final_counts(updates) == dict(expected)
 
 

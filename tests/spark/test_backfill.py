@@ -24,6 +24,7 @@ from tests.integration.support_apps import (
     new_app_id,
     read_to_end,
     running_app,
+    wait_committed,
     wait_until,
 )
 from tests.spark.apps import CountByCustomer, CountByKey
@@ -61,9 +62,7 @@ def streamed(bootstrap_servers: str, admin: KafkaAdmin, tmp_path_factory: pytest
         ends = log_ends(
             produce(bootstrap_servers, source, records, timestamp_ms=timestamps), source, PARTITIONS
         )
-        wait_until(
-            lambda: admin.committed_offsets(config.application_id, list(ends)) == ends, 30, "input committed"
-        )
+        wait_committed(admin, config.application_id, ends, "input committed")
         wait_until(
             lambda: len(consume_all(bootstrap_servers, sink, len(records), timeout_s=1)) >= len(records),
             30,

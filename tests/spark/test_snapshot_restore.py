@@ -26,7 +26,7 @@ from tests.integration.support_apps import (
     new_app_id,
     read_to_end,
     running_app,
-    wait_until,
+    wait_committed,
 )
 from tests.spark.apps import CountByKey
 from tests.spark.support import restore_then_process
@@ -67,9 +67,7 @@ def built(
     with running_app(app(), config):
         placed = produce(bootstrap_servers, source, first)
         ends = log_ends(placed, source, PARTITIONS)
-        wait_until(
-            lambda: admin.committed_offsets(app_id, list(ends)) == ends, 30, "the first batch is committed"
-        )
+        wait_committed(admin, app_id, ends, "the first batch is committed")
         result = compact_changelog(
             spark,
             {"bootstrap.servers": bootstrap_servers},
@@ -80,7 +78,7 @@ def built(
         )
         assert result.cuts == {}  # everything was committed
         ends = log_ends(placed + produce(bootstrap_servers, source, tail), source, PARTITIONS)
-        wait_until(lambda: admin.committed_offsets(app_id, list(ends)) == ends, 30, "the tail is committed")
+        wait_committed(admin, app_id, ends, "the tail is committed")
     changelog = f"{app_id}-counts-changelog"
     changelog_ends = log_end_offsets(
         {"bootstrap.servers": bootstrap_servers}, [(changelog, p) for p in range(PARTITIONS)]
@@ -197,9 +195,7 @@ def test_running_app_with_deleted_state_starts_from_the_snapshot(
         assert used == [0, 1]
         ends = log_ends(produce(built.bootstrap, built.app.source, new), built.app.source, PARTITIONS)
         ends = {tp: max(o, admin.committed_offsets(built.app_id, [tp])[tp] or 0) for tp, o in ends.items()}
-        wait_until(
-            lambda: admin.committed_offsets(built.app_id, list(ends)) == ends, 30, "new input is committed"
-        )
+        wait_committed(admin, built.app_id, ends, "new input is committed")
     outputs = read_to_end(built.bootstrap, built.app.sink, PARTITIONS)
     # counts above the pre-existing ones can only come from this run, computed on the snapshot's state
     fresh = Counter(

@@ -92,10 +92,9 @@ def test_word_count_tutorial_matches_kafka_streams() -> None:
     assert str(builder.build().describe()) == WORD_COUNT
 
 
-# apache/kafka RepartitionWithMergeOptimizingTest.EXPECTED_OPTIMIZED_TOPOLOGY. The source of
-# sub-topology 1 lists "long-count, string-count" although string-count's final sub-tree is
-# larger: Java inserts successors while sizes are still growing (see java_order).
-OPTIMIZED_MERGE = _lines(
+# The first lines of both RepartitionWithMergeOptimizingTest expectations below: two sources,
+# each mapped, merged into one stream.
+_MERGED_SOURCES = (
     "Topologies:",
     "   Sub-topology: 0",
     "    Source: sourceAStream (topics: [inputA])",
@@ -109,6 +108,13 @@ OPTIMIZED_MERGE = _lines(
     "      --> mergedStream",
     "      <-- sourceBStream",
     "    Processor: mergedStream (stores: [])",
+)
+
+# apache/kafka RepartitionWithMergeOptimizingTest.EXPECTED_OPTIMIZED_TOPOLOGY. The source of
+# sub-topology 1 lists "long-count, string-count" although string-count's final sub-tree is
+# larger: Java inserts successors while sizes are still growing (see java_order).
+OPTIMIZED_MERGE = _lines(
+    *_MERGED_SOURCES,
     "      --> long-groupByKey-repartition-filter",
     "      <-- mappedAStream, mappedBStream",
     "    Processor: long-groupByKey-repartition-filter (stores: [])",
@@ -144,19 +150,7 @@ OPTIMIZED_MERGE = _lines(
 
 # apache/kafka RepartitionWithMergeOptimizingTest.EXPECTED_UNOPTIMIZED_TOPOLOGY
 UNOPTIMIZED_MERGE = _lines(
-    "Topologies:",
-    "   Sub-topology: 0",
-    "    Source: sourceAStream (topics: [inputA])",
-    "      --> mappedAStream",
-    "    Source: sourceBStream (topics: [inputB])",
-    "      --> mappedBStream",
-    "    Processor: mappedAStream (stores: [])",
-    "      --> mergedStream",
-    "      <-- sourceAStream",
-    "    Processor: mappedBStream (stores: [])",
-    "      --> mergedStream",
-    "      <-- sourceBStream",
-    "    Processor: mergedStream (stores: [])",
+    *_MERGED_SOURCES,
     "      --> long-groupByKey-repartition-filter, string-groupByKey-repartition-filter",
     "      <-- mappedAStream, mappedBStream",
     "    Processor: long-groupByKey-repartition-filter (stores: [])",

@@ -1,10 +1,12 @@
-"""``Stores`` and the store builders: defaults, stacks, changelog topic configs, public names."""
+"""``Stores`` and the store builders: defaults, stacks, changelog topic configs.
+
+The package's public names are pinned with every other package's in tests/unit/test_public_api.py.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-import platform_streams.state as state
 from platform_streams.serde import Long, String
 from platform_streams.state import Stores, changelog_topic_name
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
@@ -79,42 +81,3 @@ def test_suppliers() -> None:
 
 def test_changelog_topic_name() -> None:
     assert changelog_topic_name("app", "counts") == "app-counts-changelog"
-
-
-def test_public_names_are_pinned() -> None:
-    assert sorted(state.__all__) == sorted(
-        [
-            "FROM_BEGINNING",
-            "CachedStateStore",
-            "ChangelogPartition",
-            "ChangelogReader",
-            "CheckpointFormatError",
-            "FlushListener",
-            "KeyValueBytesStoreSupplier",
-            "KeyValueStore",
-            "KeyValueStoreBuilder",
-            "OffsetCheckpoint",
-            "ProcessorStateManager",
-            "RecordCache",
-            "RecordFilter",
-            "RestoreCallback",
-            "SessionBytesStoreSupplier",
-            "SessionStore",
-            "SessionStoreBuilder",
-            "SessionWindow",
-            "StateRestoreListener",
-            "StateStore",
-            "StateStoreContext",
-            "StoreBuilder",
-            "Stores",
-            "TimeWindow",
-            "Window",
-            "WindowBytesStoreSupplier",
-            "WindowStore",
-            "WindowStoreBuilder",
-            "Windowed",
-            "changelog_topic_name",
-        ]
-    )
-    for name in state.__all__:
-        assert getattr(state, name) is not None
