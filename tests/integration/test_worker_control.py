@@ -54,7 +54,11 @@ def test_pause_resume_restart_over_http(admin: KafkaAdmin, bootstrap_servers: st
 
         status, body = _call(base, "PUT", "/control/pause")
         assert status == 200 and body["paused"] is True and streams.is_paused()
-        produce(bootstrap_servers, orders, [(f"o{i}", json.dumps({"customer": "c", "amount": 5})) for i in range(10)])
+        produce(
+            bootstrap_servers,
+            orders,
+            [(f"o{i}", json.dumps({"customer": "c", "amount": 5})) for i in range(10)],
+        )
         assert consume_all(bootstrap_servers, by_customer, 10, timeout_s=3) == []  # paused: nothing moves
         assert streams.state() is State.RUNNING  # still in the group, partitions kept
 

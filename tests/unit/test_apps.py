@@ -24,7 +24,7 @@ def test_config_errors_name_every_field() -> None:
     with pytest.raises(AppConfigError) as caught:
         get_app("orders").validate_config({"big_order_amount": 0, "orders_topic": "", "colour": "red"})
     assert {e.field for e in caught.value.errors} == {"big_order_amount", "orders_topic", "colour"}
-    with pytest.raises(UnknownAppError, match="installed: .*orders"):
+    with pytest.raises(UnknownAppError, match=r"installed: .*orders"):
         get_app("no-such-app")
 
 
