@@ -8,9 +8,12 @@ For each workload (``bench/workloads.py``, built by ``bench/engine_ps.py``) the 
 produced once to 4 partitions; each run starts ``run_workers(factory, config, N)`` (the
 Python API behind ``platform-streams run --workers N``) in a fresh child process with a
 fresh application id, output topic and state directories. Throughput is measured from the
-group's committed offsets, sampled every 100 ms: records committed between 10 % of the
-input (or, if later, the moment every worker publishes its share of the tasks on the
-control topic) and 90 %, divided by the time between those two points. Group joins,
+group's committed offsets, sampled every 100 ms between 10 % of the input (or, if later,
+the moment every worker publishes its share of the tasks on the control topic) and 90 %:
+the rate is the least-squares slope of those samples. Committed offsets move in steps, one
+per worker commit (every second under at-least-once here), so a rate taken from the two
+end points alone is off by up to a commit interval over a window of a few seconds; the fit
+averages the steps out. Group joins,
 rebalances and the first and last commit intervals are outside the window, so the figure
 is the steady state of N processes sharing the partitions. The ratio is the median of
 N=2 over the median of N=1.
@@ -174,6 +177,18 @@ class _Members:
         self._consumer.close()
 
 
+def _slope(samples: list[tuple[float, int]]) -> float:
+    """Records/s: the least-squares slope of (time, committed records) samples."""
+    t0 = samples[0][0]
+    xs = [t - t0 for t, _ in samples]
+    ys = [float(n) for _, n in samples]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    if var <= 0:
+        return float("nan")
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+
+
 @dataclass(frozen=True)
 class Run:
     records_per_s: float
@@ -213,24 +228,28 @@ def _run(
         low, high = int(total * 0.1), int(total * 0.9)
         t_low: float | None = None
         at_low = 0
+        samples: list[tuple[float, int]] = []
         deadline = time.monotonic() + 600
         while True:
             if child.poll() is not None:
                 raise RuntimeError(f"workers exited with {child.returncode}; see {log.name}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"run did not finish; see {log.name}")
-            stable = members.stable(processes)
+            # the control topic is read only until the window opens (it costs broker time)
+            stable = t_low is not None or members.stable(processes)
             done = _committed(admin, app_id, ends)
             now = time.monotonic()
             if t_low is None and done >= low and stable:
                 t_low, at_low = now, done
                 cpu_low, broker_low = _cpu_s(), _cpu_s(broker_pid) if broker_pid else 0.0
-            if t_low is not None and done >= high:
-                if done - at_low < total * 0.3:
-                    raise RuntimeError(f"the group settled too late to measure (at {at_low} of {total})")
-                seconds = max(1e-6, now - t_low)
-                broker_cpu = (_cpu_s(broker_pid) - broker_low) / seconds if broker_pid else float("nan")
-                return Run((done - at_low) / seconds, (_cpu_s() - cpu_low) / seconds, broker_cpu)
+            if t_low is not None:
+                samples.append((now, done))
+                if done >= high:
+                    if done - at_low < total * 0.3:
+                        raise RuntimeError(f"the group settled too late to measure (at {at_low} of {total})")
+                    seconds = max(1e-6, now - t_low)
+                    broker_cpu = (_cpu_s(broker_pid) - broker_low) / seconds if broker_pid else float("nan")
+                    return Run(_slope(samples), (_cpu_s() - cpu_low) / seconds, broker_cpu)
             time.sleep(0.1)
     finally:
         members.close()
