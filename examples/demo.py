@@ -8,7 +8,11 @@
 4. produces sample orders and waits, with a deadline, until the outputs are complete;
 5. prints the Dagster UI URL, a worker's metrics URL and a sample interactive query, and
    checks the query's answer against the input;
-6. shuts everything down (Dagster first, so its health sensor does not restart the workers)
+6. runs the Spark job ``orders_app_compact_store`` through Dagster (local Spark): the
+   changelog of the store ``orders-per-customer`` is compacted into per-partition
+   snapshots (SST + Parquet) that restarted workers restore from; checks that the
+   snapshots hold one key per customer;
+7. shuts everything down (Dagster first, so its health sensor does not restart the workers)
    and exits 0 if every step worked. ``--keep-running`` leaves it all up until Ctrl-C.
 
     python -m examples.demo [--orders N] [--keep-running] [--state-dir DIR]
@@ -58,8 +62,10 @@ from platform_streams.kafka import (
     create_producer,
     find_free_port,
 )
+from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
 
 APP = "orders_app"  # the asset (dagster_defs/apps/orders.yaml)
+APPLICATION_ID = "orders-app"  # its streams.application_id
 DLQ_TOPIC = "orders-dlq"
 PARTITIONS = 4
 CUSTOMERS = 100
@@ -247,30 +253,50 @@ def dagster(
                 proc.wait()
 
 
-def materialize(base: str) -> str:
-    """Launch a run of the app asset; returns its id once it succeeded."""
+def run_job(base: str, what: str, selector: dict[str, Any], run_config: dict[str, Any]) -> str:
+    """Launch a Dagster run through GraphQL; returns its id once it succeeded."""
     params = {
         "selector": {
             "repositoryLocationName": "dagster_defs",
             "repositoryName": "__repository__",
-            "pipelineName": "__ASSET_JOB",
-            "assetSelection": [{"path": [APP]}],
+            **selector,
         },
-        "runConfigData": {},
+        "runConfigData": run_config,
     }
     launched = _graphql(base, LAUNCH, {"params": params})["launchPipelineExecution"]
     if launched["__typename"] != "LaunchRunSuccess":
-        raise DemoError(f"launching the materialization failed: {launched}")
+        raise DemoError(f"launching the {what} failed: {launched}")
     run_id = str(launched["run"]["runId"])
 
     def finished() -> str | None:
         status = _graphql(base, RUN_STATUS, {"id": run_id})["runOrError"]["status"]
         return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
 
-    status = _wait(finished, "finished materialization run", DEADLINE_S)
+    status = _wait(finished, f"finished {what} run", DEADLINE_S)
     if status != "SUCCESS":
-        raise DemoError(f"the materialization run {run_id} ended {status}: see {base}/runs/{run_id}")
+        raise DemoError(f"the {what} run {run_id} ended {status}: see {base}/runs/{run_id}")
     return run_id
+
+
+def materialize(base: str) -> str:
+    """Materialize the app asset (starts the workers)."""
+    return run_job(
+        base, "materialization", {"pipelineName": "__ASSET_JOB", "assetSelection": [{"path": [APP]}]}, {}
+    )
+
+
+def compact(base: str, state_dir: Path) -> tuple[str, list[SnapshotManifest]]:
+    """Run the Spark compaction job of the counts store; returns the run id and the
+    newest snapshot of each partition."""
+    job = f"{APP}_compact_store"
+    config = {"ops": {f"{job}_op": {"config": {"store": COUNTS_STORE}}}}
+    run_id = run_job(base, "Spark compaction", {"pipelineName": job}, config)
+    # the job's default location: <deploy dir>/<app>/snapshots (dagster_defs/jobs.py)
+    catalog = SnapshotCatalog(open_snapshot_store(state_dir / "deployments" / APP / "snapshots"))
+    newest: dict[int, SnapshotManifest] = {}
+    for manifest in catalog.manifests(APPLICATION_ID, COUNTS_STORE):  # newest first
+        newest.setdefault(manifest.partition, manifest)
+    return run_id, [newest[p] for p in sorted(newest)]
 
 
 def query_count(endpoints: list[str], customer: str) -> tuple[str, Any]:
@@ -329,7 +355,19 @@ def run_demo(order_count: int, state_dir: Path, keep_running: bool) -> int:
                 _print_summary(
                     ui, run_id, endpoints, output, expected, took, url, answer, per_customer[customer]
                 )
-                ok = complete and answer.get("value") == per_customer[customer]
+                t0 = time.monotonic()
+                compaction_run, snapshots = compact(ui, state_dir)
+                live_keys = sum(m.record_count for m in snapshots)
+                say(
+                    f"Spark compaction of '{COUNTS_STORE}' in {time.monotonic() - t0:.1f}s "
+                    f"(run {compaction_run}): {len(snapshots)} partition snapshots, {live_keys} keys "
+                    f"(expected {len(per_customer)}), at changelog offsets {[m.offset for m in snapshots]}"
+                )
+                ok = (
+                    complete
+                    and answer.get("value") == per_customer[customer]
+                    and live_keys == len(per_customer)
+                )
                 if keep_running:
                     say("--keep-running: everything stays up; press Ctrl-C to stop")
                     with contextlib.suppress(KeyboardInterrupt):
