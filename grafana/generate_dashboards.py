@@ -404,6 +404,19 @@ def overview() -> dict[str, Any]:
                     "commit-rate: commit.interval.ms sets it (100 ms under exactly_once_v2).",
                     unit="ops",
                 ),
+                latency_panel(
+                    "Punctuate latency",
+                    "kafka_streams_thread_punctuate_latency_seconds",
+                    "Duration of punctuator calls, stream-time and wall-clock (punctuate-latency).",
+                ),
+                series(
+                    "Punctuations / s",
+                    rate,
+                    "kafka_streams_thread_punctuate_total",
+                    "instance",
+                    "punctuate-rate: punctuator calls per second.",
+                    unit="ops",
+                ),
                 Panel(
                     "Processing time per record",
                     [
@@ -559,7 +572,7 @@ def state_stores() -> dict[str, Any]:
                     "instance, thread_id",
                     "Bytes in each worker's record cache (statestore.cache.max.bytes bounds it).",
                     unit="bytes",
-                    width=12,
+                    width=8,
                 ),
                 series(
                     "Record cache evictions / s",
@@ -567,10 +580,26 @@ def state_stores() -> dict[str, Any]:
                     "kafka_streams_record_cache_evictions_total",
                     "instance",
                     "Dirty entries evicted (flushed downstream) because the cache was full. "
-                    "A high rate next to a full cache means a larger cache would absorb more updates "
-                    "(the hit ratio itself is not recorded).",
+                    "A high rate next to a full cache means a larger cache would absorb more updates.",
                     unit="ops",
-                    width=12,
+                    width=8,
+                ),
+                Panel(
+                    "Record cache hit ratio",
+                    [
+                        q(
+                            rate("kafka_streams_record_cache_hits_total", "store", store)
+                            + " / ("
+                            + rate("kafka_streams_record_cache_hits_total", "store", store)
+                            + " + "
+                            + rate("kafka_streams_record_cache_misses_total", "store", store)
+                            + ")",
+                            "{{store}}",
+                        )
+                    ],
+                    unit="percentunit",
+                    description="Point reads served by the record cache, per store (hit-ratio-avg)." + _DEBUG,
+                    width=8,
                 ),
             ],
         ),

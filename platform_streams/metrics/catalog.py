@@ -179,6 +179,11 @@ CATALOG: tuple[MetricSpec, ...] = (
        "Commits (flush stores and producer, commit offsets).", _THREAD),
     _m("thread_commit_latency_seconds", "histogram", _THREAD_G, "commit-latency-avg, commit-latency-max",
        "Duration of commits.", _THREAD, buckets=LATENCY_BUCKETS_S),
+    _m("thread_punctuate", "counter", _THREAD_G, "punctuate-rate, punctuate-total",
+       "Punctuator calls (stream-time and wall-clock) that returned.", _THREAD),
+    _m("thread_punctuate_latency_seconds", "histogram", _THREAD_G,
+       "punctuate-latency-avg, punctuate-latency-max",
+       "Duration of punctuator calls.", _THREAD, buckets=LATENCY_BUCKETS_S),
     _m("thread_task_created", "counter", _THREAD_G, "task-created-rate, task-created-total",
        "Tasks created (a rebalance that keeps a task closes and recreates it).", _THREAD),
     _m("thread_task_closed", "counter", _THREAD_G, "task-closed-rate, task-closed-total",
@@ -193,7 +198,12 @@ CATALOG: tuple[MetricSpec, ...] = (
     _m("record_cache_size_bytes", "gauge", _TASK_G, "cache-size-bytes-total",
        "Bytes held by the worker's record cache (shared by its tasks).", _THREAD),
     _m("record_cache_evictions", "counter", _CACHE_G, "",
-       "Entries evicted from the worker's record cache (hit-ratio is not recorded).", _THREAD),
+       "Entries evicted from the worker's record cache.", _THREAD),
+    _m("record_cache_hits", "counter", _CACHE_G, "hit-ratio-avg, hit-ratio-min, hit-ratio-max",
+       "Point reads of a caching store served by the record cache. Hit ratio: "
+       "rate(hits) / (rate(hits) + rate(misses)).", _STORE, Level.DEBUG),
+    _m("record_cache_misses", "counter", _CACHE_G, "hit-ratio-avg, hit-ratio-min, hit-ratio-max",
+       "Point reads of a caching store that went to the store below the cache.", _STORE, Level.DEBUG),
     # -- task ---------------------------------------------------------------------------------
     _m("task_dropped_records", "counter", _TASK_G, "dropped-records-rate, dropped-records-total",
        "Records skipped: deserialization, processing or production errors handled with CONTINUE, "
@@ -201,6 +211,9 @@ CATALOG: tuple[MetricSpec, ...] = (
        _TASK),
     _m("task_process", "counter", _TASK_G, "process-rate, process-total",
        "Records processed by the task.", _TASK, Level.DEBUG),
+    _m("task_record_lateness_seconds", "histogram", _TASK_G, "record-lateness-avg, record-lateness-max",
+       "Stream time minus the record's timestamp when the task takes the record (0 for a record "
+       "that advances stream time).", _TASK, Level.DEBUG, E2E_LATENCY_BUCKETS_S),
     _m("task_input_buffer_records", "gauge", _TASK_G, "input-buffer-bytes-total",
        "Records buffered for the task, not processed yet (records, not bytes).", _TASK),
     _m("task_restore", "counter", _TASK_G, "restore-rate, restore-total",

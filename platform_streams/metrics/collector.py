@@ -133,6 +133,8 @@ class StreamsCollector(Collector):
         fams.histogram("kafka_streams_thread_process_records", t, rec.process_records)
         fams.add("kafka_streams_thread_commit", t, rec.commits)
         fams.histogram("kafka_streams_thread_commit_latency_seconds", t, rec.commit_latency)
+        fams.add("kafka_streams_thread_punctuate", t, rec.punctuates)
+        fams.histogram("kafka_streams_thread_punctuate_latency_seconds", t, rec.punctuate_latency)
         fams.add("kafka_streams_thread_task_created", t, rec.tasks_created)
         fams.add("kafka_streams_thread_task_closed", t, rec.tasks_closed)
         fams.add("kafka_streams_thread_rebalances", t, rec.rebalances)
@@ -152,6 +154,10 @@ class StreamsCollector(Collector):
             labels = [*t, str(task_id), store, stats.store_type]
             for operation, hist in list(stats.latencies.items()):
                 fams.histogram(f"kafka_streams_state_{operation}_latency_seconds", labels, hist)
+            reads = stats.cache_reads
+            if reads is not None:
+                fams.add("kafka_streams_record_cache_hits", labels, reads.hits)
+                fams.add("kafka_streams_record_cache_misses", labels, reads.misses)
             for _ks_name, (prop, suffix) in ROCKSDB_PROPERTIES.items():
                 value = stats.properties.get(prop)
                 if value is not None:
@@ -178,6 +184,8 @@ class StreamsCollector(Collector):
             fams.add("kafka_streams_task_dropped_records", [t, ""], collector.records_skipped)
         for task_id, count in buffered.items():
             fams.add("kafka_streams_task_input_buffer_records", [t, str(task_id)], count)
+        for task_id, hist in list(rec.lateness.items()):
+            fams.histogram("kafka_streams_task_record_lateness_seconds", [t, str(task_id)], hist)
         restore = rec.restore
         for task_id, restored in list(restore.restored.items()):
             labels = [t, str(task_id)]

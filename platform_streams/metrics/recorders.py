@@ -8,7 +8,9 @@ recorder reads those counters at scrape time. Per loop iteration it adds a poll 
 processing-pass observation; every 100 ms it samples end-to-end latency per task;
 every second (on the worker thread, so no store or consumer is touched concurrently)
 it refreshes the slow gauges: consumer lag from the fetch-side high watermark and
-RocksDB properties.
+RocksDB properties. Each task calls back per punctuator call (rare); at DEBUG only, tasks
+also report record lateness per record and caching stores count their read hits and misses
+(hooks installed when the recorder first sees a task, as the metered stores' latency hook).
 
 Task counters survive a task being closed and recreated (every eager rebalance does
 that): a closed task's final counts are carried into a per-task-id base.
@@ -34,7 +36,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.observer import WorkerObserver
 from platform_streams.state.api import SessionStore, WindowStore
 from platform_streams.state.restore import StateRestoreListener
-from platform_streams.state.wrappers.base import WrappedStore, innermost
+from platform_streams.state.wrappers.base import CacheReads, CachingLayer, WrappedStore, innermost
 from platform_streams.state.wrappers.metered import MeteredStore
 
 if TYPE_CHECKING:
@@ -56,6 +58,9 @@ class StoreStats:
     store_type: str
     latencies: dict[str, Histogram] = field(default_factory=dict)
     properties: dict[str, int] = field(default_factory=dict)
+    #: record-cache hits/misses (DEBUG, caching stores only); shared by every incarnation of
+    #: the store (a recreated task's caching layer counts on), so the counters never go back
+    cache_reads: CacheReads | None = None
 
 
 def store_type_label(store: Any) -> str:
@@ -68,12 +73,18 @@ def store_type_label(store: Any) -> str:
     return f"{'rocksdb' if persistent else 'in-memory'}-{kind}state"
 
 
-def _metered(store: Any) -> MeteredStore | None:
+def _layer(store: Any, kind: type[Any]) -> Any:
+    """The first layer of type ``kind`` in ``store``'s wrapper stack, or None."""
     while store is not None:
-        if isinstance(store, MeteredStore):
+        if isinstance(store, kind):
             return store
         store = store.wrapped if isinstance(store, WrappedStore) else None
     return None
+
+
+def _metered(store: Any) -> MeteredStore | None:
+    metered: MeteredStore | None = _layer(store, MeteredStore)
+    return metered
 
 
 class ThreadRecorder(WorkerObserver):
@@ -91,6 +102,10 @@ class ThreadRecorder(WorkerObserver):
         self.process_records = Histogram(RECORD_COUNT_BUCKETS)
         self.commits = 0
         self.commit_latency = Histogram(LATENCY_BUCKETS_S)
+        self.punctuates = 0
+        self.punctuate_latency = Histogram(LATENCY_BUCKETS_S)
+        #: task id -> record lateness (DEBUG)
+        self.lateness: dict[TaskId, Histogram] = {}
         self.tasks_created = 0
         self.tasks_closed = 0
         self.rebalances = 0
@@ -128,6 +143,11 @@ class ThreadRecorder(WorkerObserver):
     def on_commit(self, started: float) -> None:
         self.commits += 1
         self.commit_latency.observe(perf_counter() - started)
+
+    def on_punctuate(self, started: float) -> None:
+        """A punctuator of one of the worker's tasks returned (the tasks' ``on_punctuate``)."""
+        self.punctuates += 1
+        self.punctuate_latency.observe(perf_counter() - started)
 
     # ------------------------------------------------------------------ sampling
 
@@ -209,7 +229,16 @@ class ThreadRecorder(WorkerObserver):
             if key not in self._known:
                 self.tasks_created += 1
                 self._known[key] = task
+                self._watch_task(task)
                 self._watch_stores(task)
+
+    def _watch_task(self, task: Any) -> None:
+        task.on_punctuate = self.on_punctuate
+        if self.level >= Level.DEBUG:
+            hist = self.lateness.get(task.task_id)
+            if hist is None:
+                hist = self.lateness[task.task_id] = Histogram(E2E_LATENCY_BUCKETS_S)
+            task.on_record_lateness = _lateness_hook(hist)
 
     def _watch_stores(self, task: Any) -> None:
         for name, store in list(task.context.stores.items()):
@@ -220,6 +249,11 @@ class ThreadRecorder(WorkerObserver):
                 metered = _metered(store)
                 if metered is not None:
                     metered.set_metrics_hook(_latency_hook(stats.latencies))
+                caching: CachingLayer | None = _layer(store, CachingLayer)
+                if caching is not None:
+                    if stats.cache_reads is None:
+                        stats.cache_reads = CacheReads()
+                    caching.reads = stats.cache_reads
 
     def live_tasks(self) -> list[Any]:
         return list(self._known.values())
@@ -235,6 +269,16 @@ def _latency_hook(latencies: dict[str, Histogram]) -> Any:
                 return
             hist = latencies[operation] = Histogram(LATENCY_BUCKETS_S)
         hist.observe(latency_ns / 1e9)
+
+    return hook
+
+
+def _lateness_hook(hist: Histogram) -> Any:
+    """The task's record-lateness hook: milliseconds -> seconds into ``hist``."""
+    observe = hist.observe
+
+    def hook(lateness_ms: int) -> None:
+        observe(lateness_ms / 1000.0)
 
     return hook
 

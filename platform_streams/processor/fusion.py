@@ -206,12 +206,16 @@ def compile_source(
     on_deserialization_error: Callable[[Any, BaseException], None],
     on_invalid_timestamp: Callable[[Any, int], None],
     value_fast_deserializer: Callable[[bytes], Any] | None = None,
+    on_record_lateness: Callable[[int], None] | None = None,
 ) -> Callable[[Any], None]:
     """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run children.
 
     ``task`` is the TaskContext whose ``stream_time`` is advanced. ``value_fast_deserializer``
     (see ``Serde.fast_deserializer``) replaces the value deserializer for non-None values;
     when it raises, the deserializer runs on the same bytes to raise the serde's own error.
+    ``on_record_lateness`` (DEBUG metrics only, so INFO code has no trace of it) receives
+    stream time minus the record's timestamp, 0 for a record that advances stream time, as
+    Kafka Streams' record-lateness sensor.
     """
     em = _Emitter(nodes, entry_of, sink_parts)
     name = source.name
@@ -246,6 +250,11 @@ def compile_source(
     em.line(2, "return", name)
     em.line(1, f"if ts > {ctx}.stream_time:", name)
     em.line(2, f"{ctx}.stream_time = ts", name)
+    if on_record_lateness is not None:
+        late = em.bind(on_record_lateness, "late")
+        em.line(2, f"{late}(0)", name)
+        em.line(1, "else:", name)
+        em.line(2, f"{late}({ctx}.stream_time - ts)", name)
     em.line(1, "h = msg.headers()", name)
     em.children(source, "k", "v", 1)
     return em.compile("_source(msg)", name)

@@ -42,6 +42,7 @@ class TaskGraph:
         *,
         on_deserialization_error: Callable[[Any, BaseException], None],
         on_invalid_timestamp: Callable[[Any, int], None],
+        on_record_lateness: Callable[[int], None] | None = None,
     ) -> None:
         self.plan = plan
         self.sub = sub
@@ -59,7 +60,7 @@ class TaskGraph:
         self.sources: dict[str, Callable[[Any], None]] = {}
         for topic, source in sub.sources_by_topic.items():
             self.sources[plan.physical_topic(topic, self._app)] = self._compile_source(
-                source, on_deserialization_error, on_invalid_timestamp
+                source, on_deserialization_error, on_invalid_timestamp, on_record_lateness
             )
 
     def init(self) -> None:
@@ -96,6 +97,7 @@ class TaskGraph:
         source: SourceNode,
         on_deserialization_error: Callable[[Any, BaseException], None],
         on_invalid_timestamp: Callable[[Any, int], None],
+        on_record_lateness: Callable[[int], None] | None,
     ) -> Callable[[Any], None]:
         return compile_source(
             source,
@@ -108,6 +110,7 @@ class TaskGraph:
             value_fast_deserializer=(source.value_serde or self._default_value).fast_deserializer(),
             on_deserialization_error=on_deserialization_error,
             on_invalid_timestamp=on_invalid_timestamp,
+            on_record_lateness=on_record_lateness,
         )
 
     def _sink_parts(self, sink: SinkNode) -> tuple[Any, ...] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 from platform_streams.config import StreamsConfig
@@ -109,12 +110,21 @@ class StreamTask:
         self.production_handler = RecordExceptionHandler(
             "production", config.production_exception_handler, dlq, collector, self.context
         )
+        #: metrics hooks, set by the metrics recorder (None: nothing measured). ``on_punctuate``
+        #: gets the ``perf_counter()`` reading taken before a punctuator that then returned;
+        #: ``on_record_lateness`` stream time minus a record's timestamp (ms, 0 if on time),
+        #: and is only ever called when the recording level is DEBUG (the fused source code
+        #: of INFO tasks does not measure lateness at all).
+        self.on_punctuate: Callable[[float], None] | None = None
+        self.on_record_lateness: Callable[[int], None] | None = None
+        debug = config.metrics_recording_level in ("DEBUG", "TRACE")
         self.graph = TaskGraph(
             plan,
             sub,
             self.context,
             on_deserialization_error=self._on_deserialization_error,
             on_invalid_timestamp=self._on_invalid_timestamp,
+            on_record_lateness=self._record_lateness if debug else None,
         )
         self.partitions: list[TopicPartitionKey] = [
             (topic, task_id.partition) for topic in self.graph.sources
@@ -277,8 +287,14 @@ class StreamTask:
             s.punctuation_type is PunctuationType.STREAM_TIME for s in self.context.punctuations.schedules
         )
 
+    def _record_lateness(self, lateness_ms: int) -> None:
+        hook = self.on_record_lateness
+        if hook is not None:
+            hook(lateness_ms)
+
     def _run_punctuator(self, schedule: PunctuationSchedule, now_ms: int) -> None:
         previous, self.context.current = self.context.current, None
+        started = perf_counter()  # punctuations are rare: timing each one costs nothing measurable
         try:
             schedule.callback(now_ms)
         except StreamsError:
@@ -291,6 +307,9 @@ class StreamTask:
             ) from exc
         finally:
             self.context.current = previous
+        hook = self.on_punctuate
+        if hook is not None:
+            hook(started)
 
     # -- commit ---------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ from tests.grafana.dashboard_support import (
     variable_query,
     variables,
 )
-from tests.integration.support_apps import APP_TIMING, wait_until
+from tests.integration.support_apps import APP_TIMING, Ticking, wait_until
 from tests.support.kafka import new_topic, produce
 from tests.support.prometheus import PrometheusServer, running_prometheus
 
@@ -66,9 +66,10 @@ class Live:
 
 def _count_app(source: str, sink: str) -> StreamsBuilder:
     builder = StreamsBuilder()
+    stream = builder.stream(source, Consumed(key_serde=S, value_serde=J))
+    stream.process(Ticking)  # the punctuate panels
     (
-        builder.stream(source, Consumed(key_serde=S, value_serde=J))
-        .group_by_key()
+        stream.group_by_key()
         .count(materialized=Materialized.as_("counts"))
         .to_stream()
         .to(sink, Produced(key_serde=S, value_serde=L))

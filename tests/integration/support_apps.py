@@ -23,6 +23,7 @@ from typing import IO, Any, TypeVar
 
 from platform_streams import KafkaStreams, State, StreamsConfig, Topology
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
+from platform_streams.processor import Processor, PunctuationType, Record
 from tests.support.kafka import ConsumedRecord, consume_all, new_topic
 
 T = TypeVar("T")
@@ -35,6 +36,21 @@ APP_TIMING: dict[str, int] = {
 }
 
 RUNNER = Path(__file__).with_name("restart_runner.py")
+
+
+class Ticking(Processor):
+    """Does nothing but punctuate on the wall clock every 50 ms: a stream (``.process(Ticking)``)
+    gives an app's metrics punctuate series (scrape and dashboard tests)."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        context.schedule(50, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record: Record) -> None:
+        pass
+
+    def tick(self, timestamp: int) -> None:
+        pass
 
 
 def new_app_id(prefix: str = "app") -> str:

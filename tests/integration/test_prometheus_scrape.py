@@ -13,10 +13,13 @@ from typing import Any
 
 import pytest
 
+from platform_streams import StreamsBuilder
+from platform_streams.dsl import Consumed, Materialized
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.query import RangeQuery, StateQueryRequest
-from tests.integration.iq_apps import STORE, count_app
-from tests.integration.support_apps import app_config, running_app, wait_until
+from platform_streams.serde import String
+from tests.integration.iq_apps import STORE
+from tests.integration.support_apps import Ticking, app_config, running_app, wait_until
 from tests.support.kafka import new_topic, produce
 from tests.support.prometheus import running_prometheus
 
@@ -28,6 +31,15 @@ KEYS = 100
 
 def _value(sample: dict[str, Any]) -> float:
     return float(sample["value"][1])
+
+
+def _count_and_tick_app(source: str) -> StreamsBuilder:
+    """``source`` -> count per key in ``STORE``, and a punctuating processor beside it."""
+    builder = StreamsBuilder()
+    stream = builder.stream(source, Consumed(key_serde=String(), value_serde=String()))
+    stream.process(Ticking)
+    stream.group_by_key().count(materialized=Materialized.as_(STORE))
+    return builder
 
 
 def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
@@ -43,7 +55,7 @@ def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
         http_auth_token=token,
         metrics_recording_level="DEBUG",
     )
-    with running_app(count_app(source), config) as streams:
+    with running_app(_count_and_tick_app(source), config) as streams:
         scan = StateQueryRequest.in_store(STORE).with_query(RangeQuery.with_no_bounds())
 
         def counted() -> bool:
@@ -103,3 +115,22 @@ def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
             assert _value(puts[0]) >= KEYS
             state = prometheus.query(f'kafka_streams_client_state{{{app},state="RUNNING"}}')
             assert _value(state[0]) == 1
+
+            # punctuation (INFO): every call counted and timed
+            prometheus.wait_for(f"rate(kafka_streams_thread_punctuate_total{{{app}}}[5s]) > 0", 20)
+            punctuate = "kafka_streams_thread_punctuate_latency_seconds"
+            calls = prometheus.query(f"{punctuate}_count{{{app}}}")
+            assert calls and _value(calls[0]) > 0
+            avg = prometheus.query(f"{punctuate}_sum{{{app}}} / {punctuate}_count{{{app}}}")
+            assert 0 <= _value(avg[0]) < 0.1
+
+            # DEBUG: record-cache hits and misses of the count store, record lateness per task
+            reads = prometheus.query(
+                f'sum(kafka_streams_record_cache_hits_total{{{app},store="{STORE}"}})'
+                f' + sum(kafka_streams_record_cache_misses_total{{{app},store="{STORE}"}})'
+            )
+            assert _value(reads[0]) >= RECORDS  # one cached read per record counted
+            hits = prometheus.query(f'sum(kafka_streams_record_cache_hits_total{{{app},store="{STORE}"}})')
+            assert _value(hits[0]) >= RECORDS - KEYS  # keys stay cached: only first reads miss
+            late = prometheus.query(f"sum(kafka_streams_task_record_lateness_seconds_count{{{app}}})")
+            assert _value(late[0]) == RECORDS

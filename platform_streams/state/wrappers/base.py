@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
 
 __all__ = [
+    "CacheReads",
     "CachingLayer",
     "DelegatedRetention",
     "DelegatedWindowShape",
@@ -109,6 +110,18 @@ class DelegatedWindowShape(DelegatedRetention):
         return self.wrapped.retain_duplicates
 
 
+class CacheReads:
+    """Point reads a caching layer served from its cache (hits) or from the store below
+    (misses): Kafka Streams' record-cache hit ratio, a DEBUG metric. Written by the thread
+    that reads the store, read by metrics scrapes (plain ints, no lock)."""
+
+    __slots__ = ("hits", "misses")
+
+    def __init__(self) -> None:
+        self.hits = 0
+        self.misses = 0
+
+
 class CachingLayer(WrappedStore):
     """A write-back cache over ``wrapped``: a named cache of the task's record cache and its
     flush listener. ``flush`` pushes the cache down first, ``close`` flushes then frees the
@@ -120,6 +133,9 @@ class CachingLayer(WrappedStore):
         self._record_cache: RecordCache | None = None
         self._listener: FlushListener | None = None
         self._send_old_values = False
+        #: where point reads count their hits and misses, set by the metrics recorder at
+        #: DEBUG; None (INFO) counts nothing, so the per-record read path pays one check
+        self.reads: CacheReads | None = None
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._context = context

@@ -54,8 +54,13 @@ class CachingKeyValueStore(CachingLayer, KeyValueStore[bytes, bytes]):
         if cache is None:
             raise InvalidStateStoreError("store is not open", store=self.name)
         entry = cache.get(key)
+        reads = self.reads
         if entry is not None:
+            if reads is not None:
+                reads.hits += 1
             return entry[0]
+        if reads is not None:
+            reads.misses += 1
         value = self.wrapped.get(key)
         if value is not None:
             cache.put_clean(key, value)

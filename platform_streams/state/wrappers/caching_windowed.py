@@ -155,8 +155,13 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
         if cache is None:
             raise InvalidStateStoreError("store is not open", store=self.name)
         entry = cache.get(key + window_suffix(window_start_ms, 0))
+        reads = self.reads
         if entry is not None:
+            if reads is not None:
+                reads.hits += 1
             return entry[0]
+        if reads is not None:
+            reads.misses += 1
         return self.wrapped.fetch_at(key, window_start_ms)
 
     def fetch_between(
@@ -264,8 +269,13 @@ class CachingSessionStore(_IndexedCache, DelegatedRetention, SessionStore[bytes,
         if session_end_ms < self._min_live_time():
             return None
         entry = self._require().get(session_binary(key, session_start_ms, session_end_ms))
+        reads = self.reads
         if entry is not None:
+            if reads is not None:
+                reads.hits += 1
             return entry[0]
+        if reads is not None:
+            reads.misses += 1
         return self.wrapped.fetch_session(key, session_start_ms, session_end_ms)
 
     def find_sessions(
