@@ -55,3 +55,17 @@ def resources(bootstrap_servers: str, tmp_path: Path) -> Iterator[dict[str, Any]
         for app_dir in root.iterdir():
             if (app_dir / "deployment.json").exists():
                 launcher.stop(app_dir.name)
+
+
+@pytest.fixture
+def spark_job_session() -> Iterator[None]:
+    """For tests running a Spark job in process: the SparkSession the job's SparkResource
+    starts is stopped afterwards, unless one was active before (the Spark suite's)."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    had_session = SparkSession.getActiveSession() is not None
+    yield
+    active = SparkSession.getActiveSession()
+    if active is not None and not had_session:
+        active.stop()

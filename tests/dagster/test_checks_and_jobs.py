@@ -98,14 +98,12 @@ def test_reset_job_dry_run_then_real(
         )
 
 
+@pytest.mark.usefixtures("spark_job_session")
 def test_compaction_job_writes_snapshots(
     orders_topics: dict[str, str], app_id: str, resources: dict[str, Any], admin: KafkaAdmin,
     bootstrap_servers: str,
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-
     app = resolve_app(orders_spec(orders_topics, app_id))
     changelog = f"{app_id}-orders-per-customer-changelog"
     admin.create_topics([TopicSpec(changelog, PARTITIONS)])
@@ -113,25 +111,15 @@ def test_compaction_job_writes_snapshots(
     produce(bootstrap_servers, changelog, records)
     defs = _bound(build_stream_app_defs(app), resources)
     snapshots = tmp_path / "snapshots"
-    had_session = SparkSession.getActiveSession() is not None
-    try:
-        result = defs.resolve_job_def("orders_test_compact_store").execute_in_process(
-            run_config={
-                "ops": {
-                    "orders_test_compact_store_op": {
-                        "config": {
-                            "store": "orders-per-customer",
-                            "snapshots": str(snapshots),
-                            "parquet": False,
-                        }
-                    }
+    result = defs.resolve_job_def("orders_test_compact_store").execute_in_process(
+        run_config={
+            "ops": {
+                "orders_test_compact_store_op": {
+                    "config": {"store": "orders-per-customer", "snapshots": str(snapshots), "parquet": False}
                 }
             }
-        )
-    finally:
-        active = SparkSession.getActiveSession()
-        if active is not None and not had_session:
-            active.stop()
+        }
+    )
     assert result.success
     data = result.output_for_node("orders_test_compact_store_op")
     assert data["changelog_topic"] == changelog
