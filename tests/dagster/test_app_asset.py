@@ -45,7 +45,7 @@ def test_materialize_deploys_then_noop_then_rolls(
 
     # Real workers process real records.
     produce(bootstrap_servers, orders_topics["orders_topic"], _orders(0, 20, 150.0))
-    big = consume_all(bootstrap_servers, orders_topics["big_orders_topic"], 20, timeout_s=20)
+    big = consume_all(bootstrap_servers, orders_topics["big_orders_topic"], 20, timeout_s=60)
     assert len(big) == 20
     assert {orjson.loads(r.value or b"{}")["tier"] for r in big} == {"big"}
 
@@ -92,9 +92,10 @@ def test_materialize_deploys_then_noop_then_rolls(
     produce(
         bootstrap_servers, orders_topics["orders_topic"], _orders(100, 10, 150.0) + _orders(200, 5, 2000.0)
     )
-    by_customer = consume_all(bootstrap_servers, orders_topics["by_customer_topic"], 35, timeout_s=20)
+    # the new workers join the group (after the old ones left) before they process
+    by_customer = consume_all(bootstrap_servers, orders_topics["by_customer_topic"], 35, timeout_s=60)
     assert len(by_customer) == 35  # the new workers process on from the committed offsets
-    big = consume_all(bootstrap_servers, orders_topics["big_orders_topic"], 25, timeout_s=10)
+    big = consume_all(bootstrap_servers, orders_topics["big_orders_topic"], 25, timeout_s=30)
     assert len(big) == 25  # only the 5 orders above the new threshold were added
     state = WorkerClient(rolled["worker_endpoints"][0]).state()
     assert state["state"] == "RUNNING"

@@ -74,7 +74,7 @@ class Workers:
         return len(consume_all(self.bootstrap, self.topics["by_customer_topic"], expected, timeout_s))
 
     def wait_all_processed(self) -> None:
-        assert self.processed(self.produced, 30) == self.produced
+        assert self.processed(self.produced, 60) == self.produced
 
 
 def _running(client: WorkerClient) -> dict[str, Any] | None:

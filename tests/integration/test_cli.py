@@ -267,9 +267,10 @@ def test_run_with_two_workers_shares_the_input_and_stops_both(
         ),
         env=example_topics,
     )
-    by_customer = consume_all(bootstrap_servers, example_topics["ORDERS_BY_CUSTOMER_TOPIC"], len(orders), 30)
+    # two worker processes start, join and rebalance (up to ~10 s on this broker) first
+    by_customer = consume_all(bootstrap_servers, example_topics["ORDERS_BY_CUSTOMER_TOPIC"], len(orders), 60)
     assert len(by_customer) >= len(orders), app.stderr  # at-least-once: a rebalance may repeat some
-    app.wait_for(lambda: app.stderr.count("REBALANCING -> RUNNING") >= 2, "both workers RUNNING")
+    app.wait_for(lambda: app.stderr.count("REBALANCING -> RUNNING") >= 2, "both workers RUNNING", 60)
 
     assert app.stop() == 0, app.stderr
     assert "supervising 2 workers" in app.stderr, app.stderr
@@ -302,7 +303,7 @@ def test_run_exits_non_zero_when_the_app_fails(
         cwd=tmp_path,
     )
     try:
-        code = app.proc.wait(30)
+        code = app.proc.wait(60)
     except subprocess.TimeoutExpired:
         pytest.fail(f"a failing app must exit on its own:\n{app.stderr}")
     assert code == 1

@@ -114,7 +114,7 @@ def test_poison_records_are_skipped_or_dead_lettered_and_counted(
         wait_until(lambda: sum(_handled(streams).values()) == 4, 30, "every poison record handled")
         handled = _handled(streams)
         dropped = _dropped_records(streams)
-        dead = consume_all(bootstrap_servers, dlq, 4, timeout_s=10 if dead_letter else 1, isolation=isolation)
+        dead = consume_all(bootstrap_servers, dlq, 4, timeout_s=30 if dead_letter else 1, isolation=isolation)
     assert sorted(r.value or b"" for r in out) == sorted(f"OK{i}".encode() for i in range(20))
     assert handled == Counter({"deserialization": 1, "processing": 1, "production": 2})
     # every skipped record is a dropped record, also the one the producer refused at the
@@ -204,7 +204,7 @@ def test_replace_worker_under_exactly_once_aborts_and_redoes_without_duplicates(
     try:
         wait_until(
             lambda: (
-                len(consume_all(bootstrap_servers, sink, 2_000, timeout_s=0.5, isolation="read_committed"))
+                len(consume_all(bootstrap_servers, sink, 2_000, timeout_s=5, isolation="read_committed"))
                 >= 2_000
             ),
             60,
@@ -262,8 +262,7 @@ def test_the_application_rides_out_a_paused_broker(tmp_path: Path) -> None:
         with running_app(_count_app(source, sink, []), config, close_timeout_s=60) as streams:
             wait_until(
                 lambda: (
-                    len(consume_all(bootstrap, sink, 1_000, timeout_s=0.5, isolation="read_committed"))
-                    >= 1_000
+                    len(consume_all(bootstrap, sink, 1_000, timeout_s=5, isolation="read_committed")) >= 1_000
                 ),
                 30,
                 "the first half processed",
@@ -277,8 +276,7 @@ def test_the_application_rides_out_a_paused_broker(tmp_path: Path) -> None:
             produce(bootstrap, source, [(f"k{i % 10}", f"v{i}") for i in range(1_000, 2_000)])
             wait_until(
                 lambda: (
-                    len(consume_all(bootstrap, sink, 2_000, timeout_s=0.5, isolation="read_committed"))
-                    >= 2_000
+                    len(consume_all(bootstrap, sink, 2_000, timeout_s=5, isolation="read_committed")) >= 2_000
                 ),
                 90,
                 "the second half processed after the outage",

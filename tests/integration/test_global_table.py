@@ -51,7 +51,7 @@ def test_global_worker_bootstraps_to_the_end_tails_and_resumes_from_its_checkpoi
         assert store.get("p1") == "v1" and store.get("p10") is None
         produce(bootstrap_servers, topic, [("p1", "new"), ("p10", "back")])
         wait_until(
-            lambda: store.get("p1") == "new" and store.get("p10") == "back", 15, "tailing applies updates"
+            lambda: store.get("p1") == "new" and store.get("p10") == "back", 60, "tailing applies updates"
         )
     finally:
         worker.close()
@@ -113,7 +113,7 @@ def test_global_table_join_runs_on_two_instances_each_with_the_whole_table(
 
         wait_until(split, 30, "both instances run tasks")
         produce(bootstrap_servers, orders, [(f"o{i}", f"p{i % 100}") for i in range(2_000)])
-        records = consume_all(bootstrap_servers, sink, 2_000, timeout_s=30)
+        records = consume_all(bootstrap_servers, sink, 2_000, timeout_s=60)
         assert Counter(r.value for r in records) == Counter(
             f"p{i % 100}:name{i % 100}".encode() for i in range(2_000)
         )
@@ -125,13 +125,13 @@ def test_global_table_join_runs_on_two_instances_each_with_the_whole_table(
             lambda: all(
                 _global_store(s).get(f"p{i}") == f"renamed{i}" for s in (first, second) for i in range(100)
             ),
-            15,
+            60,
             "both global stores see the update",
         )
         produce(bootstrap_servers, orders, [(f"o{i}", f"p{i % 100}") for i in range(2_000, 2_400)])
         # the sink has 4 partitions, so the second batch is picked by key, not by position
         later_keys = {f"o{i}".encode() for i in range(2_000, 2_400)}
-        everything = consume_all(bootstrap_servers, sink, 2_400, timeout_s=30)
+        everything = consume_all(bootstrap_servers, sink, 2_400, timeout_s=60)
         later = [r for r in everything if r.key in later_keys]
     assert sorted(r.value or b"" for r in later) == sorted(
         f"p{i % 100}:renamed{i % 100}".encode() for i in range(400)

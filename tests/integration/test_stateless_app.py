@@ -131,7 +131,7 @@ def test_a_processing_failure_reaches_the_uncaught_exception_handler_and_stops_t
     assert isinstance(failure, ProcessorError)
     assert failure.node == "inverse" and failure.offset == 1
     assert states[-2:] == [State.PENDING_ERROR, State.ERROR]
-    assert [r.value for r in consume_all(bootstrap_servers, sink, 1, timeout_s=10)] == [b"1"]
+    assert [r.value for r in consume_all(bootstrap_servers, sink, 1, timeout_s=30)] == [b"1"]
 
 
 def test_topic_extractor_with_a_custom_partitioner_on_topics_unknown_at_start(

@@ -64,7 +64,7 @@ def streamed(bootstrap_servers: str, admin: KafkaAdmin, tmp_path_factory: pytest
         )
         wait_committed(admin, config.application_id, ends, "input committed")
         wait_until(
-            lambda: len(consume_all(bootstrap_servers, sink, len(records), timeout_s=1)) >= len(records),
+            lambda: len(consume_all(bootstrap_servers, sink, len(records), timeout_s=5)) >= len(records),
             30,
             "every count output",
         )
