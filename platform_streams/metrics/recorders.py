@@ -82,11 +82,6 @@ def _layer(store: Any, kind: type[Any]) -> Any:
     return None
 
 
-def _metered(store: Any) -> MeteredStore | None:
-    metered: MeteredStore | None = _layer(store, MeteredStore)
-    return metered
-
-
 class ThreadRecorder(WorkerObserver):
     """The metrics of one worker (see the module docstring)."""
 
@@ -246,7 +241,7 @@ class ThreadRecorder(WorkerObserver):
             if stats is None:
                 stats = self.stores[(task.task_id, name)] = StoreStats(store_type_label(store))
             if self.level >= Level.DEBUG:
-                metered = _metered(store)
+                metered: MeteredStore | None = _layer(store, MeteredStore)
                 if metered is not None:
                     metered.set_metrics_hook(_latency_hook(stats.latencies))
                 caching: CachingLayer | None = _layer(store, CachingLayer)
