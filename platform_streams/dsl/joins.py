@@ -222,6 +222,7 @@ class TableJoinProcessor(NodeProcessor):
 
     def process(self, key: Any, change: Change, timestamp: int, headers: Headers) -> None:
         if key is None:
+            self.context.task.dropped_records += 1  # as KTableKTableJoin's droppedRecordsSensor
             return
         side = self.side
         joiner, send_old = side.joiner, side.send_old_values

@@ -281,6 +281,7 @@ class TableSourceProcessor(TableProcessor):
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if key is None:
             log.warning("skipping table record with a null key (node %s)", self.op.node_name)
+            self.context.task.dropped_records += 1  # Kafka's KTableSource records the sensor too
             return
         if self.store is None:
             self.forward(key, Change(value, None), timestamp, headers)

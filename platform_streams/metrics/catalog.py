@@ -207,7 +207,9 @@ CATALOG: tuple[MetricSpec, ...] = (
     # -- task ---------------------------------------------------------------------------------
     _m("task_dropped_records", "counter", _TASK_G, "dropped-records-rate, dropped-records-total",
        "Records skipped: deserialization, processing or production errors handled with CONTINUE, "
-       "invalid timestamps. An empty task_id: production errors the worker's shared producer reported.",
+       "invalid timestamps, null keys or values dropped by aggregations, joins and table sources, "
+       "late records of closed windows. An empty task_id: production errors the worker's shared "
+       "producer reported.",
        _TASK),
     _m("task_process", "counter", _TASK_G, "process-rate, process-total",
        "Records processed by the task.", _TASK, Level.DEBUG),

@@ -77,7 +77,9 @@ class TaskContext(StateStoreContext):
         #: global stores (GlobalKTable) of this client, readable by every processor; set by the runtime
         self.global_stores: Mapping[str, Any] = {}
         self.commit_requested = False
-        #: count of records dropped for invalid timestamps (metrics hook)
+        #: records dropped by the task (invalid timestamp) or its processors (null key or value
+        #: in aggregations, joins and table sources; late windowed records), as Kafka Streams'
+        #: processors call ``droppedRecordsSensor.record()``: the dropped-records metric adds it
         self.dropped_records = 0
         #: builds the ``__ps_src`` header of changelog writes; set by the runtime's task
         self.source_position: SourcePositionHeader | None = None

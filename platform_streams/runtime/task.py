@@ -138,7 +138,8 @@ class StreamTask:
         self.committed: dict[TopicPartitionKey, int] = {}
         self._changelog_partitions = {(topic, task_id.partition) for topic in changelogs.values()}
         self.records_processed = 0
-        self.records_skipped = 0
+        #: records the exception handlers skipped (CONTINUE); see :attr:`records_skipped`
+        self.records_skipped_by_handlers = 0
         self._sink_names = frozenset(n.name for n in sub.nodes if isinstance(n, SinkNode))
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -163,6 +164,13 @@ class StreamTask:
             self.graph.close()
         finally:
             self.state_manager.close(wipe=wipe)
+
+    @property
+    def records_skipped(self) -> int:
+        """Records dropped: skipped by an exception handler, or dropped by the task (invalid
+        timestamp) or a processor (null key or value, late record: ``context.dropped_records``),
+        Kafka Streams' ``dropped-records`` sensor, which every one of these records."""
+        return self.records_skipped_by_handlers + self.context.dropped_records
 
     @property
     def changelog_partitions(self) -> frozenset[tuple[str, int]]:
@@ -242,7 +250,7 @@ class StreamTask:
         node = node_of_traceback(exc.__traceback__)
         handler = self.production_handler if in_sink else self.processing_handler
         if handler.handle(msg, exc) is HandlerResponse.CONTINUE:
-            self.records_skipped += 1
+            self.records_skipped_by_handlers += 1
             return
         raise ProcessorError(
             f"{type(exc).__name__}: {exc}",
@@ -255,12 +263,11 @@ class StreamTask:
 
     def _on_deserialization_error(self, msg: Any, exc: BaseException) -> None:
         skip_or_raise_deserialization(self.deserialization_handler, msg, exc, "record")
-        self.records_skipped += 1
+        self.records_skipped_by_handlers += 1
 
     def _on_invalid_timestamp(self, msg: Any, timestamp: int) -> None:
         """Kafka Streams' LogAndSkipOnInvalidTimestamp: a negative timestamp cannot be ordered."""
         self.context.dropped_records += 1
-        self.records_skipped += 1
         log.warning(
             "skipping record with invalid timestamp %d at topic %s partition %d offset %d",
             timestamp,
