@@ -64,11 +64,15 @@ def _scraped_dropped(driver: TopologyTestDriver) -> float:
 
 
 def _count(builder: StreamsBuilder) -> None:
-    builder.stream("in", CONSUMED).group_by_key().count(materialized=Materialized.as_("counts")).to_stream().to("out")
+    builder.stream("in", CONSUMED).group_by_key().count(
+        materialized=Materialized.as_("counts")
+    ).to_stream().to("out")
 
 
 def _reduce(builder: StreamsBuilder) -> None:
-    builder.stream("in", CONSUMED).group_by_key().reduce(lambda a, b: a + b, materialized=Materialized.as_("r")).to_stream()
+    builder.stream("in", CONSUMED).group_by_key().reduce(
+        lambda a, b: a + b, materialized=Materialized.as_("r")
+    ).to_stream()
 
 
 def _aggregate(builder: StreamsBuilder) -> None:
