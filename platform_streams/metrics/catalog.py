@@ -157,6 +157,16 @@ CATALOG: tuple[MetricSpec, ...] = (
        "Workers (stream threads) currently alive."),
     _m("client_failed_stream_threads", "gauge", _CLIENT_G, "failed-stream-threads",
        "Workers that died of an exception since the client started."),
+    _m("source_topic_murmur2_mismatches", "counter", _OURS, "",
+       "Records of a source topic feeding a store that were not in the partition murmur2 gives "
+       "their key (producers without partitioner=murmur2_random): key queries of its stores "
+       "then ask every partition.", ("topic",)),
+    _m("source_topic_murmur2_placed", "gauge", _OURS, "",
+       "1 while a source topic feeding a store is murmur2-placed as far as known, 0 once not "
+       "(kept across restarts).", ("topic",)),
+    _m("store_key_query_scatter", "counter", _OURS, "",
+       "HTTP key queries answered by asking every partition's owner (the store's keys are not "
+       "murmur2-placed).", ("store",)),
     # -- thread (worker) ----------------------------------------------------------------------
     _m("thread_state", "stateset", _THREAD_G, "thread-state",
        "The worker's state (1 for the current state).", (*_THREAD, "state")),

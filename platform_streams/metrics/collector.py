@@ -88,6 +88,7 @@ class StreamsCollector(Collector):
         config = streams.config
         fams = _Families(metrics.level, [config.application_id, config.effective_client_id])
         self._client(fams, metrics)
+        self._key_placement(fams, streams)
         for recorder in list(metrics.threads.values()):
             self._thread(fams, recorder)
         self._standbys(fams, streams)
@@ -102,6 +103,21 @@ class StreamsCollector(Collector):
         thread = f"{streams.config.effective_client_id}-standby"
         for task_id, task in list(updater.tasks.items()):
             fams.add("kafka_streams_task_update", [thread, str(task_id)], task.applied)
+
+    @staticmethod
+    def _key_placement(fams: _Families, streams: Any) -> None:
+        """Source topics' key placement and the scatter-gather key queries it causes."""
+        service = getattr(streams, "interactive_queries", None)
+        if service is None:
+            return
+        placement = service.placement
+        misplaced = dict(placement.misplaced)  # a C-level copy: workers may add meanwhile
+        for topic in sorted(placement.checked_topics | set(misplaced)):
+            fams.add("kafka_streams_source_topic_murmur2_placed", [topic], 0.0 if topic in misplaced else 1.0)
+        for topic, count in dict(placement.mismatches).items():
+            fams.add("kafka_streams_source_topic_murmur2_mismatches", [topic], count)
+        for store, count in list(service.scatter_queries.items()):
+            fams.add("kafka_streams_store_key_query_scatter", [store], count)
 
     @staticmethod
     def _client(fams: _Families, metrics: StreamsMetrics) -> None:

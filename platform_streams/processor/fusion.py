@@ -20,6 +20,7 @@ from collections.abc import Callable, Container, Mapping
 from types import TracebackType
 from typing import Any
 
+from platform_streams.processor.partitioner import PlacementCheck
 from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode, SourceNode
 
 _counter = itertools.count()
@@ -207,6 +208,7 @@ def compile_source(
     on_invalid_timestamp: Callable[[Any, int], None],
     value_fast_deserializer: Callable[[bytes], Any] | None = None,
     on_record_lateness: Callable[[int], None] | None = None,
+    placement_check: PlacementCheck | None = None,
 ) -> Callable[[Any], None]:
     """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run children.
 
@@ -215,7 +217,9 @@ def compile_source(
     when it raises, the deserializer runs on the same bytes to raise the serde's own error.
     ``on_record_lateness`` (DEBUG metrics only, so INFO code has no trace of it) receives
     stream time minus the record's timestamp, 0 for a record that advances stream time, as
-    Kafka Streams' record-lateness sensor.
+    Kafka Streams' record-lateness sensor. ``placement_check`` (only for source topics whose
+    placement key queries rely on) checks the raw key is in the partition murmur2 gives it:
+    one set lookup per record, the hash only for keys not seen in place yet.
     """
     em = _Emitter(nodes, entry_of, sink_parts)
     name = source.name
@@ -224,7 +228,14 @@ def compile_source(
         em.bind(on_deserialization_error, "err"),
         em.bind(on_invalid_timestamp, "badts"),
     )
-    key_expr = f"{em.bind(key_deserializer, 'kd')}(msg.key())" if key_deserializer else "msg.key()"
+    raw_key = "msg.key()"
+    if placement_check is not None:
+        good, check = em.bind(placement_check.good, "good"), em.bind(placement_check.check, "place")
+        em.line(1, "kb = msg.key()", name)
+        em.line(1, f"if kb not in {good}:", name)
+        em.line(2, f"{check}(kb)", name)
+        raw_key = "kb"
+    key_expr = f"{em.bind(key_deserializer, 'kd')}({raw_key})" if key_deserializer else raw_key
     em.line(1, "try:", name)
     em.line(2, f"k = {key_expr}", name)
     if value_fast_deserializer is not None and value_deserializer is not None:

@@ -8,12 +8,13 @@ task's :class:`RecordCollector`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from platform_streams.processor.context import NodeContext, TaskContext
 from platform_streams.processor.fusion import PassBytes, compile_entry, compile_source
 from platform_streams.processor.node import Forward, NodeProcessor, as_node_processor
+from platform_streams.processor.partitioner import PlacementCheck
 from platform_streams.processor.record import Headers
 from platform_streams.serde import Bytes, Serde
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
@@ -43,6 +44,7 @@ class TaskGraph:
         on_deserialization_error: Callable[[Any, BaseException], None],
         on_invalid_timestamp: Callable[[Any, int], None],
         on_record_lateness: Callable[[int], None] | None = None,
+        placement_checks: Mapping[str, PlacementCheck] | None = None,
     ) -> None:
         self.plan = plan
         self.sub = sub
@@ -58,9 +60,15 @@ class TaskGraph:
                 self.processors[node.name] = as_node_processor(node.supplier(), node.name)
         #: physical topic -> function taking one raw record
         self.sources: dict[str, Callable[[Any], None]] = {}
+        checks = placement_checks or {}
         for topic, source in sub.sources_by_topic.items():
-            self.sources[plan.physical_topic(topic, self._app)] = self._compile_source(
-                source, on_deserialization_error, on_invalid_timestamp, on_record_lateness
+            physical = plan.physical_topic(topic, self._app)
+            self.sources[physical] = self._compile_source(
+                source,
+                on_deserialization_error,
+                on_invalid_timestamp,
+                on_record_lateness,
+                checks.get(physical),
             )
 
     def init(self) -> None:
@@ -98,6 +106,7 @@ class TaskGraph:
         on_deserialization_error: Callable[[Any, BaseException], None],
         on_invalid_timestamp: Callable[[Any, int], None],
         on_record_lateness: Callable[[int], None] | None,
+        placement_check: PlacementCheck | None,
     ) -> Callable[[Any], None]:
         return compile_source(
             source,
@@ -111,6 +120,7 @@ class TaskGraph:
             on_deserialization_error=on_deserialization_error,
             on_invalid_timestamp=on_invalid_timestamp,
             on_record_lateness=on_record_lateness,
+            placement_check=placement_check,
         )
 
     def _sink_parts(self, sink: SinkNode) -> tuple[Any, ...] | None:

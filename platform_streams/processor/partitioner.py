@@ -11,9 +11,10 @@ becomes a plain ``>>`` on the unsigned value.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
-__all__ = ["default_partition", "murmur2", "to_positive"]
+__all__ = ["PlacementCheck", "PlacementChecks", "default_partition", "murmur2", "to_positive"]
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
@@ -71,3 +72,50 @@ def default_partition(key_bytes: bytes, num_partitions: int) -> int:
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
     return (_murmur2_unsigned(key_bytes) & 0x7FFFFFFF) % num_partitions
+
+
+#: keys remembered as correctly placed per check before the memory is reset (bounds memory)
+_GOOD_KEYS_MAX = 65_536
+
+
+class PlacementCheck:
+    """Checks that one task's records of one source topic sit where murmur2 puts their key.
+
+    Interactive queries route a key to the owner of ``murmur2(key) % partitions``; that is
+    only right if the producers placed the records that way (Java clients, librdkafka with
+    ``partitioner=murmur2_random``). confluent-kafka's default (``consistent_random``,
+    CRC32) is not. Fused source code calls :meth:`check` for every keyed record whose key is
+    not in :attr:`good` -- a set lookup per record; the murmur2 hash (several microseconds
+    in Python) runs once per distinct key until the set is reset at :data:`_GOOD_KEYS_MAX`.
+    ``on_mismatch(topic, partition)`` hears of every misplaced record.
+    """
+
+    __slots__ = ("good", "on_mismatch", "partition", "partitions", "topic")
+
+    def __init__(
+        self, topic: str, partition: int, partitions: int, on_mismatch: Callable[[str, int], None]
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.partitions = partitions
+        self.on_mismatch = on_mismatch
+        #: raw keys seen in the right partition; None is in it, so null keys skip the check
+        self.good: set[bytes | None] = {None}
+
+    def check(self, key: bytes) -> None:
+        if (_murmur2_unsigned(key) & 0x7FFFFFFF) % self.partitions != self.partition:
+            self.on_mismatch(self.topic, self.partition)
+            return
+        good = self.good
+        if len(good) >= _GOOD_KEYS_MAX:
+            good.clear()
+            good.add(None)
+        good.add(key)
+
+
+class PlacementChecks(Protocol):
+    """Hands a task the :class:`PlacementCheck` of each of its source topics that needs one."""
+
+    def checks_for(self, topics: Iterable[str], partition: int) -> Mapping[str, PlacementCheck]:
+        """Physical topic -> its check, for the topics (of one task, at ``partition``) to check."""
+        ...

@@ -16,6 +16,11 @@ internal topic and reads everybody's:
   :data:`REPUBLISH_S` seconds when it changed (standby tasks come and go on their own);
 * read by a background consumer from the beginning, without a group.
 
+The same topic carries the applications' key-placement verdicts (query/placement.py):
+key ``key-placement:<source topic>``, value JSON ``{"v": 1, "murmur2_placed": false}``, written
+by the instance (or Spark backfill) that found the topic's records not murmur2-placed, and
+never deleted (an application reset deletes the whole topic).
+
 Conflicts -- two instances claiming a task around a rebalance, or a killed instance that
 never wrote its tombstone -- are settled by log order: the claim at the highest offset
 wins, so the instance that got the task last is its owner. A task nobody claims (between
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from platform_streams.config import StreamsConfig
+from platform_streams.errors import BrokerError
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
     KafkaAdmin,
@@ -44,7 +50,16 @@ from platform_streams.kafka import (
 )
 from platform_streams.query.metadata import HostInfo, StreamsMetadata
 
-__all__ = ["METADATA_TOPIC_SUFFIX", "REPUBLISH_S", "InstanceDirectory", "InstanceSnapshot", "metadata_topic"]
+__all__ = [
+    "METADATA_TOPIC_SUFFIX",
+    "PLACEMENT_KEY_PREFIX",
+    "REPUBLISH_S",
+    "InstanceDirectory",
+    "InstanceSnapshot",
+    "ensure_metadata_topic",
+    "metadata_topic",
+    "publish_misplaced_topics",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +69,41 @@ REPUBLISH_S = 2.0
 _VERSION = 1
 
 
+#: metadata-topic keys of key-placement verdicts: ``key-placement:<source topic>``
+PLACEMENT_KEY_PREFIX = "key-placement:"
+
+
 def metadata_topic(application_id: str) -> str:
     """The internal topic where instances publish their tasks: ``<application_id>-metadata``."""
     return f"{application_id}{METADATA_TOPIC_SUFFIX}"
+
+
+def ensure_metadata_topic(config: StreamsConfig) -> str:
+    """Create the compacted one-partition metadata topic if it does not exist; its name."""
+    topic = metadata_topic(config.application_id)
+    spec = TopicSpec(topic, 1, config.replication_factor, {"cleanup.policy": "compact"})
+    with KafkaAdmin(config.admin_configs()) as admin:
+        admin.create_topics([spec])
+    return topic
+
+
+def _placement_record(topic: str) -> tuple[bytes, bytes]:
+    value = json.dumps({"v": _VERSION, "murmur2_placed": False})
+    return f"{PLACEMENT_KEY_PREFIX}{topic}".encode(), value.encode()
+
+
+def publish_misplaced_topics(config: StreamsConfig, topics: list[str], timeout_s: float = 30.0) -> None:
+    """Record that ``topics`` are not murmur2-placed, for the application's instances (e.g.
+    from a Spark backfill whose state they will serve); waits for the acknowledgements."""
+    if not topics:
+        return
+    topic = ensure_metadata_topic(config)
+    producer = create_producer({"bootstrap.servers": config.bootstrap_servers, **config.client_config})
+    for source in topics:
+        key, value = _placement_record(source)
+        producer.produce(topic, value, key, partition=0)
+    if producer.flush(timeout_s):
+        raise BrokerError(f"key-placement records for {topics} not acknowledged within {timeout_s}s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +154,12 @@ def _parse(key: bytes, value: bytes) -> StreamsMetadata:
 class InstanceDirectory:
     """Publishes this instance's tasks and keeps every instance's latest record."""
 
-    def __init__(self, config: StreamsConfig, host: HostInfo) -> None:
+    def __init__(
+        self, config: StreamsConfig, host: HostInfo, on_misplaced: Callable[[str], None] | None = None
+    ) -> None:
         self.config = config
+        #: called with a source topic found not murmur2-placed (by any instance, any time)
+        self._on_misplaced = on_misplaced
         self.host = host
         self.topic = metadata_topic(config.application_id)
         self._entries: dict[HostInfo, _Entry] = {}
@@ -126,9 +177,7 @@ class InstanceDirectory:
 
     def ensure_topic(self) -> None:
         """Create the compacted one-partition metadata topic if it does not exist."""
-        spec = TopicSpec(self.topic, 1, self.config.replication_factor, {"cleanup.policy": "compact"})
-        with KafkaAdmin(self.config.admin_configs()) as admin:
-            admin.create_topics([spec])
+        ensure_metadata_topic(self.config)
 
     def start(self) -> None:
         """Create the producer and start reading the topic in the background."""
@@ -182,6 +231,18 @@ class InstanceDirectory:
                 self._published = current
                 self._produce_with(producer, current)
 
+    def publish_misplaced(self, topic: str) -> None:
+        """Tell every instance (now and after restarts) that ``topic`` is not murmur2-placed."""
+        producer = self._producer
+        if producer is None:
+            return
+        key, value = _placement_record(topic)
+        try:
+            producer.produce(self.topic, value, key, partition=0)
+            producer.poll(0)
+        except Exception as exc:  # the local file still keeps the verdict
+            log.warning("could not publish the key placement of %s: %s", topic, exc)
+
     def _produce_with(self, producer: Any, snapshot: InstanceSnapshot | None) -> None:
         value = snapshot.to_json(self.host) if snapshot is not None else None
         try:
@@ -229,6 +290,10 @@ class InstanceDirectory:
 
     def _apply(self, key: bytes | None, value: bytes | None, offset: int) -> None:
         if key is None:
+            return
+        if key.startswith(PLACEMENT_KEY_PREFIX.encode()):
+            if value is not None and self._on_misplaced is not None:
+                self._on_misplaced(key[len(PLACEMENT_KEY_PREFIX) :].decode(errors="replace"))
             return
         try:
             host = HostInfo.parse(key.decode())

@@ -43,16 +43,22 @@ class HostInfo:
 
 @dataclass(frozen=True, slots=True)
 class KeyQueryMetadata:
-    """Where a key lives: the active host, the standby hosts and the store partition."""
+    """Where a key lives: the active host, the standby hosts and the store partition.
+
+    ``reason`` says why it is not available when that is not a passing state (the store's
+    keys are not murmur2-placed: no single partition can be named).
+    """
 
     active_host: HostInfo
     standby_hosts: frozenset[HostInfo]
     partition: int
+    reason: str = ""
 
     @classmethod
-    def not_available(cls, partition: int = -1) -> KeyQueryMetadata:
-        """No instance is known to host the key's partition (e.g. during a rebalance)."""
-        return cls(HostInfo.unavailable(), frozenset(), partition)
+    def not_available(cls, partition: int = -1, reason: str = "") -> KeyQueryMetadata:
+        """No instance is known to host the key's partition (e.g. during a rebalance), or
+        (with ``reason``) no partition can be named for the key at all."""
+        return cls(HostInfo.unavailable(), frozenset(), partition, reason)
 
     def is_available(self) -> bool:
         return self.active_host.is_available()
@@ -62,6 +68,7 @@ class KeyQueryMetadata:
             "active_host": str(self.active_host) if self.is_available() else None,
             "standby_hosts": sorted(str(h) for h in self.standby_hosts),
             "partition": self.partition,
+            **({"reason": self.reason} if self.reason else {}),
         }
 
 

@@ -26,6 +26,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.query.directory import InstanceDirectory, InstanceSnapshot
 from platform_streams.query.execution import execute_query
 from platform_streams.query.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
+from platform_streams.query.placement import KeyPlacement
 from platform_streams.query.position import Position
 from platform_streams.query.positions import TaskPositions
 from platform_streams.query.request import StateQueryRequest
@@ -58,21 +59,38 @@ class InteractiveQueries:
         self.host: HostInfo | None = None
         #: (worker name, task id) -> stores of the task being restored now
         self._restoring: dict[tuple[str, TaskId], set[str]] = {}
+        #: which stores' keys may be routed by murmur2 (source topics checked as consumed)
+        self.placement = KeyPlacement(
+            streams.plan,
+            streams.config.application_id,
+            streams.config.state_dir,
+            lambda: streams.partition_counts,
+        )
+        #: store -> key queries answered by asking every partition (keys not murmur2-placed)
+        self.scatter_queries: dict[str, int] = {}
 
     # ------------------------------------------------------------------ wiring
 
     def attach_worker(self, worker: Any) -> None:
-        """Persist positions after commits; track restores; let queries in between batches."""
+        """Persist positions after commits; track restores; let queries in between batches;
+        check the key placement of source topics that feed stores."""
+        if self.placement.checked_topics:
+            worker.key_placement = self.placement
         add_observer(worker, _PositionPersister(self.positions, worker))
         add_restore_listener(worker, _QueryRestoreListener(self, worker))
 
     def start_directory(self, host: HostInfo) -> None:
         """Share this instance's tasks with the others (needs an application server)."""
         self.host = host
-        directory = InstanceDirectory(self._streams.config, host)
+        placement = self.placement
+        directory = InstanceDirectory(
+            self._streams.config, host, on_misplaced=lambda topic: placement.learn(topic, "metadata topic")
+        )
         directory.ensure_topic()
         directory.start()
         self.directory = directory
+        placement.publisher = directory.publish_misplaced
+        placement.publish_known()
         self.publish()
 
     def close(self, *, clean: bool) -> None:
@@ -148,8 +166,15 @@ class InteractiveQueries:
     def query_metadata_for_key(
         self, store: str, key: Any, key_serde: Serde | None = None
     ) -> KeyQueryMetadata:
-        """Which instance hosts ``key`` of ``store`` as active, which as standbys, and its partition."""
+        """Which instance hosts ``key`` of ``store`` as active, which as standbys, and its partition.
+
+        Not available (Kafka Streams' ``KeyQueryMetadata.NOT_AVAILABLE``, with the reason)
+        when the store's keys are not murmur2-placed: any partition may hold the key, so
+        no single host can be named (query every partition instead).
+        """
         sub = self._sub_of(store)
+        if not self.placement.is_routable(store):
+            return KeyQueryMetadata.not_available(reason=self.placement.reason(store))
         partition = self.key_partition(store, key, key_serde)
         task = str(TaskId(sub.id, partition))
         if self.directory is not None:
@@ -200,8 +225,17 @@ class InteractiveQueries:
         serde: Serde | None = getattr(builder, "key_serde", None)
         return serde if serde is not None else self._streams.config.default_key_serde
 
+    def key_routable(self, store: str) -> bool:
+        """True if a key of ``store`` lives in its murmur2 partition (see query/placement.py)."""
+        return self.placement.is_routable(store)
+
+    def count_scatter(self, store: str) -> None:
+        """A key query of ``store`` asked every partition (the metric reads the count)."""
+        self.scatter_queries[store] = self.scatter_queries.get(store, 0) + 1
+
     def key_partition(self, store: str, key: Any, key_serde: Serde | None = None) -> int:
-        """The partition of ``key`` in ``store`` (murmur2, as the producer placed it)."""
+        """The partition of ``key`` in ``store`` (murmur2, as the producer placed it; only
+        meaningful while :meth:`key_routable`)."""
         raw = (key_serde or self.store_key_serde(store)).serialize(key)
         if raw is None:
             raise ValueError("a key that serializes to None has no partition")

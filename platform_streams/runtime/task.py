@@ -22,6 +22,7 @@ from platform_streams.processor.context import TaskContext
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
 from platform_streams.processor.fusion import failed_in_sink, node_of_traceback
 from platform_streams.processor.graph import TaskGraph
+from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.punctuation import PunctuationSchedule
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
@@ -77,6 +78,7 @@ class StreamTask:
         clock_ms: Callable[[], int],
         task_dir: Path,
         record_cache: Any = None,
+        key_placement: PlacementChecks | None = None,
     ) -> None:
         self.task_id = task_id
         self.plan = plan
@@ -118,6 +120,7 @@ class StreamTask:
         self.on_punctuate: Callable[[float], None] | None = None
         self.on_record_lateness: Callable[[int], None] | None = None
         debug = config.metrics_recording_level in ("DEBUG", "TRACE")
+        topics = [plan.physical_topic(t, config.application_id) for t in sub.sources_by_topic]
         self.graph = TaskGraph(
             plan,
             sub,
@@ -125,6 +128,7 @@ class StreamTask:
             on_deserialization_error=self._on_deserialization_error,
             on_invalid_timestamp=self._on_invalid_timestamp,
             on_record_lateness=self._record_lateness if debug else None,
+            placement_checks=key_placement.checks_for(topics, task_id.partition) if key_placement else None,
         )
         self.partitions: list[TopicPartitionKey] = [
             (topic, task_id.partition) for topic in self.graph.sources

@@ -52,6 +52,7 @@ from platform_streams.kafka import (
     TopicPartition,
     create_consumer,
 )
+from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.broker_calls import retrying
@@ -140,6 +141,8 @@ class StreamWorker(threading.Thread):
         self.record_cache = RecordCache(config.statestore_cache_max_bytes)
         #: the client's global stores (GlobalKTable), readable by every task
         self.global_stores: Mapping[str, Any] = {}
+        #: checks source-topic records are murmur2-placed (query/placement.py); set by the client
+        self.key_placement: PlacementChecks | None = None
         self.committed_total = 0
         self.processed_total = 0
         #: times this worker found itself fenced / migrated, and had to abort a transaction
@@ -456,6 +459,7 @@ class StreamWorker(threading.Thread):
             clock_ms=lambda: int(time.time() * 1000),
             task_dir=task_dir,
             record_cache=self.record_cache,
+            key_placement=self.key_placement,
         )
         task.context.global_stores = self.global_stores
         task.initialize_stores()

@@ -14,8 +14,10 @@
     GET /stores/<store>/windows/<key>?from=&to=     windows of one key (start in [from, to])
     GET /stores/<store>/windows?from=&to=&limit=     every key's windows starting in [from, to]
 
-Key-scoped queries are answered here when this instance runs the key's partition as an
-active task, else forwarded to the owner (``local=true`` on the hop stops re-forwarding);
+Key-scoped queries of a store whose keys are not murmur2-placed (query/placement.py) ask
+every partition's owner and merge (server/scatter.py). Otherwise they are answered here
+when this instance runs the key's partition as an active task, else forwarded to the owner
+(``local=true`` on the hop stops re-forwarding);
 if the owner is unknown or unreachable a local standby or restoring copy answers, marked
 ``"stale": true`` (unless ``require_active=true``), else 503. Scans ask every instance for
 the partitions it owns and merge (``missing_partitions`` lists what nobody answered).
@@ -44,6 +46,7 @@ from platform_streams.query.results import QueryResult
 from platform_streams.server.codec import MalformedKeyError, dumps, jsonable, parse_key, parse_number
 from platform_streams.server.control import handle_control
 from platform_streams.server.forwarding import ForwardError, forward
+from platform_streams.server.scatter import scatter_key_query, window_rows
 
 if TYPE_CHECKING:
     from platform_streams.runtime.kafka_streams import KafkaStreams
@@ -229,6 +232,10 @@ class Api:
                 query = WindowKeyQuery.with_key_and_window_start_range(key, time_from or 0, _upper(time_to))
         else:
             query = KeyQuery.with_key(key)
+        if not service.key_routable(store) or _flag(params, "scatter"):
+            path = "/".join(["", "stores", _q(store), "windows" if window else "keys", _q(key_text)])
+            status, document = scatter_key_query(self, store, key, path, query, params, window=window)
+            return _json(status, document)
         partition = self._run(lambda: service.key_partition(store, key))
         request = StateQueryRequest.in_store(store).with_query(query).with_partitions({partition})
         require_active = _flag(params, "require_active")
@@ -283,13 +290,7 @@ class Api:
             "position": answer.position.to_dict(),
         }
         if window:
-            rows = answer.result
-            document["windows"] = [
-                {"start_ms": start, "value": value}
-                if isinstance(start, int)
-                else {"window": start, "value": value}
-                for start, value in rows
-            ]
+            document["windows"] = window_rows(answer.result)
             return _json(200, document)
         if answer.result is None:
             return _json(404, {**document, "error": "key not found"})
