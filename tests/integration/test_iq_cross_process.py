@@ -93,3 +93,53 @@ def test_a_key_owned_by_the_other_process_is_answered_through_forwarding(
     finally:
         first.close()
         second.close()
+
+
+def test_keys_of_a_consistent_random_topic_are_answered_by_scatter_gather_across_processes(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """confluent-kafka's default partitioner (CRC32): each process asks every partition's
+    owner once and merges, so every key is found whichever process is asked."""
+    source = new_topic(admin, 4, "crc")
+    records = [(f"user/{i:03d}", "v") for i in range(60) for _ in range(i % 3 + 1)]
+    expected = Counter(k for k, _ in records)
+    produce(bootstrap_servers, source, records, partitioner="consistent_random")
+    app_id, token = new_app_id("iqcrc"), uuid.uuid4().hex
+    common = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "token": token}
+    first = QueryProcess(tmp_path / "a.log", state_dir=tmp_path / "a", **common)
+    second = QueryProcess(tmp_path / "b.log", state_dir=tmp_path / "b", **common)
+    try:
+        url_a, url_b = first.wait_ready(), second.wait_ready()
+
+        def split_and_counted() -> bool:
+            state_a, state_b = http_get(f"{url_a}/state", token)[2], http_get(f"{url_b}/state", token)[2]
+            tasks_a = [t for w in state_a["workers"] for t in w["active_tasks"]]
+            tasks_b = [t for w in state_b["workers"] for t in w["active_tasks"]]
+            if sorted(tasks_a + tasks_b) != TASKS or not tasks_a or not tasks_b:
+                return False
+            status, _, body = http_get(f"{url_a}/stores/counts/range?limit=1000", token)
+            return status == 200 and body["complete"] and {r["key"]: r["value"] for r in body["rows"]} == expected
+
+        wait_until(split_and_counted, 90, "both processes run tasks and every key is counted", interval_s=0.2)
+        for url in (url_a, url_b):
+            for key, count in sorted(expected.items()):
+                status, _, body = http_get(f"{url}/stores/counts/keys/{urllib.parse.quote(key, safe='')}", token)
+                assert status == 200, (url, key, body)
+                assert body["value"] == count and body["scatter"] and body["complete"], body
+            status, _, body = http_get(f"{url}/stores/counts/keys/nobody", token)
+            assert status == 404 and body["error"] == "key not found", body
+            meta = http_get(f"{url}/stores/counts/metadata/user%2F001", token)[2]
+            assert meta["active_host"] is None and "murmur2_random" in meta["reason"]
+        for url in (url_a, url_b):
+            request = urllib.request.Request(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                text = response.read().decode()
+            scatter = [
+                line
+                for line in text.splitlines()
+                if line.startswith("kafka_streams_store_key_query_scatter_total") and 'store="counts"' in line
+            ]
+            assert len(scatter) == 1 and float(scatter[0].rsplit(" ", 1)[1]) == len(expected) + 1
+    finally:
+        first.close()
+        second.close()
