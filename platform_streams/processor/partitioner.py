@@ -87,10 +87,12 @@ class PlacementCheck:
     CRC32) is not. Fused source code calls :meth:`check` for every keyed record whose key is
     not in :attr:`good` -- a set lookup per record; the murmur2 hash (several microseconds
     in Python) runs once per distinct key until the set is reset at :data:`_GOOD_KEYS_MAX`.
+    Keys seen misplaced are remembered too (:attr:`bad`), so a topic that is not
+    murmur2-placed costs a set lookup and a call per record, not a hash.
     ``on_mismatch(topic, partition)`` hears of every misplaced record.
     """
 
-    __slots__ = ("good", "on_mismatch", "partition", "partitions", "topic")
+    __slots__ = ("bad", "good", "on_mismatch", "partition", "partitions", "topic")
 
     def __init__(
         self, topic: str, partition: int, partitions: int, on_mismatch: Callable[[str, int], None]
@@ -101,16 +103,22 @@ class PlacementCheck:
         self.on_mismatch = on_mismatch
         #: raw keys seen in the right partition; None is in it, so null keys skip the check
         self.good: set[bytes | None] = {None}
+        #: raw keys seen in another partition than murmur2's (counted again, not hashed again)
+        self.bad: set[bytes] = set()
 
     def check(self, key: bytes) -> None:
-        if (_murmur2_unsigned(key) & 0x7FFFFFFF) % self.partitions != self.partition:
+        if key in self.bad:
             self.on_mismatch(self.topic, self.partition)
             return
-        good = self.good
-        if len(good) >= _GOOD_KEYS_MAX:
-            good.clear()
-            good.add(None)
-        good.add(key)
+        placed = (_murmur2_unsigned(key) & 0x7FFFFFFF) % self.partitions == self.partition
+        seen = self.good if placed else self.bad
+        if len(seen) >= _GOOD_KEYS_MAX:
+            seen.clear()
+            if placed:
+                self.good.add(None)
+        seen.add(key)
+        if not placed:
+            self.on_mismatch(self.topic, self.partition)
 
 
 class PlacementChecks(Protocol):

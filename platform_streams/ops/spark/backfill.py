@@ -5,8 +5,9 @@ same tasks (:class:`~platform_streams.ops.spark.task_runner.SubTopologyRunner`),
 task each, stage by stage::
 
     input    Kafka offset/time ranges read in tasks (records keep their Kafka partition), or
-             a Parquet dataset of (key, value, timestamp) rows, placed as Kafka would place
-             them (murmur2 of the key, the topic's partition count)
+             a Parquet dataset of (key, value, timestamp) rows, placed as the live topic's
+             producers place them (murmur2, or CRC32 for librdkafka's default; see
+             :mod:`.key_placement`, which also reports topics that are not murmur2-placed)
     stage i  sub-topology i: shuffle its input by task partition, sorted by timestamp (then
              source and offset), run the task; what it sends to a repartition topic is the
              input of the next stage -- the repartition topic becomes a Spark shuffle
@@ -45,8 +46,9 @@ from platform_streams.ops.spark.kafka_ranges import (
     read_offset_ranges,
     reader_conf,
 )
+from platform_streams.ops.spark.key_placement import Partitioner, PlacementProbe, place_key, report_misplaced
 from platform_streams.ops.spark.task_runner import AppRef, Output, SubTopologyRunner, load_topology
-from platform_streams.processor.partitioner import default_partition
+from platform_streams.query.placement import store_source_topics
 from platform_streams.state.snapshots import SnapshotManifest, SnapshotStore, open_snapshot_store
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan, compile_topology
 
@@ -84,8 +86,11 @@ class KafkaInput:
 class ParquetInput:
     """Historical records of source topic ``topic`` as a Parquet dataset (key, value, timestamp).
 
-    ``num_partitions`` is the topic's partition count: records go where Kafka's default
-    partitioner would put them. Rows with a null key are spread round-robin.
+    ``num_partitions`` is the topic's partition count: records go where the topic's
+    producers put them, ``partitioner`` ``"murmur2"`` (Java's, librdkafka ``murmur2_random``)
+    or ``"consistent"`` (librdkafka's default ``consistent_random``: CRC32), so that the
+    backfilled state of a key is in the task its live records reach. Rows with a null key
+    are spread round-robin.
     """
 
     path: str
@@ -94,6 +99,7 @@ class ParquetInput:
     key_column: str = "key"
     value_column: str = "value"
     timestamp_column: str = "timestamp"
+    partitioner: Partitioner = "murmur2"
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,8 @@ class BackfillResult:
     output: str | None = None
     #: snapshots of the final state (when asked for), covering the seeded changelogs
     snapshots: list[SnapshotManifest] = field(default_factory=list)
+    #: source topics feeding stores whose keys are not murmur2-placed -> what showed it
+    misplaced_topics: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -167,13 +175,13 @@ def _kafka_stage_records(
 
 
 def _parquet_stage_record(
-    topic: str, rank: int, partitions: int, item: tuple[tuple[Any, Any, Any], int]
+    topic: str, rank: int, partitions: int, partitioner: Partitioner, item: tuple[tuple[Any, Any, Any], int]
 ) -> tuple[Any, Any]:
     (key, value, ts), index = item
     key = bytes(key) if key is not None else None
     value = bytes(value) if value is not None else None
     ts = int(ts) if ts is not None else 0
-    partition = default_partition(key, partitions) if key is not None else index % partitions
+    partition = place_key(key, partitions, partitioner) if key is not None else index % partitions
     return (partition, ts, rank, index), (topic, key, value, ts, None, index)
 
 
@@ -186,9 +194,10 @@ def _read_kafka_stage(
     conf: Mapping[str, Any],
     logical: Mapping[str, str],
     ranks: Mapping[str, int],
+    probe: PlacementProbe,
     ranges: Iterable[OffsetRange],
 ) -> Iterator[tuple[Any, Any]]:
-    return _kafka_stage_records(logical, ranks, read_offset_ranges(conf, ranges))
+    return _kafka_stage_records(logical, ranks, probe.watch(read_offset_ranges(conf, ranges)))
 
 
 def _is_record_of(topic: str, row: Output) -> bool:
@@ -238,9 +247,14 @@ def backfill(
     counts: dict[str, int] = {}
     ranks = {t: i for i, t in enumerate(sorted({t for s in plan.subtopologies for t in s.source_topics}))}
     consumer_conf = config.restore_consumer_configs()
+    keyed = {t for topics in store_source_topics(plan, app_id).values() for t in topics}
+    probes: list[PlacementProbe] = []
     for spec in inputs:
         if isinstance(spec, ParquetInput):
             counts[spec.topic] = spec.num_partitions
+            physical = plan.physical_topic(spec.topic, app_id)
+            if spec.partitioner != "murmur2" and physical in keyed:
+                result.misplaced_topics[physical] = f"Parquet input placed by {spec.partitioner}"
             frame = spark.read.parquet(spec.path).select(
                 spec.key_column, spec.value_column, spec.timestamp_column
             )
@@ -249,13 +263,16 @@ def backfill(
                 spec.num_partitions,
                 plan.physical_topic(spec.topic, app_id),
             )
-            rdd = frame.rdd.map(tuple).zipWithIndex().map(partial(_parquet_stage_record, phys, rank, n))
+            place = partial(_parquet_stage_record, phys, rank, n, spec.partitioner)
+            rdd = frame.rdd.map(tuple).zipWithIndex().map(place)
             sources.setdefault(spec.topic, []).append(rdd)
         else:
             topics = list(spec.topics or plan.external_source_topics())
             with KafkaAdmin(admin_conf(consumer_conf)) as admin:
                 counts.update({t: int(n or 0) for t, n in admin.partition_counts(topics).items()})
             conf = reader_conf(consumer_conf, spec.isolation_level)
+            probe = PlacementProbe(sc, {t: counts[t] for t in topics if t in keyed and counts.get(t)})
+            probes.append(probe)
             for topic in topics:
                 ranges = plan_offset_ranges(
                     consumer_conf,
@@ -269,7 +286,7 @@ def backfill(
                     continue
                 logical = {plan.physical_topic(topic, app_id): topic}
                 rdd = sc.parallelize(ranges, len(ranges)).mapPartitions(
-                    partial(_read_kafka_stage, conf, logical, ranks)
+                    partial(_read_kafka_stage, conf, logical, ranks, probe)
                 )
                 sources.setdefault(topic, []).append(rdd)
     counts.update(plan.resolve_partitions(counts))
@@ -312,6 +329,10 @@ def backfill(
                 if not plan.is_internal(topic):
                     outputs.append(records)
         result.records_out = _write_output(spark, config, outputs, output, result)
+        for probe in probes:  # the stages ran: the tasks' counts are in
+            for topic, seen in probe.misplaced().items():
+                result.misplaced_topics[topic] = f"{seen} records outside their murmur2 partition"
+        report_misplaced(result.misplaced_topics, config, publish=final_state is not None or commit_offsets)
         if final_state is not None and persisted:
             sc.setJobDescription(f"backfill {app_id}: seed changelogs, write state snapshots")
             result.snapshots = _final_state(plan, config, counts, sc.union(persisted), final_state)
