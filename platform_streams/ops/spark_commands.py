@@ -81,6 +81,13 @@ def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topic", help="with --from-parquet: the source topic the rows belong to")
     parser.add_argument("--partitions", type=int, help="with --from-parquet: that topic's partition count")
     parser.add_argument(
+        "--partitioner",
+        choices=("murmur2", "consistent"),
+        default="murmur2",
+        help="with --from-parquet: how the topic's producers place keys (murmur2: Java, librdkafka "
+        "murmur2_random; consistent: librdkafka's default consistent_random, CRC32)",
+    )
+    parser.add_argument(
         "--start", default="earliest", help="with --from-kafka: earliest, an ISO time or epoch ms"
     )
     parser.add_argument("--end", default="latest", help="with --from-kafka: latest, an ISO time or epoch ms")
@@ -171,7 +178,7 @@ def run_backfill(args: argparse.Namespace) -> int:
     if args.from_parquet:
         if not args.topic or not args.partitions:
             raise CliError("--from-parquet needs --topic and --partitions")
-        inputs = [ParquetInput(args.from_parquet, args.topic, args.partitions)]
+        inputs = [ParquetInput(args.from_parquet, args.topic, args.partitions, partitioner=args.partitioner)]
     else:
         inputs = [KafkaInput(start=_position(args.start, "earliest"), end=_position(args.end, "latest"))]
     output: Any = None
