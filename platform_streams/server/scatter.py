@@ -9,7 +9,8 @@ partitions and never forwards), and merges:
 
 * a partition holding the key -> 200 with the value (windows: rows of every partition
   holding the key), ``"scatter": true``;
-* no partition holds it and every partition answered -> 404 "key not found";
+* no partition holds it and every partition answered -> 404 "key not found" (a window
+  query: 200 with no windows, as a routed one answers);
 * no partition holds it but some did not answer (rebalancing, restoring, unreachable) ->
   503 naming them: it cannot be known, so the caller retries rather than read a wrong 404.
 """
@@ -24,6 +25,7 @@ import orjson
 from platform_streams.query.queries import Query
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import QueryResult
+from platform_streams.server.codec import jsonable
 from platform_streams.server.forwarding import ForwardError, forward
 
 if TYPE_CHECKING:
@@ -35,7 +37,9 @@ log = logging.getLogger(__name__)
 
 
 def _start(row: dict[str, Any]) -> int:
-    start = row.get("start_ms")
+    """A JSON window row's start: ``start_ms``, or its ``window``'s (window range rows)."""
+    window = row.get("window")
+    start = window.get("start_ms") if isinstance(window, dict) else row.get("start_ms")
     return start if isinstance(start, int) else 0
 
 
@@ -50,7 +54,7 @@ def window_rows(rows: Any) -> list[dict[str, Any]]:
 def hit_of(partition: int, answer: QueryResult, window: bool, served_by: str | None) -> dict[str, Any] | None:
     """One partition's answer as a hit, None if the key is not in it."""
     if window:
-        rows = window_rows(answer.result or [])
+        rows = jsonable(window_rows(answer.result or []))  # as the hops return them
         if not rows:
             return None
         found: dict[str, Any] = {"windows": rows}
@@ -130,7 +134,9 @@ def scatter_key_query(
         else:
             document["value"] = first["value"]
         return 200, document
-    if not missing:
+    if not missing:  # every partition answered: the key is nowhere (windows: none, as routed)
+        if window:
+            return 200, {**base, "windows": [], "partitions": sorted(answered), "complete": True}
         return 404, {**base, "error": "key not found", "partitions": sorted(answered)}
     return 503, {
         **base,

@@ -6,7 +6,10 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +23,27 @@ pytestmark = pytest.mark.broker
 TASKS = ["0_0", "0_1", "0_2", "0_3"]
 
 
+@contextmanager
+def _two_processes(bootstrap: str, tmp_path: Path, source: str, prefix: str) -> Iterator[tuple[Any, ...]]:
+    """Two ``iq_runner.py`` processes of one new application on ``source``, HTTP ready:
+    ``(process A, process B, url A, url B, token)``; both are closed afterwards."""
+    app_id, token = new_app_id(prefix), uuid.uuid4().hex
+    common = {"bootstrap": bootstrap, "app_id": app_id, "input": source, "token": token}
+    first = QueryProcess(tmp_path / "a.log", state_dir=tmp_path / "a", **common)
+    second = QueryProcess(tmp_path / "b.log", state_dir=tmp_path / "b", **common)
+    try:
+        yield first, second, first.wait_ready(), second.wait_ready(), token
+    finally:
+        first.close()
+        second.close()
+
+
+def _scan_is(url: str, token: str, expected: Counter[str]) -> bool:
+    """True once a scan of ``counts`` through ``url`` is complete and equals ``expected``."""
+    status, _, body = http_get(f"{url}/stores/counts/range?limit=1000", token)
+    return status == 200 and body["complete"] and {r["key"]: r["value"] for r in body["rows"]} == expected
+
+
 def test_a_key_owned_by_the_other_process_is_answered_through_forwarding(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
@@ -27,12 +51,7 @@ def test_a_key_owned_by_the_other_process_is_answered_through_forwarding(
     records = [(f"user/{i:03d}", "v") for i in range(120) for _ in range(i % 4 + 1)]
     expected = Counter(k for k, _ in records)
     produce(bootstrap_servers, source, records)
-    app_id, token = new_app_id("iq"), uuid.uuid4().hex
-    common = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "token": token}
-    first = QueryProcess(tmp_path / "a.log", state_dir=tmp_path / "a", **common)
-    second = QueryProcess(tmp_path / "b.log", state_dir=tmp_path / "b", **common)
-    try:
-        url_a, url_b = first.wait_ready(), second.wait_ready()
+    with _two_processes(bootstrap_servers, tmp_path, source, "iq") as (first, second, url_a, url_b, token):
 
         def split() -> bool:
             state_a, state_b = http_get(f"{url_a}/state", token)[2], http_get(f"{url_b}/state", token)[2]
@@ -49,15 +68,12 @@ def test_a_key_owned_by_the_other_process_is_answered_through_forwarding(
 
         wait_until(split, 60, "each process runs two tasks and A knows who runs what", interval_s=0.2)
 
-        def complete() -> bool:
-            status, _, body = http_get(f"{url_a}/stores/counts/range?limit=1000", token)
-            return (
-                status == 200
-                and body["complete"]
-                and {r["key"]: r["value"] for r in body["rows"]} == expected
-            )
-
-        wait_until(complete, 30, "A's scan (local + B's partitions) sees every count", interval_s=0.2)
+        wait_until(
+            lambda: _scan_is(url_a, token, expected),
+            30,
+            "A's scan (local + B's partitions) sees every count",
+            interval_s=0.2,
+        )
 
         forwarded = 0
         for key, count in sorted(expected.items()):
@@ -90,9 +106,6 @@ def test_a_key_owned_by_the_other_process_is_answered_through_forwarding(
         status, _, body = http_get(f"{url_b}/stores/counts/keys/nobody", token)
         assert status == 404 and body["error"] == "key not found"
         assert http_get(f"{url_a}/stores/counts/keys/user%2F001", "wrong")[0] == 403
-    finally:
-        first.close()
-        second.close()
 
 
 def test_keys_of_a_consistent_random_topic_are_answered_by_scatter_gather_across_processes(
@@ -104,12 +117,7 @@ def test_keys_of_a_consistent_random_topic_are_answered_by_scatter_gather_across
     records = [(f"user/{i:03d}", "v") for i in range(60) for _ in range(i % 3 + 1)]
     expected = Counter(k for k, _ in records)
     produce(bootstrap_servers, source, records, partitioner="consistent_random")
-    app_id, token = new_app_id("iqcrc"), uuid.uuid4().hex
-    common = {"bootstrap": bootstrap_servers, "app_id": app_id, "input": source, "token": token}
-    first = QueryProcess(tmp_path / "a.log", state_dir=tmp_path / "a", **common)
-    second = QueryProcess(tmp_path / "b.log", state_dir=tmp_path / "b", **common)
-    try:
-        url_a, url_b = first.wait_ready(), second.wait_ready()
+    with _two_processes(bootstrap_servers, tmp_path, source, "iqcrc") as (_a, _b, url_a, url_b, token):
 
         def split_and_counted() -> bool:
             state_a, state_b = http_get(f"{url_a}/state", token)[2], http_get(f"{url_b}/state", token)[2]
@@ -117,13 +125,14 @@ def test_keys_of_a_consistent_random_topic_are_answered_by_scatter_gather_across
             tasks_b = [t for w in state_b["workers"] for t in w["active_tasks"]]
             if sorted(tasks_a + tasks_b) != TASKS or not tasks_a or not tasks_b:
                 return False
-            status, _, body = http_get(f"{url_a}/stores/counts/range?limit=1000", token)
-            return status == 200 and body["complete"] and {r["key"]: r["value"] for r in body["rows"]} == expected
+            return _scan_is(url_a, token, expected)
 
         wait_until(split_and_counted, 90, "both processes run tasks and every key is counted", interval_s=0.2)
         for url in (url_a, url_b):
             for key, count in sorted(expected.items()):
-                status, _, body = http_get(f"{url}/stores/counts/keys/{urllib.parse.quote(key, safe='')}", token)
+                status, _, body = http_get(
+                    f"{url}/stores/counts/keys/{urllib.parse.quote(key, safe='')}", token
+                )
                 assert status == 200, (url, key, body)
                 assert body["value"] == count and body["scatter"] and body["complete"], body
             status, _, body = http_get(f"{url}/stores/counts/keys/nobody", token)
@@ -140,6 +149,3 @@ def test_keys_of_a_consistent_random_topic_are_answered_by_scatter_gather_across
                 if line.startswith("kafka_streams_store_key_query_scatter_total") and 'store="counts"' in line
             ]
             assert len(scatter) == 1 and float(scatter[0].rsplit(" ", 1)[1]) == len(expected) + 1
-    finally:
-        first.close()
-        second.close()

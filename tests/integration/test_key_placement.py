@@ -70,9 +70,8 @@ def test_keys_of_a_consistent_random_topic_are_found_locally_and_over_http(
     records = _records(50)
     expected = dict(Counter(k for k, _ in records))
     placed = produce(bootstrap_servers, source, records, partitioner="consistent_random")
-    misplaced = sum(
-        p != default_partition(k.encode(), PARTITIONS) for (k, _), (p, _o) in zip(records, placed, strict=True)
-    )
+    pairs = zip(records, placed, strict=True)
+    misplaced = sum(p != default_partition(k.encode(), PARTITIONS) for (k, _), (p, _o) in pairs)
     assert misplaced > 0, "the producer's default partitioner does not place by murmur2"
     app_id = new_app_id("crc")
     config = app_config(bootstrap_servers, tmp_path / "a", app_id, http_port=0)
@@ -134,3 +133,40 @@ def test_murmur2_produced_topics_keep_single_hop_key_queries(
         assert _metric(streams, "kafka_streams_store_key_query_scatter_total") == {}
         assert _metric(streams, "kafka_streams_source_topic_murmur2_mismatches_total") == {}
         assert _metric(streams, "kafka_streams_source_topic_murmur2_placed") == {source: 1.0}
+
+
+def test_window_key_queries_of_a_consistent_random_topic_merge_every_partition(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    from platform_streams import StreamsBuilder
+    from platform_streams.dsl import Consumed, Materialized
+    from platform_streams.dsl.windows import TimeWindows
+
+    source = new_topic(admin, PARTITIONS, "crcw")
+    records = _records(30)
+    expected = dict(Counter(k for k, _ in records))
+    base = 1_700_000_000_000 - 1_700_000_000_000 % 60_000
+    produce(bootstrap_servers, source, records, partitioner="consistent_random", timestamp_ms=base + 5)
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=String(), value_serde=String())).group_by_key().windowed_by(
+        TimeWindows.of_size_with_no_grace(60_000)
+    ).count(materialized=Materialized.as_("wcounts"))
+    config = app_config(bootstrap_servers, tmp_path, http_port=0)
+    with running_app(builder, config) as streams:
+        assert streams.http_server is not None
+        url = f"http://{streams.http_server.address}/stores/wcounts/windows"
+
+        def every_window() -> bool:
+            status, _, body = http_get(f"{url}?from=0&to={base + 60_000}&limit=1000")
+            return status == 200 and body["complete"] and len(body["rows"]) == len(expected)
+
+        wait_until(every_window, 60, "every key's window counted")
+        assert not streams.interactive_queries.key_routable("wcounts")
+        for key, count in sorted(expected.items()):
+            status, _, body = http_get(f"{url}/{urllib.parse.quote(key)}?from=0&to={base + 60_000}")
+            assert status == 200 and body["scatter"], body
+            assert body["windows"] == [{"start_ms": base, "value": count}], (key, body)
+            status, _, body = http_get(f"{url}/{urllib.parse.quote(key)}")  # every window of the key
+            assert [(w["window"]["start_ms"], w["value"]) for w in body["windows"]] == [(base, count)]
+        status, _, body = http_get(f"{url}/nobody")
+        assert status == 200 and body["windows"] == [] and body["complete"]

@@ -15,20 +15,15 @@ the tests mirror ``KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingNullK
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from platform_streams import State, StreamsConfig
 from platform_streams.dsl import Consumed, Materialized, StreamsBuilder
 from platform_streams.dsl.windows import JoinWindows, SessionWindows, TimeWindows
-from platform_streams.metrics import StreamsMetrics
-from platform_streams.runtime.worker import WorkerState
 from platform_streams.serde import String
-from platform_streams.state.cache import RecordCache
 from platform_streams.testing import TopologyTestDriver
+from tests.unit.metrics.test_metrics_task_hooks import _samples, _watched
 
 S = String()
 CONSUMED = Consumed(key_serde=S, value_serde=S)
@@ -37,30 +32,8 @@ CONFIG = {"application_id": "dropped", "bootstrap_servers": "unused:9092"}
 
 def _scraped_dropped(driver: TopologyTestDriver) -> float:
     """The scraped ``kafka_streams_task_dropped_records_total`` over the driver's real tasks."""
-    config = StreamsConfig(**CONFIG)
-    worker = SimpleNamespace(
-        name="dropped-StreamThread-1",
-        state=WorkerState.RUNNING,
-        tasks={task.task_id: task for task in driver._tasks},
-        processed_total=0,
-        record_cache=RecordCache(1000),
-        consumer=None,
-        collector=SimpleNamespace(records_skipped=0),
-        failure=None,
-        plan=None,
-        state_lifecycle=SimpleNamespace(listener=None),
-    )
-    streams = SimpleNamespace(config=config, state=lambda: State.RUNNING, workers=[worker])
-    metrics = StreamsMetrics(streams)  # type: ignore[arg-type]
-    metrics.attach_worker(worker)
-    metrics.on_worker_state(worker, WorkerState.RUNNING)  # the recorder learns the tasks
-    body, _ = metrics.render()
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(body.decode())
-        for sample in family.samples
-        if sample.name == "kafka_streams_task_dropped_records_total"
-    )
+    metrics, _ = _watched(driver, "INFO")
+    return sum(_samples(metrics).get("kafka_streams_task_dropped_records_total", {}).values())
 
 
 def _count(builder: StreamsBuilder) -> None:
