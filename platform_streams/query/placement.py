@@ -188,6 +188,9 @@ class KeyPlacement:
         topics = data.get("not_murmur2_placed", {}) if isinstance(data, dict) else {}
         for topic in topics if isinstance(topics, dict) else ():
             self.misplaced[str(topic)] = "persisted"
+        for store in sorted(self.store_topics):
+            if not self.is_routable(store):
+                log.warning("key queries of store %s ask every partition: %s", store, self.reason(store))
 
     def _save(self) -> None:
         with self._lock:
