@@ -99,7 +99,7 @@ def test_a_key_owned_by_the_other_process_is_answered_through_forwarding(
             ]
             assert len(lines) == 1
             assert "kafka_streams_store_key_query_scatter_total" not in text, "murmur2 input: one hop"
-            assert 'kafka_streams_source_topic_murmur2_placed{' in text
+            assert "kafka_streams_source_topic_murmur2_placed{" in text
             client = lines[0].split('client_id="', 1)[1].split('"', 1)[0]
             processed[client] = float(lines[0].rsplit(" ", 1)[1])
         assert len(processed) == 2 and sum(processed.values()) >= len(records)  # at-least-once
