@@ -43,6 +43,12 @@ __all__ = ["HttpLimits", "WorkerHttpServer"]
 
 log = logging.getLogger(__name__)
 
+# waitress warns on every request that waits for a pool thread ("Task queue depth is 3"):
+# under a burst that is expected and would flood the worker's log. Unless configured otherwise.
+_queue_log = logging.getLogger("waitress.queue")
+if _queue_log.level == logging.NOTSET:
+    _queue_log.setLevel(logging.ERROR)
+
 _REASONS = {
     200: "OK",
     202: "Accepted",
