@@ -170,7 +170,7 @@ def test_clients_that_go_away_leave_no_traceback(
     caplog.set_level(logging.DEBUG)
     for _ in range(30):
         sock = socket.create_connection((server.address.host, server.address.port), timeout=30)
-        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % TOKEN.encode())
         # SO_LINGER 0: close() resets the connection, so the server's write fails (EPIPE/ECONNRESET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()
@@ -215,9 +215,12 @@ def test_long_and_number_keys_are_strict_ascii(server: WorkerHttpServer) -> None
 # ---------------------------------------------------------------------- exposure and secrets
 
 
-def test_a_non_loopback_endpoint_without_a_token_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_non_loopback_endpoint_without_a_token_warns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="platform_streams.server.http")
-    for host, token, warned in [("0.0.0.0", None, True), ("0.0.0.0", TOKEN, False), ("127.0.0.1", None, False)]:
+    cases = [("0.0.0.0", None, True), ("0.0.0.0", TOKEN, False), ("127.0.0.1", None, False)]
+    for host, token, warned in cases:
         caplog.clear()
         server = WorkerHttpServer(_streams(tmp_path, http_host=host, http_auth_token=token))
         server.close()
