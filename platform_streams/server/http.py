@@ -27,6 +27,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from waitress import wasyncore
@@ -48,21 +49,6 @@ log = logging.getLogger(__name__)
 _queue_log = logging.getLogger("waitress.queue")
 if _queue_log.level == logging.NOTSET:
     _queue_log.setLevel(logging.ERROR)
-
-_REASONS = {
-    200: "OK",
-    202: "Accepted",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    409: "Conflict",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +92,7 @@ class _WsgiApp:
         ]
         if response.status == 401:
             reply_headers.append(("WWW-Authenticate", 'Bearer realm="platform-streams"'))
-        start_response(f"{response.status} {_REASONS.get(response.status, 'Status')}", reply_headers)
+        start_response(f"{response.status} {HTTPStatus(response.status).phrase}", reply_headers)
         return [response.body]
 
 
