@@ -7,16 +7,13 @@ running worker on the broker are in tests/integration/test_http_hardening.py.
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import struct
 import subprocess
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +28,7 @@ from platform_streams.serde import Double, Long, String
 from platform_streams.server import WorkerHttpServer
 from platform_streams.server.codec import MalformedKeyError, parse_key
 from platform_streams.server.http import HttpLimits
+from tests.integration.iq_apps import http_get
 
 TOKEN = "s3cret-token"
 
@@ -63,14 +61,8 @@ def server(tmp_path: Path) -> Iterator[WorkerHttpServer]:
 
 
 def _get(server: WorkerHttpServer, path: str, token: str | None = TOKEN) -> tuple[int, Any]:
-    request = urllib.request.Request(f"http://{server.address}{path}")
-    if token is not None:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
+    status, _, body = http_get(f"http://{server.address}{path}", token, timeout_s=30)
+    return status, body
 
 
 def _raw(server: WorkerHttpServer, request: bytes) -> bytes:
