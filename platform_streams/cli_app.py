@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from platform_streams.config import StreamsConfig
+from platform_streams.config import StreamsConfig, is_secret_key
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.topology import Topology
 
@@ -122,6 +122,15 @@ def parse_overrides(items: Sequence[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise CliError(f"--set needs KEY=VALUE, got {item!r}")
+        if is_secret_key(key.strip()):
+            # argv is readable by every user of the host (ps) and `run --workers` copies it
+            field = key.strip().replace(".", "_").lower()
+            where = f"PLATFORM_STREAMS_{field.upper()}" if field in StreamsConfig.model_fields else None
+            raise CliError(
+                f"--set {key.strip()}=... would put a secret on the command line (visible in ps): "
+                f"pass it in the environment ({where or 'PLATFORM_STREAMS_<CLIENT>_CONFIG as JSON'}) "
+                "or in the --config file"
+            )
         out[key.strip()] = value
     return out
 

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -42,7 +43,7 @@ from platform_streams.config_sources import CLIENT_FIELDS, env_values, merge, no
 from platform_streams.errors import StreamsConfigError
 from platform_streams.serde import Serde, serde_from_name
 
-__all__ = ["ExceptionHandlerSpec", "StreamsConfig"]
+__all__ = ["ExceptionHandlerSpec", "StreamsConfig", "is_secret_key"]
 
 ClientValue = str | int | float | bool
 ClientDict = dict[str, ClientValue]
@@ -53,6 +54,7 @@ ExceptionHandlerSpec = HandlerChoice | Callable[..., Any]
 _NAME_RE = re.compile(r"[a-zA-Z0-9._-]+")
 _SECRET_MARKERS = ("password", "secret", "sasl.jaas", "token", "sasl.oauthbearer.config", "ssl.key.pem")
 _MASK = "******"
+_TOKEN_RE = re.compile(r"[\x21-\x7e]+")
 
 # Java handler class names (and their simple names) -> built-in policy.
 _JAVA_HANDLERS: dict[str, HandlerChoice] = {
@@ -79,9 +81,52 @@ def _none_passes(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     return None if value is None else handler(value)
 
 
+def is_secret_key(key: str) -> bool:
+    """Whether a setting's key (dotted or snake_case, e.g. ``http_auth_token``,
+    ``consumer.sasl.password``) names a credential: masked in logs, refused on command lines."""
+    dotted = key.lower().replace("_", ".")
+    return any(m in dotted for m in _SECRET_MARKERS)
+
+
 def _mask_secrets(values: Mapping[str, ClientValue]) -> dict[str, ClientValue]:
     """Copy a client dict with the value of every secret-looking key masked (for logs)."""
-    return {k: _MASK if any(m in k.lower() for m in _SECRET_MARKERS) else v for k, v in values.items()}
+    return {k: _MASK if is_secret_key(k) else v for k, v in values.items()}
+
+
+class _Masked:
+    """A secret setting's raw value with a ``repr`` that never shows it: pydantic prints the
+    rejected input in its errors, and a token given as a list or with a typo is still a token."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<a {type(self.value).__name__}, not shown>"
+
+
+def _mask_secret_input(value: Any) -> Any:
+    return None if value is None else _Masked(value)
+
+
+def _check_token(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """``http_auth_token``: visible ASCII, surrounding whitespace (a file's newline) trimmed.
+
+    An empty token is refused: ``Authorization: Bearer`` with nothing after it would match it.
+    """
+    raw = value.value if isinstance(value, _Masked) else value
+    if raw is None:
+        return None
+    text = raw.get_secret_value() if isinstance(raw, SecretStr) else raw
+    if not isinstance(text, str):
+        raise ValueError(f"must be a string, not a {type(text).__name__}")
+    token = text.strip()
+    if not token:
+        raise ValueError("must not be empty (unset it to serve without a token)")
+    if not _TOKEN_RE.fullmatch(token):
+        raise ValueError("must be visible ASCII without spaces (it is sent in an HTTP header)")
+    return handler(token)
 
 
 class StreamsConfig(BaseModel):
@@ -142,9 +187,10 @@ class StreamsConfig(BaseModel):
     http_port: int | None = Field(
         default=None, ge=0, le=65535, description="None: no endpoint; 0: any free port (see the log)."
     )
-    http_auth_token: SecretStr | None = Field(
-        default=None, description="Bearer token the endpoint requires (not for /health/*)."
-    )
+    # wrap runs inside before: the check only ever sees (and errors only ever print) the masked input
+    http_auth_token: Annotated[
+        SecretStr | None, WrapValidator(_check_token), BeforeValidator(_mask_secret_input)
+    ] = Field(default=None, description="Bearer token the endpoint requires (not for /health/*).")
 
     # --- group membership (identical on every member) ----------------------------------
     session_timeout_ms: int = Field(default=45_000, gt=0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 import uuid
 from typing import Any
 
@@ -55,9 +56,12 @@ def _read(text: str, serde: Serde) -> Any:
     if isinstance(serde, StringSerde):
         return text
     if isinstance(serde, _INTEGER_SERDES):
-        return int(text.strip())
+        return _strict_int(text, "key")
     if isinstance(serde, _FLOAT_SERDES):
-        return float(text.strip())
+        # Python's float() also reads "1_0", non-ASCII digits and surrounding spaces
+        if not text.isascii() or "_" in text or text != text.strip():
+            raise MalformedKeyError(f"{text!r} is not a number key (ASCII digits, e.g. -1.5e3)")
+        return float(text)
     if isinstance(serde, Boolean):
         lowered = text.strip().lower()
         if lowered not in ("true", "false"):
@@ -77,14 +81,29 @@ def _read(text: str, serde: Serde) -> Any:
     return text
 
 
-def parse_number(text: str | None, what: str) -> int | None:
-    """An optional integer query parameter; ValueError naming ``what`` when malformed."""
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+
+
+def _strict_int(text: str, what: str) -> int:
+    """``text`` as an integer written in ASCII digits (Java's ``Long.parseLong`` syntax).
+
+    Python's ``int()`` also reads ``"1_0"``, Arabic-Indic or other Unicode digits and
+    surrounding whitespace: two different URLs would name the same key or number.
+    """
+    if not _INT_RE.fullmatch(text):
+        raise MalformedKeyError(f"{what} must be an integer in ASCII digits, got {text!r}")
+    return int(text)
+
+
+def parse_number(text: str | None, what: str, low: int = -(2**63), high: int = 2**63 - 1) -> int | None:
+    """An optional integer query parameter in ``[low, high]`` (default: a Java long);
+    ValueError naming ``what`` when malformed or out of range."""
     if text is None or text == "":
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{what} must be an integer, got {text!r}") from None
+    value = _strict_int(text, what)
+    if not low <= value <= high:
+        raise ValueError(f"{what} must be between {low} and {high}, got {text}")
+    return value
 
 
 def jsonable(value: Any) -> Any:

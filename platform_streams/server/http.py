@@ -1,19 +1,37 @@
-"""The worker HTTP endpoint: one stdlib ``ThreadingHTTPServer`` per client process.
+"""The worker HTTP endpoint: :class:`~platform_streams.server.routes.Api` served by waitress.
 
-Why the standard library: the endpoint serves probes, scrapes and point queries, a few
-requests per second per instance, and must add no dependency to every deployment. Each
-request runs on its own daemon thread, so a slow scan or an unreachable forwarding target
-never blocks probes; the worker threads are only ever touched through
-:class:`~platform_streams.runtime.store_guard.StoreGuard`. The server binds to
-``http_host:http_port`` (port 0: any free port, read back from :attr:`address`).
+Why waitress, not the standard library's ``ThreadingHTTPServer``: the stdlib server has no
+timeouts (an idle or half-sent connection holds a thread forever: 200 such sockets took a
+worker from 29 to 223 threads and +70 MB that were never returned), a listen backlog of 5
+(a 1,000-request burst overflowed it: SYNs dropped, retried a second later), never reads
+request bodies (a body carrying a second request was executed as one) and prints a
+traceback for every client that goes away. waitress is a mature, pure-Python (no C build)
+WSGI server of the Pylons project with exactly what that needs: one I/O thread that
+buffers each request whole -- headers and body, both size-capped -- before a fixed pool
+of :data:`HttpLimits.threads` runs it, so a slow or idle client costs a socket, never a
+thread; ``channel_timeout`` closes idle and half-sent connections; ``connection_limit``
+bounds the sockets; ``backlog`` lets a burst queue in the kernel; disconnects are handled
+quietly. (cheroot has the same features but a thread per connection in flight; an ASGI
+stack would add an event loop and several dependencies for routes that are synchronous.)
+
+The server binds ``http_host:http_port`` (port 0: any free port, read back from
+:attr:`WorkerHttpServer.address`). Requests run on the pool's threads; the worker threads
+are only ever touched through :class:`~platform_streams.runtime.store_guard.StoreGuard`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from waitress import wasyncore
+from waitress.server import BaseWSGIServer, create_server
 
 from platform_streams.errors import StreamsConfigError
 from platform_streams.query.metadata import HostInfo
@@ -22,64 +40,129 @@ from platform_streams.server.routes import Api
 if TYPE_CHECKING:
     from platform_streams.runtime.kafka_streams import KafkaStreams
 
-__all__ = ["WorkerHttpServer"]
+__all__ = ["HttpLimits", "WorkerHttpServer"]
 
 log = logging.getLogger(__name__)
 
+# waitress warns on every request that waits for a pool thread ("Task queue depth is 3"):
+# under a burst that is expected and would flood the worker's log. Unless configured otherwise.
+_queue_log = logging.getLogger("waitress.queue")
+if _queue_log.level == logging.NOTSET:
+    _queue_log.setLevel(logging.ERROR)
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    api: Api
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """What one endpoint may spend on its clients (tests shorten the timeouts).
+
+    ``threads`` bounds the requests answered at once (the rest wait, already read, in a
+    queue); a query forwarded to another instance holds its thread for at most the
+    forwarding timeout (10 s). ``connection_limit`` bounds open sockets: past it the
+    endpoint stops accepting and new connections wait in the kernel's ``backlog`` until
+    idle ones are closed. ``channel_timeout_s`` closes a connection that sent nothing for
+    that long (idle keep-alive, or a request that never completes), checked every
+    ``cleanup_interval_s``. Bodies (no route reads one) above ``max_body_bytes`` get 413.
+    """
+
+    threads: int = 8
+    connection_limit: int = 500
+    backlog: int = 1024
+    channel_timeout_s: float = 30.0
+    cleanup_interval_s: float = 5.0
+    max_header_bytes: int = 64 * 1024
+    max_body_bytes: int = 64 * 1024
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-    server_version = "platform-streams"
+class _WsgiApp:
+    """Adapts :class:`Api` (method, raw target, headers) to WSGI."""
 
-    def _answer(self) -> None:
-        response = self.server.api.handle(self.command, self.path, self.headers)
-        self.send_response(response.status)
-        self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(len(response.body)))
-        for name, value in response.headers.items():
-            self.send_header(name, value)
+    def __init__(self, api: Api) -> None:
+        self._api = api
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        # REQUEST_URI is the target as sent: PATH_INFO is already percent-decoded, which
+        # would split a key holding an encoded "/" into two path segments.
+        target = environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
+        headers = {"Authorization": environ.get("HTTP_AUTHORIZATION")}
+        response = self._api.handle(environ["REQUEST_METHOD"], target, headers)
+        reply_headers = [
+            ("Content-Type", response.content_type),
+            ("Content-Length", str(len(response.body))),
+            *response.headers.items(),
+        ]
         if response.status == 401:
-            self.send_header("WWW-Authenticate", 'Bearer realm="platform-streams"')
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
+            reply_headers.append(("WWW-Authenticate", 'Bearer realm="platform-streams"'))
+        start_response(f"{response.status} {HTTPStatus(response.status).phrase}", reply_headers)
+        return [response.body]
 
-    do_GET = _answer
-    do_POST = _answer
-    do_PUT = _answer
-    do_DELETE = _answer
-    do_PATCH = _answer
 
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("%s - %s", self.address_string(), format % args)
+def _listen_socket(host: str, port: int) -> socket.socket:
+    """One bound socket for ``host:port`` (a name resolving to several addresses binds the first)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) is only reachable from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class WorkerHttpServer:
     """Serves :class:`Api` for one client until :meth:`close`."""
 
-    def __init__(self, streams: KafkaStreams) -> None:
+    def __init__(self, streams: KafkaStreams, limits: HttpLimits | None = None) -> None:
         config = streams.config
         host, port = config.http_host, config.http_port or 0
+        limits = limits or HttpLimits()
         try:
-            self._server = _Server((host, port), _Handler)
+            sock = _listen_socket(host, port)
         except OSError as exc:
             raise StreamsConfigError(f"cannot serve HTTP on {host}:{port}: {exc}") from exc
-        self._server.api = Api(streams)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="streams-http", daemon=True
+        server = create_server(
+            _WsgiApp(Api(streams)),
+            map={},
+            sockets=[sock],
+            threads=limits.threads,
+            connection_limit=limits.connection_limit,
+            backlog=limits.backlog,
+            channel_timeout=limits.channel_timeout_s,
+            cleanup_interval=limits.cleanup_interval_s,
+            max_request_header_size=limits.max_header_bytes,
+            max_request_body_size=limits.max_body_bytes,
+            asyncore_use_poll=True,  # select() cannot watch descriptors above 1024
+            log_socket_errors=False,  # a client that goes away is not the server's error
+            expose_tracebacks=False,
+            ident="platform-streams",
         )
+        assert isinstance(server, BaseWSGIServer)  # one socket: one server, never a MultiSocketServer
+        self._server = server
+        self._thread = threading.Thread(target=server.run, name="streams-http", daemon=True)
+        if config.http_auth_token is None and not is_loopback(host):
+            log.warning(
+                "the HTTP endpoint listens on %s without http_auth_token: anyone who can reach it "
+                "can read the stores and pause or restart the application (set a token, or restrict "
+                "access, e.g. with a NetworkPolicy)",
+                host,
+            )
 
     @property
     def address(self) -> HostInfo:
         """The address actually bound (the port is known even when 0 was asked for)."""
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return HostInfo(str(host), int(port))
 
     def start(self) -> None:
@@ -87,6 +170,12 @@ class WorkerHttpServer:
         log.info("HTTP endpoint on http://%s", self.address)
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
+        """Stop accepting, drop open connections, let requests in flight finish (5 s)."""
+        server = self._server
+        if self._thread.is_alive():
+            # close the sockets on the I/O thread itself: the loop then has nothing to watch and ends
+            server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+            self._thread.join(5)
+        else:
+            wasyncore.close_all(server._map)
+        server.task_dispatcher.shutdown(timeout=5)

@@ -413,7 +413,10 @@ class Api:
     @staticmethod
     def _times(params: dict[str, str]) -> tuple[int | None, int | None]:
         try:
-            return parse_number(params.get("from"), "from"), parse_number(params.get("to"), "to")
+            return (
+                parse_number(params.get("from"), "from", 0, _MAX_TIME),
+                parse_number(params.get("to"), "to", 0, _MAX_TIME),
+            )
         except ValueError as exc:
             raise HttpError(400, str(exc)) from None
 
@@ -435,10 +438,12 @@ class Api:
         if not text:
             return set(range(count))
         try:
-            wanted = {int(p) for p in text.split(",") if p.strip()}
-        except ValueError:
-            raise HttpError(400, f"partitions must be comma-separated integers, got {text!r}") from None
-        return wanted
+            wanted = {parse_number(p, "partitions", 0, count - 1) for p in text.split(",") if p}
+        except ValueError as exc:
+            raise HttpError(
+                400, f"partitions must be comma-separated partition numbers 0..{count - 1}: {exc}"
+            ) from None
+        return {p for p in wanted if p is not None}
 
 
 def _upper(value: int | None) -> int:

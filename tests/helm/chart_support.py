@@ -10,6 +10,7 @@ secretKeyRef, ``$(VAR)`` expansion) so a test can start the worker exactly as a 
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -114,6 +115,15 @@ def streams_yaml(rendered: Mapping[str, list[Manifest]], name: str | None = None
     config_map = one(rendered, "ConfigMap", name or f"{RELEASE}-platform-streams")
     loaded: dict[str, Any] = yaml.safe_load(config_map["data"]["streams.yaml"])
     return loaded
+
+
+def rendered_secrets(rendered: Mapping[str, list[Manifest]]) -> dict[str, dict[str, str]]:
+    """The Secrets the chart itself created: name -> key -> decoded value."""
+    return {
+        doc["metadata"]["name"]: {k: base64.b64decode(v).decode() for k, v in doc.get("data", {}).items()}
+        for doc in manifests(rendered)
+        if doc["kind"] == "Secret"
+    }
 
 
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")

@@ -38,6 +38,7 @@ from tests.helm.chart_support import (
     one,
     pod_environment,
     render,
+    rendered_secrets,
     streams_yaml,
     validate,
     worker_container,
@@ -157,6 +158,7 @@ def test_default_values_render_lint_clean_and_validate_against_kubernetes() -> N
     assert kinds == [
         "ConfigMap",
         "PodDisruptionBudget",
+        "Secret",
         "Service",
         "Service",
         "ServiceAccount",
@@ -215,7 +217,9 @@ def test_static_membership_and_query_routing_come_from_the_pod_identity() -> Non
     assert headless["spec"]["selector"].items() <= spec["template"]["metadata"]["labels"].items()
     assert spec["selector"]["matchLabels"] == headless["spec"]["selector"]
 
-    env = pod_environment(worker_container(rendered), pod_name=f"{FULLNAME}-2")
+    env = pod_environment(
+        worker_container(rendered), pod_name=f"{FULLNAME}-2", secrets=rendered_secrets(rendered)
+    )
     assert env["PLATFORM_STREAMS_GROUP_INSTANCE_ID"] == f"{FULLNAME}-2"
     assert env["PLATFORM_STREAMS_APPLICATION_SERVER"] == (
         f"{FULLNAME}-2.{HEADLESS}.{NAMESPACE}.svc.cluster.local:8080"
@@ -339,6 +343,52 @@ def test_the_rendered_config_and_env_load_as_the_worker_loads_them(tmp_path: Pat
     assert consumer["sasl.password"] == "s3cret" and consumer["security.protocol"] == "SASL_SSL"
 
 
+def test_the_endpoint_token_is_generated_by_default_and_reaches_pods_and_monitors(tmp_path: Path) -> None:
+    from platform_streams.cli_app import load_config
+
+    monitors = {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}
+    rendered = render({"metrics": monitors})
+    secret = one(rendered, "Secret", f"{FULLNAME}-http-auth")
+    validate(secret)
+    token = rendered_secrets(rendered)[f"{FULLNAME}-http-auth"]["token"]
+    assert re.fullmatch(r"[A-Za-z0-9]{48}", token)
+    assert token != rendered_secrets(render())[f"{FULLNAME}-http-auth"]["token"]  # random per install
+    reference = {"name": f"{FULLNAME}-http-auth", "key": "token"}
+    env = {e["name"]: e for e in worker_container(rendered)["env"]}
+    assert env["PLATFORM_STREAMS_HTTP_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"] == reference
+    # Prometheus sends the same token (the scrape would be 401 without it)
+    endpoint = one(rendered, "ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["authorization"] == {"type": "Bearer", "credentials": reference}
+    assert (
+        one(rendered, "PodMonitor")["spec"]["podMetricsEndpoints"][0]["authorization"]
+        == endpoint["authorization"]
+    )
+    # the worker loads it exactly as the pod would
+    path = tmp_path / "streams.yaml"
+    path.write_text(one(rendered, "ConfigMap", FULLNAME)["data"]["streams.yaml"])
+    pod_env = pod_environment(
+        worker_container(rendered), pod_name=f"{FULLNAME}-0", secrets=rendered_secrets(rendered)
+    )
+    config = load_config(path, [], env=pod_env)
+    assert config.http_host == "0.0.0.0" and config.http_auth_token is not None
+    assert config.http_auth_token.get_secret_value() == token
+    assert "Authorization: Bearer $TOKEN" in notes(rendered) and "WARNING: http.auth" not in notes(rendered)
+
+    # your own Secret replaces the generated one
+    own = render({"http": {"auth": {"existingSecret": "mine", "key": "t"}}})
+    assert not [d for d in manifests(own) if d["kind"] == "Secret"]
+    mine = {e["name"]: e for e in worker_container(own)["env"]}["PLATFORM_STREAMS_HTTP_AUTH_TOKEN"]
+    assert mine["valueFrom"]["secretKeyRef"] == {"name": "mine", "key": "t"}
+
+    # opting out: no token anywhere, and NOTES says what that exposes
+    bare = render({"http": {"auth": {"generate": False}}, "metrics": monitors})
+    assert not [d for d in manifests(bare) if d["kind"] == "Secret"]
+    assert "PLATFORM_STREAMS_HTTP_AUTH_TOKEN" not in {e["name"] for e in worker_container(bare)["env"]}
+    assert "authorization" not in one(bare, "ServiceMonitor")["spec"]["endpoints"][0]
+    assert "WARNING: http.auth.generate is false" in notes(bare)
+    _assert_lint_clean({"http": {"auth": {"generate": False}}})
+
+
 def test_dashboards_are_config_maps_labelled_for_the_grafana_sidecar() -> None:
     files = sorted((REPO / "grafana" / "dashboards").glob("*.json"))
     rendered = render({"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1"}})
@@ -443,6 +493,10 @@ def test_the_schema_rejects_bad_values_naming_the_key(values: dict[str, Any], me
             {"metrics": {"service": {"enabled": False}, "serviceMonitor": {"enabled": True}}},
             r"needs metrics.service",
         ),
+        (
+            {"metrics": {"podMonitor": {"enabled": True, "namespace": "monitoring"}}},
+            r"metrics.podMonitor.namespace \(monitoring\) is not the release namespace.*existingSecret",
+        ),
     ],
 )
 def test_inconsistent_values_fail_with_a_clear_message(values: dict[str, Any], message: str) -> None:
@@ -459,9 +513,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _get(port: int, path: str) -> tuple[int, bytes]:
+def _get(port: int, path: str, token: str | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -522,7 +579,9 @@ def test_a_worker_started_from_the_rendered_pod_spec_passes_its_probes_and_stops
     config_file.write_text(one(rendered, "ConfigMap", FULLNAME)["data"]["streams.yaml"])
     args = list(container["args"])
     args[args.index("--config") + 1] = str(config_file)
-    env = {**os.environ, **pod_environment(container, pod_name=pod_name)}
+    secrets = rendered_secrets(rendered)  # the default: the chart's generated token
+    env = {**os.environ, **pod_environment(container, pod_name=pod_name, secrets=secrets)}
+    token = secrets[f"{FULLNAME}-http-auth"]["token"]
     entrypoint = Path(sys.executable).with_name("platform-streams")
     probes = {
         name: container[name]["httpGet"] for name in ("startupProbe", "livenessProbe", "readinessProbe")
@@ -541,7 +600,8 @@ def test_a_worker_started_from_the_rendered_pod_spec_passes_its_probes_and_stops
                 proc,
                 log_path,
             )
-        status, body = _get(port, "/state")
+        assert _get(port, "/state")[0] == 401  # the generated token is required
+        status, body = _get(port, "/state", token)
         assert status == 200
         state = json.loads(body)
         assert state["application_id"] == app_id and state["state"] == "RUNNING"

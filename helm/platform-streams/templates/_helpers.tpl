@@ -154,13 +154,22 @@ start-up with "PLATFORM_STREAMS_CLIENT_CONFIG must be a JSON object".
 {{- end }}
 
 {{/* The monitor endpoint's auth: the same Secret the workers read their token from. */}}
-{{- define "platform-streams.monitorAuthorization" -}}
+{{/* The Secret holding the endpoint's bearer token: yours, the generated one, or none (""). */}}
+{{- define "platform-streams.authSecretName" -}}
 {{- if .Values.http.auth.existingSecret }}
+{{- .Values.http.auth.existingSecret }}
+{{- else if .Values.http.auth.generate }}
+{{- printf "%s-http-auth" (include "platform-streams.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{- define "platform-streams.monitorAuthorization" -}}
+{{- with (include "platform-streams.authSecretName" .) }}
 authorization:
   type: Bearer
   credentials:
-    name: {{ .Values.http.auth.existingSecret }}
-    key: {{ .Values.http.auth.key }}
+    name: {{ . }}
+    key: {{ $.Values.http.auth.key }}
 {{- end }}
 {{- end }}
 
@@ -174,6 +183,13 @@ authorization:
 {{- end }}
 {{- if has "--workers" .Values.app.extraArgs }}
 {{- fail "app.extraArgs: --workers starts several processes in one pod, which would share one HTTP port and one group.instance.id; scale with replicaCount (or app.config.num_stream_threads)" }}
+{{- end }}
+{{- if and (not .Values.http.auth.existingSecret) .Values.http.auth.generate }}
+{{- range $kind, $monitor := dict "serviceMonitor" .Values.metrics.serviceMonitor "podMonitor" .Values.metrics.podMonitor }}
+{{- if and $monitor.enabled $monitor.namespace (ne $monitor.namespace $.Release.Namespace) }}
+{{- fail (printf "metrics.%s.namespace (%s) is not the release namespace: Prometheus reads the token from a Secret in the monitor's namespace, and the generated one lives in %s; set http.auth.existingSecret to a Secret present in both" $kind $monitor.namespace $.Release.Namespace) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if and .Values.kafka.sasl.existingSecret (not .Values.kafka.sasl.mechanism) }}
 {{- fail "kafka.sasl.existingSecret is set but kafka.sasl.mechanism is empty (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)" }}

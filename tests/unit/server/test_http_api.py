@@ -92,7 +92,7 @@ def test_garbage_on_the_socket_does_not_kill_the_server(base_url: str) -> None:
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.sendall(b"\x00\x01 garbage\r\n\r\n")
         reply = sock.recv(1024)
-    assert b"400" in reply  # http.server answers a non-HTTP request line with a bare 400 page
+    assert b"400" in reply  # the server answers a non-HTTP request line with a bare 400
     assert _get(f"{base_url}/health/live", token=None)[0] == 200
 
 
