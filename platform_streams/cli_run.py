@@ -124,8 +124,8 @@ def run_streams(topology: Topology, config: StreamsConfig, *, close_timeout_s: f
         closed = streams.close(timeout_s=close_timeout_s)
         if streams.state() is State.PENDING_ERROR:
             streams.wait_for_state(State.ERROR, timeout_s=close_timeout_s)
-    if streams.state() is State.ERROR:
-        failure = next((w.failure for w in streams.workers if w.failure is not None), None)
+    failure = streams.failure()
+    if streams.state() is State.ERROR or failure is not None:
         detail = f"{type(failure).__name__}: {failure}" if failure is not None else "a worker died"
         raise CliError(f"application {config.application_id!r} failed: {detail}", exit_code=1) from failure
     if not closed:

@@ -88,7 +88,7 @@ def run_worker(factory: TopologyFactory, config: StreamsConfig, close_timeout_s:
     closed = streams.close(timeout_s=close_timeout_s)
     if streams.state() is State.PENDING_ERROR:
         streams.wait_for_state(State.ERROR, timeout_s=close_timeout_s)
-    return 0 if closed and streams.state() is State.NOT_RUNNING else 1
+    return 0 if closed and streams.state() is State.NOT_RUNNING and streams.failure() is None else 1
 
 
 def _child(factory: TopologyFactory, config: StreamsConfig, close_timeout_s: float, level: int) -> None:

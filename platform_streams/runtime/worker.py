@@ -496,8 +496,14 @@ class StreamWorker(threading.Thread):
         try:
             if clean and self.tasks and self.collector is not None:
                 self.commit()
+        except TaskMigratedError as exc:
+            log.warning("final commit failed (the group moved on; the input will be processed again): %s", exc)
+            clean = False
         except Exception as exc:
-            log.warning("final commit failed: %s", exc)
+            # records that could not be written (or a broker that never answered): the stop
+            # was not clean, and whoever runs the client must be able to tell (exit status)
+            log.error("final commit failed: %s", exc)
+            self.failure = self.failure or exc
             clean = False
         try:
             if not clean and self.collector is not None:
