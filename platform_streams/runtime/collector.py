@@ -165,7 +165,10 @@ class KafkaRecordCollector:
             raise ProductionError(f"changelog record for {topic} refused by the producer: {exc}") from exc
         if topic == self.production_handler.dead_letter_topic:
             raise ProductionError(f"dead-letter record refused by the producer: {exc}") from exc
-        if self.production_handler.handle(_failed_record(record, as_kafka_error(exc)), exc) is HandlerResponse.FAIL:
+        if (
+            self.production_handler.handle(_failed_record(record, as_kafka_error(exc)), exc)
+            is HandlerResponse.FAIL
+        ):
             raise ProductionError(f"record for {topic} refused by the producer: {exc}") from exc
         self.records_skipped += 1
 

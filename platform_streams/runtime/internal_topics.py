@@ -39,8 +39,8 @@ def prepare_topics(plan: TopologyPlan, config: StreamsConfig) -> dict[str, int]:
     """Create missing internal topics, check existing ones; return partition counts by topic.
 
     Raises :class:`MissingSourceTopicError` (:class:`MissingSinkTopicError`) when a user
-    source (sink) topic is absent and :class:`TopologyError` when an existing internal topic has the wrong partition count
-    (it would silently break co-partitioning).
+    source (sink) topic is absent and :class:`TopologyError` when an existing internal topic
+    has the wrong partition count (it would silently break co-partitioning).
     """
     with KafkaAdmin(config.admin_configs()) as admin:
         specs = internal_topic_specs(plan, config, admin)

@@ -497,7 +497,9 @@ class StreamWorker(threading.Thread):
             if clean and self.tasks and self.collector is not None:
                 self.commit()
         except TaskMigratedError as exc:
-            log.warning("final commit failed (the group moved on; the input will be processed again): %s", exc)
+            log.warning(
+                "final commit failed (the group moved on; the input will be processed again): %s", exc
+            )
             clean = False
         except Exception as exc:
             # records that could not be written (or a broker that never answered): the stop

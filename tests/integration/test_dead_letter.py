@@ -110,12 +110,18 @@ def test_a_record_too_large_to_produce_is_dead_lettered_without_its_value(
     """Issue 13: under at-least-once the too-large record crashed the app (the dead-letter
     send of the input record, value included, was refused for the same size). Both
     guarantees now dead-letter the refused output record, key and headers, without its value."""
-    source, sink, dlq = new_topic(admin, 1, "big-in"), new_topic(admin, 1, "big-out"), new_topic(admin, 1, "dlq")
+    source, sink, dlq = (
+        new_topic(admin, 1, "big-in"),
+        new_topic(admin, 1, "big-out"),
+        new_topic(admin, 1, "dlq"),
+    )
     big = json.dumps({"id": 7, "pad": "x" * 200_000})
     records = [("a", json.dumps({"id": 1})), ("big", big), ("b", json.dumps({"id": 2}))]
     produce(bootstrap_servers, source, records, headers=[("source", b"test")])
     builder = StreamsBuilder()
-    builder.stream(source, Consumed(key_serde=S, value_serde=J)).to(sink, Produced(key_serde=S, value_serde=J))
+    builder.stream(source, Consumed(key_serde=S, value_serde=J)).to(
+        sink, Produced(key_serde=S, value_serde=J)
+    )
     config = app_config(
         bootstrap_servers,
         tmp_path,
