@@ -59,6 +59,7 @@ from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.observer import WorkerObserver
+from platform_streams.runtime.rebalance_wait import AssignmentWait
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask, store_changelogs
@@ -85,6 +86,10 @@ class WorkerState(enum.Enum):
     RUNNING = "RUNNING"
     PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
     DEAD = "DEAD"
+
+
+#: worker states in which the consumer is in the group but holds no assignment yet
+_AWAITING_ASSIGNMENT = frozenset({WorkerState.STARTING, WorkerState.PARTITIONS_REVOKED})
 
 
 class StreamWorker(threading.Thread):
@@ -153,6 +158,8 @@ class StreamWorker(threading.Thread):
         self.observer = WorkerObserver()
         #: KafkaStreams.pause()/resume(): read by the loop, which applies it on its own thread
         self.pause_requested = False
+        #: says so when the group takes long to assign this worker anything
+        self.assignment_wait = AssignmentWait(self.name, config)
 
     # -- thread ---------------------------------------------------------------------------
 
@@ -239,6 +246,8 @@ class StreamWorker(threading.Thread):
     def run_once(self) -> int:
         """One iteration: poll, process, punctuate, maybe commit. Returns records processed."""
         self.store_guard.yield_point()
+        if self.assignment_wait.waiting:
+            self.assignment_wait.warn_if_long(self.consumer, self.state.value)
         if self.pause_requested:
             return self._run_paused()
         if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:
@@ -527,4 +536,5 @@ class StreamWorker(threading.Thread):
     def _set_state(self, state: WorkerState) -> None:
         if self.state is not state:
             self.state = state
+            self.assignment_wait.on_state(state in _AWAITING_ASSIGNMENT)
             self._on_state_change(self, state)
