@@ -25,7 +25,9 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType, TracebackType
+from typing import TypeVar
 
 from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
 from platform_streams.config import StreamsConfig
@@ -42,6 +44,7 @@ log = logging.getLogger("platform_streams.cli")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _PR_SET_PDEATHSIG = 1
+_N = TypeVar("_N", int, float)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -221,29 +224,20 @@ def _supervise(args: argparse.Namespace, config: StreamsConfig) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _at_least(parse: Callable[[str], _N], minimum: _N, *, strict: bool = False) -> Callable[[str], _N]:
+    """An argparse ``type``: ``parse`` the text and require ``>= minimum`` (``> minimum`` if strict)."""
+
+    def check(text: str) -> _N:
+        value = parse(text)
+        if value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum}, got {value}")
+        return value
+
+    check.__name__ = parse.__name__  # argparse names it in "invalid int value: 'x'"
+    return check
 
 
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
+_positive_int = _at_least(int, 1)
+_non_negative_int = _at_least(int, 0)
+_non_negative_float = _at_least(float, 0.0)
+_positive_float = _at_least(float, 0.0, strict=True)
