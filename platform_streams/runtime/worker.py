@@ -59,7 +59,7 @@ from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.observer import WorkerObserver
-from platform_streams.runtime.rebalance_wait import AssignmentWait
+from platform_streams.runtime.rebalance_wait import AssignmentWait, repair_group
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask, store_changelogs
@@ -231,6 +231,11 @@ class StreamWorker(threading.Thread):
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
         )
+        self._subscribe()
+        self._next_commit = time.monotonic() + self._commit_interval_s
+
+    def _subscribe(self) -> None:
+        """A new consumer, hence a new member of the application's group."""
         self.consumer = create_consumer(self.config.consumer_configs(self.index))
         guarded = self.store_guard.wrap
         self.consumer.subscribe(
@@ -239,7 +244,20 @@ class StreamWorker(threading.Thread):
             on_revoke=guarded(self._on_revoke),
             on_lost=guarded(self._on_lost),
         )
-        self._next_commit = time.monotonic() + self._commit_interval_s
+
+    def _repair_group(self) -> None:
+        """The group never assigned anything: repair it where the broker allows (rebalance_wait.py)."""
+        partitions = [(t, p) for t in self.source_topics for p in range(self.partition_counts.get(t, 0))]
+        try:
+            repair_group(self.config, partitions, leave=self._leave_group)
+        except StreamsError as exc:
+            log.warning("%s: could not repair the group: %s", self.name, exc)
+        if self.consumer is None:
+            self._subscribe()
+
+    def _leave_group(self) -> None:
+        consumer, self.consumer = self.consumer, None
+        consumer.close()
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -248,6 +266,8 @@ class StreamWorker(threading.Thread):
         self.store_guard.yield_point()
         if self.assignment_wait.waiting:
             self.assignment_wait.warn_if_long(self.consumer, self.state.value)
+            if self.assignment_wait.repair_due():
+                self._repair_group()
         if self.pause_requested:
             return self._run_paused()
         if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:
