@@ -10,8 +10,9 @@ to recognise that: the group, this member, its generation, the time waited.
 After twice that time (plus jitter, so that the workers of one group do not all act at
 once) the worker tries the one repair Tansu allows: :func:`repair_group` deletes the group
 and puts its committed offsets back, then the worker rejoins with a fresh member. Apache
-Kafka refuses to delete a group that has members (ours is one), so there the attempt only
-logs the refusal -- and a Kafka group cannot wedge this way in the first place.
+Kafka refuses to delete a group that has members (a rebalance slow enough to get here
+has other members), so there the attempt only logs the refusal and rejoins -- and a
+Kafka group cannot wedge this way in the first place.
 """
 
 from __future__ import annotations
