@@ -5,8 +5,10 @@ many stream threads it has, so ``--workers N`` starts N OS processes of the same
 application (same ``application.id``, so they share the partitions through the consumer
 group). Each is this command re-invoked with ``--workers 1`` and its own client id and
 state directory (suffix ``-w<i>``: two processes must never open the same RocksDB
-directory). The supervisor forwards SIGTERM/SIGINT, stops the rest when one fails, and
-exits when all have exited. Children run in their own process group (a terminal's Ctrl-C
+directory). The supervisor forwards SIGTERM/SIGINT, restarts a worker that fails with
+backoff while the others keep running (``--restart-limit``/``--restart-window``/
+``--restart-backoff``, see runtime/worker_restarts.py), stops all when one keeps failing
+and says why, and exits when all have exited. Children run in their own process group (a terminal's Ctrl-C
 reaches them once, through the supervisor) and get SIGTERM if the supervisor dies.
 
 Exit status: 0 after a clean stop on SIGTERM/SIGINT (``close()`` commits), 1 when the
@@ -23,9 +25,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from types import FrameType, TracebackType
+from typing import TypeVar
 
 from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
 from platform_streams.config import StreamsConfig
@@ -33,6 +35,7 @@ from platform_streams.errors import StreamsError
 from platform_streams.runtime.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State
 from platform_streams.runtime.supervisor import worker_overrides as supervisor_overrides
+from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
 from platform_streams.topology.topology import Topology
 
 __all__ = ["add_run_arguments", "run_command", "run_streams"]
@@ -41,7 +44,7 @@ log = logging.getLogger("platform_streams.cli")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _PR_SET_PDEATHSIG = 1
-_KILL_GRACE_S = 10.0
+_N = TypeVar("_N", int, float)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +63,30 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         metavar="SECONDS",
         help="how long close() may take after SIGTERM before the exit is reported as failed (default 60)",
+    )
+    restarts = RestartPolicy()
+    parser.add_argument(
+        "--restart-limit",
+        type=_non_negative_int,
+        default=restarts.max_restarts,
+        metavar="N",
+        help="--workers: restarts of one failed worker allowed within --restart-window; one more "
+        f"failure stops all workers (default {restarts.max_restarts}; 0: the first failure stops all)",
+    )
+    parser.add_argument(
+        "--restart-window",
+        type=_positive_float,
+        default=restarts.window_s,
+        metavar="SECONDS",
+        help=f"--workers: the window failures are counted in (default {restarts.window_s:.0f})",
+    )
+    parser.add_argument(
+        "--restart-backoff",
+        type=_non_negative_float,
+        default=restarts.backoff_s,
+        metavar="SECONDS",
+        help="--workers: wait before restarting a failed worker, doubled per recent failure up to "
+        f"{restarts.max_backoff_s:.0f}s (default {restarts.backoff_s:.0f})",
     )
 
 
@@ -124,8 +151,8 @@ def run_streams(topology: Topology, config: StreamsConfig, *, close_timeout_s: f
         closed = streams.close(timeout_s=close_timeout_s)
         if streams.state() is State.PENDING_ERROR:
             streams.wait_for_state(State.ERROR, timeout_s=close_timeout_s)
-    if streams.state() is State.ERROR:
-        failure = next((w.failure for w in streams.workers if w.failure is not None), None)
+    failure = streams.failure()
+    if streams.state() is State.ERROR or failure is not None:
         detail = f"{type(failure).__name__}: {failure}" if failure is not None else "a worker died"
         raise CliError(f"application {config.application_id!r} failed: {detail}", exit_code=1) from failure
     if not closed:
@@ -162,67 +189,55 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 def _supervise(args: argparse.Namespace, config: StreamsConfig) -> int:
     stop = threading.Event()
-    procs: list[subprocess.Popen[bytes]] = []
-    with StopOnSignal(stop) as signals:
-        for index in range(args.workers):
-            procs.append(
-                subprocess.Popen(
-                    _worker_argv(args, config, index),
-                    stdin=subprocess.DEVNULL,
-                    process_group=0,
-                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-                )
-            )
-        log.info(
-            "supervising %d workers of %r: pids %s", len(procs), config.application_id, [p.pid for p in procs]
+    policy = RestartPolicy(
+        max_restarts=args.restart_limit, window_s=args.restart_window, backoff_s=args.restart_backoff
+    )
+
+    def start(index: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            _worker_argv(args, config, index),
+            stdin=subprocess.DEVNULL,
+            process_group=0,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
-        return _wait_for_workers(procs, stop, signals, args.close_timeout)
 
+    with StopOnSignal(stop) as signals:
 
-def _wait_for_workers(
-    procs: Sequence[subprocess.Popen[bytes]],
-    stop: threading.Event,
-    signals: StopOnSignal,
-    close_timeout: float,
-) -> int:
-    first_failure: int | None = None
-    kill_at: float | None = None
-    while True:
-        codes = [p.poll() for p in procs]
-        for index, code in enumerate(codes):
-            if code not in (None, 0) and first_failure is None:
-                first_failure = code
-                log.error(
-                    "worker %d (pid %d) exited with status %d: stopping the others",
-                    index,
-                    procs[index].pid,
-                    code,
-                )
-                stop.set()
-        if all(code is not None for code in codes):
-            break
-        if stop.is_set() and kill_at is None:
+        def on_stop() -> None:
             if signals.signum is not None:
-                log.info("%s received: stopping %d workers", signal.Signals(signals.signum).name, len(procs))
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-            kill_at = time.monotonic() + close_timeout + _KILL_GRACE_S
-        if kill_at is not None and time.monotonic() > kill_at:
-            for proc in procs:
-                if proc.poll() is None:
-                    log.error("worker pid %d did not stop in time: killing it", proc.pid)
-                    proc.kill()
-            first_failure = first_failure or 1
-        stop.wait(0.2)
-    if first_failure is not None:
-        raise CliError(f"a worker failed (exit status {first_failure})", exit_code=1)
-    log.info("all %d workers stopped cleanly", len(procs))
+                log.info(
+                    "%s received: stopping %d workers", signal.Signals(signals.signum).name, args.workers
+                )
+
+        result = supervise(
+            start,
+            args.workers,
+            stop,
+            application_id=config.application_id,
+            policy=policy,
+            close_timeout_s=args.close_timeout,
+            on_stop=on_stop,
+        )
+    if result.failure is not None:
+        raise CliError(f"{config.application_id!r}: {result.failure}", exit_code=1)
+    log.info("all %d workers stopped cleanly", args.workers)
     return 0
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _at_least(parse: Callable[[str], _N], minimum: _N, *, strict: bool = False) -> Callable[[str], _N]:
+    """An argparse ``type``: ``parse`` the text and require ``>= minimum`` (``> minimum`` if strict)."""
+
+    def check(text: str) -> _N:
+        value = parse(text)
+        if value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum}, got {value}")
+        return value
+
+    check.__name__ = parse.__name__  # argparse names it in "invalid int value: 'x'"
+    return check
+
+
+_positive_int = _at_least(int, 1)
+_non_negative_int = _at_least(int, 0)
+_non_negative_float = _at_least(float, 0.0)
+_positive_float = _at_least(float, 0.0, strict=True)

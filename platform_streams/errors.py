@@ -12,6 +12,7 @@ keep working, the class inherits from it too.
     ├── StreamsConfigError (+ ValueError)
     ├── TopologyError
     │   ├── MissingSourceTopicError
+    │   ├── MissingSinkTopicError
     │   └── CoPartitioningError
     ├── SerializationError
     │   └── DeserializationError
@@ -43,6 +44,7 @@ __all__ = [
     "IllegalStateError",
     "InvalidStateStoreError",
     "InvalidStateStorePartitionError",
+    "MissingSinkTopicError",
     "MissingSourceTopicError",
     "ProcessorError",
     "ProducerFencedError",
@@ -105,6 +107,20 @@ class MissingSourceTopicError(TopologyError):
     def __init__(self, topics: Iterable[str], message: str | None = None) -> None:
         self.topics: list[str] = sorted(topics)
         super().__init__(message or f"source topic(s) do not exist: {', '.join(self.topics)}")
+
+
+class MissingSinkTopicError(TopologyError):
+    """Raised at start when output topics of the topology do not exist on the broker.
+
+    Topic auto-creation is off on every client, so records for such a topic could never be
+    written: the application would look healthy while it retried and fell out of its group.
+    """
+
+    def __init__(self, topics: Iterable[str], message: str | None = None) -> None:
+        self.topics: list[str] = sorted(topics)
+        super().__init__(
+            message or f"sink topic(s) do not exist: {', '.join(self.topics)}; create them first"
+        )
 
 
 class CoPartitioningError(TopologyError):

@@ -33,7 +33,13 @@ from confluent_kafka.admin import AdminClient
 
 from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
 from platform_streams.kafka.admin_groups import GroupDescription, GroupMember, rejoin_group_once
-from platform_streams.kafka.clients import create_admin, create_consumer, create_producer, redact_config
+from platform_streams.kafka.clients import (
+    create_admin,
+    create_consumer,
+    create_producer,
+    group_membership,
+    redact_config,
+)
 from platform_streams.kafka.embedded_broker import EmbeddedBroker, find_free_port, run_embedded_broker_forever
 from platform_streams.kafka.errors import (
     as_kafka_error,
@@ -71,6 +77,7 @@ __all__ = [
     "create_consumer",
     "create_producer",
     "find_free_port",
+    "group_membership",
     "high_watermark_from_fetch",
     "is_fatal",
     "is_fenced",

@@ -124,6 +124,22 @@ class GroupAdminMixin:
         )
         return GroupDescription(group_id, state, members)
 
+    def delete_group(self, group_id: str, timeout: float = 10.0) -> str | None:
+        """Delete ``group_id`` and its committed offsets; None when deleted, else the broker's reason.
+
+        Kafka refuses a group that has members (GROUP_NOT_EMPTY); Tansu deletes even an
+        active group. Used only to repair a group Tansu can no longer rebalance
+        (runtime/rebalance_wait.py), which is why a refusal is an answer, not an error.
+        """
+        deadline = time.monotonic() + timeout
+        try:
+            futures = self._admin().delete_consumer_groups([group_id], request_timeout=timeout)
+            wait_result(futures[group_id].result, deadline, f"delete group {group_id!r}")
+        except KafkaException as exc:
+            err = as_kafka_error(exc)
+            return err.name() if err is not None else str(exc)
+        return None
+
     def alter_committed_offsets(
         self, group_id: str, offsets: Mapping[tuple[str, int], int], timeout: float = 10.0
     ) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ from confluent_kafka.admin import AdminClient
 from platform_streams.errors import StreamsConfigError
 from platform_streams.kafka.errors import as_kafka_error
 
-__all__ = ["create_admin", "create_consumer", "create_producer", "redact_config"]
+__all__ = ["create_admin", "create_consumer", "create_producer", "group_membership", "redact_config"]
 
 _log = logging.getLogger(__name__)
 
@@ -143,3 +144,26 @@ def create_producer(conf: Mapping[str, Any]) -> Producer:
 def create_admin(conf: Mapping[str, Any]) -> AdminClient:
     """Create a raw ``AdminClient``; most code wants :class:`KafkaAdmin` instead."""
     return _build(AdminClient, conf, "admin", {})
+
+
+#: librdkafka's serialized consumer group metadata: this magic, then the generation (int32)
+_GROUP_METADATA_MAGIC = b"CGMDv2:"
+
+
+def group_membership(consumer: Consumer) -> tuple[str | None, int | None]:
+    """The consumer's member id and the generation it last joined (None when unknown).
+
+    For log lines about a rebalance that does not finish. confluent-kafka exposes the
+    member id, and the generation only inside the serialized group metadata (librdkafka's
+    ``rd_kafka_consumer_group_metadata_write``: magic, generation in host byte order, ...);
+    an unknown layout gives None rather than a wrong number.
+    """
+    try:
+        member = consumer.memberid() or None
+        raw = consumer.consumer_group_metadata()
+    except (KafkaException, RuntimeError):
+        return None, None
+    if isinstance(raw, bytes) and raw.startswith(_GROUP_METADATA_MAGIC) and len(raw) >= 11:
+        offset = len(_GROUP_METADATA_MAGIC)
+        return member, int.from_bytes(raw[offset : offset + 4], sys.byteorder, signed=True)
+    return member, None

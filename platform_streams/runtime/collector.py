@@ -9,14 +9,16 @@ Which failures the production handler (``production_exception_handler``: log_and
 log_and_continue or a callable; plus the dead-letter topic when one is configured) sees:
 
 * a record the producer rejects locally (too large, unknown topic) -- at the send under
-  at-least-once, at the commit under exactly-once (records are produced then);
+  at-least-once, at the commit under exactly-once (records are produced then); either way
+  the handler sees the output record (not the input record that led to it), so both
+  guarantees dead-letter the same thing;
 * a record the broker rejects, under at-least-once (``CONTINUE`` drops it and counts it);
 * serialization failures in sinks are handled by the task (it knows the input record).
 
 Never handled, always fatal: a changelog record that cannot be written (the store already
 holds the change), a dead-letter record that cannot be written (no loop), and under
 exactly-once a record the broker rejects (the transaction can only be aborted). A record
-refused for its size is dead-lettered without its value.
+refused for its size (locally or by the broker) is dead-lettered without its value.
 """
 
 from __future__ import annotations
@@ -67,6 +69,16 @@ class _FailedRecord:
 
     def offset(self) -> int:
         return -1
+
+
+def _failed_record(record: BufferedRecord, err: Any) -> _FailedRecord:
+    """The record as the production handler (and the dead-letter topic) gets it: without its
+    value when that was too large -- the dead-letter record would be refused for the same
+    reason, and a dead-letter record that cannot be written is fatal."""
+    if err is not None and err.name() == "MSG_SIZE_TOO_LARGE":
+        topic, key, _, timestamp, headers, partition = record
+        record = (topic, key, None, timestamp, headers, partition)
+    return _FailedRecord(record)
 
 
 class KafkaRecordCollector:
@@ -128,8 +140,16 @@ class KafkaRecordCollector:
         if msg.topic() in self.tracked_topics or self.eos or dead_letter:
             self._remember(where)
             return
+        record: BufferedRecord = (
+            msg.topic(),
+            msg.key(),
+            msg.value(),
+            msg.timestamp()[1],
+            msg.headers() or [],
+            msg.partition(),
+        )
         try:
-            response = self.production_handler.handle(msg, _DeliveryError(str(err)))
+            response = self.production_handler.handle(_failed_record(record, err), _DeliveryError(str(err)))
         except Exception as exc:  # the dead-letter send itself failed
             self._remember(f"{where} (dead-letter send failed: {exc})")
             return
@@ -139,23 +159,16 @@ class KafkaRecordCollector:
             self.records_skipped += 1
 
     def on_send_error(self, record: BufferedRecord, exc: BaseException) -> None:
-        """A record the producer refused at the exactly-once commit: handler decides."""
+        """A record the producer refused locally (at the send, or the EOS commit): handler decides."""
         topic = record[0]
         if topic in self.tracked_topics:
             raise ProductionError(f"changelog record for {topic} refused by the producer: {exc}") from exc
         if topic == self.production_handler.dead_letter_topic:
             raise ProductionError(f"dead-letter record refused by the producer: {exc}") from exc
-        err = as_kafka_error(exc)
-        if err is not None and err.name() == "MSG_SIZE_TOO_LARGE":
-            record = (
-                topic,
-                record[1],
-                None,
-                record[3],
-                record[4],
-                record[5],
-            )  # dead-letter it without its value
-        if self.production_handler.handle(_FailedRecord(record), exc) is HandlerResponse.FAIL:
+        if (
+            self.production_handler.handle(_failed_record(record, as_kafka_error(exc)), exc)
+            is HandlerResponse.FAIL
+        ):
             raise ProductionError(f"record for {topic} refused by the producer: {exc}") from exc
         self.records_skipped += 1
 

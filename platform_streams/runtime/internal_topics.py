@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import StreamsConfigError, TopologyError
+from platform_streams.errors import MissingSinkTopicError, StreamsConfigError, TopologyError
 from platform_streams.kafka import KafkaAdmin, TopicSpec
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -38,12 +38,18 @@ def internal_topic_specs(plan: TopologyPlan, config: StreamsConfig, admin: Kafka
 def prepare_topics(plan: TopologyPlan, config: StreamsConfig) -> dict[str, int]:
     """Create missing internal topics, check existing ones; return partition counts by topic.
 
-    Raises :class:`MissingSourceTopicError` when a user source topic is absent and
-    :class:`TopologyError` when an existing internal topic has the wrong partition count
-    (it would silently break co-partitioning).
+    Raises :class:`MissingSourceTopicError` (:class:`MissingSinkTopicError`) when a user
+    source (sink) topic is absent and :class:`TopologyError` when an existing internal topic
+    has the wrong partition count (it would silently break co-partitioning).
     """
     with KafkaAdmin(config.admin_configs()) as admin:
         specs = internal_topic_specs(plan, config, admin)
+        sinks = plan.external_sink_topics()
+        missing_sinks = [t for t, n in admin.partition_counts(sinks).items() if not n]
+        if missing_sinks:
+            # checked like source topics (before anything is created): a missing sink shows
+            # otherwise only when its first records time out, long after the app looked RUNNING
+            raise MissingSinkTopicError(missing_sinks)
         existing = admin.partition_counts([s.name for s in specs])
         wrong = {
             s.name: (existing[s.name], s.num_partitions)

@@ -139,6 +139,15 @@ class KafkaStreams:
             self.membership.close()
         return stopped
 
+    def failure(self) -> BaseException | None:
+        """The first failure of a worker, None if none failed.
+
+        Also set when a worker failed while the client was already stopping (its last
+        commit could not be written): the client then ends NOT_RUNNING, not ERROR, but it
+        did not stop cleanly -- a command line must not report success.
+        """
+        return next((w.failure for w in self.workers if w.failure is not None), None)
+
     def cleanup(self) -> None:
         """Delete this application's local state directory (only while not running)."""
         if self._state.is_running_or_rebalancing() or self._state is State.PENDING_SHUTDOWN:
@@ -151,11 +160,11 @@ class KafkaStreams:
         with self._state_changed:
             while self._state not in states:
                 if self._state in (State.ERROR, State.NOT_RUNNING):
-                    failures = [w.failure for w in self.workers if w.failure is not None]
+                    failure = self.failure()
                     raise StreamsStateError(
                         f"the client is {self._state.value}, it will not reach {[s.value for s in states]}"
-                        + (f": {failures[0]!r}" if failures else "")
-                    ) from (failures[0] if failures else None)
+                        + (f": {failure!r}" if failure is not None else "")
+                    ) from failure
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise StreamsTimeoutError(

@@ -150,13 +150,7 @@ class StreamsProducer:
         partition: int | None,
     ) -> None:
         self.sent += 1
-        try:
-            if partition is None:
-                self._produce(topic, value, key, timestamp=timestamp, headers=headers)
-            else:
-                self._produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
-        except BufferError:
-            self._produce_when_room((topic, key, value, timestamp, headers, partition))
+        self._produce_record((topic, key, value, timestamp, headers, partition))
 
     def _produce_when_room(self, record: BufferedRecord) -> None:
         """The local queue is full: serve delivery reports until the record fits."""
@@ -224,7 +218,7 @@ class StreamsProducer:
             self._in_transaction = True
             while buffer:
                 for record in buffer:
-                    self._produce_in_transaction(record)
+                    self._produce_record(record)
                 self.sent += len(buffer)
                 buffer, self._buffer = self._buffer, []  # dead-letter records added meanwhile
             self.flush()
@@ -254,7 +248,14 @@ class StreamsProducer:
         self.transactions_committed += 1
         return True
 
-    def _produce_in_transaction(self, record: BufferedRecord) -> None:
+    def _produce_record(self, record: BufferedRecord) -> None:
+        """Hand one record to librdkafka: at once under at-least-once, at the commit under EOS.
+
+        A record librdkafka refuses locally (too large, unknown topic) goes to the
+        production handler the same way under both guarantees: it raises to fail, or
+        returns to leave the record out (and dead-letters it without a value that was
+        too large, see the collector).
+        """
         topic, key, value, timestamp, headers, partition = record
         try:
             if partition is None:
@@ -264,8 +265,6 @@ class StreamsProducer:
         except BufferError:
             self._produce_when_room(record)
         except KafkaException as exc:
-            # rejected locally (too large, unknown topic): the production handler decides;
-            # it raises to fail, or returns to leave the record out of the transaction
             self._on_send_error(record, exc)
 
     def abort(self) -> None:

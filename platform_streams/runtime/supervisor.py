@@ -16,7 +16,9 @@ worker with these overrides, see :func:`worker_overrides`), so a worker keeps it
 supervisor, and the two ways of starting workers are interchangeable.
 
 The supervisor forwards SIGTERM/SIGINT to the workers (each closes cleanly: final commit),
-stops the others when one fails, and returns 0 after a clean stop, 1 after a failure.
+restarts a worker that fails with backoff while the others keep running, stops them all
+when one keeps failing (:mod:`.worker_restarts`), and returns 0 after a clean stop, 1
+after a failure.
 The factory must be importable by the children (a module-level function): workers are
 started with the ``spawn`` method, so nothing of the parent's state leaks into them.
 """
@@ -27,7 +29,6 @@ import logging
 import multiprocessing
 import signal
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -36,6 +37,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.runtime.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State
+from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
 
 __all__ = ["run_worker", "run_workers", "worker_config", "worker_overrides"]
 
@@ -45,7 +47,6 @@ log = logging.getLogger(__name__)
 TopologyFactory = Callable[[], Any]
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-_KILL_GRACE_S = 10.0
 
 
 def worker_overrides(config: StreamsConfig, index: int) -> dict[str, Any]:
@@ -88,7 +89,7 @@ def run_worker(factory: TopologyFactory, config: StreamsConfig, close_timeout_s:
     closed = streams.close(timeout_s=close_timeout_s)
     if streams.state() is State.PENDING_ERROR:
         streams.wait_for_state(State.ERROR, timeout_s=close_timeout_s)
-    return 0 if closed and streams.state() is State.NOT_RUNNING else 1
+    return 0 if closed and streams.state() is State.NOT_RUNNING and streams.failure() is None else 1
 
 
 def _child(factory: TopologyFactory, config: StreamsConfig, close_timeout_s: float, level: int) -> None:
@@ -105,11 +106,14 @@ def run_workers(
     *,
     close_timeout_s: float = 60.0,
     stop: threading.Event | None = None,
+    restart_policy: RestartPolicy | None = None,
 ) -> int:
     """Run the application in ``workers`` processes until SIGTERM/SIGINT (or ``stop``).
 
-    Returns 0 when every worker stopped cleanly, 1 when one failed (the others are then
-    stopped) or did not stop within ``close_timeout_s``.
+    A worker that fails is restarted as ``restart_policy`` allows (default
+    :class:`RestartPolicy`: 3 restarts per worker within 5 minutes, backoff from 1 s);
+    past that every worker is stopped. Returns 0 when every worker stopped cleanly, 1 when
+    the supervisor gave up on a worker or one did not stop within ``close_timeout_s``.
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -117,49 +121,56 @@ def run_workers(
     context = multiprocessing.get_context("spawn")
     level = logging.getLogger().getEffectiveLevel()
     previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in _STOP_SIGNALS}
-    procs = []
-    try:
-        for index in range(workers):
-            proc = context.Process(
-                target=_child,
-                args=(factory, worker_config(config, index), close_timeout_s, level),
-                name=f"{config.application_id}-w{index}",
-            )
-            proc.start()
-            procs.append(proc)
-        log.info(
-            "supervising %d workers of %r: pids %s", workers, config.application_id, [p.pid for p in procs]
+    started: list[_SpawnedWorker] = []
+
+    def start(index: int) -> _SpawnedWorker:
+        proc = context.Process(
+            target=_child,
+            args=(factory, worker_config(config, index), close_timeout_s, level),
+            name=f"{config.application_id}-w{index}",
         )
-        return _wait(procs, stop, close_timeout_s)
+        proc.start()
+        started.append(_SpawnedWorker(proc))
+        return started[-1]
+
+    try:
+        result = supervise(
+            start,
+            workers,
+            stop,
+            application_id=config.application_id,
+            policy=restart_policy or RestartPolicy(),
+            close_timeout_s=close_timeout_s,
+            on_stop=lambda: log.info("stopping the workers of %r", config.application_id),
+        )
+        if result.failure is not None:
+            log.error("workers of %r failed: %s", config.application_id, result.failure)
+        return result.exit_status
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()
-                proc.join(5)
+        for worker in started:
+            if worker.proc.is_alive():
+                worker.proc.kill()
+                worker.proc.join(5)
 
 
-def _wait(procs: list[Any], stop: threading.Event, close_timeout_s: float) -> int:
-    failed = False
-    kill_at: float | None = None
-    while True:
-        codes = [p.exitcode for p in procs]
-        if any(code not in (None, 0) for code in codes) and not failed:
-            failed = True
-            log.error("a worker exited with status %s: stopping the others", [c for c in codes if c])
-            stop.set()
-        if all(code is not None for code in codes):
-            return 1 if failed else 0
-        if stop.is_set() and kill_at is None:
-            for proc in procs:
-                if proc.is_alive() and proc.pid is not None:
-                    proc.terminate()  # SIGTERM: a clean close with a final commit
-            kill_at = time.monotonic() + close_timeout_s + _KILL_GRACE_S
-        if kill_at is not None and time.monotonic() > kill_at:
-            for proc in procs:
-                if proc.is_alive():
-                    log.error("worker pid %s did not stop in time: killing it", proc.pid)
-                    proc.kill()
-            failed = True
-        stop.wait(0.2)
+class _SpawnedWorker:
+    """A ``multiprocessing.Process`` seen as a :class:`WorkerProcess` (``poll`` like Popen's)."""
+
+    def __init__(self, proc: Any) -> None:
+        self.proc = proc
+
+    @property
+    def pid(self) -> int | None:
+        return int(self.proc.pid) if self.proc.pid is not None else None
+
+    def poll(self) -> int | None:
+        code = self.proc.exitcode
+        return None if code is None else int(code)
+
+    def terminate(self) -> None:
+        self.proc.terminate()
+
+    def kill(self) -> None:
+        self.proc.kill()

@@ -60,6 +60,7 @@ from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.observer import WorkerObserver
+from platform_streams.runtime.rebalance_wait import AssignmentWait, repair_group
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask, store_changelogs
@@ -86,6 +87,10 @@ class WorkerState(enum.Enum):
     RUNNING = "RUNNING"
     PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
     DEAD = "DEAD"
+
+
+#: worker states in which the consumer is in the group but holds no assignment yet
+_AWAITING_ASSIGNMENT = frozenset({WorkerState.STARTING, WorkerState.PARTITIONS_REVOKED})
 
 
 class StreamWorker(threading.Thread):
@@ -156,6 +161,8 @@ class StreamWorker(threading.Thread):
         self.observer = WorkerObserver()
         #: KafkaStreams.pause()/resume(): read by the loop, which applies it on its own thread
         self.pause_requested = False
+        #: says so when the group takes long to assign this worker anything
+        self.assignment_wait = AssignmentWait(self.name, config)
 
     # -- thread ---------------------------------------------------------------------------
 
@@ -227,6 +234,11 @@ class StreamWorker(threading.Thread):
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
         )
+        self._subscribe()
+        self._next_commit = time.monotonic() + self._commit_interval_s
+
+    def _subscribe(self) -> None:
+        """A new consumer, hence a new member of the application's group."""
         self.consumer = create_consumer(self.config.consumer_configs(self.index))
         guarded = self.store_guard.wrap
         self.consumer.subscribe(
@@ -235,13 +247,30 @@ class StreamWorker(threading.Thread):
             on_revoke=guarded(self._on_revoke),
             on_lost=guarded(self._on_lost),
         )
-        self._next_commit = time.monotonic() + self._commit_interval_s
+
+    def _repair_group(self) -> None:
+        """The group never assigned anything: repair it where the broker allows (rebalance_wait.py)."""
+        partitions = [(t, p) for t in self.source_topics for p in range(self.partition_counts.get(t, 0))]
+        try:
+            repair_group(self.config, partitions, leave=self._leave_group)
+        except StreamsError as exc:
+            log.warning("%s: could not repair the group: %s", self.name, exc)
+        if self.consumer is None:
+            self._subscribe()
+
+    def _leave_group(self) -> None:
+        consumer, self.consumer = self.consumer, None
+        consumer.close()
 
     # -- the loop -------------------------------------------------------------------------
 
     def run_once(self) -> int:
         """One iteration: poll, process, punctuate, maybe commit. Returns records processed."""
         self.store_guard.yield_point()
+        if self.assignment_wait.waiting:
+            self.assignment_wait.warn_if_long(self.consumer, self.state.value)
+            if self.assignment_wait.repair_due():
+                self._repair_group()
         if self.pause_requested:
             return self._run_paused()
         if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:
@@ -500,8 +529,16 @@ class StreamWorker(threading.Thread):
         try:
             if clean and self.tasks and self.collector is not None:
                 self.commit()
+        except TaskMigratedError as exc:
+            log.warning(
+                "final commit failed (the group moved on; the input will be processed again): %s", exc
+            )
+            clean = False
         except Exception as exc:
-            log.warning("final commit failed: %s", exc)
+            # records that could not be written (or a broker that never answered): the stop
+            # was not clean, and whoever runs the client must be able to tell (exit status)
+            log.error("final commit failed: %s", exc)
+            self.failure = self.failure or exc
             clean = False
         try:
             if not clean and self.collector is not None:
@@ -523,4 +560,5 @@ class StreamWorker(threading.Thread):
     def _set_state(self, state: WorkerState) -> None:
         if self.state is not state:
             self.state = state
+            self.assignment_wait.on_state(state in _AWAITING_ASSIGNMENT)
             self._on_state_change(self, state)

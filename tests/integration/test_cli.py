@@ -352,3 +352,67 @@ def _alive(pid: int) -> bool:
     # a zombie (exited, not yet reaped by its parent) counts as gone
     stat = Path(f"/proc/{pid}/stat")
     return not (stat.exists() and stat.read_text().split(") ", 1)[-1].startswith("Z"))
+
+
+@pytest.mark.broker
+def test_run_reports_a_missing_sink_topic(
+    bootstrap_servers: str, admin: KafkaAdmin, example_topics: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 13: a missing output topic looked like success (RUNNING, retries, exit 0 on
+    SIGTERM). It is now checked at start, like a source topic, before anything is created."""
+    missing = f"absent-out-{uuid.uuid4().hex[:8]}"
+    app_id = f"cli-missing-sink-{uuid.uuid4().hex[:8]}"
+    process = Cli(
+        tmp_path,
+        *example_run_args(bootstrap_servers, application_id=app_id, state_dir=tmp_path / "state"),
+        env={**example_topics, "BIG_ORDERS_TOPIC": missing},
+    )
+    try:
+        assert process.proc.wait(60) == 1, process.stderr
+    finally:
+        process.kill()
+    assert "cannot start" in process.stderr and "sink topic" in process.stderr, process.stderr
+    assert missing in process.stderr
+    assert not [t for t in admin.list_topics() if t.startswith(app_id) or t == missing]
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_run_exits_non_zero_when_records_cannot_be_written_at_the_stop(
+    cli: Callable[..., Cli], bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """A sink topic chosen per record (not checkable at start) that does not exist: SIGTERM
+    arrives while its records wait for the broker; the last commit fails, and the exit status
+    says so (it was 0: the worker's failure while stopping was not reported)."""
+    source = new_topic(admin, 1, "unwritable-in")
+    missing = f"absent-dyn-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "unwritable_app.py").write_text(
+        "import sys\n"
+        "from platform_streams import StreamsBuilder\n"
+        "def route(key, value, meta):\n"
+        "    print('routing a record', file=sys.stderr, flush=True)\n"
+        f"    return {missing!r}\n"
+        "def topology():\n"
+        "    builder = StreamsBuilder()\n"
+        f"    builder.stream({source!r}).to(route)\n"
+        "    return builder, {'session.timeout.ms': 6000, 'heartbeat.interval.ms': 500,"
+        " 'max.poll.interval.ms': 120000, 'commit.interval.ms': 600000}\n"
+    )
+    produce(bootstrap_servers, source, [(b"k", b"v")] * 3)
+    app = cli(
+        *run_args(
+            "unwritable_app:topology",
+            bootstrap_servers,
+            "--close-timeout",
+            "120",
+            application_id=f"cli-unwritable-{uuid.uuid4().hex[:8]}",
+            state_dir=tmp_path / "state",
+        ),
+        cwd=tmp_path,
+    )
+    app.wait_for(lambda: "routing a record" in app.stderr, "a record sent to the missing topic", 90)
+    code = app.stop(timeout_s=180)
+    assert code == 1, app.stderr
+    last = app.stderr.strip().splitlines()[-1]
+    assert "error: application" in last and "could not be written" in last, app.stderr
+    assert missing not in admin.list_topics()

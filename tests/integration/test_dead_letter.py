@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from platform_streams import StreamsBuilder
+from platform_streams import State, StreamsBuilder
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.processor.exception_handlers import (
@@ -101,3 +101,45 @@ def test_a_missing_dead_letter_topic_fails_at_start_naming_the_setting(
         streams.start()
     assert streams.state() is State.ERROR
     assert "no-such-dead-letter-topic" not in admin.list_topics()
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_a_record_too_large_to_produce_is_dead_lettered_without_its_value(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
+) -> None:
+    """Issue 13: under at-least-once the too-large record crashed the app (the dead-letter
+    send of the input record, value included, was refused for the same size). Both
+    guarantees now dead-letter the refused output record, key and headers, without its value."""
+    source, sink, dlq = (
+        new_topic(admin, 1, "big-in"),
+        new_topic(admin, 1, "big-out"),
+        new_topic(admin, 1, "dlq"),
+    )
+    big = json.dumps({"id": 7, "pad": "x" * 200_000})
+    records = [("a", json.dumps({"id": 1})), ("big", big), ("b", json.dumps({"id": 2}))]
+    produce(bootstrap_servers, source, records, headers=[("source", b"test")])
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=S, value_serde=J)).to(
+        sink, Produced(key_serde=S, value_serde=J)
+    )
+    config = app_config(
+        bootstrap_servers,
+        tmp_path,
+        processing_guarantee=guarantee,
+        production_exception_handler="log_and_continue",
+        errors_dead_letter_queue_topic_name=dlq,
+        producer_config={"message.max.bytes": 100_000},  # the 200 kB record is refused locally
+    )
+    isolation = "read_committed" if guarantee == "exactly_once_v2" else "read_uncommitted"
+    with running_app(builder, config) as streams:
+        out = consume_all(bootstrap_servers, sink, 2, timeout_s=60, isolation=isolation)
+        dead = consume_all(bootstrap_servers, dlq, 1, timeout_s=60, isolation=isolation)
+        assert streams.state() is State.RUNNING
+    assert sorted(r.key or b"" for r in out) == [b"a", b"b"]
+    assert len(dead) == 1
+    record = dead[0]
+    assert record.key == b"big" and record.value is None
+    headers = dict(record.headers)
+    assert headers["source"] == b"test"
+    assert b"MSG_SIZE_TOO_LARGE" in (headers[HEADER_MESSAGE] or b"")
+    assert headers[HEADER_TOPIC] == sink.encode()  # the refused output record, under both guarantees
