@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.aggregate_processors import table_aggregate, table_count, table_reduce
+from platform_streams.dsl.internals.aggregate_processors import table_aggregate, table_count, table_reduce
+from platform_streams.dsl.internals.table_processors import StoreTableOp
 from platform_streams.dsl.materialize import key_value_spec, store_name
 from platform_streams.dsl.options import Materialized, Named, name_of
-from platform_streams.dsl.table_processors import StoreTableOp
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Bytes, Long, Serde
 from platform_streams.topology.nodes import InternalTopic, repartition_topic_config

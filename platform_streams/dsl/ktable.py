@@ -1,7 +1,7 @@
 """``KTable`` and ``GlobalKTable``: changelog streams interpreted as tables.
 
 A KTable holds the latest value per key; a record with a None value deletes the key.
-Its node forwards :class:`~platform_streams.dsl.change.Change` pairs (new, old) to the
+Its node forwards :class:`~platform_streams.dsl.internals.change.Change` pairs (new, old) to the
 table operators below it; :meth:`KTable.to_stream` turns the updates back into records
 (a delete becomes a record with a None value).
 
@@ -21,12 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.kstream import KStream
-from platform_streams.dsl.materialize import KeyValueStoreSpec, is_queryable, key_value_spec, store_name
-from platform_streams.dsl.naming import takes_key
-from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, name_of
-from platform_streams.dsl.table_processors import (
+from platform_streams.dsl.internals.table_processors import (
     FilterTableOp,
+    GlobalTableUpdateProcessor,
     MapValuesTableOp,
     SourceTableOp,
     StoreTableOp,
@@ -36,11 +33,14 @@ from platform_streams.dsl.table_processors import (
     group_by_processor,
     new_value,
 )
+from platform_streams.dsl.kstream import KStream
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.naming import takes_key
+from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, name_of
 from platform_streams.errors import TopologyError
-from platform_streams.processor.context import NodeContext
 from platform_streams.processor.node import NodeProcessor
-from platform_streams.processor.record import Headers
 from platform_streams.serde import Serde
+from platform_streams.state.timestamped_builders import KeyValueStoreSpec
 from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from platform_streams.dsl.builder import StreamsBuilder
     from platform_streams.dsl.grouped_table import KGroupedTable
     from platform_streams.dsl.suppress import Suppressed
-    from platform_streams.dsl.timestamped_kv_store import TimestampedKeyValueStore
 
 __all__ = [
     "GlobalKTable",
@@ -146,9 +145,9 @@ class KTable:
     def suppress(self, suppressed: Suppressed) -> KTable:
         """Hold updates back: final results per window, or a time limit per key.
 
-        Implemented by the windowing module (:mod:`platform_streams.dsl.suppress_processor`).
+        Implemented by :mod:`platform_streams.dsl.table_suppress`.
         """
-        from platform_streams.dsl.suppress_processor import suppress_table
+        from platform_streams.dsl.table_suppress import suppress_table
 
         return suppress_table(self, suppressed)
 
@@ -321,21 +320,6 @@ class GlobalKTable:
 
     def value_getter_supplier(self) -> ValueGetterSupplier:
         return StoreValueGetterSupplier(self.store_name)
-
-
-class GlobalTableUpdateProcessor(NodeProcessor):
-    """Keeps a global store equal to its topic: upsert, None deletes, null keys skipped."""
-
-    def __init__(self, store: str) -> None:
-        self._store_name = store
-
-    def init(self, context: NodeContext) -> None:
-        super().init(context)
-        self._store: TimestampedKeyValueStore = context.get_state_store(self._store_name)
-
-    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-        if key is not None:
-            self._store.put_timestamped(key, value, timestamp)
 
 
 # ---------------------------------------------------------------------------- builders

@@ -25,17 +25,17 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.materialize import bytes_store_builder
-from platform_streams.dsl.options import StreamJoined
-from platform_streams.dsl.stream_join_processors import (
+from platform_streams.dsl.internals.stream_join_processors import (
     JoinSideParams,
     JoinWindowProcessor,
     StreamJoinProcessor,
     TimeTrackers,
 )
-from platform_streams.dsl.windowed_store import WindowStoreSpec
+from platform_streams.dsl.options import StreamJoined
 from platform_streams.dsl.windows import JoinWindows
 from platform_streams.errors import TopologyError
+from platform_streams.state.timestamped_builders import bytes_store_builder
+from platform_streams.state.timestamped_window_store import WindowStoreSpec
 from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:

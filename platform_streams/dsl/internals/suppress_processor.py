@@ -25,63 +25,29 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.change import Change
-from platform_streams.dsl.materialize import bytes_store_builder, resolve_serde
-from platform_streams.dsl.options import name_of
-from platform_streams.dsl.suppress_buffer import BufferedRecord, SuppressBuffer, encode_entry
-from platform_streams.dsl.table_processors import TableOp, ValueGetterSupplier
-from platform_streams.dsl.window_close import WallClockClose, punctuation_interval_ms
+from platform_streams.dsl.internals.change import Change
+from platform_streams.dsl.internals.suppress_buffer import BufferedRecord, SuppressBuffer, encode_entry
+from platform_streams.dsl.internals.table_processors import TableOp, ValueGetterSupplier
+from platform_streams.dsl.internals.window_close import WallClockClose, punctuation_interval_ms
+from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
 from platform_streams.errors import StreamsError, TopologyError
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
+from platform_streams.state.timestamped_builders import resolve_serde
 
 if TYPE_CHECKING:
-    from platform_streams.dsl.ktable import KTable
     from platform_streams.dsl.suppress import Suppressed
-    from platform_streams.dsl.windowed_stream import WindowCloseRule
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
 
-__all__ = ["SuppressOp", "SuppressProcessor", "suppress_table"]
+__all__ = ["SuppressOp", "SuppressProcessor", "find_close_rule"]
 
 log = logging.getLogger(__name__)
 
 
-def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
-    """``KTable.suppress``: a ``KTABLE-SUPPRESS-<n>`` node with its buffer store."""
-    from platform_streams.dsl.ktable import KTable
-
-    builder = table.builder
-    name = builder.names.name("KTABLE-SUPPRESS-", name_of(suppressed.name))
-    store = (
-        f"{suppressed.name}-store" if suppressed.name else builder.names.name("KTABLE-SUPPRESS-STATE-STORE-")
-    )
-    parent: TableOp = table._op
-    rule = find_close_rule(parent)
-    if suppressed.kind == "until_window_closes" and rule is None:
-        raise TopologyError(
-            f"suppress {name}: window close time is only defined for windowed computations "
-            "(suppress(until_window_closes) must follow a windowed aggregation)"
-        )
-    op = SuppressOp(parent, suppressed, store, rule, table.key_serde, table.value_serde)
-    topology = builder.topology
-    topology.add_processor(name, op.make_processor, table.node_name)
-    topology.add_state_store(_buffer_store_builder(store, suppressed), name)
-    return KTable(
-        builder,
-        name,
-        op,
-        key_serde=table.key_serde,
-        value_serde=table.value_serde,
-        source_topics=table.source_topics,
-    )
-
-
 def find_close_rule(op: Any) -> WindowCloseRule | None:
     """The close rule of the windowed aggregation upstream of ``op`` (the largest wait if several)."""
-    from platform_streams.dsl.windowed_stream import WindowedTableOp
-
     if isinstance(op, WindowedTableOp):
         return op.close_rule
     parents = [p for p in (getattr(op, "parent", None), *getattr(op, "parents", ())) if p is not None]
@@ -89,13 +55,6 @@ def find_close_rule(op: Any) -> WindowCloseRule | None:
     if not rules or len(rules) < len(parents):
         return None
     return max(rules, key=lambda rule: rule.wait_ms)
-
-
-def _buffer_store_builder(name: str, suppressed: Suppressed) -> Any:
-    """A persistent bytes store with a changelog (Kafka Streams keeps it in memory and always
-    restores it from the changelog; a local RocksDB store is reopened as is after a clean stop)."""
-    config = suppressed.buffer_config
-    return bytes_store_builder(name, "rocksdb", config.logging_enabled, config.log_config)
 
 
 class SuppressOp(TableOp):
