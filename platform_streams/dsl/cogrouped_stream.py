@@ -72,11 +72,11 @@ class CogroupedKStream:
         topology = builder.topology
         processors = []
         for index, ((_, aggregator), source) in enumerate(zip(self._groups, sources, strict=True)):
-            name = f"{given}-cogroup-agg-{index}" if given else names.name("COGROUPKSTREAM-AGGREGATE-")
+            name = names.suffixed(given, f"-cogroup-agg-{index}", "COGROUPKSTREAM-AGGREGATE-")
             topology.add_processor(name, _supplier(op, initializer, aggregator), source.node_name)
             processors.append(name)
         topology.add_state_store(spec, *processors)
-        merge = f"{given}-cogroup-merge" if given else names.name("COGROUPKSTREAM-MERGE-")
+        merge = names.suffixed(given, "-cogroup-merge", "COGROUPKSTREAM-MERGE-")
         topology.add_stateless(merge, StatelessOp("passthrough"), *processors)
         topics = frozenset(t for source in sources for t in source.source_topics)
         if len(sources) > 1:

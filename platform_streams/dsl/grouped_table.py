@@ -97,8 +97,8 @@ class KGroupedTable:
         spec = key_value_spec(store, materialized, key_serde=self.key_serde, value_serde=value_serde)
         names = builder.names
         given = name_of(named)
-        sink = f"{given}-sink" if given else names.name("KSTREAM-SINK-")
-        source = f"{given}-source" if given else names.name("KSTREAM-SOURCE-")
+        sink = names.suffixed(given, "-sink", "KSTREAM-SINK-")
+        source = names.suffixed(given, "-source", "KSTREAM-SOURCE-")
         name = names.name(prefix, given)
         topic = f"{self.repartition_name or store}-repartition"
         topology = builder.topology

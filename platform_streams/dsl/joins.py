@@ -78,12 +78,10 @@ def _stream_table_join(
         raise TopologyError("cannot join a stream and a table from different StreamsBuilders")
     joined = joined or Joined()
     if stream.repartition_required:
-        stream = stream._through_repartition_topic(
+        stream = stream.repartition_for_join(
             joined.name or stream.node_name,
-            key_serde=joined.key_serde or stream.key_serde,
-            value_serde=joined.value_serde or stream.value_serde,
-            num_partitions=None,
-            partitioner=None,
+            joined.key_serde or stream.key_serde,
+            joined.value_serde or stream.value_serde,
         )
     builder = stream.builder
     topology = builder.topology
@@ -152,8 +150,8 @@ def table_table_join(
         table.enable_send_old_values(True)
     if kind == "outer":
         other.enable_send_old_values(True)
-    this_name = f"{named}-join-this" if named else names.name("KTABLE-JOINTHIS-")
-    other_name = f"{named}-join-other" if named else names.name("KTABLE-JOINOTHER-")
+    this_name = names.suffixed(named, "-join-this", "KTABLE-JOINTHIS-")
+    other_name = names.suffixed(named, "-join-other", "KTABLE-JOINOTHER-")
     this_view, other_view = table.value_getter_supplier(), other.value_getter_supplier()
     fn = joiner_with_key(joiner)
     this_kind, other_kind = _SIDE_KINDS[kind]

@@ -339,7 +339,7 @@ def source_table(
     key_serde, value_serde = _source_serdes(consumed, materialized)
     store = store_name(builder, materialized, f"{topic}-")
     source_name = builder.names.name("KSTREAM-SOURCE-", consumed.name)
-    table_name = f"{consumed.name}-table-source" if consumed.name else builder.names.name("KTABLE-SOURCE-")
+    table_name = builder.names.suffixed(consumed.name, "-table-source", "KTABLE-SOURCE-")
     builder.topology.add_source(
         source_name,
         topic,
@@ -431,7 +431,7 @@ def source_global_table(
     """
     key_serde, value_serde = _source_serdes(consumed, materialized)
     store = store_name(builder, materialized, f"{topic}-")
-    source_name = f"{consumed.name}-table-source" if consumed.name else builder.names.name("KSTREAM-SOURCE-")
+    source_name = builder.names.suffixed(consumed.name, "-table-source", "KSTREAM-SOURCE-")
     processor_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
     spec = key_value_spec(store, materialized, key_serde=key_serde, value_serde=value_serde)
     spec = spec.with_logging_disabled()

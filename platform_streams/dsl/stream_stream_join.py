@@ -72,14 +72,10 @@ def stream_stream_join(
     right_value_serde = sj.other_value_serde or right.value_serde
     if left.repartition_required:
         base = f"{sj.name}-left" if sj.name else left.node_name
-        left = left._through_repartition_topic(
-            base, key_serde=key_serde, value_serde=left_value_serde, num_partitions=None, partitioner=None
-        )
+        left = left.repartition_for_join(base, key_serde, left_value_serde)
     if right.repartition_required:
         base = f"{sj.name}-right" if sj.name else right.node_name
-        right = right._through_repartition_topic(
-            base, key_serde=key_serde, value_serde=right_value_serde, num_partitions=None, partitioner=None
-        )
+        right = right.repartition_for_join(base, key_serde, right_value_serde)
     topology = builder.topology
     topics = left.source_topics | right.source_topics
     if len(topics) > 1:
@@ -88,15 +84,15 @@ def stream_stream_join(
     left_outer = kind in ("left", "outer")
     right_outer = kind == "outer"
     names = builder.names
-    this_windowed = f"{sj.name}-this-windowed" if sj.name else names.name("KSTREAM-WINDOWED-")
-    other_windowed = f"{sj.name}-other-windowed" if sj.name else names.name("KSTREAM-WINDOWED-")
+    this_windowed = names.suffixed(sj.name, "-this-windowed", "KSTREAM-WINDOWED-")
+    other_windowed = names.suffixed(sj.name, "-other-windowed", "KSTREAM-WINDOWED-")
     this_generated = names.name(_OUTERTHIS if right_outer else _JOINTHIS)
     other_generated = names.name(_OUTEROTHER if left_outer else _JOINOTHER)
     this_suffix = "-outer-this-join" if right_outer else "-this-join"
     other_suffix = "-outer-other-join" if left_outer else "-other-join"
     join_this = f"{sj.name}{this_suffix}" if sj.name else this_generated
     join_other = f"{sj.name}{other_suffix}" if sj.name else other_generated
-    merge = f"{sj.name}-merge" if sj.name else names.name("KSTREAM-MERGE-")
+    merge = names.suffixed(sj.name, "-merge", "KSTREAM-MERGE-")
 
     store_base = sj.store_name
     this_store = f"{store_base}{this_suffix}-store" if store_base else f"{this_generated}-store"

@@ -25,7 +25,8 @@ def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
     from platform_streams.dsl.ktable import KTable
 
     builder = table.builder
-    name = builder.names.name("KTABLE-SUPPRESS-", name_of(suppressed.name))
+    # Kafka's KTableImpl.suppress draws no index for a named suppression
+    name = name_of(suppressed.name) or builder.names.name("KTABLE-SUPPRESS-")
     store = (
         f"{suppressed.name}-store" if suppressed.name else builder.names.name("KTABLE-SUPPRESS-STATE-STORE-")
     )
