@@ -87,6 +87,7 @@ def _mask_secrets(values: Mapping[str, ClientValue]) -> dict[str, ClientValue]:
 #: Kafka Streams' individual optimizations (``StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG``)
 TOPOLOGY_OPTIMIZATIONS = ("reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join")
 
+
 class StreamsConfig(BaseModel):
     """Validated, immutable settings of one Streams application (see the module docstring).
 

@@ -157,7 +157,8 @@ class KStream:
         self, supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
     ) -> KStream:
         """Run a Processor API processor (``supplier()`` per task) with access to ``store_names``."""
-        name = self._builder.names.name("KSTREAM-PROCESSOR-", name_of(named))
+        # Kafka's KStreamImpl.process takes a given name as is (no index drawn)
+        name = name_of(named) or self._builder.names.name("KSTREAM-PROCESSOR-")
         topology = self._builder.topology
         topology.add_processor(name, supplier, self.node_name)
         for store in store_names:
@@ -183,7 +184,12 @@ class KStream:
         grouped = grouped or Grouped()
         # the grouping's name also names the key selector (Kafka's KStreamImpl.groupBy)
         rekeyed = self._op(
-            "KSTREAM-KEY-SELECT-", "select_key", selector, grouped.name, key_changed=True, key_serde_kept=False
+            "KSTREAM-KEY-SELECT-",
+            "select_key",
+            selector,
+            grouped.name,
+            key_changed=True,
+            key_serde_kept=False,
         )
         return rekeyed.group_by_key(grouped)
 

@@ -37,14 +37,12 @@ from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
 from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, name_of
-from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Serde
 from platform_streams.state.timestamped_builders import KeyValueStoreSpec
 from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
-    from platform_streams.config import StreamsConfig
     from platform_streams.dsl.builder import StreamsBuilder
     from platform_streams.dsl.grouped_table import KGroupedTable
     from platform_streams.dsl.suppress import Suppressed
@@ -53,7 +51,6 @@ __all__ = [
     "GlobalKTable",
     "KTable",
     "aggregate_table",
-    "apply_source_topic_reuse",
     "source_global_table",
     "source_table",
 ]
@@ -349,7 +346,7 @@ def source_table(
         offset_reset=consumed.offset_reset,
     )
     op = _add_source_table_op(builder, table_name, source_name, store, materialized, key_serde, value_serde)
-    builder.source_tables.append((op, topic))
+    builder.plan.source_tables.append((op, topic))
     return KTable(
         builder,
         table_name,
@@ -446,19 +443,3 @@ def source_global_table(
         value_serde=value_serde,
     )
     return GlobalKTable(builder, store, topic, key_serde, value_serde)
-
-
-def apply_source_topic_reuse(builder: StreamsBuilder, config: StreamsConfig | None) -> None:
-    """``topology_optimization="all"``: materialized source tables restore from their topic.
-
-    Kafka Streams' ``reuse.ktable.source.topics`` optimization: no ``-changelog`` topic is
-    created for such a store and nothing is logged; restoring reads the source topic.
-    """
-    if config is None or config.topology_optimization != "all":
-        return
-    for op, topic in builder.source_tables:
-        if not isinstance(op, SourceTableOp):
-            raise TopologyError(f"unexpected source table entry {op!r}")
-        if op.materialized:
-            op.spec.source_changelog_topic = topic
-            builder.topology.use_source_topic_as_changelog(op.spec.name, topic)

@@ -144,6 +144,26 @@ class StreamJoined:
     store_name: str | None = None
     store_type: Literal["rocksdb", "in_memory"] = "rocksdb"
     logging_enabled: bool = True
+    #: window store suppliers of the two sides (Kafka's ``StreamJoined.with(thisSupplier,
+    #: otherSupplier)``): their names name the stores; they must retain duplicates
+    this_store_supplier: Any = None
+    other_store_supplier: Any = None
+
+    @classmethod
+    def with_(cls, this_store_supplier: Any, other_store_supplier: Any) -> StreamJoined:
+        return cls(this_store_supplier=this_store_supplier, other_store_supplier=other_store_supplier)
+
+    def with_name(self, name: str) -> StreamJoined:
+        return replace(self, name=name)
+
+    def with_key_serde(self, serde: Serde) -> StreamJoined:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Serde) -> StreamJoined:
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Serde) -> StreamJoined:
+        return replace(self, other_value_serde=serde)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -97,6 +97,10 @@ def stream_stream_join(
     store_base = sj.store_name
     this_store = f"{store_base}{this_suffix}-store" if store_base else f"{this_generated}-store"
     other_store = f"{store_base}{other_suffix}-store" if store_base else f"{other_generated}-store"
+    if sj.this_store_supplier is not None:
+        this_store = sj.this_store_supplier.name
+    if sj.other_store_supplier is not None:
+        other_store = sj.other_store_supplier.name
     outer_store = None
     if left_outer:
         shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
@@ -143,10 +147,14 @@ def stream_stream_join(
     topology.add_stateless(merge, StatelessOp("passthrough"), join_this, join_other)
 
     topology.add_state_store(
-        _join_store(this_store, windows, sj, key_serde, left_value_serde), this_windowed, join_other
+        _join_store(this_store, windows, sj, key_serde, left_value_serde, sj.this_store_supplier),
+        this_windowed,
+        join_other,
     )
     topology.add_state_store(
-        _join_store(other_store, windows, sj, key_serde, right_value_serde), other_windowed, join_this
+        _join_store(other_store, windows, sj, key_serde, right_value_serde, sj.other_store_supplier),
+        other_windowed,
+        join_this,
     )
     if outer_store is not None:
         outer = bytes_store_builder(outer_store, sj.store_type, sj.logging_enabled)
@@ -157,7 +165,12 @@ def stream_stream_join(
 
 
 def _join_store(
-    name: str, windows: JoinWindows, sj: StreamJoined, key_serde: Any, value_serde: Any
+    name: str,
+    windows: JoinWindows,
+    sj: StreamJoined,
+    key_serde: Any,
+    value_serde: Any,
+    supplier: Any = None,
 ) -> WindowStoreSpec:
     """A join side's window store: every record kept (duplicates), no cache, as in Kafka Streams."""
     size = max(windows.size(), 1)  # a zero-width window still needs a positive store window
@@ -172,6 +185,7 @@ def _join_store(
         window_size_ms=size,
         retain_duplicates=True,
         timestamped=False,
+        store_supplier=supplier,
     )
 
 
