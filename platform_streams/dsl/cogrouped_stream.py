@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.internals.aggregate_processors import StreamAggregateProcessor
 from platform_streams.dsl.internals.table_processors import StoreTableOp
-from platform_streams.dsl.materialize import key_value_spec, store_name
-from platform_streams.dsl.options import Materialized, Named, name_of
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.topology.nodes import StatelessOp
@@ -61,6 +61,7 @@ class CogroupedKStream:
         """The aggregate per key, from ``initializer()`` and each input's aggregator."""
         from platform_streams.dsl.ktable import KTable
 
+        named, materialized = by_type("cogroup aggregate", named, materialized)
         first = self._groups[0][0]
         builder = first.builder
         names = builder.names
@@ -82,7 +83,13 @@ class CogroupedKStream:
         if len(sources) > 1:
             topology.add_copartition_group(topics)
         return KTable(
-            builder, merge, op, key_serde=spec.key_serde, value_serde=spec.value_serde, source_topics=topics
+            builder,
+            merge,
+            op,
+            key_serde=spec.key_serde,
+            value_serde=spec.value_serde,
+            source_topics=topics,
+            queryable=is_queryable(materialized),
         )
 
     def windowed_by(self, windows: Any) -> Any:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.internals.aggregate_processors import table_aggregate, table_count, table_reduce
 from platform_streams.dsl.internals.table_processors import StoreTableOp
-from platform_streams.dsl.materialize import key_value_spec, store_name
-from platform_streams.dsl.options import Materialized, Named, name_of
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Bytes, Long, Serde
 from platform_streams.topology.nodes import InternalTopic, repartition_topic_config
@@ -92,6 +92,7 @@ class KGroupedTable:
     ) -> KTable:
         from platform_streams.dsl.ktable import aggregate_table
 
+        named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
         builder = self.builder
         store = store_name(builder, materialized, prefix)
         spec = key_value_spec(store, materialized, key_serde=self.key_serde, value_serde=value_serde)
@@ -111,4 +112,6 @@ class KGroupedTable:
             topology.add_source(source, topic, key_serde=self.key_serde, value_serde=Bytes())
             if self.repartition_name is not None:
                 self._shared_source = source
-        return aggregate_table(builder, name, spec, make, source, frozenset({topic}))
+        return aggregate_table(
+            builder, name, spec, make, source, frozenset({topic}), is_queryable(materialized)
+        )

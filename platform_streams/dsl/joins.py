@@ -32,7 +32,7 @@ from platform_streams.dsl.internals.table_join_processors import (
     joiner_with_key,
 )
 from platform_streams.dsl.kstream import KStream
-from platform_streams.dsl.materialize import key_value_spec, store_name
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
 from platform_streams.dsl.options import Joined, Materialized, name_of
 from platform_streams.errors import TopologyError
 from platform_streams.state.timestamped_builders import KeyValueStoreSpec
@@ -77,6 +77,9 @@ def _stream_table_join(
     if table.builder is not stream.builder:
         raise TopologyError("cannot join a stream and a table from different StreamsBuilders")
     joined = joined or Joined()
+    if joined.grace_ms is not None:
+        # Kafka's KStreamImpl.join: a grace period needs a versioned table (shouldFailIfTableIsNotVersioned)
+        raise TopologyError("KTable must be versioned to use a grace period in a stream table join.")
     if stream.repartition_required:
         stream = stream.repartition_for_join(
             joined.name or stream.node_name,
@@ -178,4 +181,5 @@ def table_table_join(
         key_serde=spec.key_serde if spec else table.key_serde,
         value_serde=spec.value_serde if spec else None,
         source_topics=table.source_topics | other.source_topics,
+        queryable=is_queryable(materialized),
     )

@@ -405,4 +405,13 @@ class BranchedKStream:
             repartition_required=self._stream.repartition_required,
             source_topics=self._stream.source_topics,
         )
-        self._result[child_name] = branched.chain(branch_stream) if branched.chain else branch_stream
+        # Kafka's BranchedKStreamImpl.createBranch: a function's None result and a consumer's
+        # branch are left out of the result map
+        if branched.chain is not None:
+            chained = branched.chain(branch_stream)
+            if chained is not None:
+                self._result[child_name] = chained
+        elif branched.consumer is not None:
+            branched.consumer(branch_stream)
+        else:
+            self._result[child_name] = branch_stream

@@ -36,7 +36,7 @@ from platform_streams.dsl.internals.table_processors import (
 from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
 from platform_streams.dsl.naming import takes_key
-from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, name_of
+from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, by_type, name_of
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Serde
 from platform_streams.state.timestamped_builders import KeyValueStoreSpec
@@ -68,10 +68,13 @@ class KTable:
         key_serde: Serde | None,
         value_serde: Serde | None,
         source_topics: frozenset[str],
+        queryable: bool = False,
     ) -> None:
         self._builder = builder
         self.node_name = node_name
         self._op = op
+        #: the user named this table's store (``Materialized.as_`` or a supplier)
+        self._queryable = queryable
         self.key_serde = key_serde
         self.value_serde = value_serde
         #: topics whose partitions this table's records come from (co-partitioning checks)
@@ -81,10 +84,10 @@ class KTable:
     def builder(self) -> StreamsBuilder:
         return self._builder
 
-    @property
     def queryable_store_name(self) -> str | None:
-        """The name of this table's store, if it is materialized (Kafka's ``queryableStoreName``)."""
-        return self._op.store_name
+        """The store to query this table by (Kafka's ``queryableStoreName()``): only a store the
+        user named; None for generated ones (an unnamed aggregation, a table a join materialized)."""
+        return self._op.store_name if self._queryable else None
 
     # -- table operators -----------------------------------------------------------------
 
@@ -215,7 +218,8 @@ class KTable:
     ) -> KTable:
         from platform_streams.dsl.joins import table_table_join
 
-        return table_table_join(self, other, joiner, name_of(named), materialized, kind)
+        given, materialized = by_type(f"{kind} join", named, materialized)
+        return table_table_join(self, other, joiner, given, materialized, kind)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -250,6 +254,7 @@ class KTable:
         The processor name comes first; an unnamed ``Materialized`` still burns a store index
         (and the node is then not materialized), as in Kafka Streams.
         """
+        named, materialized = by_type(prefix.lower().rstrip("-"), named, materialized)
         builder = self._builder
         name = builder.names.name(prefix, name_of(named))
         inherited_value = self.value_serde if keeps_value else None
@@ -287,6 +292,7 @@ class KTable:
             key_serde=key_serde,
             value_serde=value_serde,
             source_topics=self.source_topics,
+            queryable=spec is not None,
         )
 
 
@@ -311,7 +317,6 @@ class GlobalKTable:
         self.key_serde = key_serde
         self.value_serde = value_serde
 
-    @property
     def queryable_store_name(self) -> str:
         return self.store_name
 
@@ -354,6 +359,7 @@ def source_table(
         key_serde=key_serde,
         value_serde=value_serde,
         source_topics=frozenset({topic}),
+        queryable=is_queryable(materialized),
     )
 
 
@@ -371,7 +377,13 @@ def stream_to_table(stream: KStream, named: str | None, materialized: Materializ
         )
     op = _add_source_table_op(builder, name, stream.node_name, store, materialized, key_serde, value_serde)
     return KTable(
-        builder, name, op, key_serde=key_serde, value_serde=value_serde, source_topics=stream.source_topics
+        builder,
+        name,
+        op,
+        key_serde=key_serde,
+        value_serde=value_serde,
+        source_topics=stream.source_topics,
+        queryable=is_queryable(materialized),
     )
 
 
@@ -402,6 +414,7 @@ def aggregate_table(
     make: Callable[[StoreTableOp], NodeProcessor],
     parent: str,
     source_topics: frozenset[str],
+    queryable: bool,
 ) -> KTable:
     """The table of a grouped aggregation: processor ``name`` below ``parent``, writing store ``spec``."""
     op = StoreTableOp(spec.name, make)
@@ -415,6 +428,7 @@ def aggregate_table(
         key_serde=spec.key_serde,
         value_serde=spec.value_serde,
         source_topics=source_topics,
+        queryable=queryable,
     )
 
 

@@ -65,6 +65,10 @@ def stream_stream_join(
         raise TopologyError("cannot join streams from different StreamsBuilders")
     if kind not in ("inner", "left", "outer"):
         raise TopologyError(f"unknown join kind {kind!r}")
+    if stream_joined is not None and not isinstance(stream_joined, StreamJoined):
+        raise TypeError(
+            f"{kind} join: parameter 'stream_joined' takes a StreamJoined, got {type(stream_joined).__name__}"
+        )
     sj = stream_joined or StreamJoined()
     builder = left.builder
     key_serde = sj.key_serde or left.key_serde

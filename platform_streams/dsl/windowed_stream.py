@@ -31,8 +31,8 @@ from platform_streams.dsl.internals.window_processors import (
     TimeWindowAggregateProcessor,
 )
 from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
-from platform_streams.dsl.materialize import store_name
-from platform_streams.dsl.options import Materialized, Named, name_of
+from platform_streams.dsl.materialize import is_queryable, store_name
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of
 from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
@@ -93,6 +93,7 @@ class _WindowedKStream:
     ) -> KTable:
         from platform_streams.dsl.ktable import KTable
 
+        named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
         mat = materialized or Materialized()
         store, name = self._names(prefix, named, materialized)
         grouped = self._grouped
@@ -120,6 +121,7 @@ class _WindowedKStream:
             key_serde=None if key_serde is None else rule.windowed_serde(key_serde),
             value_serde=value_serde,
             source_topics=source.source_topics,
+            queryable=is_queryable(materialized),
         )
 
     def _spec(
@@ -199,6 +201,7 @@ class TimeWindowedKStream(_WindowedKStream):
 
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per key and window (null keys/values are skipped); values are ``Long``."""
+        named, materialized = by_type("count", named, materialized)
         return self.aggregate(_zero, _count, named, _with_default_value(materialized, Long()))
 
     def reduce(
@@ -281,6 +284,7 @@ class SessionWindowedKStream(_WindowedKStream):
 
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per session (values are ``Long``); merging sessions add their counts."""
+        named, materialized = by_type("count", named, materialized)
         return self.aggregate(_zero, _count, _sum_merger, named, _with_default_value(materialized, Long()))
 
     def reduce(
