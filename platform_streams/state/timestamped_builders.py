@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from platform_streams.state.builders import KeyValueStoreBuilder
     from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
 
-__all__ = ["KeyValueStoreSpec", "StoreType", "bytes_store_builder", "key_value_supplier", "resolve_serde"]
+__all__ = [
+    "KeyValueStoreSpec",
+    "StoreType",
+    "bytes_store_builder",
+    "caching_enabled",
+    "key_value_supplier",
+    "resolve_serde",
+]
 
 StoreType = Literal["rocksdb", "in_memory"]
 
@@ -33,6 +40,14 @@ def resolve_serde(serde: Serde | None, config: StreamsConfig, role: Literal["key
     if serde is not None:
         return serde
     return config.default_key_serde if role == "key" else config.default_value_serde
+
+
+def caching_enabled(requested: bool, config: StreamsConfig) -> bool:
+    """Whether a DSL store gets its caching layer: as requested, unless the config gives caches
+    no memory at all (``statestore_cache_max_bytes=0``), which strips every caching layer, as
+    Kafka Streams' ``InternalTopologyBuilder.rewriteTopology`` does -- so updates then leave
+    exactly as an uncached store emits them (e.g. a tombstone per filtered-out key)."""
+    return requested and config.statestore_cache_max_bytes > 0
 
 
 def key_value_supplier(name: str, store_type: StoreType) -> KeyValueBytesStoreSupplier:

@@ -33,7 +33,7 @@ from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import CachedStateStore, FlushListener, KeyValueStore, StateStore
 from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
-from platform_streams.state.timestamped_builders import resolve_serde
+from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
 from platform_streams.state.wrappers.base import WrappedStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 
@@ -92,7 +92,7 @@ class TimestampedKeyValueStore(WrappedStore, KeyValueStore[Any, Any], CachedStat
         key_serde = resolve_serde(spec.key_serde, config, "key")
         value_serde = ValueAndTimestampSerde(resolve_serde(spec.value_serde, config, "value"))
         builder = Stores.key_value_store_builder(spec.bytes_supplier(), key_serde, value_serde)
-        if spec.caching_enabled:
+        if caching_enabled(spec.caching_enabled, config):
             builder.with_caching_enabled()
         reuse = spec.source_changelog_topic
         if spec.logging_enabled and reuse is None:

@@ -25,7 +25,7 @@ from platform_streams.state.api import CachedStateStore, FlushListener, SessionS
 from platform_streams.state.builders import WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS
 from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
-from platform_streams.state.timestamped_builders import resolve_serde
+from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
 from platform_streams.state.windowed import Windowed
 from platform_streams.state.wrappers.base import WrappedStore
 
@@ -151,7 +151,7 @@ class _DslStore(WrappedStore, CachedStateStore):
 
     def _finish_init(self, builder: Any, context: StateStoreContext, root: StateStore) -> None:
         spec = self.spec
-        if spec.caching_enabled:
+        if caching_enabled(spec.caching_enabled, context.config):
             builder.with_caching_enabled()
         if spec.logging_enabled:
             builder.with_logging_enabled(spec.log_config)
