@@ -7,8 +7,9 @@ hold such an end and stops at the end of the key, so it reads only the key's ses
 end late enough; the start bound is a filter.
 
 Retention: a session is visible while its segment is live, i.e. its segment holds times after
-``stream time - retention`` (stream time = the largest session end put). Results are materialized lists: they are per key and small, and
-a session merge removes and puts sessions while the caller still holds the result.
+``stream time - retention`` (stream time = the largest session end put). Results are
+materialized lists: they are per key and small, and a session merge removes and puts
+sessions while the caller still holds the result.
 """
 
 from __future__ import annotations
