@@ -37,6 +37,8 @@ def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
             f"suppress {name}: window close time is only defined for windowed computations "
             "(suppress(until_window_closes) must follow a windowed aggregation)"
         )
+    # the buffer sees old values (its prior-value view), as Kafka's KTableSuppressProcessorSupplier asks
+    parent.enable_send_old_values(True)
     op = SuppressOp(parent, suppressed, store, rule, table.key_serde, table.value_serde)
     topology = builder.topology
     topology.add_processor(name, op.make_processor, table.node_name)

@@ -26,7 +26,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.internals.change import Change
-from platform_streams.dsl.internals.suppress_buffer import BufferedRecord, SuppressBuffer, encode_entry
+from platform_streams.dsl.internals.suppress_buffer import (
+    BufferedRecord,
+    SuppressBuffer,
+    encode_entry,
+    kafka_entry_size,
+)
 from platform_streams.dsl.internals.table_processors import TableOp, ValueGetterSupplier
 from platform_streams.dsl.internals.window_close import WallClockClose, punctuation_interval_ms
 from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
@@ -140,12 +145,13 @@ class SuppressProcessor(NodeProcessor):
             raise StreamsError(f"suppress {self.context.node_name}: a record key serialized to None")
         serialize = self.value_serde.serialize
         raw_new = serialize(change.new) if change.new is not None else None
-        prior = None
-        if self.send_old:
-            buffered, prior = self.buffer.prior_value(raw_key)
-            if not buffered:
-                prior = serialize(change.old) if change.old is not None else None
-        self.buffer.put(buffer_time, raw_key, encode_entry(raw_new, prior, timestamp, headers))
+        raw_old = serialize(change.old) if change.old is not None else None
+        buffered, prior = self.buffer.prior_value(raw_key)
+        if not buffered:
+            prior, raw_old = raw_old, None  # the prior *is* the old value: counted once, as Kafka
+        topic = self.context.task.record_topic()
+        size = kafka_entry_size(raw_key, prior, raw_old, raw_new, topic, headers)
+        self.buffer.put(buffer_time, raw_key, encode_entry(raw_new, prior, timestamp, headers, size), size)
         if self.wall_clock is not None:
             self.wall_clock.on_record(self.context.current_system_time_ms(), self.observed_stream_time)
         self._enforce_constraints()
