@@ -175,3 +175,86 @@ def test_should_support_final_results_for_time_windows_with_large_jump() -> None
             ("[k1@2/4]", 2, 3),
             ("[k1@4/6]", 1, 4),
         ]
+
+
+def drain_strings(driver: TopologyTestDriver, topic: str) -> list[KVT]:
+    return [
+        (r.key, r.value, r.timestamp) for r in driver.create_output_topic(topic, S, S).read_records_to_list()
+    ]
+
+
+def test_should_work_before_group_by() -> None:
+    """SuppressScenarioTest.shouldWorkBeforeGroupBy"""
+    builder = StreamsBuilder()
+    (
+        builder.table("topic", Consumed(key_serde=S, value_serde=S))
+        .suppress(Suppressed.until_time_limit(10, BufferConfig.unbounded()))
+        .group_by(lambda k, v: (k, v), Grouped(key_serde=S, value_serde=S))
+        .count()
+        .to_stream()
+        .to("output", Produced(key_serde=S, value_serde=L))
+    )
+    with TopologyTestDriver(builder.build()) as driver:
+        topic = driver.create_input_topic("topic", S, S)
+        topic.pipe_input("A", "a", 0)
+        topic.pipe_input("tick", "tick", 10)
+        assert drain(driver, "output") == [("A", 1, 0)]
+
+
+def _join_fixture(suppress_left: bool) -> TopologyTestDriver:
+    builder = StreamsBuilder()
+    left = builder.table("left", Consumed(key_serde=S, value_serde=S))
+    right = builder.table("right", Consumed(key_serde=S, value_serde=S))
+    suppressed = Suppressed.until_time_limit(10, BufferConfig.unbounded())
+    if suppress_left:
+        left = left.suppress(suppressed)
+    else:
+        right = right.suppress(suppressed)
+    left.outer_join(
+        right, lambda lv, rv: f"({'null' if lv is None else lv},{'null' if rv is None else rv})"
+    ).to_stream().to("output", Produced(key_serde=S, value_serde=S))
+    return TopologyTestDriver(builder.build())
+
+
+def test_should_work_before_join_right() -> None:
+    """SuppressScenarioTest.shouldWorkBeforeJoinRight"""
+    with _join_fixture(suppress_left=False) as driver:
+        right = driver.create_input_topic("right", S, S)
+        left = driver.create_input_topic("left", S, S)
+        right.pipe_input("B", "1", 0)
+        right.pipe_input("A", "1", 0)
+        assert drain_strings(driver, "output") == []  # buffered
+        right.pipe_input("tick", "tick", 10)  # flush buffer
+        assert drain_strings(driver, "output") == [("A", "(null,1)", 0), ("B", "(null,1)", 0)]
+        right.pipe_input("A", "2", 11)
+        assert drain_strings(driver, "output") == []  # buffered
+        left.pipe_input("A", "a", 12)  # joins with the previously emitted right side
+        assert drain_strings(driver, "output") == [("A", "(a,1)", 12)]
+        left.pipe_input("B", "b", 12)  # views through to the parent: B is no longer buffered
+        assert drain_strings(driver, "output") == [("B", "(b,1)", 12)]
+        left.pipe_input("A", "b", 13)
+        assert drain_strings(driver, "output") == [("A", "(b,1)", 13)]
+        right.pipe_input("tick", "tick1", 21)
+        assert drain_strings(driver, "output") == [("tick", "(null,tick1)", 21), ("A", "(b,2)", 13)]
+
+
+def test_should_work_before_join_left() -> None:
+    """SuppressScenarioTest.shouldWorkBeforeJoinLeft"""
+    with _join_fixture(suppress_left=True) as driver:
+        right = driver.create_input_topic("right", S, S)
+        left = driver.create_input_topic("left", S, S)
+        left.pipe_input("B", "1", 0)
+        left.pipe_input("A", "1", 0)
+        assert drain_strings(driver, "output") == []
+        left.pipe_input("tick", "tick", 10)
+        assert drain_strings(driver, "output") == [("A", "(1,null)", 0), ("B", "(1,null)", 0)]
+        left.pipe_input("A", "2", 11)
+        assert drain_strings(driver, "output") == []
+        right.pipe_input("A", "a", 12)
+        assert drain_strings(driver, "output") == [("A", "(1,a)", 12)]
+        right.pipe_input("B", "b", 12)
+        assert drain_strings(driver, "output") == [("B", "(1,b)", 12)]
+        right.pipe_input("A", "b", 13)
+        assert drain_strings(driver, "output") == [("A", "(1,b)", 13)]
+        left.pipe_input("tick", "tick1", 21)
+        assert drain_strings(driver, "output") == [("tick", "(tick1,null)", 21), ("A", "(2,b)", 13)]

@@ -136,6 +136,14 @@ class SuppressBuffer:
         """The earliest buffer time held (a lower bound after removals); MAX_TIME when empty."""
         return self._min_time if self._index else MAX_TIME
 
+    def buffered(self, key: bytes) -> BufferedRecord | None:
+        """The update buffered for ``key``, if any."""
+        slot = self._index.get(key)
+        if slot is None:
+            return None
+        raw = self._store.get(_TIME.pack(slot[0]) + key)
+        return None if raw is None else decode_entry(key, raw)
+
     def prior_value(self, key: bytes) -> tuple[bool, bytes | None]:
         """``(buffered, prior)``: whether ``key`` is buffered, and its prior value if so."""
         slot = self._index.get(key)

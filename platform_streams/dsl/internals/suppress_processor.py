@@ -35,16 +35,18 @@ from platform_streams.dsl.internals.suppress_buffer import (
 from platform_streams.dsl.internals.table_processors import TableOp, ValueGetterSupplier
 from platform_streams.dsl.internals.window_close import WallClockClose, punctuation_interval_ms
 from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
-from platform_streams.errors import StreamsError, TopologyError
+from platform_streams.errors import StreamsError
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
+from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.timestamped_builders import resolve_serde
 
 if TYPE_CHECKING:
     from platform_streams.dsl.suppress import Suppressed
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
+    from platform_streams.state.timestamped_kv_store import ValueGetter
 
 __all__ = ["SuppressOp", "SuppressProcessor", "find_close_rule"]
 
@@ -92,7 +94,7 @@ class SuppressOp(TableOp):
         return self.send_old_values
 
     def view(self) -> ValueGetterSupplier:
-        raise TopologyError("reading a suppressed KTable by key (a join on it) is not supported")
+        return SuppressedValueGetterSupplier(self, self.parent.view())
 
     def make_processor(self) -> NodeProcessor:
         return SuppressProcessor(self)
@@ -103,6 +105,46 @@ class SuppressOp(TableOp):
         if self.rule is not None:
             return self.rule.key_serde(context.config)
         return resolve_serde(None, context.config, "key")
+
+
+def task_buffer(context: NodeContext, store_name: str) -> SuppressBuffer:
+    """The task's one :class:`SuppressBuffer` over ``store_name`` (its index is shared by the
+    processor and the value getters of joins reading the suppressed table)."""
+    store = context.get_state_store(store_name)
+    buffer: SuppressBuffer | None = getattr(store, "suppress_buffer", None)
+    if buffer is None:
+        buffer = SuppressBuffer(store)
+        store.suppress_buffer = buffer
+    return buffer
+
+
+class SuppressedValueGetterSupplier(ValueGetterSupplier):
+    """A suppressed table read by key (Kafka's ``KTableSuppressProcessorSupplier.view``): a key
+    with a buffered update reads the value from before that update (what was last emitted);
+    any other key reads through to the parent table."""
+
+    def __init__(self, op: SuppressOp, parent: ValueGetterSupplier) -> None:
+        self.op = op
+        self.parent = parent
+
+    def store_names(self) -> list[str]:
+        return [self.op.buffer_store, *self.parent.store_names()]
+
+    def getter(self, context: NodeContext) -> ValueGetter:
+        parent_get = self.parent.getter(context)
+        buffer = task_buffer(context, self.op.buffer_store)
+        serialize_key = self.op.resolve_key_serde(context).serialize
+        deserialize = resolve_serde(self.op.value_serde, context.config, "value").deserialize
+
+        def get(key: Any) -> ValueAndTimestamp | None:
+            record = buffer.buffered(serialize_key(key) or b"")
+            if record is None:
+                return parent_get(key)
+            if record.prior is None:
+                return None
+            return ValueAndTimestamp(deserialize(record.prior), record.timestamp)
+
+        return get
 
 
 class SuppressProcessor(NodeProcessor):
@@ -129,7 +171,7 @@ class SuppressProcessor(NodeProcessor):
         op = self.op
         self.key_serde = op.resolve_key_serde(context)
         self.value_serde = resolve_serde(op.value_serde, context.config, "value")
-        self.buffer = SuppressBuffer(context.get_state_store(op.buffer_store))
+        self.buffer = task_buffer(context, op.buffer_store)
         self.send_old = op.send_old_values
         if self.wall_clock is not None:
             interval = punctuation_interval_ms(self.wall_clock.idle_ms)
