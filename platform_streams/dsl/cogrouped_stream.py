@@ -93,7 +93,10 @@ class CogroupedKStream:
         )
 
     def windowed_by(self, windows: Any) -> Any:
-        raise TopologyError("windowed cogroup aggregations are not supported yet")
+        """Windowed cogroup aggregations (``TimeWindows``/``SlidingWindows`` or ``SessionWindows``)."""
+        from platform_streams.dsl.windowed_cogroup import cogroup_windowed_by
+
+        return cogroup_windowed_by(list(self._groups), windows)
 
 
 def _supplier(

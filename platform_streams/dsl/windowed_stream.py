@@ -39,6 +39,7 @@ from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Long, Serde
 from platform_streams.state.timestamped_builders import bytes_store_builder
 from platform_streams.state.timestamped_window_store import SessionStoreSpec, WindowStoreSpec
+from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
     from platform_streams.dsl.grouped_stream import KGroupedStream
@@ -91,36 +92,80 @@ class _WindowedKStream:
         aggregator: Callable[[Any, Any, Any], Any],
         merger: Callable[[Any, Any, Any], Any] | None = None,
     ) -> KTable:
+        return self._build_from(
+            [(self._grouped, aggregator)],
+            prefix,
+            named,
+            materialized,
+            default_value_serde,
+            make,
+            initializer,
+            merger,
+        )
+
+    def _build_from(
+        self,
+        inputs: list[tuple[KGroupedStream, Callable[[Any, Any, Any], Any]]],
+        prefix: str,
+        named: Any,
+        materialized: Any,
+        default_value_serde: Serde | None,
+        make: Callable[[AggregateParams, StoreTableOp], NodeProcessor],
+        initializer: Callable[[], Any],
+        merger: Callable[[Any, Any, Any], Any] | None,
+        *,
+        cogroup: bool = False,
+    ) -> KTable:
+        """The aggregation's store and nodes: one processor per input (several for a cogroup, all
+        writing the one store, then a ``COGROUPKSTREAM-MERGE-`` node), in Kafka Streams' naming order."""
         from platform_streams.dsl.ktable import KTable
 
         named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
+        given = name_of(named)
         mat = materialized or Materialized()
-        store, name = self._names(prefix, named, materialized)
-        grouped = self._grouped
-        key_serde = mat.key_serde or grouped.key_serde
+        first = inputs[0][0]
+        builder = first.builder
+        names = builder.names
+        store = store_name(builder, materialized, prefix)
+        name = None if cogroup else names.name(prefix, given)
+        key_serde = mat.key_serde or first.key_serde
         value_serde = mat.value_serde or default_value_serde
-        source = grouped.source_for_aggregation(store)
+        sources = [grouped.source_for_aggregation(store) for grouped, _ in inputs]
         spec = self._store_spec(store, mat, key_serde, value_serde)
-        pending = None
-        if self._emit.emit_final:
-            pending = f"{store}-close-index"
-        params = AggregateParams(store, pending, initializer, aggregator, self._emit, merger)
+        pending = f"{store}-close-index" if self._emit.emit_final else None
         rule = self._close_rule(key_serde)
-        op = WindowedTableOp(store, lambda table_op: make(params, table_op), rule)
-        topology = grouped.builder.topology
-        topology.add_processor(name, op.make_processor, source.node_name)
-        topology.add_state_store(spec, name)
+        all_params = [
+            AggregateParams(store, pending, initializer, agg, self._emit, merger) for _, agg in inputs
+        ]
+        op = WindowedTableOp(store, lambda table_op: make(all_params[0], table_op), rule)
+        topology = builder.topology
+        processors = []
+        for index, (params, source) in enumerate(zip(all_params, sources, strict=True)):
+            if name is None:
+                node = names.suffixed(given, f"-cogroup-agg-{index}", "COGROUPKSTREAM-AGGREGATE-")
+            else:
+                node = name
+            topology.add_processor(node, _processor_supplier(make, params, op), source.node_name)
+            processors.append(node)
+        topology.add_state_store(spec, *processors)
         if pending is not None:
             # the emit-final index: logged like the main store
-            index = bytes_store_builder(pending, mat.store_type, mat.logging_enabled, mat.log_config)
-            topology.add_state_store(index, name)
+            index_store = bytes_store_builder(pending, mat.store_type, mat.logging_enabled, mat.log_config)
+            topology.add_state_store(index_store, *processors)
+        table_node = processors[0]
+        topics = frozenset(t for source in sources for t in source.source_topics)
+        if cogroup:
+            table_node = names.suffixed(given, "-cogroup-merge", "COGROUPKSTREAM-MERGE-")
+            topology.add_stateless(table_node, StatelessOp("passthrough"), *processors)
+            if len(sources) > 1:
+                topology.add_copartition_group(topics)
         return KTable(
-            grouped.builder,
-            name,
+            builder,
+            table_node,
             op,
             key_serde=None if key_serde is None else rule.windowed_serde(key_serde),
             value_serde=value_serde,
-            source_topics=source.source_topics,
+            source_topics=topics,
             queryable=is_queryable(materialized),
         )
 
@@ -236,18 +281,18 @@ class TimeWindowedKStream(_WindowedKStream):
         initializer: Callable[[], Any],
         aggregator: Callable[[Any, Any, Any], Any],
     ) -> KTable:
+        return self._build(
+            prefix, named, materialized, default_value_serde, self._maker(), initializer, aggregator
+        )
+
+    def _maker(self) -> Callable[[AggregateParams, StoreTableOp], NodeProcessor]:
+        """The processor of one aggregation input over these windows."""
         windows = self.windows
         if isinstance(windows, SlidingWindows):
-
-            def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
-                return SlidingWindowAggregateProcessor(params, op, windows)
-
-        else:
-
-            def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
-                return TimeWindowAggregateProcessor(params, op, windows)
-
-        return self._build(prefix, named, materialized, default_value_serde, make, initializer, aggregator)
+            sliding = windows
+            return lambda params, op: SlidingWindowAggregateProcessor(params, op, sliding)
+        time_windows = windows
+        return lambda params, op: TimeWindowAggregateProcessor(params, op, time_windows)
 
     def _store_spec(
         self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
@@ -323,14 +368,13 @@ class SessionWindowedKStream(_WindowedKStream):
         aggregator: Callable[[Any, Any, Any], Any],
         merger: Callable[[Any, Any, Any], Any],
     ) -> KTable:
-        windows = self.windows
-
-        def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
-            return SessionWindowAggregateProcessor(params, op, windows)
-
         return self._build(
-            prefix, named, materialized, default_value_serde, make, initializer, aggregator, merger
+            prefix, named, materialized, default_value_serde, self._maker(), initializer, aggregator, merger
         )
+
+    def _maker(self) -> Callable[[AggregateParams, StoreTableOp], NodeProcessor]:
+        windows = self.windows
+        return lambda params, op: SessionWindowAggregateProcessor(params, op, windows)
 
     def _store_spec(
         self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
@@ -348,6 +392,12 @@ class SessionWindowedKStream(_WindowedKStream):
 
 
 # ---------------------------------------------------------------------------- aggregators
+
+
+def _processor_supplier(
+    make: Callable[[AggregateParams, StoreTableOp], NodeProcessor], params: AggregateParams, op: StoreTableOp
+) -> Callable[[], NodeProcessor]:
+    return lambda: make(params, op)
 
 
 def _no_aggregate() -> Any:
