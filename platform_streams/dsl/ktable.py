@@ -340,8 +340,10 @@ def source_table(
     """``builder.table(topic)``: source node + ``KTABLE-SOURCE`` node (+ store when materialized)."""
     key_serde, value_serde = _source_serdes(consumed, materialized)
     store = store_name(builder, materialized, f"{topic}-")
-    source_name = builder.names.name("KSTREAM-SOURCE-", consumed.name)
-    table_name = builder.names.suffixed(consumed.name, "-table-source", "KTABLE-SOURCE-")
+    # Kafka's InternalStreamsBuilder.table: a named table's source is "<name>-source", its table
+    # node "<name>"
+    source_name = builder.names.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
+    table_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
     builder.topology.add_source(
         source_name,
         topic,
@@ -442,7 +444,7 @@ def source_global_table(
     """
     key_serde, value_serde = _source_serdes(consumed, materialized)
     store = store_name(builder, materialized, f"{topic}-")
-    source_name = builder.names.suffixed(consumed.name, "-table-source", "KSTREAM-SOURCE-")
+    source_name = builder.names.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
     processor_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
     spec = key_value_spec(store, materialized, key_serde=key_serde, value_serde=value_serde)
     spec = spec.with_logging_disabled()
