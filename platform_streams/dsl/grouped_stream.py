@@ -108,6 +108,8 @@ class KGroupedStream:
         if not self.repartition_required:
             return self.stream
         if self.repartition_name is not None and self._shared_repartition is not None:
+            # Kafka draws the repartition nodes' indices again before reusing the named topic
+            self.builder.names.repartition_names()
             return self._shared_repartition
         repartitioned = self.stream._through_repartition_topic(
             self.repartition_name or store,

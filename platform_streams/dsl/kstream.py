@@ -244,8 +244,7 @@ class KStream:
         """
         cached = self._join_repartition
         if cached is not None and base == self.node_name and cached[0] == base:
-            for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):
-                self._builder.names.name(prefix)
+            self._builder.names.repartition_names()
             return cached[1]
         stream = self._through_repartition_topic(
             base, key_serde=key_serde, value_serde=value_serde, num_partitions=None, partitioner=None
@@ -309,9 +308,7 @@ class KStream:
         builder.topology.add_internal_topic(
             InternalTopic(topic, "repartition", num_partitions, repartition_topic_config())
         )
-        gen_sink = builder.names.name("KSTREAM-SINK-")
-        gen_filter = builder.names.name("KSTREAM-FILTER-")
-        gen_source = builder.names.name("KSTREAM-SOURCE-")
+        gen_sink, gen_filter, gen_source = builder.names.repartition_names()
         if node_names is not None:
             filter_name, sink_name, source_name = node_names
         elif _GENERATED_NAME.fullmatch(base):

@@ -28,6 +28,11 @@ class NameGenerator:
         generated = f"{prefix}{self.next_index():010d}"
         return generated if given is None else given
 
+    def repartition_names(self) -> tuple[str, str, str]:
+        """The generated (sink, filter, source) names of a repartition, drawn in Kafka's order
+        (``createRepartitionedSource`` draws them even when the nodes are named or reused)."""
+        return self.name("KSTREAM-SINK-"), self.name("KSTREAM-FILTER-"), self.name("KSTREAM-SOURCE-")
+
     def suffixed(self, given: str | None, suffix: str, prefix: str) -> str:
         """``given + suffix`` if the user named the operator, else a generated name (an index is
         consumed either way: Kafka Streams' ``NamedInternal.suffixWithOrElseGet``)."""

@@ -87,8 +87,7 @@ def _merge(builder: StreamsBuilder, key_changer: str, nodes: list[RepartitionNod
     value_serde = next((n.value_serde for n in nodes if n.value_serde is not None), None)
     # Kafka's createRepartitionedSource: three indices drawn; a "-repartition" name is never
     # a generated one, so the nodes are named after the topic
-    for prefix in ("KSTREAM-SINK-", "KSTREAM-FILTER-", "KSTREAM-SOURCE-"):
-        names.name(prefix)
+    names.repartition_names()
     filter_name, sink_name, source_name = f"{topic}-filter", f"{topic}-sink", f"{topic}-source"
     downstream: list[tuple[str, str]] = []  # (node, its parent to replace by the merged source)
     for node in nodes:

@@ -6,6 +6,7 @@ Each test module under ``tests/kafka/`` translates one Java test class of apache
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from platform_streams.processor import Processor, Record
@@ -52,3 +53,12 @@ class MockApiProcessorSupplier:
 
 def serdes(key: Serde, value: Serde) -> dict[str, Serde]:
     return {"key_serde": key, "value_serde": value}
+
+
+EXPECTED_DIR = Path(__file__).parent / "expected"
+
+
+def expected_description(java_class: str, java_test: str) -> str:
+    """Kafka's expected ``describe()`` text for ``java_class.java_test``, kept verbatim (its lines
+    are longer than this project's line limit) in ``tests/kafka/expected/``."""
+    return (EXPECTED_DIR / f"{java_class}.{java_test}.txt").read_text()
