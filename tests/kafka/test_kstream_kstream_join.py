@@ -13,6 +13,7 @@ from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, JoinWindows, StreamJoined, StreamsBuilder
 from platform_streams.serde import String
 from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import expected_description
 
 S = String()
 NO_OPTIMIZATION = StreamsConfig(
@@ -35,7 +36,9 @@ def test_should_reuse_repartition_topic_with_generated_name() -> None:
     new_stream.join(stream2, lambda v1, v2: v1 + v2, window).to("out-one")
     new_stream.join(stream3, lambda v1, v2: v1 + v2, window).to("out-to")
     topology = builder.build(NO_OPTIMIZATION)
-    assert str(topology.describe()) == EXPECTED_GENERATED
+    assert str(topology.describe()) == expected_description(
+        "KStreamKStreamJoinTest", "shouldReuseRepartitionTopicWithGeneratedName"
+    )
     # and it runs: both joins read the one repartition topic
     config = {"default_key_serde": "string", "default_value_serde": "string"}
     with TopologyTestDriver(topology, config) as driver:
@@ -54,128 +57,6 @@ def test_should_create_repartition_topics_with_user_provided_name() -> None:
     joined = StreamJoined(key_serde=S, value_serde=S, other_value_serde=S)
     new_stream.join(stream2, lambda v1, v2: v1 + v2, window, joined.with_name("first-join")).to("out-one")
     new_stream.join(stream3, lambda v1, v2: v1 + v2, window, joined.with_name("second-join")).to("out-two")
-    assert str(builder.build(NO_OPTIMIZATION).describe()) == EXPECTED_USER_NAMED
-
-
-EXPECTED_GENERATED = """Topologies:
-   Sub-topology: 0
-    Source: KSTREAM-SOURCE-0000000000 (topics: [topic])
-      --> KSTREAM-MAP-0000000003
-    Processor: KSTREAM-MAP-0000000003 (stores: [])
-      --> KSTREAM-FILTER-0000000005
-      <-- KSTREAM-SOURCE-0000000000
-    Processor: KSTREAM-FILTER-0000000005 (stores: [])
-      --> KSTREAM-SINK-0000000004
-      <-- KSTREAM-MAP-0000000003
-    Sink: KSTREAM-SINK-0000000004 (topic: KSTREAM-MAP-0000000003-repartition)
-      <-- KSTREAM-FILTER-0000000005
-
-  Sub-topology: 1
-    Source: KSTREAM-SOURCE-0000000006 (topics: [KSTREAM-MAP-0000000003-repartition])
-      --> KSTREAM-WINDOWED-0000000007, KSTREAM-WINDOWED-0000000016
-    Source: KSTREAM-SOURCE-0000000001 (topics: [topic2])
-      --> KSTREAM-WINDOWED-0000000008
-    Source: KSTREAM-SOURCE-0000000002 (topics: [topic3])
-      --> KSTREAM-WINDOWED-0000000017
-    Processor: KSTREAM-WINDOWED-0000000007 (stores: [KSTREAM-JOINTHIS-0000000009-store])
-      --> KSTREAM-JOINTHIS-0000000009
-      <-- KSTREAM-SOURCE-0000000006
-    Processor: KSTREAM-WINDOWED-0000000008 (stores: [KSTREAM-JOINOTHER-0000000010-store])
-      --> KSTREAM-JOINOTHER-0000000010
-      <-- KSTREAM-SOURCE-0000000001
-    Processor: KSTREAM-WINDOWED-0000000016 (stores: [KSTREAM-JOINTHIS-0000000018-store])
-      --> KSTREAM-JOINTHIS-0000000018
-      <-- KSTREAM-SOURCE-0000000006
-    Processor: KSTREAM-WINDOWED-0000000017 (stores: [KSTREAM-JOINOTHER-0000000019-store])
-      --> KSTREAM-JOINOTHER-0000000019
-      <-- KSTREAM-SOURCE-0000000002
-    Processor: KSTREAM-JOINOTHER-0000000010 (stores: [KSTREAM-JOINTHIS-0000000009-store])
-      --> KSTREAM-MERGE-0000000011
-      <-- KSTREAM-WINDOWED-0000000008
-    Processor: KSTREAM-JOINOTHER-0000000019 (stores: [KSTREAM-JOINTHIS-0000000018-store])
-      --> KSTREAM-MERGE-0000000020
-      <-- KSTREAM-WINDOWED-0000000017
-    Processor: KSTREAM-JOINTHIS-0000000009 (stores: [KSTREAM-JOINOTHER-0000000010-store])
-      --> KSTREAM-MERGE-0000000011
-      <-- KSTREAM-WINDOWED-0000000007
-    Processor: KSTREAM-JOINTHIS-0000000018 (stores: [KSTREAM-JOINOTHER-0000000019-store])
-      --> KSTREAM-MERGE-0000000020
-      <-- KSTREAM-WINDOWED-0000000016
-    Processor: KSTREAM-MERGE-0000000011 (stores: [])
-      --> KSTREAM-SINK-0000000012
-      <-- KSTREAM-JOINTHIS-0000000009, KSTREAM-JOINOTHER-0000000010
-    Processor: KSTREAM-MERGE-0000000020 (stores: [])
-      --> KSTREAM-SINK-0000000021
-      <-- KSTREAM-JOINTHIS-0000000018, KSTREAM-JOINOTHER-0000000019
-    Sink: KSTREAM-SINK-0000000012 (topic: out-one)
-      <-- KSTREAM-MERGE-0000000011
-    Sink: KSTREAM-SINK-0000000021 (topic: out-to)
-      <-- KSTREAM-MERGE-0000000020
-
-"""
-
-EXPECTED_USER_NAMED = """Topologies:
-   Sub-topology: 0
-    Source: KSTREAM-SOURCE-0000000000 (topics: [topic])
-      --> KSTREAM-MAP-0000000003
-    Processor: KSTREAM-MAP-0000000003 (stores: [])
-      --> second-join-left-repartition-filter, first-join-left-repartition-filter
-      <-- KSTREAM-SOURCE-0000000000
-    Processor: first-join-left-repartition-filter (stores: [])
-      --> first-join-left-repartition-sink
-      <-- KSTREAM-MAP-0000000003
-    Processor: second-join-left-repartition-filter (stores: [])
-      --> second-join-left-repartition-sink
-      <-- KSTREAM-MAP-0000000003
-    Sink: first-join-left-repartition-sink (topic: first-join-left-repartition)
-      <-- first-join-left-repartition-filter
-    Sink: second-join-left-repartition-sink (topic: second-join-left-repartition)
-      <-- second-join-left-repartition-filter
-
-  Sub-topology: 1
-    Source: KSTREAM-SOURCE-0000000001 (topics: [topic2])
-      --> first-join-other-windowed
-    Source: first-join-left-repartition-source (topics: [first-join-left-repartition])
-      --> first-join-this-windowed
-    Processor: first-join-other-windowed (stores: [KSTREAM-JOINOTHER-0000000010-store])
-      --> first-join-other-join
-      <-- KSTREAM-SOURCE-0000000001
-    Processor: first-join-this-windowed (stores: [KSTREAM-JOINTHIS-0000000009-store])
-      --> first-join-this-join
-      <-- first-join-left-repartition-source
-    Processor: first-join-other-join (stores: [KSTREAM-JOINTHIS-0000000009-store])
-      --> first-join-merge
-      <-- first-join-other-windowed
-    Processor: first-join-this-join (stores: [KSTREAM-JOINOTHER-0000000010-store])
-      --> first-join-merge
-      <-- first-join-this-windowed
-    Processor: first-join-merge (stores: [])
-      --> KSTREAM-SINK-0000000012
-      <-- first-join-this-join, first-join-other-join
-    Sink: KSTREAM-SINK-0000000012 (topic: out-one)
-      <-- first-join-merge
-
-  Sub-topology: 2
-    Source: KSTREAM-SOURCE-0000000002 (topics: [topic3])
-      --> second-join-other-windowed
-    Source: second-join-left-repartition-source (topics: [second-join-left-repartition])
-      --> second-join-this-windowed
-    Processor: second-join-other-windowed (stores: [KSTREAM-JOINOTHER-0000000019-store])
-      --> second-join-other-join
-      <-- KSTREAM-SOURCE-0000000002
-    Processor: second-join-this-windowed (stores: [KSTREAM-JOINTHIS-0000000018-store])
-      --> second-join-this-join
-      <-- second-join-left-repartition-source
-    Processor: second-join-other-join (stores: [KSTREAM-JOINTHIS-0000000018-store])
-      --> second-join-merge
-      <-- second-join-other-windowed
-    Processor: second-join-this-join (stores: [KSTREAM-JOINOTHER-0000000019-store])
-      --> second-join-merge
-      <-- second-join-this-windowed
-    Processor: second-join-merge (stores: [])
-      --> KSTREAM-SINK-0000000021
-      <-- second-join-this-join, second-join-other-join
-    Sink: KSTREAM-SINK-0000000021 (topic: out-two)
-      <-- second-join-merge
-
-"""
+    assert str(builder.build(NO_OPTIMIZATION).describe()) == expected_description(
+        "KStreamKStreamJoinTest", "shouldCreateRepartitionTopicsWithUserProvidedName"
+    )

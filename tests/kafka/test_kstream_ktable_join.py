@@ -22,7 +22,7 @@ from platform_streams.errors import TopologyError
 from platform_streams.serde import Integer, String
 from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import MockApiProcessor, MockApiProcessorSupplier
+from tests.kafka.support import MockApiProcessor, MockApiProcessorSupplier, expected_description
 
 INT, S = Integer(), String()
 CONFIG = {"default_key_serde": "integer", "default_value_serde": "string"}
@@ -113,7 +113,9 @@ def test_should_reuse_repartition_topic_with_generated_name() -> None:
     builder, rekeyed, table_b, table_c = _rekeyed_with_two_tables()
     rekeyed.join(table_b, lambda v1, v2: v1 + v2).to("out-one")
     rekeyed.join(table_c, lambda v1, v2: v1 + v2).to("out-two")
-    assert str(builder.build(NO_OPTIMIZATION).describe()) == EXPECTED_GENERATED
+    assert str(builder.build(NO_OPTIMIZATION).describe()) == expected_description(
+        "KStreamKTableJoinTest", "shouldReuseRepartitionTopicWithGeneratedName"
+    )
 
 
 def test_should_create_repartition_topics_with_user_provided_name() -> None:
@@ -123,7 +125,9 @@ def test_should_create_repartition_topics_with_user_provided_name() -> None:
     second = Joined(key_serde=S, value_serde=S, other_value_serde=S, name="second-join")
     rekeyed.join(table_b, lambda v1, v2: v1 + v2, first).to("out-one")
     rekeyed.join(table_c, lambda v1, v2: v1 + v2, second).to("out-two")
-    assert str(builder.build(NO_OPTIMIZATION).describe()) == EXPECTED_USER_NAMED
+    assert str(builder.build(NO_OPTIMIZATION).describe()) == expected_description(
+        "KStreamKTableJoinTest", "shouldCreateRepartitionTopicsWithUserProvidedName"
+    )
 
 
 def test_should_require_copartitioned_streams(fx: Fixture) -> None:
@@ -183,91 +187,3 @@ def test_should_skip_null_left_key_or_value(fx: Fixture, key: Any, value: Any) -
     fx.push_to_table(4, "Y")
     fx.stream_in.pipe_input(key, value)
     fx.processor.check_and_clear_process_result()
-
-
-EXPECTED_GENERATED = """Topologies:
-   Sub-topology: 0
-    Source: KSTREAM-SOURCE-0000000000 (topics: [topic])
-      --> KSTREAM-MAP-0000000007
-    Processor: KSTREAM-MAP-0000000007 (stores: [])
-      --> KSTREAM-FILTER-0000000009
-      <-- KSTREAM-SOURCE-0000000000
-    Processor: KSTREAM-FILTER-0000000009 (stores: [])
-      --> KSTREAM-SINK-0000000008
-      <-- KSTREAM-MAP-0000000007
-    Sink: KSTREAM-SINK-0000000008 (topic: KSTREAM-MAP-0000000007-repartition)
-      <-- KSTREAM-FILTER-0000000009
-
-  Sub-topology: 1
-    Source: KSTREAM-SOURCE-0000000010 (topics: [KSTREAM-MAP-0000000007-repartition])
-      --> KSTREAM-JOIN-0000000011, KSTREAM-JOIN-0000000016
-    Processor: KSTREAM-JOIN-0000000011 (stores: [topic2-STATE-STORE-0000000001])
-      --> KSTREAM-SINK-0000000012
-      <-- KSTREAM-SOURCE-0000000010
-    Processor: KSTREAM-JOIN-0000000016 (stores: [topic3-STATE-STORE-0000000004])
-      --> KSTREAM-SINK-0000000017
-      <-- KSTREAM-SOURCE-0000000010
-    Source: KSTREAM-SOURCE-0000000002 (topics: [topic2])
-      --> KTABLE-SOURCE-0000000003
-    Source: KSTREAM-SOURCE-0000000005 (topics: [topic3])
-      --> KTABLE-SOURCE-0000000006
-    Sink: KSTREAM-SINK-0000000012 (topic: out-one)
-      <-- KSTREAM-JOIN-0000000011
-    Sink: KSTREAM-SINK-0000000017 (topic: out-two)
-      <-- KSTREAM-JOIN-0000000016
-    Processor: KTABLE-SOURCE-0000000003 (stores: [topic2-STATE-STORE-0000000001])
-      --> none
-      <-- KSTREAM-SOURCE-0000000002
-    Processor: KTABLE-SOURCE-0000000006 (stores: [topic3-STATE-STORE-0000000004])
-      --> none
-      <-- KSTREAM-SOURCE-0000000005
-
-"""
-
-EXPECTED_USER_NAMED = """Topologies:
-   Sub-topology: 0
-    Source: KSTREAM-SOURCE-0000000000 (topics: [topic])
-      --> KSTREAM-MAP-0000000007
-    Processor: KSTREAM-MAP-0000000007 (stores: [])
-      --> first-join-repartition-filter, second-join-repartition-filter
-      <-- KSTREAM-SOURCE-0000000000
-    Processor: first-join-repartition-filter (stores: [])
-      --> first-join-repartition-sink
-      <-- KSTREAM-MAP-0000000007
-    Processor: second-join-repartition-filter (stores: [])
-      --> second-join-repartition-sink
-      <-- KSTREAM-MAP-0000000007
-    Sink: first-join-repartition-sink (topic: first-join-repartition)
-      <-- first-join-repartition-filter
-    Sink: second-join-repartition-sink (topic: second-join-repartition)
-      <-- second-join-repartition-filter
-
-  Sub-topology: 1
-    Source: first-join-repartition-source (topics: [first-join-repartition])
-      --> first-join
-    Source: KSTREAM-SOURCE-0000000002 (topics: [topic2])
-      --> KTABLE-SOURCE-0000000003
-    Processor: first-join (stores: [topic2-STATE-STORE-0000000001])
-      --> KSTREAM-SINK-0000000012
-      <-- first-join-repartition-source
-    Sink: KSTREAM-SINK-0000000012 (topic: out-one)
-      <-- first-join
-    Processor: KTABLE-SOURCE-0000000003 (stores: [topic2-STATE-STORE-0000000001])
-      --> none
-      <-- KSTREAM-SOURCE-0000000002
-
-  Sub-topology: 2
-    Source: second-join-repartition-source (topics: [second-join-repartition])
-      --> second-join
-    Source: KSTREAM-SOURCE-0000000005 (topics: [topic3])
-      --> KTABLE-SOURCE-0000000006
-    Processor: second-join (stores: [topic3-STATE-STORE-0000000004])
-      --> KSTREAM-SINK-0000000017
-      <-- second-join-repartition-source
-    Sink: KSTREAM-SINK-0000000017 (topic: out-two)
-      <-- second-join
-    Processor: KTABLE-SOURCE-0000000006 (stores: [topic3-STATE-STORE-0000000004])
-      --> none
-      <-- KSTREAM-SOURCE-0000000005
-
-"""
