@@ -27,6 +27,7 @@ test: setup
 lint: setup
 	$(BIN)/ruff check platform_streams tests bench examples
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: setup
 	$(BIN)/python bench/run.py

@@ -129,6 +129,10 @@ def _check_token(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     return handler(token)
 
 
+#: Kafka Streams' individual optimizations (``StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG``)
+TOPOLOGY_OPTIMIZATIONS = ("reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join")
+
+
 class StreamsConfig(BaseModel):
     """Validated, immutable settings of one Streams application (see the module docstring).
 
@@ -165,7 +169,9 @@ class StreamsConfig(BaseModel):
     buffered_records_per_partition: int = Field(default=1000, gt=0)
     max_task_idle_ms: int = Field(default=0, ge=-1)
     task_timeout_ms: int = Field(default=300_000, ge=0)
-    topology_optimization: Literal["none", "all"] = "none"
+    #: Kafka's ``topology.optimization``: "none", "all", or a comma-separated list of
+    #: "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join"
+    topology_optimization: str = "none"
     # Names are resolved to instances by ``_resolve_serde`` (validate_default covers defaults).
     default_key_serde: Serde = Field(default="bytes")  # type: ignore[assignment]
     default_value_serde: Serde = Field(default="bytes")  # type: ignore[assignment]
@@ -253,6 +259,20 @@ class StreamsConfig(BaseModel):
         return (
             value.strip().upper() if info.field_name == "metrics_recording_level" else value.strip().lower()
         )
+
+    @field_validator("topology_optimization")
+    @classmethod
+    def _check_optimization(cls, value: str) -> str:
+        if value in ("none", "all"):
+            return value
+        names = [name.strip() for name in value.split(",")]
+        unknown = [name for name in names if name not in TOPOLOGY_OPTIMIZATIONS]
+        if unknown or not names:
+            raise ValueError(
+                f"topology_optimization {value!r}: use 'none', 'all' or a comma-separated list of "
+                f"{', '.join(TOPOLOGY_OPTIMIZATIONS)}"
+            )
+        return ",".join(names)
 
     @field_validator("default_key_serde", "default_value_serde", mode="before")
     @classmethod

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.naming import NameGenerator
 from platform_streams.dsl.options import Consumed, Materialized
+from platform_streams.dsl.plan import LogicalPlan
 from platform_streams.topology.topology import Topology
 
 if TYPE_CHECKING:
@@ -22,8 +23,8 @@ class StreamsBuilder:
         self.names = NameGenerator()
         #: settings that shape the topology (``topology_optimization``), as Java's ``build(props)``
         self.config = config
-        #: (table op, topic) of every source KTable, for the source-topic-changelog optimization
-        self.source_tables: list[tuple[Any, str]] = []
+        #: graph facts for the optimizer passes (repartitions, source tables)
+        self.plan = LogicalPlan()
 
     def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> KStream:
         """A stream over one or more topics."""
@@ -70,10 +71,11 @@ class StreamsBuilder:
     def build(self, config: StreamsConfig | None = None) -> Topology:
         """The topology built so far (the builder stays usable).
 
-        With ``topology_optimization="all"`` in ``config`` (or the builder's config),
-        materialized source KTables reuse their source topic as changelog.
+        ``topology_optimization`` in ``config`` (or the builder's config) runs the optimizer
+        passes (:mod:`platform_streams.dsl.optimizer`): source topics reused as changelogs,
+        repartition topics of one key-changing operator merged into one.
         """
-        from platform_streams.dsl.ktable import apply_source_topic_reuse
+        from platform_streams.dsl.optimizer import optimize
 
-        apply_source_topic_reuse(self, config or self.config)
+        optimize(self, config or self.config)
         return self.topology

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.aggregate_processors import StreamAggregateProcessor
-from platform_streams.dsl.materialize import key_value_spec, store_name
-from platform_streams.dsl.options import Materialized, Named, name_of
-from platform_streams.dsl.table_processors import StoreTableOp
+from platform_streams.dsl.internals.aggregate_processors import StreamAggregateProcessor
+from platform_streams.dsl.internals.table_processors import StoreTableOp
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.topology.nodes import StatelessOp
@@ -61,6 +61,7 @@ class CogroupedKStream:
         """The aggregate per key, from ``initializer()`` and each input's aggregator."""
         from platform_streams.dsl.ktable import KTable
 
+        named, materialized = by_type("cogroup aggregate", named, materialized)
         first = self._groups[0][0]
         builder = first.builder
         names = builder.names
@@ -72,21 +73,30 @@ class CogroupedKStream:
         topology = builder.topology
         processors = []
         for index, ((_, aggregator), source) in enumerate(zip(self._groups, sources, strict=True)):
-            name = f"{given}-cogroup-agg-{index}" if given else names.name("COGROUPKSTREAM-AGGREGATE-")
+            name = names.suffixed(given, f"-cogroup-agg-{index}", "COGROUPKSTREAM-AGGREGATE-")
             topology.add_processor(name, _supplier(op, initializer, aggregator), source.node_name)
             processors.append(name)
         topology.add_state_store(spec, *processors)
-        merge = f"{given}-cogroup-merge" if given else names.name("COGROUPKSTREAM-MERGE-")
+        merge = names.suffixed(given, "-cogroup-merge", "COGROUPKSTREAM-MERGE-")
         topology.add_stateless(merge, StatelessOp("passthrough"), *processors)
         topics = frozenset(t for source in sources for t in source.source_topics)
         if len(sources) > 1:
             topology.add_copartition_group(topics)
         return KTable(
-            builder, merge, op, key_serde=spec.key_serde, value_serde=spec.value_serde, source_topics=topics
+            builder,
+            merge,
+            op,
+            key_serde=spec.key_serde,
+            value_serde=spec.value_serde,
+            source_topics=topics,
+            queryable=is_queryable(materialized),
         )
 
     def windowed_by(self, windows: Any) -> Any:
-        raise TopologyError("windowed cogroup aggregations are not supported yet")
+        """Windowed cogroup aggregations (``TimeWindows``/``SlidingWindows`` or ``SessionWindows``)."""
+        from platform_streams.dsl.windowed_cogroup import cogroup_windowed_by
+
+        return cogroup_windowed_by(list(self._groups), windows)
 
 
 def _supplier(

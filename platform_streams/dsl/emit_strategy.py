@@ -8,7 +8,7 @@
 
 Wall-clock closing (our extension, not in Kafka Streams):
 ``on_window_close(wall_clock_after_ms=N)`` also closes windows when the stream goes
-quiet. See :class:`platform_streams.dsl.window_close.WallClockClose` for the exact rule
+quiet. See :class:`platform_streams.dsl.internals.window_close.WallClockClose` for the exact rule
 and how it differs from pure stream-time semantics.
 """
 

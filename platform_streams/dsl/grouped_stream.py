@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.aggregate_processors import stream_aggregate, stream_count, stream_reduce
-from platform_streams.dsl.materialize import key_value_spec, store_name
-from platform_streams.dsl.options import Materialized, Named, name_of
-from platform_streams.dsl.table_processors import StoreTableOp
+from platform_streams.dsl.internals.aggregate_processors import stream_aggregate, stream_count, stream_reduce
+from platform_streams.dsl.internals.table_processors import StoreTableOp
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Long, Serde
 
@@ -108,6 +108,8 @@ class KGroupedStream:
         if not self.repartition_required:
             return self.stream
         if self.repartition_name is not None and self._shared_repartition is not None:
+            # Kafka draws the repartition nodes' indices again before reusing the named topic
+            self.builder.names.repartition_names()
             return self._shared_repartition
         repartitioned = self.stream._through_repartition_topic(
             self.repartition_name or store,
@@ -132,8 +134,11 @@ class KGroupedStream:
     ) -> KTable:
         from platform_streams.dsl.ktable import aggregate_table
 
+        named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
         store = store_name(self.builder, materialized, prefix)
         spec = key_value_spec(store, materialized, key_serde=self.key_serde, value_serde=value_serde)
         name = self.builder.names.name(prefix, name_of(named))
         source = self.source_for_aggregation(store)
-        return aggregate_table(self.builder, name, spec, make, source.node_name, source.source_topics)
+        return aggregate_table(
+            self.builder, name, spec, make, source.node_name, source.source_topics, is_queryable(materialized)
+        )

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.aggregate_processors import table_aggregate, table_count, table_reduce
-from platform_streams.dsl.materialize import key_value_spec, store_name
-from platform_streams.dsl.options import Materialized, Named, name_of
-from platform_streams.dsl.table_processors import StoreTableOp
+from platform_streams.dsl.internals.aggregate_processors import table_aggregate, table_count, table_reduce
+from platform_streams.dsl.internals.table_processors import StoreTableOp
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Bytes, Long, Serde
 from platform_streams.topology.nodes import InternalTopic, repartition_topic_config
@@ -92,13 +92,14 @@ class KGroupedTable:
     ) -> KTable:
         from platform_streams.dsl.ktable import aggregate_table
 
+        named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
         builder = self.builder
         store = store_name(builder, materialized, prefix)
         spec = key_value_spec(store, materialized, key_serde=self.key_serde, value_serde=value_serde)
         names = builder.names
         given = name_of(named)
-        sink = f"{given}-sink" if given else names.name("KSTREAM-SINK-")
-        source = f"{given}-source" if given else names.name("KSTREAM-SOURCE-")
+        sink = names.suffixed(given, "-sink", "KSTREAM-SINK-")
+        source = names.suffixed(given, "-source", "KSTREAM-SOURCE-")
         name = names.name(prefix, given)
         topic = f"{self.repartition_name or store}-repartition"
         topology = builder.topology
@@ -111,4 +112,6 @@ class KGroupedTable:
             topology.add_source(source, topic, key_serde=self.key_serde, value_serde=Bytes())
             if self.repartition_name is not None:
                 self._shared_source = source
-        return aggregate_table(builder, name, spec, make, source, frozenset({topic}))
+        return aggregate_table(
+            builder, name, spec, make, source, frozenset({topic}), is_queryable(materialized)
+        )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Branched, Grouped, Named, Produced, Repartitioned, name_of
+from platform_streams.dsl.plan import RepartitionNode
 from platform_streams.errors import TopologyError
 from platform_streams.serde import Serde
 from platform_streams.topology.nodes import InternalTopic, OpKind, StatelessOp, repartition_topic_config
@@ -39,6 +40,7 @@ class KStream:
         value_serde: Serde | None = None,
         repartition_required: bool = False,
         source_topics: frozenset[str] = frozenset(),
+        key_changer: str | None = None,
     ) -> None:
         self._builder = builder
         self.node_name = node_name
@@ -47,6 +49,11 @@ class KStream:
         self.repartition_required = repartition_required
         #: the topics this stream's records come from (for co-partitioning checks)
         self.source_topics = source_topics
+        #: the key-changing node this stream descends from through key- and value-preserving
+        #: operators only (filter, peek): repartitions below it may be merged (optimizer)
+        self.key_changer = key_changer
+        #: the repartitioned stream of this stream's last join (Kafka's cached ``repartitionNode``)
+        self._join_repartition: tuple[str, KStream] | None = None
 
     # -- stateless operators ----------------------------------------------------------------
 
@@ -143,13 +150,15 @@ class KStream:
             value_serde=rep.value_serde or self.value_serde,
             num_partitions=rep.num_partitions,
             partitioner=rep.partitioner,
+            optimizable=False,
         )
 
     def process(
         self, supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
     ) -> KStream:
         """Run a Processor API processor (``supplier()`` per task) with access to ``store_names``."""
-        name = self._builder.names.name("KSTREAM-PROCESSOR-", name_of(named))
+        # Kafka's KStreamImpl.process takes a given name as is (no index drawn)
+        name = name_of(named) or self._builder.names.name("KSTREAM-PROCESSOR-")
         topology = self._builder.topology
         topology.add_processor(name, supplier, self.node_name)
         for store in store_names:
@@ -173,8 +182,14 @@ class KStream:
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
         """Group by ``selector(key, value)``: a ``select_key`` then a grouping with repartition."""
         grouped = grouped or Grouped()
+        # the grouping's name also names the key selector (Kafka's KStreamImpl.groupBy)
         rekeyed = self._op(
-            "KSTREAM-KEY-SELECT-", "select_key", selector, None, key_changed=True, key_serde_kept=False
+            "KSTREAM-KEY-SELECT-",
+            "select_key",
+            selector,
+            grouped.name,
+            key_changed=True,
+            key_serde_kept=False,
         )
         return rekeyed.group_by_key(grouped)
 
@@ -220,6 +235,23 @@ class KStream:
         result: KStream = stream_join(self, other, joiner, *args, kind=kind, **kwargs)
         return result
 
+    def repartition_for_join(self, base: str, key_serde: Serde | None, value_serde: Serde | None) -> KStream:
+        """This stream through a repartition topic for a join (Kafka's ``repartitionForJoin``).
+
+        The nodes' indices are drawn every time (Java does, for topology compatibility), but
+        an unnamed join (``base`` is this stream's node name) reuses the repartition topic of
+        this stream's previous join: a re-keyed stream joined twice reads one topic.
+        """
+        cached = self._join_repartition
+        if cached is not None and base == self.node_name and cached[0] == base:
+            self._builder.names.repartition_names()
+            return cached[1]
+        stream = self._through_repartition_topic(
+            base, key_serde=key_serde, value_serde=value_serde, num_partitions=None, partitioner=None
+        )
+        self._join_repartition = (base, stream)
+        return stream
+
     # -- internals ------------------------------------------------------------------------
 
     @property
@@ -249,6 +281,7 @@ class KStream:
             value_serde=self.value_serde if serdes_kept and value_serde_kept else None,
             repartition_required=self.repartition_required or key_changed,
             source_topics=self.source_topics,
+            key_changer=name if key_changed else (self.key_changer if kind in _KEY_AND_VALUE_KEPT else None),
         )
 
     def _through_repartition_topic(
@@ -260,22 +293,22 @@ class KStream:
         num_partitions: int | None,
         partitioner: Callable[[str, Any, Any, int], int | None] | None,
         node_names: tuple[str, str, str] | None = None,
+        optimizable: bool = True,
     ) -> KStream:
         """Insert filter(non-null key) -> sink -> internal topic -> source; return the new stream.
 
         Naming follows Kafka Streams' ``createRepartitionedSource``: three indices are always
         burned (sink, filter, source, in that order); a generated ``base`` (``KSTREAM-...-<10
         digits>``) uses the generated node names, a user-given one ``<topic>-filter/-sink/-source``.
-        ``node_names`` = (filter, sink, source) overrides both.
+        ``node_names`` = (filter, sink, source) overrides both. ``optimizable`` repartitions (those of
+        groupings, joins, ``to_table``; not ``repartition()``) may be merged by the optimizer.
         """
         builder = self._builder
         topic = base if base.endswith("-repartition") else f"{base}-repartition"
         builder.topology.add_internal_topic(
             InternalTopic(topic, "repartition", num_partitions, repartition_topic_config())
         )
-        gen_sink = builder.names.name("KSTREAM-SINK-")
-        gen_filter = builder.names.name("KSTREAM-FILTER-")
-        gen_source = builder.names.name("KSTREAM-SOURCE-")
+        gen_sink, gen_filter, gen_source = builder.names.repartition_names()
         if node_names is not None:
             filter_name, sink_name, source_name = node_names
         elif _GENERATED_NAME.fullmatch(base):
@@ -292,6 +325,18 @@ class KStream:
             partitioner=partitioner,
         )
         builder.topology.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde)
+        builder.plan.add_repartition(
+            RepartitionNode(
+                topic=topic,
+                filter=filter_name,
+                sink=sink_name,
+                source=source_name,
+                parent=self.node_name,
+                key_changer=self.key_changer if optimizable else None,
+                key_serde=key_serde,
+                value_serde=value_serde,
+            )
+        )
         return KStream(
             builder,
             source_name,
@@ -300,6 +345,9 @@ class KStream:
             source_topics=frozenset({topic}),
         )
 
+
+#: operators that keep both key and value: a repartition below them may still be merged
+_KEY_AND_VALUE_KEPT = frozenset({"filter", "filter_not", "peek"})
 
 #: Kafka Streams' test for a generated (not user-given) repartition name.
 _GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
@@ -354,4 +402,13 @@ class BranchedKStream:
             repartition_required=self._stream.repartition_required,
             source_topics=self._stream.source_topics,
         )
-        self._result[child_name] = branched.chain(branch_stream) if branched.chain else branch_stream
+        # Kafka's BranchedKStreamImpl.createBranch: a function's None result and a consumer's
+        # branch are left out of the result map
+        if branched.chain is not None:
+            chained = branched.chain(branch_stream)
+            if chained is not None:
+                self._result[child_name] = chained
+        elif branched.consumer is not None:
+            branched.consumer(branch_stream)
+        else:
+            self._result[child_name] = branch_stream

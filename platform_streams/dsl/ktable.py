@@ -1,7 +1,7 @@
 """``KTable`` and ``GlobalKTable``: changelog streams interpreted as tables.
 
 A KTable holds the latest value per key; a record with a None value deletes the key.
-Its node forwards :class:`~platform_streams.dsl.change.Change` pairs (new, old) to the
+Its node forwards :class:`~platform_streams.dsl.internals.change.Change` pairs (new, old) to the
 table operators below it; :meth:`KTable.to_stream` turns the updates back into records
 (a delete becomes a record with a None value).
 
@@ -21,12 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.kstream import KStream
-from platform_streams.dsl.materialize import KeyValueStoreSpec, is_queryable, key_value_spec, store_name
-from platform_streams.dsl.naming import takes_key
-from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, name_of
-from platform_streams.dsl.table_processors import (
+from platform_streams.dsl.internals.table_processors import (
     FilterTableOp,
+    GlobalTableUpdateProcessor,
     MapValuesTableOp,
     SourceTableOp,
     StoreTableOp,
@@ -36,25 +33,24 @@ from platform_streams.dsl.table_processors import (
     group_by_processor,
     new_value,
 )
-from platform_streams.errors import TopologyError
-from platform_streams.processor.context import NodeContext
+from platform_streams.dsl.kstream import KStream
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.naming import takes_key
+from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, by_type, name_of
 from platform_streams.processor.node import NodeProcessor
-from platform_streams.processor.record import Headers
 from platform_streams.serde import Serde
+from platform_streams.state.timestamped_builders import KeyValueStoreSpec
 from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
-    from platform_streams.config import StreamsConfig
     from platform_streams.dsl.builder import StreamsBuilder
     from platform_streams.dsl.grouped_table import KGroupedTable
     from platform_streams.dsl.suppress import Suppressed
-    from platform_streams.dsl.timestamped_kv_store import TimestampedKeyValueStore
 
 __all__ = [
     "GlobalKTable",
     "KTable",
     "aggregate_table",
-    "apply_source_topic_reuse",
     "source_global_table",
     "source_table",
 ]
@@ -72,10 +68,13 @@ class KTable:
         key_serde: Serde | None,
         value_serde: Serde | None,
         source_topics: frozenset[str],
+        queryable: bool = False,
     ) -> None:
         self._builder = builder
         self.node_name = node_name
         self._op = op
+        #: the user named this table's store (``Materialized.as_`` or a supplier)
+        self._queryable = queryable
         self.key_serde = key_serde
         self.value_serde = value_serde
         #: topics whose partitions this table's records come from (co-partitioning checks)
@@ -85,10 +84,10 @@ class KTable:
     def builder(self) -> StreamsBuilder:
         return self._builder
 
-    @property
     def queryable_store_name(self) -> str | None:
-        """The name of this table's store, if it is materialized (Kafka's ``queryableStoreName``)."""
-        return self._op.store_name
+        """The store to query this table by (Kafka's ``queryableStoreName()``): only a store the
+        user named; None for generated ones (an unnamed aggregation, a table a join materialized)."""
+        return self._op.store_name if self._queryable else None
 
     # -- table operators -----------------------------------------------------------------
 
@@ -146,9 +145,9 @@ class KTable:
     def suppress(self, suppressed: Suppressed) -> KTable:
         """Hold updates back: final results per window, or a time limit per key.
 
-        Implemented by the windowing module (:mod:`platform_streams.dsl.suppress_processor`).
+        Implemented by :mod:`platform_streams.dsl.table_suppress`.
         """
-        from platform_streams.dsl.suppress_processor import suppress_table
+        from platform_streams.dsl.table_suppress import suppress_table
 
         return suppress_table(self, suppressed)
 
@@ -219,7 +218,8 @@ class KTable:
     ) -> KTable:
         from platform_streams.dsl.joins import table_table_join
 
-        return table_table_join(self, other, joiner, name_of(named), materialized, kind)
+        given, materialized = by_type(f"{kind} join", named, materialized)
+        return table_table_join(self, other, joiner, given, materialized, kind)
 
     # -- internals -----------------------------------------------------------------------
 
@@ -254,6 +254,7 @@ class KTable:
         The processor name comes first; an unnamed ``Materialized`` still burns a store index
         (and the node is then not materialized), as in Kafka Streams.
         """
+        named, materialized = by_type(prefix.lower().rstrip("-"), named, materialized)
         builder = self._builder
         name = builder.names.name(prefix, name_of(named))
         inherited_value = self.value_serde if keeps_value else None
@@ -291,6 +292,7 @@ class KTable:
             key_serde=key_serde,
             value_serde=value_serde,
             source_topics=self.source_topics,
+            queryable=spec is not None,
         )
 
 
@@ -315,27 +317,11 @@ class GlobalKTable:
         self.key_serde = key_serde
         self.value_serde = value_serde
 
-    @property
     def queryable_store_name(self) -> str:
         return self.store_name
 
     def value_getter_supplier(self) -> ValueGetterSupplier:
         return StoreValueGetterSupplier(self.store_name)
-
-
-class GlobalTableUpdateProcessor(NodeProcessor):
-    """Keeps a global store equal to its topic: upsert, None deletes, null keys skipped."""
-
-    def __init__(self, store: str) -> None:
-        self._store_name = store
-
-    def init(self, context: NodeContext) -> None:
-        super().init(context)
-        self._store: TimestampedKeyValueStore = context.get_state_store(self._store_name)
-
-    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-        if key is not None:
-            self._store.put_timestamped(key, value, timestamp)
 
 
 # ---------------------------------------------------------------------------- builders
@@ -354,8 +340,10 @@ def source_table(
     """``builder.table(topic)``: source node + ``KTABLE-SOURCE`` node (+ store when materialized)."""
     key_serde, value_serde = _source_serdes(consumed, materialized)
     store = store_name(builder, materialized, f"{topic}-")
-    source_name = builder.names.name("KSTREAM-SOURCE-", consumed.name)
-    table_name = f"{consumed.name}-table-source" if consumed.name else builder.names.name("KTABLE-SOURCE-")
+    # Kafka's InternalStreamsBuilder.table: a named table's source is "<name>-source", its table
+    # node "<name>"
+    source_name = builder.names.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
+    table_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
     builder.topology.add_source(
         source_name,
         topic,
@@ -365,7 +353,7 @@ def source_table(
         offset_reset=consumed.offset_reset,
     )
     op = _add_source_table_op(builder, table_name, source_name, store, materialized, key_serde, value_serde)
-    builder.source_tables.append((op, topic))
+    builder.plan.source_tables.append((op, topic))
     return KTable(
         builder,
         table_name,
@@ -373,6 +361,7 @@ def source_table(
         key_serde=key_serde,
         value_serde=value_serde,
         source_topics=frozenset({topic}),
+        queryable=is_queryable(materialized),
     )
 
 
@@ -390,7 +379,13 @@ def stream_to_table(stream: KStream, named: str | None, materialized: Materializ
         )
     op = _add_source_table_op(builder, name, stream.node_name, store, materialized, key_serde, value_serde)
     return KTable(
-        builder, name, op, key_serde=key_serde, value_serde=value_serde, source_topics=stream.source_topics
+        builder,
+        name,
+        op,
+        key_serde=key_serde,
+        value_serde=value_serde,
+        source_topics=stream.source_topics,
+        queryable=is_queryable(materialized),
     )
 
 
@@ -421,6 +416,7 @@ def aggregate_table(
     make: Callable[[StoreTableOp], NodeProcessor],
     parent: str,
     source_topics: frozenset[str],
+    queryable: bool,
 ) -> KTable:
     """The table of a grouped aggregation: processor ``name`` below ``parent``, writing store ``spec``."""
     op = StoreTableOp(spec.name, make)
@@ -434,6 +430,7 @@ def aggregate_table(
         key_serde=spec.key_serde,
         value_serde=spec.value_serde,
         source_topics=source_topics,
+        queryable=queryable,
     )
 
 
@@ -447,7 +444,7 @@ def source_global_table(
     """
     key_serde, value_serde = _source_serdes(consumed, materialized)
     store = store_name(builder, materialized, f"{topic}-")
-    source_name = f"{consumed.name}-table-source" if consumed.name else builder.names.name("KSTREAM-SOURCE-")
+    source_name = builder.names.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
     processor_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
     spec = key_value_spec(store, materialized, key_serde=key_serde, value_serde=value_serde)
     spec = spec.with_logging_disabled()
@@ -462,19 +459,3 @@ def source_global_table(
         value_serde=value_serde,
     )
     return GlobalKTable(builder, store, topic, key_serde, value_serde)
-
-
-def apply_source_topic_reuse(builder: StreamsBuilder, config: StreamsConfig | None) -> None:
-    """``topology_optimization="all"``: materialized source tables restore from their topic.
-
-    Kafka Streams' ``reuse.ktable.source.topics`` optimization: no ``-changelog`` topic is
-    created for such a store and nothing is logged; restoring reads the source topic.
-    """
-    if config is None or config.topology_optimization != "all":
-        return
-    for op, topic in builder.source_tables:
-        if not isinstance(op, SourceTableOp):
-            raise TopologyError(f"unexpected source table entry {op!r}")
-        if op.materialized:
-            op.spec.source_changelog_topic = topic
-            builder.topology.use_source_topic_as_changelog(op.spec.name, topic)

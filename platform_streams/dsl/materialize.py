@@ -1,11 +1,8 @@
-"""``Materialized`` -> a store builder for the DSL's key-value stores.
+"""``Materialized`` -> the builder of a DSL key-value store (API side: names and options).
 
-The DSL decides *what* a KTable's store is (name, serdes, backend, caching, logging) at
-build time, but the config defaults (``default_key_serde`` ...) are only known when a
-task starts. :class:`KeyValueStoreSpec` therefore keeps ``None`` for serdes nobody gave
-and resolves them in :meth:`TimestampedKeyValueStore.init
-<platform_streams.dsl.timestamped_kv_store.TimestampedKeyValueStore.init>` ("late serde
-resolution"), per task, without mutating anything shared between tasks or clients.
+The builders themselves are ordinary ``state/`` builders
+(:mod:`platform_streams.state.timestamped_builders`): serdes nobody gave stay ``None``
+until a task initialises the store and resolves them from the config's defaults.
 
 Store names follow Kafka Streams: ``Materialized.as_("name")`` (or the supplier's name),
 else ``<PREFIX>STATE-STORE-<index>`` where the prefix is the operator's
@@ -16,38 +13,18 @@ match a Java topology built with the same calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.options import Materialized
 from platform_streams.errors import TopologyError
-from platform_streams.serde import Bytes
-from platform_streams.state.stores import KeyValueBytesStoreSupplier, Stores
+from platform_streams.state.stores import KeyValueBytesStoreSupplier
+from platform_streams.state.timestamped_builders import KeyValueStoreSpec
 
 if TYPE_CHECKING:
-    from platform_streams.config import StreamsConfig
     from platform_streams.dsl.builder import StreamsBuilder
-    from platform_streams.dsl.timestamped_kv_store import TimestampedKeyValueStore
     from platform_streams.serde.base import Serde
-    from platform_streams.state.builders import KeyValueStoreBuilder
 
-__all__ = [
-    "KeyValueStoreSpec",
-    "bytes_store_builder",
-    "key_value_spec",
-    "key_value_supplier",
-    "resolve_serde",
-    "store_name",
-]
-
-StoreType = Literal["rocksdb", "in_memory"]
-
-
-def resolve_serde(serde: Serde | None, config: StreamsConfig, role: Literal["key", "value"]) -> Serde:
-    """The serde to use at run time: the one given (explicit or inherited), else the config default."""
-    if serde is not None:
-        return serde
-    return config.default_key_serde if role == "key" else config.default_value_serde
+__all__ = ["is_queryable", "key_value_spec", "store_name"]
 
 
 def store_name(builder: StreamsBuilder, materialized: Materialized | None, prefix: str) -> str:
@@ -66,67 +43,6 @@ def is_queryable(materialized: Materialized | None) -> bool:
     return materialized is not None and (
         materialized.store_name is not None or materialized.store_supplier is not None
     )
-
-
-def key_value_supplier(name: str, store_type: StoreType) -> KeyValueBytesStoreSupplier:
-    """A new key-value bytes store supplier of ``store_type``."""
-    if store_type == "in_memory":
-        return Stores.in_memory_key_value_store(name)
-    return Stores.persistent_key_value_store(name)
-
-
-def bytes_store_builder(
-    name: str, store_type: StoreType, logging_enabled: bool, log_config: dict[str, str] | None = None
-) -> KeyValueStoreBuilder:
-    """An internal bytes-to-bytes key-value store, never cached; logged (with ``log_config``) or not.
-
-    The DSL's bookkeeping stores: join outer stores, emit-final indexes, suppress buffers.
-    """
-    builder = Stores.key_value_store_builder(key_value_supplier(name, store_type), Bytes(), Bytes())
-    if logging_enabled:
-        return builder.with_logging_enabled(log_config)
-    return builder.with_logging_disabled()
-
-
-@dataclass
-class KeyValueStoreSpec:
-    """A DSL key-value store as the topology sees it (a ``StoreBuilder``)."""
-
-    name: str
-    key_serde: Serde | None
-    value_serde: Serde | None
-    store_type: Literal["rocksdb", "in_memory"] = "rocksdb"
-    store_supplier: KeyValueBytesStoreSupplier | None = None
-    caching_enabled: bool = True
-    logging_enabled: bool = True
-    log_config: dict[str, str] = field(default_factory=dict)
-    #: set by ``StreamsBuilder.build(config)`` under ``topology_optimization="all"``: the
-    #: source topic replaces the changelog (nothing is logged, restore reads the topic)
-    source_changelog_topic: str | None = None
-
-    @property
-    def persistent(self) -> bool:
-        if self.store_supplier is not None:
-            return bool(self.store_supplier.persistent)
-        return self.store_type == "rocksdb"
-
-    def bytes_supplier(self) -> KeyValueBytesStoreSupplier:
-        if self.store_supplier is not None:
-            return self.store_supplier
-        return key_value_supplier(self.name, self.store_type)
-
-    def changelog_topic_config(self) -> dict[str, str]:
-        return {"cleanup.policy": "compact", **self.log_config}
-
-    def with_logging_disabled(self) -> KeyValueStoreSpec:
-        """A copy without changelog (global stores: their topic is the log)."""
-        return replace(self, logging_enabled=False, log_config={})
-
-    def build(self) -> TimestampedKeyValueStore:
-        """A new, uninitialised store for one task (serdes are resolved in its ``init``)."""
-        from platform_streams.dsl.timestamped_kv_store import TimestampedKeyValueStore
-
-        return TimestampedKeyValueStore(self)
 
 
 def key_value_spec(

@@ -21,12 +21,23 @@ class NameGenerator:
     def name(self, prefix: str, given: str | None = None) -> str:
         """``given`` if the user named the operator, else e.g. ``KSTREAM-FILTER-0000000001``.
 
-        A generated name always consumes an index, as in Kafka Streams, so numbering
-        matches a Java topology built with the same calls.
+        An index is consumed either way, as Kafka Streams' ``NamedInternal.orElseGenerateWithPrefix``
+        does, so every later generated name (and the store, changelog and repartition topic
+        names derived from them) equals the Java topology's built with the same calls.
         """
-        if given is not None:
-            return given
-        return f"{prefix}{self.next_index():010d}"
+        generated = f"{prefix}{self.next_index():010d}"
+        return generated if given is None else given
+
+    def repartition_names(self) -> tuple[str, str, str]:
+        """The generated (sink, filter, source) names of a repartition, drawn in Kafka's order
+        (``createRepartitionedSource`` draws them even when the nodes are named or reused)."""
+        return self.name("KSTREAM-SINK-"), self.name("KSTREAM-FILTER-"), self.name("KSTREAM-SOURCE-")
+
+    def suffixed(self, given: str | None, suffix: str, prefix: str) -> str:
+        """``given + suffix`` if the user named the operator, else a generated name (an index is
+        consumed either way: Kafka Streams' ``NamedInternal.suffixWithOrElseGet``)."""
+        generated = f"{prefix}{self.next_index():010d}"
+        return generated if given is None else given + suffix
 
 
 def takes_key(fn: Callable[..., Any]) -> bool:

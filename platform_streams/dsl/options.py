@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Literal
 
 from platform_streams.serde import Serde
@@ -132,6 +133,12 @@ class Joined:
     name: str | None = None
     grace_ms: int | None = None
 
+    def with_grace_period(self, grace: int | timedelta) -> Joined:
+        """Kafka's ``Joined.withGracePeriod``: only valid over a versioned table, which this engine
+        does not have yet, so a join given one is refused when it is built."""
+        ms = grace if isinstance(grace, int) else int(grace.total_seconds() * 1000)
+        return replace(self, grace_ms=ms)
+
 
 @dataclass(frozen=True, kw_only=True)
 class StreamJoined:
@@ -144,6 +151,26 @@ class StreamJoined:
     store_name: str | None = None
     store_type: Literal["rocksdb", "in_memory"] = "rocksdb"
     logging_enabled: bool = True
+    #: window store suppliers of the two sides (Kafka's ``StreamJoined.with(thisSupplier,
+    #: otherSupplier)``): their names name the stores; they must retain duplicates
+    this_store_supplier: Any = None
+    other_store_supplier: Any = None
+
+    @classmethod
+    def with_(cls, this_store_supplier: Any, other_store_supplier: Any) -> StreamJoined:
+        return cls(this_store_supplier=this_store_supplier, other_store_supplier=other_store_supplier)
+
+    def with_name(self, name: str) -> StreamJoined:
+        return replace(self, name=name)
+
+    def with_key_serde(self, serde: Serde) -> StreamJoined:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Serde) -> StreamJoined:
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Serde) -> StreamJoined:
+        return replace(self, other_value_serde=serde)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,7 +178,10 @@ class Branched:
     """One branch of ``KStream.split()``: its name and an optional function over the branch."""
 
     name: str | None = None
+    #: ``with_function``: the branch's entry in the result map is what this returns (None: no entry)
     chain: Callable[[Any], Any] | None = None
+    #: ``with_consumer``: called with the branch stream, which is then left out of the result map
+    consumer: Callable[[Any], None] | None = None
 
     @classmethod
     def as_(cls, name: str) -> Branched:
@@ -161,9 +191,36 @@ class Branched:
     def with_function(cls, chain: Callable[[Any], Any], name: str | None = None) -> Branched:
         return cls(name=name, chain=chain)
 
+    @classmethod
+    def with_consumer(cls, consumer: Callable[[Any], None], name: str | None = None) -> Branched:
+        return cls(name=name, consumer=consumer)
+
 
 def name_of(named: Named | str | None) -> str | None:
     """Accept ``Named``, a plain string, or None wherever a name may be given."""
     if named is None or isinstance(named, str):
         return named
     return named.name
+
+
+def by_type(where: str, named: Any, materialized: Any) -> tuple[str | None, Materialized | None]:
+    """Kafka's overloads: ``named`` and ``materialized`` as given in either position.
+
+    ``count(Materialized.as_("store"))`` and ``count(Named.as_("n"))`` both mean what they say,
+    as Java picks the overload by type; anything else is a TypeError naming the parameter.
+    """
+    found_name: str | None = None
+    found_materialized: Materialized | None = None
+    for param, value in (("named", named), ("materialized", materialized)):
+        if value is None:
+            continue
+        if isinstance(value, Materialized) and found_materialized is None:
+            found_materialized = value
+        elif isinstance(value, Named | str) and found_name is None:
+            found_name = name_of(value)
+        else:
+            raise TypeError(
+                f"{where}: parameter {param!r} takes a Named (or str) or a Materialized, "
+                f"got {type(value).__name__}: {value!r}"
+            )
+    return found_name, found_materialized

@@ -25,17 +25,17 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.materialize import bytes_store_builder
-from platform_streams.dsl.options import StreamJoined
-from platform_streams.dsl.stream_join_processors import (
+from platform_streams.dsl.internals.stream_join_processors import (
     JoinSideParams,
     JoinWindowProcessor,
     StreamJoinProcessor,
     TimeTrackers,
 )
-from platform_streams.dsl.windowed_store import WindowStoreSpec
+from platform_streams.dsl.options import StreamJoined
 from platform_streams.dsl.windows import JoinWindows
 from platform_streams.errors import TopologyError
+from platform_streams.state.timestamped_builders import bytes_store_builder
+from platform_streams.state.timestamped_window_store import WindowStoreSpec
 from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
@@ -65,6 +65,10 @@ def stream_stream_join(
         raise TopologyError("cannot join streams from different StreamsBuilders")
     if kind not in ("inner", "left", "outer"):
         raise TopologyError(f"unknown join kind {kind!r}")
+    if stream_joined is not None and not isinstance(stream_joined, StreamJoined):
+        raise TypeError(
+            f"{kind} join: parameter 'stream_joined' takes a StreamJoined, got {type(stream_joined).__name__}"
+        )
     sj = stream_joined or StreamJoined()
     builder = left.builder
     key_serde = sj.key_serde or left.key_serde
@@ -72,14 +76,10 @@ def stream_stream_join(
     right_value_serde = sj.other_value_serde or right.value_serde
     if left.repartition_required:
         base = f"{sj.name}-left" if sj.name else left.node_name
-        left = left._through_repartition_topic(
-            base, key_serde=key_serde, value_serde=left_value_serde, num_partitions=None, partitioner=None
-        )
+        left = left.repartition_for_join(base, key_serde, left_value_serde)
     if right.repartition_required:
         base = f"{sj.name}-right" if sj.name else right.node_name
-        right = right._through_repartition_topic(
-            base, key_serde=key_serde, value_serde=right_value_serde, num_partitions=None, partitioner=None
-        )
+        right = right.repartition_for_join(base, key_serde, right_value_serde)
     topology = builder.topology
     topics = left.source_topics | right.source_topics
     if len(topics) > 1:
@@ -88,19 +88,23 @@ def stream_stream_join(
     left_outer = kind in ("left", "outer")
     right_outer = kind == "outer"
     names = builder.names
-    this_windowed = f"{sj.name}-this-windowed" if sj.name else names.name("KSTREAM-WINDOWED-")
-    other_windowed = f"{sj.name}-other-windowed" if sj.name else names.name("KSTREAM-WINDOWED-")
+    this_windowed = names.suffixed(sj.name, "-this-windowed", "KSTREAM-WINDOWED-")
+    other_windowed = names.suffixed(sj.name, "-other-windowed", "KSTREAM-WINDOWED-")
     this_generated = names.name(_OUTERTHIS if right_outer else _JOINTHIS)
     other_generated = names.name(_OUTEROTHER if left_outer else _JOINOTHER)
     this_suffix = "-outer-this-join" if right_outer else "-this-join"
     other_suffix = "-outer-other-join" if left_outer else "-other-join"
     join_this = f"{sj.name}{this_suffix}" if sj.name else this_generated
     join_other = f"{sj.name}{other_suffix}" if sj.name else other_generated
-    merge = f"{sj.name}-merge" if sj.name else names.name("KSTREAM-MERGE-")
+    merge = names.suffixed(sj.name, "-merge", "KSTREAM-MERGE-")
 
     store_base = sj.store_name
     this_store = f"{store_base}{this_suffix}-store" if store_base else f"{this_generated}-store"
     other_store = f"{store_base}{other_suffix}-store" if store_base else f"{other_generated}-store"
+    if sj.this_store_supplier is not None:
+        this_store = sj.this_store_supplier.name
+    if sj.other_store_supplier is not None:
+        other_store = sj.other_store_supplier.name
     outer_store = None
     if left_outer:
         shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
@@ -147,10 +151,14 @@ def stream_stream_join(
     topology.add_stateless(merge, StatelessOp("passthrough"), join_this, join_other)
 
     topology.add_state_store(
-        _join_store(this_store, windows, sj, key_serde, left_value_serde), this_windowed, join_other
+        _join_store(this_store, windows, sj, key_serde, left_value_serde, sj.this_store_supplier),
+        this_windowed,
+        join_other,
     )
     topology.add_state_store(
-        _join_store(other_store, windows, sj, key_serde, right_value_serde), other_windowed, join_this
+        _join_store(other_store, windows, sj, key_serde, right_value_serde, sj.other_store_supplier),
+        other_windowed,
+        join_this,
     )
     if outer_store is not None:
         outer = bytes_store_builder(outer_store, sj.store_type, sj.logging_enabled)
@@ -161,7 +169,12 @@ def stream_stream_join(
 
 
 def _join_store(
-    name: str, windows: JoinWindows, sj: StreamJoined, key_serde: Any, value_serde: Any
+    name: str,
+    windows: JoinWindows,
+    sj: StreamJoined,
+    key_serde: Any,
+    value_serde: Any,
+    supplier: Any = None,
 ) -> WindowStoreSpec:
     """A join side's window store: every record kept (duplicates), no cache, as in Kafka Streams."""
     size = max(windows.size(), 1)  # a zero-width window still needs a positive store window
@@ -176,6 +189,7 @@ def _join_store(
         window_size_ms=size,
         retain_duplicates=True,
         timestamped=False,
+        store_supplier=supplier,
     )
 
 

@@ -20,7 +20,7 @@ buffer (``max_records`` / ``max_bytes``) either emits its oldest entries early w
 (``shut_down_when_full()``).
 
 ``with_wall_clock_close(idle_ms)`` is our extension: emit by wall-clock time when the
-input goes quiet (see :class:`platform_streams.dsl.window_close.WallClockClose` for the
+input goes quiet (see :class:`platform_streams.dsl.internals.window_close.WallClockClose` for the
 exact rule and how it differs from stream-time semantics).
 """
 

@@ -14,45 +14,40 @@ session stores whose retention is ``Materialized.retention_ms`` or, by default, 
 windows need: ``size + grace`` (time windows), ``2 * time difference + grace`` (sliding,
 as Kafka Streams), ``gap + grace`` (sessions). A smaller explicit retention is rejected,
 as Kafka Streams does. ``emit_strategy(EmitStrategy.on_window_close())`` adds a small
-changelogged index store ``<store>-close-index`` (see :mod:`~platform_streams.dsl.window_close`).
+changelogged index store ``<store>-close-index`` (see :mod:`~platform_streams.dsl.internals.window_close`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from platform_streams.dsl.emit_strategy import EmitStrategy
-from platform_streams.dsl.materialize import bytes_store_builder, resolve_serde, store_name
-from platform_streams.dsl.options import Materialized, Named, name_of
-from platform_streams.dsl.sliding_window_processor import SlidingWindowAggregateProcessor
-from platform_streams.dsl.table_processors import StoreTableOp, ValueGetterSupplier
-from platform_streams.dsl.timestamped import ValueAndTimestamp
-from platform_streams.dsl.window_processors import (
+from platform_streams.dsl.internals.sliding_window_processor import SlidingWindowAggregateProcessor
+from platform_streams.dsl.internals.table_processors import StoreTableOp
+from platform_streams.dsl.internals.window_processors import (
     AggregateParams,
     SessionWindowAggregateProcessor,
     TimeWindowAggregateProcessor,
 )
-from platform_streams.dsl.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
-from platform_streams.dsl.windowed_store import SessionStoreSpec, WindowStoreSpec
+from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
+from platform_streams.dsl.materialize import is_queryable, store_name
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of
 from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Long, Serde
+from platform_streams.state.timestamped_builders import bytes_store_builder
+from platform_streams.state.timestamped_window_store import SessionStoreSpec, WindowStoreSpec
+from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
-    from platform_streams.config import StreamsConfig
     from platform_streams.dsl.grouped_stream import KGroupedStream
     from platform_streams.dsl.ktable import KTable
-    from platform_streams.dsl.timestamped_kv_store import ValueGetter
-    from platform_streams.processor.context import NodeContext
 
 __all__ = [
     "SessionWindowedKStream",
     "TimeWindowedKStream",
-    "WindowCloseRule",
-    "WindowedTableOp",
     "windowed_by",
 ]
 
@@ -67,80 +62,6 @@ def windowed_by(grouped: KGroupedStream, windows: Any) -> TimeWindowedKStream | 
     if isinstance(windows, SessionWindows):
         return SessionWindowedKStream(grouped, windows)
     raise TypeError(f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
-
-
-@dataclass(frozen=True)
-class WindowCloseRule:
-    """When a windowed table's windows close, for ``suppress(until_window_closes(...))``.
-
-    A window is closed when ``window.end + end_offset <= stream time - wait_ms``;
-    ``wait_ms`` is the grace (plus the inactivity gap for sessions). ``end_offset`` is 1
-    for sliding windows, whose end is inclusive (Kafka Streams uses 0, which lets a record
-    at exactly ``end + grace`` update a window already emitted), 0 otherwise.
-    """
-
-    kind: Literal["time", "sliding", "session"]
-    wait_ms: int
-    end_offset: int
-    inner_key_serde: Serde | None
-    window_size_ms: int | None
-
-    def windowed_serde(self, inner: Serde) -> Serde:
-        """The serde of this table's ``Windowed`` keys over the record key serde ``inner``."""
-        if self.kind == "session":
-            return SessionWindowedSerde(inner)
-        return TimeWindowedSerde(inner, self.window_size_ms)
-
-    def key_serde(self, config: StreamsConfig) -> Serde:
-        """The windowed key serde, the inner serde resolved against the config defaults."""
-        return self.windowed_serde(resolve_serde(self.inner_key_serde, config, "key"))
-
-    def buffer_time(self, key: Any) -> int:
-        """The stream time (minus ``wait_ms``) at which the window of ``key`` closes."""
-        end: int = key.window.end_ms
-        return end + self.end_offset
-
-
-class WindowedTableOp(StoreTableOp):
-    """The table node of a windowed aggregation: a store op that knows its windows."""
-
-    def __init__(
-        self, store_name: str, make: Callable[[StoreTableOp], NodeProcessor], close_rule: WindowCloseRule
-    ) -> None:
-        super().__init__(store_name, make)
-        self.close_rule = close_rule
-
-    def view(self) -> ValueGetterSupplier:
-        assert self.store_name is not None
-        return WindowedValueGetterSupplier(self.store_name, self.close_rule.kind == "session")
-
-
-class WindowedValueGetterSupplier(ValueGetterSupplier):
-    """Reads a windowed aggregate by ``Windowed`` key (Kafka's ``KStreamWindowAggregateValueGetter``)."""
-
-    def __init__(self, store: str, session: bool) -> None:
-        self.store = store
-        self.session = session
-
-    def store_names(self) -> list[str]:
-        return [self.store]
-
-    def getter(self, context: NodeContext) -> ValueGetter:
-        store = context.get_state_store(self.store)
-        if self.session:
-
-            def get_session(key: Any) -> ValueAndTimestamp | None:
-                window = key.window
-                agg = store.fetch_session(key.key, window.start_ms, window.end_ms)
-                return None if agg is None else ValueAndTimestamp(agg, window.end_ms)
-
-            return get_session
-
-        def get_window(key: Any) -> ValueAndTimestamp | None:
-            vat: ValueAndTimestamp | None = store.fetch_timestamped(key.key, key.window.start_ms)
-            return vat
-
-        return get_window
 
 
 class _WindowedKStream:
@@ -171,35 +92,81 @@ class _WindowedKStream:
         aggregator: Callable[[Any, Any, Any], Any],
         merger: Callable[[Any, Any, Any], Any] | None = None,
     ) -> KTable:
+        return self._build_from(
+            [(self._grouped, aggregator)],
+            prefix,
+            named,
+            materialized,
+            default_value_serde,
+            make,
+            initializer,
+            merger,
+        )
+
+    def _build_from(
+        self,
+        inputs: list[tuple[KGroupedStream, Callable[[Any, Any, Any], Any]]],
+        prefix: str,
+        named: Any,
+        materialized: Any,
+        default_value_serde: Serde | None,
+        make: Callable[[AggregateParams, StoreTableOp], NodeProcessor],
+        initializer: Callable[[], Any],
+        merger: Callable[[Any, Any, Any], Any] | None,
+        *,
+        cogroup: bool = False,
+    ) -> KTable:
+        """The aggregation's store and nodes: one processor per input (several for a cogroup, all
+        writing the one store, then a ``COGROUPKSTREAM-MERGE-`` node), in Kafka Streams' naming order."""
         from platform_streams.dsl.ktable import KTable
 
+        named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
+        given = name_of(named)
         mat = materialized or Materialized()
-        store, name = self._names(prefix, named, materialized)
-        grouped = self._grouped
-        key_serde = mat.key_serde or grouped.key_serde
+        first = inputs[0][0]
+        builder = first.builder
+        names = builder.names
+        store = store_name(builder, materialized, prefix)
+        name = None if cogroup else names.name(prefix, given)
+        key_serde = mat.key_serde or first.key_serde
         value_serde = mat.value_serde or default_value_serde
-        source = grouped.source_for_aggregation(store)
+        sources = [grouped.source_for_aggregation(store) for grouped, _ in inputs]
         spec = self._store_spec(store, mat, key_serde, value_serde)
-        pending = None
-        if self._emit.emit_final:
-            pending = f"{store}-close-index"
-        params = AggregateParams(store, pending, initializer, aggregator, self._emit, merger)
+        pending = f"{store}-close-index" if self._emit.emit_final else None
         rule = self._close_rule(key_serde)
-        op = WindowedTableOp(store, lambda table_op: make(params, table_op), rule)
-        topology = grouped.builder.topology
-        topology.add_processor(name, op.make_processor, source.node_name)
-        topology.add_state_store(spec, name)
+        all_params = [
+            AggregateParams(store, pending, initializer, agg, self._emit, merger) for _, agg in inputs
+        ]
+        op = WindowedTableOp(store, lambda table_op: make(all_params[0], table_op), rule)
+        topology = builder.topology
+        processors = []
+        for index, (params, source) in enumerate(zip(all_params, sources, strict=True)):
+            if name is None:
+                node = names.suffixed(given, f"-cogroup-agg-{index}", "COGROUPKSTREAM-AGGREGATE-")
+            else:
+                node = name
+            topology.add_processor(node, _processor_supplier(make, params, op), source.node_name)
+            processors.append(node)
+        topology.add_state_store(spec, *processors)
         if pending is not None:
             # the emit-final index: logged like the main store
-            index = bytes_store_builder(pending, mat.store_type, mat.logging_enabled, mat.log_config)
-            topology.add_state_store(index, name)
+            index_store = bytes_store_builder(pending, mat.store_type, mat.logging_enabled, mat.log_config)
+            topology.add_state_store(index_store, *processors)
+        table_node = processors[0]
+        topics = frozenset(t for source in sources for t in source.source_topics)
+        if cogroup:
+            table_node = names.suffixed(given, "-cogroup-merge", "COGROUPKSTREAM-MERGE-")
+            topology.add_stateless(table_node, StatelessOp("passthrough"), *processors)
+            if len(sources) > 1:
+                topology.add_copartition_group(topics)
         return KTable(
-            grouped.builder,
-            name,
+            builder,
+            table_node,
             op,
             key_serde=None if key_serde is None else rule.windowed_serde(key_serde),
             value_serde=value_serde,
-            source_topics=source.source_topics,
+            source_topics=topics,
+            queryable=is_queryable(materialized),
         )
 
     def _spec(
@@ -279,6 +246,7 @@ class TimeWindowedKStream(_WindowedKStream):
 
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per key and window (null keys/values are skipped); values are ``Long``."""
+        named, materialized = by_type("count", named, materialized)
         return self.aggregate(_zero, _count, named, _with_default_value(materialized, Long()))
 
     def reduce(
@@ -313,18 +281,18 @@ class TimeWindowedKStream(_WindowedKStream):
         initializer: Callable[[], Any],
         aggregator: Callable[[Any, Any, Any], Any],
     ) -> KTable:
+        return self._build(
+            prefix, named, materialized, default_value_serde, self._maker(), initializer, aggregator
+        )
+
+    def _maker(self) -> Callable[[AggregateParams, StoreTableOp], NodeProcessor]:
+        """The processor of one aggregation input over these windows."""
         windows = self.windows
         if isinstance(windows, SlidingWindows):
-
-            def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
-                return SlidingWindowAggregateProcessor(params, op, windows)
-
-        else:
-
-            def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
-                return TimeWindowAggregateProcessor(params, op, windows)
-
-        return self._build(prefix, named, materialized, default_value_serde, make, initializer, aggregator)
+            sliding = windows
+            return lambda params, op: SlidingWindowAggregateProcessor(params, op, sliding)
+        time_windows = windows
+        return lambda params, op: TimeWindowAggregateProcessor(params, op, time_windows)
 
     def _store_spec(
         self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
@@ -361,6 +329,7 @@ class SessionWindowedKStream(_WindowedKStream):
 
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per session (values are ``Long``); merging sessions add their counts."""
+        named, materialized = by_type("count", named, materialized)
         return self.aggregate(_zero, _count, _sum_merger, named, _with_default_value(materialized, Long()))
 
     def reduce(
@@ -399,14 +368,13 @@ class SessionWindowedKStream(_WindowedKStream):
         aggregator: Callable[[Any, Any, Any], Any],
         merger: Callable[[Any, Any, Any], Any],
     ) -> KTable:
-        windows = self.windows
-
-        def make(params: AggregateParams, op: StoreTableOp) -> NodeProcessor:
-            return SessionWindowAggregateProcessor(params, op, windows)
-
         return self._build(
-            prefix, named, materialized, default_value_serde, make, initializer, aggregator, merger
+            prefix, named, materialized, default_value_serde, self._maker(), initializer, aggregator, merger
         )
+
+    def _maker(self) -> Callable[[AggregateParams, StoreTableOp], NodeProcessor]:
+        windows = self.windows
+        return lambda params, op: SessionWindowAggregateProcessor(params, op, windows)
 
     def _store_spec(
         self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
@@ -424,6 +392,12 @@ class SessionWindowedKStream(_WindowedKStream):
 
 
 # ---------------------------------------------------------------------------- aggregators
+
+
+def _processor_supplier(
+    make: Callable[[AggregateParams, StoreTableOp], NodeProcessor], params: AggregateParams, op: StoreTableOp
+) -> Callable[[], NodeProcessor]:
+    return lambda: make(params, op)
 
 
 def _no_aggregate() -> Any:

@@ -67,6 +67,9 @@ class TaskContext(StateStoreContext):
         self.registrar: StoreRegistrar = registrar or _NoRegistrar()
         #: the raw input record being processed (a confluent Message or the driver's twin)
         self.current: Any = None
+        #: the last input record processed (set once per batch): the context of updates a cache
+        #: flush emits later, when no record is current (approximates Kafka's cached record context)
+        self.last_record: Any = None
         self.stream_time = -1
         self.punctuations = PunctuationQueue()
         #: True once a stream-time punctuator is scheduled: the task then checks after each record
@@ -123,6 +126,11 @@ class TaskContext(StateStoreContext):
         if msg is None:
             return None
         return RecordMetadata(msg.topic(), msg.partition(), msg.offset())
+
+    def record_topic(self) -> str | None:
+        """The topic of the current record, else of the last one processed (cache flushes)."""
+        msg = self.current if self.current is not None else self.last_record
+        return None if msg is None else str(msg.topic())
 
     def current_stream_time_ms(self) -> int:
         return self.stream_time

@@ -224,6 +224,7 @@ class StreamTask:
             finally:
                 if last is not None:
                     consumed[self.partitions[0]] = last.offset()
+                    ctx.last_record = last
                 ctx.current = None
                 self.records_processed += done
             return done
@@ -241,6 +242,8 @@ class StreamTask:
             done += 1
             if ctx.has_stream_punctuation:
                 self.punctuate_stream_time()
+        if ctx.current is not None:
+            ctx.last_record = ctx.current
         ctx.current = None
         self.records_processed += done
         return done

@@ -26,7 +26,7 @@ from platform_streams.state.backend import BackedStore, BytesMap, StorageBackend
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
 
-__all__ = ["SegmentedBytesStore", "default_segment_interval"]
+__all__ = ["SegmentedBytesStore", "default_segment_interval", "live_segment_start"]
 
 _SEGMENT_PREFIX = "seg-"
 _STREAM_TIME_KEY = b"__stream_time__"
@@ -39,8 +39,17 @@ def default_segment_interval(retention_ms: int) -> int:
     return max(retention_ms // 2, _MIN_SEGMENT_INTERVAL_MS)
 
 
+def live_segment_start(observed_ms: int, retention_ms: int, interval_ms: int) -> int:
+    """The first time of the oldest live segment: what a segment-granular store still keeps."""
+    return max((observed_ms - retention_ms) // interval_ms, 0) * interval_ms
+
+
 class SegmentedBytesStore(BackedStore):
     """Shared base of the window and session bytes stores (not a store by itself)."""
+
+    #: records live as long as their segment (session stores, as Kafka's segmented stores)
+    #: rather than exactly ``retention`` after the stream time (window stores)
+    segment_granular = False
 
     def __init__(
         self, name: str, backend: StorageBackend, retention_ms: int, segment_interval_ms: int | None
@@ -124,10 +133,12 @@ class SegmentedBytesStore(BackedStore):
             if (time_ms - self._retention_ms) // self._interval > self._min_live_segment:
                 self._expire_segments()
             return True
-        return time_ms > self.observed_stream_time - self._retention_ms
+        return time_ms >= self._min_live_time()
 
     def _min_live_time(self) -> int:
         """The smallest record time still visible."""
+        if self.segment_granular:
+            return live_segment_start(self.observed_stream_time, self._retention_ms, self._interval)
         return max(self.observed_stream_time - self._retention_ms + 1, 0)
 
     def _expire_segments(self) -> None:

@@ -6,9 +6,10 @@ record by a session aggregation -- seeks to ``key + earliest_end`` in each segme
 hold such an end and stops at the end of the key, so it reads only the key's sessions that
 end late enough; the start bound is a filter.
 
-Retention: a session is visible while ``end > stream time - retention`` (stream time = the
-largest session end put). Results are materialized lists: they are per key and small, and
-a session merge removes and puts sessions while the caller still holds the result.
+Retention: a session is visible while its segment is live, i.e. its segment holds times after
+``stream time - retention`` (stream time = the largest session end put). Results are
+materialized lists: they are per key and small, and a session merge removes and puts
+sessions while the caller still holds the result.
 """
 
 from __future__ import annotations
@@ -36,7 +37,15 @@ __all__ = ["SessionBytesStore"]
 
 
 class SessionBytesStore(SegmentedBytesStore, SessionStore[bytes, bytes]):
-    """Segmented session store over a storage backend."""
+    """Segmented session store over a storage backend.
+
+    A session stays (for merging and ``fetch``) until its segment expires, as in Kafka Streams'
+    segmented session stores: with a 5 s gap and no grace, records at 0, 8,000 and then 4,000
+    make one session [0, 8000] -- the session at 0 ended before the retention bound but its
+    segment is still live.
+    """
+
+    segment_granular = True
 
     def __init__(
         self,

@@ -31,6 +31,14 @@ class Window:
         if self.end_ms < self.start_ms:
             raise ValueError(f"window end {self.end_ms} is before its start {self.start_ms}")
 
+    def start(self) -> int:
+        """The window's start in ms (Kafka's ``Window.start()``)."""
+        return self.start_ms
+
+    def end(self) -> int:
+        """The window's end in ms (Kafka's ``Window.end()``)."""
+        return self.end_ms
+
     def overlaps(self, other: Window) -> bool:
         """True if the two windows share at least one millisecond (closed interval by default)."""
         return self.start_ms <= other.end_ms and other.start_ms <= self.end_ms

@@ -32,6 +32,10 @@ from platform_streams.topology.topology import Topology
 _DEFAULT_APP = "topology-test-driver"
 
 
+#: records one piped record may cause (through repartition topics) before the driver calls it a loop
+_MAX_RECORDS_PER_PIPE = 1_000_000
+
+
 class _DriverCollector:
     """Captures sent records per topic and queues the ones the topology reads back."""
 
@@ -159,9 +163,7 @@ class TopologyTestDriver:
             return
         self._closed = True
         try:
-            for task in self._tasks:
-                task.flush_stores()
-            self._drain()
+            self._commit_and_drain()
         finally:
             for task in self._tasks:
                 task.close()
@@ -204,26 +206,26 @@ class TopologyTestDriver:
         self._offsets[topic] = offset + 1
         return DriverRecord(topic, 0, offset, key, value, timestamp, headers)
 
-    def _drain(self) -> None:
-        while self._pending:
-            record = self._pending.popleft()
-            task = self._task_by_topic.get(record.topic())
-            if task is None:
-                raise TopologyError(f"unknown input topic {record.topic()!r}: the topology does not read it")
-            task.add_records((record.topic(), 0), [record])
-            while task.process(1_000_000):
-                pass
-
     def _commit_and_drain(self) -> None:
-        """Process all pending records, then flush stores (a commit), until nothing moves."""
-        self._drain()
-        for _ in range(1000):
+        """Process the pending records one at a time, each followed by a commit (stores and caches
+        flushed), until nothing moves -- as Kafka's driver does (``completeAllProcessableWork``):
+        a record a repartition topic feeds back is processed, and committed, on its own too."""
+        for _ in range(_MAX_RECORDS_PER_PIPE):
+            if self._pending:
+                record = self._pending.popleft()
+                task = self._task_by_topic.get(record.topic())
+                if task is None:
+                    raise TopologyError(
+                        f"unknown input topic {record.topic()!r}: the topology does not read it"
+                    )
+                task.add_records((record.topic(), 0), [record])
+                while task.process(1_000_000):
+                    pass
             for task in self._tasks:
                 task.flush_stores()
                 task.refresh_punctuation_flags()
             if not self._pending:
                 return
-            self._drain()
         raise TopologyError("the topology keeps producing records to itself (a feedback loop?)")
 
     def _now(self) -> int:

@@ -197,6 +197,52 @@ class Topology:
             if store not in node.stores:
                 node.stores.append(store)
 
+    # -- used by the DSL's optimizer (platform_streams.dsl.optimizer) ---------------------
+
+    def remove_node(self, name: str, *, orphan_children: bool = False) -> None:
+        """Remove a node (and detach it from its parents); its children must be re-parented
+        with :meth:`reparent` afterwards when ``orphan_children``, else it must have none."""
+        node = self.node(name)
+        if node.children and not orphan_children:
+            raise TopologyError(f"cannot remove node {name!r}: it still has children {node.children}")
+        for parent_name in node.parents:
+            self._nodes[parent_name].children.remove(name)
+        del self._nodes[name]
+
+    def reparent(self, child: str, old_parent: str, new_parent: str) -> None:
+        """Make ``new_parent`` feed ``child`` in place of ``old_parent`` (same position)."""
+        node = self.node(child)
+        if not isinstance(node, ProcessorNode | SinkNode):
+            raise TopologyError(f"node {child!r} has no parents to replace")
+        node.parents[node.parents.index(old_parent)] = new_parent
+        old = self._nodes.get(old_parent)  # None: removed already (a replaced repartition source)
+        if old is not None and child in old.children:
+            old.children.remove(child)
+        target = self.node(new_parent)
+        if isinstance(target, SinkNode):
+            raise TopologyError(f"node {child!r}: parent {new_parent!r} is a sink")
+        target.children.append(child)
+
+    def move_after(self, anchor: str, names: list[str]) -> None:
+        """Place ``names`` right after ``anchor`` in node order (Kafka's build priority)."""
+        moved = {name: self._nodes.pop(name) for name in names}
+        reordered: dict[str, Node] = {}
+        for name, node in self._nodes.items():
+            reordered[name] = node
+            if name == anchor:
+                reordered.update(moved)
+        self._nodes = reordered
+
+    def remove_internal_topic(self, name: str) -> None:
+        """Forget internal topic ``name`` (its nodes were removed or rewired to another)."""
+        self._internal_topics.pop(name, None)
+
+    def rename_topic_in_copartition_groups(self, old: str, new: str) -> None:
+        """Co-partitioning requirements on ``old`` now apply to ``new`` (merged repartition topics)."""
+        self._copartition_groups = [
+            (group - {old}) | {new} if old in group else group for group in self._copartition_groups
+        ]
+
     def node(self, name: str) -> Node:
         try:
             return self._nodes[name]

@@ -68,8 +68,9 @@ def test_named_source_table_and_its_store_names() -> None:
     builder = StreamsBuilder()
     builder.table("in", Consumed(name="users"), Materialized.as_("user-store")).to_stream().to("out")
     description = str(builder.build().describe())
-    assert "Source: users (topics: [in])" in description
-    assert "Processor: users-table-source (stores: [user-store])" in description
+    # Kafka's InternalStreamsBuilder.table (StreamsBuilderTest.shouldUseSpecifiedNameForTableSourceProcessor)
+    assert "Source: users-source (topics: [in])" in description
+    assert "Processor: users (stores: [user-store])" in description
 
 
 def test_filter_forwards_tombstones_for_rows_that_fail_the_predicate() -> None:

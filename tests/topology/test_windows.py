@@ -80,9 +80,11 @@ def _count_topology(
         windowed = windowed.emit_strategy(emit)
     table = windowed.count(materialized=materialized)
     table.to_stream().to("out")
-    name = table.queryable_store_name
-    assert name is not None
-    return builder.build(), name
+    topology = builder.build()
+    # an unnamed aggregation has no queryable name (Kafka's queryableStoreName() is null): find its store
+    assert table.queryable_store_name() == (materialized.store_name if materialized else None)
+    (name,) = (store for store in topology.stores if not store.endswith("-close-index"))
+    return topology, name
 
 
 def _pipe(driver: TopologyTestDriver, records: list[tuple[str, int]]) -> None:

@@ -13,10 +13,10 @@ import pytest
 
 from platform_streams import StreamsBuilder
 from platform_streams.dsl import Consumed, Produced, TimeWindows
-from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.errors import DeserializationError, SerializationError
 from platform_streams.runtime.changelog_filter import CommittedInputFilter
 from platform_streams.serde import Bytes, Double, Integer, Json, Long, String
+from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.testing import TopologyTestDriver
 
 CONFIG = {"application_id": "hot", "bootstrap_servers": "x:1"}

@@ -32,8 +32,6 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from platform_streams.config import StreamsConfig
-from platform_streams.dsl.materialize import KeyValueStoreSpec, resolve_serde
-from platform_streams.dsl.timestamped import ValueAndTimestampSerde
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.ops.spark.kafka_ranges import (
     OffsetRange,
@@ -59,6 +57,8 @@ from platform_streams.state.snapshots import (
     SnapshotStore,
     open_snapshot_store,
 )
+from platform_streams.state.timestamped import ValueAndTimestampSerde
+from platform_streams.state.timestamped_builders import KeyValueStoreSpec, resolve_serde
 from platform_streams.state.wrappers.base import changelog_topic_name
 from platform_streams.testing.records import DriverRecord
 from platform_streams.topology.compiler import compile_topology

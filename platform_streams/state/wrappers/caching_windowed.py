@@ -34,7 +34,7 @@ from platform_streams.state.keys import (
 from platform_streams.state.keys import (
     session_key as session_binary,
 )
-from platform_streams.state.segments import default_segment_interval
+from platform_streams.state.segments import default_segment_interval, live_segment_start
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
 from platform_streams.state.wrappers.base import (
     CachingLayer,
@@ -240,6 +240,10 @@ class CachingSessionStore(_IndexedCache, DelegatedRetention, SessionStore[bytes,
 
     def __init__(self, wrapped: SessionStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
+
+    def _min_live_time(self) -> int:
+        """Sessions live as long as their segment (see ``SessionBytesStore``)."""
+        return live_segment_start(self._observed, self._retention, self._interval)
 
     def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
         wrapped = self.wrapped

@@ -78,13 +78,17 @@ def test_merge_style_remove_and_put(ss: SessionStore[Any, Any]) -> None:
 
 
 def test_retention_by_session_end(ss: SessionStore[Any, Any]) -> None:
+    """Sessions live as long as their segment (Kafka's segmented session stores), by session end."""
+    interval = RETENTION // 2  # max(retention / 2, 60 s)
     ss.put(_s("k", 0, 10), 1)
-    ss.put(_s("k", 0, RETENTION + 10), 2)  # stream time = RETENTION + 10: session ending at 10 expires
+    ss.put(_s("k", 0, RETENTION + 10), 2)  # past the retention bound, but segment 0 is still live
+    assert ss.fetch_session("k", 0, 10) == 1
+    ss.put(_s("k", 0, RETENTION + interval), 3)  # stream time leaves segment 0 behind: it expires
     assert ss.fetch_session("k", 0, 10) is None
-    assert list(ss.fetch("k")) == [(_s("k", 0, RETENTION + 10), 2)]
-    ss.put(_s("k", 5, 5), 3)  # expired on arrival
+    assert list(ss.fetch("k")) == [(_s("k", 0, RETENTION + 10), 2), (_s("k", 0, RETENTION + interval), 3)]
+    ss.put(_s("k", 5, 5), 4)  # expired on arrival
     ss.flush()
-    assert list(ss.fetch("k")) == [(_s("k", 0, RETENTION + 10), 2)]
+    assert ss.fetch_session("k", 5, 5) is None
 
 
 def test_restore_batch_and_all(persistent: bool, open_store: Callable[..., Any]) -> None:

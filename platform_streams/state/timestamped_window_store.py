@@ -1,6 +1,6 @@
 """The window and session stores of the DSL: late serde resolution, timestamps inside.
 
-The window-store twin of :mod:`platform_streams.dsl.timestamped_kv_store`:
+The window-store twin of :mod:`platform_streams.state.timestamped_kv_store`:
 
 * a windowed aggregation's store keeps ``ValueAndTimestamp`` per window (the largest
   record timestamp aggregated into it is the timestamp of the results, and sliding
@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-from platform_streams.dsl.materialize import resolve_serde
-from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import CachedStateStore, FlushListener, SessionStore, StateStore, WindowStore
 from platform_streams.state.builders import WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS
 from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
+from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
+from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
 from platform_streams.state.windowed import Windowed
 from platform_streams.state.wrappers.base import WrappedStore
 
@@ -151,7 +151,7 @@ class _DslStore(WrappedStore, CachedStateStore):
 
     def _finish_init(self, builder: Any, context: StateStoreContext, root: StateStore) -> None:
         spec = self.spec
-        if spec.caching_enabled:
+        if caching_enabled(spec.caching_enabled, context.config):
             builder.with_caching_enabled()
         if spec.logging_enabled:
             builder.with_logging_enabled(spec.log_config)

@@ -13,8 +13,10 @@ update; later updates replace the value in place. The entry keeps the *prior* va
 table's value before the first buffered update) so the emitted change is
 ``prior -> latest``.
 
-Entry layout: ``timestamp (8) + new value + prior value + headers``, each value as a
-4-byte length (-1: None) and bytes, headers as a count and (name, value) pairs.
+Entry layout: ``timestamp (8) + new value + prior value + headers + size (8)``, each value as
+a 4-byte length (-1: None) and bytes, headers as a count and (name, value) pairs; ``size`` is
+the entry's size as Kafka Streams counts it against ``max_bytes`` (:func:`kafka_entry_size`),
+kept so a restored buffer evicts at the same points.
 """
 
 from __future__ import annotations
@@ -29,13 +31,28 @@ from platform_streams.state.keys import MAX_TIME
 if TYPE_CHECKING:
     from platform_streams.state.api import KeyValueStore
 
-__all__ = ["BufferedRecord", "SuppressBuffer"]
+__all__ = ["BufferedRecord", "SuppressBuffer", "encode_entry", "kafka_entry_size"]
 
 _TIME = struct.Struct(">q")
 _LEN = struct.Struct(">i")
-#: Per-entry bookkeeping counted against ``max_bytes`` besides key and value bytes (Kafka
-#: counts the record context similarly).
-_ENTRY_OVERHEAD = 16
+
+
+def kafka_entry_size(
+    key: bytes,
+    prior: bytes | None,
+    old: bytes | None,
+    new: bytes | None,
+    topic: str | None,
+    headers: Headers,
+) -> int:
+    """An entry's size as Kafka Streams' in-memory suppress buffer counts it (``computeRecordSize``):
+    buffer time (8) + key + ``BufferValue`` (prior, old unless it is the prior, new) + the record
+    context (timestamp 8, offset 8, topic characters, partition 4, header names and values)."""
+    size = 8 + len(key) + len(prior or b"") + len(old or b"") + len(new or b"")
+    size += 8 + 8 + len(topic or "") + 4
+    for name, value in headers or ():
+        size += len(name) + len(value or b"")
+    return size
 
 
 class BufferedRecord(NamedTuple):
@@ -64,7 +81,9 @@ def _get_bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
     return data[pos : pos + size], pos + size
 
 
-def encode_entry(new: bytes | None, prior: bytes | None, timestamp: int, headers: Headers) -> bytes:
+def encode_entry(
+    new: bytes | None, prior: bytes | None, timestamp: int, headers: Headers, size: int
+) -> bytes:
     out = [_TIME.pack(timestamp)]
     _put_bytes(out, new)
     _put_bytes(out, prior)
@@ -73,6 +92,7 @@ def encode_entry(new: bytes | None, prior: bytes | None, timestamp: int, headers
     for name, value in pairs:
         _put_bytes(out, name.encode("utf-8"))
         _put_bytes(out, value)
+    out.append(_TIME.pack(size))
     return b"".join(out)
 
 
@@ -102,7 +122,7 @@ class SuppressBuffer:
         for binary, entry in store.all():
             time: int = _TIME.unpack_from(binary, 0)[0]
             key = binary[_TIME.size :]
-            size = len(key) + len(entry) + _ENTRY_OVERHEAD
+            size: int = _TIME.unpack_from(entry, len(entry) - _TIME.size)[0]
             self._index[key] = (time, size)
             self.size_bytes += size
             self._min_time = min(self._min_time, time)
@@ -116,6 +136,14 @@ class SuppressBuffer:
         """The earliest buffer time held (a lower bound after removals); MAX_TIME when empty."""
         return self._min_time if self._index else MAX_TIME
 
+    def buffered(self, key: bytes) -> BufferedRecord | None:
+        """The update buffered for ``key``, if any."""
+        slot = self._index.get(key)
+        if slot is None:
+            return None
+        raw = self._store.get(_TIME.pack(slot[0]) + key)
+        return None if raw is None else decode_entry(key, raw)
+
     def prior_value(self, key: bytes) -> tuple[bool, bytes | None]:
         """``(buffered, prior)``: whether ``key`` is buffered, and its prior value if so."""
         slot = self._index.get(key)
@@ -126,13 +154,13 @@ class SuppressBuffer:
             return False, None
         return True, decode_entry(key, raw).prior
 
-    def put(self, time: int, key: bytes, entry: bytes) -> None:
-        """Buffer ``entry`` for ``key``: at ``time`` if new, else in the key's existing slot."""
+    def put(self, time: int, key: bytes, entry: bytes, size: int) -> None:
+        """Buffer ``entry`` (of Kafka size ``size``) for ``key``: at ``time`` if new, else in the
+        key's existing slot."""
         slot = self._index.get(key)
         if slot is not None:
             time = slot[0]
             self.size_bytes -= slot[1]
-        size = len(key) + len(entry) + _ENTRY_OVERHEAD
         self._index[key] = (time, size)
         self.size_bytes += size
         if time < self._min_time:

@@ -16,7 +16,7 @@ Kafka Streams' ``KStreamWindowAggregate``, ``KStreamSlidingWindowAggregate`` and
 * ``EmitStrategy.on_window_update()``: updates leave through the store's flush listener
   (per write without caching, once per window per commit with caching);
   ``EmitStrategy.on_window_close()``: each window's final value is emitted once when it
-  closes (see :mod:`platform_streams.dsl.window_close`), optionally by wall clock.
+  closes (see :mod:`platform_streams.dsl.internals.window_close`), optionally by wall clock.
 
 Closed windows are emitted *before* the current record is applied (Kafka Streams emits
 after): only closed windows are emitted and the record cannot change those, so the
@@ -32,8 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.change import Change
-from platform_streams.dsl.window_close import PendingWindows, WallClockClose, punctuation_interval_ms
+from platform_streams.dsl.internals.change import Change
+from platform_streams.dsl.internals.window_close import (
+    PendingWindows,
+    WallClockClose,
+    punctuation_interval_ms,
+)
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
@@ -41,11 +45,11 @@ from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
 
 if TYPE_CHECKING:
     from platform_streams.dsl.emit_strategy import EmitStrategy
-    from platform_streams.dsl.table_processors import TableOp
-    from platform_streams.dsl.windowed_store import DslSessionStore, DslWindowStore
+    from platform_streams.dsl.internals.table_processors import TableOp
     from platform_streams.dsl.windows import SessionWindows, TimeWindows
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
+    from platform_streams.state.timestamped_window_store import DslSessionStore, DslWindowStore
 
 __all__ = [
     "AggregateParams",

@@ -1,7 +1,7 @@
 """Aggregation processors: ``count``/``reduce``/``aggregate`` of grouped streams and tables.
 
 Each keeps the running aggregate per key in a timestamped store and forwards the update
-as a :class:`~platform_streams.dsl.change.Change` through the store (so caching decides
+as a :class:`~platform_streams.dsl.internals.change.Change` through the store (so caching decides
 how often downstream hears about it, see :class:`TableProcessor`). Semantics are Kafka
 Streams':
 
@@ -20,14 +20,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from platform_streams.dsl.change import ChangeSerde
-from platform_streams.dsl.materialize import resolve_serde
-from platform_streams.dsl.table_processors import StoreTableOp, TableProcessor
+from platform_streams.dsl.internals.change import ChangeSerde
+from platform_streams.dsl.internals.table_processors import StoreTableOp, TableProcessor
 from platform_streams.errors import StreamsError
 from platform_streams.processor.context import NodeContext
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
 from platform_streams.serde import Serde
+from platform_streams.state.timestamped_builders import resolve_serde
 
 __all__ = [
     "stream_aggregate",

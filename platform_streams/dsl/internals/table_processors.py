@@ -1,6 +1,6 @@
 """KTable operators: build-time specs (``TableOp``), their processors and value getters.
 
-A KTable is a node whose processor forwards :class:`~platform_streams.dsl.change.Change`
+A KTable is a node whose processor forwards :class:`~platform_streams.dsl.internals.change.Change`
 objects. What each node does at run time depends on decisions taken *after* it was
 added to the topology, exactly as in Kafka Streams: a later ``group_by`` or outer join
 asks its parents to send old values (``enable_send_old_values``), a later join asks
@@ -11,7 +11,7 @@ creates them, after the topology is complete.
 Emission follows Kafka Streams' caching rule: a materialized node only writes its
 store, and the store's flush listener forwards the update -- at once when caching is
 off, once per key per commit when it is on (see
-:class:`~platform_streams.dsl.timestamped_kv_store.TimestampedKeyValueStore`). An
+:class:`~platform_streams.state.timestamped_kv_store.TimestampedKeyValueStore`). An
 unmaterialized node forwards directly.
 """
 
@@ -22,22 +22,23 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.change import Change, ChangeSerde
-from platform_streams.dsl.materialize import resolve_serde
-from platform_streams.dsl.timestamped import ValueAndTimestamp
+from platform_streams.dsl.internals.change import Change, ChangeSerde
 from platform_streams.errors import StreamsError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
+from platform_streams.state.timestamped import ValueAndTimestamp
+from platform_streams.state.timestamped_builders import resolve_serde
 
 if TYPE_CHECKING:
-    from platform_streams.dsl.materialize import KeyValueStoreSpec
-    from platform_streams.dsl.timestamped_kv_store import TimestampedKeyValueStore, ValueGetter
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
+    from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+    from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore, ValueGetter
     from platform_streams.topology.topology import Topology
 
 __all__ = [
     "FilterTableOp",
+    "GlobalTableUpdateProcessor",
     "MapValuesTableOp",
     "SourceTableOp",
     "StoreTableOp",
@@ -348,6 +349,21 @@ class GroupByProcessor(NodeProcessor):
             self.forward(old_pair[0], Change(None, old_pair[1]), timestamp, headers)  # type: ignore[index]
         if new_ok:
             self.forward(new_pair[0], Change(new_pair[1], None), timestamp, headers)  # type: ignore[index]
+
+
+class GlobalTableUpdateProcessor(NodeProcessor):
+    """Keeps a global store equal to its topic: upsert, None deletes, null keys skipped."""
+
+    def __init__(self, store: str) -> None:
+        self._store_name = store
+
+    def init(self, context: NodeContext) -> None:
+        super().init(context)
+        self._store: TimestampedKeyValueStore = context.get_state_store(self._store_name)
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        if key is not None:
+            self._store.put_timestamped(key, value, timestamp)
 
 
 def group_by_processor(

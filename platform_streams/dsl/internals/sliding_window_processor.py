@@ -21,16 +21,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.change import Change
-from platform_streams.dsl.timestamped import ValueAndTimestamp
-from platform_streams.dsl.window_processors import AggregateParams, WindowAggregateProcessor
+from platform_streams.dsl.internals.change import Change
+from platform_streams.dsl.internals.window_processors import AggregateParams, WindowAggregateProcessor
 from platform_streams.processor.record import Headers
+from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.windowed import TimeWindow, Windowed
 
 if TYPE_CHECKING:
-    from platform_streams.dsl.table_processors import TableOp
-    from platform_streams.dsl.windowed_store import DslWindowStore
+    from platform_streams.dsl.internals.table_processors import TableOp
     from platform_streams.dsl.windows import SlidingWindows
+    from platform_streams.state.timestamped_window_store import DslWindowStore
 
 __all__ = ["SlidingWindowAggregateProcessor"]
 

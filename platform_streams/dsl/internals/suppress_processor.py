@@ -25,63 +25,36 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.change import Change
-from platform_streams.dsl.materialize import bytes_store_builder, resolve_serde
-from platform_streams.dsl.options import name_of
-from platform_streams.dsl.suppress_buffer import BufferedRecord, SuppressBuffer, encode_entry
-from platform_streams.dsl.table_processors import TableOp, ValueGetterSupplier
-from platform_streams.dsl.window_close import WallClockClose, punctuation_interval_ms
-from platform_streams.errors import StreamsError, TopologyError
+from platform_streams.dsl.internals.change import Change
+from platform_streams.dsl.internals.suppress_buffer import (
+    BufferedRecord,
+    SuppressBuffer,
+    encode_entry,
+    kafka_entry_size,
+)
+from platform_streams.dsl.internals.table_processors import TableOp, ValueGetterSupplier
+from platform_streams.dsl.internals.window_close import WallClockClose, punctuation_interval_ms
+from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
+from platform_streams.errors import StreamsError
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
+from platform_streams.state.timestamped import ValueAndTimestamp
+from platform_streams.state.timestamped_builders import resolve_serde
 
 if TYPE_CHECKING:
-    from platform_streams.dsl.ktable import KTable
     from platform_streams.dsl.suppress import Suppressed
-    from platform_streams.dsl.windowed_stream import WindowCloseRule
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
+    from platform_streams.state.timestamped_kv_store import ValueGetter
 
-__all__ = ["SuppressOp", "SuppressProcessor", "suppress_table"]
+__all__ = ["SuppressOp", "SuppressProcessor", "find_close_rule"]
 
 log = logging.getLogger(__name__)
 
 
-def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
-    """``KTable.suppress``: a ``KTABLE-SUPPRESS-<n>`` node with its buffer store."""
-    from platform_streams.dsl.ktable import KTable
-
-    builder = table.builder
-    name = builder.names.name("KTABLE-SUPPRESS-", name_of(suppressed.name))
-    store = (
-        f"{suppressed.name}-store" if suppressed.name else builder.names.name("KTABLE-SUPPRESS-STATE-STORE-")
-    )
-    parent: TableOp = table._op
-    rule = find_close_rule(parent)
-    if suppressed.kind == "until_window_closes" and rule is None:
-        raise TopologyError(
-            f"suppress {name}: window close time is only defined for windowed computations "
-            "(suppress(until_window_closes) must follow a windowed aggregation)"
-        )
-    op = SuppressOp(parent, suppressed, store, rule, table.key_serde, table.value_serde)
-    topology = builder.topology
-    topology.add_processor(name, op.make_processor, table.node_name)
-    topology.add_state_store(_buffer_store_builder(store, suppressed), name)
-    return KTable(
-        builder,
-        name,
-        op,
-        key_serde=table.key_serde,
-        value_serde=table.value_serde,
-        source_topics=table.source_topics,
-    )
-
-
 def find_close_rule(op: Any) -> WindowCloseRule | None:
     """The close rule of the windowed aggregation upstream of ``op`` (the largest wait if several)."""
-    from platform_streams.dsl.windowed_stream import WindowedTableOp
-
     if isinstance(op, WindowedTableOp):
         return op.close_rule
     parents = [p for p in (getattr(op, "parent", None), *getattr(op, "parents", ())) if p is not None]
@@ -89,13 +62,6 @@ def find_close_rule(op: Any) -> WindowCloseRule | None:
     if not rules or len(rules) < len(parents):
         return None
     return max(rules, key=lambda rule: rule.wait_ms)
-
-
-def _buffer_store_builder(name: str, suppressed: Suppressed) -> Any:
-    """A persistent bytes store with a changelog (Kafka Streams keeps it in memory and always
-    restores it from the changelog; a local RocksDB store is reopened as is after a clean stop)."""
-    config = suppressed.buffer_config
-    return bytes_store_builder(name, "rocksdb", config.logging_enabled, config.log_config)
 
 
 class SuppressOp(TableOp):
@@ -128,7 +94,7 @@ class SuppressOp(TableOp):
         return self.send_old_values
 
     def view(self) -> ValueGetterSupplier:
-        raise TopologyError("reading a suppressed KTable by key (a join on it) is not supported")
+        return SuppressedValueGetterSupplier(self, self.parent.view())
 
     def make_processor(self) -> NodeProcessor:
         return SuppressProcessor(self)
@@ -139,6 +105,46 @@ class SuppressOp(TableOp):
         if self.rule is not None:
             return self.rule.key_serde(context.config)
         return resolve_serde(None, context.config, "key")
+
+
+def task_buffer(context: NodeContext, store_name: str) -> SuppressBuffer:
+    """The task's one :class:`SuppressBuffer` over ``store_name`` (its index is shared by the
+    processor and the value getters of joins reading the suppressed table)."""
+    store = context.get_state_store(store_name)
+    buffer: SuppressBuffer | None = getattr(store, "suppress_buffer", None)
+    if buffer is None:
+        buffer = SuppressBuffer(store)
+        store.suppress_buffer = buffer
+    return buffer
+
+
+class SuppressedValueGetterSupplier(ValueGetterSupplier):
+    """A suppressed table read by key (Kafka's ``KTableSuppressProcessorSupplier.view``): a key
+    with a buffered update reads the value from before that update (what was last emitted);
+    any other key reads through to the parent table."""
+
+    def __init__(self, op: SuppressOp, parent: ValueGetterSupplier) -> None:
+        self.op = op
+        self.parent = parent
+
+    def store_names(self) -> list[str]:
+        return [self.op.buffer_store, *self.parent.store_names()]
+
+    def getter(self, context: NodeContext) -> ValueGetter:
+        parent_get = self.parent.getter(context)
+        buffer = task_buffer(context, self.op.buffer_store)
+        serialize_key = self.op.resolve_key_serde(context).serialize
+        deserialize = resolve_serde(self.op.value_serde, context.config, "value").deserialize
+
+        def get(key: Any) -> ValueAndTimestamp | None:
+            record = buffer.buffered(serialize_key(key) or b"")
+            if record is None:
+                return parent_get(key)
+            if record.prior is None:
+                return None
+            return ValueAndTimestamp(deserialize(record.prior), record.timestamp)
+
+        return get
 
 
 class SuppressProcessor(NodeProcessor):
@@ -165,7 +171,7 @@ class SuppressProcessor(NodeProcessor):
         op = self.op
         self.key_serde = op.resolve_key_serde(context)
         self.value_serde = resolve_serde(op.value_serde, context.config, "value")
-        self.buffer = SuppressBuffer(context.get_state_store(op.buffer_store))
+        self.buffer = task_buffer(context, op.buffer_store)
         self.send_old = op.send_old_values
         if self.wall_clock is not None:
             interval = punctuation_interval_ms(self.wall_clock.idle_ms)
@@ -181,12 +187,13 @@ class SuppressProcessor(NodeProcessor):
             raise StreamsError(f"suppress {self.context.node_name}: a record key serialized to None")
         serialize = self.value_serde.serialize
         raw_new = serialize(change.new) if change.new is not None else None
-        prior = None
-        if self.send_old:
-            buffered, prior = self.buffer.prior_value(raw_key)
-            if not buffered:
-                prior = serialize(change.old) if change.old is not None else None
-        self.buffer.put(buffer_time, raw_key, encode_entry(raw_new, prior, timestamp, headers))
+        raw_old = serialize(change.old) if change.old is not None else None
+        buffered, prior = self.buffer.prior_value(raw_key)
+        if not buffered:
+            prior, raw_old = raw_old, None  # the prior *is* the old value: counted once, as Kafka
+        topic = self.context.task.record_topic()
+        size = kafka_entry_size(raw_key, prior, raw_old, raw_new, topic, headers)
+        self.buffer.put(buffer_time, raw_key, encode_entry(raw_new, prior, timestamp, headers, size), size)
         if self.wall_clock is not None:
             self.wall_clock.on_record(self.context.current_system_time_ms(), self.observed_stream_time)
         self._enforce_constraints()

@@ -5,7 +5,7 @@ keep the timestamp of the record that produced it, because that timestamp is the
 timestamp of the table's output records (an aggregate carries the largest timestamp
 aggregated into it, a table-table join result the larger of both sides'). This module
 is that store: a thin layer over an ordinary metered key-value stack whose value serde
-is :class:`~platform_streams.dsl.timestamped.ValueAndTimestampSerde` (stored bytes:
+is :class:`~platform_streams.state.timestamped.ValueAndTimestampSerde` (stored bytes:
 ``timestamp (8, big-endian) + value``).
 
 Two more things happen here because they can only happen at task start-up:
@@ -29,18 +29,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.materialize import resolve_serde
-from platform_streams.dsl.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import CachedStateStore, FlushListener, KeyValueStore, StateStore
 from platform_streams.state.stores import Stores
+from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
+from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
 from platform_streams.state.wrappers.base import WrappedStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 
 if TYPE_CHECKING:
-    from platform_streams.dsl.materialize import KeyValueStoreSpec
     from platform_streams.serde.base import Serde
     from platform_streams.state.store_context import RestoreCallback, StateStoreContext
+    from platform_streams.state.timestamped_builders import KeyValueStoreSpec
 
 __all__ = ["TimestampedKeyValueStore"]
 
@@ -92,7 +92,7 @@ class TimestampedKeyValueStore(WrappedStore, KeyValueStore[Any, Any], CachedStat
         key_serde = resolve_serde(spec.key_serde, config, "key")
         value_serde = ValueAndTimestampSerde(resolve_serde(spec.value_serde, config, "value"))
         builder = Stores.key_value_store_builder(spec.bytes_supplier(), key_serde, value_serde)
-        if spec.caching_enabled:
+        if caching_enabled(spec.caching_enabled, config):
             builder.with_caching_enabled()
         reuse = spec.source_changelog_topic
         if spec.logging_enabled and reuse is None:

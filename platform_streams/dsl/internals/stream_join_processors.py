@@ -28,17 +28,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.materialize import resolve_serde
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
 from platform_streams.processor.task_id import TaskId
 from platform_streams.state.keys import MAX_TIME
+from platform_streams.state.timestamped_builders import resolve_serde
 
 if TYPE_CHECKING:
-    from platform_streams.dsl.windowed_store import DslWindowStore
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
     from platform_streams.state.api import KeyValueStore
+    from platform_streams.state.timestamped_window_store import DslWindowStore
 
 __all__ = ["JoinSideParams", "JoinWindowProcessor", "StreamJoinProcessor", "TimeTrackers"]
 

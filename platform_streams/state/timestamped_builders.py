@@ -1,0 +1,111 @@
+"""Builders of the DSL's stores, with serdes resolved late (when a task initialises the store).
+
+The DSL decides *what* a KTable's store is (name, serdes, backend, caching, logging) at
+build time, but the config defaults (``default_key_serde`` ...) are only known when a
+task starts. :class:`KeyValueStoreSpec` therefore keeps ``None`` for serdes nobody gave
+and :meth:`TimestampedKeyValueStore.init
+<platform_streams.state.timestamped_kv_store.TimestampedKeyValueStore.init>` resolves
+them with :func:`resolve_serde` per task, as Kafka Streams' Metered stores do, without
+mutating anything shared between tasks or clients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
+
+from platform_streams.serde import Bytes
+from platform_streams.state.stores import KeyValueBytesStoreSupplier, Stores
+
+if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+    from platform_streams.serde.base import Serde
+    from platform_streams.state.builders import KeyValueStoreBuilder
+    from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
+
+__all__ = [
+    "KeyValueStoreSpec",
+    "StoreType",
+    "bytes_store_builder",
+    "caching_enabled",
+    "key_value_supplier",
+    "resolve_serde",
+]
+
+StoreType = Literal["rocksdb", "in_memory"]
+
+
+def resolve_serde(serde: Serde | None, config: StreamsConfig, role: Literal["key", "value"]) -> Serde:
+    """The serde to use at run time: the one given (explicit or inherited), else the config default."""
+    if serde is not None:
+        return serde
+    return config.default_key_serde if role == "key" else config.default_value_serde
+
+
+def caching_enabled(requested: bool, config: StreamsConfig) -> bool:
+    """Whether a DSL store gets its caching layer: as requested, unless the config gives caches
+    no memory at all (``statestore_cache_max_bytes=0``), which strips every caching layer, as
+    Kafka Streams' ``InternalTopologyBuilder.rewriteTopology`` does -- so updates then leave
+    exactly as an uncached store emits them (e.g. a tombstone per filtered-out key)."""
+    return requested and config.statestore_cache_max_bytes > 0
+
+
+def key_value_supplier(name: str, store_type: StoreType) -> KeyValueBytesStoreSupplier:
+    """A new key-value bytes store supplier of ``store_type``."""
+    if store_type == "in_memory":
+        return Stores.in_memory_key_value_store(name)
+    return Stores.persistent_key_value_store(name)
+
+
+def bytes_store_builder(
+    name: str, store_type: StoreType, logging_enabled: bool, log_config: dict[str, str] | None = None
+) -> KeyValueStoreBuilder:
+    """An internal bytes-to-bytes key-value store, never cached; logged (with ``log_config``) or not.
+
+    The DSL's bookkeeping stores: join outer stores, emit-final indexes, suppress buffers.
+    """
+    builder = Stores.key_value_store_builder(key_value_supplier(name, store_type), Bytes(), Bytes())
+    if logging_enabled:
+        return builder.with_logging_enabled(log_config)
+    return builder.with_logging_disabled()
+
+
+@dataclass
+class KeyValueStoreSpec:
+    """A DSL key-value store as the topology sees it (a ``StoreBuilder``)."""
+
+    name: str
+    key_serde: Serde | None
+    value_serde: Serde | None
+    store_type: StoreType = "rocksdb"
+    store_supplier: KeyValueBytesStoreSupplier | None = None
+    caching_enabled: bool = True
+    logging_enabled: bool = True
+    log_config: dict[str, str] = field(default_factory=dict)
+    #: set by ``StreamsBuilder.build(config)`` under ``topology_optimization="all"``: the
+    #: source topic replaces the changelog (nothing is logged, restore reads the topic)
+    source_changelog_topic: str | None = None
+
+    @property
+    def persistent(self) -> bool:
+        if self.store_supplier is not None:
+            return bool(self.store_supplier.persistent)
+        return self.store_type == "rocksdb"
+
+    def bytes_supplier(self) -> KeyValueBytesStoreSupplier:
+        if self.store_supplier is not None:
+            return self.store_supplier
+        return key_value_supplier(self.name, self.store_type)
+
+    def changelog_topic_config(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact", **self.log_config}
+
+    def with_logging_disabled(self) -> KeyValueStoreSpec:
+        """A copy without changelog (global stores: their topic is the log)."""
+        return replace(self, logging_enabled=False, log_config={})
+
+    def build(self) -> TimestampedKeyValueStore:
+        """A new, uninitialised store for one task (serdes are resolved in its ``init``)."""
+        from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
+
+        return TimestampedKeyValueStore(self)

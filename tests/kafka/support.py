@@ -1,0 +1,64 @@
+"""What the translated Kafka Streams tests share: Kafka's ``MockApiProcessorSupplier`` and config.
+
+Each test module under ``tests/kafka/`` translates one Java test class of apache/kafka
+(named in its docstring); each test names the Java method it translates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from platform_streams.processor import Processor, Record
+from platform_streams.serde import Serde
+
+#: Kafka's KeyValueTimestamp
+KVT = tuple[Any, Any, int]
+
+
+def streams_config(key_serde: str, value_serde: str, **overrides: Any) -> dict[str, Any]:
+    """``StreamsTestUtils.getStreamsConfig(keySerde, valueSerde)`` plus overrides."""
+    return {"default_key_serde": key_serde, "default_value_serde": value_serde, **overrides}
+
+
+class MockApiProcessor(Processor):
+    """Records every (key, value, timestamp) it is given (Kafka's ``MockApiProcessor``)."""
+
+    def __init__(self) -> None:
+        self.processed: list[KVT] = []
+
+    def process(self, record: Record) -> None:
+        self.processed.append((record.key, record.value, record.timestamp))
+
+    def check_and_clear_process_result(self, *expected: KVT) -> None:
+        assert self.processed == list(expected), f"{self.processed} != {list(expected)}"
+        self.processed.clear()
+
+
+class MockApiProcessorSupplier:
+    """Hands out :class:`MockApiProcessor` s and keeps them (``capturedProcessors(n)``)."""
+
+    def __init__(self) -> None:
+        self.processors: list[MockApiProcessor] = []
+
+    def __call__(self) -> MockApiProcessor:
+        processor = MockApiProcessor()
+        self.processors.append(processor)
+        return processor
+
+    def captured_processors(self, expected: int) -> list[MockApiProcessor]:
+        assert len(self.processors) == expected, self.processors
+        return self.processors
+
+
+def serdes(key: Serde, value: Serde) -> dict[str, Serde]:
+    return {"key_serde": key, "value_serde": value}
+
+
+EXPECTED_DIR = Path(__file__).parent / "expected"
+
+
+def expected_description(java_class: str, java_test: str) -> str:
+    """Kafka's expected ``describe()`` text for ``java_class.java_test``, kept verbatim (its lines
+    are longer than this project's line limit) in ``tests/kafka/expected/``."""
+    return (EXPECTED_DIR / f"{java_class}.{java_test}.txt").read_text()

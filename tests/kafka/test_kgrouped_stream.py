@@ -1,0 +1,170 @@
+"""Kafka's ``KGroupedStreamImplTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
+KGroupedStreamImplTest.java), translated: materialized results, session windows, queryable
+names and Kafka's overloads (an option object passed positionally is taken by its type).
+
+Not translated: ``shouldNotHave(Null|Invalid)*`` / ``shouldNotAccept*`` / ``shouldThrowNullPointer*``
+(Java null and store-name validation checks) and ``shouldLogAndMeasureSkips*`` (log text).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from platform_streams.dsl import (
+    Consumed,
+    Grouped,
+    KGroupedStream,
+    Materialized,
+    Named,
+    SessionWindows,
+    StreamsBuilder,
+    Windowed,
+)
+from platform_streams.serde import Long, String
+from platform_streams.state.timestamped import ValueAndTimestamp
+from platform_streams.state.windowed import SessionWindow
+from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import MockApiProcessorSupplier
+
+S = String()
+CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
+
+
+def _grouped() -> tuple[StreamsBuilder, KGroupedStream]:
+    builder = StreamsBuilder()
+    grouped = builder.stream("topic", Consumed(key_serde=S, value_serde=S)).group_by_key(
+        Grouped(key_serde=S, value_serde=S)
+    )
+    return builder, grouped
+
+
+def _last_value_and_timestamp_per_key(supplier: MockApiProcessorSupplier) -> dict[Any, tuple[Any, int]]:
+    (processor,) = supplier.captured_processors(1)
+    return {key: (value, ts) for key, value, ts in processor.processed}
+
+
+def _pipe(builder: StreamsBuilder, records: list[tuple[str, str | None, int]]) -> TopologyTestDriver:
+    driver = TopologyTestDriver(builder.build(), CONFIG)
+    topic = driver.create_input_topic("topic", S, S)
+    for key, value, ts in records:
+        topic.pipe_input(key, value, ts)
+    return driver
+
+
+SESSION_INPUT = [
+    ("1", "1", 10),
+    ("2", "2", 15),
+    ("1", "1", 30),
+    ("1", "1", 70),
+    ("1", "1", 100),
+    ("1", "1", 90),
+]
+
+
+@pytest.mark.parametrize("store", ["session-store", None], ids=["named", "internal_store_name"])
+def test_should_count_session_windows(store: str | None) -> None:
+    """KGroupedStreamImplTest.shouldCountSessionWindows / shouldCountSessionWindowsWithInternalStoreName"""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(30))
+    table = windowed.count(Materialized.as_(store)) if store else windowed.count()
+    table.to_stream().process(supplier)
+    _pipe(builder, SESSION_INPUT).close()
+    result = _last_value_and_timestamp_per_key(supplier)
+    assert result[Windowed("1", SessionWindow(10, 30))] == (2, 30)
+    assert result[Windowed("2", SessionWindow(15, 15))] == (1, 15)
+    assert result[Windowed("1", SessionWindow(70, 100))] == (3, 100)
+    assert table.queryable_store_name() == store
+
+
+@pytest.mark.parametrize("store", ["session-store", None], ids=["named", "internal_store_name"])
+def test_should_reduce_session_windows(store: str | None) -> None:
+    """KGroupedStreamImplTest.shouldReduceSessionWindows / shouldReduceSessionWindowsWithInternalStoreName"""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(30))
+    reducer = lambda v1, v2: f"{v1}:{v2}"  # noqa: E731
+    table = windowed.reduce(reducer, Materialized.as_(store)) if store else windowed.reduce(reducer)
+    table.to_stream().process(supplier)
+    _pipe(
+        builder,
+        [("1", "A", 10), ("2", "Z", 15), ("1", "B", 30), ("1", "A", 70), ("1", "B", 100), ("1", "C", 90)],
+    ).close()
+    result = _last_value_and_timestamp_per_key(supplier)
+    assert result[Windowed("1", SessionWindow(10, 30))] == ("A:B", 30)
+    assert result[Windowed("2", SessionWindow(15, 15))] == ("Z", 15)
+    assert result[Windowed("1", SessionWindow(70, 100))] == ("A:B:C", 100)
+    assert table.queryable_store_name() == store
+
+
+PROCESS_DATA = [
+    ("1", "A", 5),
+    ("2", "B", 1),
+    ("1", "C", 3),
+    ("1", "D", 10),
+    ("3", "E", 8),
+    ("3", "F", 9),
+    ("3", None, 9),
+]
+
+
+def _check_store(driver: TopologyTestDriver, name: str, expected: dict[str, tuple[Any, int]]) -> None:
+    store = driver.get_key_value_store(name)
+    for key, (value, ts) in expected.items():
+        assert store.get(key) == value
+        assert store.get_timestamped(key) == ValueAndTimestamp(value, ts)
+
+
+def test_should_count_and_materialize_results() -> None:
+    """KGroupedStreamImplTest.shouldCountAndMaterializeResults: ``count(Materialized)`` positionally"""
+    builder, grouped = _grouped()
+    grouped.count(Materialized.as_("count").with_key_serde(S))
+    with _pipe(builder, PROCESS_DATA) as driver:
+        _check_store(driver, "count", {"1": (3, 10), "2": (1, 1), "3": (2, 9)})
+
+
+def test_should_reduce_and_materialize_results() -> None:
+    """KGroupedStreamImplTest.shouldReduceAndMaterializeResults: ``reduce(reducer, Materialized)``"""
+    builder, grouped = _grouped()
+    grouped.reduce(
+        lambda v1, v2: f"{v1}+{v2}", Materialized.as_("reduce").with_key_serde(S).with_value_serde(S)
+    )
+    with _pipe(builder, PROCESS_DATA) as driver:
+        _check_store(driver, "reduce", {"1": ("A+C+D", 10), "2": ("B", 1), "3": ("E+F", 9)})
+
+
+def test_should_aggregate_and_materialize_results() -> None:
+    """KGroupedStreamImplTest.shouldAggregateAndMaterializeResults: ``aggregate(init, agg, Materialized)``"""
+    builder, grouped = _grouped()
+    grouped.aggregate(
+        lambda: "0",
+        lambda k, v, agg: f"{agg}+{v}",
+        Materialized.as_("aggregate").with_key_serde(S).with_value_serde(S),
+    )
+    with _pipe(builder, PROCESS_DATA) as driver:
+        _check_store(driver, "aggregate", {"1": ("0+A+C+D", 10), "2": ("0+B", 1), "3": ("0+E+F", 9)})
+
+
+def test_should_aggregate_with_default_serdes() -> None:
+    """KGroupedStreamImplTest.shouldAggregateWithDefaultSerdes"""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    grouped.aggregate(lambda: "0", lambda k, v, agg: f"{agg}+{v}").to_stream().process(supplier)
+    _pipe(builder, PROCESS_DATA).close()
+    result = _last_value_and_timestamp_per_key(supplier)
+    assert result["1"] == ("0+A+C+D", 10)
+    assert result["2"] == ("0+B", 1)
+    assert result["3"] == ("0+E+F", 9)
+
+
+def test_options_are_taken_by_type_and_anything_else_names_the_parameter() -> None:
+    """Kafka's overloads: ``count(Named)`` names the processor, ``count(Materialized)`` the store."""
+    builder, grouped = _grouped()
+    assert grouped.count(Named.as_("counter")).queryable_store_name() is None
+    assert "counter" in builder.build().nodes
+    with pytest.raises(TypeError, match="'named'"):
+        grouped.count(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="'materialized'"):
+        grouped.count(None, Long())  # type: ignore[arg-type]

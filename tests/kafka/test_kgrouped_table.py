@@ -1,0 +1,78 @@
+"""Kafka's ``KGroupedTableImplTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
+KGroupedTableImplTest.java), translated: reduce (named and internal store) and count.
+
+Not translated: the ``shouldNotAllow*``/``shouldThrowNullPointer*`` null and store-name checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from platform_streams.dsl import Consumed, Grouped, KTable, Materialized, StreamsBuilder
+from platform_streams.serde import Double, Long, String
+from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import MockApiProcessorSupplier
+
+S = String()
+CONFIG = {"default_key_serde": "string", "default_value_serde": "integer"}
+
+
+def _reduced(store: str | None) -> tuple[StreamsBuilder, KTable]:
+    builder = StreamsBuilder()
+    grouped = builder.table(
+        "input",
+        Consumed(key_serde=S, value_serde=Double()),
+        Materialized.as_("store").with_key_serde(S).with_value_serde(Double()),
+    ).group_by(lambda key, value: (key, int(value)))
+    adder, subtractor = (lambda a, b: a + b), (lambda a, b: a - b)  # MockReducer.INTEGER_ADDER/SUBTRACTOR
+    if store is None:
+        return builder, grouped.reduce(adder, subtractor)
+    return builder, grouped.reduce(adder, subtractor, Materialized.as_(store))
+
+
+@pytest.mark.parametrize(
+    "store", ["reduced", None], ids=["shouldReduce", "shouldReduceWithInternalStoreName"]
+)
+def test_should_reduce(store: str | None) -> None:
+    """KGroupedTableImplTest.shouldReduce / shouldReduceWithInternalStoreName"""
+    builder, reduced = _reduced(store)
+    supplier = MockApiProcessorSupplier()
+    reduced.to_stream().process(supplier)
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        topic = driver.create_input_topic("input", S, Double())
+        (processor,) = supplier.captured_processors(1)
+
+        def last() -> dict[Any, tuple[Any, int]]:
+            return {key: (value, ts) for key, value, ts in processor.processed}
+
+        topic.pipe_input("A", 1.1, 10)
+        topic.pipe_input("B", 2.2, 11)
+        assert last()["A"] == (1, 10) and last()["B"] == (2, 11)
+        for key, value, ts in (("A", 2.6, 30), ("B", 1.3, 30), ("A", 5.7, 50), ("B", 6.2, 20)):
+            topic.pipe_input(key, value, ts)
+        assert last()["A"] == (5, 50) and last()["B"] == (6, 30)
+    assert reduced.queryable_store_name() == store
+
+
+def test_should_count_and_materialize_results() -> None:
+    """KGroupedTableImplTest.shouldCountAndMaterializeResults"""
+    builder = StreamsBuilder()
+    builder.table("input", Consumed(key_serde=S, value_serde=S)).group_by(
+        lambda key, value: (value, value), Grouped(key_serde=S, value_serde=S)
+    ).count(Materialized.as_("count").with_key_serde(S).with_value_serde(Long()))
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        topic = driver.create_input_topic("input", S, S)
+        for key, value, ts in (
+            ("A", "1", 10),
+            ("B", "1", 50),
+            ("C", "1", 30),
+            ("D", "2", 40),
+            ("E", "2", 60),
+        ):
+            topic.pipe_input(key, value, ts)
+        counts = driver.get_key_value_store("count")
+        assert counts.get("1") == 3 and counts.get("2") == 2
+        assert tuple(counts.get_timestamped("1")) == (3, 50)
+        assert tuple(counts.get_timestamped("2")) == (2, 60)

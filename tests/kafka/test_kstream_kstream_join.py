@@ -1,0 +1,62 @@
+"""Kafka's ``KStreamKStreamJoinTest`` naming cases (streams/src/test/java/org/apache/kafka/streams/
+kstream/internals/KStreamKStreamJoinTest.java), translated: a re-keyed stream joined twice.
+
+Unnamed joins share one repartition topic with a generated name (Kafka's cached
+``repartitionNode`` in ``KStreamImpl.repartitionForJoin``) instead of failing with "topic(s)
+already read by another source"; named joins get one topic each. ``describe()`` equals Kafka's
+expected text.
+"""
+
+from __future__ import annotations
+
+from platform_streams.config import StreamsConfig
+from platform_streams.dsl import Consumed, JoinWindows, StreamJoined, StreamsBuilder
+from platform_streams.serde import String
+from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import expected_description
+
+S = String()
+NO_OPTIMIZATION = StreamsConfig(
+    application_id="app", bootstrap_servers="x:9092", topology_optimization="none"
+)
+
+
+def _streams(builder: StreamsBuilder) -> tuple:  # type: ignore[type-arg]
+    stream1 = builder.stream("topic", Consumed(key_serde=S, value_serde=S))
+    stream2 = builder.stream("topic2", Consumed(key_serde=S, value_serde=S))
+    stream3 = builder.stream("topic3", Consumed(key_serde=S, value_serde=S))
+    return stream1.map(lambda k, v: (v, k)), stream2, stream3
+
+
+def test_should_reuse_repartition_topic_with_generated_name() -> None:
+    """KStreamKStreamJoinTest.shouldReuseRepartitionTopicWithGeneratedName"""
+    builder = StreamsBuilder()
+    new_stream, stream2, stream3 = _streams(builder)
+    window = JoinWindows.of_time_difference_with_no_grace(100)
+    new_stream.join(stream2, lambda v1, v2: v1 + v2, window).to("out-one")
+    new_stream.join(stream3, lambda v1, v2: v1 + v2, window).to("out-to")
+    topology = builder.build(NO_OPTIMIZATION)
+    assert str(topology.describe()) == expected_description(
+        "KStreamKStreamJoinTest", "shouldReuseRepartitionTopicWithGeneratedName"
+    )
+    # and it runs: both joins read the one repartition topic
+    config = {"default_key_serde": "string", "default_value_serde": "string"}
+    with TopologyTestDriver(topology, config) as driver:
+        driver.create_input_topic("topic2", S, S).pipe_input("v", "two", 0)
+        driver.create_input_topic("topic3", S, S).pipe_input("v", "three", 0)
+        driver.create_input_topic("topic", S, S).pipe_input("k", "v", 0)
+        assert driver.create_output_topic("out-one", S, S).read_key_values_to_list() == [("v", "ktwo")]
+        assert driver.create_output_topic("out-to", S, S).read_key_values_to_list() == [("v", "kthree")]
+
+
+def test_should_create_repartition_topics_with_user_provided_name() -> None:
+    """KStreamKStreamJoinTest.shouldCreateRepartitionTopicsWithUserProvidedName"""
+    builder = StreamsBuilder()
+    new_stream, stream2, stream3 = _streams(builder)
+    window = JoinWindows.of_time_difference_with_no_grace(100)
+    joined = StreamJoined(key_serde=S, value_serde=S, other_value_serde=S)
+    new_stream.join(stream2, lambda v1, v2: v1 + v2, window, joined.with_name("first-join")).to("out-one")
+    new_stream.join(stream3, lambda v1, v2: v1 + v2, window, joined.with_name("second-join")).to("out-two")
+    assert str(builder.build(NO_OPTIMIZATION).describe()) == expected_description(
+        "KStreamKStreamJoinTest", "shouldCreateRepartitionTopicsWithUserProvidedName"
+    )

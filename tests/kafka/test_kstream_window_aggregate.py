@@ -1,0 +1,79 @@
+"""Kafka's ``KStreamWindowAggregateTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/
+internals/KStreamWindowAggregateTest.java), translated: ``testAggBasic`` for both emit strategies,
+with and without caching.
+
+Not translated: the cases that set Kafka's internal ``EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION``
+or inspect its emit-final bookkeeping store (no such config here), the log/metric cases, and
+``testJoin`` (KTable-KTable join of windowed tables, covered by tests/topology).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from platform_streams.dsl import (
+    Consumed,
+    EmitStrategy,
+    Grouped,
+    Materialized,
+    StreamsBuilder,
+    TimeWindows,
+    Windowed,
+)
+from platform_streams.serde import String
+from platform_streams.state.windowed import TimeWindow
+from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import MockApiProcessorSupplier
+
+S = String()
+CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
+
+
+def _w(key: str, start: int, value: str, ts: int) -> tuple[Any, str, int]:
+    return Windowed(key, TimeWindow(start, start + 10)), value, ts
+
+
+@pytest.mark.parametrize("emit_final", [False, True], ids=["ON_WINDOW_UPDATE", "ON_WINDOW_CLOSE"])
+@pytest.mark.parametrize("caching", [True, False], ids=["cached", "uncached"])
+def test_agg_basic(emit_final: bool, caching: bool) -> None:
+    """KStreamWindowAggregateTest.testAggBasic"""
+    builder = StreamsBuilder()
+    materialized = Materialized.as_("topic1-Canonized").with_value_serde(S)
+    if not caching:
+        materialized = materialized.with_caching_disabled()
+    strategy = EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update()
+    table2 = (
+        builder.stream("topic1", Consumed(key_serde=S, value_serde=S))
+        .group_by_key(Grouped(key_serde=S, value_serde=S))
+        .windowed_by(TimeWindows.of_size_and_grace(10, 100).advance_by(5))
+        .emit_strategy(strategy)
+        .aggregate(lambda: "0", lambda k, v, agg: f"{agg}+{v}", materialized)
+    )
+    supplier = MockApiProcessorSupplier()
+    table2.to_stream().process(supplier)
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        topic = driver.create_input_topic("topic1", S, S)
+        for key, value, ts in [
+            ("A", "1", 0), ("B", "2", 1), ("C", "3", 2), ("D", "4", 3), ("A", "1", 4),
+            ("A", "1", 5), ("B", "2", 6), ("D", "4", 7), ("B", "2", 8), ("C", "3", 9),
+            ("A", "1", 10), ("B", "2", 11), ("D", "4", 12), ("B", "2", 13), ("C", "3", 14),
+            ("B", "1", 3), ("B", "2", 2), ("B", "3", 9),
+        ]:  # fmt: skip
+            topic.pipe_input(key, value, ts)
+    (processor,) = supplier.captured_processors(1)
+    if emit_final:
+        assert processor.processed == []  # grace is 100: no window closes
+        return
+    processor.check_and_clear_process_result(
+        _w("A", 0, "0+1", 0), _w("B", 0, "0+2", 1), _w("C", 0, "0+3", 2), _w("D", 0, "0+4", 3),
+        _w("A", 0, "0+1+1", 4), _w("A", 0, "0+1+1+1", 5), _w("A", 5, "0+1", 5),
+        _w("B", 0, "0+2+2", 6), _w("B", 5, "0+2", 6), _w("D", 0, "0+4+4", 7), _w("D", 5, "0+4", 7),
+        _w("B", 0, "0+2+2+2", 8), _w("B", 5, "0+2+2", 8), _w("C", 0, "0+3+3", 9), _w("C", 5, "0+3", 9),
+        _w("A", 5, "0+1+1", 10), _w("A", 10, "0+1", 10), _w("B", 5, "0+2+2+2", 11), _w("B", 10, "0+2", 11),
+        _w("D", 5, "0+4+4", 12), _w("D", 10, "0+4", 12), _w("B", 5, "0+2+2+2+2", 13),
+        _w("B", 10, "0+2+2", 13), _w("C", 5, "0+3+3", 14), _w("C", 10, "0+3", 14),
+        _w("B", 0, "0+2+2+2+1", 8), _w("B", 0, "0+2+2+2+1+2", 8), _w("B", 0, "0+2+2+2+1+2+3", 9),
+        _w("B", 5, "0+2+2+2+2+3", 13),
+    )  # fmt: skip

@@ -1,0 +1,190 @@
+"""Kafka's ``KTableFilterTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
+KTableFilterTest.java), translated. Caching is off at the config level
+(``statestore_cache_max_bytes=0``), as in the Java ``setUp``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from platform_streams.dsl import Consumed, KTable, Materialized, StreamsBuilder
+from platform_streams.serde import Integer, String
+from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import MockApiProcessorSupplier, streams_config
+
+S, INT = String(), Integer()
+CONSUMED = Consumed(key_serde=S, value_serde=INT)
+PROPS = streams_config("string", "integer", statestore_cache_max_bytes=0)
+
+
+def predicate(key: Any, value: Any) -> bool:
+    return value % 2 == 0
+
+
+def _do_test_ktable(builder: StreamsBuilder, table2: KTable, table3: KTable, topic: str) -> None:
+    supplier = MockApiProcessorSupplier()
+    table2.to_stream().process(supplier)
+    table3.to_stream().process(supplier)
+    with TopologyTestDriver(builder.build(), PROPS) as driver:
+        topic_in = driver.create_input_topic(topic, S, INT, start_timestamp_ms=0)
+        for key, value, ts in [
+            ("A", 1, 10),
+            ("B", 2, 5),
+            ("C", 3, 8),
+            ("D", 4, 14),
+            ("A", None, 18),
+            ("B", None, 15),
+        ]:
+            topic_in.pipe_input(key, value, ts)
+    processors = supplier.captured_processors(2)
+    processors[0].check_and_clear_process_result(
+        ("A", None, 10), ("B", 2, 5), ("C", None, 8), ("D", 4, 14), ("A", None, 18), ("B", None, 15)
+    )
+    processors[1].check_and_clear_process_result(
+        ("A", 1, 10), ("B", None, 5), ("C", 3, 8), ("D", None, 14), ("A", None, 18), ("B", None, 15)
+    )
+
+
+def test_should_pass_through_without_materialization() -> None:
+    """KTableFilterTest.shouldPassThroughWithoutMaterialization"""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED)
+    table2 = table1.filter(predicate)
+    table3 = table1.filter_not(predicate)
+    assert table1.queryable_store_name() is None
+    assert table2.queryable_store_name() is None
+    assert table3.queryable_store_name() is None
+    _do_test_ktable(builder, table2, table3, "topic1")
+
+
+def test_should_pass_through_on_materialization() -> None:
+    """KTableFilterTest.shouldPassThroughOnMaterialization"""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED)
+    table2 = table1.filter(predicate, Materialized.as_("store2"))
+    table3 = table1.filter_not(predicate)
+    assert table1.queryable_store_name() is None
+    assert table2.queryable_store_name() == "store2"
+    assert table3.queryable_store_name() is None
+    _do_test_ktable(builder, table2, table3, "topic1")
+
+
+class _PerNode:
+    """Java's one supplier for "proc1" and "proc2", whose captured processors come in node order."""
+
+    def __init__(self) -> None:
+        self.suppliers = (MockApiProcessorSupplier(), MockApiProcessorSupplier())
+
+    def captured_processors(self, expected: int) -> list[Any]:
+        return [p for supplier in self.suppliers for p in supplier.captured_processors(1)][:expected]
+
+
+def _attach(builder: StreamsBuilder, table1: KTable, table2: KTable) -> tuple[Any, _PerNode]:
+    """``topology.addProcessor("proc1"/"proc2", supplier, tableN.name)``: see the Changes themselves."""
+    per_node = _PerNode()
+    topology = builder.build()
+    topology.add_processor("proc1", per_node.suppliers[0], table1.node_name)
+    topology.add_processor("proc2", per_node.suppliers[1], table2.node_name)
+    return topology, per_node
+
+
+def _do_test_not_sending_old_value(builder: StreamsBuilder, table1: KTable, table2: KTable) -> None:
+    topology, supplier = _attach(builder, table1, table2)
+    with TopologyTestDriver(topology, PROPS) as driver:
+        topic = driver.create_input_topic("topic1", S, INT, start_timestamp_ms=0)
+        for key, ts in (("A", 5), ("B", 10), ("C", 15)):
+            topic.pipe_input(key, 1, ts)
+        p1, p2 = supplier.captured_processors(2)
+        p1.check_and_clear_process_result(("A", (1, None), 5), ("B", (1, None), 10), ("C", (1, None), 15))
+        p2.check_and_clear_process_result(
+            ("A", (None, None), 5), ("B", (None, None), 10), ("C", (None, None), 15)
+        )
+        topic.pipe_input("A", 2, 15)
+        topic.pipe_input("B", 2, 8)
+        p1.check_and_clear_process_result(("A", (2, None), 15), ("B", (2, None), 8))
+        p2.check_and_clear_process_result(("A", (2, None), 15), ("B", (2, None), 8))
+        topic.pipe_input("A", 3, 20)
+        p1.check_and_clear_process_result(("A", (3, None), 20))
+        p2.check_and_clear_process_result(("A", (None, None), 20))
+        topic.pipe_input("A", None, 10)
+        topic.pipe_input("B", None, 20)
+        p1.check_and_clear_process_result(("A", (None, None), 10), ("B", (None, None), 20))
+        p2.check_and_clear_process_result(("A", (None, None), 10), ("B", (None, None), 20))
+
+
+def _do_test_sending_old_value(
+    builder: StreamsBuilder, table1: KTable, table2: KTable, parent_sends: bool
+) -> None:
+    topology, supplier = _attach(builder, table1, table2)
+
+    def old(value: int) -> int | None:
+        return value if parent_sends else None
+
+    with TopologyTestDriver(topology, PROPS) as driver:
+        topic = driver.create_input_topic("topic1", S, INT, start_timestamp_ms=0)
+        for key, ts in (("A", 5), ("B", 10), ("C", 15)):
+            topic.pipe_input(key, 1, ts)
+        p1, p2 = supplier.captured_processors(2)
+        p1.check_and_clear_process_result(("A", (1, None), 5), ("B", (1, None), 10), ("C", (1, None), 15))
+        p2.check_and_clear_process_result()
+        topic.pipe_input("A", 2, 15)
+        topic.pipe_input("B", 2, 8)
+        p1.check_and_clear_process_result(("A", (2, old(1)), 15), ("B", (2, old(1)), 8))
+        p2.check_and_clear_process_result(("A", (2, None), 15), ("B", (2, None), 8))
+        topic.pipe_input("A", 3, 20)
+        p1.check_and_clear_process_result(("A", (3, old(2)), 20))
+        p2.check_and_clear_process_result(("A", (None, 2), 20))
+        topic.pipe_input("A", None, 10)
+        topic.pipe_input("B", None, 20)
+        p1.check_and_clear_process_result(("A", (None, old(3)), 10), ("B", (None, old(2)), 20))
+        p2.check_and_clear_process_result(("B", (None, 2), 20))
+
+
+def test_should_not_send_old_values_without_materialization() -> None:
+    """KTableFilterTest.shouldNotSendOldValuesWithoutMaterialization"""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED)
+    _do_test_not_sending_old_value(builder, table1, table1.filter(predicate))
+
+
+def test_should_not_send_old_values_on_materialization() -> None:
+    """KTableFilterTest.shouldNotSendOldValuesOnMaterialization"""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED)
+    _do_test_not_sending_old_value(builder, table1, table1.filter(predicate, Materialized.as_("store2")))
+
+
+def test_should_not_enable_sending_old_values_if_not_already_materialized_and_not_forced() -> None:
+    """KTableFilterTest.shouldNotEnableSendingOldValuesIfNotAlreadyMaterializedAndNotForcedToMaterialize"""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED)
+    table2 = table1.filter(predicate)
+    table2.enable_send_old_values(False)
+    _do_test_not_sending_old_value(builder, table1, table2)
+
+
+def test_should_enable_send_old_values_when_not_materialized_already_but_forced() -> None:
+    """KTableFilterTest.shouldEnableSendOldValuesWhenNotMaterializedAlreadyButForcedToMaterialize"""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED)
+    table2 = table1.filter(predicate)
+    assert table2.enable_send_old_values(True)
+    _do_test_sending_old_value(builder, table1, table2, parent_sends=True)
+
+
+def test_should_enable_send_old_values_when_materialized_already_and_forced() -> None:
+    """KTableFilterTest.shouldEnableSendOldValuesWhenMaterializedAlreadyAndForcedToMaterialize"""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED)
+    table2 = table1.filter(predicate, Materialized.as_("store2"))
+    assert table2.enable_send_old_values(True)
+    _do_test_sending_old_value(builder, table1, table2, parent_sends=False)
+
+
+def test_should_send_old_values_when_enabled_on_upstream_materialization() -> None:
+    """KTableFilterTest.shouldSendOldValuesWhenEnabledOnUpStreamMaterialization"""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED, Materialized.as_("store2"))
+    table2 = table1.filter(predicate)
+    assert table2.enable_send_old_values(False)
+    _do_test_sending_old_value(builder, table1, table2, parent_sends=True)
