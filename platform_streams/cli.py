@@ -28,10 +28,10 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from platform_streams.cli_app import CliError, add_app_argument, load_app
+from platform_streams.cli_app import APP_CODE_FAILED, USAGE_OR_CONFIG, CliError, add_app_argument, load_app
 from platform_streams.cli_apps import add_apps_arguments, run_apps
 from platform_streams.cli_run import add_run_arguments, run_command
-from platform_streams.errors import StreamsError
+from platform_streams.errors import StreamsConfigError, StreamsError
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
 from platform_streams.ops.spark_commands import (
     add_backfill_arguments,
@@ -169,6 +169,11 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, handlers=[handler])  # no-op if the host configured logging
 
 
+def _exit_code(exc: StreamsError) -> int:
+    """2 for a configuration error (a setting, the state directory), 1 for any other failure."""
+    return USAGE_OR_CONFIG if isinstance(exc, StreamsConfigError) else APP_CODE_FAILED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``platform-streams`` script; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -179,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return command.run(args)
     except (CliError, StreamsError) as exc:
-        code = exc.exit_code if isinstance(exc, CliError) else 1
+        code = exc.exit_code if isinstance(exc, CliError) else _exit_code(exc)
         if debug:
             logging.getLogger("platform_streams.cli").exception("%s failed", command.name)
         print(f"platform-streams {command.name}: error: {exc}", file=sys.stderr, flush=True)
