@@ -152,7 +152,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _where(exc: BaseException) -> str:
     """`` (file.py, line N)``: the innermost frame of the traceback (the app's code)."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
     return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 

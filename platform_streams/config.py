@@ -40,6 +40,7 @@ from pydantic_core.core_schema import SerializationInfo
 
 from platform_streams.config_sources import (
     CLIENT_FIELDS,
+    CLIENT_PREFIXES,
     Origins,
     closest,
     env_values,
@@ -110,6 +111,7 @@ def client_key_problem(field: str, key: str, value: Any, spelled: str | None = N
         return problem
     spelled = spelled or key
     prefix = spelled[: -len(key)] if spelled.endswith(key) else ""
+    prefix = prefix if prefix in CLIENT_PREFIXES else ""
     candidates = set(known_property_names())
     if not prefix:
         candidates |= set(setting_names(StreamsConfig.model_fields))

@@ -26,6 +26,7 @@ from platform_streams.errors import StreamsConfigError
 
 __all__ = [
     "CLIENT_FIELDS",
+    "CLIENT_PREFIXES",
     "NOT_SETTINGS",
     "Origins",
     "closest",
@@ -60,6 +61,8 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
     ("producer.", "producer_config"),
     ("admin.", "admin_config"),
 )
+#: key prefixes that route a property to one client's dict (``consumer.fetch.min.bytes``)
+CLIENT_PREFIXES = frozenset(prefix for prefix, _ in _PREFIXES)
 #: the per-client librdkafka dicts: merged key by key, never flattened, JSON in the environment
 CLIENT_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_config")
 

@@ -48,6 +48,7 @@ class ProcessIdentity:
         self.process_id = group_instance_id or self._stored_id()
 
     def _stored_id(self) -> str:
+        ensure_app_dir(self.state_root)  # first: an unusable state_dir is a config error
         path = self.state_root / _ID_FILE
         try:
             text = path.read_text(encoding="utf-8").strip()
@@ -55,7 +56,6 @@ class ProcessIdentity:
                 return text
         except FileNotFoundError:
             pass
-        ensure_app_dir(self.state_root)
         new = uuid.uuid4().hex[:16]
         write_private(path, f"{new}\n".encode())
         return new
