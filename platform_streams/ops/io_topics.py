@@ -1,7 +1,8 @@
 """Create an application's missing input and output topics: a development helper.
 
 ``platform-streams topics create-io APP --partitions N --topic-config k=v`` creates the
-source, sink and global-source topics of the topology that do not exist yet, so a
+source, sink and global-source topics of the topology -- and the dead-letter topic
+``errors.dead.letter.queue.topic.name`` when one is set -- that do not exist yet, so a
 developer can start an application on an empty broker (the runtime never creates user
 topics: a missing source topic fails ``start()``, as in Kafka Streams).
 
@@ -37,12 +38,15 @@ __all__ = ["create_io_topics", "io_topic_kinds"]
 
 log = logging.getLogger(__name__)
 
-IoKind = Literal["source", "sink", "global-source"]
+IoKind = Literal["source", "sink", "global-source", "dead-letter"]
 
 
-def io_topic_kinds(plan: TopologyPlan) -> dict[str, IoKind]:
-    """The topology's user topics: ``{topic: "source" | "sink" | "global-source"}``."""
-    kinds: dict[str, IoKind] = {t: "sink" for t in plan.external_sink_topics()}
+def io_topic_kinds(plan: TopologyPlan, config: StreamsConfig) -> dict[str, IoKind]:
+    """The application's user topics: ``{topic: "source" | "sink" | "global-source" | "dead-letter"}``."""
+    kinds: dict[str, IoKind] = {}
+    if config.errors_dead_letter_queue_topic_name is not None:
+        kinds[config.errors_dead_letter_queue_topic_name] = "dead-letter"
+    kinds.update({t: "sink" for t in plan.external_sink_topics()})
     kinds.update({t: "global-source" for t in plan.global_source_topics()})
     kinds.update({t: "source" for t in plan.external_source_topics()})
     return kinds
@@ -81,7 +85,7 @@ def create_io_topics(
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
     plan = as_plan(app)
-    kinds = io_topic_kinds(plan)
+    kinds = io_topic_kinds(plan, config)
     result = TopicsResult("create-io", config.application_id, dry_run=dry_run)
     wanted = sorted(kinds) if topics is None else list(dict.fromkeys(topics))
     result.refused = [

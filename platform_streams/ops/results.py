@@ -47,11 +47,13 @@ class InternalTopicStatus:
     ``status``: ``missing``/``exists`` (plan, validate), ``created``/``would_create``
     (create), ``deleted``/``would_delete`` (delete, reset). ``kind`` ``coordination``: a
     topic the runtime creates at start-up (``<application_id>-control``/``-metadata``);
-    ``source``/``sink``/``global-source``: a user topic (only ``topics create-io``).
+    ``source``/``sink``/``global-source``/``dead-letter``: a user topic (``topics create-io``).
     """
 
     topic: str
-    kind: Literal["repartition", "changelog", "coordination", "orphan", "source", "sink", "global-source"]
+    kind: Literal[
+        "repartition", "changelog", "coordination", "orphan", "source", "sink", "global-source", "dead-letter"
+    ]
     status: str
     partitions: int | None = None
     config: dict[str, str] = field(default_factory=dict)

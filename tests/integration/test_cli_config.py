@@ -246,7 +246,9 @@ def test_topics_create_io_creates_missing_topics_and_leaves_existing_ones(
         "BIG_ORDERS_TOPIC": existing,
         "ORDERS_BY_CUSTOMER_TOPIC": f"orders-by-customer-{suffix}",
     }
+    dlq = f"orders-dlq-{suffix}"
     settings = ["--config", EXAMPLE_CONFIG, "--set", f"bootstrap.servers={bootstrap_servers}"]
+    settings += ["--set", f"errors.dead.letter.queue.topic.name={dlq}"]
 
     def topics_command(*args: str) -> Cli:
         process = cli("topics", "create-io", EXAMPLE_APP, *settings, *args, env=topics)
@@ -257,12 +259,13 @@ def test_topics_create_io_creates_missing_topics_and_leaves_existing_ones(
     assert foreign.proc.returncode == 1 and "not an input or output topic" in foreign.stdout, foreign.stderr
     dry = topics_command("--dry-run", "--partitions", "2")
     assert dry.proc.returncode == 0 and "would_create" in dry.stdout, dry.stderr
-    assert not {topics["ORDERS_TOPIC"], f"unrelated-{suffix}"} & set(admin.list_topics())
+    assert not {topics["ORDERS_TOPIC"], dlq, f"unrelated-{suffix}"} & set(admin.list_topics())
 
     done = topics_command("--partitions", "2", "--topic-config", "retention.ms=3600000")
     assert done.proc.returncode == 0, done.stderr
     counts = admin.list_topics()
     assert counts[topics["ORDERS_TOPIC"]] == 2 and counts[topics["ORDERS_BY_CUSTOMER_TOPIC"]] == 2
+    assert counts[dlq] == 2 and f"dead-letter  {dlq}" in done.stdout, done.stdout
     assert counts[existing] == 3, "an existing topic must be left as it is"
     configs = admin.describe_topic_configs([topics["ORDERS_TOPIC"], existing])
     assert configs[topics["ORDERS_TOPIC"]].get("retention.ms") == "3600000"
