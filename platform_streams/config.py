@@ -10,7 +10,9 @@ The model itself never talks to Kafka: :meth:`StreamsConfig.consumer_configs` an
 return plain librdkafka dicts which ``platform_streams.kafka`` turns into clients. That
 keeps the settings we *must* force (manual commits, no auto topic creation, the range
 assignor for co-partitioning, read_committed under EOS) in one reviewable place. Java
-keys, files and environment variables are translated by :mod:`platform_streams.config_sources`.
+keys, files and environment variables are translated by :mod:`platform_streams.config_sources`;
+:mod:`platform_streams.config_layers` names the layers and checks pass-through client keys
+with librdkafka (the model checks them too, for configs built in Python).
 """
 
 from __future__ import annotations
@@ -38,22 +40,12 @@ from pydantic import (
 )
 from pydantic_core.core_schema import SerializationInfo
 
-from platform_streams.config_sources import (
-    CLIENT_FIELDS,
-    CLIENT_PREFIXES,
-    Origins,
-    closest,
-    env_values,
-    merge,
-    normalize,
-    read_file,
-    setting_names,
-)
+from platform_streams.config_layers import Layers, client_key_problem, named_layers
+from platform_streams.config_sources import CLIENT_FIELDS, env_values, merge, normalize, read_file
 from platform_streams.errors import StreamsConfigError
-from platform_streams.kafka.properties import ClientRole, client_property_problem, known_property_names
 from platform_streams.serde import Serde, serde_from_name
 
-__all__ = ["ExceptionHandlerSpec", "Layers", "StreamsConfig", "client_key_problem"]
+__all__ = ["ExceptionHandlerSpec", "Layers", "StreamsConfig"]
 
 ClientValue = str | int | float | bool
 ClientDict = dict[str, ClientValue]
@@ -88,52 +80,6 @@ def _check_host_port(value: str, what: str) -> str:
 def _none_passes(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """Let ``None`` through unvalidated so a model validator can replace it with a default."""
     return None if value is None else handler(value)
-
-
-_CLIENT_ROLES: dict[str, ClientRole] = {
-    "client_config": "client",
-    "consumer_config": "consumer",
-    "producer_config": "producer",
-    "admin_config": "admin",
-}
-#: a config assembled from named layers, lowest first: ``[("file x.yaml", {...}), ...]``
-Layers = list[tuple[str, dict[str, Any]]]
-
-
-def client_key_problem(field: str, key: str, value: Any, spelled: str | None = None) -> str | None:
-    """Why librdkafka rejects pass-through property ``key=value`` of client dict ``field``, or None.
-
-    ``spelled`` is how the user wrote it (``consumer.auto.offset.rest``); the suggestion
-    keeps that spelling's prefix. Unprefixed keys may also be misspelt settings.
-    """
-    problem = client_property_problem(_CLIENT_ROLES[field], key, value)
-    if problem != "unknown":
-        return problem
-    spelled = spelled or key
-    prefix = spelled[: -len(key)] if spelled.endswith(key) else ""
-    prefix = prefix if prefix in CLIENT_PREFIXES else ""
-    candidates = set(known_property_names())
-    if not prefix:
-        candidates |= set(setting_names(StreamsConfig.model_fields))
-    match = closest(key, candidates)
-    hint = f"; did you mean {prefix + match!r}?" if match else ""
-    return f"no such setting (neither platform_streams nor librdkafka knows it){hint}"
-
-
-def _check_layer(name: str, data: Mapping[str, Any], origins: Origins) -> None:
-    """Reject pass-through client properties librdkafka does not take, naming the layer."""
-    problems = []
-    for field in CLIENT_FIELDS:
-        values = data.get(field)
-        if not isinstance(values, Mapping):
-            continue
-        for key, value in values.items():
-            spelled = origins.get((field, str(key)), f"{field}.{key}")
-            problem = client_key_problem(field, key, value, spelled) if isinstance(key, str) else None
-            if problem is not None:
-                problems.append(f"{spelled!r} in {name}: {problem}")
-    if problems:
-        raise StreamsConfigError("; ".join(problems))
 
 
 def _mask_secrets(values: Mapping[str, ClientValue]) -> dict[str, ClientValue]:
@@ -316,7 +262,9 @@ class StreamsConfig(BaseModel):
                     raise ValueError(
                         f"client property names must be non-empty strings without spaces: {key!r}"
                     )
-                problem = client_key_problem(info.field_name or "client_config", key, value[key])
+                problem = client_key_problem(
+                    info.field_name or "client_config", key, value[key], fields=cls.model_fields
+                )
                 if problem is not None:
                     raise ValueError(f"{key!r}: {problem}")
         return value
@@ -561,19 +509,7 @@ class StreamsConfig(BaseModel):
         Each layer's pass-through client properties are checked against librdkafka here,
         so an unknown key fails now, naming its layer, instead of at the first client.
         """
-        fields = cls.model_fields
-        raw: list[tuple[str, Mapping[str, Any]]] = [("the app factory's settings", defaults or {})]
-        if path is not None:
-            raw.append((f"config file {str(path)!r}", read_file(Path(path))))
-        raw.append(("PLATFORM_STREAMS_* environment variables", env_values(env, "PLATFORM_STREAMS_", fields)))
-        raw.append(("--set overrides", overrides or {}))
-        out: Layers = []
-        for name, values in raw:
-            origins: Origins = {}
-            data = normalize(values, fields, origins)
-            _check_layer(name, data, origins)
-            out.append((name, data))
-        return out
+        return named_layers(path, env, overrides, defaults, cls.model_fields)
 
     @classmethod
     def from_layers(cls, layers: Layers) -> StreamsConfig:
