@@ -103,6 +103,8 @@ def load_app(spec: str) -> LoadedApp:
             raise CliError(f"{module_name!r} has no attribute {attr!r}") from None
     try:
         made = target() if callable(target) else target
+    except StreamsConfigError as exc:  # the factory found a setting wrong (e.g. PLATFORM_STREAMS_APP)
+        raise CliError(f"{spec}: {exc}") from exc
     except Exception as exc:
         raise CliError(f"{spec} raised {_one_line(exc)}{_where(exc)}", APP_CODE_FAILED) from exc
     settings: Mapping[str, Any] = {}

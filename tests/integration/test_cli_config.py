@@ -149,6 +149,14 @@ def test_a_missing_app_module_is_a_usage_error(tmp_path: Path) -> None:
     assert_one_line_error(done, 2, "cannot import 'no_such_app_module_x'")
 
 
+def test_a_factory_rejecting_its_settings_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PLATFORM_STREAMS_APP", raising=False)
+    done = run_to_end(tmp_path, "describe", "platform_streams.apps:plugin_topology")
+    assert_one_line_error(done, 2, "PLATFORM_STREAMS_APP must name the app plugin to run")
+
+
 # ---------------------------------------------------------------------------- with a broker
 
 
