@@ -4,7 +4,7 @@
 
     platform-streams run MODULE:FACTORY [--config FILE] [--set KEY=VALUE ...] [--workers N]
     platform-streams describe MODULE:FACTORY
-    platform-streams topics plan|create|validate|delete MODULE:FACTORY ...   (ops/cli_commands.py)
+    platform-streams topics plan|create|validate|delete|create-io MODULE:FACTORY ... (ops/cli_commands.py)
     platform-streams reset MODULE:FACTORY ...                               (ops/cli_commands.py)
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
@@ -16,6 +16,9 @@ one (``topics``, ``reset``, ``apps``...) is a module with a :class:`Command` and
 here. Handlers return an exit status; expected failures raise
 :class:`~platform_streams.cli_app.CliError` or a :class:`StreamsError`, which :func:`main`
 prints as one line (with the traceback only under ``-v``/``--log-level DEBUG``).
+Exit status (the README's table): 0 done; 1 the application's code, the application, the
+broker or an operation failed or refused; 2 what the command was given is wrong -- its
+arguments, a missing app module, a setting (``StreamsConfigError``), the state directory.
 Logs go to stderr; what a command *prints* (a description, the broker address) goes to
 stdout, so scripts can read it.
 """
