@@ -72,6 +72,8 @@ CLIENT_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_c
 NOT_SETTINGS = frozenset(
     {
         "BOOTSTRAP",  # tests, bench, Dagster: the broker to use
+        "BROKERS",  # tests: which broker kinds to run on (tansu, kafka)
+        "KAFKA_POM",  # kafka/: the pom listing Apache Kafka's jars
         "APP",  # apps.py: the app plugin a Helm pod runs
         "APP_CONFIG",  # apps.py: that plugin's configuration
         "DEPLOY_DIR",  # dagster_defs: where local deployments live
