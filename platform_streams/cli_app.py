@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from platform_streams.config import Layers, StreamsConfig
+from platform_streams.config import StreamsConfig
+from platform_streams.config_layers import Layers, named_layers
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.topology import Topology
 
@@ -180,9 +181,7 @@ def load_config(
         raise CliError(f"--config must be a {'/'.join(CONFIG_SUFFIXES)} file, got {str(path)!r}")
     layers: Layers = []
     try:
-        layers = StreamsConfig.layers(
-            path, env=env, overrides=parse_overrides(overrides), defaults=app_settings
-        )
+        layers = named_layers(path, env, parse_overrides(overrides), app_settings, StreamsConfig.model_fields)
         return StreamsConfig.from_layers(layers)
     except ValidationError as exc:
         raise CliError(f"invalid config: {format_validation_error(exc, layers)}") from exc

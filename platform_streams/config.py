@@ -487,29 +487,13 @@ class StreamsConfig(BaseModel):
         *,
         defaults: Mapping[str, Any] | None = None,
     ) -> StreamsConfig:
-        """What the CLI calls: ``defaults`` (settings an app factory returned), the file (if
+        """The settings as the CLI layers them: ``defaults`` (an app factory's settings), the file (if
         any), then environment variables, then overrides.
 
         Later layers win per key; the client dicts are merged key by key, so e.g. a CLI
         ``client_config`` override adds to the file's ``security.protocol``.
         """
-        return cls.from_layers(cls.layers(path, env, overrides, defaults=defaults))
-
-    @classmethod
-    def layers(
-        cls,
-        path: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] = os.environ,
-        overrides: Mapping[str, Any] | None = None,
-        *,
-        defaults: Mapping[str, Any] | None = None,
-    ) -> Layers:
-        """The layers :meth:`load` merges, lowest first, each named for error messages.
-
-        Each layer's pass-through client properties are checked against librdkafka here,
-        so an unknown key fails now, naming its layer, instead of at the first client.
-        """
-        return named_layers(path, env, overrides, defaults, cls.model_fields)
+        return cls.from_layers(named_layers(path, env, overrides, defaults, cls.model_fields))
 
     @classmethod
     def from_layers(cls, layers: Layers) -> StreamsConfig:
