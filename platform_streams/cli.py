@@ -4,7 +4,7 @@
 
     platform-streams run MODULE:FACTORY [--config FILE] [--set KEY=VALUE ...] [--workers N]
     platform-streams describe MODULE:FACTORY
-    platform-streams topics plan|create|validate|delete MODULE:FACTORY ...   (ops/cli_commands.py)
+    platform-streams topics plan|create|validate|delete|create-io MODULE:FACTORY ... (ops/cli_commands.py)
     platform-streams reset MODULE:FACTORY ...                               (ops/cli_commands.py)
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
@@ -16,6 +16,9 @@ one (``topics``, ``reset``, ``apps``...) is a module with a :class:`Command` and
 here. Handlers return an exit status; expected failures raise
 :class:`~platform_streams.cli_app.CliError` or a :class:`StreamsError`, which :func:`main`
 prints as one line (with the traceback only under ``-v``/``--log-level DEBUG``).
+Exit status (the README's table): 0 done; 1 the application's code, the application, the
+broker or an operation failed or refused; 2 what the command was given is wrong -- its
+arguments, a missing app module, a setting (``StreamsConfigError``), the state directory.
 Logs go to stderr; what a command *prints* (a description, the broker address) goes to
 stdout, so scripts can read it.
 """
@@ -28,10 +31,10 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from platform_streams.cli_app import CliError, add_app_argument, load_app
+from platform_streams.cli_app import APP_CODE_FAILED, USAGE_OR_CONFIG, CliError, add_app_argument, load_app
 from platform_streams.cli_apps import add_apps_arguments, run_apps
 from platform_streams.cli_run import add_run_arguments, run_command
-from platform_streams.errors import StreamsError
+from platform_streams.errors import StreamsConfigError, StreamsError
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
 from platform_streams.ops.spark_commands import (
     add_backfill_arguments,
@@ -169,6 +172,11 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, handlers=[handler])  # no-op if the host configured logging
 
 
+def _exit_code(exc: StreamsError) -> int:
+    """2 for a configuration error (a setting, the state directory), 1 for any other failure."""
+    return USAGE_OR_CONFIG if isinstance(exc, StreamsConfigError) else APP_CODE_FAILED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``platform-streams`` script; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -179,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return command.run(args)
     except (CliError, StreamsError) as exc:
-        code = exc.exit_code if isinstance(exc, CliError) else 1
+        code = exc.exit_code if isinstance(exc, CliError) else _exit_code(exc)
         if debug:
             logging.getLogger("platform_streams.cli").exception("%s failed", command.name)
         print(f"platform-streams {command.name}: error: {exc}", file=sys.stderr, flush=True)

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from platform_streams.config import StreamsConfig, is_secret_key
+from platform_streams.config_layers import Layers, named_layers
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.topology import Topology
 
@@ -30,10 +32,16 @@ CONFIG_SUFFIXES = (".yaml", ".yml", ".properties")
 _SECRET_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_config")
 
 
+#: exit status of a command whose input (arguments, settings, state directory) is wrong
+USAGE_OR_CONFIG = 2
+#: exit status when the application's code fails (on import, in the factory, while running)
+APP_CODE_FAILED = 1
+
+
 class CliError(Exception):
     """A failure the CLI reports as one line on stderr, exiting with ``exit_code``."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
+    def __init__(self, message: str, exit_code: int = USAGE_OR_CONFIG) -> None:
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -88,16 +96,18 @@ def load_app(spec: str) -> LoadedApp:
     # even when the command is the installed ``platform-streams`` script.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CliError(f"cannot import {module_name!r}: {exc}") from exc
+    target: Any = _import_app_module(module_name)
     for part in attr.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
             raise CliError(f"{module_name!r} has no attribute {attr!r}") from None
-    made = target() if callable(target) else target
+    try:
+        made = target() if callable(target) else target
+    except StreamsConfigError as exc:  # the factory found a setting wrong (e.g. PLATFORM_STREAMS_APP)
+        raise CliError(f"{spec}: {exc}") from exc
+    except Exception as exc:
+        raise CliError(f"{spec} raised {_one_line(exc)}{_where(exc)}", APP_CODE_FAILED) from exc
     settings: Mapping[str, Any] = {}
     if isinstance(made, tuple) and len(made) == 2:
         made, settings = made
@@ -113,6 +123,40 @@ def load_app(spec: str) -> LoadedApp:
             "or a (topology, settings) pair"
         )
     return LoadedApp(spec, made, dict(settings))
+
+
+def _import_app_module(module_name: str) -> Any:
+    """Import the app's module; exit 2 if it does not exist, 1 if its own code fails.
+
+    A missing module is a wrong ``APP`` argument (usage); a module that exists but does
+    not compile or raises on import is the application's code failing, as a raising
+    factory is (see the exit status table in the README).
+    """
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name == exc.name or module_name.startswith(f"{exc.name}.")):
+            raise CliError(f"cannot import {module_name!r}: {exc}") from exc
+        raise CliError(f"cannot import {module_name!r}: {exc}{_where(exc)}", APP_CODE_FAILED) from exc
+    except SyntaxError as exc:
+        raise CliError(
+            f"cannot import {module_name!r}: {exc.msg} ({exc.filename}, line {exc.lineno})", APP_CODE_FAILED
+        ) from exc
+    except Exception as exc:
+        raise CliError(
+            f"cannot import {module_name!r}: it raised {_one_line(exc)}{_where(exc)}", APP_CODE_FAILED
+        ) from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _where(exc: BaseException) -> str:
+    """`` (file.py, line N)``: the innermost frame of the traceback (the app's code)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, str]:
@@ -144,16 +188,20 @@ def load_config(
     """The app's settings, then the file, then ``PLATFORM_STREAMS_*``, then ``--set``."""
     if path is not None and path.suffix.lower() not in CONFIG_SUFFIXES:
         raise CliError(f"--config must be a {'/'.join(CONFIG_SUFFIXES)} file, got {str(path)!r}")
+    layers: Layers = []
     try:
-        return StreamsConfig.load(path, env=env, overrides=parse_overrides(overrides), defaults=app_settings)
+        layers = named_layers(path, env, parse_overrides(overrides), app_settings, StreamsConfig.model_fields)
+        return StreamsConfig.from_layers(layers)
     except ValidationError as exc:
-        raise CliError(f"invalid config: {format_validation_error(exc)}") from exc
+        raise CliError(f"invalid config: {format_validation_error(exc, layers)}") from exc
     except StreamsConfigError as exc:
         raise CliError(f"invalid config: {exc}") from exc
 
 
-def format_validation_error(exc: ValidationError) -> str:
-    """Pydantic's errors as one line: ``field: problem (got value); other: problem``."""
+def format_validation_error(
+    exc: ValidationError, layers: Sequence[tuple[str, Mapping[str, Any]]] = ()
+) -> str:
+    """Pydantic's errors as one line: ``field: problem (got value, from layer); other: problem``."""
     parts = []
     for error in exc.errors():
         loc = ".".join(str(p) for p in error["loc"]) or "settings"
@@ -163,5 +211,11 @@ def format_validation_error(exc: ValidationError) -> str:
         elif "got" not in msg and not any(str(p) in _SECRET_FIELDS for p in error["loc"]):
             shown = repr(error.get("input"))
             msg += f" (got {shown[:60] + '...' if len(shown) > 60 else shown})"
-        parts.append(f"{loc}: {msg}")
+        origin = _layer_of(str(error["loc"][0]), layers) if error["loc"] else None
+        parts.append(f"{loc}: {msg}" + (f" [from {origin}]" if origin else ""))
     return "; ".join(parts)
+
+
+def _layer_of(field: str, layers: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """The name of the last (winning) layer that set ``field``."""
+    return next((name for name, values in reversed(layers) if field in values), None)

@@ -26,16 +26,18 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TypeVar
 
 from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import StreamsError
+from platform_streams.errors import StreamsConfigError, StreamsError
 from platform_streams.runtime.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State
 from platform_streams.runtime.supervisor import worker_overrides as supervisor_overrides
 from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
+from platform_streams.state.private_files import make_private_dirs
 from platform_streams.topology.topology import Topology
 
 __all__ = ["add_run_arguments", "run_command", "run_streams"]
@@ -94,6 +96,8 @@ def run_command(args: argparse.Namespace) -> int:
     app = load_app(args.app)
     config = load_config(args.config, args.overrides, app.settings)
     if args.workers > 1:
+        for index in range(args.workers):  # an unusable state_dir fails here, once, with exit 2
+            make_private_dirs(Path(supervisor_overrides(config, index)["state_dir"]))
         return _supervise(args, config)
     return run_streams(app.topology, config, close_timeout_s=args.close_timeout)
 
@@ -142,6 +146,8 @@ def run_streams(topology: Topology, config: StreamsConfig, *, close_timeout_s: f
         )
         try:
             streams.start()
+        except StreamsConfigError as exc:
+            raise CliError(f"cannot start {config.application_id!r}: {exc}") from exc
         except StreamsError as exc:
             raise CliError(f"cannot start {config.application_id!r}: {exc}", exit_code=1) from exc
         while not stop.wait(0.5):

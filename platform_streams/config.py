@@ -10,7 +10,9 @@ The model itself never talks to Kafka: :meth:`StreamsConfig.consumer_configs` an
 return plain librdkafka dicts which ``platform_streams.kafka`` turns into clients. That
 keeps the settings we *must* force (manual commits, no auto topic creation, the range
 assignor for co-partitioning, read_committed under EOS) in one reviewable place. Java
-keys, files and environment variables are translated by :mod:`platform_streams.config_sources`.
+keys, files and environment variables are translated by :mod:`platform_streams.config_sources`;
+:mod:`platform_streams.config_layers` names the layers and checks pass-through client keys
+with librdkafka (the model checks them too, for configs built in Python).
 """
 
 from __future__ import annotations
@@ -39,11 +41,12 @@ from pydantic import (
 )
 from pydantic_core.core_schema import SerializationInfo
 
+from platform_streams.config_layers import Layers, client_key_problem, named_layers
 from platform_streams.config_sources import CLIENT_FIELDS, env_values, merge, normalize, read_file
 from platform_streams.errors import StreamsConfigError
 from platform_streams.serde import Serde, serde_from_name
 
-__all__ = ["ExceptionHandlerSpec", "StreamsConfig", "is_secret_key"]
+__all__ = ["ExceptionHandlerSpec", "Layers", "StreamsConfig", "is_secret_key"]
 
 ClientValue = str | int | float | bool
 ClientDict = dict[str, ClientValue]
@@ -318,13 +321,18 @@ class StreamsConfig(BaseModel):
 
     @field_validator(*CLIENT_FIELDS, mode="before")
     @classmethod
-    def _check_client_keys(cls, value: Any) -> Any:
+    def _check_client_keys(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, Mapping):
             for key in value:
                 if not isinstance(key, str) or not key or any(ch.isspace() for ch in key):
                     raise ValueError(
                         f"client property names must be non-empty strings without spaces: {key!r}"
                     )
+                problem = client_key_problem(
+                    info.field_name or "client_config", key, value[key], fields=cls.model_fields
+                )
+                if problem is not None:
+                    raise ValueError(f"{key!r}: {problem}")
         return value
 
     @model_validator(mode="after")
@@ -545,16 +553,18 @@ class StreamsConfig(BaseModel):
         *,
         defaults: Mapping[str, Any] | None = None,
     ) -> StreamsConfig:
-        """What the CLI calls: ``defaults`` (settings an app factory returned), the file (if
+        """The settings as the CLI layers them: ``defaults`` (an app factory's settings), the file (if
         any), then environment variables, then overrides.
 
         Later layers win per key; the client dicts are merged key by key, so e.g. a CLI
         ``client_config`` override adds to the file's ``security.protocol``.
         """
-        fields = cls.model_fields
-        data = normalize(defaults or {}, fields)
-        if path is not None:
-            data = merge(data, normalize(read_file(Path(path)), fields))
-        data = merge(data, env_values(env, "PLATFORM_STREAMS_", fields))
-        data = merge(data, normalize(overrides or {}, fields))
+        return cls.from_layers(named_layers(path, env, overrides, defaults, cls.model_fields))
+
+    @classmethod
+    def from_layers(cls, layers: Layers) -> StreamsConfig:
+        """Merge ``layers`` (later ones win per key, client dicts key by key) and validate."""
+        data: dict[str, Any] = {}
+        for _name, values in layers:
+            data = merge(data, values)
         return cls.model_validate(data)

@@ -12,6 +12,7 @@ names in.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import re
@@ -23,7 +24,18 @@ import yaml
 
 from platform_streams.errors import StreamsConfigError
 
-__all__ = ["CLIENT_FIELDS", "env_values", "merge", "normalize", "read_file"]
+__all__ = [
+    "CLIENT_FIELDS",
+    "CLIENT_PREFIXES",
+    "NOT_SETTINGS",
+    "Origins",
+    "closest",
+    "env_values",
+    "merge",
+    "normalize",
+    "read_file",
+    "setting_names",
+]
 
 # The model's logger: the warnings are about its settings, wherever the parsing lives.
 _log = logging.getLogger("platform_streams.config")
@@ -49,8 +61,36 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
     ("producer.", "producer_config"),
     ("admin.", "admin_config"),
 )
+#: key prefixes that route a property to one client's dict (``consumer.fetch.min.bytes``)
+CLIENT_PREFIXES = frozenset(prefix for prefix, _ in _PREFIXES)
 #: the per-client librdkafka dicts: merged key by key, never flattened, JSON in the environment
 CLIENT_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_config")
+
+#: ``PLATFORM_STREAMS_<suffix>`` variables that other parts read and that are not settings
+#: (env_values accepts them): the test/bench broker, the Helm chart's app plugin, Dagster's
+#: resources and deployments, Spark. A new one must be added here (and to the README).
+NOT_SETTINGS = frozenset(
+    {
+        "BOOTSTRAP",  # tests, bench, Dagster: the broker to use
+        "BROKERS",  # tests: which broker kinds to run on (tansu, kafka)
+        "KAFKA_POM",  # kafka/: the pom listing Apache Kafka's jars
+        "APP",  # apps.py: the app plugin a Helm pod runs
+        "APP_CONFIG",  # apps.py: that plugin's configuration
+        "DEPLOY_DIR",  # dagster_defs: where local deployments live
+        "DEPLOY_TARGET",  # dagster_defs: local or kubernetes
+        "DAGSTER_APPS",  # dagster_defs: extra app YAML directory
+        "SECURITY_PROTOCOL",  # dagster_defs: the Kafka resource
+        "SASL_MECHANISM",
+        "SASL_USERNAME",
+        "SASL_PASSWORD",
+        "SPARK_MASTER",  # ops/spark: the Spark master URL
+    }
+)
+# Kubernetes injects <SERVICE>_SERVICE_HOST, <SERVICE>_PORT_8080_TCP... for every Service of
+# the namespace: a Service named platform-streams(-x) would otherwise break every pod.
+_SERVICE_LINK = re.compile(
+    r"(?:[A-Z0-9_]+_)?(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT(?:_\d+_[A-Z]+(?:_[A-Z]+)?)?)"
+)
 
 # Java Streams settings with no equivalent here. Passing them to librdkafka would make
 # client creation fail far from the config file, so they are dropped with a warning.
@@ -64,31 +104,65 @@ _UNSUPPORTED_JAVA_KEYS = frozenset(
 )
 
 
-def normalize(raw: Mapping[str, Any], fields: Collection[str]) -> dict[str, Any]:
-    """Route dotted / snake_case keys of a Java-style mapping to the config ``fields``."""
+#: where each pass-through client property came from: (client dict field, property) -> the
+#: key as the layer spelled it (``consumer.auto.offset.reset``), for error messages
+Origins = dict[tuple[str, str], str]
+
+
+def _route(key: str, fields: Collection[str]) -> tuple[str, str | None] | None:
+    """``(field, None)`` for a setting, ``(client dict field, property)`` for a pass-through,
+    None for a Java Streams setting that is dropped (:data:`_UNSUPPORTED_JAVA_KEYS`)."""
+    field = _ALIASES.get(key) or key.replace(".", "_").replace("-", "_")
+    if field in fields:
+        return field, None
+    if key in _UNSUPPORTED_JAVA_KEYS:
+        return None
+    for prefix, dict_field in _PREFIXES:
+        if key.startswith(prefix):
+            return dict_field, key[len(prefix) :]
+    return "client_config", key
+
+
+def normalize(
+    raw: Mapping[str, Any], fields: Collection[str], origins: Origins | None = None
+) -> dict[str, Any]:
+    """Route dotted / snake_case keys of a Java-style mapping to the config ``fields``.
+
+    ``origins`` (when given) records how each pass-through client property was spelled.
+    """
     out: dict[str, Any] = {}
     explicit: set[str] = set()
+    seen = origins if origins is not None else {}
     for raw_key, value in _flatten(raw):
         key = raw_key.strip()
-        field = _ALIASES.get(key) or key.replace(".", "_").replace("-", "_")
-        if field in fields:
-            if field in CLIENT_FIELDS and isinstance(value, Mapping):
-                out.setdefault(field, {}).update({str(k): v for k, v in value.items()})
-            elif key not in _DEPRECATED or field not in explicit:
-                out[field] = value
-                if key not in _DEPRECATED:
-                    explicit.add(field)
-            continue
-        if key in _UNSUPPORTED_JAVA_KEYS:
+        routed = _route(key, fields)
+        if routed is None:
             _log.warning("ignoring Kafka Streams setting %r: not supported by platform_streams", key)
             continue
-        target, stripped = "client_config", key
-        for prefix, dict_field in _PREFIXES:
-            if key.startswith(prefix):
-                target, stripped = dict_field, key[len(prefix) :]
-                break
-        out.setdefault(target, {})[stripped] = value
+        field, client_key = routed
+        if client_key is not None:
+            out.setdefault(field, {})[client_key] = value
+            seen[(field, client_key)] = key
+        elif field in CLIENT_FIELDS and isinstance(value, Mapping):
+            out.setdefault(field, {}).update({str(k): v for k, v in value.items()})
+            seen.update({(field, str(k)): f"{key}.{k}" for k in value})
+        elif key not in _DEPRECATED or field not in explicit:
+            out[field] = value
+            if key not in _DEPRECATED:
+                explicit.add(field)
     return out
+
+
+def setting_names(fields: Collection[str]) -> list[str]:
+    """Every spelling of a setting a layer may use: field names, Java keys, aliases."""
+    names = {*fields, *(f.replace("_", ".") for f in fields), *_ALIASES}
+    return sorted(names - set(CLIENT_FIELDS))
+
+
+def closest(name: str, candidates: Collection[str]) -> str | None:
+    """The candidate ``name`` most likely is a typo of, or None."""
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75)
+    return matches[0] if matches else None
 
 
 def _flatten(raw: Mapping[str, Any], parent: str = "") -> list[tuple[str, Any]]:
@@ -115,13 +189,22 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def env_values(env: Mapping[str, str], prefix: str, fields: Collection[str]) -> dict[str, Any]:
-    """``<prefix>APPLICATION_ID=x`` -> ``{"application_id": "x"}``; client dicts as JSON."""
+    """``<prefix>APPLICATION_ID=x`` -> ``{"application_id": "x"}``; client dicts as JSON.
+
+    A ``<prefix>*`` variable that is neither a setting nor in :data:`NOT_SETTINGS` (nor a
+    Kubernetes service link) is an error naming the closest setting: a misspelt
+    ``PLATFORM_STREAMS_NUM_STREAM_THREAD`` must not silently leave the default in place.
+    """
     out: dict[str, Any] = {}
+    unknown: list[str] = []
     for name, value in env.items():
         if not name.startswith(prefix):
             continue
         field = name[len(prefix) :].lower()
         if field not in fields:
+            suffix = name[len(prefix) :]
+            if suffix not in NOT_SETTINGS and not _SERVICE_LINK.fullmatch(suffix):
+                unknown.append(name)
             continue
         if field in CLIENT_FIELDS:
             try:
@@ -130,7 +213,17 @@ def env_values(env: Mapping[str, str], prefix: str, fields: Collection[str]) -> 
                 raise StreamsConfigError(f"{name} must be a JSON object: {exc}") from exc
         else:
             out[field] = value
+    if unknown:
+        raise StreamsConfigError(
+            "; ".join(_unknown_variable(name, prefix, fields) for name in sorted(unknown))
+        )
     return out
+
+
+def _unknown_variable(name: str, prefix: str, fields: Collection[str]) -> str:
+    match = closest(name[len(prefix) :].lower(), fields)
+    hint = f"; did you mean {prefix}{match.upper()}?" if match else ""
+    return f"environment variable {name} matches no setting{hint}"
 
 
 def read_file(path: Path) -> Mapping[str, Any]:
@@ -139,6 +232,12 @@ def read_file(path: Path) -> Mapping[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise StreamsConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        # Java reads .properties as ISO-8859-1; we do not guess: \uXXXX escapes work in UTF-8 too.
+        raise StreamsConfigError(
+            f"config file {str(path)!r} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}): save it as UTF-8 or write the character as a \\uXXXX escape"
+        ) from None
     if path.suffix.lower() not in (".yaml", ".yml"):
         return _parse_properties(text)
     try:

@@ -4,6 +4,8 @@
 
     platform-streams topics plan|validate MODULE:FACTORY [--config F] [--set k=v] [--json]
     platform-streams topics create MODULE:FACTORY [--dry-run] ...
+    platform-streams topics create-io MODULE:FACTORY [--partitions N] [--topic-config k=v ...]
+        [--topic T ...] [--dry-run]
     platform-streams topics delete MODULE:FACTORY [--topic T ...] [--include-orphans] [--dry-run] [--yes]
     platform-streams reset MODULE:FACTORY [--input-topics a,b] [--to-earliest | --to-latest |
         --to-offset N | --shift-by N | --to-datetime ISO | --by-duration PnDTnHnMnS |
@@ -25,6 +27,7 @@ from collections.abc import Callable, Sequence
 from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
+from platform_streams.ops.io_topics import create_io_topics
 from platform_streams.ops.offsets import OffsetScenario
 from platform_streams.ops.reset import ResetOptions, reset_application
 from platform_streams.ops.results import OperationRefusedError, OpsResult
@@ -45,6 +48,8 @@ _TOPICS_ACTIONS = {
     "create": "create the missing internal topics (idempotent)",
     "validate": "report missing internal topics, wrong partition counts and configs (exit 1 if any)",
     "delete": "delete the application's internal and coordination topics (only topics it owns)",
+    "create-io": "development helper: create the application's missing input and output topics "
+    "(existing topics are reported, never changed)",
 }
 
 
@@ -59,8 +64,10 @@ def add_topics_arguments(parser: argparse.ArgumentParser) -> None:
     for name, text in _TOPICS_ACTIONS.items():
         sub = actions.add_parser(name, help=text, description=text)
         _common(sub)
-        if name in ("create", "delete"):
+        if name in ("create", "delete", "create-io"):
             sub.add_argument("--dry-run", action="store_true", help="show what would be done, change nothing")
+        if name == "create-io":
+            _add_create_io_arguments(sub)
         if name == "delete":
             sub.add_argument(
                 "--topic",
@@ -70,6 +77,32 @@ def add_topics_arguments(parser: argparse.ArgumentParser) -> None:
                 help="delete only this topic (repeatable); refused unless it belongs to the application",
             )
             _add_orphans_and_yes(sub, "delete")
+
+
+def _add_create_io_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=1,
+        metavar="N",
+        help="partitions of each created topic (default 1; a topic co-partitioned with an existing "
+        "one gets that one's count)",
+    )
+    parser.add_argument(
+        "--topic-config",
+        dest="topic_configs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a topic config of the created topics (repeatable), e.g. --topic-config retention.ms=86400000",
+    )
+    parser.add_argument(
+        "--topic",
+        dest="topics",
+        action="append",
+        metavar="TOPIC",
+        help="create only this topic (repeatable); refused unless the application reads or writes it",
+    )
 
 
 def _add_orphans_and_yes(parser: argparse.ArgumentParser, what: str) -> None:
@@ -121,7 +154,8 @@ def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--keep-local-state",
         action="store_true",
-        help="do not wipe <state_dir>/<application.id> on this machine",
+        help="do not wipe <state_dir>/<application.id> (nor <state_dir>-w<i>/<application.id> of "
+        "--workers processes) on this machine",
     )
     parser.add_argument(
         "--max-scan-records",
@@ -174,6 +208,21 @@ def run_topics(args: argparse.Namespace) -> int:
         return _run(lambda: validate_internal_topics(topology, config), args.json)
     if name == "create":
         return _run(lambda: create_internal_topics(topology, config, dry_run=args.dry_run), args.json)
+    if name == "create-io":
+        if args.partitions < 1:
+            raise CliError(f"--partitions must be >= 1, got {args.partitions}")
+        topic_config = _key_values(args.topic_configs, "--topic-config")
+        return _run(
+            lambda: create_io_topics(
+                topology,
+                config,
+                partitions=args.partitions,
+                topic_config=topic_config,
+                topics=args.topics,
+                dry_run=args.dry_run,
+            ),
+            args.json,
+        )
     confirm = None if args.yes else _terminal_confirm("delete these topics")
     return _run(
         lambda: delete_internal_topics(
@@ -186,6 +235,16 @@ def run_topics(args: argparse.Namespace) -> int:
         ),
         args.json,
     )
+
+
+def _key_values(items: Sequence[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"{option} needs KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _scenario(args: argparse.Namespace) -> OffsetScenario:

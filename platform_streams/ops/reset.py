@@ -25,9 +25,11 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    ``<application_id>-metadata``: their member heartbeats, SHUTDOWN_APPLICATION requests
    and interactive-query directory entries describe the runs before the reset. The next
    start recreates them (as it does the other internal topics).
-4. **Wipe the local state directory** ``<state_dir>/<application_id>`` of *this* machine.
-   Instances elsewhere (other pods) must wipe theirs (``KafkaStreams.cleanup()``) or
-   start on a fresh volume; the result warns about it.
+4. **Wipe the local state directory** ``<state_dir>/<application_id>`` of *this* machine,
+   and ``<state_dir>-w<i>/<application_id>`` of every worker process ``run --workers N``
+   started here (see :mod:`platform_streams.runtime.supervisor`). Instances elsewhere
+   (other pods) must wipe theirs (``KafkaStreams.cleanup()``) or start on a fresh volume;
+   the result warns about it.
 
 Output topics are never touched. ``dry_run`` computes and reports every action and
 changes nothing (not even under ``force``: no member joins). Every step is idempotent, so
@@ -69,6 +71,7 @@ from platform_streams.ops.topics import (
     orphan_topics,
     owned_topic_kinds,
 )
+from platform_streams.runtime.supervisor import existing_worker_state_dirs
 from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["ResetOptions", "reset_application"]
@@ -131,7 +134,12 @@ def reset_application(
         targets = _time_targets(client, config, opts, bounds, now_ms, result)
         result.offsets = compute_offset_changes(opts.scenario, bounds, targets)
         result.internal_topics = _internal_topics(plan, app_id, existing, opts, result)
-        result.local_state = _local_state(config, opts)
+        result.local_state = _local_state(Path(config.state_dir), config.application_id, opts)
+        result.worker_local_states = [
+            _local_state(d, config.application_id, opts)
+            for d in existing_worker_state_dirs(Path(config.state_dir))
+            if (d / config.application_id).exists()
+        ]
         if opts.dry_run:
             return result
         if confirm is not None and not confirm(_actions(result)):
@@ -297,8 +305,8 @@ def _internal_topics(
     return out
 
 
-def _local_state(config: StreamsConfig, opts: ResetOptions) -> LocalStateAction:
-    path = Path(config.state_dir) / config.application_id
+def _local_state(state_dir: Path, application_id: str, opts: ResetOptions) -> LocalStateAction:
+    path = state_dir / application_id
     existed = path.exists() or path.is_symlink()
     action: Literal["deleted", "would_delete", "absent", "kept"]
     if not opts.wipe_local_state:
@@ -318,9 +326,14 @@ def _actions(result: ResetResult) -> list[str]:
         if c.target is not None
     ]
     lines += [f"delete topic {t.topic}" for t in result.internal_topics if t.status == "deleted"]
-    if result.local_state is not None and result.local_state.action == "deleted":
-        lines.append(f"delete local state directory {result.local_state.path}")
+    lines += [f"delete local state directory {s.path}" for s in _wiped(result)]
     return lines
+
+
+def _wiped(result: ResetResult) -> list[LocalStateAction]:
+    """The local state directories the reset deletes (the app's and its worker processes')."""
+    states = [result.local_state] if result.local_state is not None else []
+    return [s for s in [*states, *result.worker_local_states] if s.action == "deleted"]
 
 
 def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult) -> None:
@@ -349,20 +362,22 @@ def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, resul
                 f"the broker kept committed offsets of deleted internal topics {sorted(stale)}; a recreated "
                 "topic would start there: delete the consumer group's offsets for them"
             )
-    if result.local_state is not None and result.local_state.action == "deleted":
-        _wipe(Path(result.local_state.path), Path(config.state_dir))
+    wiped = _wiped(result)
+    for state in wiped:
+        _wipe(Path(state.path))
+    if wiped:
         result.warnings.append(
-            f"local state was wiped on this machine only ({result.local_state.path}); every other "
+            f"local state was wiped on this machine only ({', '.join(s.path for s in wiped)}); every other "
             "machine that ran the application must call KafkaStreams.cleanup() or start on a fresh volume"
         )
     result.completed = True
 
 
-def _wipe(path: Path, state_dir: Path) -> None:
+def _wipe(path: Path) -> None:
     """Delete ``<state_dir>/<application_id>``, refusing anything that is not plainly that."""
     if path.is_symlink():
         raise StreamsConfigError(f"refusing to wipe {path}: it is a symbolic link")
-    if path.resolve().parent != state_dir.resolve():
-        raise StreamsConfigError(f"refusing to wipe {path}: it is not directly inside {state_dir}")
+    if path.resolve().parent != path.parent.resolve():
+        raise StreamsConfigError(f"refusing to wipe {path}: it is not directly inside {path.parent}")
     shutil.rmtree(path)
     log.info("wiped local state directory %s", path)

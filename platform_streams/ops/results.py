@@ -46,11 +46,14 @@ class InternalTopicStatus:
 
     ``status``: ``missing``/``exists`` (plan, validate), ``created``/``would_create``
     (create), ``deleted``/``would_delete`` (delete, reset). ``kind`` ``coordination``: a
-    topic the runtime creates at start-up (``<application_id>-control``/``-metadata``).
+    topic the runtime creates at start-up (``<application_id>-control``/``-metadata``);
+    ``source``/``sink``/``global-source``/``dead-letter``: a user topic (``topics create-io``).
     """
 
     topic: str
-    kind: Literal["repartition", "changelog", "coordination", "orphan"]
+    kind: Literal[
+        "repartition", "changelog", "coordination", "orphan", "source", "sink", "global-source", "dead-letter"
+    ]
     status: str
     partitions: int | None = None
     config: dict[str, str] = field(default_factory=dict)
@@ -156,7 +159,8 @@ class TopicsResult(OpsResult):
         return not self.issues and not self.refused
 
     def summary(self) -> str:
-        lines = self._header(f"internal topics ({self.operation})")
+        what = "input/output topics" if self.operation == "create-io" else "internal topics"
+        lines = self._header(f"{what} ({self.operation})")
         for t in self.topics:
             size = "" if t.partitions is None else f" partitions={t.partitions}"
             config = "" if not t.config else " " + " ".join(f"{k}={v}" for k, v in sorted(t.config.items()))
@@ -185,6 +189,8 @@ class ResetResult(OpsResult):
     offsets: list[PartitionOffsetChange] = field(default_factory=list)
     internal_topics: list[InternalTopicStatus] = field(default_factory=list)
     local_state: LocalStateAction | None = None
+    worker_local_states: list[LocalStateAction] = field(default_factory=list)
+    """``<state_dir>-w<i>/<application_id>`` of the worker processes of ``run --workers N`` here."""
     blocked: str | None = None
     """Dry run only: why a real run would refuse right now (e.g. the group is active)."""
     completed: bool = False
@@ -209,10 +215,9 @@ class ResetResult(OpsResult):
         verb = "would delete" if self.dry_run else "deleted"
         topics = [t.topic for t in self.internal_topics if t.status in ("deleted", "would_delete")]
         lines.append(f"  internal topics {verb}: {', '.join(topics) or '(none exist)'}")
-        if self.local_state is not None:
-            lines.append(
-                f"  local state {self.local_state.path}: {self.local_state.action.replace('_', ' ')}"
-            )
+        states = [self.local_state] if self.local_state is not None else []
+        for state in [*states, *self.worker_local_states]:
+            lines.append(f"  local state {state.path}: {state.action.replace('_', ' ')}")
         return "\n".join(lines + self._footer())
 
 

@@ -20,6 +20,7 @@ from platform_streams.processor.punctuation import PunctuationQueue, Punctuation
 from platform_streams.processor.record import Headers, Record, RecordMetadata
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
+from platform_streams.state.private_files import make_private_dirs
 from platform_streams.state.store_context import RestoreCallback, StateStoreContext
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class TaskContext(StateStoreContext):
 
     @property
     def state_dir(self) -> Path:
-        self._task_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self._task_dir)
         return self._task_dir
 
     @property

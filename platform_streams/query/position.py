@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from platform_streams.state.private_files import write_private
 
 __all__ = [
     "POSITION_FILE_NAME",
@@ -214,7 +215,5 @@ def write_position_file(task_dir: Path, position: Position) -> None:
     No fsync: after a machine crash the file may be the previous one or missing, which
     only makes the position lower -- bounded queries then wait, they never read too early.
     """
-    path = task_dir / POSITION_FILE_NAME
-    tmp = path.with_name(POSITION_FILE_NAME + ".tmp")
-    tmp.write_text(json.dumps({"version": _VERSION, "position": position.to_dict()}), encoding="utf-8")
-    os.replace(tmp, path)
+    data = json.dumps({"version": _VERSION, "position": position.to_dict()})
+    write_private(task_dir / POSITION_FILE_NAME, data.encode("utf-8"))

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from platform_streams.errors import IllegalStateError
+from platform_streams.state.private_files import ensure_app_dir, open_private, write_private
 
 __all__ = ["ProcessIdentity"]
 
@@ -47,6 +48,7 @@ class ProcessIdentity:
         self.process_id = group_instance_id or self._stored_id()
 
     def _stored_id(self) -> str:
+        ensure_app_dir(self.state_root)  # first: an unusable state_dir is a config error
         path = self.state_root / _ID_FILE
         try:
             text = path.read_text(encoding="utf-8").strip()
@@ -54,11 +56,8 @@ class ProcessIdentity:
                 return text
         except FileNotFoundError:
             pass
-        self.state_root.mkdir(parents=True, exist_ok=True)
         new = uuid.uuid4().hex[:16]
-        tmp = path.with_name(f"{_ID_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(new + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_private(path, f"{new}\n".encode())
         return new
 
     def transactional_id(self, worker_index: int) -> str:
@@ -69,8 +68,9 @@ class ProcessIdentity:
         """Take the state directory; raises IllegalStateError if another client holds it."""
         if self._lock is not None:
             return
-        self.state_root.mkdir(parents=True, exist_ok=True)
-        handle = open(self.state_root / _LOCK_FILE, "a+", encoding="utf-8")  # noqa: SIM115 - held while running
+        ensure_app_dir(self.state_root)
+        fd = open_private(self.state_root / _LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        handle = os.fdopen(fd, "a+", encoding="utf-8")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

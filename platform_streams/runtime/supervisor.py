@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import re
 import signal
 import threading
 from collections.abc import Callable
@@ -39,7 +40,14 @@ from platform_streams.runtime.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State
 from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
 
-__all__ = ["run_worker", "run_workers", "worker_config", "worker_overrides"]
+__all__ = [
+    "existing_worker_state_dirs",
+    "run_worker",
+    "run_workers",
+    "worker_config",
+    "worker_overrides",
+    "worker_state_dir",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +57,26 @@ TopologyFactory = Callable[[], Any]
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+def worker_state_dir(state_dir: Path, index: int) -> Path:
+    """``<state_dir>-w<index>``: the state directory of worker process ``index``."""
+    return Path(f"{state_dir}-w{index}")
+
+
+def existing_worker_state_dirs(state_dir: Path) -> list[Path]:
+    """The ``<state_dir>-w<i>`` directories on this machine (of any earlier ``--workers N``)."""
+    base = Path(state_dir)
+    pattern = re.compile(re.escape(base.name) + r"-w\d+")
+    if not base.parent.is_dir():
+        return []
+    found = [p for p in base.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir()]
+    return sorted(found, key=lambda p: int(p.name.rsplit("-w", 1)[1]))
+
+
 def worker_overrides(config: StreamsConfig, index: int) -> dict[str, Any]:
     """The settings that make worker process ``index`` a member of its own (see module docstring)."""
     overrides: dict[str, Any] = {
         "client_id": f"{config.effective_client_id}-w{index}",
-        "state_dir": Path(f"{config.state_dir}-w{index}"),
+        "state_dir": worker_state_dir(config.state_dir, index),
     }
     if config.group_instance_id is not None:
         overrides["group_instance_id"] = f"{config.group_instance_id}-w{index}"

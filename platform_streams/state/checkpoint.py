@@ -24,6 +24,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from platform_streams.state.private_files import make_private_dirs, write_private
+
 __all__ = ["CHECKPOINT_FILE_NAME", "CheckpointFormatError", "OffsetCheckpoint"]
 
 log = logging.getLogger(__name__)
@@ -88,13 +90,8 @@ class OffsetCheckpoint:
                 raise ValueError(f"invalid topic name in checkpoint: {topic!r}")
             lines.append(f"{topic} {partition} {offset}")
         data = ("\n".join(lines) + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        make_private_dirs(self.path.parent)
+        write_private(self.path, data, fsync=True)
         _fsync_dir(self.path.parent)
 
     def delete(self) -> None:

@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 from platform_streams.errors import IllegalStateError, TaskCorruptedError
 from platform_streams.processor.task_id import TaskId
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
+from platform_streams.state.private_files import make_private_dirs
 from platform_streams.state.store_context import RestoreCallback
 from platform_streams.state.wrappers.base import innermost
 
@@ -92,7 +93,7 @@ class ProcessorStateManager:
         self.task_id = task_id
         self.task_dir = task_dir
         self.eos = eos
-        task_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(task_dir)
         self._checkpoint_file = OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME)
         self._loaded = self._read_checkpoint()
         self._stores: dict[str, _StoreMetadata] = {}

@@ -51,6 +51,7 @@ from rocksdict import (
 
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.backend import BytesMap, StorageBackend
+from platform_streams.state.private_files import make_private_dirs
 
 __all__ = ["RocksDBBackend", "RocksDBBytesMap", "write_sst_file"]
 
@@ -266,7 +267,7 @@ class RocksDBBackend(StorageBackend):
         self._started_empty = not had_data
 
     def _open_db(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(directory)
         opts = _options()
         names = Rdict.list_cf(str(directory), opts) if (directory / "CURRENT").exists() else []
         families = {name: _options() for name in names if name != _DEFAULT_CF}

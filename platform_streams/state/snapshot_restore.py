@@ -35,6 +35,7 @@ from typing import Any
 
 from platform_streams.state.key_value_store import KeyValueBytesStore
 from platform_streams.state.manager import ChangelogPartition, ProcessorStateManager
+from platform_streams.state.private_files import make_private_dirs
 from platform_streams.state.snapshots import (
     SNAPSHOT_FORMAT_VERSION,
     SnapshotCatalog,
@@ -156,6 +157,7 @@ class SnapshotRestorer:
         """Download, verify and ingest; False (with a warning) if the snapshot is unusable."""
         download = manager.task_dir / _DOWNLOAD_DIR
         shutil.rmtree(download, ignore_errors=True)
+        make_private_dirs(download)  # a downloaded SST is state: private like the rest
         try:
             sst: Path | None = None
             if manifest.sst_file is not None and manifest.record_count > 0:

@@ -246,13 +246,13 @@ def test_producer_configs() -> None:
 
 def test_admin_configs() -> None:
     c = make(
-        client_id="cid", client_config={"security.protocol": "SSL"}, admin_config={"socket.timeout.ms": 5}
+        client_id="cid", client_config={"security.protocol": "SSL"}, admin_config={"socket.timeout.ms": 5000}
     )
     assert c.admin_configs() == {
         "bootstrap.servers": "localhost:9092",
         "client.id": "cid-admin",
         "security.protocol": "SSL",
-        "socket.timeout.ms": 5,
+        "socket.timeout.ms": 5000,
     }
 
 
@@ -311,8 +311,8 @@ def test_from_properties_file(tmp_path: Path) -> None:
         "num.standby.replicas=1\n"
         "session.timeout.ms=10000\n"
         "ssl.ca.location=/etc/ca.pem\n"
-        "sasl.jaas.config=org.example.Login required \\\n"
-        '    username="u" password="p";\n'
+        "sasl.oauthbearer.config=principal=admin \\\n"
+        "    lifeSeconds=600\n"
     )
     c = StreamsConfig.from_properties(path)
     assert c.application_id == "orders" and c.bootstrap_servers == "b1:9092,b2:9092"
@@ -326,7 +326,7 @@ def test_from_properties_file(tmp_path: Path) -> None:
     assert (c.task_timeout_ms, c.max_task_idle_ms, c.buffered_records_per_partition) == (1000, -1, 50)
     assert (c.poll_ms, c.num_standby_replicas, c.session_timeout_ms) == (20, 1, 10_000)
     assert c.client_config["ssl.ca.location"] == "/etc/ca.pem"
-    assert c.client_config["sasl.jaas.config"] == 'org.example.Login required username="u" password="p";'
+    assert c.client_config["sasl.oauthbearer.config"] == "principal=admin lifeSeconds=600"
     assert StreamsConfig.from_properties(str(path)) == c
 
 
@@ -397,7 +397,6 @@ def test_from_env() -> None:
         "PLATFORM_STREAMS_APPLICATION_ID": "envapp",
         "PLATFORM_STREAMS_NUM_STREAM_THREADS": "3",
         "PLATFORM_STREAMS_CLIENT_CONFIG": '{"security.protocol": "SSL"}',
-        "PLATFORM_STREAMS_NOT_A_FIELD": "ignored",
         "OTHER": "ignored",
     }
     c = StreamsConfig.from_env(env, base={"application.id": "base", "bootstrap.servers": "b:1"})
@@ -447,8 +446,8 @@ SECRETS = {
     "sasl.password": "hunter2",
     "ssl.key.password": "k-secret-pw",
     "sasl.oauthbearer.client.secret": "oauth-secret",
-    "sasl.jaas.config": "jaas-secret",
-    "some.token": "tok-secret",
+    "ssl.keystore.password": "keystore-secret",
+    "sasl.oauthbearer.config": "principal=tok-secret",
 }
 
 
