@@ -68,6 +68,7 @@ from platform_streams.topology.compiler import TopologyPlan
 
 if TYPE_CHECKING:
     from platform_streams.runtime.standby import StandbyUpdater
+    from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, Pending
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,7 @@ class StreamWorker(threading.Thread):
         transactional_id: str | None = None,
         standbys: StandbyUpdater | None = None,
         control_topic: str | None = None,
+        coordinator: AssignmentCoordinator | None = None,
     ) -> None:
         super().__init__(name=f"{config.effective_client_id}-StreamThread-{index + 1}", daemon=True)
         self.index = index
@@ -134,6 +136,10 @@ class StreamWorker(threading.Thread):
         )
         self._standbys = standbys
         self._control_topic = control_topic
+        #: state-aware placement: the group only gives membership, the coordinator the tasks
+        self._coordinator = coordinator
+        self._pending: Pending | None = None
+        self._previous_tasks: list[TaskId] = []
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
         self.state_lifecycle = TaskStateLifecycle(config)
@@ -226,9 +232,10 @@ class StreamWorker(threading.Thread):
         )
         self.consumer = create_consumer(self.config.consumer_configs(self.index))
         guarded = self.store_guard.wrap
+        coordinator = self._coordinator
         self.consumer.subscribe(
-            self.source_topics,
-            on_assign=guarded(self._on_assign),
+            self.source_topics if coordinator is None else [coordinator.members_topic],
+            on_assign=guarded(self._on_assign if coordinator is None else self._on_generation),
             on_revoke=guarded(self._on_revoke),
             on_lost=guarded(self._on_lost),
         )
@@ -239,6 +246,8 @@ class StreamWorker(threading.Thread):
     def run_once(self) -> int:
         """One iteration: poll, process, punctuate, maybe commit. Returns records processed."""
         self.store_guard.yield_point()
+        if self._pending is not None:
+            return self._await_assignment()
         if self.pause_requested:
             return self._run_paused()
         if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:
@@ -413,6 +422,26 @@ class StreamWorker(threading.Thread):
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self._start_tasks(consumer, partitions, rebalance=True)
 
+    def _on_generation(self, consumer: Any, partitions: list[Any]) -> None:
+        """State-aware placement: a new generation began; report, then wait for its assignment."""
+        assert self._coordinator is not None
+        self._set_state(WorkerState.PARTITIONS_ASSIGNED)
+        consumer.assign([])  # the member slots are never read; tasks come with the assignment
+        self._pending = self._coordinator.join(consumer, [tp.partition for tp in partitions], self._previous_tasks)
+
+    def _await_assignment(self) -> int:
+        """Serve the group (heartbeats, rebalances) until this generation's assignment arrives."""
+        assert self._coordinator is not None and self._pending is not None
+        tasks = self._coordinator.assignment_for(self._pending, self.consumer)
+        if tasks is None:
+            with self.store_guard.released():
+                self.consumer.poll(min(self._poll_s, 0.05))
+            return 0
+        self._pending = None
+        log.info("%s: assignment received: tasks %s", self.name, [str(t) for t in tasks])
+        self._start_tasks(self.consumer, self._coordinator.partitions_of(tasks), rebalance=True)
+        return 0
+
     def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
         """Create, restore and initialise the tasks of an assignment, then read it exactly from
         the committed offsets the restore was filtered with (``assign`` in a rebalance
@@ -464,6 +493,8 @@ class StreamWorker(threading.Thread):
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
+        self._pending = None
+        self._previous_tasks = list(self.tasks)
         if self.tasks:
             try:
                 self.commit()
@@ -475,6 +506,7 @@ class StreamWorker(threading.Thread):
 
     def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
+        self._pending = None
         if self.tasks:
             log.warning("%s: partitions lost (expelled from the group); closing tasks dirty", self.name)
             self.migrations += 1

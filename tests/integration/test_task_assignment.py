@@ -1,0 +1,104 @@
+"""State-aware task assignment (KIP-441) with real instances on the test broker.
+
+Counting instances (``eos_runner.py``, cache off, ``num_standby_replicas=1``,
+``task_assignor="state_aware"``) over 6 partitions and 30,000 keys. Dynamic membership
+unless a test says otherwise (Tansu never expels a static member). No timings are
+asserted here: bench/failover.py measures them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from platform_streams.kafka import KafkaAdmin, log_end_offsets
+from tests.integration.eos_support import Feeder, Runner, RunnerApp, final_counts, new_app_id, read_updates, runners
+from tests.integration.support_apps import wait_until
+
+PARTITIONS = 6
+KEYS = 30_000
+
+
+def _tasks(runner: Runner, role: str) -> set[str]:
+    roles = runner.last("ROLES") or {}
+    return set(roles.get(role, []))
+
+
+def _standbys_caught_up(group: list[Runner], changelog: str, bootstrap: str, lag: int = 100) -> bool:
+    """Every instance keeps its assigned standbys, each within ``lag`` of its changelog's end."""
+    held: dict[str, int] = {}
+    for runner in group:
+        positions = runner.last("STANDBY") or {}
+        wanted = _tasks(runner, "standby") | _tasks(runner, "warmup")
+        if set(positions) != wanted:
+            return False
+        for task, offsets in positions.items():
+            held[task] = offsets.get(f"{changelog}:{task.split('_')[1]}", -1)
+    if not held:
+        return False
+    ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(changelog, int(t.split("_")[1])) for t in held])
+    return all(held[t] >= ends[(changelog, int(t.split("_")[1]))] - 1 - lag for t in held)
+
+
+def _settled(group: list[Runner]) -> bool:
+    """Every task is active exactly once and each instance runs what its assignment says."""
+    actives = [set(r.last("ACTIVE") or ()) for r in group]
+    every = [t for a in actives for t in a]
+    return len(every) == PARTITIONS == len(set(every)) and all(
+        a == _tasks(r, "active") for a, r in zip(actives, group, strict=True)
+    )
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+@pytest.mark.parametrize("instances", [3, 4])
+def test_kill_9_the_standbys_take_over_with_a_small_restore(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, instances: int
+) -> None:
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("ha"), PARTITIONS)
+    changelog = f"{app.app_id}-counts-changelog"
+    common = app.runner_args(
+        guarantee="at_least_once", commit_interval_ms=200, standbys=1, task_assignor="state_aware"
+    )
+    first = Feeder(bootstrap_servers, app.source, 2 * KEYS, KEYS, chunk=10_000, pause_s=0.0).start()
+    with runners() as started:
+        group = [
+            started.start(tmp_path / f"i{i}.log", running=False, state_dir=tmp_path / f"s{i}", **common)
+            for i in range(instances)
+        ]
+        wait_until(lambda: _settled(group), 120, "every task placed once")
+        expected = first.join()
+        wait_until(app.all_committed, 120, "input done")
+        wait_until(lambda: _standbys_caught_up(group, changelog, bootstrap_servers), 120, "standbys caught up")
+        doomed = max(group, key=lambda r: len(r.last("ACTIVE") or ()))
+        lost = set(doomed.last("ACTIVE"))
+        assert lost, "the instance to kill runs tasks"
+        survivors = [r for r in group if r is not doomed]
+        assert lost <= set().union(*(_tasks(r, "standby") for r in survivors)), "every lost task has a standby"
+        ends = log_end_offsets(
+            {"bootstrap.servers": bootstrap_servers}, [(changelog, int(t.split("_")[1])) for t in lost]
+        )
+        second = Feeder(bootstrap_servers, app.source, 3_000, KEYS, chunk=100, pause_s=0.1).start()
+        doomed.kill()
+
+        def taken_over() -> dict[str, int] | None:
+            active = set().union(*(set(r.last("ACTIVE") or ()) for r in survivors))
+            if not lost <= active:
+                return None
+            restored: dict[str, int] = {}
+            for r in survivors:
+                restored.update({t: n for t, n in (r.last("RESTORED") or {}).items() if t in lost})
+            return restored if set(restored) == lost else None
+
+        restored = wait_until(taken_over, 120, "the survivors took the lost tasks over")
+        expected += second.join()
+        wait_until(app.all_committed, 120, "new input processed")
+        for r in survivors:
+            assert r.terminate() == 0
+    changelog_size = sum(ends.values())
+    replayed = sum(restored.values())
+    print(f"{instances} instances: lost {sorted(lost)}, restored {replayed} of {changelog_size} records")
+    assert changelog_size >= KEYS // 2, "the lost tasks held real state"
+    assert replayed <= changelog_size // 10, f"restored {replayed} of {changelog_size} changelog records"
+    assert final_counts(read_updates(app, committed_only=False)) == dict(expected)
