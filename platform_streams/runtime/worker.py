@@ -427,7 +427,9 @@ class StreamWorker(threading.Thread):
         assert self._coordinator is not None
         self._set_state(WorkerState.PARTITIONS_ASSIGNED)
         consumer.assign([])  # the member slots are never read; tasks come with the assignment
-        self._pending = self._coordinator.join(consumer, [tp.partition for tp in partitions], self._previous_tasks)
+        self._pending = self._coordinator.join(
+            consumer, [tp.partition for tp in partitions], self._previous_tasks
+        )
 
     def _await_assignment(self) -> int:
         """Serve the group (heartbeats, rebalances) until this generation's assignment arrives."""

@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--standbys", type=int, default=0)
     parser.add_argument("--fail-on", default=None, help="input value whose first processing raises")
     parser.add_argument("--fail-marker", default=None, help="file marking that the failure happened")
-    parser.add_argument("--task-assignor", default=None, help="'state_aware' or 'range' (the config's default)")
+    parser.add_argument(
+        "--task-assignor", default=None, help="'state_aware' or 'range' (the config's default)"
+    )
     parser.add_argument("--probing-ms", type=int, default=None, help="probing_rebalance_interval_ms")
     parser.add_argument("--rack", default=None, help="client.rack of this instance")
     args = parser.parse_args(argv)

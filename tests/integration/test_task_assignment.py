@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
-from tests.integration.eos_support import Feeder, Runner, RunnerApp, final_counts, new_app_id, read_updates, runners
+from tests.integration.eos_support import (
+    Feeder,
+    Runner,
+    RunnerApp,
+    final_counts,
+    new_app_id,
+    read_updates,
+    runners,
+)
 from tests.integration.support_apps import wait_until
 
 PARTITIONS = 6
@@ -37,7 +45,9 @@ def _standbys_caught_up(group: list[Runner], changelog: str, bootstrap: str, lag
             held[task] = offsets.get(f"{changelog}:{task.split('_')[1]}", -1)
     if not held:
         return False
-    ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(changelog, int(t.split("_")[1])) for t in held])
+    ends = log_end_offsets(
+        {"bootstrap.servers": bootstrap}, [(changelog, int(t.split("_")[1])) for t in held]
+    )
     return all(held[t] >= ends[(changelog, int(t.split("_")[1]))] - 1 - lag for t in held)
 
 
@@ -70,12 +80,16 @@ def test_kill_9_the_standbys_take_over_with_a_small_restore(
         wait_until(lambda: _settled(group), 120, "every task placed once")
         expected = first.join()
         wait_until(app.all_committed, 120, "input done")
-        wait_until(lambda: _standbys_caught_up(group, changelog, bootstrap_servers), 120, "standbys caught up")
+        wait_until(
+            lambda: _standbys_caught_up(group, changelog, bootstrap_servers), 120, "standbys caught up"
+        )
         doomed = max(group, key=lambda r: len(r.last("ACTIVE") or ()))
         lost = set(doomed.last("ACTIVE"))
         assert lost, "the instance to kill runs tasks"
         survivors = [r for r in group if r is not doomed]
-        assert lost <= set().union(*(_tasks(r, "standby") for r in survivors)), "every lost task has a standby"
+        assert lost <= set().union(*(_tasks(r, "standby") for r in survivors)), (
+            "every lost task has a standby"
+        )
         ends = log_end_offsets(
             {"bootstrap.servers": bootstrap_servers}, [(changelog, int(t.split("_")[1])) for t in lost]
         )

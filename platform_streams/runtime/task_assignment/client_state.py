@@ -115,9 +115,7 @@ class ConstrainedPrioritySet:
 
     def poll(self, task: TaskId, extra: Callable[[str], bool] | None = None) -> str | None:
         """Remove and return the least loaded eligible client (None if there is none)."""
-        eligible = [
-            c for c in self._clients if self._constraint(c, task) and (extra is None or extra(c))
-        ]
+        eligible = [c for c in self._clients if self._constraint(c, task) and (extra is None or extra(c))]
         if not eligible:
             return None
         best = min(eligible, key=lambda c: (self._load(c), c))
@@ -141,6 +139,4 @@ def tasks_to_clients_by_lag(
     stateful_tasks: Iterable[TaskId], clients: Mapping[str, ClientState]
 ) -> dict[TaskId, list[str]]:
     """Per task, every client sorted from the most caught up (lag, then id)."""
-    return {
-        task: sorted(clients, key=lambda c: (clients[c].lag_for(task), c)) for task in stateful_tasks
-    }
+    return {task: sorted(clients, key=lambda c: (clients[c].lag_for(task), c)) for task in stateful_tasks}

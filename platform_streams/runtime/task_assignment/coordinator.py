@@ -158,7 +158,9 @@ class AssignmentCoordinator:
         with self._lock:
             self._reports[member] = report
         self.rebalances += 1
-        log.info("member %s joined generation %d (slots %s); waiting for its assignment", member, generation, slots)
+        log.info(
+            "member %s joined generation %d (slots %s); waiting for its assignment", member, generation, slots
+        )
         return Pending(generation, member)
 
     def assignment_for(self, pending: Pending, consumer: Any) -> list[TaskId] | None:

@@ -97,7 +97,9 @@ def _should_move_a_task(source: ClientState, destination: ClientState) -> bool:
     skew = source.active_task_load() - destination.active_task_load()
     if skew <= 0:
         return False
-    proposed = (len(source.active) - 1) / source.capacity - (len(destination.active) + 1) / destination.capacity
+    proposed = (len(source.active) - 1) / source.capacity - (
+        len(destination.active) + 1
+    ) / destination.capacity
     return abs(proposed) < skew
 
 

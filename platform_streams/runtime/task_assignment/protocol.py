@@ -169,7 +169,9 @@ class Assignment:
         return set(self.clients.get(process, {}).get(role, []))
 
 
-def complete_members(reports: Iterable[Report], generation: int, not_before_ms: int = 0) -> list[Report] | None:
+def complete_members(
+    reports: Iterable[Report], generation: int, not_before_ms: int = 0
+) -> list[Report] | None:
     """The reports of ``generation`` once their slots tile the members topic, else None.
 
     A slot claimed twice (a report left from an earlier run that reused the generation

@@ -107,7 +107,7 @@ def _assign_on_other_tags(
             if len(values.get(key, set())) <= len(used_values):
                 continue  # every value of this dimension is used already: it cannot separate
             excluded |= {c for c, s in clients.items() if s.tags.get(key) in used_values}
-        client = queue.poll(task, lambda c: c not in excluded)
+        client = queue.poll(task, lambda c, out=frozenset(excluded): c not in out)
         if client is None:
             break
         clients[client].assign_standby(task)

@@ -95,7 +95,7 @@ def assign_active_task_movements(
     for movement in sorted(movements, key=_Movement.order):
         task, destination = movement.task, movement.destination
         dest_state = clients[destination]
-        standby_holder = queue.poll(task, lambda c: clients[c].has_standby_task(task))
+        standby_holder = queue.poll(task, lambda c, t=task: clients[c].has_standby_task(t))
         if standby_holder is not None:
             holder = clients[standby_holder]
             holder.unassign_standby(task)
@@ -114,6 +114,11 @@ def assign_active_task_movements(
         most = by_lag[task][0]
         if most == destination:
             raise RuntimeError(f"task {task}: planned a move to a more caught-up client but none exists")
+        if clients[most].has_standby_task(task):  # the most caught up holds a standby: swap roles
+            clients[most].assign_active(task)
+            dest_state.unassign_active(task)
+            dest_state.assign_standby(task)
+            continue
         _move_active_and_try_to_warm_up(
             budget, task, clients[most], dest_state, warmups.setdefault(destination, set())
         )
@@ -137,13 +142,15 @@ def assign_standby_task_movements(
         for task in sorted(state.standby):
             if task in warmups.get(destination, set()):
                 continue  # a warm-up for an active move: never moved again
-            if task in by_lag and _not_caught_up_and_better_exists(task, destination, clients, caught_up, by_lag):
+            if task in by_lag and _not_caught_up_and_better_exists(
+                task, destination, clients, caught_up, by_lag
+            ):
                 movements.append(_Movement(task, destination, frozenset(caught_up.get(task, set()))))
         queue.offer(destination)
     needed = 0
     for movement in sorted(movements, key=_Movement.order):
         task = movement.task
-        source = queue.poll(task, lambda c: not clients[c].has_assigned_task(task))
+        source = queue.poll(task, lambda c, t=task: not clients[c].has_assigned_task(t))
         if source is None:
             continue  # every caught-up client already has a copy: nowhere to move it
         clients[source].assign_standby(task)
