@@ -12,7 +12,7 @@ that way fall back to the least loaded clients, as without tags.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task_assignment.client_state import (
@@ -107,7 +107,7 @@ def _assign_on_other_tags(
             if len(values.get(key, set())) <= len(used_values):
                 continue  # every value of this dimension is used already: it cannot separate
             excluded |= {c for c, s in clients.items() if s.tags.get(key) in used_values}
-        client = queue.poll(task, lambda c, out=frozenset(excluded): c not in out)
+        client = queue.poll(task, _outside(excluded))
         if client is None:
             break
         clients[client].assign_standby(task)
@@ -116,6 +116,11 @@ def _assign_on_other_tags(
         assigned += 1
     queue.offer_all(polled)
     return assigned
+
+
+def _outside(excluded: set[str]) -> Callable[[str], bool]:
+    frozen = frozenset(excluded)
+    return lambda c: c not in frozen
 
 
 def _warn_short(task: TaskId, missing: int, replicas: int) -> None:

@@ -12,7 +12,7 @@ movements is returned: more than zero means a probing rebalance is needed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from platform_streams.processor.task_id import TaskId
@@ -43,6 +43,14 @@ class _Budget:
             self.count -= 1
             return True
         return False
+
+
+def _holds_standby(clients: Mapping[str, ClientState], task: TaskId) -> Callable[[str], bool]:
+    return lambda c: clients[c].has_standby_task(task)
+
+
+def _lacks(clients: Mapping[str, ClientState], task: TaskId) -> Callable[[str], bool]:
+    return lambda c: not clients[c].has_assigned_task(task)
 
 
 def _caught_up(task: TaskId, client: str, caught_up: Mapping[TaskId, set[str]]) -> bool:
@@ -95,7 +103,7 @@ def assign_active_task_movements(
     for movement in sorted(movements, key=_Movement.order):
         task, destination = movement.task, movement.destination
         dest_state = clients[destination]
-        standby_holder = queue.poll(task, lambda c, t=task: clients[c].has_standby_task(t))
+        standby_holder = queue.poll(task, _holds_standby(clients, task))
         if standby_holder is not None:
             holder = clients[standby_holder]
             holder.unassign_standby(task)
@@ -150,7 +158,7 @@ def assign_standby_task_movements(
     needed = 0
     for movement in sorted(movements, key=_Movement.order):
         task = movement.task
-        source = queue.poll(task, lambda c, t=task: not clients[c].has_assigned_task(t))
+        source = queue.poll(task, _lacks(clients, task))
         if source is None:
             continue  # every caught-up client already has a copy: nowhere to move it
         clients[source].assign_standby(task)
