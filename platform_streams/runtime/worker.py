@@ -139,6 +139,7 @@ class StreamWorker(threading.Thread):
         #: state-aware placement: the group only gives membership, the coordinator the tasks
         self._coordinator = coordinator
         self._pending: Pending | None = None
+        self._member: str | None = None
         self._previous_tasks: list[TaskId] = []
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
@@ -231,15 +232,19 @@ class StreamWorker(threading.Thread):
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
         )
         self.consumer = create_consumer(self.config.consumer_configs(self.index))
-        guarded = self.store_guard.wrap
         coordinator = self._coordinator
+        self._subscribe(self.source_topics if coordinator is None else [coordinator.members_topic])
+        self._next_commit = time.monotonic() + self._commit_interval_s
+
+    def _subscribe(self, topics: list[str]) -> None:
+        """Join the group (again: a changed subscription is how a probing rebalance starts)."""
+        guarded = self.store_guard.wrap
         self.consumer.subscribe(
-            self.source_topics if coordinator is None else [coordinator.members_topic],
-            on_assign=guarded(self._on_assign if coordinator is None else self._on_generation),
+            topics,
+            on_assign=guarded(self._on_assign if self._coordinator is None else self._on_generation),
             on_revoke=guarded(self._on_revoke),
             on_lost=guarded(self._on_lost),
         )
-        self._next_commit = time.monotonic() + self._commit_interval_s
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -248,6 +253,8 @@ class StreamWorker(threading.Thread):
         self.store_guard.yield_point()
         if self._pending is not None:
             return self._await_assignment()
+        if self._member is not None and self._coordinator is not None:
+            self._coordinator.maybe_probe(self._member, self.consumer, self._subscribe)
         if self.pause_requested:
             return self._run_paused()
         if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:
@@ -427,9 +434,10 @@ class StreamWorker(threading.Thread):
         assert self._coordinator is not None
         self._set_state(WorkerState.PARTITIONS_ASSIGNED)
         consumer.assign([])  # the member slots are never read; tasks come with the assignment
-        self._pending = self._coordinator.join(
-            consumer, [tp.partition for tp in partitions], self._previous_tasks
-        )
+        coordinator = self._coordinator
+        slots = [tp.partition for tp in partitions if tp.topic == coordinator.members_topic]
+        self._pending = coordinator.join(consumer, slots, self._previous_tasks)
+        self._member = self._pending.member
 
     def _await_assignment(self) -> int:
         """Serve the group (heartbeats, rebalances) until this generation's assignment arrives."""

@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--probing-ms", type=int, default=None, help="probing_rebalance_interval_ms")
     parser.add_argument("--rack", default=None, help="client.rack of this instance")
+    parser.add_argument("--acceptable-lag", type=int, default=None, help="acceptable_recovery_lag")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s [%(process)d] %(name)s %(message)s"
@@ -98,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         settings["task_assignor"] = args.task_assignor
     if args.probing_ms is not None:
         settings["probing_rebalance_interval_ms"] = args.probing_ms
+    if args.acceptable_lag is not None:
+        settings["acceptable_recovery_lag"] = args.acceptable_lag
     if args.rack:
         settings["client_config"] = {"client.rack": args.rack}
     streams = KafkaStreams(build(args), StreamsConfig(**settings))  # type: ignore[arg-type]

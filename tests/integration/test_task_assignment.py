@@ -116,3 +116,62 @@ def test_kill_9_the_standbys_take_over_with_a_small_restore(
     assert changelog_size >= KEYS // 2, "the lost tasks held real state"
     assert replayed <= changelog_size // 10, f"restored {replayed} of {changelog_size} changelog records"
     assert final_counts(read_updates(app, committed_only=False)) == dict(expected)
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """Scale-out 3 -> 4: the newcomer first keeps warm-ups only; a task moves to it at a
+    probing rebalance, once its warm-up is within the acceptable lag (so the move restores
+    at most that many records)."""
+    acceptable = 500
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("warm"), PARTITIONS)
+    changelog = f"{app.app_id}-counts-changelog"
+    common = app.runner_args(
+        guarantee="at_least_once",
+        commit_interval_ms=200,
+        standbys=1,
+        task_assignor="state_aware",
+        probing_ms=8_000,
+        acceptable_lag=acceptable,
+    )
+    first = Feeder(bootstrap_servers, app.source, 2 * KEYS, KEYS, chunk=10_000, pause_s=0.0).start()
+    with runners() as started:
+        group = [
+            started.start(tmp_path / f"i{i}.log", running=False, state_dir=tmp_path / f"s{i}", **common)
+            for i in range(3)
+        ]
+        wait_until(lambda: _settled(group), 120, "every task placed once")
+        expected = first.join()
+        wait_until(app.all_committed, 120, "input done")
+        wait_until(
+            lambda: _standbys_caught_up(group, changelog, bootstrap_servers), 120, "standbys caught up"
+        )
+        trickle = Feeder(bootstrap_servers, app.source, 2_000, KEYS, chunk=50, pause_s=0.1).start()
+        newcomer = started.start(tmp_path / "new.log", running=False, state_dir=tmp_path / "new", **common)
+        first_roles = wait_until(
+            lambda: (r := newcomer.last("ROLES")) and any(r.values()) and r,
+            120,
+            "the newcomer got an assignment",
+        )
+        assert not first_roles["active"], "no task moves to a client that is not caught up"
+        assert first_roles["warmup"] or first_roles["standby"], "the newcomer warms up tasks"
+        everyone = [*group, newcomer]
+        wait_until(lambda: newcomer.last("ACTIVE") and _settled(everyone), 180, "tasks moved to the newcomer")
+        moved = set(newcomer.last("ACTIVE"))
+        restored = wait_until(
+            lambda: (r := newcomer.last("RESTORED") or {}) and set(r) >= moved and r,
+            60,
+            "moved tasks restored",
+        )
+        expected += trickle.join()
+        wait_until(app.all_committed, 120, "all input processed")
+        counts = [len(r.last("ACTIVE") or ()) for r in everyone]
+        for r in everyone:
+            assert r.terminate() == 0
+    print(f"3 -> 4: moved {sorted(moved)}, restored {restored}, active per instance {counts}")
+    assert all(restored[t] <= acceptable + 200 for t in moved), f"a task moved before warm-up: {restored}"
+    assert max(counts) - min(counts) <= 1
+    assert final_counts(read_updates(app, committed_only=False)) == dict(expected)

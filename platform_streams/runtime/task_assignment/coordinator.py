@@ -20,6 +20,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import TopicPartition
 from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.task import store_changelogs
 from platform_streams.runtime.task_assignment.client_state import AssignmentConfigs
 from platform_streams.runtime.task_assignment.protocol import (
@@ -99,6 +100,10 @@ class AssignmentCoordinator:
         self.rebalance_latencies: list[float] = []
         self.rebalances = 0
         self.members_topic = members_topic_name(config.application_id)
+        self.control_topic = control_topic_name(config.application_id)
+        self._probed: set[int] = set()
+        self._probe_toggle = False
+        self.probing_rebalances = 0
 
     def start(self, partition_counts: Mapping[str, int]) -> None:
         """Learn the application's tasks and their changelog partitions."""
@@ -182,6 +187,25 @@ class AssignmentCoordinator:
         if pending.generation not in self._published:
             self._lead(pending.generation, members, consumer)
         return None
+
+    def maybe_probe(self, member: str, consumer: Any, subscribe: Callable[[list[str]], None]) -> None:
+        """The leader starts a probing rebalance ``probing_rebalance_interval_ms`` after an
+        assignment that left warm-ups behind: a changed subscription makes the group
+        rebalance (toggling the control topic in and out of it; its partition is never read)."""
+        current = self.current
+        if current is None or not current.probing or current.leader != member:
+            return
+        if current.generation in self._probed:
+            return
+        age_ms = time.time() * 1000 - current.time_ms
+        if age_ms < self.configs.probing_rebalance_interval_ms:
+            return
+        self._probed.add(current.generation)
+        self._probe_toggle = not self._probe_toggle
+        topics = [self.members_topic] + ([self.control_topic] if self._probe_toggle else [])
+        log.info("probing rebalance after generation %d: warm-ups may have caught up", current.generation)
+        self.probing_rebalances += 1
+        subscribe(topics)
 
     def _lead(self, generation: int, members: list[Report], consumer: Any) -> None:
         ends = self._end_offsets(consumer)
