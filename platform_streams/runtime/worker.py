@@ -436,7 +436,8 @@ class StreamWorker(threading.Thread):
         consumer.assign([])  # the member slots are never read; tasks come with the assignment
         coordinator = self._coordinator
         slots = [tp.partition for tp in partitions if tp.topic == coordinator.members_topic]
-        self._pending = coordinator.join(consumer, slots, self._previous_tasks)
+        instance = self.config.consumer_configs(self.index).get("group.instance.id")
+        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance)
         self._member = self._pending.member
 
     def _await_assignment(self) -> int:

@@ -175,3 +175,80 @@ def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
     assert all(restored[t] <= acceptable + 200 for t in moved), f"a task moved before warm-up: {restored}"
     assert max(counts) - min(counts) <= 1
     assert final_counts(read_updates(app, committed_only=False)) == dict(expected)
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("roll"), PARTITIONS)
+    changelog = f"{app.app_id}-counts-changelog"
+    common = app.runner_args(
+        guarantee="exactly_once_v2", commit_interval_ms=100, standbys=1, task_assignor="state_aware"
+    )
+    feed = Feeder(bootstrap_servers, app.source, 2 * KEYS, KEYS, chunk=10_000, pause_s=0.0).start()
+    with runners() as started:
+
+        def start(i: int) -> Runner:
+            return started.start(
+                tmp_path / f"i{i}.log",
+                running=False,
+                state_dir=tmp_path / f"s{i}",
+                instance_id=f"i{i}",
+                **common,
+            )
+
+        group = [start(i) for i in range(3)]
+        wait_until(lambda: _settled(group), 120, "every task placed once")
+        expected = feed.join()
+        wait_until(app.all_committed, 120, "input done")
+        sizes = log_end_offsets(
+            {"bootstrap.servers": bootstrap_servers}, [(changelog, p) for p in range(PARTITIONS)]
+        )
+        restores: list[dict[str, int]] = []
+        for i in range(3):
+            assert group[i].terminate() == 0
+            group[i] = back = start(i)
+            wait_until(lambda b=back: _settled(group) and b.last("RESTORED") is not None, 120, f"i{i} back")
+            restores += [r.last("RESTORED") or {} for r in group]
+        wait_until(app.all_committed, 120, "all input processed")
+        for r in group:
+            assert r.terminate() == 0
+    print(f"rolling restart: restored per task {restores}")
+    for restored in restores:
+        for task, count in restored.items():
+            full = sizes[(changelog, int(task.split("_")[1]))]
+            assert count <= full // 10, f"task {task} restored {count} of {full} records: a full restore"
+    assert final_counts(read_updates(app, committed_only=True)) == dict(expected)
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_with_two_racks_every_standby_is_on_the_other_rack(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("rack"), PARTITIONS)
+    common = app.runner_args(
+        guarantee="at_least_once", commit_interval_ms=200, standbys=1, task_assignor="state_aware"
+    )
+    racks = ["a", "b", "a", "b"]
+    with runners() as started:
+        group = [
+            started.start(
+                tmp_path / f"i{i}.log", running=False, state_dir=tmp_path / f"s{i}", rack=rack, **common
+            )
+            for i, rack in enumerate(racks)
+        ]
+        wait_until(lambda: _settled(group), 120, "every task placed once")
+        wait_until(
+            lambda: sum(len(_tasks(r, "standby")) for r in group) == PARTITIONS,
+            60,
+            "every task has a standby",
+        )
+        owner = {t: racks[i] for i, r in enumerate(group) for t in _tasks(r, "active")}
+        holders = {t: racks[i] for i, r in enumerate(group) for t in _tasks(r, "standby")}
+        for r in group:
+            assert r.terminate() == 0
+    assert set(holders) == set(owner)
+    assert all(holders[t] != owner[t] for t in owner), f"active racks {owner}, standby racks {holders}"

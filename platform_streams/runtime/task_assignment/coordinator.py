@@ -49,9 +49,11 @@ _REPORT_HORIZON_MS = 60_000
 class Pending:
     """A member waiting for its generation's assignment."""
 
-    def __init__(self, generation: int, member: str) -> None:
+    def __init__(self, generation: int, member: str, slots: list[int], instance_id: str | None) -> None:
         self.generation = generation
         self.member = member
+        self.slots = sorted(slots)
+        self.instance_id = instance_id
         self.joined = time.monotonic()
         self.joined_ms = int(time.time() * 1000)
 
@@ -146,7 +148,9 @@ class AssignmentCoordinator:
 
     # -- a worker joins a generation -----------------------------------------------------------
 
-    def join(self, consumer: Any, slots: list[int], prev_active: list[TaskId]) -> Pending:
+    def join(
+        self, consumer: Any, slots: list[int], prev_active: list[TaskId], instance_id: str | None = None
+    ) -> Pending:
         """Publish this member's report for the generation it just joined."""
         generation, member = group_generation(consumer.consumer_group_metadata())
         report = Report(
@@ -166,21 +170,25 @@ class AssignmentCoordinator:
         log.info(
             "member %s joined generation %d (slots %s); waiting for its assignment", member, generation, slots
         )
-        return Pending(generation, member)
+        return Pending(generation, member, slots, instance_id)
 
     def assignment_for(self, pending: Pending, consumer: Any) -> list[TaskId] | None:
         """The tasks of ``pending``'s member in its generation, once published; the leader
         computes and publishes the assignment here."""
         with self._lock:
             found = next(
-                (a for a in self._assignments.get(pending.generation, []) if pending.member in a.members),
+                (
+                    tasks
+                    for a in self._assignments.get(pending.generation, [])
+                    if (tasks := a.tasks_of(pending.member, pending.slots, pending.instance_id)) is not None
+                ),
                 None,
             )
             reports = list(self._reports.values())
         if found is not None:
             self.rebalance_latencies.append(time.monotonic() - pending.joined)
             del self.rebalance_latencies[:-100]
-            return list(found.members[pending.member])
+            return found
         members = complete_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
         if members is None or min(r.member for r in members) != pending.member:
             return None

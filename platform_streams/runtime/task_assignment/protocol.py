@@ -137,6 +137,23 @@ class Assignment:
     clients: dict[str, dict[str, list[TaskId]]]
     probing: bool = False
     time_ms: int = 0
+    #: each member's slots: a static member that rejoined without a rebalance (Kafka) has a
+    #: new member id but the same slots in the same generation, and finds its tasks by them
+    slots: dict[str, list[int]] = field(default_factory=dict)
+
+    def tasks_of(self, member: str, slots: Iterable[int], instance_id: str | None) -> list[TaskId] | None:
+        """The member's tasks, by member id, else (a static member, ``instance_id``) by the
+        slots of its previous incarnation, whose id the broker derived from the same instance
+        id (``<instance id>-<uuid>``); None if the assignment does not name it."""
+        if member in self.members:
+            return list(self.members[member])
+        mine = sorted(slots)
+        if not instance_id or not mine:
+            return None
+        for other, theirs in self.slots.items():
+            if sorted(theirs) == mine and other.startswith(instance_id + "-") and other in self.members:
+                return list(self.members[other])
+        return None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -149,6 +166,7 @@ class Assignment:
             },
             "probing": self.probing,
             "time": self.time_ms,
+            "slots": dict(sorted(self.slots.items())),
         }
 
     @classmethod
@@ -163,6 +181,7 @@ class Assignment:
             },
             probing=bool(data.get("probing", False)),
             time_ms=int(data.get("time", 0)),
+            slots={m: [int(x) for x in ss] for m, ss in data.get("slots", {}).items()},
         )
 
     def role_of(self, process: str, role: str) -> set[TaskId]:
@@ -264,6 +283,7 @@ def compute_assignment(
         },
         probing=probing,
         time_ms=int(time.time() * 1000),
+        slots={r.member: list(r.slots) for r in reports},
     )
 
 

@@ -179,3 +179,12 @@ def test_compute_assignment_prefers_caught_up_clients_and_round_trips() -> None:
     assert set(assignment.clients["p2"]["standby"]) | set(assignment.clients["p2"]["warmup"]) == set(tasks)
     assert Assignment.from_json(assignment.to_json()) == assignment
     assert Report.from_json(reports[0].to_json()) == reports[0]
+
+
+def test_a_static_member_that_rejoined_without_a_rebalance_finds_its_tasks_by_slots() -> None:
+    assignment = Assignment(
+        5, "i1-aaa", {"i1-aaa": [T00], "i2-bbb": [T01]}, {}, slots={"i1-aaa": [0, 1], "i2-bbb": [2, 3]}
+    )
+    assert assignment.tasks_of("i2-new", [2, 3], "i2") == [T01], "same instance id, same slots"
+    assert assignment.tasks_of("i2-new", [2, 3], None) is None, "a dynamic member must be named"
+    assert assignment.tasks_of("i3-new", [2, 3], "i3") is None, "another instance's slots are not ours"
