@@ -138,7 +138,7 @@ class StreamsConfig(BaseModel):
         default=600_000, ge=1_000, description="Kafka requires >= 60000; shorter values are for tests."
     )
     task_assignor: Literal["state_aware", "range"] = Field(
-        default="range",
+        default="state_aware",
         description="'state_aware': KIP-441 placement computed by the clients "
         "(runtime/task_assignment); 'range': the consumer group's range assignor.",
     )

@@ -157,6 +157,14 @@ CATALOG: tuple[MetricSpec, ...] = (
        "Workers (stream threads) currently alive."),
     _m("client_failed_stream_threads", "gauge", _CLIENT_G, "failed-stream-threads",
        "Workers that died of an exception since the client started."),
+    _m("client_assigned_tasks", "gauge", _OURS, "",
+       "Tasks the state-aware assignor gives this client, by role: active, standby, warmup "
+       "(task_assignor=state_aware).", ("role",)),
+    _m("client_rebalance_latency_seconds", "gauge", _OURS, "",
+       "Time from joining the last group generation to receiving its assignment "
+       "(task_assignor=state_aware).", ()),
+    _m("client_probing_rebalances", "counter", _OURS, "",
+       "Probing rebalances this client started as leader, to move tasks to warmed-up clients.", ()),
     # -- thread (worker) ----------------------------------------------------------------------
     _m("thread_state", "stateset", _THREAD_G, "thread-state",
        "The worker's state (1 for the current state).", (*_THREAD, "state")),

@@ -275,6 +275,16 @@ class AssignmentCoordinator:
             for role in ("active", "standby", "warmup")
         }
 
+    def task_view(self) -> dict[str, dict[str, Any]]:
+        """Per task this client holds: its role and the lag the leader saw (``/state``)."""
+        current = self.current
+        lags = current.lags.get(self.process_id, {}) if current is not None else {}
+        return {
+            str(task): {"role": role, "lag_at_assignment": lags.get(task)}
+            for role, tasks in self.roles().items()
+            for task in sorted(tasks)
+        }
+
     def partitions_of(self, tasks: list[TaskId]) -> list[TopicPartition]:
         """The input partitions of ``tasks`` (all of a sub-topology's sources: co-partitioned)."""
         app = self.config.application_id

@@ -140,6 +140,8 @@ class Assignment:
     #: each member's slots: a static member that rejoined without a rebalance (Kafka) has a
     #: new member id but the same slots in the same generation, and finds its tasks by them
     slots: dict[str, list[int]] = field(default_factory=dict)
+    #: per client, the lag the leader computed for each stateful task it gave that client
+    lags: dict[str, dict[TaskId, int]] = field(default_factory=dict)
 
     def tasks_of(self, member: str, slots: Iterable[int], instance_id: str | None) -> list[TaskId] | None:
         """The member's tasks, by member id, else (a static member, ``instance_id``) by the
@@ -167,6 +169,9 @@ class Assignment:
             "probing": self.probing,
             "time": self.time_ms,
             "slots": dict(sorted(self.slots.items())),
+            "lags": {
+                pid: {str(t): n for t, n in sorted(ls.items())} for pid, ls in sorted(self.lags.items())
+            },
         }
 
     @classmethod
@@ -182,6 +187,10 @@ class Assignment:
             probing=bool(data.get("probing", False)),
             time_ms=int(data.get("time", 0)),
             slots={m: [int(x) for x in ss] for m, ss in data.get("slots", {}).items()},
+            lags={
+                pid: {TaskId.parse(t): int(n) for t, n in ls.items()}
+                for pid, ls in data.get("lags", {}).items()
+            },
         )
 
     def role_of(self, process: str, role: str) -> set[TaskId]:
@@ -284,6 +293,10 @@ def compute_assignment(
         probing=probing,
         time_ms=int(time.time() * 1000),
         slots={r.member: list(r.slots) for r in reports},
+        lags={
+            pid: {t: n for t, n in lags.get(pid, {}).items() if t in s.active or t in s.standby}
+            for pid, s in clients.items()
+        },
     )
 
 
