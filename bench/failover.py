@@ -1,0 +1,254 @@
+"""Failover and scale-out: today's placement (``range``) against the state-aware assignor.
+
+    python bench/failover.py                                   # embedded broker, both assignors
+    python bench/failover.py --assignors state_aware --keys 30000
+    PLATFORM_STREAMS_BOOTSTRAP=host:9092 python bench/failover.py
+
+The application is the counting app of the exactly-once tests (``tests/integration/
+eos_runner.py``: cache off, one changelog record per input record), at-least-once,
+``num_standby_replicas=1``, 6 partitions, 6 s sessions, run as separate processes. Per
+assignor, two scenarios, each on a fresh application:
+
+* **kill -9 of one of three instances** once every standby has caught up, while input
+  trickles in (100 records every 0.1 s): *restored* = changelog records the survivors
+  replayed to take the lost tasks over; *gap* = the longest time any output partition
+  went without a new record, from the kill until every task is placed again;
+* **scale-out 3 -> 4**: a fourth instance joins under the same trickle; *restored* =
+  changelog records replayed by every task that became active somewhere after the join;
+  *gap* = the longest silence of any output partition from the join until the assignment
+  settles (the state-aware assignor: after its probing rebalance, ``probing_ms``).
+
+Gaps come from the output records' timestamps (CreateTime: when the worker produced
+them), so they include the group rebalance, the assignment, restores and commit delays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, log_end_offsets  # noqa: E402
+from tests.integration.eos_support import Feeder, Runner, RunnerApp, inputs, new_app_id, runners  # noqa: E402
+from tests.integration.support_apps import wait_until  # noqa: E402
+from tests.support.kafka import consume_all, produce  # noqa: E402
+
+PARTITIONS = 6
+
+
+class Trickle:
+    """100 input records every 0.1 s from a background thread until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, keys: int) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(bootstrap, topic, keys), daemon=True)
+        self._thread.start()
+
+    def _run(self, bootstrap: str, topic: str, keys: int) -> None:
+        sent = 10_000_000
+        while not self._stop.is_set():
+            produce(bootstrap, topic, inputs(sent, 100, keys))
+            sent += 100
+            self._stop.wait(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+@contextmanager
+def broker(bootstrap: str | None) -> Iterator[str]:
+    if bootstrap:
+        yield bootstrap
+        return
+    with EmbeddedBroker() as embedded:
+        yield embedded.bootstrap_servers
+
+
+def _actives(group: list[Runner]) -> list[set[str]]:
+    return [set(r.last("ACTIVE") or ()) for r in group]
+
+
+def _placed(group: list[Runner]) -> bool:
+    every = [t for a in _actives(group) for t in a]
+    return len(every) == PARTITIONS == len(set(every))
+
+
+def _standbys_current(group: list[Runner], changelog: str, bootstrap: str) -> bool:
+    held: dict[str, int] = {}
+    for r in group:
+        for task, offsets in (r.last("STANDBY") or {}).items():
+            held[task] = offsets.get(f"{changelog}:{task.split('_')[1]}", -1)
+    if len(held) < PARTITIONS:
+        return False
+    ends = log_end_offsets(
+        {"bootstrap.servers": bootstrap}, [(changelog, int(t.split("_")[1])) for t in held]
+    )
+    return all(held[t] >= ends[(changelog, int(t.split("_")[1]))] - 101 for t in held)
+
+
+def _longest_silence(bootstrap: str, topic: str, start_ms: int, end_ms: int) -> float:
+    """The longest time (s) any partition of ``topic`` went without a record in [start, end]."""
+    ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(topic, p) for p in range(PARTITIONS)])
+    records = consume_all(bootstrap, topic, sum(ends.values()), timeout_s=120)
+    stamps: dict[int, list[int]] = defaultdict(list)
+    for rec in records:
+        if start_ms <= rec.timestamp <= end_ms:
+            stamps[rec.partition].append(rec.timestamp)
+    worst = 0
+    for p in range(PARTITIONS):
+        points = [start_ms, *sorted(stamps.get(p, [])), end_ms]
+        worst = max(worst, *(b - a for a, b in itertools.pairwise(points)))
+    return worst / 1000.0
+
+
+def _restored(group: list[Runner], tasks: set[str] | None) -> int:
+    total = 0
+    for r in group:
+        total += sum(n for t, n in (r.last("RESTORED") or {}).items() if tasks is None or t in tasks)
+    return total
+
+
+def _start_group(
+    app: RunnerApp, started: Any, tmp: Path, args: dict[str, Any], keys: int, count: int
+) -> tuple[list[Runner], str]:
+    changelog = f"{app.app_id}-counts-changelog"
+    feed = Feeder(app.bootstrap, app.source, 3 * keys, keys, chunk=10_000, pause_s=0.0).start()
+    group = [
+        started.start(tmp / f"i{i}.log", running=False, state_dir=tmp / f"s{i}", **args) for i in range(count)
+    ]
+    wait_until(lambda: _placed(group), 180, "tasks placed")
+    feed.join(300)
+    wait_until(app.all_committed, 300, "input processed")
+    wait_until(lambda: _standbys_current(group, changelog, app.bootstrap), 180, "standbys caught up")
+    return group, changelog
+
+
+def kill_one_of_three(
+    bootstrap: str, admin: KafkaAdmin, assignor: str, keys: int, tmp: Path
+) -> dict[str, Any]:
+    app = RunnerApp.create(bootstrap, admin, new_app_id(f"fo-{assignor}"), PARTITIONS)
+    args = app.runner_args(
+        guarantee="at_least_once", commit_interval_ms=200, standbys=1, task_assignor=assignor
+    )
+    with runners() as started:
+        group, changelog = _start_group(app, started, tmp, args, keys, 3)
+        doomed = max(group, key=lambda r: len(r.last("ACTIVE") or ()))
+        lost = set(doomed.last("ACTIVE"))
+        sizes = log_end_offsets(
+            {"bootstrap.servers": bootstrap}, [(changelog, int(t.split("_")[1])) for t in lost]
+        )
+        survivors = [r for r in group if r is not doomed]
+        before = {id(r): r.last("RESTORED") for r in survivors}
+        trickle = Trickle(bootstrap, app.source, keys)
+        time.sleep(2)
+        killed_ms = int(time.time() * 1000)
+        doomed.kill()
+
+        def taken_over() -> bool:
+            if not (_placed(survivors) and lost <= set().union(*_actives(survivors))):
+                return False
+            return all(
+                r.last("RESTORED") is not before[id(r)] for r in survivors if lost & set(r.last("ACTIVE"))
+            )
+
+        wait_until(taken_over, 180, "lost tasks taken over")
+        time.sleep(3)
+        end_ms = int(time.time() * 1000)
+        trickle.stop()
+        restored = _restored(survivors, lost)
+        for r in survivors:
+            r.terminate()
+    gap = _longest_silence(bootstrap, app.sink, killed_ms, end_ms)
+    return {
+        "lost_tasks": sorted(lost),
+        "lost_changelog": sum(sizes.values()),
+        "restored": restored,
+        "gap_s": gap,
+    }
+
+
+def scale_out(
+    bootstrap: str, admin: KafkaAdmin, assignor: str, keys: int, tmp: Path, probing_ms: int
+) -> dict[str, Any]:
+    app = RunnerApp.create(bootstrap, admin, new_app_id(f"so-{assignor}"), PARTITIONS)
+    args = app.runner_args(
+        guarantee="at_least_once",
+        commit_interval_ms=200,
+        standbys=1,
+        task_assignor=assignor,
+        probing_ms=probing_ms,
+    )
+    with runners() as started:
+        group, changelog = _start_group(app, started, tmp, args, keys, 3)
+        sizes = log_end_offsets({"bootstrap.servers": bootstrap}, [(changelog, p) for p in range(PARTITIONS)])
+        before = {id(r): r.last("RESTORED") or {} for r in group}
+        trickle = Trickle(bootstrap, app.source, keys)
+        time.sleep(2)
+        joined_ms = int(time.time() * 1000)
+        newcomer = started.start(tmp / "new.log", running=False, state_dir=tmp / "new", **args)
+        everyone = [*group, newcomer]
+        wait_until(lambda: newcomer.last("ACTIVE") and _placed(everyone), 300, "newcomer runs tasks")
+        time.sleep(probing_ms / 1000 + 8 if assignor == "state_aware" else 8)
+        wait_until(lambda: _placed(everyone), 120, "settled")
+        end_ms = int(time.time() * 1000)
+        trickle.stop()
+        restored = 0
+        for r in everyone:
+            now = r.last("RESTORED") or {}
+            if now is not before.get(id(r)):
+                restored += sum(now.values())
+        counts = [len(a) for a in _actives(everyone)]
+        for r in everyone:
+            r.terminate()
+    gap = _longest_silence(bootstrap, app.sink, joined_ms, end_ms)
+    return {
+        "changelog": sum(sizes.values()),
+        "restored": restored,
+        "gap_s": gap,
+        "active_per_instance": counts,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--assignors", default="range,state_aware")
+    parser.add_argument("--keys", type=int, default=30_000)
+    parser.add_argument("--probing-ms", type=int, default=10_000)
+    parser.add_argument("--bootstrap", default=None, help="default: PLATFORM_STREAMS_BOOTSTRAP or embedded")
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {}
+    with (
+        broker(args.bootstrap or os.environ.get("PLATFORM_STREAMS_BOOTSTRAP")) as bootstrap,
+        KafkaAdmin({"bootstrap.servers": bootstrap}) as admin,
+    ):
+        for assignor in args.assignors.split(","):
+            with tempfile.TemporaryDirectory() as tmp:
+                kill = kill_one_of_three(bootstrap, admin, assignor, args.keys, Path(tmp) / "kill")
+                print(json.dumps({"assignor": assignor, "scenario": "kill -9 1 of 3", **kill}), flush=True)
+            with tempfile.TemporaryDirectory() as tmp:
+                grow = scale_out(bootstrap, admin, assignor, args.keys, Path(tmp) / "grow", args.probing_ms)
+                print(json.dumps({"assignor": assignor, "scenario": "scale-out 3->4", **grow}), flush=True)
+            results[assignor] = {"kill": kill, "scale_out": grow}
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
