@@ -127,6 +127,7 @@ def _start_group(
     app: RunnerApp, started: Any, tmp: Path, args: dict[str, Any], keys: int, count: int
 ) -> tuple[list[Runner], str]:
     changelog = f"{app.app_id}-counts-changelog"
+    tmp.mkdir(parents=True, exist_ok=True)
     feed = Feeder(app.bootstrap, app.source, 3 * keys, keys, chunk=10_000, pause_s=0.0).start()
     group = [
         started.start(tmp / f"i{i}.log", running=False, state_dir=tmp / f"s{i}", **args) for i in range(count)

@@ -13,6 +13,9 @@ client (one :class:`KafkaStreams`, i.e. one process) tails ``<application_id>-co
   shuts down (KafkaStreams' SHUTDOWN_APPLICATION). Requests older than the client are
   history and ignored, so an application restarted after such a shutdown runs again.
 
+* ``report/<member id>`` and ``assignment``: the state-aware assignment protocol
+  (:mod:`platform_streams.runtime.task_assignment.protocol`), handed to its coordinator.
+
 The worker also uses this topic for its exactly-once fencing check (an offset commit of
 partition 0 in the application's group; see ``StreamWorker``).
 """
