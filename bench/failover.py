@@ -18,8 +18,10 @@ assignor, two scenarios, each on a fresh application:
   *gap* = the longest silence of any output partition from the join until the assignment
   settles (the state-aware assignor: after its probing rebalance, ``probing_ms``).
 
-Gaps come from the output records' timestamps (CreateTime: when the worker produced
-them), so they include the group rebalance, the assignment, restores and commit delays.
+Gaps are measured from outside: a consumer tails the output and notes when records
+arrive (output records carry their input's timestamp, so theirs cannot be used). They
+include failure detection (the session timeout, after a kill), the group rebalance, the
+assignment, restores and commit delays.
 """
 
 from __future__ import annotations
@@ -42,10 +44,17 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, log_end_offsets  # noqa: E402
+from platform_streams.kafka import (  # noqa: E402
+    OFFSET_END,
+    EmbeddedBroker,
+    KafkaAdmin,
+    TopicPartition,
+    create_consumer,
+    log_end_offsets,
+)
 from tests.integration.eos_support import Feeder, Runner, RunnerApp, inputs, new_app_id, runners  # noqa: E402
 from tests.integration.support_apps import wait_until  # noqa: E402
-from tests.support.kafka import consume_all, produce  # noqa: E402
+from tests.support.kafka import produce  # noqa: E402
 
 PARTITIONS = 6
 
@@ -75,7 +84,7 @@ def broker(bootstrap: str | None) -> Iterator[str]:
     if bootstrap:
         yield bootstrap
         return
-    with EmbeddedBroker() as embedded:
+    with EmbeddedBroker(kill_with_parent=True) as embedded:
         yield embedded.bootstrap_servers
 
 
@@ -101,19 +110,48 @@ def _standbys_current(group: list[Runner], changelog: str, bootstrap: str) -> bo
     return all(held[t] >= ends[(changelog, int(t.split("_")[1]))] - 101 for t in held)
 
 
-def _longest_silence(bootstrap: str, topic: str, start_ms: int, end_ms: int) -> float:
-    """The longest time (s) any partition of ``topic`` went without a record in [start, end]."""
-    ends = log_end_offsets({"bootstrap.servers": bootstrap}, [(topic, p) for p in range(PARTITIONS)])
-    records = consume_all(bootstrap, topic, sum(ends.values()), timeout_s=120)
-    stamps: dict[int, list[int]] = defaultdict(list)
-    for rec in records:
-        if start_ms <= rec.timestamp <= end_ms:
-            stamps[rec.partition].append(rec.timestamp)
-    worst = 0
-    for p in range(PARTITIONS):
-        points = [start_ms, *sorted(stamps.get(p, [])), end_ms]
-        worst = max(worst, *(b - a for a, b in itertools.pairwise(points)))
-    return worst / 1000.0
+class OutputWatcher:
+    """Tails the output topic and notes when each record *arrives* (wall clock, per partition).
+
+    Output records carry their input record's timestamp (as in Kafka Streams), so the
+    processing gap must be seen from the outside: a group-less consumer from the log end,
+    fetching every 10 ms.
+    """
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.arrivals: dict[int, list[float]] = defaultdict(list)
+        self._stop = threading.Event()
+        self._consumer = create_consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"watch-{topic}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 10,
+                "fetch.queue.backoff.ms": 10,
+            }
+        )
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_END) for p in range(PARTITIONS)])
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for msg in self._consumer.consume(1000, 0.05):
+                if msg.error() is None:
+                    self.arrivals[msg.partition()].append(time.time())
+
+    def longest_silence(self, start: float, end: float) -> float:
+        """The longest time (s) any partition went without a new record in [start, end]."""
+        worst = 0.0
+        for p in range(PARTITIONS):
+            points = [start, *(t for t in self.arrivals.get(p, []) if start <= t <= end), end]
+            worst = max(worst, *(b - a for a, b in itertools.pairwise(points)))
+        return worst
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._consumer.close()
 
 
 def _restored(group: list[Runner], tasks: set[str] | None) -> int:
@@ -155,9 +193,10 @@ def kill_one_of_three(
         )
         survivors = [r for r in group if r is not doomed]
         before = {id(r): r.last("RESTORED") for r in survivors}
+        watcher = OutputWatcher(bootstrap, app.sink)
         trickle = Trickle(bootstrap, app.source, keys)
         time.sleep(2)
-        killed_ms = int(time.time() * 1000)
+        killed = time.time()
         doomed.kill()
 
         def taken_over() -> bool:
@@ -169,12 +208,12 @@ def kill_one_of_three(
 
         wait_until(taken_over, 180, "lost tasks taken over")
         time.sleep(3)
-        end_ms = int(time.time() * 1000)
+        gap = watcher.longest_silence(killed, time.time())
         trickle.stop()
+        watcher.close()
         restored = _restored(survivors, lost)
         for r in survivors:
             r.terminate()
-    gap = _longest_silence(bootstrap, app.sink, killed_ms, end_ms)
     return {
         "lost_tasks": sorted(lost),
         "lost_changelog": sum(sizes.values()),
@@ -198,16 +237,18 @@ def scale_out(
         group, changelog = _start_group(app, started, tmp, args, keys, 3)
         sizes = log_end_offsets({"bootstrap.servers": bootstrap}, [(changelog, p) for p in range(PARTITIONS)])
         before = {id(r): r.last("RESTORED") or {} for r in group}
+        watcher = OutputWatcher(bootstrap, app.sink)
         trickle = Trickle(bootstrap, app.source, keys)
         time.sleep(2)
-        joined_ms = int(time.time() * 1000)
+        joined = time.time()
         newcomer = started.start(tmp / "new.log", running=False, state_dir=tmp / "new", **args)
         everyone = [*group, newcomer]
         wait_until(lambda: newcomer.last("ACTIVE") and _placed(everyone), 300, "newcomer runs tasks")
         time.sleep(probing_ms / 1000 + 8 if assignor == "state_aware" else 8)
         wait_until(lambda: _placed(everyone), 120, "settled")
-        end_ms = int(time.time() * 1000)
+        gap = watcher.longest_silence(joined, time.time())
         trickle.stop()
+        watcher.close()
         restored = 0
         for r in everyone:
             now = r.last("RESTORED") or {}
@@ -216,7 +257,6 @@ def scale_out(
         counts = [len(a) for a in _actives(everyone)]
         for r in everyone:
             r.terminate()
-    gap = _longest_silence(bootstrap, app.sink, joined_ms, end_ms)
     return {
         "changelog": sum(sizes.values()),
         "restored": restored,

@@ -8,6 +8,7 @@ asserted here: bench/failover.py measures them.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,24 @@ def _settled(group: list[Runner]) -> bool:
     )
 
 
+def _run_counted(app: RunnerApp, group: list[Runner], feed: Feeder) -> Counter[str]:
+    """Wait until the group placed every task once and processed ``feed``; its input counts."""
+    wait_until(lambda: _settled(group), 120, "every task placed once")
+    expected = feed.join()
+    wait_until(app.all_committed, 120, "input done")
+    return expected
+
+
+def _stop_and_check(
+    app: RunnerApp, group: list[Runner], expected: Counter[str], *, committed_only: bool
+) -> None:
+    """Everything processed, every runner closes cleanly, and the last counts are exact."""
+    wait_until(app.all_committed, 120, "all input processed")
+    for r in group:
+        assert r.terminate() == 0
+    assert final_counts(read_updates(app, committed_only=committed_only)) == dict(expected)
+
+
 @pytest.mark.broker
 @pytest.mark.slow
 @pytest.mark.parametrize("instances", [3, 4])
@@ -77,9 +96,7 @@ def test_kill_9_the_standbys_take_over_with_a_small_restore(
             started.start(tmp_path / f"i{i}.log", running=False, state_dir=tmp_path / f"s{i}", **common)
             for i in range(instances)
         ]
-        wait_until(lambda: _settled(group), 120, "every task placed once")
-        expected = first.join()
-        wait_until(app.all_committed, 120, "input done")
+        expected = _run_counted(app, group, first)
         wait_until(
             lambda: _standbys_caught_up(group, changelog, bootstrap_servers), 120, "standbys caught up"
         )
@@ -107,15 +124,12 @@ def test_kill_9_the_standbys_take_over_with_a_small_restore(
 
         restored = wait_until(taken_over, 120, "the survivors took the lost tasks over")
         expected += second.join()
-        wait_until(app.all_committed, 120, "new input processed")
-        for r in survivors:
-            assert r.terminate() == 0
+        _stop_and_check(app, survivors, expected, committed_only=False)
     changelog_size = sum(ends.values())
     replayed = sum(restored.values())
     print(f"{instances} instances: lost {sorted(lost)}, restored {replayed} of {changelog_size} records")
     assert changelog_size >= KEYS // 2, "the lost tasks held real state"
     assert replayed <= changelog_size // 10, f"restored {replayed} of {changelog_size} changelog records"
-    assert final_counts(read_updates(app, committed_only=False)) == dict(expected)
 
 
 @pytest.mark.broker
@@ -143,9 +157,7 @@ def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
             started.start(tmp_path / f"i{i}.log", running=False, state_dir=tmp_path / f"s{i}", **common)
             for i in range(3)
         ]
-        wait_until(lambda: _settled(group), 120, "every task placed once")
-        expected = first.join()
-        wait_until(app.all_committed, 120, "input done")
+        expected = _run_counted(app, group, first)
         wait_until(
             lambda: _standbys_caught_up(group, changelog, bootstrap_servers), 120, "standbys caught up"
         )
@@ -169,12 +181,10 @@ def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
         expected += trickle.join()
         wait_until(app.all_committed, 120, "all input processed")
         counts = [len(r.last("ACTIVE") or ()) for r in everyone]
-        for r in everyone:
-            assert r.terminate() == 0
+        _stop_and_check(app, everyone, expected, committed_only=False)
     print(f"3 -> 4: moved {sorted(moved)}, restored {restored}, active per instance {counts}")
     assert all(restored[t] <= acceptable + 200 for t in moved), f"a task moved before warm-up: {restored}"
     assert max(counts) - min(counts) <= 1
-    assert final_counts(read_updates(app, committed_only=False)) == dict(expected)
 
 
 @pytest.mark.broker
@@ -200,9 +210,7 @@ def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
             )
 
         group = [start(i) for i in range(3)]
-        wait_until(lambda: _settled(group), 120, "every task placed once")
-        expected = feed.join()
-        wait_until(app.all_committed, 120, "input done")
+        expected = _run_counted(app, group, feed)
         sizes = log_end_offsets(
             {"bootstrap.servers": bootstrap_servers}, [(changelog, p) for p in range(PARTITIONS)]
         )
@@ -212,15 +220,12 @@ def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
             group[i] = back = start(i)
             wait_until(lambda b=back: _settled(group) and b.last("RESTORED") is not None, 120, f"i{i} back")
             restores += [r.last("RESTORED") or {} for r in group]
-        wait_until(app.all_committed, 120, "all input processed")
-        for r in group:
-            assert r.terminate() == 0
+        _stop_and_check(app, group, expected, committed_only=True)
     print(f"rolling restart: restored per task {restores}")
     for restored in restores:
         for task, count in restored.items():
             full = sizes[(changelog, int(task.split("_")[1]))]
             assert count <= full // 10, f"task {task} restored {count} of {full} records: a full restore"
-    assert final_counts(read_updates(app, committed_only=True)) == dict(expected)
 
 
 @pytest.mark.broker

@@ -36,6 +36,22 @@ def _with_lags(active: Iterable[TaskId], lags: dict[TaskId, int]) -> ClientState
     return state
 
 
+def _each_caught_up_on_anothers_task() -> tuple[
+    dict[str, ClientState], dict[TaskId, set[str]], dict[TaskId, list[str]]
+]:
+    """The setup TaskMovementTest's move tests share: each client runs a task another one
+    is caught up on."""
+    all_tasks = {T00, T01, T02}
+    clients = {
+        P1: _with_active({T00}, {T00}, all_tasks),
+        P2: _with_active({T01}, {T02}, all_tasks),
+        P3: _with_active({T02}, {T01}, all_tasks),
+    }
+    caught = {T00: {P1}, T01: {P3}, T02: {P2}}
+    by_lag = {T00: [P1, P2, P3], T01: [P3, P1, P2], T02: [P2, P1, P3]}
+    return clients, caught, by_lag
+
+
 # -- TaskMovementTest.java -------------------------------------------------------------------
 
 
@@ -67,13 +83,8 @@ def test_should_assign_all_tasks_to_clients_and_return_false_if_no_clients_are_c
 
 def test_should_move_tasks_to_caught_up_clients_and_assign_warmup_replicas_in_their_place() -> None:
     """TaskMovementTest.shouldMoveTasksToCaughtUpClientsAndAssignWarmupReplicasInTheirPlace"""
-    all_tasks = {T00, T01, T02}
-    c1 = _with_active({T00}, {T00}, all_tasks)
-    c2 = _with_active({T01}, {T02}, all_tasks)
-    c3 = _with_active({T02}, {T01}, all_tasks)
-    clients = {P1: c1, P2: c2, P3: c3}
-    caught = {T00: {P1}, T01: {P3}, T02: {P2}}
-    by_lag = {T00: [P1, P2, P3], T01: [P3, P1, P2], T02: [P2, P1, P3]}
+    clients, caught, by_lag = _each_caught_up_on_anothers_task()
+    c1, c2, c3 = clients[P1], clients[P2], clients[P3]
     assert assign_active_task_movements(caught, by_lag, clients, {}, MAX) == 2
     assert (c1.active, c2.active, c3.active) == ({T00}, {T02}, {T01})
     assert (c1.standby, c2.standby, c3.standby) == (set(), {T01}, {T02})
@@ -96,13 +107,8 @@ def test_should_move_tasks_to_most_caught_up_clients_and_assign_warmup_replicas_
 
 def test_should_only_get_up_to_max_warmup_replicas_and_return_true() -> None:
     """TaskMovementTest.shouldOnlyGetUpToMaxWarmupReplicasAndReturnTrue"""
-    all_tasks = {T00, T01, T02}
-    c1 = _with_active({T00}, {T00}, all_tasks)
-    c2 = _with_active({T01}, {T02}, all_tasks)
-    c3 = _with_active({T02}, {T01}, all_tasks)
-    clients = {P1: c1, P2: c2, P3: c3}
-    caught = {T00: {P1}, T01: {P3}, T02: {P2}}
-    by_lag = {T00: [P1, P2, P3], T01: [P3, P1, P2], T02: [P2, P1, P3]}
+    clients, caught, by_lag = _each_caught_up_on_anothers_task()
+    c1, c2, c3 = clients[P1], clients[P2], clients[P3]
     assert assign_active_task_movements(caught, by_lag, clients, {}, 1) == 2
     assert (c1.active, c2.active, c3.active) == ({T00}, {T02}, {T01})
     # one warm-up only, for the movement with the highest priority
