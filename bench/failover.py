@@ -30,6 +30,7 @@ import argparse
 import itertools
 import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -154,11 +155,29 @@ class OutputWatcher:
         self._consumer.close()
 
 
-def _restored(group: list[Runner], tasks: set[str] | None) -> int:
-    total = 0
-    for r in group:
-        total += sum(n for t, n in (r.last("RESTORED") or {}).items() if tasks is None or t in tasks)
-    return total
+def _marks(group: list[Runner]) -> dict[int, int]:
+    """Where each runner's event log is now (restores are counted from there)."""
+    return {id(r): len(r.events) for r in group}
+
+
+def _restores_since(runner: Runner, marks: dict[int, int]) -> list[dict[str, int]]:
+    prefix = "RESTORED "
+    return [
+        json.loads(e[len(prefix) :])
+        for e in runner.events[marks.get(id(runner), 0) :]
+        if e.startswith(prefix)
+    ]
+
+
+def _restored(group: list[Runner], marks: dict[int, int], tasks: set[str] | None) -> int:
+    """Changelog records replayed by restores after ``marks`` (each rebalance's restores once)."""
+    return sum(
+        n
+        for r in group
+        for restored in _restores_since(r, marks)
+        for t, n in restored.items()
+        if tasks is None or t in tasks
+    )
 
 
 def _start_group(
@@ -192,7 +211,7 @@ def kill_one_of_three(
             {"bootstrap.servers": bootstrap}, [(changelog, int(t.split("_")[1])) for t in lost]
         )
         survivors = [r for r in group if r is not doomed]
-        before = {id(r): r.last("RESTORED") for r in survivors}
+        marks = _marks(survivors)
         watcher = OutputWatcher(bootstrap, app.sink)
         trickle = Trickle(bootstrap, app.source, keys)
         time.sleep(2)
@@ -202,16 +221,14 @@ def kill_one_of_three(
         def taken_over() -> bool:
             if not (_placed(survivors) and lost <= set().union(*_actives(survivors))):
                 return False
-            return all(
-                r.last("RESTORED") is not before[id(r)] for r in survivors if lost & set(r.last("ACTIVE"))
-            )
+            return all(_restores_since(r, marks) for r in survivors if lost & set(r.last("ACTIVE")))
 
         wait_until(taken_over, 180, "lost tasks taken over")
         time.sleep(3)
         gap = watcher.longest_silence(killed, time.time())
         trickle.stop()
         watcher.close()
-        restored = _restored(survivors, lost)
+        restored = _restored(survivors, marks, lost)
         for r in survivors:
             r.terminate()
     return {
@@ -236,7 +253,7 @@ def scale_out(
     with runners() as started:
         group, changelog = _start_group(app, started, tmp, args, keys, 3)
         sizes = log_end_offsets({"bootstrap.servers": bootstrap}, [(changelog, p) for p in range(PARTITIONS)])
-        before = {id(r): r.last("RESTORED") or {} for r in group}
+        marks = _marks(group)
         watcher = OutputWatcher(bootstrap, app.sink)
         trickle = Trickle(bootstrap, app.source, keys)
         time.sleep(2)
@@ -249,11 +266,7 @@ def scale_out(
         gap = watcher.longest_silence(joined, time.time())
         trickle.stop()
         watcher.close()
-        restored = 0
-        for r in everyone:
-            now = r.last("RESTORED") or {}
-            if now is not before.get(id(r)):
-                restored += sum(now.values())
+        restored = _restored(everyone, marks, None)
         counts = [len(a) for a in _actives(everyone)]
         for r in everyone:
             r.terminate()
@@ -273,20 +286,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=30_000)
     parser.add_argument("--probing-ms", type=int, default=10_000)
     parser.add_argument("--bootstrap", default=None, help="default: PLATFORM_STREAMS_BOOTSTRAP or embedded")
+    parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args(argv)
-    results: dict[str, Any] = {}
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     with (
         broker(args.bootstrap or os.environ.get("PLATFORM_STREAMS_BOOTSTRAP")) as bootstrap,
         KafkaAdmin({"bootstrap.servers": bootstrap}) as admin,
     ):
-        for assignor in args.assignors.split(","):
-            with tempfile.TemporaryDirectory() as tmp:
-                kill = kill_one_of_three(bootstrap, admin, assignor, args.keys, Path(tmp) / "kill")
-                print(json.dumps({"assignor": assignor, "scenario": "kill -9 1 of 3", **kill}), flush=True)
-            with tempfile.TemporaryDirectory() as tmp:
-                grow = scale_out(bootstrap, admin, assignor, args.keys, Path(tmp) / "grow", args.probing_ms)
-                print(json.dumps({"assignor": assignor, "scenario": "scale-out 3->4", **grow}), flush=True)
-            results[assignor] = {"kill": kill, "scale_out": grow}
+        for _ in range(args.repeats):
+            for assignor in args.assignors.split(","):
+                for scenario in ("kill -9 1 of 3", "scale-out 3->4"):
+                    with tempfile.TemporaryDirectory() as tmp:
+                        if scenario.startswith("kill"):
+                            run = kill_one_of_three(bootstrap, admin, assignor, args.keys, Path(tmp))
+                        else:
+                            run = scale_out(bootstrap, admin, assignor, args.keys, Path(tmp), args.probing_ms)
+                    print(json.dumps({"assignor": assignor, "scenario": scenario, **run}), flush=True)
+                    runs[(assignor, scenario)].append(run)
+    results = {
+        f"{assignor} / {scenario}": {
+            "restored_median": statistics.median(r["restored"] for r in got),
+            "gap_s_median": round(statistics.median(r["gap_s"] for r in got), 2),
+            "gap_s_runs": [round(r["gap_s"], 2) for r in got],
+            "restored_runs": [r["restored"] for r in got],
+        }
+        for (assignor, scenario), got in runs.items()
+    }
     print(json.dumps(results, indent=2))
     return 0
 
