@@ -4,8 +4,9 @@
 ``active``/``standby``/``warmup`` and returns whether a probing rebalance is needed
 (movements are waiting for warm-ups). The steps, as in Kafka:
 
-1. stateful active tasks round-robin over the clients (sorted), then balanced by load
-   (active tasks per thread);
+1. stateful active tasks placed stickily (previous owner, else the client with the most
+   of the task's state), within each client's share, then balanced by load (active tasks
+   per thread);
 2. standbys (:mod:`.standby_assignors`);
 3. active tasks placed on a client that is not caught up while another is: moved to a
    caught-up client, the balanced client keeping a warm-up (:mod:`.task_movement`);
@@ -20,7 +21,6 @@ a short tail restore instead of a full one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from itertools import cycle
 
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task_assignment.client_state import (
@@ -68,10 +68,13 @@ def _assign_active_stateful(clients: Mapping[str, ClientState], tasks: list[Task
     """Sticky first, then round-robin, then balanced.
 
     Kafka places round-robin and relies on the movements to bring tasks back to caught-up
-    clients; among several caught-up clients (the owner and its standbys) that may still
-    move a task. Here a task first stays with its previous owner while that client is
-    within its share (``ceil(tasks x capacity / total capacity)``), so placement changes
-    only where balance needs it; the rest go round-robin as in Kafka.
+    clients; among several caught-up clients (the owner and its standbys, or every client
+    when the changelogs are shorter than ``acceptable_recovery_lag``) that may still move a
+    task. Here a task first stays with its previous owner while that client is within its
+    share (``ceil(tasks x capacity / total capacity)``); every other task goes to the client
+    with room that has the most of its state (then the least loaded): a restarted client
+    finds its tasks again through its checkpoints. Placement changes only where balance
+    needs it.
     """
     total = sum(s.capacity for s in clients.values())
     quota = {c: -(-len(tasks) * s.capacity // total) for c, s in clients.items()}
@@ -82,9 +85,10 @@ def _assign_active_stateful(clients: Mapping[str, ClientState], tasks: list[Task
             clients[owner].assign_active(task)
         else:
             rest.append(task)
-    ring = cycle(sorted(clients, key=lambda c: (clients[c].active_task_load(), c)))
     for task in rest:
-        clients[next(ring)].assign_active(task)
+        room = [c for c in clients if len(clients[c].active) < quota[c]]
+        best = min(room, key=lambda c: (clients[c].lag_for(task), clients[c].active_task_load(), c))
+        clients[best].assign_active(task)
     balance_tasks_over_threads(
         clients,
         lambda s: s.active,

@@ -264,3 +264,14 @@ def test_failover_gives_lost_tasks_to_their_caught_up_standbys() -> None:
         owner = c1 if task in c1.active else c2
         assert owner.lags[task] == 0, f"{task} went to a client that is not caught up"
     assert len(c1.active) == len(c2.active) == 3
+
+
+def test_a_restarted_client_gets_its_tasks_back_through_its_checkpoints() -> None:
+    """Sticky placement (not in Kafka, which places round-robin): every client is within the
+    acceptable lag of every task (short changelogs), the restarted client knows no previous
+    tasks, but its checkpoints make it the most caught-up for the tasks it ran."""
+    tasks = [T00, T01, T02, T03]
+    a = ClientState(lags={T00: 400, T01: 0, T02: 400, T03: 0}, prev_active={T01, T03})
+    restarted = ClientState(lags={T00: 0, T01: 400, T02: 0, T03: 400})
+    assert not assign({"a": a, "b": restarted}, tasks, tasks, _configs(lag=10_000))
+    assert (a.active, restarted.active) == ({T01, T03}, {T00, T02})
