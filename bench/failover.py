@@ -185,11 +185,15 @@ def _start_group(
 ) -> tuple[list[Runner], str]:
     changelog = f"{app.app_id}-counts-changelog"
     tmp.mkdir(parents=True, exist_ok=True)
-    feed = Feeder(app.bootstrap, app.source, 3 * keys, keys, chunk=10_000, pause_s=0.0).start()
     group = [
         started.start(tmp / f"i{i}.log", running=False, state_dir=tmp / f"s{i}", **args) for i in range(count)
     ]
-    wait_until(lambda: _placed(group), 180, "tasks placed")
+    # the state is built after the group settled: no instance keeps an old copy of a task
+    # from the start-up rebalances (that would hide what a placement costs)
+    wait_until(lambda: _placed(group) and all(_actives(group)), 180, "tasks placed on every instance")
+    time.sleep(5)
+    wait_until(lambda: _placed(group) and all(_actives(group)), 180, "tasks placed on every instance")
+    feed = Feeder(app.bootstrap, app.source, 3 * keys, keys, chunk=10_000, pause_s=0.0).start()
     feed.join(300)
     wait_until(app.all_committed, 300, "input processed")
     wait_until(lambda: _standbys_current(group, changelog, app.bootstrap), 180, "standbys caught up")
