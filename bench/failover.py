@@ -36,8 +36,6 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.run import broker  # noqa: E402
 from platform_streams.kafka import (  # noqa: E402
     OFFSET_END,
-    EmbeddedBroker,
     KafkaAdmin,
     TopicPartition,
     create_consumer,
@@ -78,15 +76,6 @@ class Trickle:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30)
-
-
-@contextmanager
-def broker(bootstrap: str | None) -> Iterator[str]:
-    if bootstrap:
-        yield bootstrap
-        return
-    with EmbeddedBroker(kill_with_parent=True) as embedded:
-        yield embedded.bootstrap_servers
 
 
 def _actives(group: list[Runner]) -> list[set[str]]:

@@ -61,6 +61,14 @@ def _settled(group: list[Runner]) -> bool:
     )
 
 
+def _app(
+    bootstrap: str, admin: KafkaAdmin, prefix: str, **args: object
+) -> tuple[RunnerApp, dict[str, object]]:
+    """A fresh counting application and the runner arguments of its instances (state-aware)."""
+    app = RunnerApp.create(bootstrap, admin, new_app_id(prefix), PARTITIONS)
+    return app, app.runner_args(standbys=1, task_assignor="state_aware", **args)
+
+
 def _run_counted(app: RunnerApp, group: list[Runner], feed: Feeder) -> Counter[str]:
     """Wait until the group placed every task once and processed ``feed``; its input counts."""
     wait_until(lambda: _settled(group), 120, "every task placed once")
@@ -85,11 +93,8 @@ def _stop_and_check(
 def test_kill_9_the_standbys_take_over_with_a_small_restore(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, instances: int
 ) -> None:
-    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("ha"), PARTITIONS)
+    app, common = _app(bootstrap_servers, admin, "ha", guarantee="at_least_once", commit_interval_ms=200)
     changelog = f"{app.app_id}-counts-changelog"
-    common = app.runner_args(
-        guarantee="at_least_once", commit_interval_ms=200, standbys=1, task_assignor="state_aware"
-    )
     # 3 x KEYS records: each task's changelog (~15,000) exceeds acceptable_recovery_lag
     # (10,000), so a client without the task's state is not "caught up" (Kafka's rule: a
     # restore within the acceptable lag counts as caught up and may be chosen for balance)
@@ -195,11 +200,8 @@ def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
 def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("roll"), PARTITIONS)
+    app, common = _app(bootstrap_servers, admin, "roll", guarantee="exactly_once_v2", commit_interval_ms=100)
     changelog = f"{app.app_id}-counts-changelog"
-    common = app.runner_args(
-        guarantee="exactly_once_v2", commit_interval_ms=100, standbys=1, task_assignor="state_aware"
-    )
     feed = Feeder(bootstrap_servers, app.source, 2 * KEYS, KEYS, chunk=10_000, pause_s=0.0).start()
     with runners() as started:
 
@@ -236,10 +238,7 @@ def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
 def test_with_two_racks_every_standby_is_on_the_other_rack(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("rack"), PARTITIONS)
-    common = app.runner_args(
-        guarantee="at_least_once", commit_interval_ms=200, standbys=1, task_assignor="state_aware"
-    )
+    _, common = _app(bootstrap_servers, admin, "rack", guarantee="at_least_once", commit_interval_ms=200)
     racks = ["a", "b", "a", "b"]
     with runners() as started:
         group = [
