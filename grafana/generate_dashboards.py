@@ -18,6 +18,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -449,6 +450,38 @@ def overview() -> dict[str, Any]:
                     kind="bargauge",
                     description="The 20 partitions furthest behind.",
                     width=12,
+                ),
+            ],
+        ),
+        Row(
+            "Task placement",
+            [
+                series(
+                    "Tasks by role",
+                    gauge,
+                    "kafka_streams_client_assigned_tasks",
+                    "role",
+                    "Active, standby and warm-up tasks the state-aware assignor gives the instances; "
+                    "a warm-up builds a task's state where it will move at the next probing rebalance.",
+                    width=8,
+                ),
+                series(
+                    "Restored changelog records / s",
+                    rate,
+                    "kafka_streams_task_restore_total",
+                    "instance",
+                    "Active restoration only (restore-rate): the task waits for it. Standby and "
+                    "warm-up updates are kafka_streams_task_update_total (update-rate).",
+                    width=8,
+                ),
+                series(
+                    "Rebalance latency",
+                    partial(gauge, agg="max"),
+                    "kafka_streams_client_rebalance_latency_seconds",
+                    "instance",
+                    "From joining the last group generation to receiving its state-aware assignment.",
+                    unit="s",
+                    width=8,
                 ),
             ],
         ),

@@ -188,7 +188,22 @@ class StreamsConfig(BaseModel):
     # --- internal topics, standbys, metrics -------------------------------------------
     replication_factor: int = -1
     acceptable_recovery_lag: int = Field(default=10_000, ge=0)
-    probing_rebalance_interval_ms: int = Field(default=600_000, ge=60_000)
+    probing_rebalance_interval_ms: int = Field(
+        default=600_000, ge=1_000, description="Kafka requires >= 60000; shorter values are for tests."
+    )
+    task_assignor: Literal["state_aware", "range"] = Field(
+        default="state_aware",
+        description="'state_aware': KIP-441 placement computed by the clients "
+        "(runtime/task_assignment); 'range': the consumer group's range assignor.",
+    )
+    max_warmup_replicas: int = Field(default=2, ge=1)
+    client_tags: dict[str, str] = Field(
+        default_factory=dict, description="KIP-708 tags of this client, e.g. {'zone': 'eu-1a'}."
+    )
+    rack_aware_assignment_tags: list[str] = Field(
+        default_factory=list,
+        description="Tag keys standbys are spread over (default: 'rack', from client.rack).",
+    )
     metrics_recording_level: Literal["INFO", "DEBUG", "TRACE"] = "INFO"
 
     # --- worker HTTP endpoint: /metrics, /health, /state, interactive queries ----------

@@ -40,6 +40,9 @@ __all__ = [
 # The model's logger: the warnings are about its settings, wherever the parsing lives.
 _log = logging.getLogger("platform_streams.config")
 
+# Non-client fields whose environment value is JSON (KIP-708 tags: the Helm chart sets them).
+_JSON_FIELDS = frozenset({"client_tags", "rack_aware_assignment_tags"})
+
 # Dotted Java keys whose snake_case form is not the field name.
 _ALIASES: dict[str, str] = {
     "cache.max.bytes.buffering": "statestore_cache_max_bytes",
@@ -206,11 +209,11 @@ def env_values(env: Mapping[str, str], prefix: str, fields: Collection[str]) -> 
             if suffix not in NOT_SETTINGS and not _SERVICE_LINK.fullmatch(suffix):
                 unknown.append(name)
             continue
-        if field in CLIENT_FIELDS:
+        if field in CLIENT_FIELDS or field in _JSON_FIELDS:
             try:
                 out[field] = json.loads(value)
             except ValueError as exc:
-                raise StreamsConfigError(f"{name} must be a JSON object: {exc}") from exc
+                raise StreamsConfigError(f"{name} must be JSON: {exc}") from exc
         else:
             out[field] = value
     if unknown:

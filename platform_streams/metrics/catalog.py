@@ -167,6 +167,14 @@ CATALOG: tuple[MetricSpec, ...] = (
     _m("store_key_query_scatter", "counter", _OURS, "",
        "HTTP key queries answered by asking every partition's owner (the store's keys are not "
        "murmur2-placed).", ("store",)),
+    _m("client_assigned_tasks", "gauge", _OURS, "",
+       "Tasks the state-aware assignor gives this client, by role: active, standby, warmup "
+       "(task_assignor=state_aware).", ("role",)),
+    _m("client_rebalance_latency_seconds", "gauge", _OURS, "",
+       "Time from joining the last group generation to receiving its assignment "
+       "(task_assignor=state_aware).", ()),
+    _m("client_probing_rebalances", "counter", _OURS, "",
+       "Probing rebalances this client started as leader, to move tasks to warmed-up clients.", ()),
     # -- thread (worker) ----------------------------------------------------------------------
     _m("thread_state", "stateset", _THREAD_G, "thread-state",
        "The worker's state (1 for the current state).", (*_THREAD, "state")),

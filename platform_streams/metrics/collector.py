@@ -133,6 +133,15 @@ class StreamsCollector(Collector):
             "kafka_streams_client_alive_stream_threads", [], sum(w.state.value != "DEAD" for w in workers)
         )
         fams.add("kafka_streams_client_failed_stream_threads", [], metrics.failed_threads)
+        coordinator = getattr(getattr(metrics.streams, "membership", None), "coordinator", None)
+        if coordinator is not None:
+            for role, tasks in coordinator.roles().items():
+                fams.add("kafka_streams_client_assigned_tasks", [role], len(tasks))
+            if coordinator.rebalance_latencies:
+                fams.add(
+                    "kafka_streams_client_rebalance_latency_seconds", [], coordinator.rebalance_latencies[-1]
+                )
+            fams.add("kafka_streams_client_probing_rebalances", [], coordinator.probing_rebalances)
 
     def _thread(self, fams: _Families, rec: ThreadRecorder) -> None:
         worker = rec.worker

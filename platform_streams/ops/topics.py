@@ -6,7 +6,8 @@ shows is what ``KafkaStreams.start()`` would create. Besides those, the runtime 
 *coordination* topics per application (:func:`coordination_topics`): ``<application_id>-control``
 (member heartbeats, SHUTDOWN_APPLICATION requests, the exactly-once fencing check) and
 ``<application_id>-metadata`` (the interactive-query instance directory, only with an
-``application_server``). The runtime creates them itself at start-up, so ``create`` and
+``application_server``), and ``<application_id>-members`` (the group's member slots of the
+state-aware task assignor). The runtime creates them itself at start-up, so ``create`` and
 ``validate`` leave them out (missing before the first run is normal); ``plan`` lists them
 with whether they exist, and ``delete`` (and the reset) delete them with the rest: their
 records describe members and requests of runs that are over.
@@ -44,6 +45,7 @@ from platform_streams.ops.results import (
 from platform_streams.query.directory import metadata_topic
 from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.internal_topics import internal_topic_specs
+from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
 
@@ -100,8 +102,12 @@ def internal_topic_kinds(plan: TopologyPlan, application_id: str) -> dict[str, T
     return {plan.physical_topic(name, application_id): t.kind for name, t in plan.internal_topics.items()}
 
 
-def _coordination_names(application_id: str) -> tuple[str, str]:
-    return control_topic_name(application_id), metadata_topic(application_id)
+def _coordination_names(application_id: str) -> tuple[str, str, str]:
+    return (
+        control_topic_name(application_id),
+        metadata_topic(application_id),
+        members_topic_name(application_id),
+    )
 
 
 def coordination_topics(plan: TopologyPlan, application_id: str) -> list[str]:
@@ -152,10 +158,10 @@ def ownership_problem(
     if topic in coordination_topics(plan, application_id):
         return None
     if not _named_like_internal(topic, application_id):
-        control, metadata = _coordination_names(application_id)
+        control, metadata, members = _coordination_names(application_id)
         return (
             f"it is not named '{application_id}-*-repartition' or '{application_id}-*-changelog' "
-            f"and is not '{control}' or '{metadata}'"
+            f"and is not '{control}', '{metadata}' or '{members}'"
         )
     if topic in internal_topic_kinds(plan, application_id):
         return None

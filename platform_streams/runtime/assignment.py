@@ -1,5 +1,9 @@
 """From a consumer-group assignment to tasks, and why co-partitioned inputs stay together.
 
+(This is the ``task_assignor="range"`` path; the state-aware assignor hands out whole tasks
+by construction, :mod:`platform_streams.runtime.task_assignment`, and its partitions are
+checked here too.)
+
 librdkafka has no pluggable assignor, so the partitions a worker gets are the ``range``
 assignor's choice (forced in ``StreamsConfig.consumer_configs``). For every topic, range
 sorts the members and hands each one the same contiguous block of partition numbers when

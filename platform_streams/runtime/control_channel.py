@@ -13,6 +13,9 @@ client (one :class:`KafkaStreams`, i.e. one process) tails ``<application_id>-co
   shuts down (KafkaStreams' SHUTDOWN_APPLICATION). Requests older than the client are
   history and ignored, so an application restarted after such a shutdown runs again.
 
+* ``report/<member id>`` and ``assignment``: the state-aware assignment protocol
+  (:mod:`platform_streams.runtime.task_assignment.protocol`), handed to its coordinator.
+
 The worker also uses this topic for its exactly-once fencing check (an offset commit of
 partition 0 in the application's group; see ``StreamWorker``).
 """
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 
 _MEMBER = "member/"
 _SHUTDOWN = "shutdown"
+_ASSIGNMENT_KEYS = ("report/", "assignment")
 
 LocalTasks = Callable[[], tuple[set[TaskId], set[TaskId]]]
 
@@ -63,6 +67,7 @@ class ControlChannel:
         local_tasks: LocalTasks,
         on_shutdown_request: Callable[[str], None],
         on_members_changed: Callable[[], None] | None = None,
+        on_assignment_record: Callable[[str, dict[str, Any] | None], None] | None = None,
     ) -> None:
         self.config = config
         self.process_id = process_id
@@ -70,6 +75,8 @@ class ControlChannel:
         self._local_tasks = local_tasks
         self._on_shutdown_request = on_shutdown_request
         self._on_members_changed = on_members_changed
+        #: state-aware assignment (runtime/task_assignment): its reports and assignments
+        self._on_assignment_record = on_assignment_record
         self.interval_s = max(0.5, 2 * config.heartbeat_interval_ms / 1000.0)
         self.expiry_ms = max(config.session_timeout_ms, int(3 * self.interval_s * 1000))
         self._lock = threading.Lock()
@@ -126,6 +133,12 @@ class ControlChannel:
     def publish_soon(self) -> None:
         """Publish this client's tasks at the next loop (after an assignment changed)."""
         self._publish_now.set()
+
+    def publish_record(self, key: str, value: dict[str, Any] | None) -> None:
+        """Write one record of the assignment protocol now (flushed: the others wait for it)."""
+        self._send(key, value)
+        if self._producer is not None:
+            self._producer.flush(5)
 
     def request_shutdown(self, reason: str) -> None:
         """Ask every client of the application to shut down (SHUTDOWN_APPLICATION)."""
@@ -185,6 +198,9 @@ class ControlChannel:
                 by = data.get("by", "?")
                 log.error("SHUTDOWN_APPLICATION requested by %s: %s", by, data.get("reason", ""))
                 self._on_shutdown_request(str(by))
+            return False
+        if self._on_assignment_record is not None and key.startswith(_ASSIGNMENT_KEYS):
+            self._on_assignment_record(key, None if value is None else _json(value))
             return False
         if not key.startswith(_MEMBER):
             return False

@@ -277,6 +277,7 @@ class KafkaStreams:
             transactional_id=self.membership.transactional_id(index),
             standbys=self.membership.standbys,
             control_topic=self.membership.control_topic,
+            coordinator=self.membership.coordinator,
         )
         worker.pause_requested = self._paused
         self.metrics.attach_worker(worker)

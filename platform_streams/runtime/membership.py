@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, TopicSpec
@@ -23,6 +24,8 @@ from platform_streams.runtime.control_channel import ControlChannel, control_top
 from platform_streams.runtime.placement import standby_tasks_of
 from platform_streams.runtime.process_identity import ProcessIdentity
 from platform_streams.runtime.standby import StandbyUpdater, stateful_tasks
+from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
+from platform_streams.runtime.task_assignment.protocol import MEMBER_SLOTS, members_topic_name
 from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["ClientMembership"]
@@ -49,9 +52,22 @@ class ClientMembership:
         self.identity = ProcessIdentity(config.application_id, state_root, config.group_instance_id)
         self.control_topic = control_topic_name(config.application_id)
         self.standbys: StandbyUpdater | None = None
-        if config.num_standby_replicas > 0:
+        state_aware = config.task_assignor == "state_aware"
+        if config.num_standby_replicas > 0 or state_aware:  # warm-ups are standbys too
             self.standbys = StandbyUpdater(plan, config, state_root)
         self.channel: ControlChannel | None = None
+        #: state-aware placement (runtime/task_assignment), None under the range assignor
+        self.coordinator: AssignmentCoordinator | None = None
+        if state_aware:
+            self.coordinator = AssignmentCoordinator(
+                plan,
+                config,
+                self.process_id,
+                state_root,
+                publish=self._publish_record,
+                standby_positions=self._standby_positions,
+                on_assignment=self.replace_standbys,
+            )
         self._stateful: list[TaskId] = []
 
     @property
@@ -68,9 +84,13 @@ class ClientMembership:
         try:
             with KafkaAdmin(self.config.admin_configs()) as admin:
                 compact = {"cleanup.policy": "compact"}
-                admin.create_topics(
-                    [TopicSpec(self.control_topic, 1, self.config.replication_factor, compact)]
-                )
+                specs = [TopicSpec(self.control_topic, 1, self.config.replication_factor, compact)]
+                if self.coordinator is not None:  # its partitions are the group's member slots
+                    name = members_topic_name(self.config.application_id)
+                    specs.append(TopicSpec(name, MEMBER_SLOTS, self.config.replication_factor, compact))
+                admin.create_topics(specs)
+            if self.coordinator is not None:
+                self.coordinator.start(partition_counts)
             self._stateful = stateful_tasks(self.plan, self.config.application_id, partition_counts)
             self.channel = ControlChannel(
                 self.config,
@@ -78,6 +98,7 @@ class ClientMembership:
                 local_tasks=self._local_tasks,
                 on_shutdown_request=self._on_shutdown_request,
                 on_members_changed=self.replace_standbys,
+                on_assignment_record=self.coordinator.on_record if self.coordinator is not None else None,
             )
             self.channel.start()
             if self.standbys is not None:
@@ -85,6 +106,14 @@ class ClientMembership:
         except BaseException:
             self.close(leave=False)
             raise
+
+    def _publish_record(self, key: str, value: dict[str, Any] | None) -> None:
+        if self.channel is None:
+            raise RuntimeError("the control channel is not running")
+        self.channel.publish_record(key, value)
+
+    def _standby_positions(self) -> Mapping[TaskId, Mapping[tuple[str, int], int]]:
+        return self.standbys.positions() if self.standbys is not None else {}
 
     def _local_tasks(self) -> tuple[set[TaskId], set[TaskId]]:
         standby = self.standbys.standby_ids() if self.standbys is not None else set()
@@ -99,6 +128,9 @@ class ClientMembership:
     def replace_standbys(self) -> None:
         """Recompute which standby tasks this client keeps from the current view."""
         if self.standbys is None or self.channel is None:
+            return
+        if self.coordinator is not None:
+            self.standbys.set_desired(self.coordinator.standby_tasks() - set(self._local_active()))
             return
         desired = standby_tasks_of(
             self.process_id,

@@ -70,6 +70,7 @@ from platform_streams.topology.compiler import TopologyPlan
 
 if TYPE_CHECKING:
     from platform_streams.runtime.standby import StandbyUpdater
+    from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, Pending
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class StreamWorker(threading.Thread):
         transactional_id: str | None = None,
         standbys: StandbyUpdater | None = None,
         control_topic: str | None = None,
+        coordinator: AssignmentCoordinator | None = None,
     ) -> None:
         super().__init__(name=f"{config.effective_client_id}-StreamThread-{index + 1}", daemon=True)
         self.index = index
@@ -140,6 +142,11 @@ class StreamWorker(threading.Thread):
         )
         self._standbys = standbys
         self._control_topic = control_topic
+        #: state-aware placement: the group only gives membership, the coordinator the tasks
+        self._coordinator = coordinator
+        self._pending: Pending | None = None
+        self._member: str | None = None
+        self._previous_tasks: list[TaskId] = []
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
         self.state_lifecycle = TaskStateLifecycle(config)
@@ -234,16 +241,21 @@ class StreamWorker(threading.Thread):
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
         )
-        self._subscribe()
+        self._join_group()
         self._next_commit = time.monotonic() + self._commit_interval_s
 
-    def _subscribe(self) -> None:
+    def _join_group(self) -> None:
         """A new consumer, hence a new member of the application's group."""
         self.consumer = create_consumer(self.config.consumer_configs(self.index))
+        coordinator = self._coordinator
+        self._subscribe(self.source_topics if coordinator is None else [coordinator.members_topic])
+
+    def _subscribe(self, topics: list[str]) -> None:
+        """Join the group (again: a changed subscription is how a probing rebalance starts)."""
         guarded = self.store_guard.wrap
         self.consumer.subscribe(
-            self.source_topics,
-            on_assign=guarded(self._on_assign),
+            topics,
+            on_assign=guarded(self._on_assign if self._coordinator is None else self._on_generation),
             on_revoke=guarded(self._on_revoke),
             on_lost=guarded(self._on_lost),
         )
@@ -256,7 +268,7 @@ class StreamWorker(threading.Thread):
         except StreamsError as exc:
             log.warning("%s: could not repair the group: %s", self.name, exc)
         if self.consumer is None:
-            self._subscribe()
+            self._join_group()
 
     def _leave_group(self) -> None:
         consumer, self.consumer = self.consumer, None
@@ -271,6 +283,10 @@ class StreamWorker(threading.Thread):
             self.assignment_wait.warn_if_long(self.consumer, self.state.value)
             if self.assignment_wait.repair_due():
                 self._repair_group()
+        if self._pending is not None:
+            return self._await_assignment()
+        if self._member is not None and self._coordinator is not None:
+            self._coordinator.maybe_probe(self._member, self.consumer, self._subscribe)
         if self.pause_requested:
             return self._run_paused()
         if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:
@@ -445,6 +461,30 @@ class StreamWorker(threading.Thread):
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self._start_tasks(consumer, partitions, rebalance=True)
 
+    def _on_generation(self, consumer: Any, partitions: list[Any]) -> None:
+        """State-aware placement: a new generation began; report, then wait for its assignment."""
+        assert self._coordinator is not None
+        self._set_state(WorkerState.PARTITIONS_ASSIGNED)
+        consumer.assign([])  # the member slots are never read; tasks come with the assignment
+        coordinator = self._coordinator
+        slots = [tp.partition for tp in partitions if tp.topic == coordinator.members_topic]
+        instance = self.config.consumer_configs(self.index).get("group.instance.id")
+        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance)
+        self._member = self._pending.member
+
+    def _await_assignment(self) -> int:
+        """Serve the group (heartbeats, rebalances) until this generation's assignment arrives."""
+        assert self._coordinator is not None and self._pending is not None
+        tasks = self._coordinator.assignment_for(self._pending, self.consumer)
+        if tasks is None:
+            with self.store_guard.released():
+                self.consumer.poll(min(self._poll_s, 0.05))
+            return 0
+        self._pending = None
+        log.info("%s: assignment received: tasks %s", self.name, [str(t) for t in tasks])
+        self._start_tasks(self.consumer, self._coordinator.partitions_of(tasks), rebalance=True)
+        return 0
+
     def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
         """Create, restore and initialise the tasks of an assignment, then read it exactly from
         the committed offsets the restore was filtered with (``assign`` in a rebalance
@@ -497,6 +537,8 @@ class StreamWorker(threading.Thread):
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
+        self._pending = None
+        self._previous_tasks = list(self.tasks)
         if self.tasks:
             try:
                 self.commit()
@@ -508,6 +550,7 @@ class StreamWorker(threading.Thread):
 
     def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
+        self._pending = None
         if self.tasks:
             log.warning("%s: partitions lost (expelled from the group); closing tasks dirty", self.name)
             self.migrations += 1

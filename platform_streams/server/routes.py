@@ -199,6 +199,8 @@ class Api:
             "restoring_tasks": service.restoring_tasks(),
             "workers": workers,
             "instances": [m.to_dict() for m in service.metadata_for_all_clients()],
+            # state-aware assignment: each task's role here (active/standby/warmup) and lag
+            "tasks": coordinator.task_view() if (coordinator := streams.membership.coordinator) else {},
         }
 
     # ------------------------------------------------------------------ key-scoped queries

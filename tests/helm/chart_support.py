@@ -135,10 +135,12 @@ def pod_environment(
     pod_name: str,
     namespace: str = NAMESPACE,
     secrets: Mapping[str, Mapping[str, str]] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment the kubelet would give ``container`` (in declaration order, so
     ``$(VAR)`` sees only the variables defined before it, as in Kubernetes)."""
     fields = {"metadata.name": pod_name, "metadata.namespace": namespace}
+    fields.update({f"metadata.labels['{k}']": v for k, v in (labels or {}).items()})
     env: dict[str, str] = {}
     for item in container.get("env", []):
         if "value" in item:

@@ -234,6 +234,19 @@ def test_static_membership_and_query_routing_come_from_the_pod_identity() -> Non
     assert not names & {"PLATFORM_STREAMS_GROUP_INSTANCE_ID", "PLATFORM_STREAMS_APPLICATION_SERVER"}
 
 
+def test_rack_awareness_passes_the_pod_zone_as_a_client_tag(tmp_path: Path) -> None:
+    from platform_streams.cli_app import load_config
+
+    rendered = render({"rackAwareness": {"enabled": True}})
+    zone = "topology.kubernetes.io/zone"
+    env = pod_environment(worker_container(rendered), pod_name=f"{FULLNAME}-0", labels={zone: "eu-1b"})
+    path = tmp_path / "streams.yaml"
+    path.write_text(one(rendered, "ConfigMap", FULLNAME)["data"]["streams.yaml"])
+    config = load_config(path, [], env=env)
+    assert config.client_tags == {"zone": "eu-1b"} and config.rack_aware_assignment_tags == ["zone"]
+    assert "PS_RACK" not in {e["name"] for e in worker_container(render())["env"]}, "off by default"
+
+
 def test_the_state_volume_is_a_claim_per_pod_mounted_at_state_dir() -> None:
     rendered = render({"persistence": {"mountPath": "/data/state", "size": "20Gi"}})
     spec = one(rendered, "StatefulSet")["spec"]

@@ -73,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--standbys", type=int, default=0)
     parser.add_argument("--fail-on", default=None, help="input value whose first processing raises")
     parser.add_argument("--fail-marker", default=None, help="file marking that the failure happened")
+    parser.add_argument(
+        "--task-assignor", default=None, help="'state_aware' or 'range' (the config's default)"
+    )
+    parser.add_argument("--probing-ms", type=int, default=None, help="probing_rebalance_interval_ms")
+    parser.add_argument("--rack", default=None, help="client.rack of this instance")
+    parser.add_argument("--acceptable-lag", type=int, default=None, help="acceptable_recovery_lag")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s [%(process)d] %(name)s %(message)s"
@@ -89,6 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         settings["commit_interval_ms"] = args.commit_interval_ms
     if args.instance_id:
         settings["group_instance_id"] = args.instance_id
+    if args.task_assignor:
+        settings["task_assignor"] = args.task_assignor
+    if args.probing_ms is not None:
+        settings["probing_rebalance_interval_ms"] = args.probing_ms
+    if args.acceptable_lag is not None:
+        settings["acceptable_recovery_lag"] = args.acceptable_lag
+    if args.rack:
+        settings["client_config"] = {"client.rack": args.rack}
     streams = KafkaStreams(build(args), StreamsConfig(**settings))  # type: ignore[arg-type]
     streams.set_uncaught_exception_handler(lambda exc: StreamsUncaughtExceptionResponse.REPLACE_WORKER)
     running = threading.Event()
@@ -126,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             "STANDBY", {str(t): {f"{tp[0]}:{tp[1]}": o for tp, o in p.items()} for t, p in positions.items()}
         )
         report("FENCED", sum(w.migrations for w in streams.workers))
+        coordinator = streams.membership.coordinator
+        if coordinator is not None:
+            report("ROLES", {role: sorted(str(t) for t in ts) for role, ts in coordinator.roles().items()})
     return close_and_report(streams)
 
 

@@ -48,6 +48,7 @@ from platform_streams.ops import (
 )
 from platform_streams.query.directory import metadata_topic
 from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_dsl_topology, build_topology
 from tests.support.kafka import GROUP_TIMING, consume_all, new_topic, produce
@@ -79,7 +80,7 @@ class App:
 
     @property
     def coordination_topics(self) -> set[str]:
-        return {control_topic_name(self.id), metadata_topic(self.id)}
+        return {control_topic_name(self.id), metadata_topic(self.id), members_topic_name(self.id)}
 
     @property
     def state_dir(self) -> Path:

@@ -130,7 +130,7 @@ def test_handlers() -> None:
         ("topology_optimization", "some"),
         ("metrics_recording_level", "WARN"),
         ("acceptable_recovery_lag", -1),
-        ("probing_rebalance_interval_ms", 1000),
+        ("probing_rebalance_interval_ms", 999),
         ("session_timeout_ms", 0),
         ("group_instance_id", ""),
         ("client_config", {"bad key": "x"}),

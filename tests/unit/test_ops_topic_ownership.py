@@ -28,11 +28,12 @@ from platform_streams.ops.topics import (
 )
 from platform_streams.query.directory import metadata_topic
 from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.compiler import TopologyPlan
 from tests.integration.ops_apps import build_topology
 
 APP = "shop"
-CONTROL, METADATA = control_topic_name(APP), metadata_topic(APP)
+CONTROL, METADATA, MEMBERS = control_topic_name(APP), metadata_topic(APP), members_topic_name(APP)
 DECLARED = {f"{APP}-rekey-repartition", f"{APP}-words-changelog", f"{APP}-letters-changelog"}
 
 
@@ -63,12 +64,12 @@ def config() -> StreamsConfig:
 
 def test_coordination_topics_are_owned_but_not_declared() -> None:
     plan = plan_of()
-    assert coordination_topics(plan, APP) == sorted([CONTROL, METADATA])
+    assert coordination_topics(plan, APP) == sorted([CONTROL, METADATA, MEMBERS])
     assert set(internal_topic_kinds(plan, APP)) == DECLARED
     owned = owned_topic_kinds(plan, APP)
-    assert set(owned) == DECLARED | {CONTROL, METADATA}
-    assert owned[CONTROL] == owned[METADATA] == "coordination"
-    for topic in (CONTROL, METADATA):
+    assert set(owned) == DECLARED | {CONTROL, METADATA, MEMBERS}
+    assert owned[CONTROL] == owned[METADATA] == owned[MEMBERS] == "coordination"
+    for topic in (CONTROL, METADATA, MEMBERS):
         assert ownership_problem(topic, plan, APP, include_orphans=False) is None
     assert coordination_clashes(plan, APP) == []
     # exact names only: neither lookalikes nor another application's are ours
@@ -79,7 +80,7 @@ def test_coordination_topics_are_owned_but_not_declared() -> None:
 
 def test_a_user_topic_named_like_a_coordination_topic_is_never_owned() -> None:
     plan = plan_of(CONTROL, METADATA)
-    assert coordination_topics(plan, APP) == []
+    assert coordination_topics(plan, APP) == [MEMBERS]
     assert not {CONTROL, METADATA} & set(owned_topic_kinds(plan, APP))
     for topic in (CONTROL, METADATA):
         assert "input or output" in (ownership_problem(topic, plan, APP, include_orphans=True) or "")

@@ -1,0 +1,295 @@
+"""``AssignmentCoordinator``: one per client, runs the assignment protocol for its workers.
+
+See :mod:`.protocol` for the protocol and its safety argument. The coordinator keeps
+what the control channel reads (reports and assignments), publishes this client's
+reports, lets a worker that is the leader of its generation compute and publish the
+placement, and tells the standby updater which standby and warm-up tasks this client
+keeps. It also records what monitoring shows: the tasks per role, the lags the leader
+saw, and how long each member waited for its generation's assignment.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from platform_streams.config import StreamsConfig
+from platform_streams.kafka import TopicPartition
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.task import store_changelogs
+from platform_streams.runtime.task_assignment.client_state import AssignmentConfigs
+from platform_streams.runtime.task_assignment.protocol import (
+    ASSIGNMENT_KEY,
+    REPORT_PREFIX,
+    Assignment,
+    Positions,
+    Report,
+    complete_members,
+    compute_assignment,
+    group_generation,
+    members_topic_name,
+    tp_key,
+)
+from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
+from platform_streams.topology.compiler import TopologyPlan
+
+__all__ = ["AssignmentCoordinator", "Pending"]
+
+log = logging.getLogger(__name__)
+
+#: reports written longer than this before a member joined belong to an earlier group
+_REPORT_HORIZON_MS = 60_000
+
+
+class Pending:
+    """A member waiting for its generation's assignment."""
+
+    def __init__(self, generation: int, member: str, slots: list[int], instance_id: str | None) -> None:
+        self.generation = generation
+        self.member = member
+        self.slots = sorted(slots)
+        self.instance_id = instance_id
+        self.joined = time.monotonic()
+        self.joined_ms = int(time.time() * 1000)
+
+
+class AssignmentCoordinator:
+    """Reports, leader election and assignments of one client (see the module docstring)."""
+
+    def __init__(
+        self,
+        plan: TopologyPlan,
+        config: StreamsConfig,
+        process_id: str,
+        state_root: Path,
+        *,
+        publish: Callable[[str, dict[str, Any] | None], None],
+        standby_positions: Callable[[], Mapping[TaskId, Mapping[tuple[str, int], int]]],
+        on_assignment: Callable[[], None],
+    ) -> None:
+        self.plan = plan
+        self.config = config
+        self.process_id = process_id
+        self.state_root = state_root
+        self._publish = publish
+        self._standby_positions = standby_positions
+        self._on_assignment = on_assignment
+        self._lock = threading.Lock()
+        self._reports: dict[str, Report] = {}
+        self._assignments: dict[int, list[Assignment]] = {}
+        self._published: set[int] = set()
+        #: the last assignment that named this client (its standbys and warm-ups come from it)
+        self.current: Assignment | None = None
+        self.configs = AssignmentConfigs(
+            acceptable_recovery_lag=config.acceptable_recovery_lag,
+            max_warmup_replicas=config.max_warmup_replicas,
+            num_standby_replicas=config.num_standby_replicas,
+            probing_rebalance_interval_ms=config.probing_rebalance_interval_ms,
+            rack_aware_assignment_tags=tuple(config.rack_aware_assignment_tags or ["rack"]),
+        )
+        self.tags = dict(config.client_tags)
+        rack = config.consumer_configs().get("client.rack")
+        if rack:
+            self.tags.setdefault("rack", str(rack))
+        self.all_tasks: list[TaskId] = []
+        self.changelogs: dict[TaskId, list[str]] = {}
+        #: seconds each generation's assignment took to reach a member of this client
+        self.rebalance_latencies: list[float] = []
+        self.rebalances = 0
+        self.members_topic = members_topic_name(config.application_id)
+        self.control_topic = control_topic_name(config.application_id)
+        self._probed: set[int] = set()
+        self._probe_toggle = False
+        self.probing_rebalances = 0
+
+    def start(self, partition_counts: Mapping[str, int]) -> None:
+        """Learn the application's tasks and their changelog partitions."""
+        app = self.config.application_id
+        tasks: list[TaskId] = []
+        changelogs: dict[TaskId, list[str]] = {}
+        for sub in self.plan.subtopologies:
+            counts = [partition_counts.get(self.plan.physical_topic(t, app), 0) for t in sub.source_topics]
+            topics = sorted(store_changelogs(self.plan, sub, app).values())
+            for p in range(max(counts, default=0)):
+                task = TaskId(sub.id, p)
+                tasks.append(task)
+                if topics:
+                    changelogs[task] = [tp_key(t, p) for t in topics]
+        self.all_tasks, self.changelogs = tasks, changelogs
+
+    # -- what the control channel reads ------------------------------------------------------
+
+    def on_record(self, key: str, value: Mapping[str, Any] | None) -> None:
+        """A report or an assignment was read from the control topic."""
+        try:
+            if key.startswith(REPORT_PREFIX):
+                member = key[len(REPORT_PREFIX) :]
+                with self._lock:
+                    if value is None:
+                        self._reports.pop(member, None)
+                    else:
+                        self._reports[member] = Report.from_json(value)
+            elif key == ASSIGNMENT_KEY and value is not None:
+                assignment = Assignment.from_json(value)
+                with self._lock:
+                    self._assignments.setdefault(assignment.generation, []).append(assignment)
+                    if self.process_id in assignment.clients and (
+                        self.current is None or assignment.time_ms >= self.current.time_ms
+                    ):
+                        self.current = assignment
+                self._on_assignment()
+        except (KeyError, ValueError, TypeError) as exc:
+            log.warning("control topic: ignoring malformed %s record: %s", key, exc)
+
+    # -- a worker joins a generation -----------------------------------------------------------
+
+    def join(
+        self, consumer: Any, slots: list[int], prev_active: list[TaskId], instance_id: str | None = None
+    ) -> Pending:
+        """Publish this member's report for the generation it just joined."""
+        generation, member = group_generation(consumer.consumer_group_metadata())
+        report = Report(
+            generation=generation,
+            member=member,
+            process=self.process_id,
+            slots=tuple(sorted(slots)),
+            time_ms=int(time.time() * 1000),
+            positions=self.local_positions(),
+            prev_active=frozenset(prev_active),
+            tags=self.tags,
+        )
+        self._publish(REPORT_PREFIX + member, report.to_json())
+        with self._lock:
+            self._reports[member] = report
+        self.rebalances += 1
+        log.info(
+            "member %s joined generation %d (slots %s); waiting for its assignment", member, generation, slots
+        )
+        return Pending(generation, member, slots, instance_id)
+
+    def assignment_for(self, pending: Pending, consumer: Any) -> list[TaskId] | None:
+        """The tasks of ``pending``'s member in its generation, once published; the leader
+        computes and publishes the assignment here."""
+        with self._lock:
+            found = next(
+                (
+                    tasks
+                    for a in self._assignments.get(pending.generation, [])
+                    if (tasks := a.tasks_of(pending.member, pending.slots, pending.instance_id)) is not None
+                ),
+                None,
+            )
+            reports = list(self._reports.values())
+        if found is not None:
+            self.rebalance_latencies.append(time.monotonic() - pending.joined)
+            del self.rebalance_latencies[:-100]
+            return found
+        members = complete_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
+        if members is None or min(r.member for r in members) != pending.member:
+            return None
+        if pending.generation not in self._published:
+            self._lead(pending.generation, members, consumer)
+        return None
+
+    def maybe_probe(self, member: str, consumer: Any, subscribe: Callable[[list[str]], None]) -> None:
+        """The leader starts a probing rebalance ``probing_rebalance_interval_ms`` after an
+        assignment that left warm-ups behind: a changed subscription makes the group
+        rebalance (toggling the control topic in and out of it; its partition is never read)."""
+        current = self.current
+        if current is None or not current.probing or current.leader != member:
+            return
+        if current.generation in self._probed:
+            return
+        age_ms = time.time() * 1000 - current.time_ms
+        if age_ms < self.configs.probing_rebalance_interval_ms:
+            return
+        self._probed.add(current.generation)
+        self._probe_toggle = not self._probe_toggle
+        topics = [self.members_topic] + ([self.control_topic] if self._probe_toggle else [])
+        log.info("probing rebalance after generation %d: warm-ups may have caught up", current.generation)
+        self.probing_rebalances += 1
+        subscribe(topics)
+
+    def _lead(self, generation: int, members: list[Report], consumer: Any) -> None:
+        ends = self._end_offsets(consumer)
+        assignment = compute_assignment(
+            generation, members, self.all_tasks, self.changelogs, ends, self.configs, self.current
+        )
+        self._publish(ASSIGNMENT_KEY, assignment.to_json())
+        self._published.add(generation)
+        log.info(
+            "leader of generation %d: %d members, %d tasks placed%s",
+            generation,
+            len(members),
+            len(self.all_tasks),
+            " (probing rebalance needed: warm-ups)" if assignment.probing else "",
+        )
+
+    def _end_offsets(self, consumer: Any) -> dict[str, int]:
+        ends: dict[str, int] = {}
+        for tps in self.changelogs.values():
+            for key in tps:
+                topic, _, part = key.rpartition("/")
+                try:
+                    _low, high = consumer.get_watermark_offsets(TopicPartition(topic, int(part)), timeout=5.0)
+                except Exception as exc:  # the reported positions still bound the lags
+                    log.warning("end offset of %s unknown (%s)", key, exc)
+                    continue
+                ends[key] = int(high)
+        return ends
+
+    # -- this client's state -----------------------------------------------------------------
+
+    def local_positions(self) -> dict[TaskId, Positions]:
+        """Per stateful task, the position of every changelog partition this client has state for."""
+        live = self._standby_positions()
+        out: dict[TaskId, Positions] = {}
+        for task in self.changelogs:
+            offsets = live.get(task)
+            if offsets is None:
+                try:
+                    offsets = OffsetCheckpoint(self.state_root / str(task) / CHECKPOINT_FILE_NAME).read()
+                except (CheckpointFormatError, OSError):
+                    offsets = {}
+            if offsets:
+                out[task] = {tp_key(t, p): o + 1 for (t, p), o in offsets.items()}
+        return out
+
+    def standby_tasks(self) -> set[TaskId]:
+        """The standby and warm-up tasks the latest assignment gives this client."""
+        current = self.current
+        if current is None:
+            return set()
+        return current.role_of(self.process_id, "standby") | current.role_of(self.process_id, "warmup")
+
+    def roles(self) -> dict[str, set[TaskId]]:
+        """This client's tasks by role in the latest assignment (metrics, /state)."""
+        current = self.current
+        return {
+            role: current.role_of(self.process_id, role) if current is not None else set()
+            for role in ("active", "standby", "warmup")
+        }
+
+    def task_view(self) -> dict[str, dict[str, Any]]:
+        """Per task this client holds: its role and the lag the leader saw (``/state``)."""
+        current = self.current
+        lags = current.lags.get(self.process_id, {}) if current is not None else {}
+        return {
+            str(task): {"role": role, "lag_at_assignment": lags.get(task)}
+            for role, tasks in self.roles().items()
+            for task in sorted(tasks)
+        }
+
+    def partitions_of(self, tasks: list[TaskId]) -> list[TopicPartition]:
+        """The input partitions of ``tasks`` (all of a sub-topology's sources: co-partitioned)."""
+        app = self.config.application_id
+        return [
+            TopicPartition(self.plan.physical_topic(t, app), task.partition)
+            for task in tasks
+            for t in self.plan.subtopologies[task.subtopology].source_topics
+        ]

@@ -1,0 +1,304 @@
+"""The assignment protocol: the consumer group for membership, the control topic for placement.
+
+librdkafka has no pluggable assignor, so (like Kafka Connect's distributed herder, which
+assigns its own work over a group) the group is used only for what the broker does well
+-- membership, generations, fencing -- and placement is computed by the clients:
+
+* every worker subscribes to ``<application_id>-members`` (:data:`MEMBER_SLOTS`
+  partitions nobody reads). A generation's assignment of that topic gives every member at
+  least one *slot* (up to :data:`MEMBER_SLOTS` members), and the slots of all members
+  tile ``0..MEMBER_SLOTS-1``: that is how a member learns the group is complete without
+  a member list (the admin API shows none on Tansu);
+* after ``on_assign`` of generation G (read from the consumer group metadata) a member
+  publishes a :class:`Report` (``report/<member id>`` on the compacted control topic): its
+  slots, its process, the changelog positions of every task its process has state for,
+  its tasks of the previous generation, its client tags;
+* once the reports of G tile the slots, the member with the lowest member id is the
+  *leader* of G: it computes the placement (:func:`compute_assignment`, the KIP-441
+  assignor) and publishes it once (``assignment``), tagged with G and the member ids;
+* a member runs the tasks the first assignment of its *current* generation gives it, and
+  nothing before that assignment arrives.
+
+Safety (docs/scale-out.md, "State-aware assignment"): the group protocol is eager, so a
+member revokes (commits and closes) every task before it joins a new generation; within a
+generation each task has one owner; a member acts only on an assignment of its own
+generation that names it. A member expelled from the group is fenced as before (stale
+generation on Kafka, the membership check on Tansu). A leader that dies before publishing
+leaves the generation without an assignment: nobody processes, the group expels the dead
+leader after the session timeout and the next generation elects another.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.task_assignment.client_state import AssignmentConfigs, ClientState
+from platform_streams.runtime.task_assignment.high_availability import assign
+from platform_streams.runtime.task_assignment.members import distribute_over_members
+
+__all__ = [
+    "MEMBER_SLOTS",
+    "Assignment",
+    "Report",
+    "complete_members",
+    "compute_assignment",
+    "group_generation",
+    "members_topic_name",
+]
+
+#: partitions of the members topic: the most group members (stream threads) an application
+#: can have for the completeness check; beyond that the leader also takes every report seen
+MEMBER_SLOTS = 64
+
+REPORT_PREFIX = "report/"
+ASSIGNMENT_KEY = "assignment"
+
+#: changelog partition "topic/partition" -> position (the next offset the store needs)
+Positions = dict[str, int]
+
+
+def members_topic_name(application_id: str) -> str:
+    return f"{application_id}-members"
+
+
+def group_generation(metadata: bytes) -> tuple[int, str]:
+    """(generation id, member id) from librdkafka's serialized consumer group metadata.
+
+    ``rd_kafka_consumer_group_metadata_write``: ``CGMDv2:``, the generation id (int32,
+    host byte order), then the NUL-terminated group id and member id.
+    """
+    data = bytes(metadata)
+    if not data.startswith(b"CGMDv2:") or len(data) < 13:
+        raise ValueError(f"unknown consumer group metadata format: {data[:8]!r}")
+    (generation,) = struct.unpack("=i", data[7:11])
+    parts = data[11:].split(b"\0")
+    return generation, parts[1].decode("utf-8", "replace") if len(parts) > 1 else ""
+
+
+def tp_key(topic: str, partition: int) -> str:
+    return f"{topic}/{partition}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What one member tells the leader of its generation."""
+
+    generation: int
+    member: str
+    process: str
+    slots: tuple[int, ...]
+    time_ms: int
+    positions: dict[TaskId, Positions] = field(default_factory=dict)
+    prev_active: frozenset[TaskId] = frozenset()
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "member": self.member,
+            "process": self.process,
+            "slots": list(self.slots),
+            "time": self.time_ms,
+            "positions": {str(t): p for t, p in sorted(self.positions.items())},
+            "prev_active": sorted(str(t) for t in self.prev_active),
+            "tags": self.tags,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Report:
+        return cls(
+            generation=int(data["generation"]),
+            member=str(data["member"]),
+            process=str(data["process"]),
+            slots=tuple(int(s) for s in data.get("slots", [])),
+            time_ms=int(data.get("time", 0)),
+            positions={
+                TaskId.parse(t): {str(k): int(v) for k, v in p.items()}
+                for t, p in data.get("positions", {}).items()
+            },
+            prev_active=frozenset(TaskId.parse(t) for t in data.get("prev_active", [])),
+            tags={str(k): str(v) for k, v in data.get("tags", {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One generation's placement, as the leader published it."""
+
+    generation: int
+    leader: str
+    members: dict[str, list[TaskId]]
+    clients: dict[str, dict[str, list[TaskId]]]
+    probing: bool = False
+    time_ms: int = 0
+    #: each member's slots: a static member that rejoined without a rebalance (Kafka) has a
+    #: new member id but the same slots in the same generation, and finds its tasks by them
+    slots: dict[str, list[int]] = field(default_factory=dict)
+    #: per client, the lag the leader computed for each stateful task it gave that client
+    lags: dict[str, dict[TaskId, int]] = field(default_factory=dict)
+
+    def tasks_of(self, member: str, slots: Iterable[int], instance_id: str | None) -> list[TaskId] | None:
+        """The member's tasks, by member id, else (a static member, ``instance_id``) by the
+        slots of its previous incarnation, whose id the broker derived from the same instance
+        id (``<instance id>-<uuid>``); None if the assignment does not name it."""
+        if member in self.members:
+            return list(self.members[member])
+        mine = sorted(slots)
+        if not instance_id or not mine:
+            return None
+        for other, theirs in self.slots.items():
+            if sorted(theirs) == mine and other.startswith(instance_id + "-") and other in self.members:
+                return list(self.members[other])
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "leader": self.leader,
+            "members": {m: [str(t) for t in ts] for m, ts in sorted(self.members.items())},
+            "clients": {
+                pid: {role: [str(t) for t in ts] for role, ts in roles.items()}
+                for pid, roles in sorted(self.clients.items())
+            },
+            "probing": self.probing,
+            "time": self.time_ms,
+            "slots": dict(sorted(self.slots.items())),
+            "lags": {
+                pid: {str(t): n for t, n in sorted(ls.items())} for pid, ls in sorted(self.lags.items())
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Assignment:
+        return cls(
+            generation=int(data["generation"]),
+            leader=str(data["leader"]),
+            members={m: [TaskId.parse(t) for t in ts] for m, ts in data.get("members", {}).items()},
+            clients={
+                pid: {role: [TaskId.parse(t) for t in ts] for role, ts in roles.items()}
+                for pid, roles in data.get("clients", {}).items()
+            },
+            probing=bool(data.get("probing", False)),
+            time_ms=int(data.get("time", 0)),
+            slots={m: [int(x) for x in ss] for m, ss in data.get("slots", {}).items()},
+            lags={
+                pid: {TaskId.parse(t): int(n) for t, n in ls.items()}
+                for pid, ls in data.get("lags", {}).items()
+            },
+        )
+
+    def role_of(self, process: str, role: str) -> set[TaskId]:
+        return set(self.clients.get(process, {}).get(role, []))
+
+
+def complete_members(
+    reports: Iterable[Report], generation: int, not_before_ms: int = 0
+) -> list[Report] | None:
+    """The reports of ``generation`` once their slots tile the members topic, else None.
+
+    A slot claimed twice (a report left from an earlier run that reused the generation
+    number) goes to the newest report; reports older than ``not_before_ms`` are ignored.
+    """
+    current = [r for r in reports if r.generation == generation and r.time_ms >= not_before_ms]
+    owner: dict[int, Report] = {}
+    for report in sorted(current, key=lambda r: (r.time_ms, r.member)):
+        for slot in report.slots:
+            owner[slot] = report
+    if len(owner) < MEMBER_SLOTS:
+        return None
+    chosen = {r.member: r for r in owner.values()}
+    chosen.update({r.member: r for r in current if not r.slots})  # beyond MEMBER_SLOTS members
+    return sorted(chosen.values(), key=lambda r: r.member)
+
+
+def _lags(
+    reports: list[Report], changelogs: Mapping[TaskId, list[str]], end_offsets: Mapping[str, int]
+) -> dict[str, dict[TaskId, int]]:
+    """Per process and stateful task: end offset sum - position sum (never below 0).
+
+    The end offset of a changelog partition is the larger of what the broker says and what
+    any client reports: a broker whose ListOffsets lags behind (Tansu) cannot make a client
+    look further behind than the most caught-up one.
+    """
+    best: dict[str, int] = dict(end_offsets)
+    for report in reports:
+        for positions in report.positions.values():
+            for tp, pos in positions.items():
+                best[tp] = max(best.get(tp, 0), pos)
+    lags: dict[str, dict[TaskId, int]] = {}
+    for report in reports:
+        mine = lags.setdefault(report.process, {})
+        for task, tps in changelogs.items():
+            end = sum(best.get(tp, 0) for tp in tps)
+            have = sum(report.positions.get(task, {}).get(tp, 0) for tp in tps)
+            lag = max(0, end - have)
+            mine[task] = min(mine.get(task, lag), lag)
+    return lags
+
+
+def compute_assignment(
+    generation: int,
+    reports: list[Report],
+    all_tasks: Iterable[TaskId],
+    changelogs: Mapping[TaskId, list[str]],
+    end_offsets: Mapping[str, int],
+    configs: AssignmentConfigs,
+    previous: Assignment | None = None,
+) -> Assignment:
+    """The leader's work: the KIP-441 placement over processes, then over their members."""
+    lags = _lags(reports, changelogs, end_offsets)
+    by_process: dict[str, list[Report]] = {}
+    for report in reports:
+        by_process.setdefault(report.process, []).append(report)
+    clients: dict[str, ClientState] = {}
+    for pid, members in sorted(by_process.items()):
+        tags: dict[str, str] = {}
+        for member in members:
+            tags.update(member.tags)
+        prev_standby = previous.role_of(pid, "standby") if previous is not None else set()
+        clients[pid] = ClientState(
+            capacity=len(members),
+            lags=dict(lags.get(pid, {})),
+            tags=tags,
+            prev_active={t for m in members for t in m.prev_active},
+            prev_standby=prev_standby,
+        )
+    probing = assign(clients, all_tasks, list(changelogs), configs)
+    member_tasks: dict[str, list[TaskId]] = {}
+    for pid, members in by_process.items():
+        member_tasks.update(
+            distribute_over_members(
+                clients[pid].active, [m.member for m in members], {m.member: m.prev_active for m in members}
+            )
+        )
+    leader = min(r.member for r in reports)
+    return Assignment(
+        generation=generation,
+        leader=leader,
+        members=member_tasks,
+        clients={
+            pid: {
+                "active": sorted(s.active),
+                "standby": sorted(s.standby - s.warmup),
+                "warmup": sorted(s.warmup),
+            }
+            for pid, s in clients.items()
+        },
+        probing=probing,
+        time_ms=int(time.time() * 1000),
+        slots={r.member: list(r.slots) for r in reports},
+        lags={
+            pid: {t: n for t, n in lags.get(pid, {}).items() if t in s.active or t in s.standby}
+            for pid, s in clients.items()
+        },
+    )
+
+
+def encode(value: Report | Assignment) -> bytes:
+    return json.dumps(value.to_json(), sort_keys=True).encode()
