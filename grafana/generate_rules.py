@@ -240,12 +240,11 @@ def compat_rules(t: Tuning) -> list[dict[str, str]]:
                 f"{prefix}_put_rate", _state_id(f"rate(kafka_streams_state_put_latency_seconds_count[{w}])")
             ),
         ]
-    rules.append(
-        _record(
-            "kafka_consumer_fetch_manager_records_lag",
-            "kafka_streams_consumer_records_lag",
-        )
-    )
+    rules += [
+        # Confluent's dashboard reads the client state as a label of this bare name.
+        _record("kafka_streams_stream_metrics", "kafka_streams_client_state == 1"),
+        _record("kafka_consumer_consumer_fetch_manager_metrics_records_lag", "kafka_streams_consumer_records_lag"),
+    ]
     return rules
 
 
