@@ -53,6 +53,13 @@ SHORT = generate_rules.Tuning(
     lag_growing_for="5s",
 )
 _failed_once = threading.Event()
+#: A few records per fetch: a slow loop still iterates (and refreshes the lag gauge) often.
+SMALL_FETCHES = {
+    "message.max.bytes": 1000,
+    "fetch.max.bytes": 1024,
+    "max.partition.fetch.bytes": 1024,
+    "queued.max.messages.kbytes": 1,
+}
 
 
 class Throws(Processor):
@@ -169,7 +176,15 @@ def test_consumer_lag_growing_fires_for_a_worker_slower_than_its_input(
     feeder = threading.Thread(target=flood, daemon=True)
     with ExitStack() as stack:
         slow, slow_at = stack.enter_context(
-            _worker(bootstrap_servers, source, Slow, tmp_path, buffered_records_per_partition=20)
+            _worker(
+                bootstrap_servers,
+                source,
+                Slow,
+                tmp_path,
+                buffered_records_per_partition=20,
+                max_poll_interval_ms=60_000,
+                consumer_config=SMALL_FETCHES,
+            )
         )
         slow.wait_for_state(State.RUNNING, timeout_s=60)
         rules = generate_rules.write(tmp_path / "rules", SHORT)
