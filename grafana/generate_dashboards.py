@@ -24,7 +24,11 @@ from typing import Any
 OUT = Path(__file__).resolve().parent / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 #: The label filter every query carries; more filters are appended per dashboard.
-APP = 'application_id=~"$application_id", instance=~"$instance"'
+#: ``namespace``/``pod`` are the labels Kubernetes service discovery (the chart's
+#: ServiceMonitor/PodMonitor) adds; outside Kubernetes they are absent and "All" (``.*``)
+#: matches the empty value.
+WHERE = 'namespace=~"$namespace", pod=~"$pod", instance=~"$instance"'
+APP = f'application_id=~"$application_id", {WHERE}'
 RATE = "[$__rate_interval]"
 
 
@@ -170,9 +174,21 @@ def base_variables() -> list[dict[str, Any]]:
             multi=False,
         ),
         query_variable(
+            "namespace",
+            "Namespace",
+            'label_values(kafka_streams_client_state{application_id=~"$application_id"}, namespace)',
+        ),
+        query_variable(
+            "pod",
+            "Pod",
+            'label_values(kafka_streams_client_state{application_id=~"$application_id", '
+            'namespace=~"$namespace"}, pod)',
+        ),
+        query_variable(
             "instance",
             "Instance",
-            'label_values(kafka_streams_client_state{application_id=~"$application_id"}, instance)',
+            'label_values(kafka_streams_client_state{application_id=~"$application_id", '
+            'namespace=~"$namespace", pod=~"$pod"}, instance)',
         ),
     ]
 
@@ -459,7 +475,7 @@ def overview() -> dict[str, Any]:
                     "Resident memory",
                     [
                         q(
-                            'sum by (instance) (process_resident_memory_bytes{instance=~"$instance"})',
+                            "sum by (instance) (process_resident_memory_bytes{" + WHERE + "})",
                             "{{instance}}",
                         )
                     ],
@@ -471,9 +487,7 @@ def overview() -> dict[str, Any]:
                     "CPU",
                     [
                         q(
-                            'sum by (instance) (rate(process_cpu_seconds_total{instance=~"$instance"}'
-                            + RATE
-                            + "))",
+                            "sum by (instance) (rate(process_cpu_seconds_total{" + WHERE + "}" + RATE + "))",
                             "{{instance}}",
                         )
                     ],
@@ -785,8 +799,7 @@ def tasks() -> dict[str, Any]:
         query_variable(
             "task_id",
             "Task",
-            'label_values(kafka_streams_task_input_buffer_records{application_id=~"$application_id", '
-            'instance=~"$instance"}, task_id)',
+            f"label_values(kafka_streams_task_input_buffer_records{{{APP}}}, task_id)",
         ),
     ]
     return dashboard(

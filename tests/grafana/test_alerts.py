@@ -41,7 +41,7 @@ from tests.support.kafka import new_topic, produce
 from tests.support.prometheus import running_prometheus
 
 sys.path.insert(0, str(REPO / "grafana"))
-import generate_rules  # noqa: E402
+import generate_rules
 
 pytestmark = [pytest.mark.grafana, pytest.mark.broker, pytest.mark.slow]
 
@@ -109,7 +109,11 @@ def _worker(
 
 
 def _alerts_of(prometheus: Any, application_id: str) -> set[str]:
-    return {a["labels"]["alertname"] for a in prometheus.alerts() if a["labels"].get("application_id") == application_id}
+    return {
+        a["labels"]["alertname"]
+        for a in prometheus.alerts()
+        if a["labels"].get("application_id") == application_id
+    }
 
 
 def test_a_failed_thread_and_a_client_in_error_fire_their_alerts(
@@ -145,12 +149,14 @@ def test_a_failed_thread_and_a_client_in_error_fire_their_alerts(
         not_running = prometheus.wait_for_alert("PlatformStreamsClientNotRunning")
         assert not_running["labels"]["application_id"] == dying_id
         wait_until(
-            lambda: {dying_id, replaced_id}
-            <= {
-                a["labels"]["application_id"]
-                for a in prometheus.alerts()
-                if a["labels"]["alertname"] == "PlatformStreamsStreamThreadFailed"
-            },
+            lambda: (
+                {dying_id, replaced_id}
+                <= {
+                    a["labels"]["application_id"]
+                    for a in prometheus.alerts()
+                    if a["labels"]["alertname"] == "PlatformStreamsStreamThreadFailed"
+                }
+            ),
             60,
             "both clients' thread-failure alerts",
         )
@@ -158,7 +164,9 @@ def test_a_failed_thread_and_a_client_in_error_fire_their_alerts(
         assert not {"PlatformStreamsClientError", "PlatformStreamsClientNotRunning"} & _alerts_of(
             prometheus, replaced_id
         )
-        prometheus.wait_for(f'kafka_streams_client_state{{application_id="{replaced_id}",state="RUNNING"}} == 1')
+        prometheus.wait_for(
+            f'kafka_streams_client_state{{application_id="{replaced_id}",state="RUNNING"}} == 1'
+        )
 
 
 def test_consumer_lag_growing_fires_for_a_worker_slower_than_its_input(
@@ -188,7 +196,9 @@ def test_consumer_lag_growing_fires_for_a_worker_slower_than_its_input(
         )
         slow.wait_for_state(State.RUNNING, timeout_s=60)
         rules = generate_rules.write(tmp_path / "rules", SHORT)
-        prometheus = stack.enter_context(running_prometheus([slow_at], tmp_path / "prometheus", rule_files=rules))
+        prometheus = stack.enter_context(
+            running_prometheus([slow_at], tmp_path / "prometheus", rule_files=rules)
+        )
         feeder.start()
         stack.callback(feeder.join, 10)
         stack.callback(stop.set)

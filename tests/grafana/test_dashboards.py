@@ -48,7 +48,7 @@ from tests.support.kafka import new_topic, produce
 from tests.support.prometheus import PrometheusServer, running_prometheus
 
 sys.path.insert(0, str(REPO / "grafana"))
-import generate_rules  # noqa: E402
+import generate_rules
 
 pytestmark = [pytest.mark.grafana, pytest.mark.broker]
 
@@ -232,7 +232,7 @@ def test_dashboards_are_valid_grafana_json_wired_to_the_datasource_variable() ->
         assert (
             defined["datasource"]["type"] == "datasource" and defined["datasource"]["query"] == "prometheus"
         )
-        assert {"application_id", "instance"} <= defined.keys(), name
+        assert {"application_id", "namespace", "pod", "instance"} <= defined.keys(), name
         for variable in defined.values():
             if variable["type"] == "query":
                 assert variable["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, variable[
@@ -332,17 +332,20 @@ KINETICEDGE_THREAD = [
     'sum without(job,instance,thread) (kafka_stream_thread_${measurement}_total{job=~"${job}", '
     'instance=~"${instance}", thread_id=~"${thread}"} * on (job, instance) group_left(application_id) '
     'kafka_stream_client_state{application_id=~"${application}"})',
-    'sum (kafka_stream_thread_${measurement}_total{job=~"${job}", instance=~"${instance}", thread_id=~"${thread}"})',
+    'sum (kafka_stream_thread_${measurement}_total{job=~"${job}", instance=~"${instance}", '
+    'thread_id=~"${thread}"})',
     'sum without(job,instance,thread) (kafka_stream_thread_${measurement}_rate{instance=~"${instance}", '
     'thread_id=~"${thread}", job=~"${job}"})',
     'sum without(job,instance,thread) (rate(kafka_stream_thread_${measurement}_total{thread_id=~"${thread}", '
     'instance=~"${instance}", job=~"${job}"}[$__rate_interval]))',
 ]
 KINETICEDGE_RECORDS = [
-    'avg without(job,instance,thread) (kafka_stream_thread_${measurement}_records_avg{instance=~"${instance}", '
-    'thread_id=~"${thread}", job=~"${job}"})',
+    "avg without(job,instance,thread) (kafka_stream_thread_${measurement}_records_avg{"
+    'instance=~"${instance}", thread_id=~"${thread}", job=~"${job}"})',
 ]
-KINETICEDGE_VARIABLE = 'label_values(kafka_stream_client_state{job=~"${job}", application_id=~".+"}, application_id)'
+KINETICEDGE_VARIABLE = (
+    'label_values(kafka_stream_client_state{job=~"${job}", application_id=~".+"}, application_id)'
+)
 #: confluentinc/jmx-monitoring-stacks, jmxexporter-prometheus-grafana/assets/grafana/provisioning/
 #: dashboards/kafka-stream.json (``env`` is that stack's own target label; empty = absent here).
 CONFLUENT = [

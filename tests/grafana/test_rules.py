@@ -23,7 +23,7 @@ import yaml
 from tests.grafana.dashboard_support import REPO
 
 sys.path.insert(0, str(REPO / "grafana"))
-import generate_rules  # noqa: E402
+import generate_rules
 
 RULES = REPO / "grafana" / "rules"
 RUNBOOKS = REPO / "docs" / "runbooks.md"
@@ -54,8 +54,18 @@ def _case(
     not_yet = {"expr": firing, "eval_time": quiet_at, "exp_samples": []}
     never = {"expr": firing, "eval_time": fires_at, "exp_samples": []}
     return [
-        {"name": f"{alert} fires", "interval": "1m", "input_series": faulty, "promql_expr_test": [fired, not_yet]},
-        {"name": f"{alert} stays quiet", "interval": "1m", "input_series": healthy, "promql_expr_test": [never]},
+        {
+            "name": f"{alert} fires",
+            "interval": "1m",
+            "input_series": faulty,
+            "promql_expr_test": [fired, not_yet],
+        },
+        {
+            "name": f"{alert} stays quiet",
+            "interval": "1m",
+            "input_series": healthy,
+            "promql_expr_test": [never],
+        },
     ]
 
 

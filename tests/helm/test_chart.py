@@ -176,7 +176,14 @@ def test_every_optional_feature_on_renders_lint_clean_and_validates() -> None:
     for doc in docs:
         validate(doc)
     kinds = {doc["kind"] for doc in docs}
-    assert {"ServiceMonitor", "PodMonitor", "PrometheusRule", "Job", "PodDisruptionBudget", "StatefulSet"} <= kinds
+    assert {
+        "ServiceMonitor",
+        "PodMonitor",
+        "PrometheusRule",
+        "Job",
+        "PodDisruptionBudget",
+        "StatefulSet",
+    } <= kinds
     dashboards = [
         d for d in docs if d["kind"] == "ConfigMap" and "grafana_dashboard" in d["metadata"]["labels"]
     ]
@@ -422,7 +429,9 @@ def test_the_prometheus_rule_carries_the_rule_files_verbatim() -> None:
     assert rule["spec"]["groups"] == expected
     assert rule["metadata"]["labels"]["team"] == "streams"
     assert rule["metadata"]["namespace"] == NAMESPACE
-    alerts_only = render({"metrics": {"prometheusRule": {"enabled": True, "compatibilityRecordingRules": False}}})
+    alerts_only = render(
+        {"metrics": {"prometheusRule": {"enabled": True, "compatibilityRecordingRules": False}}}
+    )
     groups = one(alerts_only, "PrometheusRule")["spec"]["groups"]
     assert [g["name"] for g in groups] == ["platform-streams.alerts"]
     assert not [d for d in manifests(render()) if d["kind"] == "PrometheusRule"]
