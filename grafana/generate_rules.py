@@ -148,6 +148,15 @@ def alerts(t: Tuning) -> list[Alert]:
             "they are written there.",
         ),
         Alert(
+            "PlatformStreamsDeadLetterRecords",
+            f"sum by ({task}) (rate(kafka_streams_task_dead_letter_records_total[{t.dropped_window}])) > 0",
+            t.dropped_for,
+            "warning",
+            "Task {{ $labels.task_id }} of {{ $labels.application_id }} writes to the dead-letter topic",
+            "Records that failed deserialization, processing or production are sent to the "
+            "dead-letter topic at {{ $value | humanize }}/s.",
+        ),
+        Alert(
             "PlatformStreamsRestoreStuck",
             f"max by ({task}) (kafka_streams_task_restoring) == 1 and sum by ({task}) "
             f"(rate(kafka_streams_task_restore_total[{t.restore_window}])) == 0",

@@ -221,6 +221,10 @@ CATALOG: tuple[MetricSpec, ...] = (
        "late records of closed windows. An empty task_id: production errors the worker's shared "
        "producer reported.",
        _TASK),
+    _m("task_dead_letter_records", "counter", _OURS, "",
+       "Records the exception handlers sent to the dead-letter topic "
+       "(errors_dead_letter_queue_topic_name, KIP-1034): a subset of the dropped records, or of "
+       "the records a failing handler re-raised.", _TASK),
     _m("task_process", "counter", _TASK_G, "process-rate, process-total",
        "Records processed by the task.", _TASK, Level.DEBUG),
     _m("task_record_lateness_seconds", "histogram", _TASK_G, "record-lateness-avg, record-lateness-max",

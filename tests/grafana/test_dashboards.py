@@ -404,6 +404,11 @@ def test_dropped_records_and_end_to_end_latency_alerts_fire_on_the_live_worker(l
     assert dropped["labels"]["application_id"] == live.application_id
     assert dropped["labels"]["namespace"] == "streams" and dropped["labels"]["pod"] == "grafana-worker-0"
     assert dropped["annotations"]["runbook_url"] == "docs/runbooks.md#platformstreamsdroppedrecords"
+    dead_letters = live.prometheus.wait_for_alert("PlatformStreamsDeadLetterRecords")
+    assert dead_letters["labels"]["application_id"] == live.application_id
+    written = live.prometheus.query("sum(kafka_streams_task_dead_letter_records_total)")
+    skipped = live.prometheus.query("sum(kafka_streams_task_dropped_records_total)")
+    assert 0 < float(written[0]["value"][1]) <= float(skipped[0]["value"][1])  # every bad one, once
     latency = live.prometheus.wait_for_alert("PlatformStreamsEndToEndLatencyHigh")
     assert latency["labels"]["processor_node_id"] == "KSTREAM-SOURCE-0000000000"
     assert float(latency["value"]) > generate_rules.Tuning().e2e_p99_seconds

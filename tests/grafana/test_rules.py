@@ -129,6 +129,13 @@ CASES: dict[str, list[dict[str, Any]]] = {
         "15m",
         "5m",
     ),
+    "PlatformStreamsDeadLetterRecords": _case(
+        "PlatformStreamsDeadLetterRecords",
+        [_series("kafka_streams_task_dead_letter_records_total", TASK, "0x5 1+2x15")],
+        [_series("kafka_streams_task_dead_letter_records_total", TASK, "0x20")],
+        "15m",
+        "7m",
+    ),
     "PlatformStreamsRestoreStuck": _case(
         "PlatformStreamsRestoreStuck",
         [
@@ -179,7 +186,7 @@ def test_promtool_accepts_the_rule_files() -> None:
     assert len(files) == 2
     done = subprocess.run([_promtool(), "check", "rules", *map(str, files)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 9 rules found" in done.stdout
+    assert "SUCCESS: 10 rules found" in done.stdout
 
 
 def test_every_alert_fires_on_faulty_series_after_its_for_and_never_on_healthy_ones(tmp_path: Path) -> None:
