@@ -434,6 +434,20 @@ def overview() -> dict[str, Any]:
                     unit="ops",
                 ),
                 Panel(
+                    "Time split (process / poll / commit / punctuate ratio)",
+                    [
+                        q(
+                            rate(f"kafka_streams_thread_{phase}_latency_seconds_sum", "instance"),
+                            f"{{{{instance}}}} {phase}",
+                        )
+                        for phase in ("process", "poll", "commit", "punctuate")
+                    ],
+                    unit="percentunit",
+                    description="Fraction of wall-clock time each worker spends in each phase of its loop "
+                    "(process-ratio, poll-ratio, commit-ratio, punctuate-ratio): a process ratio near 1 "
+                    "means the worker is saturated.",
+                ),
+                Panel(
                     "Processing time per record",
                     [
                         q(
@@ -857,8 +871,25 @@ def errors() -> dict[str, Any]:
                     "Dropped records (total)",
                     q(total(dropped), "dropped"),
                     "dropped-records-total since the workers started.",
-                    width=12,
+                    width=6,
                     height=8,
+                ),
+                stat(
+                    "Dead-lettered records (total)",
+                    q(total("kafka_streams_task_dead_letter_records_total"), "dead-lettered"),
+                    "Records written to the dead-letter topic since the workers started.",
+                    width=6,
+                    height=8,
+                ),
+                series(
+                    "Dead-lettered records / s",
+                    rate,
+                    "kafka_streams_task_dead_letter_records_total",
+                    "task_id",
+                    "Records written to errors_dead_letter_queue_topic_name per second, per task "
+                    "(an empty task is the worker's producer).",
+                    unit="ops",
+                    width=12,
                 ),
                 Panel(
                     "Top tasks by dropped records",

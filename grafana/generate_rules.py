@@ -220,6 +220,8 @@ def compat_rules(t: Tuning) -> list[dict[str, str]]:
                 _record(
                     f"{prefix}_{m}_latency_avg", f"1000 * rate({hist}_sum[{w}]) / rate({hist}_count[{w}])"
                 ),
+                # Kafka Streams' <m>-ratio: the fraction of wall-clock time spent in that phase.
+                _record(f"{prefix}_{m}_ratio", f"rate({hist}_sum[{w}])"),
             ]
         for m in RECORDS_MEASUREMENTS:
             hist = f"kafka_streams_thread_{m}_records"

@@ -336,6 +336,8 @@ KINETICEDGE_THREAD = [
     'thread_id=~"${thread}"})',
     'sum without(job,instance,thread) (kafka_stream_thread_${measurement}_rate{instance=~"${instance}", '
     'thread_id=~"${thread}", job=~"${job}"})',
+    "avg without(job,instance,thread) ((kafka_stream_thread_${measurement}_ratio{"
+    'instance=~"${instance}", thread_id=~"${thread}", job=~"${job}"}) >=0)',
     'sum without(job,instance,thread) (rate(kafka_stream_thread_${measurement}_total{thread_id=~"${thread}", '
     'instance=~"${instance}", job=~"${job}"}[$__rate_interval]))',
 ]
