@@ -19,7 +19,6 @@ cannot be provoked here and are covered by ``promtool test rules`` in ``test_rul
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,23 +34,13 @@ from platform_streams.kafka import KafkaAdmin
 from platform_streams.processor import Processor, Record
 from platform_streams.runtime.lifecycle import StreamsUncaughtExceptionResponse
 from platform_streams.serde import String
-from tests.grafana.dashboard_support import REPO
+from tests.grafana.rules_support import SHORT, generate_rules
 from tests.integration.support_apps import app_config, wait_until
 from tests.support.kafka import new_topic, produce
 from tests.support.prometheus import running_prometheus
 
-sys.path.insert(0, str(REPO / "grafana"))
-import generate_rules
-
 pytestmark = [pytest.mark.grafana, pytest.mark.broker, pytest.mark.slow]
 
-SHORT = generate_rules.Tuning(
-    not_running_for="2s",
-    error_for="1s",
-    thread_failed_window="5m",
-    lag_window="10s",
-    lag_growing_for="5s",
-)
 _failed_once = threading.Event()
 #: A few records per fetch: a slow loop still iterates (and refreshes the lag gauge) often.
 SMALL_FETCHES = {

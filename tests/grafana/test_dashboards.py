@@ -43,12 +43,10 @@ from tests.grafana.dashboard_support import (
     variable_query,
     variables,
 )
+from tests.grafana.rules_support import SHORT, generate_rules
 from tests.integration.support_apps import APP_TIMING, Ticking, wait_until
 from tests.support.kafka import new_topic, produce
 from tests.support.prometheus import PrometheusServer, running_prometheus
-
-sys.path.insert(0, str(REPO / "grafana"))
-import generate_rules
 
 pytestmark = [pytest.mark.grafana, pytest.mark.broker]
 
@@ -59,17 +57,6 @@ BACKFILL_AGE_MS = 600_000
 #: Where Kubernetes service discovery would put the worker (the namespace/pod variables).
 TARGET_LABELS = {"namespace": "streams", "pod": "grafana-worker-0"}
 #: The rules as committed, but with ``for:`` and windows short enough for a test.
-SHORT = generate_rules.Tuning(
-    not_running_for="2s",
-    error_for="1s",
-    lag_window="10s",
-    lag_growing_for="5s",
-    latency_window="10s",
-    latency_for="2s",
-    dropped_window="10s",
-    dropped_for="2s",
-    compat_window="10s",
-)
 
 
 @dataclass

@@ -21,9 +21,7 @@ import pytest
 import yaml
 
 from tests.grafana.dashboard_support import REPO
-
-sys.path.insert(0, str(REPO / "grafana"))
-import generate_rules
+from tests.grafana.rules_support import generate_rules
 
 RULES = REPO / "grafana" / "rules"
 RUNBOOKS = REPO / "docs" / "runbooks.md"
