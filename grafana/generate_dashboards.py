@@ -463,6 +463,42 @@ def overview() -> dict[str, Any]:
             ],
         ),
         Row(
+            "Kafka clients (librdkafka statistics, with statistics.interval.ms set)",
+            [
+                Panel(
+                    "Broker round-trip time",
+                    [
+                        q(
+                            gauge(
+                                "kafka_streams_librdkafka_broker_rtt_avg_seconds",
+                                "instance, client",
+                                agg="max",
+                            ),
+                            legend_for("instance, client"),
+                        )
+                    ],
+                    unit="s",
+                    description="Largest average round trip to a broker, per client (librdkafka rtt.avg).",
+                ),
+                Panel(
+                    "Bytes on the wire / s",
+                    [
+                        q(rate("kafka_streams_librdkafka_rx_bytes_total", "client"), "{{client}} received"),
+                        q(rate("kafka_streams_librdkafka_tx_bytes_total", "client"), "{{client}} sent"),
+                    ],
+                    unit="Bps",
+                    description="Bytes from and to the brokers (librdkafka rx_bytes, tx_bytes).",
+                ),
+                series(
+                    "librdkafka queues",
+                    gauge,
+                    "kafka_streams_librdkafka_msg_cnt",
+                    "instance, client",
+                    "Messages waiting in librdkafka: unsent (producer) or fetched, not consumed (msg_cnt).",
+                ),
+            ],
+        ),
+        Row(
             "Consumer lag",
             [
                 series(

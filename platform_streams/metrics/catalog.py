@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from platform_streams.metrics.histogram import E2E_LATENCY_BUCKETS_S, LATENCY_BUCKETS_S, RECORD_COUNT_BUCKETS
+from platform_streams.metrics.librdkafka import STATISTICS
 
 __all__ = [
     "BASE_LABELS",
@@ -214,6 +215,12 @@ CATALOG: tuple[MetricSpec, ...] = (
        "rate(hits) / (rate(hits) + rate(misses)).", _STORE, Level.DEBUG),
     _m("record_cache_misses", "counter", _CACHE_G, "hit-ratio-avg, hit-ratio-min, hit-ratio-max",
        "Point reads of a caching store that went to the store below the cache.", _STORE, Level.DEBUG),
+    *(
+        _m(suffix, kind, "(librdkafka statistics)", "",  # type: ignore[arg-type]
+           f"{help} librdkafka statistics field {field}; only with statistics.interval.ms set in "
+           "consumer_config / producer_config.", (*_THREAD, "client"))
+        for suffix, (field, kind, help) in STATISTICS.items()
+    ),
     # -- task ---------------------------------------------------------------------------------
     _m("task_dropped_records", "counter", _TASK_G, "dropped-records-rate, dropped-records-total",
        "Records skipped: deserialization, processing or production errors handled with CONTINUE, "

@@ -156,6 +156,9 @@ class StreamsCollector(Collector):
         fams.add("kafka_streams_thread_rebalances", t, rec.rebalances)
         live = rec.live_tasks()
         fams.add("kafka_streams_thread_active_tasks", t, len(live))
+        for client, values in list(rec.client_stats.items()):
+            for suffix, figure in values.items():
+                fams.add(f"kafka_streams_{suffix}", [*t, client], figure)
         for (topic, partition), lag in list(rec.lag.items()):
             fams.add("kafka_streams_consumer_records_lag", [*t, topic, str(partition)], lag)
         cache = worker.record_cache

@@ -32,6 +32,7 @@ from platform_streams.metrics.histogram import (
     RECORD_COUNT_BUCKETS,
     Histogram,
 )
+from platform_streams.metrics.librdkafka import parse_statistics
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.observer import WorkerObserver
 from platform_streams.state.api import SessionStore, WindowStore
@@ -104,6 +105,8 @@ class ThreadRecorder(WorkerObserver):
         self.tasks_created = 0
         self.tasks_closed = 0
         self.rebalances = 0
+        #: client (consumer/producer) -> librdkafka statistics gauges (statistics.interval.ms)
+        self.client_stats: dict[str, dict[str, float]] = {}
         #: (task id, source node) -> e2e latency
         self.e2e: dict[tuple[TaskId, str], Histogram] = {}
         #: (topic, partition) -> lag, refreshed every second
@@ -138,6 +141,12 @@ class ThreadRecorder(WorkerObserver):
     def on_commit(self, started: float) -> None:
         self.commits += 1
         self.commit_latency.observe(perf_counter() - started)
+
+    def on_client_statistics(self, client: str, document: str) -> None:
+        try:
+            self.client_stats[client] = parse_statistics(document)
+        except (ValueError, TypeError, KeyError):  # metrics must never break processing
+            log.debug("unreadable librdkafka statistics", exc_info=True)
 
     def on_punctuate(self, started: float) -> None:
         """A punctuator of one of the worker's tasks returned (the tasks' ``on_punctuate``)."""

@@ -206,6 +206,12 @@ class StreamWorker(threading.Thread):
             count = self.partition_counts[topic] = found
         return count
 
+    def _route_statistics(self, conf: dict[str, Any], client: str) -> None:
+        """With ``statistics.interval.ms`` set, librdkafka's statistics go to the observer
+        (the metrics recorder); librdkafka calls back from poll, on this worker's thread."""
+        if int(conf.get("statistics.interval.ms", 0) or 0) > 0:
+            conf["stats_cb"] = lambda document: self.observer.on_client_statistics(client, document)
+
     def _start_clients(self) -> None:
         producer_conf = self.config.producer_configs(self.index, self.transactional_id)
         if not self._changelogs:
@@ -214,6 +220,8 @@ class StreamWorker(threading.Thread):
             producer_conf.setdefault("delivery.report.only.error", True)
         if self.transactional_id is not None:
             producer_conf.setdefault("transaction.timeout.ms", 10_000)  # as Kafka Streams under EOS
+
+        self._route_statistics(producer_conf, "producer")
 
         def producer_factory(**callbacks: Any) -> StreamsProducer:
             return StreamsProducer(
@@ -227,7 +235,9 @@ class StreamWorker(threading.Thread):
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
         )
-        self.consumer = create_consumer(self.config.consumer_configs(self.index))
+        consumer_conf = self.config.consumer_configs(self.index)
+        self._route_statistics(consumer_conf, "consumer")
+        self.consumer = create_consumer(consumer_conf)
         guarded = self.store_guard.wrap
         self.consumer.subscribe(
             self.source_topics,

@@ -130,6 +130,9 @@ def live(
         "deserialization_exception_handler": "log_and_continue",
         "errors_dead_letter_queue_topic_name": dlq,
         "http_port": 0,
+        # librdkafka statistics -> the kafka_streams_librdkafka_* gauges and their panels
+        "consumer_config": {"statistics.interval.ms": 500},
+        "producer_config": {"statistics.interval.ms": 500},
         **APP_TIMING,
     }
     topology = _count_app(source, sink).build()
@@ -409,3 +412,17 @@ def test_dropped_records_and_end_to_end_latency_alerts_fire_on_the_live_worker(l
         "PlatformStreamsRocksDBErrors",
     }
     assert not firing & healthy, firing
+
+
+def test_librdkafka_statistics_reach_prometheus_for_both_clients(live: Live) -> None:
+    """``statistics.interval.ms`` on the consumer and the producer: librdkafka's JSON becomes
+    a handful of gauges per worker and client, with plausible values."""
+    app = f'application_id="{live.application_id}"'
+    received = _eventually(live.prometheus, f"kafka_streams_librdkafka_rx_bytes_total{{{app}}} > 0")
+    assert {s["metric"]["client"] for s in received} == {"consumer", "producer"}
+    sent = _eventually(live.prometheus, f'kafka_streams_librdkafka_tx_bytes_total{{{app},client="producer"}}')
+    assert float(sent[0]["value"][1]) > 0  # the count results and changelog records
+    rtt = _eventually(live.prometheus, f"kafka_streams_librdkafka_broker_rtt_avg_seconds{{{app}}}")
+    assert all(0 <= float(s["value"][1]) < 5 for s in rtt)
+    queues = _eventually(live.prometheus, f"kafka_streams_librdkafka_replyq{{{app}}}")
+    assert len(queues) == 2 and all(float(s["value"][1]) >= 0 for s in queues)
