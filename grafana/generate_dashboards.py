@@ -25,7 +25,11 @@ from typing import Any
 OUT = Path(__file__).resolve().parent / "dashboards"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 #: The label filter every query carries; more filters are appended per dashboard.
-APP = 'application_id=~"$application_id", instance=~"$instance"'
+#: ``namespace``/``pod`` are the labels Kubernetes service discovery (the chart's
+#: ServiceMonitor/PodMonitor) adds; outside Kubernetes they are absent and "All" (``.*``)
+#: matches the empty value.
+WHERE = 'namespace=~"$namespace", pod=~"$pod", instance=~"$instance"'
+APP = f'application_id=~"$application_id", {WHERE}'
 RATE = "[$__rate_interval]"
 
 
@@ -171,9 +175,21 @@ def base_variables() -> list[dict[str, Any]]:
             multi=False,
         ),
         query_variable(
+            "namespace",
+            "Namespace",
+            'label_values(kafka_streams_client_state{application_id=~"$application_id"}, namespace)',
+        ),
+        query_variable(
+            "pod",
+            "Pod",
+            'label_values(kafka_streams_client_state{application_id=~"$application_id", '
+            'namespace=~"$namespace"}, pod)',
+        ),
+        query_variable(
             "instance",
             "Instance",
-            'label_values(kafka_streams_client_state{application_id=~"$application_id"}, instance)',
+            'label_values(kafka_streams_client_state{application_id=~"$application_id", '
+            'namespace=~"$namespace", pod=~"$pod"}, instance)',
         ),
     ]
 
@@ -419,6 +435,20 @@ def overview() -> dict[str, Any]:
                     unit="ops",
                 ),
                 Panel(
+                    "Time split (process / poll / commit / punctuate ratio)",
+                    [
+                        q(
+                            rate(f"kafka_streams_thread_{phase}_latency_seconds_sum", "instance"),
+                            f"{{{{instance}}}} {phase}",
+                        )
+                        for phase in ("process", "poll", "commit", "punctuate")
+                    ],
+                    unit="percentunit",
+                    description="Fraction of wall-clock time each worker spends in each phase of its loop "
+                    "(process-ratio, poll-ratio, commit-ratio, punctuate-ratio): a process ratio near 1 "
+                    "means the worker is saturated.",
+                ),
+                Panel(
                     "Processing time per record",
                     [
                         q(
@@ -430,6 +460,42 @@ def overview() -> dict[str, Any]:
                     ],
                     unit="s",
                     description="Processing time divided by records processed (process-latency-avg).",
+                ),
+            ],
+        ),
+        Row(
+            "Kafka clients (librdkafka statistics, with statistics.interval.ms set)",
+            [
+                Panel(
+                    "Broker round-trip time",
+                    [
+                        q(
+                            gauge(
+                                "kafka_streams_librdkafka_broker_rtt_avg_seconds",
+                                "instance, client",
+                                agg="max",
+                            ),
+                            legend_for("instance, client"),
+                        )
+                    ],
+                    unit="s",
+                    description="Largest average round trip to a broker, per client (librdkafka rtt.avg).",
+                ),
+                Panel(
+                    "Bytes on the wire / s",
+                    [
+                        q(rate("kafka_streams_librdkafka_rx_bytes_total", "client"), "{{client}} received"),
+                        q(rate("kafka_streams_librdkafka_tx_bytes_total", "client"), "{{client}} sent"),
+                    ],
+                    unit="Bps",
+                    description="Bytes from and to the brokers (librdkafka rx_bytes, tx_bytes).",
+                ),
+                series(
+                    "librdkafka queues",
+                    gauge,
+                    "kafka_streams_librdkafka_msg_cnt",
+                    "instance, client",
+                    "Messages waiting in librdkafka: unsent (producer) or fetched, not consumed (msg_cnt).",
                 ),
             ],
         ),
@@ -492,7 +558,7 @@ def overview() -> dict[str, Any]:
                     "Resident memory",
                     [
                         q(
-                            'sum by (instance) (process_resident_memory_bytes{instance=~"$instance"})',
+                            "sum by (instance) (process_resident_memory_bytes{" + WHERE + "})",
                             "{{instance}}",
                         )
                     ],
@@ -504,9 +570,7 @@ def overview() -> dict[str, Any]:
                     "CPU",
                     [
                         q(
-                            'sum by (instance) (rate(process_cpu_seconds_total{instance=~"$instance"}'
-                            + RATE
-                            + "))",
+                            "sum by (instance) (rate(process_cpu_seconds_total{" + WHERE + "}" + RATE + "))",
                             "{{instance}}",
                         )
                     ],
@@ -818,8 +882,7 @@ def tasks() -> dict[str, Any]:
         query_variable(
             "task_id",
             "Task",
-            'label_values(kafka_streams_task_input_buffer_records{application_id=~"$application_id", '
-            'instance=~"$instance"}, task_id)',
+            f"label_values(kafka_streams_task_input_buffer_records{{{APP}}}, task_id)",
         ),
     ]
     return dashboard(
@@ -877,8 +940,25 @@ def errors() -> dict[str, Any]:
                     "Dropped records (total)",
                     q(total(dropped), "dropped"),
                     "dropped-records-total since the workers started.",
-                    width=12,
+                    width=6,
                     height=8,
+                ),
+                stat(
+                    "Dead-lettered records (total)",
+                    q(total("kafka_streams_task_dead_letter_records_total"), "dead-lettered"),
+                    "Records written to the dead-letter topic since the workers started.",
+                    width=6,
+                    height=8,
+                ),
+                series(
+                    "Dead-lettered records / s",
+                    rate,
+                    "kafka_streams_task_dead_letter_records_total",
+                    "task_id",
+                    "Records written to errors_dead_letter_queue_topic_name per second, per task "
+                    "(an empty task is the worker's producer).",
+                    unit="ops",
+                    width=12,
                 ),
                 Panel(
                     "Top tasks by dropped records",

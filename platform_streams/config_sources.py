@@ -169,11 +169,13 @@ def closest(name: str, candidates: Collection[str]) -> str | None:
 
 
 def _flatten(raw: Mapping[str, Any], parent: str = "") -> list[tuple[str, Any]]:
-    """Flatten nested YAML mappings to dotted keys, except the values of client dict fields."""
+    """Flatten nested YAML mappings to dotted keys, except the values of dict-valued fields
+    (client dicts, ``client_tags``)."""
     items: list[tuple[str, Any]] = []
     for key, value in raw.items():
         full = f"{parent}.{key}" if parent else str(key)
-        if isinstance(value, Mapping) and full.replace(".", "_") not in CLIENT_FIELDS:
+        dict_valued = full.replace(".", "_") in CLIENT_FIELDS or full in _JSON_FIELDS
+        if isinstance(value, Mapping) and not dict_valued:
             items.extend(_flatten(value, full))
         else:
             items.append((full, value))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from platform_streams.metrics.histogram import E2E_LATENCY_BUCKETS_S, LATENCY_BUCKETS_S, RECORD_COUNT_BUCKETS
+from platform_streams.metrics.librdkafka import STATISTICS
 
 __all__ = [
     "BASE_LABELS",
@@ -222,6 +223,12 @@ CATALOG: tuple[MetricSpec, ...] = (
        "rate(hits) / (rate(hits) + rate(misses)).", _STORE, Level.DEBUG),
     _m("record_cache_misses", "counter", _CACHE_G, "hit-ratio-avg, hit-ratio-min, hit-ratio-max",
        "Point reads of a caching store that went to the store below the cache.", _STORE, Level.DEBUG),
+    *(
+        _m(suffix, kind, "(librdkafka statistics)", "",  # type: ignore[arg-type]
+           f"{help} librdkafka statistics field {field}; only with statistics.interval.ms set in "
+           "consumer_config / producer_config.", (*_THREAD, "client"))
+        for suffix, (field, kind, help) in STATISTICS.items()
+    ),
     # -- task ---------------------------------------------------------------------------------
     _m("task_dropped_records", "counter", _TASK_G, "dropped-records-rate, dropped-records-total",
        "Records skipped: deserialization, processing or production errors handled with CONTINUE, "
@@ -229,6 +236,10 @@ CATALOG: tuple[MetricSpec, ...] = (
        "late records of closed windows. An empty task_id: production errors the worker's shared "
        "producer reported.",
        _TASK),
+    _m("task_dead_letter_records", "counter", _OURS, "",
+       "Records the exception handlers sent to the dead-letter topic "
+       "(errors_dead_letter_queue_topic_name, KIP-1034): a subset of the dropped records, or of "
+       "the records a failing handler re-raised.", _TASK),
     _m("task_process", "counter", _TASK_G, "process-rate, process-total",
        "Records processed by the task.", _TASK, Level.DEBUG),
     _m("task_record_lateness_seconds", "histogram", _TASK_G, "record-lateness-avg, record-lateness-max",

@@ -165,6 +165,9 @@ class StreamsCollector(Collector):
         fams.add("kafka_streams_thread_rebalances", t, rec.rebalances)
         live = rec.live_tasks()
         fams.add("kafka_streams_thread_active_tasks", t, len(live))
+        for client, values in list(rec.client_stats.items()):
+            for suffix, figure in values.items():
+                fams.add(f"kafka_streams_{suffix}", [*t, client], figure)
         for (topic, partition), lag in list(rec.lag.items()):
             fams.add("kafka_streams_consumer_records_lag", [*t, topic, str(partition)], lag)
         cache = worker.record_cache
@@ -194,19 +197,24 @@ class StreamsCollector(Collector):
         totals: dict[Any, list[int]] = {tid: list(base) for tid, base in list(rec.task_base.items())}
         buffered: dict[Any, int] = {}
         for task in live:
-            entry = totals.setdefault(task.task_id, [0, 0])
+            entry = totals.setdefault(task.task_id, [0, 0, 0])
             entry[0] += task.records_processed
             entry[1] += task.records_skipped
+            entry[2] += task.records_dead_lettered
             buffered[task.task_id] = task.queues.total_buffered()
-        for task_id, (processed, dropped) in totals.items():
+        for task_id, (processed, dropped, dead_lettered) in totals.items():
             labels = [t, str(task_id)]
             fams.add("kafka_streams_task_process", labels, processed)
             fams.add("kafka_streams_task_dropped_records", labels, dropped)
+            fams.add("kafka_streams_task_dead_letter_records", labels, dead_lettered)
         # Production errors reported to the worker's producer (delivery reports, exactly-once
         # commits) cannot be traced to the task that sent the record: empty task_id.
         collector = rec.worker.collector
         if collector is not None and collector.records_skipped:
             fams.add("kafka_streams_task_dropped_records", [t, ""], collector.records_skipped)
+        handler = getattr(collector, "production_handler", None)
+        if handler is not None and handler.dead_lettered:
+            fams.add("kafka_streams_task_dead_letter_records", [t, ""], handler.dead_lettered)
         for task_id, count in buffered.items():
             fams.add("kafka_streams_task_input_buffer_records", [t, str(task_id)], count)
         for task_id, hist in list(rec.lateness.items()):

@@ -32,6 +32,7 @@ from platform_streams.metrics.histogram import (
     RECORD_COUNT_BUCKETS,
     Histogram,
 )
+from platform_streams.metrics.librdkafka import parse_statistics
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.observer import WorkerObserver
 from platform_streams.state.api import SessionStore, WindowStore
@@ -104,13 +105,15 @@ class ThreadRecorder(WorkerObserver):
         self.tasks_created = 0
         self.tasks_closed = 0
         self.rebalances = 0
+        #: client (consumer/producer) -> librdkafka statistics gauges (statistics.interval.ms)
+        self.client_stats: dict[str, dict[str, float]] = {}
         #: (task id, source node) -> e2e latency
         self.e2e: dict[tuple[TaskId, str], Histogram] = {}
         #: (topic, partition) -> lag, refreshed every second
         self.lag: dict[tuple[str, int], int] = {}
         #: (task id, store) -> stats
         self.stores: dict[tuple[TaskId, str], StoreStats] = {}
-        #: task id -> [processed, dropped] of closed task objects
+        #: task id -> [processed, dropped, dead-lettered] of closed task objects
         self.task_base: dict[TaskId, list[int]] = {}
         self.restore = RestoreRecorder(worker)
         self._known: dict[int, Any] = {}
@@ -138,6 +141,12 @@ class ThreadRecorder(WorkerObserver):
     def on_commit(self, started: float) -> None:
         self.commits += 1
         self.commit_latency.observe(perf_counter() - started)
+
+    def on_client_statistics(self, client: str, document: str) -> None:
+        try:
+            self.client_stats[client] = parse_statistics(document)
+        except (ValueError, TypeError, KeyError):  # metrics must never break processing
+            log.debug("unreadable librdkafka statistics", exc_info=True)
 
     def on_punctuate(self, started: float) -> None:
         """A punctuator of one of the worker's tasks returned (the tasks' ``on_punctuate``)."""
@@ -212,9 +221,10 @@ class ThreadRecorder(WorkerObserver):
         for key, task in list(self._known.items()):
             if key not in current:
                 self.tasks_closed += 1
-                base = self.task_base.setdefault(task.task_id, [0, 0])
+                base = self.task_base.setdefault(task.task_id, [0, 0, 0])
                 base[0] += task.records_processed
                 base[1] += task.records_skipped
+                base[2] += task.records_dead_lettered
                 del self._known[key]
                 self._sampled.pop(key, None)
                 for (task_id, _store), stats in self.stores.items():

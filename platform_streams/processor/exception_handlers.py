@@ -77,6 +77,8 @@ class RecordExceptionHandler:
         self.context = context
         #: records this handler saw (the dropped-records metric reads it)
         self.count = 0
+        #: records it sent to the dead-letter topic (the dead-letter metric reads it)
+        self.dead_lettered = 0
 
     def handle(self, raw: Any, exc: BaseException) -> HandlerResponse:
         self.count += 1
@@ -90,6 +92,7 @@ class RecordExceptionHandler:
                 dead_letter_headers(raw, exc),
                 None,
             )
+            self.dead_lettered += 1
         response = self._decide(raw, exc)
         if response is HandlerResponse.CONTINUE:
             log.warning(

@@ -38,6 +38,10 @@ class WorkerObserver:
     def on_commit(self, started: float) -> None:
         """A commit succeeded (``started`` is when it began, ``perf_counter()``)."""
 
+    def on_client_statistics(self, client: str, document: str) -> None:
+        """librdkafka statistics JSON of the worker's ``client`` (``consumer``/``producer``),
+        when ``statistics.interval.ms`` is set for it."""
+
 
 class ObserverChain(WorkerObserver):
     """Several observers behind one."""
@@ -52,6 +56,10 @@ class ObserverChain(WorkerObserver):
     def on_commit(self, started: float) -> None:
         for observer in self.observers:
             observer.on_commit(started)
+
+    def on_client_statistics(self, client: str, document: str) -> None:
+        for observer in self.observers:
+            observer.on_client_statistics(client, document)
 
 
 class RestoreListenerChain(StateRestoreListener):

@@ -177,6 +177,12 @@ class StreamTask:
         return self.records_skipped_by_handlers + self.context.dropped_records
 
     @property
+    def records_dead_lettered(self) -> int:
+        """Records the exception handlers sent to the dead-letter topic."""
+        handlers = (self.deserialization_handler, self.processing_handler, self.production_handler)
+        return sum(handler.dead_lettered for handler in handlers)
+
+    @property
     def changelog_partitions(self) -> frozenset[tuple[str, int]]:
         """The changelog partitions of this task's stores."""
         return frozenset(self._changelog_partitions)

@@ -220,6 +220,12 @@ class StreamWorker(threading.Thread):
             count = self.partition_counts[topic] = found
         return count
 
+    def _route_statistics(self, conf: dict[str, Any], client: str) -> None:
+        """With ``statistics.interval.ms`` set, librdkafka's statistics go to the observer
+        (the metrics recorder); librdkafka calls back from poll, on this worker's thread."""
+        if int(conf.get("statistics.interval.ms", 0) or 0) > 0:
+            conf["stats_cb"] = lambda document: self.observer.on_client_statistics(client, document)
+
     def _start_clients(self) -> None:
         producer_conf = self.config.producer_configs(self.index, self.transactional_id)
         if not self._changelogs:
@@ -228,6 +234,8 @@ class StreamWorker(threading.Thread):
             producer_conf.setdefault("delivery.report.only.error", True)
         if self.transactional_id is not None:
             producer_conf.setdefault("transaction.timeout.ms", 10_000)  # as Kafka Streams under EOS
+
+        self._route_statistics(producer_conf, "producer")
 
         def producer_factory(**callbacks: Any) -> StreamsProducer:
             return StreamsProducer(
@@ -246,7 +254,9 @@ class StreamWorker(threading.Thread):
 
     def _join_group(self) -> None:
         """A new consumer, hence a new member of the application's group."""
-        self.consumer = create_consumer(self.config.consumer_configs(self.index))
+        consumer_conf = self.config.consumer_configs(self.index)
+        self._route_statistics(consumer_conf, "consumer")
+        self.consumer = create_consumer(consumer_conf)
         coordinator = self._coordinator
         self._subscribe(self.source_topics if coordinator is None else [coordinator.members_topic])
 

@@ -43,6 +43,7 @@ from tests.grafana.dashboard_support import (
     variable_query,
     variables,
 )
+from tests.grafana.rules_support import SHORT, generate_rules
 from tests.integration.support_apps import APP_TIMING, Ticking, wait_until
 from tests.support.kafka import new_topic, produce
 from tests.support.prometheus import PrometheusServer, running_prometheus
@@ -52,6 +53,10 @@ pytestmark = [pytest.mark.grafana, pytest.mark.broker]
 S, J, L = String(), Json(), Long()
 KEYS = 20
 PARTITIONS = 2
+BACKFILL_AGE_MS = 600_000
+#: Where Kubernetes service discovery would put the worker (the namespace/pod variables).
+TARGET_LABELS = {"namespace": "streams", "pod": "grafana-worker-0"}
+#: The rules as committed, but with ``for:`` and windows short enough for a test.
 
 
 @dataclass
@@ -97,10 +102,14 @@ def _exported_names(exposition: str) -> set[str]:
 
 
 def _producing(bootstrap: str, topic: str, stop: threading.Event) -> None:
-    """Keep records (and now and then a bad one) arriving while Prometheus scrapes."""
+    """Keep records (and now and then a bad one) arriving while Prometheus scrapes, stamped
+    ten minutes in the past (a back-fill): end-to-end latency is then far above the alert's
+    threshold."""
     batch = 0
     while not stop.wait(0.2):
-        produce(bootstrap, topic, _records(10_000 + batch * 10, 10, bad=1 if batch % 5 == 0 else 0))
+        stamp = int(time.time() * 1000) - BACKFILL_AGE_MS
+        records = _records(10_000 + batch * 10, 10, bad=1 if batch % 5 == 0 else 0)
+        produce(bootstrap, topic, records, timestamp_ms=stamp)
         batch += 1
 
 
@@ -121,6 +130,9 @@ def live(
         "deserialization_exception_handler": "log_and_continue",
         "errors_dead_letter_queue_topic_name": dlq,
         "http_port": 0,
+        # librdkafka statistics -> the kafka_streams_librdkafka_* gauges and their panels
+        "consumer_config": {"statistics.interval.ms": 500},
+        "producer_config": {"statistics.interval.ms": 500},
         **APP_TIMING,
     }
     topology = _count_app(source, sink).build()
@@ -149,7 +161,10 @@ def live(
         port = second.http_server.address.port
         instance = f"127.0.0.1:{port}"
         feeder.start()
-        with running_prometheus([instance], tmp / "prometheus") as prometheus:
+        rules = generate_rules.write(tmp / "rules", SHORT)
+        with running_prometheus(
+            [instance], tmp / "prometheus", rule_files=rules, target_labels=TARGET_LABELS
+        ) as prometheus:
             # Enough history for every rate window: a few scrapes after restore and processing.
             prometheus.wait_for("count_over_time(kafka_streams_thread_poll_total[30s]) >= 6")
             prometheus.wait_for("sum(kafka_streams_task_restore_total) > 0")
@@ -207,7 +222,7 @@ def test_dashboards_are_valid_grafana_json_wired_to_the_datasource_variable() ->
         assert (
             defined["datasource"]["type"] == "datasource" and defined["datasource"]["query"] == "prometheus"
         )
-        assert {"application_id", "instance"} <= defined.keys(), name
+        assert {"application_id", "namespace", "pod", "instance"} <= defined.keys(), name
         for variable in defined.values():
             if variable["type"] == "query":
                 assert variable["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, variable[
@@ -296,3 +311,118 @@ def test_metric_name_parsing() -> None:
     ) == ('x{a=~"(h:1|h:2)", b="0_1"}[10s]')
     assert sorted(metric_names("1 - kafka_streams_client_state")) == ["kafka_streams_client_state"]
     assert Path(REPO / "grafana" / "dashboards").is_dir()
+
+
+# ------------------------------------------------------------------------------ rules on the live worker
+
+#: Queries of public Kafka Streams dashboards, verbatim, with their template variables.
+#: kineticedge/kafka-streams-dashboards, monitoring/grafana/dashboards/streams/02_streams_thread.json
+#: (JMX exporter names, ``${measurement}`` in commit/poll/process/punctuate):
+KINETICEDGE_THREAD = [
+    'sum without(job,instance,thread) (kafka_stream_thread_${measurement}_total{job=~"${job}", '
+    'instance=~"${instance}", thread_id=~"${thread}"} * on (job, instance) group_left(application_id) '
+    'kafka_stream_client_state{application_id=~"${application}"})',
+    'sum (kafka_stream_thread_${measurement}_total{job=~"${job}", instance=~"${instance}", '
+    'thread_id=~"${thread}"})',
+    'sum without(job,instance,thread) (kafka_stream_thread_${measurement}_rate{instance=~"${instance}", '
+    'thread_id=~"${thread}", job=~"${job}"})',
+    "avg without(job,instance,thread) ((kafka_stream_thread_${measurement}_ratio{"
+    'instance=~"${instance}", thread_id=~"${thread}", job=~"${job}"}) >=0)',
+    'sum without(job,instance,thread) (rate(kafka_stream_thread_${measurement}_total{thread_id=~"${thread}", '
+    'instance=~"${instance}", job=~"${job}"}[$__rate_interval]))',
+]
+KINETICEDGE_RECORDS = [
+    "avg without(job,instance,thread) (kafka_stream_thread_${measurement}_records_avg{"
+    'instance=~"${instance}", thread_id=~"${thread}", job=~"${job}"})',
+]
+KINETICEDGE_VARIABLE = (
+    'label_values(kafka_stream_client_state{job=~"${job}", application_id=~".+"}, application_id)'
+)
+#: confluentinc/jmx-monitoring-stacks, jmxexporter-prometheus-grafana/assets/grafana/provisioning/
+#: dashboards/kafka-stream.json (``env`` is that stack's own target label; empty = absent here).
+CONFLUENT = [
+    'sum(kafka_streams_stream_metrics{state!="", env="$env"})',
+    ' sum(kafka_streams_stream_task_metrics_dropped_records_total{ env="$env"})',
+    ' avg(kafka_streams_stream_thread_metrics_process_latency_avg{ env="$env"})',
+]
+
+
+def _eventually(prometheus: PrometheusServer, query: str, timeout_s: float = 30) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = prometheus.query(query)
+        if result and _has_finite_sample(result):
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no finite data for {query!r}: {result}")
+        time.sleep(0.5)
+
+
+def test_public_kafka_streams_dashboards_queries_work_through_the_compatibility_rules(live: Live) -> None:
+    values = {
+        "job": ["platform-streams"],
+        "instance": [live.instance],
+        "thread": [".+"],
+        "application": [live.application_id],
+        "env": [""],
+    }
+    match, label = parse_label_values(KINETICEDGE_VARIABLE)
+    listed = {s[label] for s in live.prometheus.series(substitute(match, values)) if label in s}
+    assert live.application_id in listed
+    for measurement in ("commit", "poll", "process", "punctuate"):
+        for query in KINETICEDGE_THREAD:
+            result = _eventually(live.prometheus, substitute(query, {**values, "measurement": [measurement]}))
+            assert all(s["metric"]["thread_id"].endswith("-StreamThread-1") for s in result if s["metric"])
+    for measurement in ("poll", "process"):
+        for query in KINETICEDGE_RECORDS:
+            _eventually(live.prometheus, substitute(query, {**values, "measurement": [measurement]}))
+    running, dropped, latency = (_eventually(live.prometheus, substitute(q, values)) for q in CONFLUENT)
+    assert float(running[0]["value"][1]) == 1  # one client, in one state
+    assert float(dropped[0]["value"][1]) > 0  # the bad records
+    assert 0 <= float(latency[0]["value"][1]) < 1000  # milliseconds, as JMX
+    # the same numbers as our own series: the total is the total, the store id is ours
+    ours = live.prometheus.query("sum(kafka_streams_thread_process_total)")
+    theirs = live.prometheus.query("sum(kafka_stream_thread_process_total)")
+    assert abs(float(ours[0]["value"][1]) - float(theirs[0]["value"][1])) <= 200  # one evaluation apart
+    keys = _eventually(live.prometheus, 'kafka_stream_state_estimate_num_keys{state_id="counts"}')
+    assert {s["metric"]["task_id"] for s in keys} == {"0_0", "0_1"}
+
+
+def test_dropped_records_and_end_to_end_latency_alerts_fire_on_the_live_worker(live: Live) -> None:
+    """Bad records are dropped (dead-lettered) and back-filled records are ten minutes old:
+    the alerts (short ``for:``, the committed thresholds) fire with the worker's labels;
+    the healthy conditions do not."""
+    dropped = live.prometheus.wait_for_alert("PlatformStreamsDroppedRecords")
+    assert dropped["labels"]["application_id"] == live.application_id
+    assert dropped["labels"]["namespace"] == "streams" and dropped["labels"]["pod"] == "grafana-worker-0"
+    assert dropped["annotations"]["runbook_url"] == "docs/runbooks.md#platformstreamsdroppedrecords"
+    dead_letters = live.prometheus.wait_for_alert("PlatformStreamsDeadLetterRecords")
+    assert dead_letters["labels"]["application_id"] == live.application_id
+    written = live.prometheus.query("sum(kafka_streams_task_dead_letter_records_total)")
+    skipped = live.prometheus.query("sum(kafka_streams_task_dropped_records_total)")
+    assert 0 < float(written[0]["value"][1]) <= float(skipped[0]["value"][1])  # every bad one, once
+    latency = live.prometheus.wait_for_alert("PlatformStreamsEndToEndLatencyHigh")
+    assert latency["labels"]["processor_node_id"] == "KSTREAM-SOURCE-0000000000"
+    assert float(latency["value"]) > generate_rules.Tuning().e2e_p99_seconds
+    firing = {a["labels"]["alertname"] for a in live.prometheus.alerts()}
+    healthy = {
+        "PlatformStreamsClientError",
+        "PlatformStreamsClientNotRunning",
+        "PlatformStreamsStreamThreadFailed",
+        "PlatformStreamsRocksDBErrors",
+    }
+    assert not firing & healthy, firing
+
+
+def test_librdkafka_statistics_reach_prometheus_for_both_clients(live: Live) -> None:
+    """``statistics.interval.ms`` on the consumer and the producer: librdkafka's JSON becomes
+    a handful of gauges per worker and client, with plausible values."""
+    app = f'application_id="{live.application_id}"'
+    received = _eventually(live.prometheus, f"kafka_streams_librdkafka_rx_bytes_total{{{app}}} > 0")
+    assert {s["metric"]["client"] for s in received} == {"consumer", "producer"}
+    sent = _eventually(live.prometheus, f'kafka_streams_librdkafka_tx_bytes_total{{{app},client="producer"}}')
+    assert float(sent[0]["value"][1]) > 0  # the count results and changelog records
+    rtt = _eventually(live.prometheus, f"kafka_streams_librdkafka_broker_rtt_avg_seconds{{{app}}}")
+    assert all(0 <= float(s["value"][1]) < 5 for s in rtt)
+    queues = _eventually(live.prometheus, f"kafka_streams_librdkafka_replyq{{{app}}}")
+    assert len(queues) == 2 and all(float(s["value"][1]) >= 0 for s in queues)

@@ -20,7 +20,7 @@ from typing import Any
 import helm_python as helm
 import kubernetes_validate
 import yaml
-from cloudcoil.models.prometheus_operator.v1 import PodMonitor, ServiceMonitor
+from cloudcoil.models.prometheus_operator.v1 import PodMonitor, PrometheusRule, ServiceMonitor
 from pydantic import BaseModel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +32,11 @@ K8S_VERSION = "1.34.0"
 
 Manifest = dict[str, Any]
 
-_CRD_MODELS: dict[str, type[BaseModel]] = {"ServiceMonitor": ServiceMonitor, "PodMonitor": PodMonitor}
+_CRD_MODELS: dict[str, type[BaseModel]] = {
+    "ServiceMonitor": ServiceMonitor,
+    "PodMonitor": PodMonitor,
+    "PrometheusRule": PrometheusRule,
+}
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from typing import Any
 
 import helm_python as helm
 import pytest
+import yaml
 
 from platform_streams.kafka import KafkaAdmin
 from tests.helm.chart_support import (
@@ -91,6 +92,7 @@ ALL_ON: dict[str, Any] = {
             "metricRelabelings": [{"action": "drop", "regex": "python_gc_.*", "sourceLabels": ["__name__"]}],
         },
         "podMonitor": {"enabled": True, "labels": {"team": "streams"}},
+        "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
     },
     "dashboards": {"enabled": True, "annotations": {"grafana_folder": "Streams"}},
     "pdb": {"maxUnavailable": None, "minAvailable": 2},
@@ -174,7 +176,14 @@ def test_every_optional_feature_on_renders_lint_clean_and_validates() -> None:
     for doc in docs:
         validate(doc)
     kinds = {doc["kind"] for doc in docs}
-    assert {"ServiceMonitor", "PodMonitor", "Job", "PodDisruptionBudget", "StatefulSet"} <= kinds
+    assert {
+        "ServiceMonitor",
+        "PodMonitor",
+        "PrometheusRule",
+        "Job",
+        "PodDisruptionBudget",
+        "StatefulSet",
+    } <= kinds
     dashboards = [
         d for d in docs if d["kind"] == "ConfigMap" and "grafana_dashboard" in d["metadata"]["labels"]
     ]
@@ -239,7 +248,12 @@ def test_rack_awareness_passes_the_pod_zone_as_a_client_tag(tmp_path: Path) -> N
 
     rendered = render({"rackAwareness": {"enabled": True}})
     zone = "topology.kubernetes.io/zone"
-    env = pod_environment(worker_container(rendered), pod_name=f"{FULLNAME}-0", labels={zone: "eu-1b"})
+    env = pod_environment(
+        worker_container(rendered),
+        pod_name=f"{FULLNAME}-0",
+        labels={zone: "eu-1b"},
+        secrets=rendered_secrets(rendered),
+    )
     path = tmp_path / "streams.yaml"
     path.write_text(one(rendered, "ConfigMap", FULLNAME)["data"]["streams.yaml"])
     config = load_config(path, [], env=env)
@@ -420,6 +434,25 @@ def test_dashboards_are_config_maps_labelled_for_the_grafana_sidecar() -> None:
     labels = [d["metadata"]["labels"] for d in manifests(custom) if "-dashboard-" in d["metadata"]["name"]]
     assert labels and all(label["dashboards.example/load"] == "yes" for label in labels)
     assert not [d for d in manifests(render()) if "-dashboard-" in d["metadata"]["name"]]
+
+
+def test_the_prometheus_rule_carries_the_rule_files_verbatim() -> None:
+    """The chart's PrometheusRule and grafana/rules/*.rules.yml are one source: same groups."""
+    files = sorted((REPO / "grafana" / "rules").glob("*.rules.yml"))
+    expected = [group for file in files for group in yaml.safe_load(file.read_text())["groups"]]
+    assert len(expected) == 2
+    rendered = render({"metrics": {"prometheusRule": {"enabled": True, "labels": {"team": "streams"}}}})
+    rule = one(rendered, "PrometheusRule")
+    validate(rule)
+    assert rule["spec"]["groups"] == expected
+    assert rule["metadata"]["labels"]["team"] == "streams"
+    assert rule["metadata"]["namespace"] == NAMESPACE
+    alerts_only = render(
+        {"metrics": {"prometheusRule": {"enabled": True, "compatibilityRecordingRules": False}}}
+    )
+    groups = one(alerts_only, "PrometheusRule")["spec"]["groups"]
+    assert [g["name"] for g in groups] == ["platform-streams.alerts"]
+    assert not [d for d in manifests(render()) if d["kind"] == "PrometheusRule"]
 
 
 def test_the_reset_job_is_a_pre_upgrade_hook_and_pods_wipe_state_once() -> None:

@@ -79,6 +79,26 @@ class PrometheusServer:
         params = [("match[]", match), ("start", str(now - lookback_s)), ("end", str(now))]
         return list(self._get("/api/v1/series", params))
 
+    def alerts(self, state: str = "firing") -> list[dict[str, Any]]:
+        """Alerts of the loaded rules in ``state`` (``pending`` or ``firing``)."""
+        return [a for a in self._get("/api/v1/alerts", [])["alerts"] if a["state"] == state]
+
+    def wait_for_alert(self, name: str, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Poll until alert ``name`` fires; its labels and annotations."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            firing = [a for a in self.alerts() if a["labels"]["alertname"] == name]
+            if firing:
+                return firing[0]
+            if time.monotonic() > deadline:
+                pending = [a["labels"]["alertname"] for a in self.alerts("pending")]
+                raise AssertionError(
+                    f"alert {name} not firing after {timeout_s}s; firing: "
+                    f"{[a['labels']['alertname'] for a in self.alerts()]}, pending: {pending}\n"
+                    f"{self.log.read_text()[-2000:]}"
+                )
+            time.sleep(0.5)
+
     def targets(self) -> list[dict[str, Any]]:
         return list(self._get("/api/v1/targets", [])["activeTargets"])
 
@@ -105,8 +125,14 @@ def running_prometheus(
     scrape_interval: str = "1s",
     job: str = "platform-streams",
     bearer_token: str | None = None,
+    rule_files: Sequence[Path] = (),
+    target_labels: dict[str, str] | None = None,
 ) -> Iterator[PrometheusServer]:
-    """Start Prometheus scraping ``targets`` (``host:port``); stop it (SIGTERM) on exit."""
+    """Start Prometheus scraping ``targets`` (``host:port``); stop it (SIGTERM) on exit.
+
+    ``rule_files`` are loaded and evaluated every scrape interval (alerts go to no
+    Alertmanager: :meth:`PrometheusServer.alerts` reads their state); ``target_labels`` are
+    added to every scraped series, as Kubernetes service discovery adds ``namespace``/``pod``."""
     binary = prometheus_binary()
     workdir.mkdir(parents=True, exist_ok=True)
     scrape: dict[str, Any] = {
@@ -114,11 +140,16 @@ def running_prometheus(
         "metrics_path": "/metrics",
         "scrape_interval": scrape_interval,
         "scrape_timeout": scrape_interval,
-        "static_configs": [{"targets": list(targets)}],
+        "static_configs": [{"targets": list(targets), "labels": dict(target_labels or {})}],
     }
     if bearer_token is not None:
         scrape["authorization"] = {"type": "Bearer", "credentials": bearer_token}
-    config = {"global": {"scrape_interval": scrape_interval}, "scrape_configs": [scrape]}
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
+        "scrape_configs": [scrape],
+    }
+    if rule_files:
+        config["rule_files"] = [str(path) for path in rule_files]
     config_path = workdir / "prometheus.yml"
     config_path.write_text(yaml.safe_dump(config))
     port = _free_port()
