@@ -84,10 +84,9 @@ def _stateless(name: str, params: Params) -> Topology:
 
 def _merge(name: str, params: Params) -> Topology:
     b = StreamsBuilder()
+    left = b.stream("in", SS).filter(lambda k, v: v is not None)  # built in Java's order (node names)
     other = b.stream("in2", SS).filter_not(lambda k, v: v is None or iv(v) > 6)
-    b.stream("in", SS).filter(lambda k, v: v is not None).merge(other).map_values(lambda v: v + "m").to(
-        "out", Produced(key_serde=S, value_serde=S)
-    )
+    left.merge(other).map_values(lambda v: v + "m").to("out", Produced(key_serde=S, value_serde=S))
     return b.build()
 
 

@@ -9,6 +9,7 @@ for one JVM start.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -48,9 +49,13 @@ class JavaOracle:
     """Runs cases through Kafka Streams' own TopologyTestDriver in a child JVM."""
 
     def __init__(self) -> None:
-        build_oracle()
+        # ORACLE_CLASSPATH: a prebuilt copy (a long soak keeps running while the jar is rebuilt)
+        path = os.environ.get("ORACLE_CLASSPATH")
+        if not path:
+            build_oracle()
+            path = classpath()
         self._process = subprocess.Popen(
-            ["java", "-Xss4m", "-cp", classpath(), "io.platformstreams.oracle.Oracle"],
+            ["java", "-cp", path, "io.platformstreams.oracle.Oracle"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

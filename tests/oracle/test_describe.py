@@ -15,14 +15,26 @@ pytestmark = pytest.mark.oracle
 #: parameters for topologies that take some (describe() does not depend on their values)
 PARAMS = {"size": 10, "grace": 5, "advance": 5, "gap": 10, "diff": 10, "after": 10}
 
+_FINAL_INDEX = (
+    "emit-final windowed aggregations add a second store <store>-close-index (the windows still to "
+    "emit, by close time) that Kafka's KStreamWindowAggregate/SessionWindowAggregate do not have: "
+    "Kafka scans the window store from the last emitted close time instead"
+)
 #: catalogue topologies whose describe() text differs today, and why (docs/oracle.md)
-DESCRIBE_DIFFERS: dict[str, str] = {}
+DESCRIBE_DIFFERS: dict[str, str] = {f"{kind}_final": _FINAL_INDEX for kind in ("tumbling", "hopping", "sliding", "session")}
 
 
-@pytest.mark.parametrize("name", sorted(CATALOGUE))
+def _names() -> list[object]:
+    return [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=DESCRIBE_DIFFERS[name]))
+        if name in DESCRIBE_DIFFERS
+        else name
+        for name in sorted(CATALOGUE)
+    ]
+
+
+@pytest.mark.parametrize("name", _names())
 def test_describe_matches_kafka_streams(java_oracle: JavaOracle, name: str) -> None:
-    if name in DESCRIBE_DIFFERS:
-        pytest.xfail(DESCRIBE_DIFFERS[name])
     params = {p: PARAMS[p] for p in CATALOGUE[name].params}
     case = request(name, params, [], describe=True)
     java, python = java_oracle.run(case), python_side.run(case)
