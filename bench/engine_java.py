@@ -25,7 +25,9 @@ ORACLE_DIR = Path(__file__).resolve().parent.parent / "tools" / "kafka-streams-o
 
 
 def ensure_built() -> str:
-    """The JVM classpath of the bench app, building it with Maven when missing or stale."""
+    """The JVM classpath of tools/kafka-streams-oracle (this engine's app and the differential
+    oracle of tests/oracle), built with Maven when missing or older than its sources: offline
+    first (~/.m2 already holds the dependencies), else online (a clean machine: ~1 min)."""
     jar, lib = ORACLE_DIR / "target" / "kafka-streams-oracle.jar", ORACLE_DIR / "target" / "lib"
     sources = [ORACLE_DIR / "pom.xml", *ORACLE_DIR.joinpath("src").rglob("*.java")]
     if not (jar.exists() and lib.is_dir() and jar.stat().st_mtime >= max(p.stat().st_mtime for p in sources)):

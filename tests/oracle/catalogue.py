@@ -23,8 +23,8 @@ from platform_streams.dsl import (
     KTable,
     Materialized,
     Produced,
-    SessionWindows,
     SessionWindowedSerde,
+    SessionWindows,
     SlidingWindows,
     StreamJoined,
     StreamsBuilder,
@@ -108,7 +108,9 @@ def _grouped_stream(name: str, params: Params) -> Topology:
         )
     else:
         table = stream.group_by_key().aggregate(
-            lambda: 0, lambda k, v, agg: agg * 3 + iv(v), materialized=Materialized.as_("agg").with_value_serde(L)
+            lambda: 0,
+            lambda k, v, agg: agg * 3 + iv(v),
+            materialized=Materialized.as_("agg").with_value_serde(L),
         )
     table.to_stream().to("out", Produced(key_serde=S, value_serde=S if name == "reduce" else L))
     return b.build()
@@ -122,7 +124,9 @@ def _time_windowed(name: str, params: Params) -> Topology:
     if kind == "tumbling":
         windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace))
     elif kind == "hopping":
-        windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace).advance_by(params["advance"]))
+        windowed = grouped.windowed_by(
+            TimeWindows.of_size_and_grace(size, grace).advance_by(params["advance"])
+        )
     else:
         windowed = grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(size, grace))
     return _windowed_count(b, windowed, emit, "wcounts", TimeWindowedSerde(S, size))
@@ -150,7 +154,9 @@ def _ssjoin(name: str, params: Params) -> Topology:
     b = StreamsBuilder()
     left, right = b.stream("in", SS), b.stream("in2", SS)
     joined = StreamJoined(key_serde=S, value_serde=S, other_value_serde=S)
-    method = {"inner": KStream.join, "left": KStream.left_join, "outer": KStream.outer_join}[name.split("_")[1]]
+    method = {"inner": KStream.join, "left": KStream.left_join, "outer": KStream.outer_join}[
+        name.split("_")[1]
+    ]
     method(left, right, joiner, windows, joined).to("out", Produced(key_serde=S, value_serde=S))
     return b.build()
 
@@ -195,10 +201,14 @@ def _tableops(name: str, params: Params) -> Topology:
 
 def _tablegroup(name: str, params: Params) -> Topology:
     b = StreamsBuilder()
-    grouped = b.table("tbl", SS).group_by(lambda k, v: (str(iv(v) % 3), v), Grouped(key_serde=S, value_serde=S))
+    grouped = b.table("tbl", SS).group_by(
+        lambda k, v: (str(iv(v) % 3), v), Grouped(key_serde=S, value_serde=S)
+    )
     if name.endswith("reduce"):
         table = grouped.reduce(
-            lambda x, y: str(iv(x) + iv(y)), lambda x, y: str(iv(x) - iv(y)), materialized=Materialized.as_("tagg")
+            lambda x, y: str(iv(x) + iv(y)),
+            lambda x, y: str(iv(x) - iv(y)),
+            materialized=Materialized.as_("tagg"),
         )
         table.to_stream().to("out", Produced(key_serde=S, value_serde=S))
     else:
@@ -244,7 +254,10 @@ CATALOGUE: dict[str, Entry] = {
         )
         for emit in ("update", "suppress", "final")
     },
-    **{f"ssjoin_{kind}": Entry(_ssjoin, ("in", "in2"), ("diff", "grace", "after")) for kind in ("inner", "left", "outer")},
+    **{
+        f"ssjoin_{kind}": Entry(_ssjoin, ("in", "in2"), ("diff", "grace", "after"))
+        for kind in ("inner", "left", "outer")
+    },
     **{f"stjoin_{kind}": Entry(_stjoin, ("in", "tbl")) for kind in ("inner", "left")},
     **{f"ttjoin_{kind}": Entry(_ttjoin, ("in", "tbl")) for kind in ("inner", "left", "outer")},
     "cogroup": Entry(_cogroup, ("in", "in2"), store=("cog", "kv"), value_serde=L),

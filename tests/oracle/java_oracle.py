@@ -1,48 +1,20 @@
 """The Java side of the differential harness: one long-lived Kafka Streams process.
 
-``tools/kafka-streams-oracle`` (Maven) is built on first use when its jar is missing
-(``mvn -q -B package``; offline when ~/.m2 already holds the dependencies); the process
-then answers one JSON request per line (see ``Oracle.java``), so thousands of cases pay
-for one JVM start.
+``tools/kafka-streams-oracle`` (Maven) is built on first use when its jar is missing or
+older than its sources (:func:`bench.engine_java.ensure_built`, shared with the bench
+engine); the process then answers one JSON request per line (see ``Oracle.java``), so
+thousands of cases pay for one JVM start.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import threading
-from pathlib import Path
 from typing import Any
 
-ORACLE_DIR = Path(__file__).resolve().parents[2] / "tools" / "kafka-streams-oracle"
-JAR = ORACLE_DIR / "target" / "kafka-streams-oracle.jar"
-LIB = ORACLE_DIR / "target" / "lib"
-
-
-class OracleUnavailable(RuntimeError):
-    """Java or Maven is missing, or the build failed: the message says which."""
-
-
-def build_oracle() -> None:
-    """Build the jar and its lib/ classpath unless they are newer than every source file."""
-    sources = [ORACLE_DIR / "pom.xml", *ORACLE_DIR.joinpath("src").rglob("*.java")]
-    if JAR.exists() and LIB.is_dir() and JAR.stat().st_mtime >= max(p.stat().st_mtime for p in sources):
-        return
-    mvn = shutil.which("mvn")
-    if mvn is None or shutil.which("java") is None:
-        raise OracleUnavailable("the Java oracle needs java (17+) and mvn on PATH")
-    offline = subprocess.run([mvn, "-q", "-B", "-o", "package"], cwd=ORACLE_DIR, capture_output=True, text=True)
-    if offline.returncode == 0:
-        return
-    online = subprocess.run([mvn, "-q", "-B", "package"], cwd=ORACLE_DIR, capture_output=True, text=True)
-    if online.returncode != 0:
-        raise OracleUnavailable(f"mvn package failed:\n{online.stdout[-4000:]}\n{online.stderr[-4000:]}")
-
-
-def classpath() -> str:
-    return f"{JAR}:{LIB}/*"
+from bench.engine_java import ensure_built
 
 
 class JavaOracle:
@@ -50,10 +22,7 @@ class JavaOracle:
 
     def __init__(self) -> None:
         # ORACLE_CLASSPATH: a prebuilt copy (a long soak keeps running while the jar is rebuilt)
-        path = os.environ.get("ORACLE_CLASSPATH")
-        if not path:
-            build_oracle()
-            path = classpath()
+        path = os.environ.get("ORACLE_CLASSPATH") or ensure_built()
         self._process = subprocess.Popen(
             ["java", "-cp", path, "io.platformstreams.oracle.Oracle"],
             stdin=subprocess.PIPE,
@@ -72,7 +41,7 @@ class JavaOracle:
             self._process.stdin.flush()
             line = self._process.stdout.readline()
         if not line:
-            raise OracleUnavailable(f"the Java oracle exited (status {self._process.poll()})")
+            raise RuntimeError(f"the Java oracle exited (status {self._process.poll()})")
         answer: dict[str, Any] = json.loads(line)
         return answer
 

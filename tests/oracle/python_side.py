@@ -25,7 +25,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     """Build, pipe, read ``out`` and the store; errors become ``{"ok": False}`` like Java's."""
     try:
         return _run(request)
-    except Exception as error:  # noqa: BLE001 - an error is an answer to compare, not a crash
+    except Exception as error:
         return {"ok": False, "error": f"{type(error).__name__}: {error}"}
 
 
@@ -41,13 +41,15 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     with TopologyTestDriver(topology, {**CONFIG, "state_dir": state_dir}, initial_wall_clock_ms=0) as driver:
         inputs = {topic: driver.create_input_topic(topic, S, S) for topic in entry.inputs}
         output = driver.create_output_topic("out", B, B)
-        for step in request["steps"]:
+        for index, step in enumerate(request["steps"]):
             if step[0] == "a":
                 driver.advance_wall_clock_time(step[1])
             else:
                 _, topic, key, value, timestamp = step
                 inputs[topic].pipe_input(key, value, timestamp)
-            records.extend([_hex(r.key), _hex(r.value), r.timestamp] for r in output.read_records_to_list())
+            records.extend(
+                [_hex(r.key), _hex(r.value), r.timestamp, index] for r in output.read_records_to_list()
+            )
         answer["out"] = records
         store = request.get("store")
         if store:

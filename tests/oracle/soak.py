@@ -26,7 +26,9 @@ from tests.oracle.java_oracle import JavaOracle
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--topologies", default="", help="comma-separated catalogue names (default: all)")
@@ -60,10 +62,8 @@ def main(argv: list[str] | None = None) -> int:
                 out.flush()
             total = sum(ran.values())
             if total % 250 == 0:
-                print(
-                    f"{total} cases, {sum(mismatched.values())} mismatches, {time.monotonic() - started:.0f}s",
-                    flush=True,
-                )
+                elapsed = time.monotonic() - started
+                print(f"{total} cases, {sum(mismatched.values())} mismatches, {elapsed:.0f}s", flush=True)
 
         try:
             one()

@@ -21,7 +21,9 @@ _FINAL_INDEX = (
     "Kafka scans the window store from the last emitted close time instead"
 )
 #: catalogue topologies whose describe() text differs today, and why (docs/oracle.md)
-DESCRIBE_DIFFERS: dict[str, str] = {f"{kind}_final": _FINAL_INDEX for kind in ("tumbling", "hopping", "sliding", "session")}
+DESCRIBE_DIFFERS: dict[str, str] = {
+    f"{kind}_final": _FINAL_INDEX for kind in ("tumbling", "hopping", "sliding", "session")
+}
 
 
 def _names() -> list[object]:

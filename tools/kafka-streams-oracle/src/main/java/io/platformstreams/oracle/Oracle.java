@@ -45,7 +45,7 @@ import org.apache.kafka.streams.test.TestRecord;
  *
  * <p>Request: {"topology": name, "params": {..}, "steps": [["p", topic, key, value, ts] |
  * ["a", wallClockMs]], "store": {"name": .., "kind": "kv"|"window"|"session"} | null,
- * "describe": bool, "in_memory": bool (default true: Kafka's in-memory DSL stores)}. Answer: {"ok": true, "describe": text, "out": [[keyHex, valueHex, ts]],
+ * "describe": bool, "in_memory": bool (default true: Kafka's in-memory DSL stores)}. Answer: {"ok": true, "describe": text, "out": [[keyHex, valueHex, ts, stepIndex]],
  * "store": [[...]]} or {"ok": false, "error": text}.
  */
 public final class Oracle {
@@ -110,6 +110,7 @@ public final class Oracle {
             TestOutputTopic<byte[], byte[]> output = driver.createOutputTopic("out",
                 new ByteArrayDeserializer(), new ByteArrayDeserializer());
             List<Object> records = new ArrayList<>();
+            int stepIndex = 0;
             for (JsonNode step : request.path("steps")) {
                 if (step.get(0).asText().equals("a")) {
                     driver.advanceWallClockTime(Duration.ofMillis(step.get(1).asLong()));
@@ -118,7 +119,7 @@ public final class Oracle {
                         name -> driver.createInputTopic(name, new StringSerializer(), new StringSerializer()));
                     topic.pipeInput(text(step.get(2)), text(step.get(3)), step.get(4).asLong());
                 }
-                drain(output, records);
+                drain(output, records, stepIndex++);
             }
             answer.put("out", records);
             JsonNode store = request.path("store");
@@ -137,10 +138,10 @@ public final class Oracle {
         return node == null || node.isNull() ? null : node.asText();
     }
 
-    private static void drain(TestOutputTopic<byte[], byte[]> output, List<Object> records) {
+    private static void drain(TestOutputTopic<byte[], byte[]> output, List<Object> records, int step) {
         while (!output.isEmpty()) {
             TestRecord<byte[], byte[]> record = output.readRecord();
-            records.add(Arrays.asList(hex(record.key()), hex(record.value()), record.timestamp()));
+            records.add(Arrays.asList(hex(record.key()), hex(record.value()), record.timestamp(), step));
         }
     }
 
