@@ -5,7 +5,7 @@ PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck bench clean
+.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -31,6 +31,15 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/run.py
+
+# The Java Kafka Streams oracle (tools/kafka-streams-oracle) and a long differential run
+# against it (docs/oracle.md); `make test` runs a bounded one (tests/oracle, 200 cases).
+oracle:
+	cd tools/kafka-streams-oracle && mvn -q -B package
+
+ORACLE_CASES ?= 10000
+oracle-soak: setup oracle
+	PYTHONPATH=. $(BIN)/python -m tests.oracle.soak --cases $(ORACLE_CASES) --out oracle-soak.jsonl
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache

@@ -8,8 +8,9 @@ Kafka Streams' ``KStreamWindowAggregate``, ``KStreamSlidingWindowAggregate`` and
   end being inclusive; sessions: ``end + gap + grace < stream time``); a record that
   could only update closed windows is **dropped as late**: counted in the task's
   ``dropped_records`` and this processor's ``late_records_dropped``, logged at debug;
-* records with a null key or value are skipped (counted as dropped), as documented for
-  Kafka Streams' aggregations;
+* records with a null key are skipped (counted as dropped); null values are skipped by
+  sliding windows only: Kafka Streams' time and session window aggregates pass them to the
+  aggregator (found by the differential tests, tests/oracle/);
 * results are ``Windowed(key, window) -> Change(new, old)`` (a KTable); a time/sliding
   window result is stamped with the largest timestamp aggregated into the window, a
   session result with the session end;
@@ -208,7 +209,9 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
         return stream_time - self.windows.grace_ms
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-        if (key is None or value is None) and self.skip_null(key, value):
+        # only a null key is skipped: Kafka Streams' KStreamWindowAggregate aggregates null
+        # values (tests/oracle/test_regressions.py)
+        if key is None and self.skip_null(key, value):
             return
         close_time = self.advance(timestamp, headers)
         store = self.store
@@ -271,7 +274,8 @@ class SessionWindowAggregateProcessor(WindowAggregateProcessor):
         return key.window.end_ms
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-        if self.skip_null(key, value):
+        # only a null key is skipped, as in KStreamSessionWindowAggregate (null values aggregate)
+        if key is None and self.skip_null(key, value):
             return
         close_time = self.advance(timestamp, headers)
         gap = self.windows.inactivity_gap_ms
