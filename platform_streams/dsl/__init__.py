@@ -21,7 +21,13 @@ from platform_streams.dsl.options import (
 from platform_streams.dsl.suppress import BufferConfig, Suppressed
 from platform_streams.dsl.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from platform_streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream
-from platform_streams.dsl.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+from platform_streams.dsl.windows import (
+    JoinWindows,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+    UnlimitedWindows,
+)
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Window, Windowed
 
 __all__ = [
@@ -55,6 +61,7 @@ __all__ = [
     "TimeWindowedKStream",
     "TimeWindowedSerde",
     "TimeWindows",
+    "UnlimitedWindows",
     "Window",
     "Windowed",
 ]
