@@ -18,6 +18,7 @@ from platform_streams.dsl.options import (
     Repartitioned,
     StreamJoined,
 )
+from platform_streams.dsl.printed import Printed
 from platform_streams.dsl.suppress import BufferConfig, Suppressed
 from platform_streams.dsl.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from platform_streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream
@@ -47,6 +48,7 @@ __all__ = [
     "KTable",
     "Materialized",
     "Named",
+    "Printed",
     "Produced",
     "Repartitioned",
     "SessionWindow",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from platform_streams.dsl.grouped_stream import KGroupedStream
     from platform_streams.dsl.ktable import KTable
     from platform_streams.dsl.options import Materialized
+    from platform_streams.dsl.printed import Printed
 
 Predicate = Callable[[Any, Any], bool]
 
@@ -127,6 +128,14 @@ class KStream:
         return BranchedKStream(self, name, prefix=name_of(named) or name)
 
     # -- sinks, repartitioning, processors ------------------------------------------------
+
+    def print(self, printed: Printed) -> None:
+        """Write each record as ``[label]: key, value`` to stdout or a file (terminal; for debugging)."""
+        if printed is None:
+            raise TypeError("printed can't be null")
+        name = self._builder.names.name("KSTREAM-PRINTER-", printed.name)
+        # Kafka's KStreamImpl.print: the default label is this stream's node name
+        self._builder.topology.add_processor(name, printed.build(self.node_name), self.node_name)
 
     def to(self, topic: str | Callable[[Any, Any, Any], str], produced: Produced | None = None) -> None:
         """Write to ``topic`` (or to the topic ``topic(key, value, record_metadata)`` returns)."""
