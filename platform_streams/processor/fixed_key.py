@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.processor.api import Cancellable, PunctuationType, Punctuator
 from platform_streams.processor.node import NodeProcessor
-from platform_streams.processor.record import Headers, Record, RecordMetadata
+from platform_streams.processor.record import Headers, Record, RecordFields, RecordMetadata
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
@@ -30,45 +30,11 @@ __all__ = [
 ]
 
 
-class FixedKeyRecord:
-    """A record whose key is fixed: value, timestamp and headers may change, the key never."""
+class FixedKeyRecord(RecordFields):
+    """A record whose key is fixed: value, timestamp and headers may change (``with_*``), the
+    key never (there is no ``with_key``, and the context forwards only these)."""
 
-    __slots__ = ("_key", "headers", "timestamp", "value")
-
-    def __init__(self, key: Any, value: Any, timestamp: int = 0, headers: Headers = None) -> None:
-        self._key = key
-        self.value = value
-        self.timestamp = timestamp
-        self.headers = headers
-
-    @property
-    def key(self) -> Any:
-        return self._key
-
-    def with_value(self, value: Any) -> FixedKeyRecord:
-        return FixedKeyRecord(self._key, value, self.timestamp, self.headers)
-
-    def with_timestamp(self, timestamp: int) -> FixedKeyRecord:
-        return FixedKeyRecord(self._key, self.value, timestamp, self.headers)
-
-    def with_headers(self, headers: Headers) -> FixedKeyRecord:
-        return FixedKeyRecord(self._key, self.value, self.timestamp, headers)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FixedKeyRecord):
-            return NotImplemented
-        return (self._key, self.value, self.timestamp, self.headers) == (
-            other._key,
-            other.value,
-            other.timestamp,
-            other.headers,
-        )
-
-    def __hash__(self) -> int:
-        return hash((self._key, self.timestamp))
-
-    def __repr__(self) -> str:
-        return f"FixedKeyRecord(key={self._key!r}, value={self.value!r}, timestamp={self.timestamp})"
+    __slots__ = ()
 
 
 class FixedKeyProcessorContext:
