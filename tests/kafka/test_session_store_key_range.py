@@ -110,29 +110,26 @@ def _exact_keys(backend: str, layering: str, tmp_path: Path) -> Any:
 MAX = 0x7FFFFFFFFFFFFFFF
 
 
-def test_should_fetch_exact_keys(backend: str, layering: str, tmp_path: Path) -> None:
-    """AbstractSessionBytesStoreTest.shouldFetchExactKeys (a session ending near 2**63 sorts
-    its key "a" after "aa" in bytes: the range scan must still find it)"""
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+def test_should_fetch_exact_keys(backend: str, layering: str, tmp_path: Path, backward: bool) -> None:
+    """AbstractSessionBytesStoreTest.shouldFetchExactKeys / shouldBackwardFetchExactKeys (a
+    session ending near 2**63 sorts its key "a" after "aa" in bytes: the range scan must still
+    find it)"""
     store = _exact_keys(backend, layering, tmp_path)
     try:
-        assert _values(store.find_sessions("a", 0, MAX)) == {1, 3, 5}
-        assert _values(store.find_sessions("aa", 0, MAX)) == {2, 4}
-        assert _values(store.find_sessions("a", "aa", 0, MAX)) == {1, 2, 3, 4, 5}
-        assert _values(store.find_sessions("a", "aa", 10, 0)) == {2}
+        assert _values(store.find_sessions("a", 0, MAX, backward=backward)) == {1, 3, 5}
+        assert _values(store.find_sessions("aa", 0, MAX, backward=backward)) == {2, 4}
+        assert _values(store.find_sessions("a", "aa", 0, MAX, backward=backward)) == {1, 2, 3, 4, 5}
+        assert _values(store.find_sessions("a", "aa", 10, 0, backward=backward)) == {2}
     finally:
         store.close()
-
-
-def test_should_backward_fetch_exact_keys(backend: str, layering: str, tmp_path: Path) -> None:
-    """AbstractSessionBytesStoreTest.shouldBackwardFetchExactKeys"""
-    store = _exact_keys(backend, layering, tmp_path)
-    try:
-        assert _values(store.backward_find_sessions("a", 0, MAX)) == {1, 3, 5}
-        assert _values(store.backward_find_sessions("aa", 0, MAX)) == {2, 4}
-        assert _values(store.backward_find_sessions_range("a", "aa", 0, MAX)) == {1, 2, 3, 4, 5}
-        assert _values(store.backward_find_sessions_range("a", "aa", 10, 0)) == {2}
-    finally:
-        store.close()
+    if backward:  # the named backward forms are the same call
+        store = _exact_keys(backend, layering, tmp_path / "again")
+        try:
+            assert _values(store.backward_find_sessions_range("a", "aa", 10, 0)) == {2}
+            assert _values(store.backward_find_sessions("aa", 0, MAX)) == {2, 4}
+        finally:
+            store.close()
 
 
 def test_should_return_same_results_for_single_key_find_sessions_and_equal_key_range_find_sessions(
