@@ -1,5 +1,6 @@
 """Kafka's ``KStreamNewProcessorApiTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/
-internals/KStreamNewProcessorApiTest.java), translated, plus the ``processValues`` contract of
+internals/KStreamNewProcessorApiTest.java; KStreamProcessorApiTest.java in newer Kafka, same
+cases), translated, plus the ``processValues`` contract of
 ``KStreamImpl.processValues`` (streams/src/main/java/org/apache/kafka/streams/kstream/internals/
 KStreamImpl.java): the node is ``KSTREAM-PROCESSVALUES-<index>``, the key serde is kept and no
 repartition is inserted before a grouping (unlike ``process``).

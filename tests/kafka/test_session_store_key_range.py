@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from platform_streams.dsl import Consumed, Materialized, SessionWindows, StreamsBuilder
 from platform_streams.serde import Long, String
 from platform_streams.state import SessionWindow, Stores, Windowed
+from platform_streams.testing import TopologyTestDriver
 from tests.unit.state.conftest import FakeContext
 
 RETENTION_PERIOD = 10_000
@@ -175,3 +177,31 @@ def test_a_cached_removal_hides_a_stored_session(backend: str, tmp_path: Path) -
         assert list(store.fetch("a", "c")) == [(_s("b", 5, 5), 2), (_s("c", 7, 7), 3)]
     finally:
         store.close()
+
+
+def test_a_dsl_session_store_answers_key_ranges_through_the_driver() -> None:
+    """ReadOnlySessionStore.fetch(keyFrom, keyTo) / findSessions(keyFrom, keyTo, ...) on the store
+    of a session-windowed count (what interactive queries read)."""
+    s = String()
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", Consumed(key_serde=s, value_serde=s))
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10))
+        .count(Materialized.as_("sessions"))
+    )
+    with TopologyTestDriver(builder.build(), {}) as driver:
+        topic = driver.create_input_topic("in", s, s)
+        for key, ts in [("a", 0), ("b", 5), ("d", 7), ("b", 12), ("c", 100)]:
+            topic.pipe_input(key, "x", ts)
+        store = driver.get_session_store("sessions")
+        assert list(store.fetch("a", "c")) == [
+            (_s("a", 0, 0), 1),
+            (_s("b", 5, 12), 2),
+            (_s("c", 100, 100), 1),
+        ]
+        assert list(store.find_sessions("b", "d", 0, 50)) == [(_s("d", 7, 7), 1), (_s("b", 5, 12), 2)]
+        assert list(store.find_sessions("b", "d", 0, 50, backward=True)) == [
+            (_s("b", 5, 12), 2),
+            (_s("d", 7, 7), 1),
+        ]
