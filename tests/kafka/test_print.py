@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from platform_streams.dsl import Consumed, Printed, StreamsBuilder
+from platform_streams.dsl import Consumed, Printed, StreamsBuilder, TimeWindow, Windowed
 from platform_streams.dsl.internals.print_processor import PrintFile, PrintProcessor
 from platform_streams.errors import TopologyError
 from platform_streams.serde import Integer, String
@@ -121,3 +121,9 @@ def test_kstream_print_through_the_driver(tmp_path: Path, capsys: pytest.Capture
     assert file.read_text(encoding="utf-8") == (
         "[upper]: 0, A\n[upper]: null, B\n[upper]: 1, A\n[upper]: null, B\n"
     )
+
+
+def test_windowed_keys_print_as_kafka_windowed_to_string(capsys: pytest.CaptureFixture[str]) -> None:
+    """Windowed.toString: ``[key@start/end]``."""
+    _process(Printed.to_sysout(), (Windowed("k", TimeWindow(0, 10)), 3))
+    assert capsys.readouterr().out == "[processor]: [k@0/10], 3\n"

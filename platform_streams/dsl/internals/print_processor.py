@@ -13,13 +13,19 @@ from typing import Any, TextIO
 
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
+from platform_streams.state.windowed import Windowed
 
 __all__ = ["PrintFile", "PrintProcessor", "default_key_value_mapper", "java_str"]
 
 
 def java_str(value: Any) -> str:
-    """``String.valueOf``: None is ``null``, everything else its ``str``."""
-    return "null" if value is None else str(value)
+    """``String.valueOf``: None is ``null``, a windowed key Kafka's ``[key@start/end]``,
+    everything else its ``str``."""
+    if value is None:
+        return "null"
+    if isinstance(value, Windowed):
+        return f"[{java_str(value.key)}@{value.window.start_ms}/{value.window.end_ms}]"
+    return str(value)
 
 
 def default_key_value_mapper(key: Any, value: Any) -> str:
