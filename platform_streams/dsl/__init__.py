@@ -18,10 +18,17 @@ from platform_streams.dsl.options import (
     Repartitioned,
     StreamJoined,
 )
+from platform_streams.dsl.printed import Printed
 from platform_streams.dsl.suppress import BufferConfig, Suppressed
 from platform_streams.dsl.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
 from platform_streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream
-from platform_streams.dsl.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+from platform_streams.dsl.windows import (
+    JoinWindows,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+    UnlimitedWindows,
+)
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Window, Windowed
 
 __all__ = [
@@ -41,6 +48,7 @@ __all__ = [
     "KTable",
     "Materialized",
     "Named",
+    "Printed",
     "Produced",
     "Repartitioned",
     "SessionWindow",
@@ -55,6 +63,7 @@ __all__ = [
     "TimeWindowedKStream",
     "TimeWindowedSerde",
     "TimeWindows",
+    "UnlimitedWindows",
     "Window",
     "Windowed",
 ]

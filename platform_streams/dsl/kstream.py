@@ -16,6 +16,7 @@ from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Branched, Grouped, Named, Produced, Repartitioned, name_of
 from platform_streams.dsl.plan import RepartitionNode
 from platform_streams.errors import TopologyError
+from platform_streams.processor.fixed_key import FixedKeyProcessorAdapter
 from platform_streams.serde import Serde
 from platform_streams.topology.nodes import InternalTopic, OpKind, StatelessOp, repartition_topic_config
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from platform_streams.dsl.grouped_stream import KGroupedStream
     from platform_streams.dsl.ktable import KTable
     from platform_streams.dsl.options import Materialized
+    from platform_streams.dsl.printed import Printed
 
 Predicate = Callable[[Any, Any], bool]
 
@@ -127,6 +129,14 @@ class KStream:
 
     # -- sinks, repartitioning, processors ------------------------------------------------
 
+    def print(self, printed: Printed) -> None:
+        """Write each record as ``[label]: key, value`` to stdout or a file (terminal; for debugging)."""
+        if printed is None:
+            raise TypeError("printed can't be null")
+        name = self._builder.names.name("KSTREAM-PRINTER-", printed.name)
+        # Kafka's KStreamImpl.print: the default label is this stream's node name
+        self._builder.topology.add_processor(name, printed.build(self.node_name), self.node_name)
+
     def to(self, topic: str | Callable[[Any, Any, Any], str], produced: Produced | None = None) -> None:
         """Write to ``topic`` (or to the topic ``topic(key, value, record_metadata)`` returns)."""
         produced = produced or Produced()
@@ -159,11 +169,38 @@ class KStream:
         """Run a Processor API processor (``supplier()`` per task) with access to ``store_names``."""
         # Kafka's KStreamImpl.process takes a given name as is (no index drawn)
         name = name_of(named) or self._builder.names.name("KSTREAM-PROCESSOR-")
+        self._add_processor(name, supplier, supplier, store_names)
+        return KStream(self._builder, name, repartition_required=True, source_topics=self.source_topics)
+
+    def process_values(
+        self, supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
+    ) -> KStream:
+        """Run a :class:`~platform_streams.processor.FixedKeyProcessor` (KIP-820): it may change
+        values, never keys, so the result keeps the key serde and needs no repartition."""
+        name = name_of(named) or self._builder.names.name("KSTREAM-PROCESSVALUES-")
+        self._add_processor(name, lambda: FixedKeyProcessorAdapter(supplier(), name), supplier, store_names)
+        return KStream(
+            self._builder,
+            name,
+            key_serde=self.key_serde,
+            repartition_required=self.repartition_required,
+            source_topics=self.source_topics,
+        )
+
+    def _add_processor(
+        self, name: str, make: Callable[[], Any], supplier: Any, store_names: tuple[str, ...]
+    ) -> None:
+        """Add processor ``name`` and connect its stores: ``store_names`` and the store builders
+        of the supplier's ``stores()`` (Kafka's ``ConnectedStoreProvider``), added here."""
+        if not callable(supplier):
+            raise TopologyError(f"processor {name!r}: supplier must be callable, got {supplier!r}")
         topology = self._builder.topology
-        topology.add_processor(name, supplier, self.node_name)
+        topology.add_processor(name, make, self.node_name)
+        provided = getattr(supplier, "stores", None)
+        for store_builder in (provided() if callable(provided) else None) or ():
+            topology.add_state_store(store_builder, name)
         for store in store_names:
             topology.connect_processor_and_state_stores(name, store)
-        return KStream(self._builder, name, repartition_required=True, source_topics=self.source_topics)
 
     def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
         """Group by the current key (repartitioning first if the key may have changed)."""

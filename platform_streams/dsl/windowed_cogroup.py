@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.emit_strategy import EmitStrategy
 from platform_streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream
-from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
+from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows, UnlimitedWindows
 
 if TYPE_CHECKING:
     from platform_streams.dsl.grouped_stream import KGroupedStream
@@ -31,18 +31,23 @@ _PREFIX = "COGROUPKSTREAM-AGGREGATE-"
 def cogroup_windowed_by(
     inputs: Inputs, windows: Any
 ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
-    if isinstance(windows, TimeWindows | SlidingWindows):
+    if isinstance(windows, TimeWindows | SlidingWindows | UnlimitedWindows):
         return TimeWindowedCogroupedKStream(inputs, windows)
     if isinstance(windows, SessionWindows):
         return SessionWindowedCogroupedKStream(inputs, windows)
-    raise TypeError(f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
+    raise TypeError(
+        f"windowed_by needs TimeWindows, UnlimitedWindows, SlidingWindows or SessionWindows, got {windows!r}"
+    )
 
 
 class TimeWindowedCogroupedKStream(TimeWindowedKStream):
     """A cogroup windowed by ``TimeWindows`` or ``SlidingWindows``."""
 
     def __init__(
-        self, inputs: Inputs, windows: TimeWindows | SlidingWindows, emit: EmitStrategy | None = None
+        self,
+        inputs: Inputs,
+        windows: TimeWindows | SlidingWindows | UnlimitedWindows,
+        emit: EmitStrategy | None = None,
     ) -> None:
         super().__init__(inputs[0][0], windows, emit)
         self._inputs = inputs

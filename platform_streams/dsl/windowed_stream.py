@@ -33,7 +33,7 @@ from platform_streams.dsl.internals.window_processors import (
 from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
 from platform_streams.dsl.materialize import is_queryable, store_name
 from platform_streams.dsl.options import Materialized, Named, by_type, name_of
-from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
+from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows, UnlimitedWindows
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Long, Serde
@@ -57,11 +57,13 @@ SpecT = TypeVar("SpecT", WindowStoreSpec, SessionStoreSpec)
 
 def windowed_by(grouped: KGroupedStream, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
     """``KGroupedStream.windowed_by``: the windowed view matching the window spec."""
-    if isinstance(windows, TimeWindows | SlidingWindows):
+    if isinstance(windows, TimeWindows | SlidingWindows | UnlimitedWindows):
         return TimeWindowedKStream(grouped, windows)
     if isinstance(windows, SessionWindows):
         return SessionWindowedKStream(grouped, windows)
-    raise TypeError(f"windowed_by needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
+    raise TypeError(
+        f"windowed_by needs TimeWindows, UnlimitedWindows, SlidingWindows or SessionWindows, got {windows!r}"
+    )
 
 
 class _WindowedKStream:
@@ -234,7 +236,7 @@ class TimeWindowedKStream(_WindowedKStream):
     def __init__(
         self,
         grouped: KGroupedStream,
-        windows: TimeWindows | SlidingWindows,
+        windows: TimeWindows | SlidingWindows | UnlimitedWindows,
         emit: EmitStrategy | None = None,
     ) -> None:
         super().__init__(grouped, emit or EmitStrategy.on_window_update())

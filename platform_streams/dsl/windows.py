@@ -19,7 +19,7 @@ The specs are immutable values: builders return a new object, so a spec can be s
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from platform_streams.state.windowed import TimeWindow
 
@@ -29,6 +29,7 @@ __all__ = [
     "SessionWindows",
     "SlidingWindows",
     "TimeWindows",
+    "UnlimitedWindows",
     "to_millis",
 ]
 
@@ -126,6 +127,62 @@ class TimeWindows:
         advance = self.advance_ms
         first = (max(0, timestamp - self.size_ms + advance) // advance) * advance
         return range(first, timestamp + 1, advance)
+
+
+#: Kafka's ``Long.MAX_VALUE``: the end of an unlimited window.
+MAX_TIME_MS = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class UnlimitedWindows:
+    """One window per key from ``start_ms`` on that never ends (Kafka's ``UnlimitedWindows``).
+
+    Kafka's ``UnlimitedWindow(start)`` is ``TimeWindow(start, MAX_TIME_MS)`` here. The window
+    never closes (no grace period) and its store keeps it for ever. ``size_ms`` is what the
+    time-window path adds to the start to get the end (``MAX_TIME_MS - start_ms``, so the end
+    is exactly ``MAX_TIME_MS``); :meth:`size` answers Kafka's ``Long.MAX_VALUE``.
+    """
+
+    start_ms: int = 0
+
+    @classmethod
+    def of(cls) -> UnlimitedWindows:
+        """The unlimited window starting at the epoch."""
+        return cls(0)
+
+    def start_on(self, start: Duration | datetime) -> UnlimitedWindows:
+        """The unlimited window starting at ``start`` (epoch ms or an aware ``datetime``)."""
+        if isinstance(start, datetime):
+            start = timedelta(milliseconds=round(start.timestamp() * 1000))
+        return UnlimitedWindows(to_millis(start, "window start time"))
+
+    @property
+    def size_ms(self) -> int:
+        return MAX_TIME_MS - self.start_ms
+
+    @property
+    def advance_ms(self) -> int:
+        """No hop: with ``start_ms == 0`` this equals ``size_ms`` and the tumbling fast path
+        (``timestamp - timestamp % size`` = 0) is right; otherwise :meth:`window_starts` runs."""
+        return MAX_TIME_MS
+
+    @property
+    def grace_ms(self) -> int:
+        return 0
+
+    def size(self) -> int:
+        """Kafka's ``UnlimitedWindows.size()``: ``Long.MAX_VALUE``."""
+        return MAX_TIME_MS
+
+    def grace_period_ms(self) -> int:
+        return 0
+
+    def windows_for(self, timestamp: int) -> dict[int, TimeWindow]:
+        """The one window if ``timestamp >= start_ms``, else none (Kafka's ``windowsFor``)."""
+        return {start: TimeWindow(start, MAX_TIME_MS) for start in self.window_starts(timestamp)}
+
+    def window_starts(self, timestamp: int) -> tuple[int, ...]:
+        return (self.start_ms,) if timestamp >= self.start_ms else ()
 
 
 @dataclass(frozen=True, slots=True)

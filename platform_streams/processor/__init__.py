@@ -9,11 +9,21 @@ from platform_streams.processor.api import (
     Punctuator,
     StateStore,
 )
+from platform_streams.processor.fixed_key import (
+    FixedKeyProcessor,
+    FixedKeyProcessorContext,
+    FixedKeyProcessorSupplier,
+    FixedKeyRecord,
+)
 from platform_streams.processor.record import Headers, Record, RecordMetadata
 from platform_streams.processor.task_id import TaskId
 
 __all__ = [
     "Cancellable",
+    "FixedKeyProcessor",
+    "FixedKeyProcessorContext",
+    "FixedKeyProcessorSupplier",
+    "FixedKeyRecord",
     "Headers",
     "Processor",
     "ProcessorContext",

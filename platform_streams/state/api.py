@@ -24,6 +24,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from platform_streams.state.windowed import Windowed
 
+#: the largest session time (Kafka's ``Long.MAX_VALUE``): ``fetch_range`` looks at all of them
+SESSION_MAX_TIME = 0x7FFFFFFFFFFFFFFF
+
+#: ``fetch(key)`` vs ``fetch(key_from, key_to)``: None is a valid (unbounded) range bound
+NO_KEY_RANGE: Any = object()
+
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
     from platform_streams.state.store_context import StateStoreContext
@@ -285,6 +291,36 @@ class SessionStore(StateStore, Generic[K, V]):
         self, key: K, earliest_session_end_ms: int, latest_session_start_ms: int
     ) -> Iterator[tuple[Windowed[K], V]]:
         return self.find_sessions(key, earliest_session_end_ms, latest_session_start_ms, backward=True)
+
+    def find_sessions_range(
+        self,
+        key_from: K | None,
+        key_to: K | None,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[K], V]]:
+        """Sessions of keys in ``[key_from, key_to]`` (None: unbounded) with ``end >= earliest_end``
+        and ``start <= latest_start`` (Kafka's ``findSessions(keyFrom, keyTo, ...)``), ordered by
+        end, then key, then start; empty (with a warning) if ``key_from > key_to``."""
+        raise NotImplementedError(f"{type(self).__name__} has no key-range session fetch")
+
+    def fetch_range(
+        self, key_from: K | None, key_to: K | None, *, backward: bool = False
+    ) -> Iterator[tuple[Windowed[K], V]]:
+        """Every live session of the keys in ``[key_from, key_to]`` (Kafka's ``fetch(keyFrom, keyTo)``)."""
+        return self.find_sessions_range(key_from, key_to, 0, SESSION_MAX_TIME, backward=backward)
+
+    def backward_fetch_range(self, key_from: K | None, key_to: K | None) -> Iterator[tuple[Windowed[K], V]]:
+        return self.fetch_range(key_from, key_to, backward=True)
+
+    def backward_find_sessions_range(
+        self, key_from: K | None, key_to: K | None, earliest_session_end_ms: int, latest_session_start_ms: int
+    ) -> Iterator[tuple[Windowed[K], V]]:
+        return self.find_sessions_range(
+            key_from, key_to, earliest_session_end_ms, latest_session_start_ms, backward=True
+        )
 
     def backward_fetch(self, key: K) -> Iterator[tuple[Windowed[K], V]]:
         return self.fetch(key, backward=True)

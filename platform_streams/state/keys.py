@@ -17,19 +17,25 @@ precompiled ``struct`` objects and slicing only.
 
 from __future__ import annotations
 
+import logging
 import struct
 
 __all__ = [
     "SESSION_SUFFIX_LEN",
     "WINDOW_SUFFIX_LEN",
+    "in_key_range",
     "inclusive_to_exclusive",
+    "key_range_valid",
     "keys_upper_bound",
     "prefix_upper_bound",
     "session_key",
+    "session_range_bounds",
     "split_session_key",
     "split_window_key",
     "window_key",
 ]
+
+_log = logging.getLogger(__name__)
 
 _WINDOW = struct.Struct(">qi")
 _SESSION = struct.Struct(">qq")
@@ -114,3 +120,39 @@ def keys_upper_bound(key_to: bytes, max_suffix: bytes) -> bytes:
         if candidate > best:
             best = candidate
     return best + b"\x00"
+
+
+def session_range_bounds(key_from: bytes | None, key_to: bytes | None) -> tuple[bytes | None, bytes | None]:
+    """Scan bounds of the session keys (``key + end + start``) of keys in ``[key_from, key_to]``.
+
+    The lower bound is ``key_from`` itself (every longer key sorts after it). The upper bound
+    must also cover keys that are proper prefixes of ``key_to``: ``"a" + suffix`` can sort after
+    ``"aa" + suffix`` when the suffix starts above ``"a"``. Times are below 2**63, so a suffix
+    is at most ``0x7f ff..``: the bound is the largest ``prefix + 0x7fff..`` over the prefixes
+    of ``key_to`` that are not below ``key_from`` (results are still filtered by key).
+    """
+    if key_to is None:
+        return key_from, None
+    max_suffix = b"\x7f" + b"\xff" * (SESSION_SUFFIX_LEN - 1)
+    candidates = [
+        key_to[:n] + max_suffix for n in range(len(key_to) + 1) if key_from is None or key_to[:n] >= key_from
+    ]
+    return key_from, inclusive_to_exclusive(max(candidates))
+
+
+def in_key_range(key: bytes, key_from: bytes | None, key_to: bytes | None) -> bool:
+    """``key_from <= key <= key_to`` by bytes (None: unbounded), as Kafka compares ``Bytes``."""
+    return (key_from is None or key >= key_from) and (key_to is None or key <= key_to)
+
+
+def key_range_valid(store: str, key_from: bytes | None, key_to: bytes | None) -> bool:
+    """False (and a warning, as Kafka logs) when ``key_from > key_to``: the range is empty."""
+    if key_from is not None and key_to is not None and key_from > key_to:
+        _log.warning(
+            "Returning empty iterator for fetch with invalid key range on store %s: from > to. "
+            "This may be due to range arguments set in the wrong order, or serdes that don't "
+            "preserve ordering when lexicographically comparing the serialized bytes.",
+            store,
+        )
+        return False
+    return True

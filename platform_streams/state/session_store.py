@@ -15,6 +15,7 @@ sessions while the caller still holds the result.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from platform_streams.state.api import SessionStore, StateStore
@@ -22,9 +23,12 @@ from platform_streams.state.backend import StorageBackend
 from platform_streams.state.keys import (
     MAX_TIME,
     SESSION_SUFFIX_LEN,
+    in_key_range,
     inclusive_to_exclusive,
+    key_range_valid,
     session_end_of,
     session_key,
+    session_range_bounds,
     split_session_key,
 )
 from platform_streams.state.segments import SegmentedBytesStore
@@ -120,6 +124,32 @@ class SessionBytesStore(SegmentedBytesStore, SessionStore[bytes, bytes]):
 
     def fetch(self, key: bytes, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
         return self.find_sessions(key, 0, MAX_TIME, backward=backward)
+
+    def find_sessions_range(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        if not key_range_valid(self.name, key_from, key_to):
+            return iter(())
+        earliest_end = max(earliest_session_end_ms, self._min_live_time())
+        lower, upper = session_range_bounds(key_from, key_to)
+        found: list[tuple[tuple[int, bytes, int], tuple[Windowed[bytes], bytes]]] = []
+        for seg in self._segments_between(earliest_end, MAX_TIME, False):
+            for binary, value in seg.items(lower, upper, False):
+                key, start, end = split_session_key(binary)
+                if (
+                    end >= earliest_end
+                    and start <= latest_session_start_ms
+                    and in_key_range(key, key_from, key_to)
+                ):
+                    found.append(((end, key, start), (Windowed(key, SessionWindow(start, end)), value)))
+        found.sort(key=itemgetter(0), reverse=backward)
+        return iter([item for _, item in found])
 
     def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
         """Every live session, segment by segment, then by key (for tests and interactive queries)."""

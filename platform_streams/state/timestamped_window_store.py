@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from platform_streams.errors import InvalidStateStoreError
-from platform_streams.state.api import CachedStateStore, FlushListener, SessionStore, StateStore, WindowStore
+from platform_streams.state.api import (
+    NO_KEY_RANGE,
+    CachedStateStore,
+    FlushListener,
+    SessionStore,
+    StateStore,
+    WindowStore,
+)
 from platform_streams.state.builders import WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS
 from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
@@ -330,19 +337,38 @@ class DslSessionStore(_DslStore, SessionStore[Any, Any]):
     def find_sessions(
         self,
         key: Any,
-        earliest_session_end_ms: int,
+        earliest_session_end_ms: Any,
         latest_session_start_ms: int,
+        range_latest_start_ms: int | None = None,
         *,
         backward: bool = False,
     ) -> Iterator[tuple[Windowed[Any], Any]]:
+        """As ``MeteredSessionStore.find_sessions``: three arguments for one key, four for a range."""
         items: Iterator[tuple[Windowed[Any], Any]] = self._require().find_sessions(
-            key, earliest_session_end_ms, latest_session_start_ms, backward=backward
+            key, earliest_session_end_ms, latest_session_start_ms, range_latest_start_ms, backward=backward
         )
         return items
 
     def fetch_session(self, key: Any, session_start_ms: int, session_end_ms: int) -> Any:
         return self._require().fetch_session(key, session_start_ms, session_end_ms)
 
-    def fetch(self, key: Any, *, backward: bool = False) -> Iterator[tuple[Windowed[Any], Any]]:
-        items: Iterator[tuple[Windowed[Any], Any]] = self._require().fetch(key, backward=backward)
+    def fetch(
+        self, key: Any, key_to: Any = NO_KEY_RANGE, *, backward: bool = False
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        """Sessions of ``key``, or with ``key_to`` of the keys in ``[key, key_to]``."""
+        items: Iterator[tuple[Windowed[Any], Any]] = self._require().fetch(key, key_to, backward=backward)
+        return items
+
+    def find_sessions_range(
+        self,
+        key_from: Any,
+        key_to: Any,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        items: Iterator[tuple[Windowed[Any], Any]] = self._require().find_sessions_range(
+            key_from, key_to, earliest_session_end_ms, latest_session_start_ms, backward=backward
+        )
         return items

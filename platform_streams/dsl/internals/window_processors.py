@@ -47,7 +47,7 @@ from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
 if TYPE_CHECKING:
     from platform_streams.dsl.emit_strategy import EmitStrategy
     from platform_streams.dsl.internals.table_processors import TableOp
-    from platform_streams.dsl.windows import SessionWindows, TimeWindows
+    from platform_streams.dsl.windows import SessionWindows, TimeWindows, UnlimitedWindows
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
     from platform_streams.state.timestamped_window_store import DslSessionStore, DslWindowStore
@@ -201,7 +201,7 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
 
     store: DslWindowStore
 
-    def __init__(self, params: AggregateParams, op: TableOp, windows: TimeWindows) -> None:
+    def __init__(self, params: AggregateParams, op: TableOp, windows: TimeWindows | UnlimitedWindows) -> None:
         super().__init__(params, op)
         self.windows = windows
 

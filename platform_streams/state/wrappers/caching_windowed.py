@@ -25,6 +25,8 @@ from platform_streams.state.keys import (
     MAX_TIME,
     SESSION_SUFFIX_LEN,
     WINDOW_SUFFIX_LEN,
+    in_key_range,
+    key_range_valid,
     split_session_key,
     split_window_key,
     window_key,
@@ -308,3 +310,39 @@ class CachingSessionStore(_IndexedCache, DelegatedRetention, SessionStore[bytes,
 
     def fetch(self, key: bytes, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
         return self.find_sessions(key, 0, MAX_TIME, backward=backward)
+
+    def find_sessions_range(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        """The store's sessions overlaid with the cache's (a cached None hides a stored session).
+
+        Materialized and sorted by (end, key, start): a range query is rare (interactive
+        queries, user processors), so it may cost the keys of the cache index in range."""
+        cache = self._require()
+        if not key_range_valid(self.name, key_from, key_to):
+            return iter(())
+        earliest_end = max(earliest_session_end_ms, self._min_live_time())
+        found: dict[tuple[int, bytes, int], tuple[Windowed[bytes], bytes] | None] = {}
+        for windowed, value in self.wrapped.find_sessions_range(
+            key_from, key_to, earliest_end, latest_session_start_ms
+        ):
+            found[(windowed.window.end_ms, windowed.key, windowed.window.start_ms)] = (windowed, value)
+        for key, binaries in self._index.items():
+            if not in_key_range(key, key_from, key_to):
+                continue
+            for binary in binaries:
+                entry = cache.peek(binary)
+                _, start, end = split_session_key(binary)
+                if entry is None or end < earliest_end or start > latest_session_start_ms:
+                    continue
+                found[(end, key, start)] = (
+                    (Windowed(key, SessionWindow(start, end)), entry[0]) if entry[0] is not None else None
+                )
+        ordered = sorted(found.items(), key=_first, reverse=backward)
+        return iter([item for _, item in ordered if item is not None])

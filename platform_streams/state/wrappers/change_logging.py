@@ -232,6 +232,19 @@ class ChangeLoggingSessionStore(_ChangeLogging, DelegatedRetention, SessionStore
             key, earliest_session_end_ms, latest_session_start_ms, backward=backward
         )
 
+    def find_sessions_range(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.find_sessions_range(
+            key_from, key_to, earliest_session_end_ms, latest_session_start_ms, backward=backward
+        )
+
     def fetch_session(self, key: bytes, session_start_ms: int, session_end_ms: int) -> bytes | None:
         return self.wrapped.fetch_session(key, session_start_ms, session_end_ms)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.state.api import SessionStore, WindowStore
+from platform_streams.state.api import NO_KEY_RANGE, SessionStore, WindowStore
 from platform_streams.state.windowed import TimeWindow, Windowed
 from platform_streams.state.wrappers.base import DelegatedRetention, DelegatedWindowShape
 from platform_streams.state.wrappers.metered import MeteredStore
@@ -145,11 +145,22 @@ class MeteredSessionStore(_MeteredWindowed, DelegatedRetention, SessionStore[Any
     def find_sessions(
         self,
         key: Any,
-        earliest_session_end_ms: int,
+        earliest_session_end_ms: Any,
         latest_session_start_ms: int,
+        range_latest_start_ms: int | None = None,
         *,
         backward: bool = False,
     ) -> Iterator[tuple[Windowed[Any], Any]]:
+        """``find_sessions(key, earliest_end, latest_start)``, or with four arguments Kafka's
+        ``findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime)``."""
+        if range_latest_start_ms is not None:
+            return self.find_sessions_range(
+                key,
+                earliest_session_end_ms,
+                latest_session_start_ms,
+                range_latest_start_ms,
+                backward=backward,
+            )
         items = self.wrapped.find_sessions(
             self._serialize_key(key), earliest_session_end_ms, latest_session_start_ms, backward=backward
         )
@@ -166,5 +177,28 @@ class MeteredSessionStore(_MeteredWindowed, DelegatedRetention, SessionStore[Any
         raw = self.wrapped.fetch_session(self._serialize_key(key), session_start_ms, session_end_ms)
         return self.value_serde.deserialize(raw) if raw is not None else None
 
-    def fetch(self, key: Any, *, backward: bool = False) -> Iterator[tuple[Windowed[Any], Any]]:
+    def fetch(
+        self, key: Any, key_to: Any = NO_KEY_RANGE, *, backward: bool = False
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        """Sessions of ``key``, or with ``key_to`` of the keys in ``[key, key_to]`` (Kafka's
+        ``fetch(keyFrom, keyTo)``; a None bound is unbounded)."""
+        if key_to is not NO_KEY_RANGE:
+            return self.fetch_range(key, key_to, backward=backward)
         return self._with_key(key, self.wrapped.fetch(self._serialize_key(key), backward=backward))
+
+    def find_sessions_range(
+        self,
+        key_from: Any,
+        key_to: Any,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[Any], Any]]:
+        raw_from = None if key_from is None else self._serialize_key(key_from)
+        raw_to = None if key_to is None else self._serialize_key(key_to)
+        return self._windowed_objects(
+            self.wrapped.find_sessions_range(
+                raw_from, raw_to, earliest_session_end_ms, latest_session_start_ms, backward=backward
+            )
+        )
