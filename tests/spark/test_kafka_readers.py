@@ -28,7 +28,9 @@ from tests.spark.conftest import CONNECTOR_PROBLEM
 from tests.spark.support import snapshot_content
 from tests.support.kafka import new_topic, produce
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker]
+# Each test runs a job twice (several Spark jobs each) and the first one also starts the
+# shared session: generous time on a loaded 2-core machine.
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(900)]
 
 READERS = ("spark-kafka", "confluent")
 
@@ -77,11 +79,11 @@ def test_snapshots_through_spark_kafka_source_equal_the_fallback(
     rng = random.Random(21)
     keys = [f"k{i:02d}".encode() for i in range(40)] + [b"\x00", b"\xff\x01", None]
     records = []
-    for i in range(1_200):
+    for i in range(600):
         key = rng.choice(keys)
         value = None if rng.random() < 0.15 else f"v{i}".encode()
         records.append((key, value, i % 3))
-    produce(bootstrap_servers, changelog, records, timestamp_ms=[1_700_000_000_000 + i for i in range(1_200)])
+    produce(bootstrap_servers, changelog, records, timestamp_ms=[1_700_000_000_000 + i for i in range(600)])
     _transaction(
         bootstrap_servers,
         changelog,
@@ -114,7 +116,7 @@ def test_snapshots_through_spark_kafka_source_equal_the_fallback(
             app,
             store,
             location,
-            max_offsets_per_task=150,  # several ranges per partition
+            max_offsets_per_task=90,  # several ranges per partition
             key_serde=String(),
             value_serde=String(),
             source_topics=[source],
@@ -126,10 +128,13 @@ def test_snapshots_through_spark_kafka_source_equal_the_fallback(
     assert spark_kafka.ranges == confluent.ranges and len(spark_kafka.ranges) > 3
     assert spark_kafka.cuts == confluent.cuts and set(spark_kafka.cuts) == {1}
     assert contents["spark-kafka"] == contents["confluent"]
+    # SST files of the same content differ in a few bytes between any two writes (RocksDB
+    # stamps a session id into each): their content is compared above, their size here
     manifests = [
-        {m.partition: (m.checksum, m.size_bytes) for m in r.manifests} for r in (spark_kafka, confluent)
+        {m.partition: (m.offset, m.record_count, m.size_bytes) for m in r.manifests}
+        for r in (spark_kafka, confluent)
     ]
-    assert manifests[0] == manifests[1]  # byte-identical SST files
+    assert manifests[0] == manifests[1]
     content = {p: dict(kv) for p, (_o, _n, kv) in contents["confluent"].items()}
     assert all(content[p][b"k01"] == b"committed-tx" and b"k03" not in content[p] for p in range(3))
     assert not any(v == b"aborted" for p in range(3) for v in content[p].values())

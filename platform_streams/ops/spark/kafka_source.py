@@ -38,6 +38,7 @@ from platform_streams.ops.spark.kafka_ranges import (
     admin_conf,
     read_offset_ranges,
     reader_conf,
+    visible_end,
 )
 
 __all__ = ["READER_ENV", "KafkaReader", "kafka_source_available", "read_ranges", "resolve_reader"]
@@ -109,10 +110,17 @@ def read_ranges(
             partial(_read_with_confluent, conf, timeout_s)
         )
     options = _source_options(consumer_conf, isolation_level)
+    conf = reader_conf(consumer_conf, isolation_level)
     by_topic: dict[str, list[OffsetRange]] = {}
     for rng in ranges:
         by_topic.setdefault(rng.topic, []).append(rng)
-    frames = [_topic_frame(spark, options, topic, topic_ranges) for topic, topic_ranges in by_topic.items()]
+    frames = [
+        frame
+        for topic, topic_ranges in by_topic.items()
+        if (frame := _topic_frame(spark, options, conf, topic, topic_ranges, timeout_s)) is not None
+    ]
+    if not frames:
+        return spark.sparkContext.emptyRDD()
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionAll(other)
@@ -126,21 +134,36 @@ def _read_with_confluent(
 
 
 def _topic_frame(
-    spark: SparkSession, options: Mapping[str, str], topic: str, ranges: Sequence[OffsetRange]
-) -> DataFrame:
-    """One topic's ranges through Spark's source: a partition's ranges are contiguous, so
-    each partition is read ``[first start, last end)``, split into as many Spark
-    partitions as there are planned ranges (``minPartitions``)."""
+    spark: SparkSession,
+    options: Mapping[str, str],
+    conf: Mapping[str, Any],
+    topic: str,
+    ranges: Sequence[OffsetRange],
+    timeout_s: float,
+) -> DataFrame | None:
+    """One topic's ranges through Spark's source (None: no record to read).
+
+    A partition's ranges are contiguous, so each partition is read ``[first start, last
+    end)``, split into as many Spark partitions as there are planned ranges
+    (``minPartitions``); the end is moved back over trailing invisible offsets
+    (:func:`~.kafka_ranges.visible_end`), which Spark's source would wait for.
+    """
+    bounds: dict[int, tuple[int, int]] = {}
+    for rng in ranges:
+        low, high = bounds.get(rng.partition, (rng.start, rng.end))
+        bounds[rng.partition] = (min(low, rng.start), max(high, rng.end))
     starts: dict[str, int] = {}
     ends: dict[str, int] = {}
-    for rng in ranges:
-        key = str(rng.partition)
-        starts[key] = min(starts.get(key, rng.start), rng.start)
-        ends[key] = max(ends.get(key, rng.end), rng.end)
+    for partition, (low, high) in sorted(bounds.items()):
+        stop = visible_end(conf, topic, partition, low, high, timeout_s=timeout_s)
+        if stop > low:
+            starts[str(partition)], ends[str(partition)] = low, stop
+    if not starts:
+        return None
     frame = (
         spark.read.format("kafka")
         .options(**options)
-        .option("assign", json.dumps({topic: sorted(int(p) for p in starts)}))
+        .option("assign", json.dumps({topic: [int(p) for p in starts]}))
         .option("startingOffsets", json.dumps({topic: starts}))
         .option("endingOffsets", json.dumps({topic: ends}))
         .option("minPartitions", str(len(ranges)))
