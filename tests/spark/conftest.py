@@ -24,6 +24,14 @@ pytest.importorskip("pyspark")
 CONNECTOR_PROBLEM: list[str] = []
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Spark tests get 600 s unless they say otherwise: the first one also pays for
+    starting the JVM and the session (over two minutes on a loaded two-core machine)."""
+    for item in items:
+        if item.get_closest_marker("spark") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(600))
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from platform_streams.ops.spark.connector import fetch_connector
