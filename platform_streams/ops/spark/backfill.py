@@ -285,14 +285,14 @@ def backfill(
                 if not ranges:
                     continue
                 logical = {plan.physical_topic(topic, app_id): topic}
-                records = read_ranges(
+                read = read_ranges(
                     spark,
                     consumer_conf,
                     ranges,
                     isolation_level=spec.isolation_level,
-                    reader=result.reader,  # type: ignore[arg-type]
+                    reader=result.reader,
                 )
-                rdd = records.mapPartitions(partial(_watched_stage_records, logical, ranks, probe))
+                rdd = read.mapPartitions(partial(_watched_stage_records, logical, ranks, probe))
                 sources.setdefault(topic, []).append(rdd)
     counts.update(plan.resolve_partitions(counts))
     counts.update(_sink_partitions(plan, config, counts, inputs, output, sink_partitions))

@@ -206,7 +206,7 @@ def compact_changelog(
         consumer_conf,
         ranges,
         isolation_level=isolation_level,
-        reader=result.reader,  # type: ignore[arg-type]
+        reader=result.reader,
         timeout_s=read_timeout_s,
     )
     read = records.mapPartitions(_CommittedPrefix(source_topics, committed)).persist(

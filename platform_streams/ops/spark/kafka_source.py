@@ -54,8 +54,8 @@ _warned: set[str] = set()
 def kafka_source_available(spark: SparkSession) -> bool:
     """Whether ``format("kafka")`` resolves on this session (the connector jars are loaded)."""
     try:
-        jvm = spark._jvm  # type: ignore[attr-defined]
-        conf = spark._jsparkSession.sessionState().conf()  # type: ignore[attr-defined]
+        jvm: Any = spark._jvm  # None on a Spark Connect session: no JVM to ask (-> False)
+        conf = spark._jsparkSession.sessionState().conf()
         jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource("kafka", conf)
         return True
     except Exception as exc:  # py4j wraps the JVM's ClassNotFound / AnalysisException
