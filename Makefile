@@ -43,3 +43,9 @@ oracle-soak: setup oracle
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache
+
+# Spark's Kafka connector jars (tools/spark-kafka/pom.xml, from Maven Central via mvn) into
+# the per-user cache that spark_session puts on spark.jars; the Spark tests fetch it too.
+.PHONY: spark-kafka
+spark-kafka: setup
+	$(BIN)/python -m platform_streams.ops.spark.connector

@@ -11,8 +11,9 @@ PySpark 4 needs Java 17+). Workers never import it: they read snapshots through
 * :func:`backfill` -- an application's own topology over historical Kafka or Parquet input,
   sub-topology by sub-topology, with repartition topics as Spark shuffles.
 
-Kafka is read inside Spark tasks with confluent-kafka (:mod:`.kafka_ranges`): PySpark has
-no Kafka connector here.
+The driver plans Kafka offset ranges (:mod:`.kafka_ranges`); Spark reads them through its
+own Kafka source when the session has the connector (:mod:`.connector` fetches it), else
+with confluent-kafka inside the tasks (:mod:`.kafka_source` chooses).
 """
 
 from platform_streams.ops.spark.backfill import (

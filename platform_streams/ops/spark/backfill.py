@@ -43,9 +43,8 @@ from platform_streams.ops.spark.kafka_ranges import (
     RawRecord,
     admin_conf,
     plan_offset_ranges,
-    read_offset_ranges,
-    reader_conf,
 )
+from platform_streams.ops.spark.kafka_source import KafkaReader, read_ranges, resolve_reader
 from platform_streams.ops.spark.key_placement import Partitioner, PlacementProbe, place_key, report_misplaced
 from platform_streams.ops.spark.task_runner import AppRef, Output, SubTopologyRunner, load_topology
 from platform_streams.query.placement import store_source_topics
@@ -73,6 +72,8 @@ class KafkaInput:
 
     ``topics`` None means every external source topic of the topology. Positions are
     ``"earliest"``/``"latest"``, a timestamp in ms, or ``{(topic, partition): offset}``.
+    ``reader`` chooses Spark's Kafka source or confluent-kafka (:mod:`.kafka_source`;
+    None: ``$PLATFORM_STREAMS_SPARK_KAFKA_READER`` or auto); both read the same records.
     """
 
     topics: tuple[str, ...] | None = None
@@ -80,6 +81,7 @@ class KafkaInput:
     end: Position = "latest"
     isolation_level: str = "read_committed"
     max_offsets_per_task: int = 2_000_000
+    reader: KafkaReader | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,8 @@ class BackfillResult:
     snapshots: list[SnapshotManifest] = field(default_factory=list)
     #: source topics feeding stores whose keys are not murmur2-placed -> what showed it
     misplaced_topics: dict[str, str] = field(default_factory=dict)
+    #: the Kafka reader of the Kafka inputs ("spark-kafka" or "confluent"), "" without any
+    reader: str = ""
     seconds: float = 0.0
 
     @property
@@ -190,14 +194,10 @@ def _next_stage_record(rank: int, row: Output) -> tuple[Any, Any]:
     return (partition, ts, rank, seq), (topic, key, value, ts, headers, -1)
 
 
-def _read_kafka_stage(
-    conf: Mapping[str, Any],
-    logical: Mapping[str, str],
-    ranks: Mapping[str, int],
-    probe: PlacementProbe,
-    ranges: Iterable[OffsetRange],
+def _watched_stage_records(
+    logical: Mapping[str, str], ranks: Mapping[str, int], probe: PlacementProbe, records: Iterable[RawRecord]
 ) -> Iterator[tuple[Any, Any]]:
-    return _kafka_stage_records(logical, ranks, probe.watch(read_offset_ranges(conf, ranges)))
+    return _kafka_stage_records(logical, ranks, probe.watch(records))
 
 
 def _is_record_of(topic: str, row: Output) -> bool:
@@ -270,7 +270,7 @@ def backfill(
             topics = list(spec.topics or plan.external_source_topics())
             with KafkaAdmin(admin_conf(consumer_conf)) as admin:
                 counts.update({t: int(n or 0) for t, n in admin.partition_counts(topics).items()})
-            conf = reader_conf(consumer_conf, spec.isolation_level)
+            result.reader = resolve_reader(spark, consumer_conf, spec.reader)
             probe = PlacementProbe(sc, {t: counts[t] for t in topics if t in keyed and counts.get(t)})
             probes.append(probe)
             for topic in topics:
@@ -285,9 +285,14 @@ def backfill(
                 if not ranges:
                     continue
                 logical = {plan.physical_topic(topic, app_id): topic}
-                rdd = sc.parallelize(ranges, len(ranges)).mapPartitions(
-                    partial(_read_kafka_stage, conf, logical, ranks, probe)
+                read = read_ranges(
+                    spark,
+                    consumer_conf,
+                    ranges,
+                    isolation_level=spec.isolation_level,
+                    reader=result.reader,
                 )
+                rdd = read.mapPartitions(partial(_watched_stage_records, logical, ranks, probe))
                 sources.setdefault(topic, []).append(rdd)
     counts.update(plan.resolve_partitions(counts))
     counts.update(_sink_partitions(plan, config, counts, inputs, output, sink_partitions))

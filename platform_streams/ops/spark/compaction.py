@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,8 @@ from pyspark.sql import SparkSession
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.ops.spark.kafka_ranges import (
-    OffsetRange,
-    admin_conf,
-    plan_offset_ranges,
-    read_offset_ranges,
-    reader_conf,
-)
+from platform_streams.ops.spark.kafka_ranges import OffsetRange, RawRecord, admin_conf, plan_offset_ranges
+from platform_streams.ops.spark.kafka_source import KafkaReader, read_ranges, resolve_reader
 from platform_streams.ops.spark.snapshots import (
     CompactedRow,
     SnapshotWriter,
@@ -84,6 +80,8 @@ class CompactionResult:
     #: partition -> first changelog offset left out (written for uncommitted input)
     cuts: dict[int, int] = field(default_factory=dict)
     parquet_uri: str | None = None
+    #: the Kafka reader that read the changelog ("spark-kafka" or "confluent")
+    reader: str = ""
     seconds: float = 0.0
 
     @property
@@ -99,56 +97,47 @@ class CompactionResult:
 
 
 class _CommittedPrefix:
-    """Reads ranges, keeping only the prefix of each partition written for committed input.
+    """Keeps only the prefix of each partition written for committed input, compacted.
 
     The runtime stamps every changelog record with the input position it was written for
     (``__ps_src``), and the records that a restore may apply form a prefix of the log
     (:mod:`platform_streams.runtime.changelog_filter`). A snapshot must cover that prefix
     and nothing after it: records of input not committed yet (in flight, or leaked by a
     crashed producer) are left to the tail, where the worker's restore judges them with
-    the offsets committed by then. A range task stops at its first such record and reports
-    the offset as a cut; the driver cuts each partition at its lowest.
+    the offsets committed by then. A task stops at its range's first such record and
+    reports the offset as a cut; the driver cuts each partition at its lowest.
+
+    Spark ``mapPartitions`` function over the records of one planned range (either reader
+    of :mod:`.kafka_source`), in offset order.
     """
 
-    def __init__(
-        self,
-        conf: dict[str, Any],
-        timeout_s: float,
-        source_topics: Sequence[str] | None,
-        committed: Mapping[tuple[str, int], int],
-    ) -> None:
-        self.conf = conf
-        self.timeout_s = timeout_s
+    def __init__(self, source_topics: Sequence[str] | None, committed: Mapping[tuple[str, int], int]) -> None:
         self.source_topics = list(source_topics or ())
         self.committed = dict(committed)
 
-    def __call__(self, ranges: Iterable[OffsetRange]) -> Iterator[tuple[str, Any, Any]]:
+    def __call__(self, records: Iterable[RawRecord]) -> Iterator[tuple[str, Any, Any]]:
         task_logger(__name__)
-        for rng in ranges:
+        for (_topic, partition), run in groupby(records, key=lambda r: (r[0], r[1])):
             rows: list[CompactedRow] = []
-            cut = self._read(rng, rows)
+            cut = self._read(partition, run, rows)
             for key, update in latest_per_key(rows):
                 yield "row", key, update
             if cut is not None:
-                yield "cut", rng.partition, cut
+                yield "cut", partition, cut
 
-    def _read(self, rng: OffsetRange, rows: list[CompactedRow]) -> int | None:
+    def _read(self, partition: int, run: Iterable[RawRecord], rows: list[CompactedRow]) -> int | None:
         judge = None
         if self.source_topics:
             from platform_streams.runtime.changelog_filter import CommittedInputFilter
 
-            judge = CommittedInputFilter([(t, rng.partition) for t in self.source_topics], self.committed)
-        records = read_offset_ranges(self.conf, [rng], timeout_s=self.timeout_s)
-        try:
-            for topic, partition, offset, key, value, ts, headers in records:
-                if judge is not None and not judge.is_committed(
-                    DriverRecord(topic, partition, offset, key, value, ts, headers)
-                ):
-                    return offset
-                if key is not None:
-                    rows.append(((partition, key), (offset, value)))
-        finally:
-            records.close()  # type: ignore[attr-defined]
+            judge = CommittedInputFilter([(t, partition) for t in self.source_topics], self.committed)
+        for topic, _p, offset, key, value, ts, headers in run:
+            if judge is not None and not judge.is_committed(
+                DriverRecord(topic, partition, offset, key, value, ts, headers)
+            ):
+                return offset
+            if key is not None:
+                rows.append(((partition, key), (offset, value)))
         return None
 
 
@@ -181,6 +170,7 @@ def compact_changelog(
     keep: int | None = None,
     read_timeout_s: float = 60.0,
     source_topics: Sequence[str] | None = None,
+    reader: KafkaReader | None = None,
 ) -> CompactionResult:
     """Compact ``store``'s changelog into one snapshot per partition and publish them.
 
@@ -192,6 +182,8 @@ def compact_changelog(
     of the store's sub-topology) enables the committed-input cut: each partition's snapshot
     ends before its first changelog record written for input the application has not
     committed yet (see :class:`_CommittedPrefix`); without them every record counts.
+    ``reader`` chooses Spark's Kafka source or confluent-kafka (:mod:`.kafka_source`);
+    both give the same snapshots.
     """
     started = time.monotonic()
     target = snapshots if isinstance(snapshots, SnapshotStore) else open_snapshot_store(snapshots)
@@ -205,14 +197,20 @@ def compact_changelog(
         log.info("changelog %s is empty: no snapshot to write", topic)
         return result
     sc = spark.sparkContext
-    conf = reader_conf(consumer_conf, isolation_level)
+    result.reader = resolve_reader(spark, consumer_conf, reader)
     count = max(r.partition for r in ranges) + 1
     committed = _committed_offsets(consumer_conf, application_id, source_topics, count)
-    sc.setJobDescription(f"compact {topic}: read {len(ranges)} ranges")
-    read = (
-        sc.parallelize(ranges, len(ranges))
-        .mapPartitions(_CommittedPrefix(conf, read_timeout_s, source_topics, committed))
-        .persist(StorageLevel.MEMORY_AND_DISK)
+    sc.setJobDescription(f"compact {topic}: read {len(ranges)} ranges ({result.reader})")
+    records = read_ranges(
+        spark,
+        consumer_conf,
+        ranges,
+        isolation_level=isolation_level,
+        reader=result.reader,
+        timeout_s=read_timeout_s,
+    )
+    read = records.mapPartitions(_CommittedPrefix(source_topics, committed)).persist(
+        StorageLevel.MEMORY_AND_DISK
     )
     compacted: Any = None
     try:

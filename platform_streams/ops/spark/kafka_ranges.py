@@ -1,7 +1,8 @@
-"""Reading Kafka from Spark without a Kafka connector: offset ranges planned, then read per task.
+"""Kafka offset ranges: planned on the driver, and read per Spark task with confluent-kafka.
 
-PySpark ships no Kafka source and none can be installed here, so Spark reads Kafka the
-way its own connector does, with confluent-kafka inside the tasks:
+The plan serves both readers of :mod:`.kafka_source`; the per-task confluent-kafka read
+is the fallback where Spark's own Kafka source (a separate connector) is not loaded, and
+does what that connector does:
 
 1. the driver plans ``OffsetRange(topic, partition, start, end)`` per partition: the start
    from ListOffsets(earliest) (right on every broker), or a time lookup; the end from
@@ -33,6 +34,7 @@ __all__ = [
     "plan_offset_ranges",
     "read_offset_ranges",
     "reader_conf",
+    "visible_end",
 ]
 
 log = logging.getLogger(__name__)
@@ -188,3 +190,29 @@ def read_offset_ranges(
             count,
             time.monotonic() - started,
         )
+
+
+def visible_end(
+    conf: Mapping[str, Any], topic: str, partition: int, start: int, end: int, *, timeout_s: float = 60.0
+) -> int:
+    """One past the last record of ``[start, end)`` a reader with ``conf`` gets (``start``: none).
+
+    The offsets after it are invisible: transaction markers, aborted records. Spark's Kafka
+    source, asked to read up to ``end``, polls for them and waits its whole poll timeout
+    (``kafkaConsumer.pollTimeoutMs``, 120 s by default) before it accepts that nothing
+    comes -- at the end of nearly every exactly-once changelog. Reading it up to this offset
+    instead gives the same records without the wait. Reads back from ``end`` in growing
+    windows (1, 64, 4096, ... offsets).
+    """
+    window = 1
+    while True:
+        low = max(start, end - window)
+        last = None
+        records = read_partition_range(conf, topic, partition, low, end_offset=end, timeout_s=timeout_s)
+        for msg in records:
+            last = msg.offset()
+        if last is not None:
+            return int(last) + 1
+        if low <= start:
+            return start
+        window *= 64

@@ -7,6 +7,10 @@ Two settings matter beyond the master:
 * executors must import what the driver imports (``platform_streams`` and the user's
   topology module), so the driver's ``sys.path`` is handed on as ``PYTHONPATH``. On a real
   cluster, ship the code instead (``spark.submit.pyFiles``, an image, a conda pack).
+
+Spark's Kafka connector goes on ``spark.jars`` when it has been fetched
+(:mod:`.connector`) and the caller's ``conf`` does not supply jars or packages itself; a
+cluster deployment supplies it its own way (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ def spark_session(
 ) -> SparkSession:
     """Get or create the SparkSession: ``master`` or ``$PLATFORM_STREAMS_SPARK_MASTER`` or local[*].
 
-    ``conf`` entries are applied last. ``ui=False`` turns off the web UI and console
+    ``conf`` entries are applied last; without ``spark.jars``/``spark.jars.packages`` in it,
+    the fetched Kafka connector jars (if any) are added. ``ui=False`` turns off the web UI and console
     progress bars (tests); otherwise every job shows its stages there with a description.
     """
     chosen = master or os.environ.get(MASTER_ENV) or _DEFAULT_MASTER
@@ -61,7 +66,13 @@ def spark_session(
     )
     if not ui:
         builder = builder.config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-    for key, value in (conf or {}).items():
+    from platform_streams.ops.spark.connector import connector_jars  # lazy: the module is also a CLI
+
+    given = dict(conf or {})
+    jars = connector_jars()
+    if jars and not given.keys() & {"spark.jars", "spark.jars.packages"}:
+        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in given.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     log.info("Spark %s session on %s (%s)", session.version, chosen, app_name)
