@@ -12,7 +12,9 @@ many ways) are dealt with in one place:
 * a blocking admin facade returning plain data (:mod:`.admin`, groups in :mod:`.admin_groups`);
 * log positions that are right on Kafka and Tansu: log end, offset for a time (:mod:`.positions`);
 * a partition range reader that finds the log end from fetches (:mod:`.log_reader`);
-* the embedded broker for local runs and tests (:mod:`.embedded_broker`).
+* the embedded broker for local runs and tests (:mod:`.embedded_broker`), and Apache Kafka
+  itself run from its Maven Central jars, one node or a 3-node cluster (:mod:`.apache_broker`,
+  jars resolved by :mod:`.apache_jars`).
 """
 
 from confluent_kafka import (
@@ -34,7 +36,13 @@ from confluent_kafka.admin import AdminClient
 from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
 from platform_streams.kafka.admin_groups import GroupDescription, GroupMember, rejoin_group_once
 from platform_streams.kafka.clients import create_admin, create_consumer, create_producer, redact_config
-from platform_streams.kafka.embedded_broker import EmbeddedBroker, find_free_port, run_embedded_broker_forever
+from platform_streams.kafka.apache_broker import ApacheKafkaBroker, ApacheKafkaCluster
+from platform_streams.kafka.embedded_broker import (
+    EmbeddedBroker,
+    find_free_port,
+    run_broker_forever,
+    run_embedded_broker_forever,
+)
 from platform_streams.kafka.errors import (
     as_kafka_error,
     is_fatal,
@@ -54,6 +62,8 @@ __all__ = [
     "TIMESTAMP_LOG_APPEND_TIME",
     "TIMESTAMP_NOT_AVAILABLE",
     "AdminClient",
+    "ApacheKafkaBroker",
+    "ApacheKafkaCluster",
     "Consumer",
     "EmbeddedBroker",
     "GroupDescription",
@@ -81,6 +91,7 @@ __all__ = [
     "read_partition_range",
     "redact_config",
     "rejoin_group_once",
+    "run_broker_forever",
     "run_embedded_broker_forever",
     "to_broker_error",
 ]

@@ -34,14 +34,21 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO
+from typing import IO, Protocol
 
 from confluent_kafka import KafkaException
 
 from platform_streams.errors import BrokerError, IllegalStateError
 from platform_streams.kafka.clients import create_admin
 
-__all__ = ["EmbeddedBroker", "find_free_port", "run_embedded_broker_forever"]
+__all__ = [
+    "EmbeddedBroker",
+    "find_free_port",
+    "hostport",
+    "kill_with_parent_prefix",
+    "run_broker_forever",
+    "run_embedded_broker_forever",
+]
 
 # Environment variables Tansu reads (clap ``env``) that must not leak into our child.
 _TANSU_ENV = (
@@ -56,7 +63,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _START_ATTEMPTS = 3  # only when we chose the port: another process may grab it first
 
 
-def _hostport(host: str, port: int) -> str:
+def hostport(host: str, port: int) -> str:
+    """``host:port`` for a client config (IPv6 hosts in brackets)."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
@@ -67,6 +75,15 @@ def find_free_port(host: str = "127.0.0.1") -> int:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def kill_with_parent_prefix(enabled: bool) -> list[str]:
+    """The command prefix that makes a child die with its parent (``setpriv --pdeathsig``).
+
+    Empty when not ``enabled`` or not on Linux / without ``setpriv``.
+    """
+    setpriv = shutil.which("setpriv") if enabled and sys.platform.startswith("linux") else None
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
 def _port_is_free(host: str, port: int) -> bool:
@@ -138,7 +155,7 @@ class EmbeddedBroker:
     @property
     def bootstrap_servers(self) -> str:
         """The ``bootstrap.servers`` value clients use to reach this broker."""
-        return _hostport(self._host, self.port)
+        return hostport(self._host, self.port)
 
     @property
     def pid(self) -> int | None:
@@ -164,7 +181,7 @@ class EmbeddedBroker:
             if not _port_is_free(self._host, port):
                 if attempt < attempts:
                     continue
-                raise BrokerError(f"cannot start embedded broker: {_hostport(self._host, port)} is in use")
+                raise BrokerError(f"cannot start embedded broker: {hostport(self._host, port)} is in use")
             self._port = port
             self._launch(binary, port)
             try:
@@ -179,7 +196,7 @@ class EmbeddedBroker:
         return self
 
     def _launch(self, binary: str, port: int) -> None:
-        url = f"tcp://{_hostport(self._host, port)}"
+        url = f"tcp://{hostport(self._host, port)}"
         cmd = [
             binary,
             "broker",
@@ -190,9 +207,7 @@ class EmbeddedBroker:
             "--storage-engine",
             "memory://tansu/",
         ]
-        setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
-        if self._kill_with_parent and setpriv:
-            cmd = [setpriv, "--pdeathsig", "KILL", "--", *cmd]
+        cmd = [*kill_with_parent_prefix(self._kill_with_parent), *cmd]
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         env["NO_COLOR"] = "1"
         if self._log_path is None:
@@ -286,10 +301,23 @@ class EmbeddedBroker:
         return f"EmbeddedBroker({self._host}:{port}, {state})"
 
 
-def run_embedded_broker_forever(
-    port: int | None = None, host: str = "127.0.0.1", log_path: str | os.PathLike[str] | None = None
-) -> None:
-    """Run a broker until SIGINT/SIGTERM (the CLI's ``broker`` command); main thread only.
+class LocalBroker(Protocol):
+    """What :func:`run_broker_forever` needs of a broker (Tansu's or Apache Kafka's)."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def log_path(self) -> Path | None: ...
+    def start(self) -> object: ...
+    def stop(self) -> None: ...
+    def is_running(self) -> bool: ...
+    def log_tail(self, max_lines: int = 40) -> str: ...
+
+
+def run_broker_forever(broker: LocalBroker, description: str) -> None:
+    """Run ``broker`` until SIGINT/SIGTERM (the CLI's ``broker`` command); main thread only.
 
     Prints the bootstrap address on stdout so scripts can pick it up. Raises
     :class:`BrokerError` if the broker process dies on its own.
@@ -300,18 +328,25 @@ def run_embedded_broker_forever(
         stop_requested.set()
 
     previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    broker = EmbeddedBroker(port, host, log_path, kill_with_parent=True)
     try:
         broker.start()
         print(
-            f"embedded Kafka broker (Tansu, in-memory) ready: bootstrap.servers={broker.bootstrap_servers} "
+            f"{description} ready: bootstrap.servers={broker.bootstrap_servers} "
             f"(pid {broker.pid}, log {broker.log_path}); Ctrl-C to stop",
             flush=True,
         )
         while not stop_requested.wait(0.5):
             if not broker.is_running():
-                raise BrokerError(f"embedded broker exited unexpectedly; log tail:\n{broker.log_tail()}")
+                raise BrokerError(f"{description} exited unexpectedly; log tail:\n{broker.log_tail()}")
     finally:
         broker.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def run_embedded_broker_forever(
+    port: int | None = None, host: str = "127.0.0.1", log_path: str | os.PathLike[str] | None = None
+) -> None:
+    """Run an embedded Tansu broker until SIGINT/SIGTERM (see :func:`run_broker_forever`)."""
+    broker = EmbeddedBroker(port, host, log_path, kill_with_parent=True)
+    run_broker_forever(broker, "embedded Kafka broker (Tansu, in-memory)")

@@ -38,7 +38,7 @@ from tests.integration.eos_support import (
 from tests.integration.support_apps import wait_until
 from tests.support.kafka import produce
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 PARTITIONS = 4
 KEYS = 50

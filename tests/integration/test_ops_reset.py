@@ -52,7 +52,7 @@ from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_dsl_topology, build_topology
 from tests.support.kafka import GROUP_TIMING, consume_all, new_topic, produce
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = ["a", "bb", "a", "ccc", "bb", "a", "dddd", "a"]
