@@ -35,8 +35,8 @@ from confluent_kafka.admin import AdminClient
 
 from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
 from platform_streams.kafka.admin_groups import GroupDescription, GroupMember, rejoin_group_once
-from platform_streams.kafka.clients import create_admin, create_consumer, create_producer, redact_config
 from platform_streams.kafka.apache_broker import ApacheKafkaBroker, ApacheKafkaCluster
+from platform_streams.kafka.clients import create_admin, create_consumer, create_producer, redact_config
 from platform_streams.kafka.embedded_broker import (
     EmbeddedBroker,
     find_free_port,

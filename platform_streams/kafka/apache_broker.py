@@ -72,6 +72,9 @@ _LOG4J2 = """Configuration:
 # Broker settings for one machine and short tests; see the module docstring.
 _COMMON_CONFIG: dict[str, str] = {
     "auto.create.topics.enable": "false",
+    # no time-based retention: tests write records with old timestamps, which a 7-day
+    # retention would delete at the next check (Tansu enforces no retention either)
+    "log.retention.ms": "-1",
     "num.partitions": "1",
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "1000",
@@ -211,7 +214,9 @@ class ApacheKafkaBroker:
             self._format(jvm, props)
         cmd = [*kill_with_parent_prefix(self._kill_with_parent), *jvm, "kafka.Kafka", str(props)]
         self._log_file = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self._proc = subprocess.Popen(cmd, stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            cmd, stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
         atexit.register(self.stop)
         if wait:
             try:
@@ -240,7 +245,11 @@ class ApacheKafkaBroker:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(log_dir),
             **_COMMON_CONFIG,
-            **(single_node_config() if self._expected_brokers == 1 else _cluster_config(self._expected_brokers)),
+            **(
+                single_node_config()
+                if self._expected_brokers == 1
+                else _cluster_config(self._expected_brokers)
+            ),
             **self._extra,
         }
 
@@ -260,7 +269,9 @@ class ApacheKafkaBroker:
         while time.monotonic() < deadline:
             if self._proc is None or self._proc.poll() is not None:
                 code = None if self._proc is None else self._proc.returncode
-                raise BrokerError(f"Apache Kafka exited during startup (status {code}); log tail:\n{self.log_tail()}")
+                raise BrokerError(
+                    f"Apache Kafka exited during startup (status {code}); log tail:\n{self.log_tail()}"
+                )
             if admin is None:
                 admin = create_admin({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
             try:

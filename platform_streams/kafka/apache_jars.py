@@ -101,7 +101,9 @@ def kafka_classpath(pom: Path | None = None, *, refresh: bool = False) -> str:
                 cmd, capture_output=True, text=True, timeout=_MAVEN_TIMEOUT_S, stdin=subprocess.DEVNULL
             )
         except subprocess.TimeoutExpired as exc:
-            raise BrokerError(f"Maven did not resolve Apache Kafka's jars within {_MAVEN_TIMEOUT_S:.0f}s") from exc
+            raise BrokerError(
+                f"Maven did not resolve Apache Kafka's jars within {_MAVEN_TIMEOUT_S:.0f}s"
+            ) from exc
         output = (done.stdout + done.stderr).strip()
         if done.returncode == 0 and partial.is_file():
             partial.replace(cache)

@@ -55,6 +55,7 @@ from platform_streams.kafka import (
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.broker_calls import retrying
+from platform_streams.runtime.broker_features import RepartitionPurger
 from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.input_queues import InputQueues
@@ -134,6 +135,8 @@ class StreamWorker(threading.Thread):
         )
         self._standbys = standbys
         self._control_topic = control_topic
+        #: deletes consumed repartition records after commits (brokers with DeleteRecords)
+        self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
         self.state_lifecycle = TaskStateLifecycle(config)
@@ -352,6 +355,7 @@ class StreamWorker(threading.Thread):
             task.context.commit_requested = False
         if committed:
             self.committed_total += 1
+            self.repartition_purger.after_commit(offsets)
         self.state_lifecycle.persist(tasks, collector.offsets)
         self._next_commit = time.monotonic() + self._commit_interval_s
         self.observer.on_commit(started)
@@ -507,6 +511,7 @@ class StreamWorker(threading.Thread):
             # Closed clients are dropped too: one left referenced lives (and keeps reconnecting)
             # until garbage collection. The collector stays for its counters; closing its
             # producer releases the librdkafka client.
+            self.repartition_purger.close()
             if self.consumer is not None:
                 self.consumer.close()
                 self.consumer = None

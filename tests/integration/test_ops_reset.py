@@ -292,6 +292,7 @@ def _plan_file(tmp: Path, text: str) -> Path:
 def test_offset_scenarios_land_on_the_expected_offsets(
     seeded: App,
     admin: KafkaAdmin,
+    broker_kind: str,
     tmp_path: Path,
     make: Callable[[Path], OffsetScenario],
     expected: tuple[int, int],
@@ -311,6 +312,8 @@ def test_offset_scenarios_land_on_the_expected_offsets(
         assert methods <= {"list_offsets", "scan"}, result.summary()
         if "scan" in methods:  # e.g. Tansu: its timestamp lookup was detected as inexact
             assert any("scanning" in w for w in result.warnings), result.warnings
+        if broker_kind == "kafka":  # Kafka's time index is exact: used directly, never scanned
+            assert methods <= {"list_offsets", "empty"} and not result.warnings, result.summary()
 
 
 def test_reset_never_resets_output_or_internal_topics(seeded: App, admin: KafkaAdmin) -> None:
