@@ -37,12 +37,7 @@ from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
 from platform_streams.kafka.admin_groups import GroupDescription, GroupMember, rejoin_group_once
 from platform_streams.kafka.apache_broker import ApacheKafkaBroker, ApacheKafkaCluster
 from platform_streams.kafka.clients import create_admin, create_consumer, create_producer, redact_config
-from platform_streams.kafka.embedded_broker import (
-    EmbeddedBroker,
-    find_free_port,
-    run_broker_forever,
-    run_embedded_broker_forever,
-)
+from platform_streams.kafka.embedded_broker import EmbeddedBroker, run_embedded_broker_forever
 from platform_streams.kafka.errors import (
     as_kafka_error,
     is_fatal,
@@ -51,6 +46,7 @@ from platform_streams.kafka.errors import (
     is_txn_requires_abort,
     to_broker_error,
 )
+from platform_streams.kafka.local_broker import BrokerProcess, find_free_port, run_broker_forever
 from platform_streams.kafka.log_reader import high_watermark_from_fetch, read_partition_range
 from platform_streams.kafka.positions import TimeLookup, log_end_offsets, offsets_for_time
 
@@ -64,6 +60,7 @@ __all__ = [
     "AdminClient",
     "ApacheKafkaBroker",
     "ApacheKafkaCluster",
+    "BrokerProcess",
     "Consumer",
     "EmbeddedBroker",
     "GroupDescription",

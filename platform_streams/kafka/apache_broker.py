@@ -40,14 +40,19 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Self
 
 from confluent_kafka import KafkaException
 
 from platform_streams.errors import BrokerError, IllegalStateError
 from platform_streams.kafka.apache_jars import kafka_classpath, require_java
 from platform_streams.kafka.clients import create_admin
-from platform_streams.kafka.embedded_broker import find_free_port, hostport, kill_with_parent_prefix
+from platform_streams.kafka.local_broker import (
+    BrokerProcess,
+    find_free_port,
+    hostport,
+    kill_with_parent_prefix,
+)
 
 __all__ = ["ApacheKafkaBroker", "ApacheKafkaCluster", "single_node_config"]
 
@@ -120,8 +125,10 @@ def _cluster_config(size: int) -> dict[str, str]:
     }
 
 
-class ApacheKafkaBroker:
+class ApacheKafkaBroker(BrokerProcess):
     """One Apache Kafka KRaft node (broker+controller) on loopback, on free ports.
+
+    Use as a context manager, or call :meth:`start` / :meth:`stop` (:class:`BrokerProcess`).
 
     Alone (the default) it is a whole cluster. :class:`ApacheKafkaCluster` builds nodes
     that share one quorum by passing ``node_id``, fixed ports and ``voters``.
@@ -144,8 +151,7 @@ class ApacheKafkaBroker:
         cluster_id: str | None = None,
         expected_brokers: int = 1,
     ) -> None:
-        self._host = host
-        self._log_path = Path(log_path) if log_path is not None else None
+        super().__init__(host, port, log_path)
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._temp_dir: Path | None = None
         self._heap = heap
@@ -153,44 +159,17 @@ class ApacheKafkaBroker:
         self._startup_timeout = startup_timeout
         self._kill_with_parent = kill_with_parent
         self.node_id = node_id
-        self._port = port
         self._controller_port = controller_port
         self._voters = voters
         self._cluster_id = cluster_id
         self._expected_brokers = expected_brokers
-        self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
-
-    # ------------------------------------------------------------------ properties
-
-    @property
-    def host(self) -> str:
-        return self._host
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise IllegalStateError("the Apache Kafka broker has no port yet: call start() first")
-        return self._port
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return hostport(self._host, self.port)
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def log_path(self) -> Path | None:
-        return self._log_path
-
-    def is_running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, *, wait: bool = True) -> ApacheKafkaBroker:
+    _kind = "Apache Kafka broker"
+
+    def start(self, *, wait: bool = True) -> Self:
         """Format the storage (first start only), launch the JVM, wait until it serves."""
         if self.is_running():
             raise IllegalStateError(f"Apache Kafka broker already running (pid {self.pid})")
@@ -303,15 +282,7 @@ class ApacheKafkaBroker:
 
         A temporary data directory is removed unless ``keep_data`` (a restart follows).
         """
-        atexit.unregister(self.stop)
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        self._end_process(signal.SIGTERM, grace)
         self._close_log()
         if self._temp_dir is not None and not keep_data:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
@@ -328,14 +299,6 @@ class ApacheKafkaBroker:
             return "<no log>"
         lines = self._log_path.read_text(errors="replace").splitlines()
         return "\n".join(lines[-max_lines:])
-
-    def __enter__(self) -> ApacheKafkaBroker:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.is_running() else "stopped"

@@ -13,6 +13,13 @@ degrades instead of breaking:
 * a co-partitioned input grown with CreatePartitions is refused with a clear error
   (Kafka Streams' ``CopartitionedTopicsEnforcer``);
 * log ends and time lookups come from ListOffsets directly, exact;
+* a member whose group moved on cannot commit offsets in a transaction: Kafka alone refuses
+  it (KIP-447), which is why the runtime's membership-check commits are off there; Tansu
+  takes it (so they stay on there);
+* the KIP-848 consumer group protocol (``group.protocol=consumer``) works with this client:
+  members get their partitions from the broker's assignor, and the ``range`` assignor gives
+  a member the same partition numbers of two co-partitioned topics (the runtime itself stays
+  on the classic protocol, which both brokers speak);
 * a 3-broker KRaft cluster keeps every acknowledged record when a broker is killed.
 """
 
@@ -25,23 +32,28 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from platform_streams import KafkaStreams, StreamsBuilder
 from platform_streams.dsl import Consumed, Materialized, Produced, Repartitioned
-from platform_streams.errors import CoPartitioningError
+from platform_streams.errors import CoPartitioningError, TaskMigratedError
 from platform_streams.kafka import (
     ApacheKafkaCluster,
     KafkaAdmin,
+    TopicPartition,
     TopicSpec,
+    create_consumer,
+    create_producer,
     log_end_offsets,
     offsets_for_time,
     read_partition_range,
 )
+from platform_streams.runtime.broker_calls import retrying
 from platform_streams.serde import Long, String
 from tests.integration.support_apps import app_config, running_app, wait_until
-from tests.support.kafka import consume_all, new_topic, produce
+from tests.support.kafka import GROUP_TIMING, consume_all, new_group_id, new_topic, produce
 
 pytestmark = pytest.mark.broker
 
@@ -217,6 +229,91 @@ def test_log_ends_and_time_lookups_come_from_list_offsets_directly(
     )
     beyond, _ = offsets_for_time(admin, conf, base + 100_000, {tp: (0, 40)})
     assert (beyond[tp].offset, beyond[tp].method) == (40, "list_offsets")
+
+
+def _owns(consumers: list[Any], sizes: list[int]) -> bool:
+    for consumer in consumers:
+        consumer.poll(0.1)
+    return [len(c.assignment()) for c in consumers] == sizes
+
+
+@pytest.mark.apache_kafka
+def test_a_stale_members_transactional_offset_commit_is_refused_by_kafka_alone(
+    bootstrap_servers: str, broker_kind: str, admin: KafkaAdmin
+) -> None:
+    topic = new_topic(admin, 2, "stale")
+    conf = {
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": new_group_id("stale"),
+        "enable.auto.commit": False,
+        **GROUP_TIMING,
+    }
+    first = create_consumer(conf)
+    second = create_consumer(conf)
+    producer = create_producer(
+        {"bootstrap.servers": bootstrap_servers, "transactional.id": new_group_id("tx")}
+    )
+    try:
+        first.subscribe([topic])
+        wait_until(lambda: _owns([first], [2]), 60, "the first member owns both partitions", interval_s=0)
+        stale = first.consumer_group_metadata()  # generation 1
+        second.subscribe([topic])
+        wait_until(
+            lambda: _owns([first, second], [1, 1]), 60, "a rebalance split the partitions", interval_s=0
+        )
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        offsets = [TopicPartition(topic, 0, 1), TopicPartition(topic, 1, 1)]
+
+        def zombie_commit() -> None:
+            producer.send_offsets_to_transaction(offsets, stale, 10)
+
+        if broker_kind == "kafka":
+            with pytest.raises(TaskMigratedError, match="moved on without this member"):
+                retrying(zombie_commit, "send_offsets_to_transaction", 30)
+            producer.abort_transaction(10)
+            assert admin.committed_offsets(conf["group.id"], [(topic, 0), (topic, 1)]) == {
+                (topic, 0): None,
+                (topic, 1): None,
+            }
+        else:  # Tansu takes it: hence the runtime's membership-check commits on such a broker
+            retrying(zombie_commit, "send_offsets_to_transaction", 30)
+            producer.commit_transaction(10)
+            assert admin.committed_offsets(conf["group.id"], [(topic, 0)]) == {(topic, 0): 1}
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_kip848_consumer_protocol_splits_copartitioned_topics_alike(
+    kafka_bootstrap_servers: str, kafka_admin: KafkaAdmin
+) -> None:
+    left, right = new_topic(kafka_admin, 4, "kip848-l"), new_topic(kafka_admin, 4, "kip848-r")
+    conf = {
+        "bootstrap.servers": kafka_bootstrap_servers,
+        "group.id": new_group_id("kip848"),
+        "group.protocol": "consumer",
+        "group.remote.assignor": "range",
+        "enable.auto.commit": False,
+    }
+    members = [create_consumer(conf) for _ in range(2)]
+    try:
+        for member in members:
+            member.subscribe([left, right])
+
+        def split() -> list[set[tuple[str, int]]] | None:
+            for member in members:
+                member.poll(0.1)
+            owned = [{(tp.topic, tp.partition) for tp in m.assignment()} for m in members]
+            return owned if all(len(o) == 4 for o in owned) else None
+
+        owned = wait_until(split, 60, "both members own their share (ConsumerGroupHeartbeat)", interval_s=0)
+        assert owned[0].isdisjoint(owned[1])
+        for mine in owned:
+            assert {p for t, p in mine if t == left} == {p for t, p in mine if t == right}
+    finally:
+        for member in members:
+            member.close()
 
 
 @pytest.mark.slow

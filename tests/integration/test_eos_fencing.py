@@ -75,9 +75,11 @@ def test_a_paused_zombie_cannot_commit_and_rejoins(
     assert "membership check" in log or "lost" in log.lower(), "the zombie's commit was refused"
     if broker_kind == "kafka":
         # Apache Kafka fences the zombie by itself (KIP-447): the workers made no membership-check
-        # commits, and the refusal came from the transactional offset commit
+        # commits, and the zombie still never committed (the counts below stay exact)
         assert admin.supports("txn_offset_commit_fencing")
+        # (whether the broker refused its commit first or its client noticed the lost session
+        # first is a race; test_apache_kafka.py shows the broker's refusal on its own)
         assert "no membership checks" in log
-        assert "send_offsets_to_transaction: the consumer group moved on without this member" in log
+        assert "membership check" not in log.replace("no membership checks", "")
     updates = read_updates(app, committed_only=True)
     assert final_counts(updates) == dict(expected)
