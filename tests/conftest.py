@@ -91,6 +91,8 @@ def kafka_bootstrap_servers() -> Iterator[str]:
 
     Skipped without Java/Maven locally; under ``CI=true`` that is an error instead.
     """
+    if "kafka" not in _selected_kinds():
+        pytest.skip(f"{BROKERS_ENV} excludes kafka")
     broker = ApacheKafkaBroker(kill_with_parent=True)
     try:
         broker.start()

@@ -55,7 +55,7 @@ from platform_streams.serde import Long, String
 from tests.integration.support_apps import app_config, running_app, wait_until
 from tests.support.kafka import GROUP_TIMING, consume_all, new_group_id, new_topic, produce
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 S, L = String(), Long()
 FEATURES = ("delete_records", "txn_offset_commit_fencing", "exact_list_offsets")
@@ -138,7 +138,6 @@ def test_log_compaction_compacts_a_changelog_and_restore_reads_the_compacted_log
     assert latest == expected, "the state restored from the compacted changelog is exact"
 
 
-@pytest.mark.apache_kafka
 def test_repartition_records_are_purged_after_commit_where_the_broker_deletes_records(
     bootstrap_servers: str, broker_kind: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
@@ -237,7 +236,6 @@ def _owns(consumers: list[Any], sizes: list[int]) -> bool:
     return [len(c.assignment()) for c in consumers] == sizes
 
 
-@pytest.mark.apache_kafka
 def test_a_stale_members_transactional_offset_commit_is_refused_by_kafka_alone(
     bootstrap_servers: str, broker_kind: str, admin: KafkaAdmin
 ) -> None:
