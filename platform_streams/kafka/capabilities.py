@@ -16,8 +16,9 @@ the smallest request that shows the difference, on a scratch topic it deletes ag
 
 Results are cached per ``bootstrap.servers`` for the life of the process (a broker does
 not change what it supports under a running application), so many workers and tools in
-one process probe once. Any failure of a probe counts as "unsupported": the fallbacks
-are correct on every broker, only slower.
+one process probe once. A probe that answers "no" is cached; one that cannot finish (a
+slow or starting broker) is retried once and then counts as "unsupported" for that caller
+only, without caching: the fallbacks are correct on every broker, only slower.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ __all__ = ["FEATURES", "broker_supports"]
 _log = logging.getLogger(__name__)
 
 _cache: dict[tuple[str, str], bool] = {}
+_ATTEMPTS = 2
+_TXN_TIMEOUT_S = 60.0  # init_transactions on a fresh broker waits for __transaction_state
 _lock = threading.Lock()
 
 
@@ -54,14 +57,20 @@ def broker_supports(admin: KafkaAdmin, feature: str) -> bool:
         raise ValueError(f"unknown broker feature {feature!r}; known: {sorted(FEATURES)}")
     key = (str(admin.conf.get("bootstrap.servers", "")), feature)
     with _lock:
-        if key not in _cache:
+        if key in _cache:
+            return _cache[key]
+        for attempt in range(1, _ATTEMPTS + 1):
             try:
                 _cache[key] = FEATURES[feature](admin)
-            except Exception as exc:  # a probe that breaks means "do not rely on it"
-                _log.debug("probe %s failed: %r", feature, exc)
-                _cache[key] = False
+            except Exception as exc:  # inconclusive (a slow or starting broker): try again
+                _log.debug("probe %s attempt %d was inconclusive: %r", feature, attempt, exc)
+                last: Exception = exc
+                continue
             _log.info("broker feature %s supported: %s", feature, _cache[key])
-        return _cache[key]
+            return _cache[key]
+        # not cached: the next caller probes again; until then do not rely on the feature
+        _log.warning("could not find out whether the broker supports %s (%r): assuming not", feature, last)
+        return False
 
 
 def _scratch_topic(admin: KafkaAdmin, feature: str) -> str:
@@ -95,7 +104,7 @@ def _probe_delete_records(admin: KafkaAdmin) -> bool:
         for future in futures.values():
             wait_result(future.result, deadline, "probe DeleteRecords")
         return True
-    except (KafkaException, StreamsTimeoutError) as exc:
+    except (KafkaException, StreamsTimeoutError) as exc:  # what Tansu's dropped connection gives
         _log.debug("DeleteRecords probe failed: %s", exc)
         return False
     finally:
@@ -132,17 +141,19 @@ def _probe_txn_offset_commit_fencing(admin: KafkaAdmin) -> bool:
         {**admin.conf, "transactional.id": f"platform-streams-probe-{uuid.uuid4().hex}", "log_level": 0}
     )
     try:
-        producer.init_transactions(15.0)
+        producer.init_transactions(_TXN_TIMEOUT_S)
         producer.begin_transaction()
         group = f"platform-streams-probe-{uuid.uuid4().hex[:12]}"
         try:
             producer.send_offsets_to_transaction(
-                [TopicPartition(scratch, 0, 0)], stale_group_metadata(group), 10.0
+                [TopicPartition(scratch, 0, 0)], stale_group_metadata(group), _TXN_TIMEOUT_S
             )
-            producer.commit_transaction(10.0)
+            producer.commit_transaction(_TXN_TIMEOUT_S)
         except KafkaException as exc:
             err = as_kafka_error(exc)
-            return err is not None and err.code() in _FENCING_CODES
+            if err is not None and err.code() in _FENCING_CODES:
+                return True
+            raise  # another failure says nothing about fencing
         return False
     finally:
         _drop(admin, scratch)
