@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.timeout(480)  # the demo's own limit is 420 s (plus Apache Kafka's start)
 @pytest.mark.parametrize("broker", ["tansu", "kafka"])
 def test_the_demo_runs_every_step_and_checks_its_results(
     tmp_path: Path, broker: str, request: pytest.FixtureRequest
