@@ -72,7 +72,11 @@ def _in_ci() -> bool:
 
 @pytest.fixture(scope="session")
 def broker_kind(request: pytest.FixtureRequest) -> str:
-    """Which broker ``bootstrap_servers`` is: ``"tansu"`` unless the test is parametrized."""
+    """Which broker ``bootstrap_servers`` is: ``"tansu"`` unless the test is parametrized,
+    ``"external"`` with ``PLATFORM_STREAMS_BOOTSTRAP`` (tests then ask the broker what it
+    supports: ``KafkaAdmin.supports``)."""
+    if os.environ.get(BOOTSTRAP_ENV, "").strip():
+        return "external"
     return str(getattr(request, "param", "tansu"))
 
 
