@@ -56,6 +56,8 @@ from platform_streams.kafka.local_broker import (
 
 __all__ = ["ApacheKafkaBroker", "ApacheKafkaCluster", "single_node_config"]
 
+_START_ATTEMPTS = 3  # only when we chose the ports: another process may take one first
+
 _LOG4J2 = """Configuration:
   Appenders:
     Console:
@@ -170,9 +172,25 @@ class ApacheKafkaBroker(BrokerProcess):
     _kind = "Apache Kafka broker"
 
     def start(self, *, wait: bool = True) -> Self:
-        """Format the storage (first start only), launch the JVM, wait until it serves."""
+        """Format the storage (first start only), launch the JVM, wait until it serves.
+
+        When we picked the ports and another process took one first, the node is started
+        again on new ports with fresh storage (the controller's address is in the
+        formatted storage), up to three times.
+        """
         if self.is_running():
             raise IllegalStateError(f"Apache Kafka broker already running (pid {self.pid})")
+        ours = self._port is None and self._controller_port is None and self._data_dir is None
+        for attempt in range(1, (_START_ATTEMPTS if ours else 1) + 1):
+            try:
+                return self._start_once(wait)
+            except BrokerError as exc:
+                if attempt == _START_ATTEMPTS or not ours or "Address already in use" not in str(exc):
+                    raise
+                self._port = self._controller_port = None  # stop() removed the storage
+        raise AssertionError("unreachable")
+
+    def _start_once(self, wait: bool) -> Self:
         java, classpath = require_java(), kafka_classpath()
         if self._data_dir is None:
             self._temp_dir = Path(tempfile.mkdtemp(prefix="apache-kafka-"))
