@@ -42,11 +42,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, TopicPartition
 
 from platform_streams.errors import BrokerError, IllegalStateError
 from platform_streams.kafka.apache_jars import kafka_classpath, require_java
-from platform_streams.kafka.clients import create_admin
+from platform_streams.kafka.clients import create_admin, create_consumer, create_producer
 from platform_streams.kafka.local_broker import (
     BrokerProcess,
     find_free_port,
@@ -273,6 +273,7 @@ class ApacheKafkaBroker(BrokerProcess):
                 admin = create_admin({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
             try:
                 if len(admin.list_topics(timeout=2.0).brokers) >= self._expected_brokers:
+                    self._warm_up_coordinators(deadline)
                     return
             except KafkaException:
                 pass
@@ -281,6 +282,30 @@ class ApacheKafkaBroker(BrokerProcess):
             f"Apache Kafka on {self.bootstrap_servers} not ready after {self._startup_timeout:.0f}s; "
             f"log tail:\n{self.log_tail()}"
         )
+
+    def _warm_up_coordinators(self, deadline: float) -> None:
+        """Load the group and transaction coordinators before anyone needs them.
+
+        A fresh Kafka creates ``__consumer_offsets`` and ``__transaction_state`` on first
+        use and answers COORDINATOR_LOAD_IN_PROGRESS meanwhile; the first test's commit or
+        offset lookup would otherwise meet that. librdkafka's clients wait it out here.
+        """
+        conf = {"bootstrap.servers": self.bootstrap_servers, "log_level": 0}
+        consumer = create_consumer({**conf, "group.id": "platform-streams-warm-up"})
+        try:
+            while True:
+                try:
+                    consumer.committed([TopicPartition("platform-streams-warm-up", 0)], timeout=5.0)
+                    break
+                except KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+        finally:
+            consumer.close()
+        producer = create_producer(
+            {**conf, "transactional.id": f"platform-streams-warm-up-{uuid.uuid4().hex}"}
+        )
+        producer.init_transactions(max(1.0, deadline - time.monotonic()))
 
     def terminate(self) -> None:
         """Send SIGTERM (controlled shutdown) without waiting; :meth:`stop` waits."""
