@@ -22,7 +22,9 @@ What shaped it:
   with a small ``segment.ms`` and ``min.cleanable.dirty.ratio`` are really compacted
   within seconds. ``extra_config`` overrides any of it.
 * **Ready means serving.** Start-up waits for a metadata round trip listing all brokers
-  of the cluster, with the process still alive; the log tail is quoted on failure.
+  of the cluster, with the process still alive, then for the group and transaction
+  coordinators to load (a fresh broker answers COORDINATOR_LOAD_IN_PROGRESS until then);
+  the log tail is quoted on failure.
 * **Stop means gone.** SIGTERM (Kafka's controlled shutdown), SIGKILL after ``grace``;
   :meth:`ApacheKafkaBroker.kill` is ``kill -9`` for failover tests. Signals only go to
   our own child's PID; ``kill_with_parent`` uses ``setpriv --pdeathsig`` as Tansu does.
