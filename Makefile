@@ -5,7 +5,7 @@ PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak
+.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak kafka kafka-jars
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,6 +23,15 @@ demo: setup
 test: setup
 	@$(BIN)/python -m pytest -q -ra $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests"; exit 0; fi; exit $$status
+
+# Apache Kafka itself (Java 17 + Maven): its server jars come from Maven Central through
+# tools/kafka/pom.xml into ~/.m2 (offline once there). `make kafka` runs one KRaft node
+# (broker+controller) on a free port until Ctrl-C, then stops it and removes its data.
+kafka-jars: setup
+	$(BIN)/python -c "from platform_streams.kafka.apache_jars import kafka_classpath; kafka_classpath()"
+
+kafka: kafka-jars
+	$(BIN)/python -m platform_streams.cli broker --broker kafka --port 0
 
 lint: setup
 	$(BIN)/ruff check platform_streams tests bench examples

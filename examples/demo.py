@@ -1,6 +1,7 @@
 """``make demo``: the platform end to end on embedded defaults, finishing by itself.
 
-1. starts an embedded Kafka broker (Tansu, in memory) and creates the example's topics;
+1. starts a local broker -- the embedded Tansu (in memory, default) or, with
+   ``--broker kafka``, Apache Kafka from Maven Central's jars -- and creates the topics;
 2. starts Dagster -- ``dagster-webserver`` and ``dagster-daemon`` -- on the code location
    ``dagster_defs`` (``dagster dev -m dagster_defs`` does the same);
 3. materializes the example app asset ``orders_app`` through Dagster's GraphQL API: the run
@@ -15,7 +16,7 @@
 7. shuts everything down (Dagster first, so its health sensor does not restart the workers)
    and exits 0 if every step worked. ``--keep-running`` leaves it all up until Ctrl-C.
 
-    python -m examples.demo [--orders N] [--keep-running] [--state-dir DIR]
+    python -m examples.demo [--orders N] [--keep-running] [--state-dir DIR] [--broker tansu|kafka]
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from examples.orders_app import (
 from platform_streams.errors import StreamsError
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
+    ApacheKafkaBroker,
     EmbeddedBroker,
     KafkaAdmin,
     TopicPartition,
@@ -311,7 +313,14 @@ def query_count(endpoints: list[str], customer: str) -> tuple[str, Any]:
     raise DemoError(f"no worker answered the query: {last}")
 
 
-def run_demo(order_count: int, state_dir: Path, keep_running: bool) -> int:
+def local_broker(kind: str) -> tuple[EmbeddedBroker | ApacheKafkaBroker, str]:
+    """The demo's broker and how to call it: Tansu (ready at once) or Apache Kafka."""
+    if kind == "kafka":
+        return ApacheKafkaBroker(kill_with_parent=True), "Apache Kafka (KRaft, one node)"
+    return EmbeddedBroker(kill_with_parent=True), "embedded Kafka broker (Tansu, in memory)"
+
+
+def run_demo(order_count: int, state_dir: Path, keep_running: bool, broker_kind: str = "tansu") -> int:
     started = time.monotonic()
     state_dir.mkdir(parents=True, exist_ok=True)
     launcher = LocalProcessLauncher(state_dir / "deployments")
@@ -324,9 +333,10 @@ def run_demo(order_count: int, state_dir: Path, keep_running: bool) -> int:
     }
     per_customer = Counter(str(order["customer"]) for _key, order in orders)
 
-    with EmbeddedBroker(kill_with_parent=True) as broker:
+    chosen, description = local_broker(broker_kind)
+    with chosen as broker:
         bootstrap = broker.bootstrap_servers
-        say(f"embedded Kafka broker (Tansu, in memory) ready at {bootstrap}")
+        say(f"{description} ready at {bootstrap}")
         topics = (ORDERS_TOPIC, BIG_ORDERS_TOPIC, ORDERS_BY_CUSTOMER_TOPIC, ORDER_COUNTS_TOPIC)
         with KafkaAdmin(bootstrap) as admin:
             admin.create_topics([TopicSpec(t, PARTITIONS) for t in topics] + [TopicSpec(DLQ_TOPIC, 1)])
@@ -421,12 +431,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", type=int, default=10_000, help="sample orders to produce (default 10000)")
     parser.add_argument("--state-dir", type=Path, default=Path("state/demo"), help="default ./state/demo")
     parser.add_argument("--keep-running", action="store_true", help="leave everything up until Ctrl-C")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="tansu: embedded, in memory, ready at once (default); kafka: Apache Kafka (Java 17 + Maven)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        return run_demo(args.orders, args.state_dir.resolve(), args.keep_running)
+        return run_demo(args.orders, args.state_dir.resolve(), args.keep_running, args.broker)
     except (StreamsError, DemoError) as exc:
         say(f"FAILED: {type(exc).__name__}: {exc}")
         return 1

@@ -9,7 +9,7 @@
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
     platform-streams apps list|describe|validate NAME [CONFIG]             (cli_apps.py)
-    platform-streams broker [--port 9092] [--host 127.0.0.1]
+    platform-streams broker [--broker tansu|kafka] [--port 9092] [--host 127.0.0.1]
 
 Subcommands are entries of :data:`COMMANDS` (name, help, arguments, handler), so a new
 one (``topics``, ``reset``, ``apps``...) is a module with a :class:`Command` and one line
@@ -66,6 +66,13 @@ def _describe(args: argparse.Namespace) -> int:
 
 def _broker_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="tansu: the embedded in-memory broker, ready in milliseconds, no Java (default); "
+        "kafka: Apache Kafka from Maven Central's jars (Java 17 + Maven, ~10-30 s to start)",
+    )
+    parser.add_argument(
         "--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)"
     )
     parser.add_argument("--host", default="127.0.0.1", help="listening address (default 127.0.0.1)")
@@ -75,6 +82,12 @@ def _broker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _broker(args: argparse.Namespace) -> int:
+    if args.broker == "kafka":
+        from platform_streams.kafka import ApacheKafkaBroker, run_broker_forever
+
+        broker = ApacheKafkaBroker(args.host, args.log_file, port=args.port or None, kill_with_parent=True)
+        run_broker_forever(broker, "Apache Kafka (KRaft, one node, temporary data)")
+        return 0
     from platform_streams.kafka import run_embedded_broker_forever  # needs the broker wheel only here
 
     run_embedded_broker_forever(args.port or None, args.host, args.log_file)
@@ -116,7 +129,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "broker",
-        "run the embedded Kafka-protocol broker (Tansu, in memory) until SIGTERM/Ctrl-C",
+        "run a local broker (embedded Tansu, or Apache Kafka with --broker kafka) until SIGTERM/Ctrl-C",
         _broker_arguments,
         _broker,
     ),

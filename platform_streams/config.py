@@ -187,6 +187,9 @@ class StreamsConfig(BaseModel):
 
     # --- internal topics, standbys, metrics -------------------------------------------
     replication_factor: int = -1
+    # Kafka Streams' repartition.purge.interval.ms: consumed repartition records are deleted
+    # (DeleteRecords) at most this often after a commit, on brokers that support it.
+    repartition_purge_interval_ms: int = Field(default=30_000, ge=0)
     acceptable_recovery_lag: int = Field(default=10_000, ge=0)
     probing_rebalance_interval_ms: int = Field(
         default=600_000, ge=1_000, description="Kafka requires >= 60000; shorter values are for tests."

@@ -100,7 +100,7 @@ _SERVICE_LINK = re.compile(
 _UNSUPPORTED_JAVA_KEYS = frozenset(
     """default.timestamp.extractor default.dsl.store dsl.store.suppliers.class rocksdb.config.setter
     upgrade.from built.in.metrics.version state.cleanup.delay.ms window.size.ms windowed.inner.class.serde
-    windowstore.changelog.additional.retention.ms repartition.purge.interval.ms task.assignor.class
+    windowstore.changelog.additional.retention.ms task.assignor.class
     rack.aware.assignment.strategy rack.aware.assignment.tags client.tag default.client.supplier
     enable.metrics.push default.windowed.key.serde.inner default.windowed.value.serde.inner
     metrics.num.samples metrics.sample.window.ms metric.reporters""".split()  # noqa: SIM905

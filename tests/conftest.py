@@ -4,6 +4,17 @@
 otherwise one embedded Tansu broker started on a free port for the whole session (it
 starts in ~0.2 s; tests isolate themselves with fresh topic and group names rather than
 fresh brokers). The broker is started lazily, so unit-only runs never start it.
+
+Two brokers. A test (or module, through ``pytestmark``) marked ``@pytest.mark.apache_kafka``
+runs twice: ``[tansu]`` on the embedded broker and ``[kafka]`` on Apache Kafka itself (one
+KRaft node from Maven Central's jars, ``platform_streams.kafka.ApacheKafkaBroker``,
+started once per session when the first such test needs it). Those are the tests whose
+behaviour depends on where Tansu differs from Kafka. Tests that exist only to prove a
+Kafka feature request ``kafka_bootstrap_servers`` directly. Where Java or Maven is
+missing the ``[kafka]`` runs are skipped with the reason, except under ``CI=true``,
+where they fail: CI must prove the Kafka side. ``PLATFORM_STREAMS_BROKERS=tansu`` (or
+``kafka``) runs one side only; with ``PLATFORM_STREAMS_BOOTSTRAP`` set, the external
+cluster replaces both and marked tests run once.
 """
 
 from __future__ import annotations
@@ -21,22 +32,92 @@ _REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin  # noqa: E402
+from platform_streams.errors import BrokerError  # noqa: E402
+from platform_streams.kafka import ApacheKafkaBroker, EmbeddedBroker, KafkaAdmin  # noqa: E402
 
 BOOTSTRAP_ENV = "PLATFORM_STREAMS_BOOTSTRAP"
+BROKERS_ENV = "PLATFORM_STREAMS_BROKERS"
+BROKER_KINDS = ("tansu", "kafka")
+
+
+def _selected_kinds() -> list[str]:
+    """The broker kinds marked tests run on (``PLATFORM_STREAMS_BROKERS``, default both)."""
+    raw = os.environ.get(BROKERS_ENV, "").strip()
+    kinds = [k.strip() for k in raw.split(",") if k.strip()] or list(BROKER_KINDS)
+    unknown = sorted(set(kinds) - set(BROKER_KINDS))
+    if unknown:
+        raise pytest.UsageError(f"{BROKERS_ENV}: unknown broker kind(s) {unknown}; known: {BROKER_KINDS}")
+    return kinds
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "apache_kafka: also run on Apache Kafka (a [kafka] copy beside [tansu]); needs Java 17 + Maven",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run ``apache_kafka``-marked broker tests once per broker kind."""
+    if os.environ.get(BOOTSTRAP_ENV, "").strip() or "bootstrap_servers" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("apache_kafka") is None:
+        return
+    metafunc.parametrize("broker_kind", _selected_kinds(), indirect=True, scope="session")
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
 @pytest.fixture(scope="session")
-def bootstrap_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``bootstrap.servers`` of the test broker (external, or embedded for the session)."""
-    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
-    if external:
-        yield external
-        return
+def broker_kind(request: pytest.FixtureRequest) -> str:
+    """Which broker ``bootstrap_servers`` is: ``"tansu"`` unless the test is parametrized,
+    ``"external"`` with ``PLATFORM_STREAMS_BOOTSTRAP`` (tests then ask the broker what it
+    supports: ``KafkaAdmin.supports``)."""
+    if os.environ.get(BOOTSTRAP_ENV, "").strip():
+        return "external"
+    return str(getattr(request, "param", "tansu"))
+
+
+@pytest.fixture(scope="session")
+def tansu_bootstrap_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The session's embedded Tansu broker."""
     log_path = tmp_path_factory.mktemp("broker") / "tansu.log"
     # kill_with_parent: a test run killed with -9 must not leave a broker behind.
     with EmbeddedBroker(log_path=log_path, kill_with_parent=True) as broker:
         yield broker.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap_servers() -> Iterator[str]:
+    """The session's Apache Kafka node (started on first use, ~10-30 s; stopped at the end).
+
+    Skipped without Java/Maven locally; under ``CI=true`` that is an error instead.
+    """
+    if "kafka" not in _selected_kinds():
+        pytest.skip(f"{BROKERS_ENV} excludes kafka")
+    broker = ApacheKafkaBroker(kill_with_parent=True)
+    try:
+        broker.start()
+    except BrokerError as exc:
+        if _in_ci():
+            pytest.fail(f"CI must run the Apache Kafka tests, but the broker did not start: {exc}")
+        pytest.skip(f"Apache Kafka unavailable here (needs Java 17 + Maven): {exc}")
+    try:
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap_servers(broker_kind: str, request: pytest.FixtureRequest) -> str:
+    """``bootstrap.servers`` of the test broker (external, embedded Tansu, or Apache Kafka)."""
+    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
+    if external:
+        return external
+    fixture = "kafka_bootstrap_servers" if broker_kind == "kafka" else "tansu_bootstrap_servers"
+    return str(request.getfixturevalue(fixture))
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,9 @@ many ways) are dealt with in one place:
 * a blocking admin facade returning plain data (:mod:`.admin`, groups in :mod:`.admin_groups`);
 * log positions that are right on Kafka and Tansu: log end, offset for a time (:mod:`.positions`);
 * a partition range reader that finds the log end from fetches (:mod:`.log_reader`);
-* the embedded broker for local runs and tests (:mod:`.embedded_broker`).
+* the embedded broker for local runs and tests (:mod:`.embedded_broker`), and Apache Kafka
+  itself run from its Maven Central jars, one node or a 3-node cluster (:mod:`.apache_broker`,
+  jars resolved by :mod:`.apache_jars`).
 """
 
 from confluent_kafka import (
@@ -33,6 +35,7 @@ from confluent_kafka.admin import AdminClient
 
 from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
 from platform_streams.kafka.admin_groups import GroupDescription, GroupMember, rejoin_group_once
+from platform_streams.kafka.apache_broker import ApacheKafkaBroker, ApacheKafkaCluster
 from platform_streams.kafka.clients import (
     create_admin,
     create_consumer,
@@ -40,7 +43,7 @@ from platform_streams.kafka.clients import (
     group_membership,
     redact_config,
 )
-from platform_streams.kafka.embedded_broker import EmbeddedBroker, find_free_port, run_embedded_broker_forever
+from platform_streams.kafka.embedded_broker import EmbeddedBroker, run_embedded_broker_forever
 from platform_streams.kafka.errors import (
     as_kafka_error,
     is_fatal,
@@ -49,6 +52,7 @@ from platform_streams.kafka.errors import (
     is_txn_requires_abort,
     to_broker_error,
 )
+from platform_streams.kafka.local_broker import BrokerProcess, find_free_port, run_broker_forever
 from platform_streams.kafka.log_reader import high_watermark_from_fetch, read_partition_range
 from platform_streams.kafka.positions import TimeLookup, log_end_offsets, offsets_for_time
 
@@ -60,6 +64,9 @@ __all__ = [
     "TIMESTAMP_LOG_APPEND_TIME",
     "TIMESTAMP_NOT_AVAILABLE",
     "AdminClient",
+    "ApacheKafkaBroker",
+    "ApacheKafkaCluster",
+    "BrokerProcess",
     "Consumer",
     "EmbeddedBroker",
     "GroupDescription",
@@ -88,6 +95,7 @@ __all__ = [
     "read_partition_range",
     "redact_config",
     "rejoin_group_once",
+    "run_broker_forever",
     "run_embedded_broker_forever",
     "to_broker_error",
 ]

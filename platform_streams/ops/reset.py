@@ -250,7 +250,7 @@ def _bounds(
     if not partitions:
         return {}
     earliest = admin.list_offsets(partitions, "earliest", timeout=timeout_s)
-    ends = log_end_offsets(config.restore_consumer_configs(), partitions, timeout_s=timeout_s)
+    ends = log_end_offsets(config.restore_consumer_configs(), partitions, timeout_s=timeout_s, admin=admin)
     committed = admin.committed_offsets(config.application_id, partitions, timeout=timeout_s)
     policies = {t: s.offset_reset for sub in plan.subtopologies for t, s in sub.sources_by_topic.items()}
     return {

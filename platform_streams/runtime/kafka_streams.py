@@ -17,6 +17,7 @@ from platform_streams.query.metadata import KeyQueryMetadata, StreamsMetadata, a
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import StateQueryResult
 from platform_streams.query.service import InteractiveQueries
+from platform_streams.runtime.broker_features import membership_check_topic
 from platform_streams.runtime.global_worker import GlobalStreamWorker
 from platform_streams.runtime.global_worker import bootstrap as bootstrap_global_stores
 from platform_streams.runtime.internal_topics import prepare_topics
@@ -61,6 +62,9 @@ class KafkaStreams:
         self._restore_listener: StateRestoreListener | None = None
         self.workers: list[StreamWorker] = []
         self.partition_counts: dict[str, int] = {}
+        #: where EOS workers prove membership before committing (None: the broker fences; see
+        #: runtime/broker_features.py)
+        self._membership_check_topic: str | None = None
         self._next_worker_index = 0
         self._paused = False
         #: global stores' bootstrap/tail thread (None when the topology has no global stores)
@@ -107,6 +111,7 @@ class KafkaStreams:
         try:
             self.partition_counts = prepare_topics(self.plan, self.config)
             self.membership.start(self.partition_counts)
+            self._membership_check_topic = membership_check_topic(self.config, self.membership.control_topic)
             self.global_worker = bootstrap_global_stores(
                 self.config, self.plan, self.partition_counts, on_failure=self._on_global_failure
             )
@@ -276,7 +281,7 @@ class KafkaStreams:
             on_failure=self._on_worker_failure,
             transactional_id=self.membership.transactional_id(index),
             standbys=self.membership.standbys,
-            control_topic=self.membership.control_topic,
+            control_topic=self._membership_check_topic,
             coordinator=self.membership.coordinator,
         )
         worker.pause_requested = self._paused

@@ -56,6 +56,7 @@ from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.broker_calls import retrying
+from platform_streams.runtime.broker_features import RepartitionPurger
 from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.input_queues import InputQueues
@@ -147,6 +148,8 @@ class StreamWorker(threading.Thread):
         self._pending: Pending | None = None
         self._member: str | None = None
         self._previous_tasks: list[TaskId] = []
+        #: deletes consumed repartition records after commits (brokers with DeleteRecords)
+        self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
         self.state_lifecycle = TaskStateLifecycle(config)
@@ -410,6 +413,7 @@ class StreamWorker(threading.Thread):
             task.context.commit_requested = False
         if committed:
             self.committed_total += 1
+            self.repartition_purger.after_commit(offsets)
         self.state_lifecycle.persist(tasks, collector.offsets)
         self._next_commit = time.monotonic() + self._commit_interval_s
         self.observer.on_commit(started)
@@ -601,6 +605,7 @@ class StreamWorker(threading.Thread):
             # Closed clients are dropped too: one left referenced lives (and keeps reconnecting)
             # until garbage collection. The collector stays for its counters; closing its
             # producer releases the librdkafka client.
+            self.repartition_purger.close()
             if self.consumer is not None:
                 self.consumer.close()
                 self.consumer = None

@@ -26,7 +26,7 @@ from tests.integration.eos_support import (
 )
 from tests.integration.support_apps import wait_until
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 PARTITIONS = 4
 KEYS = 40

@@ -46,6 +46,9 @@ from platform_streams.kafka import (
 from platform_streams.processor.partitioner import default_partition
 from tests.support.kafka import GROUP_TIMING, consume_all, new_group_id, new_topic, produce
 
+# broker tests here also run on Apache Kafka ([kafka]); the pure ones run once
+pytestmark = pytest.mark.apache_kafka
+
 # --------------------------------------------------------------------------- pure parts
 
 

@@ -53,7 +53,7 @@ from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_dsl_topology, build_topology
 from tests.support.kafka import GROUP_TIMING, consume_all, new_topic, produce
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = ["a", "bb", "a", "ccc", "bb", "a", "dddd", "a"]
@@ -293,6 +293,7 @@ def _plan_file(tmp: Path, text: str) -> Path:
 def test_offset_scenarios_land_on_the_expected_offsets(
     seeded: App,
     admin: KafkaAdmin,
+    broker_kind: str,
     tmp_path: Path,
     make: Callable[[Path], OffsetScenario],
     expected: tuple[int, int],
@@ -312,6 +313,8 @@ def test_offset_scenarios_land_on_the_expected_offsets(
         assert methods <= {"list_offsets", "scan"}, result.summary()
         if "scan" in methods:  # e.g. Tansu: its timestamp lookup was detected as inexact
             assert any("scanning" in w for w in result.warnings), result.warnings
+        if broker_kind == "kafka":  # Kafka's time index is exact: used directly, never scanned
+            assert methods <= {"list_offsets", "empty"} and not result.warnings, result.summary()
 
 
 def test_reset_never_resets_output_or_internal_topics(seeded: App, admin: KafkaAdmin) -> None:

@@ -15,7 +15,7 @@ from platform_streams.serde import Integer, Long, String
 from tests.integration.support_apps import active_tasks, app_config, read_to_end, running_app, wait_until
 from tests.support.kafka import consume_all, new_topic, produce
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 S, INT = String(), Integer()
 

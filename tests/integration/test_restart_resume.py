@@ -24,7 +24,7 @@ from tests.integration.support_apps import (
 )
 from tests.support.kafka import consume_all, produce
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 
 def _inputs(start: int, n: int) -> list[tuple[str, str]]:

@@ -14,7 +14,7 @@ from platform_streams.serde import String
 from tests.integration.support_apps import active_tasks, app_config, log_ends, running_app, wait_until
 from tests.support.kafka import consume_all, new_topic, produce
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 S = String()
 

@@ -20,7 +20,7 @@ from platform_streams.state import OffsetCheckpoint
 from tests.integration.support_apps import app_config, running_app, wait_until
 from tests.support.kafka import consume_all, new_topic, produce
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 S, L = String(), Long()
 KEYS = 10_000

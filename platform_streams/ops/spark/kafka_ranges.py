@@ -108,7 +108,7 @@ def plan_offset_ranges(
         earliest = {
             tp: off for tp, (off, _ts) in admin.list_offsets(tps, "earliest", timeout=timeout_s).items()
         }
-        ends = log_end_offsets(consumer_conf, tps, timeout_s=timeout_s)
+        ends = log_end_offsets(consumer_conf, tps, timeout_s=timeout_s, admin=admin)
         bounds = {tp: (max(earliest[tp], 0), ends[tp]) for tp in tps}
         starts = _resolve(admin, consumer_conf, start, bounds, lower=True, timeout_s=timeout_s)
         stops = _resolve(admin, consumer_conf, end, bounds, lower=False, timeout_s=timeout_s)

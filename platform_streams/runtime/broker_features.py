@@ -1,0 +1,108 @@
+"""What the runtime does differently on a broker that has Kafka's features (probed, not named).
+
+Two places where the embedded Tansu broker forced a workaround, and Apache Kafka does not:
+
+* **Fencing a zombie under exactly_once_v2.** Kafka rejects a transactional offset commit
+  from a member of a stale generation (KIP-447), so the broker alone fences a worker whose
+  tasks moved. Tansu accepts it, so there every EOS commit is preceded by a plain offset
+  commit to the control topic, which the group coordinator checks against the membership
+  (``StreamWorker._check_membership``). :func:`membership_check_topic` switches those
+  extra commits off where the broker fences by itself.
+* **Purging repartition topics.** Kafka Streams deletes consumed repartition records after
+  a commit (``TaskManager.maybePurgeCommittedRecords``, every
+  ``repartition.purge.interval.ms``): :class:`RepartitionPurger`. Tansu drops the
+  connection on DeleteRecords, so there it is skipped with one warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from platform_streams.config import StreamsConfig
+from platform_streams.errors import BrokerError
+from platform_streams.kafka import KafkaAdmin
+from platform_streams.topology.compiler import TopologyPlan
+
+__all__ = ["RepartitionPurger", "membership_check_topic"]
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+def membership_check_topic(config: StreamsConfig, control_topic: str | None) -> str | None:
+    """The topic EOS workers commit to before each transaction to prove membership, or None.
+
+    None (no extra commits) when the guarantee is at-least-once or the broker fences stale
+    transactional offset commits itself.
+    """
+    if not config.exactly_once or control_topic is None:
+        return None
+    with KafkaAdmin(config.admin_configs()) as admin:
+        fences = admin.supports("txn_offset_commit_fencing")
+    if fences:
+        log.info(
+            "the broker fences stale transactional offset commits (KIP-447): no membership-check commits"
+        )
+        return None
+    log.info("the broker accepts stale transactional offset commits: EOS commits check membership first")
+    return control_topic
+
+
+class RepartitionPurger:
+    """Deletes repartition records below the committed offsets, at most every interval.
+
+    Owned by one worker (one thread); the admin client is created on first use and the
+    broker probed once per process. Failures are logged, never raised: purging only saves
+    disk, correctness never depends on it.
+    """
+
+    def __init__(self, plan: TopologyPlan, config: StreamsConfig) -> None:
+        app = config.application_id
+        self._topics = frozenset(
+            plan.physical_topic(name, app)
+            for name, t in plan.internal_topics.items()
+            if t.kind == "repartition"
+        )
+        self._config = config
+        self._interval_s = config.repartition_purge_interval_ms / 1000.0
+        self._next = time.monotonic() + self._interval_s
+        self._admin: KafkaAdmin | None = None
+        self._enabled = bool(self._topics)
+        #: partitions purged so far, and the offset each was purged to (metrics, tests)
+        self.purged: dict[TP, int] = {}
+
+    @property
+    def enabled(self) -> bool:
+        """False when there is nothing to purge or the broker cannot delete records."""
+        return self._enabled
+
+    def after_commit(self, committed: Mapping[TP, int]) -> None:
+        """Called with the offsets just committed; purges when the interval has passed."""
+        if not self._enabled or time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + self._interval_s
+        wanted = {tp: o for tp, o in committed.items() if tp[0] in self._topics and self.purged.get(tp) != o}
+        if not wanted:
+            return
+        if self._admin is None:
+            self._admin = KafkaAdmin(self._config.admin_configs())
+            if not self._admin.supports("delete_records"):
+                log.warning("the broker does not support DeleteRecords: repartition topics are not purged")
+                self.close()
+                self._enabled = False
+                return
+        try:
+            self._admin.delete_records(wanted)
+        except BrokerError as exc:
+            log.warning("purging repartition records failed (retried after the next commit): %s", exc)
+            return
+        self.purged.update(wanted)
+        log.debug("purged repartition records below %s", wanted)
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
