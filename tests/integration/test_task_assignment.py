@@ -197,6 +197,7 @@ def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
 
 @pytest.mark.broker
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
@@ -223,7 +224,9 @@ def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
         for i in range(3):
             assert group[i].terminate() == 0
             group[i] = back = start(i)
-            wait_until(lambda b=back: _settled(group) and b.last("RESTORED") is not None, 120, f"i{i} back")
+            # 240 s: on Tansu a restarted group can wedge (docs/brokers.md); the worker's repair
+            # of a wedged group takes 60-90 s with these timings, on top of the rejoin
+            wait_until(lambda b=back: _settled(group) and b.last("RESTORED") is not None, 240, f"i{i} back")
             restores += [r.last("RESTORED") or {} for r in group]
         _stop_and_check(app, group, expected, committed_only=True)
     print(f"rolling restart: restored per task {restores}")
