@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip >/dev/null
-	$(BIN)/python -m pip install -e '.[dev,spark,dagster,helm]'
+	$(BIN)/python -m pip install -e '.[dev,test,spark,dagster,helm,embedded]'
 	touch $@
 
 setup: $(BIN)/.installed
