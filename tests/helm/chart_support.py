@@ -20,6 +20,7 @@ from typing import Any
 import helm_python as helm
 import kubernetes_validate
 import yaml
+from cloudcoil.models.keda.v1alpha1 import ScaledObject
 from cloudcoil.models.prometheus_operator.v1 import PodMonitor, ServiceMonitor
 from pydantic import BaseModel
 
@@ -32,7 +33,12 @@ K8S_VERSION = "1.34.0"
 
 Manifest = dict[str, Any]
 
-_CRD_MODELS: dict[str, type[BaseModel]] = {"ServiceMonitor": ServiceMonitor, "PodMonitor": PodMonitor}
+_CRD_MODELS: dict[str, type[BaseModel]] = {
+    "ServiceMonitor": ServiceMonitor,
+    "PodMonitor": PodMonitor,
+    # KEDA's ScaledObject, typed from its CRD (cloudcoil-models-keda)
+    "ScaledObject": ScaledObject,
+}
 
 
 @contextmanager
@@ -135,10 +141,13 @@ def pod_environment(
     pod_name: str,
     namespace: str = NAMESPACE,
     secrets: Mapping[str, Mapping[str, str]] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment the kubelet would give ``container`` (in declaration order, so
-    ``$(VAR)`` sees only the variables defined before it, as in Kubernetes)."""
+    ``$(VAR)`` sees only the variables defined before it, as in Kubernetes); ``labels``
+    are the pod's labels the Downward API may read."""
     fields = {"metadata.name": pod_name, "metadata.namespace": namespace}
+    fields.update({f"metadata.labels['{k}']": v for k, v in (labels or {}).items()})
     env: dict[str, str] = {}
     for item in container.get("env", []):
         if "value" in item:
@@ -146,7 +155,9 @@ def pod_environment(
             continue
         source = item["valueFrom"]
         if "fieldRef" in source:
-            env[item["name"]] = fields[source["fieldRef"]["fieldPath"]]
+            path = source["fieldRef"]["fieldPath"]
+            # a label the pod lacks reads as an empty string, as the kubelet gives it
+            env[item["name"]] = fields.get(path, "") if path.startswith("metadata.labels[") else fields[path]
         else:
             ref = source["secretKeyRef"]
             env[item["name"]] = (secrets or {})[ref["name"]][ref["key"]]
