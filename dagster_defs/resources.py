@@ -89,6 +89,11 @@ class StreamsDeploymentResource(dg.ConfigurableResource):
     helm_dry_run: bool = Field(
         default=False, description="Render values and print the helm command, apply nothing."
     )
+    helm_values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Chart values merged into every release, e.g. {'autoscaling': {'keda': {...}}} "
+        "(the workers job's scale then defers to KEDA) or {'zones': {...}}.",
+    )
 
     def launcher(self, runner: CommandRunner | None = None) -> LocalProcessLauncher | HelmLauncher:
         if self.target == "local":
@@ -107,6 +112,7 @@ class StreamsDeploymentResource(dg.ConfigurableResource):
             dry_run=self.helm_dry_run,
             runner=runner,
             auth_token=self.http_auth_token,
+            extra_values=dict(self.helm_values),
         )
 
 
