@@ -29,7 +29,7 @@ class KafkaResource(dg.ConfigurableResource):
     """How every worker, check and job reaches Kafka."""
 
     bootstrap_servers: str = Field(
-        description="host:port list (e.g. dg.EnvVar('PLATFORM_STREAMS_BOOTSTRAP'))."
+        description="host:port list (e.g. dg.EnvVar('PLATFORM_STREAMS_BOOTSTRAP_SERVERS'))."
     )
     security_protocol: str | None = Field(default=None, description="PLAINTEXT, SSL, SASL_SSL, ...")
     sasl_mechanism: str | None = None

@@ -114,8 +114,23 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The one name of the bootstrap variable: the CLI and workers (StreamsConfig's
+#: ``bootstrap_servers``), the Dagster code location, the demo and the test suite all read it.
+BOOTSTRAP_ENV = "PLATFORM_STREAMS_BOOTSTRAP_SERVERS"
+#: Its former name in the Dagster code location, demo and tests: refused, never half-read.
+RENAMED_ENV = {"PLATFORM_STREAMS_BOOTSTRAP": BOOTSTRAP_ENV}
+
+
+def check_renamed_env(env: Mapping[str, str]) -> None:
+    """Refuse a variable under its former name (it would be silently ignored)."""
+    for old, new in RENAMED_ENV.items():
+        if env.get(old) and not env.get(new):
+            raise StreamsConfigError(f"{old} was renamed {new}: set {new}={env[old]} instead")
+
+
 def env_values(env: Mapping[str, str], prefix: str, fields: Collection[str]) -> dict[str, Any]:
     """``<prefix>APPLICATION_ID=x`` -> ``{"application_id": "x"}``; client dicts as JSON."""
+    check_renamed_env(env)
     out: dict[str, Any] = {}
     for name, value in env.items():
         if not name.startswith(prefix):

@@ -1,6 +1,6 @@
 """Suite-wide fixtures: the broker every ``@pytest.mark.broker`` test talks to.
 
-``bootstrap_servers`` is a real cluster when ``PLATFORM_STREAMS_BOOTSTRAP`` is set, and
+``bootstrap_servers`` is a real cluster when ``PLATFORM_STREAMS_BOOTSTRAP_SERVERS`` is set, and
 otherwise one embedded Tansu broker started on a free port for the whole session (it
 starts in ~0.2 s; tests isolate themselves with fresh topic and group names rather than
 fresh brokers). The broker is started lazily, so unit-only runs never start it.
@@ -21,9 +21,10 @@ _REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
+from platform_streams.config_sources import BOOTSTRAP_ENV, check_renamed_env  # noqa: E402
 from platform_streams.kafka import EmbeddedBroker, KafkaAdmin  # noqa: E402
 
-BOOTSTRAP_ENV = "PLATFORM_STREAMS_BOOTSTRAP"
+check_renamed_env(os.environ)  # the former name would silently test on the embedded broker
 
 
 @pytest.fixture(scope="session")

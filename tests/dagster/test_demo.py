@@ -3,7 +3,7 @@
 The demo is the README's first command (embedded broker, Dagster webserver and daemon,
 the example app's workers, an interactive query, the Spark compaction job through
 Dagster), so it runs on its own embedded broker by design, whatever
-``PLATFORM_STREAMS_BOOTSTRAP`` says: the embedded defaults are what it demonstrates.
+``PLATFORM_STREAMS_BOOTSTRAP_SERVERS`` says: the embedded defaults are what it demonstrates.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def test_the_demo_runs_every_step_and_checks_its_results(tmp_path: Path) -> None
     done = subprocess.run(
         [sys.executable, "-m", "examples.demo", "--orders", "2000", "--state-dir", str(tmp_path / "demo")],
         cwd=REPO,
-        env={k: v for k, v in os.environ.items() if k != "PLATFORM_STREAMS_BOOTSTRAP"},
+        env={k: v for k, v in os.environ.items() if k != "PLATFORM_STREAMS_BOOTSTRAP_SERVERS"},
         capture_output=True,
         text=True,
         timeout=420,
