@@ -22,9 +22,12 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+import yaml
+
 from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
+from platform_streams.ops.autoscaling import keda_values
 from platform_streams.ops.offsets import OffsetScenario
 from platform_streams.ops.reset import ResetOptions, application_without_code, reset_application
 from platform_streams.ops.results import OperationRefusedError, OpsResult
@@ -46,6 +49,8 @@ _TOPICS_ACTIONS = {
     "create": "create the missing internal topics (idempotent)",
     "validate": "report missing internal topics, wrong partition counts and configs (exit 1 if any)",
     "delete": "delete the application's internal and coordination topics (only topics it owns)",
+    "keda": "print the Helm chart's autoscaling.keda values: the input and repartition topics the "
+    "group reads, and the partition count that bounds maxReplicas (helm upgrade -f)",
 }
 
 
@@ -198,6 +203,13 @@ def run_topics(args: argparse.Namespace) -> int:
         return _run(lambda: validate_internal_topics(topology, config), args.json)
     if name == "create":
         return _run(lambda: create_internal_topics(topology, config, dry_run=args.dry_run), args.json)
+    if name == "keda":
+        try:
+            values = keda_values(topology, config)
+        except StreamsConfigError as exc:
+            raise CliError(str(exc), exit_code=1) from exc
+        print(json.dumps(values, indent=2) if args.json else yaml.safe_dump(values, sort_keys=False), end="")
+        return 0
     confirm = None if args.yes else _terminal_confirm("delete these topics")
     return _run(
         lambda: delete_internal_topics(

@@ -222,3 +222,41 @@ def test_helm_test_validates_the_internal_topics_with_the_release_settings(
         assert passed.returncode == 0, passed.stdout + passed.stderr
     finally:
         admin.delete_topics([t for t in admin.list_topics() if t.startswith(app_id)] + list(topics.values()))
+
+
+@pytest.mark.broker
+def test_topics_keda_prints_values_the_chart_turns_into_triggers(
+    bootstrap_servers: str,
+    admin: KafkaAdmin,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`platform-streams topics keda` reads the topics from the topology plan and the broker:
+    the input topic and the repartition topic (re-keyed by customer), sized by partitions."""
+    import yaml
+
+    from platform_streams.cli import main
+
+    app_id = f"keda-{uuid.uuid4().hex[:10]}"
+    topics = {"orders": new_topic(admin, 3, "orders"), "big": new_topic(admin, 1, "big")}
+    topics["by-customer"] = new_topic(admin, 1, "by-customer")
+    monkeypatch.setenv("ORDERS_TOPIC", topics["orders"])
+    monkeypatch.setenv("BIG_ORDERS_TOPIC", topics["big"])
+    monkeypatch.setenv("ORDERS_BY_CUSTOMER_TOPIC", topics["by-customer"])
+    args = ["topics", "keda", "examples.orders_app:topology", "--set", f"application.id={app_id}"]
+    args += ["--set", f"bootstrap.servers={bootstrap_servers}"]
+    try:
+        assert main(args) == 0
+        values = yaml.safe_load(capsys.readouterr().out)
+    finally:
+        admin.delete_topics(list(topics.values()))
+    keda = values["autoscaling"]["keda"]
+    assert keda["topics"][0] == topics["orders"]
+    repartition = [t for t in keda["topics"] if t.endswith("-repartition")]
+    assert repartition and all(t.startswith(f"{app_id}-") for t in repartition)
+    assert keda["partitions"] == 3 and keda["maxReplicas"] == 3
+    rendered = render({**values, "app": {"config": {"application_id": app_id}}})
+    scaled = one(rendered, "ScaledObject")
+    validate(scaled)
+    assert [t["metadata"]["topic"] for t in scaled["spec"]["triggers"]] == keda["topics"]
+    assert {t["metadata"]["consumerGroup"] for t in scaled["spec"]["triggers"]} == {app_id}
