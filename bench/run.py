@@ -3,7 +3,7 @@
     python bench/run.py                                  # embedded broker, 1,000,000 records, 3 repeats
     python bench/run.py --records 200000 --repeats 1 --workloads count,window_sum
     python bench/run.py --engines platform_streams,raw_confluent     # skip Quix Streams
-    PLATFORM_STREAMS_BOOTSTRAP=host:9092 python bench/run.py         # an external cluster
+    PLATFORM_STREAMS_BOOTSTRAP_SERVERS=host:9092 python bench/run.py         # an external cluster
 
 Engines: ``raw_confluent`` (a hand-written confluent-kafka loop: the ceiling),
 ``quixstreams`` (Quix Streams, the peer on the same stack) and ``platform_streams``; see
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--engines", default=",".join(ENGINES))
-    parser.add_argument("--bootstrap", default=os.environ.get("PLATFORM_STREAMS_BOOTSTRAP") or None)
+    parser.add_argument("--bootstrap", default=os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS") or None)
     parser.add_argument("--state-root", default=None, help="where run state directories go (default: tmp)")
     args = parser.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e]

@@ -2,7 +2,7 @@
 
     python bench/scale_out.py                                  # embedded broker, 2M records
     python bench/scale_out.py --records 1000000 --workloads filter_map_json,count_eos_100ms
-    PLATFORM_STREAMS_BOOTSTRAP=host:9092 python bench/scale_out.py
+    PLATFORM_STREAMS_BOOTSTRAP_SERVERS=host:9092 python bench/scale_out.py
 
 For each workload (``bench/workloads.py``, built by ``bench/engine_ps.py``) the input is
 produced once to 4 partitions; each run starts ``run_workers(factory, config, N)`` (the
@@ -118,7 +118,7 @@ def _child(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _broker() -> Iterator[tuple[str, int | None]]:
-    external = os.environ.get("PLATFORM_STREAMS_BOOTSTRAP")
+    external = os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS")
     if external:
         yield external, None
         return

@@ -2,7 +2,7 @@
 
     python bench/snapshot_restore.py                            # embedded broker, 1M keys x 5 updates
     python bench/snapshot_restore.py --keys 200000 --updates 3  # smaller
-    PLATFORM_STREAMS_BOOTSTRAP=host:9092 python bench/snapshot_restore.py
+    PLATFORM_STREAMS_BOOTSTRAP_SERVERS=host:9092 python bench/snapshot_restore.py
 
 What runs, in one process on one broker:
 
@@ -127,7 +127,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with ExitStack() as stack:
-        bootstrap = os.environ.get("PLATFORM_STREAMS_BOOTSTRAP", "").strip()
+        bootstrap = os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS", "").strip()
         if not bootstrap:
             bootstrap = stack.enter_context(EmbeddedBroker(kill_with_parent=True)).bootstrap_servers
         work = Path(tempfile.mkdtemp(prefix="ps-bench-snapshot-"))

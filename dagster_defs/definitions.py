@@ -2,7 +2,7 @@
 
 Resources come from the environment, so one code location serves a laptop and a cluster:
 
-* ``PLATFORM_STREAMS_BOOTSTRAP`` -- the Kafka bootstrap servers (``make demo`` sets it to
+* ``PLATFORM_STREAMS_BOOTSTRAP_SERVERS`` -- the Kafka bootstrap servers (``make demo`` sets it to
   its embedded broker); ``PLATFORM_STREAMS_SASL_PASSWORD`` etc. through ``dg.EnvVar``;
 * ``PLATFORM_STREAMS_DEPLOY_DIR`` -- where local deployments keep records, state, logs;
 * ``PLATFORM_STREAMS_DEPLOY_TARGET`` -- ``local`` (default) or ``kubernetes``;
@@ -21,6 +21,7 @@ import dagster as dg
 
 from dagster_defs.component import load_app_components
 from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeploymentResource
+from platform_streams.config_sources import BOOTSTRAP_ENV, apply_bootstrap_alias
 
 __all__ = ["APPS_DIR", "default_resources", "defs"]
 
@@ -33,9 +34,10 @@ def _secret(name: str) -> Any:
 
 
 def default_resources() -> dict[str, Any]:
+    apply_bootstrap_alias(os.environ)
     return {
         "kafka": KafkaResource(
-            bootstrap_servers=dg.EnvVar("PLATFORM_STREAMS_BOOTSTRAP"),
+            bootstrap_servers=dg.EnvVar(BOOTSTRAP_ENV),
             security_protocol=os.environ.get("PLATFORM_STREAMS_SECURITY_PROTOCOL"),
             sasl_mechanism=os.environ.get("PLATFORM_STREAMS_SASL_MECHANISM"),
             sasl_username=_secret("PLATFORM_STREAMS_SASL_USERNAME"),

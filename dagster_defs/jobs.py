@@ -343,7 +343,8 @@ def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
             if config.workers is None:
                 raise dg.Failure(description="workers: required for action scale")
             request = app.deployment_request(kafka.connection_settings(), kafka.secret_env())
-            launcher.scale(request, config.workers)
+            scaled = launcher.scale(request, config.workers)
+            context.log.info(f"{app.name} scale: {scaled.action} ({scaled.reason})")
             status = launcher.status(app.name)
         else:
             status = launcher.status(app.name)
@@ -351,7 +352,7 @@ def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
         if config.action in ("status", "pause", "resume", "restart"):
             for worker in status.alive:
                 if worker.endpoint is None:
-                    answers[worker.client_id] = "no endpoint known (Kubernetes: use the pods' endpoints)"
+                    answers[worker.client_id] = "no endpoint known"
                     continue
                 try:
                     code, body = WorkerClient(worker.endpoint, streams_deployment.http_auth_token).control(

@@ -29,7 +29,7 @@ class KafkaResource(dg.ConfigurableResource):
     """How every worker, check and job reaches Kafka."""
 
     bootstrap_servers: str = Field(
-        description="host:port list (e.g. dg.EnvVar('PLATFORM_STREAMS_BOOTSTRAP'))."
+        description="host:port list (e.g. dg.EnvVar('PLATFORM_STREAMS_BOOTSTRAP_SERVERS'))."
     )
     security_protocol: str | None = Field(default=None, description="PLAINTEXT, SSL, SASL_SSL, ...")
     sasl_mechanism: str | None = None
@@ -89,6 +89,11 @@ class StreamsDeploymentResource(dg.ConfigurableResource):
     helm_dry_run: bool = Field(
         default=False, description="Render values and print the helm command, apply nothing."
     )
+    helm_values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Chart values merged into every release, e.g. {'autoscaling': {'keda': {...}}} "
+        "(the workers job's scale then defers to KEDA) or {'zones': {...}}.",
+    )
 
     def launcher(self, runner: CommandRunner | None = None) -> LocalProcessLauncher | HelmLauncher:
         if self.target == "local":
@@ -107,6 +112,7 @@ class StreamsDeploymentResource(dg.ConfigurableResource):
             dry_run=self.helm_dry_run,
             runner=runner,
             auth_token=self.http_auth_token,
+            extra_values=dict(self.helm_values),
         )
 
 

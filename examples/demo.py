@@ -221,7 +221,7 @@ def dagster(
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
-        "PLATFORM_STREAMS_BOOTSTRAP": bootstrap,
+        "PLATFORM_STREAMS_BOOTSTRAP_SERVERS": bootstrap,
         "PLATFORM_STREAMS_DEPLOY_DIR": str(state_dir / "deployments"),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }

@@ -26,11 +26,13 @@ stdout, so scripts can read it.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import platform_streams
 from platform_streams.cli_app import APP_CODE_FAILED, USAGE_OR_CONFIG, CliError, add_app_argument, load_app
 from platform_streams.cli_apps import add_apps_arguments, run_apps
 from platform_streams.cli_run import add_run_arguments, run_command
@@ -156,11 +158,20 @@ def _add_logging_options(parser: argparse.ArgumentParser, *, top_level: bool) ->
     )
 
 
+def _installed_version() -> str:
+    """The installed distribution's version (what pip reports), else the package's own."""
+    try:
+        return importlib.metadata.version("platform-streams")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return platform_streams.__version__
+
+
 def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="platform-streams", description="Kafka Streams, rebuilt in Python: run and inspect applications."
     )
     _add_logging_options(parser, top_level=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
     subparsers = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
     for command in commands:
         sub = subparsers.add_parser(command.name, help=command.help, description=command.help)

@@ -155,6 +155,11 @@ class StreamsConfig(BaseModel):
         default=None, min_length=1, description="Client id prefix; generated if unset."
     )
     application_server: str | None = Field(default=None, description="host:port for interactive queries.")
+    client_rack: str | None = Field(
+        default=None,
+        description="The consumers' client.rack (KIP-392: fetch from a replica in the same zone); "
+        "the Helm chart sets it to the pod's zone. Empty means unset.",
+    )
     state_dir: Path = Path(tempfile.gettempdir()) / "platform-streams"
     state_snapshot_location: str | None = Field(
         default=None,
@@ -447,6 +452,10 @@ class StreamsConfig(BaseModel):
             raise ValueError(f"worker_index must be >= 0, got {worker_index}")
         return f"{self.effective_client_id}-StreamThread-{worker_index + 1}-{role}"
 
+    def _rack_config(self) -> dict[str, Any]:
+        # The Downward API hands an empty string to a pod whose node has no zone label.
+        return {"client.rack": self.client_rack} if self.client_rack else {}
+
     def consumer_configs(self, worker_index: int = 0) -> dict[str, Any]:
         """librdkafka settings of the main (group) consumer of worker ``worker_index`` (0-based).
 
@@ -475,6 +484,7 @@ class StreamsConfig(BaseModel):
         if self.group_instance_id is not None:
             suffix = f"-{worker_index + 1}" if worker_index > 0 else ""
             conf["group.instance.id"] = f"{self.group_instance_id}{suffix}"
+        conf.update(self._rack_config())
         conf.update(self.client_config)
         conf.update(self.consumer_config)
         return conf
@@ -496,6 +506,7 @@ class StreamsConfig(BaseModel):
             "fetch.wait.max.ms": 10,
             "fetch.queue.backoff.ms": 10,
         }
+        conf.update(self._rack_config())
         conf.update(self.client_config)
         conf.update(self.consumer_config)
         conf.pop("group.id", None)

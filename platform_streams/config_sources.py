@@ -16,7 +16,7 @@ import difflib
 import json
 import logging
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ CLIENT_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_c
 #: resources and deployments, Spark. A new one must be added here (and to the README).
 NOT_SETTINGS = frozenset(
     {
-        "BOOTSTRAP",  # tests, bench, Dagster: the broker to use
+        "BOOTSTRAP",  # the alias of BOOTSTRAP_SERVERS (apply_bootstrap_alias)
         "BROKERS",  # tests: which broker kinds to run on (tansu, kafka)
         "KAFKA_POM",  # kafka/: the pom listing Apache Kafka's jars
         "APP",  # apps.py: the app plugin a Helm pod runs
@@ -193,6 +193,27 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The bootstrap variable: StreamsConfig's ``bootstrap_servers`` (the CLI and workers), the
+#: Dagster code location, the demo and the test suite all read it.
+BOOTSTRAP_ENV = "PLATFORM_STREAMS_BOOTSTRAP_SERVERS"
+#: The short name the developers' guide and earlier releases use: read as the same setting
+#: wherever BOOTSTRAP_ENV is not set (never a second, diverging value: both set and different
+#: is an error).
+BOOTSTRAP_ALIAS = "PLATFORM_STREAMS_BOOTSTRAP"
+
+
+def apply_bootstrap_alias(env: MutableMapping[str, str]) -> None:
+    """Copy :data:`BOOTSTRAP_ALIAS` into :data:`BOOTSTRAP_ENV` when only the alias is set, so
+    every reader (``dg.EnvVar``, worker processes, tests) sees the one variable."""
+    alias, canonical = env.get(BOOTSTRAP_ALIAS, "").strip(), env.get(BOOTSTRAP_ENV, "").strip()
+    if alias and canonical and alias != canonical:
+        raise StreamsConfigError(
+            f"{BOOTSTRAP_ALIAS}={alias!r} and {BOOTSTRAP_ENV}={canonical!r} disagree: set one of them"
+        )
+    if alias and not canonical:
+        env[BOOTSTRAP_ENV] = alias
+
+
 def env_values(env: Mapping[str, str], prefix: str, fields: Collection[str]) -> dict[str, Any]:
     """``<prefix>APPLICATION_ID=x`` -> ``{"application_id": "x"}``; client dicts as JSON.
 
@@ -200,6 +221,8 @@ def env_values(env: Mapping[str, str], prefix: str, fields: Collection[str]) -> 
     Kubernetes service link) is an error naming the closest setting: a misspelt
     ``PLATFORM_STREAMS_NUM_STREAM_THREAD`` must not silently leave the default in place.
     """
+    env = dict(env)
+    apply_bootstrap_alias(env)
     out: dict[str, Any] = {}
     unknown: list[str] = []
     for name, value in env.items():

@@ -1,6 +1,7 @@
 """Suite-wide fixtures: the broker every ``@pytest.mark.broker`` test talks to.
 
-``bootstrap_servers`` is a real cluster when ``PLATFORM_STREAMS_BOOTSTRAP`` is set, and
+``bootstrap_servers`` is a real cluster when ``PLATFORM_STREAMS_BOOTSTRAP`` (or its long
+form ``PLATFORM_STREAMS_BOOTSTRAP_SERVERS``) is set, and
 otherwise one embedded Tansu broker started on a free port for the whole session (it
 starts in ~0.2 s; tests isolate themselves with fresh topic and group names rather than
 fresh brokers). The broker is started lazily, so unit-only runs never start it.
@@ -32,10 +33,12 @@ _REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
+from platform_streams.config_sources import BOOTSTRAP_ENV, apply_bootstrap_alias  # noqa: E402
 from platform_streams.errors import BrokerError  # noqa: E402
 from platform_streams.kafka import ApacheKafkaBroker, EmbeddedBroker, KafkaAdmin  # noqa: E402
 
-BOOTSTRAP_ENV = "PLATFORM_STREAMS_BOOTSTRAP"
+# PLATFORM_STREAMS_BOOTSTRAP (the guide's name) or PLATFORM_STREAMS_BOOTSTRAP_SERVERS: one broker
+apply_bootstrap_alias(os.environ)
 BROKERS_ENV = "PLATFORM_STREAMS_BROKERS"
 BROKER_KINDS = ("tansu", "kafka")
 

@@ -8,10 +8,20 @@ fingerprint rolls the StatefulSet -- writes them to ``<root>/<app>/values.yaml``
 ``helm upgrade --install`` through a :class:`CommandRunner`. Secrets are never rendered:
 the chart reads SASL credentials and the endpoint token from existing Secrets.
 
-What is verified here: the rendered values (tests compare them to the chart's schema when
-``helm``/``jsonschema`` are at hand) and the commands the launcher would run. What is NOT
-verified on this machine: applying them to a cluster (there is none), pod readiness, and
-``status``, which reads the StatefulSet with kubectl.
+Safe rollouts: a new fingerprint (a changed topology or app configuration) must never run
+beside the old one -- a rolling update would put old and new members in one group, each
+with its own idea of the tasks and internal topics. So a changed fingerprint is
+stop-then-start: the StatefulSet is scaled to 0 (under KEDA: the ScaledObject is paused at
+0 replicas), the launcher waits until every pod is gone, then upgrades; only an unchanged
+fingerprint (replicas, resources) rolls pod by pod. Pod endpoints for the sensor and the
+control jobs are the pods' stable names in the headless Service
+(``<pod>.<release>-headless.<namespace>.svc.<cluster domain>``), so pause, resume and
+status reach the pods from inside the cluster.
+
+What is verified here: the rendered values (tests render them with the chart), the
+commands the launcher would run and their order. What is NOT verified on this machine:
+applying them to a cluster (there is none), pod readiness, and ``status``, which reads the
+StatefulSet with kubectl.
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ from dagster_defs.deploy.base import (
 __all__ = ["CommandRunner", "HelmLauncher", "SubprocessRunner"]
 
 FINGERPRINT_ANNOTATION = "platform-streams.io/fingerprint"
+#: KEDA holds a paused ScaledObject's target at this many replicas (KEDA 2.8+).
+KEDA_PAUSED_ANNOTATION = "autoscaling.keda.sh/paused-replicas"
 
 
 class CommandRunner(Protocol):
@@ -70,6 +82,10 @@ class HelmLauncher:
         dry_run: bool = False,
         runner: CommandRunner | None = None,
         auth_token: str | None = None,
+        extra_values: dict[str, Any] | None = None,
+        http_port: int = 8080,
+        cluster_domain: str = "cluster.local",
+        stop_timeout_s: float = 300.0,
     ) -> None:
         self.root = Path(root)
         self.namespace = namespace
@@ -79,8 +95,18 @@ class HelmLauncher:
         self.dry_run = dry_run
         self.runner: CommandRunner = runner or SubprocessRunner()
         self.auth_token = auth_token
+        self.extra_values = extra_values or {}
+        """Chart values merged into every release (e.g. ``autoscaling.keda``, ``zones``)."""
+        self.http_port = http_port
+        self.cluster_domain = cluster_domain
+        self.stop_timeout_s = stop_timeout_s
         self.commands: list[list[str]] = []
         """Every command run (or, under dry_run, that would have been)."""
+
+    @property
+    def keda(self) -> bool:
+        """KEDA owns the replica count (``autoscaling.keda.enabled`` in ``extra_values``)."""
+        return bool(((self.extra_values.get("autoscaling") or {}).get("keda") or {}).get("enabled"))
 
     def release(self, name: str) -> str:
         return name.replace("_", "-").lower()
@@ -92,21 +118,56 @@ class HelmLauncher:
         )
         settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in request.settings.items()}
         settings.pop("state_dir", None)  # the chart mounts the volume there
-        return {
+        values = {
+            # the release's objects are named after it, so pods are <release>-<ordinal>
+            "fullnameOverride": self.release(request.name),
             "replicaCount": request.workers,
             "image": {"repository": repository, "tag": tag},
             "app": {"factory": request.factory, "config": settings},
+            "http": {"port": self.http_port},
+            "queryRouting": {"clusterDomain": self.cluster_domain},
             "extraEnv": [{"name": k, "value": v} for k, v in sorted(request.env.items())],
             "podAnnotations": {FINGERPRINT_ANNOTATION: request.fingerprint},
         }
+        return _merged(values, self.extra_values)
 
     def _scope(self, context_flag: str = "--kube-context") -> list[str]:
         context = [context_flag, self.kube_context] if self.kube_context else []
         return ["--namespace", self.namespace, *context]
 
     def _pods(self, name: str, replicas: int) -> list[WorkerRecord]:
-        """The StatefulSet's pods, ``<release>-<ordinal>``, as worker records."""
-        return [WorkerRecord(i, f"{self.release(name)}-{i}") for i in range(replicas)]
+        """The StatefulSet's pods, ``<release>-<ordinal>``, with their endpoints: the stable
+        DNS names the chart's headless Service gives them."""
+        release = self.release(name)
+        domain = f"{release}-headless.{self.namespace}.svc.{self.cluster_domain}"
+        return [
+            WorkerRecord(i, f"{release}-{i}", endpoint=f"http://{release}-{i}.{domain}:{self.http_port}")
+            for i in range(replicas)
+        ]
+
+    def _annotate_scaled_object(self, release: str, annotation: str) -> None:
+        scope = self._scope("--context")
+        self._run(["kubectl", "annotate", "scaledobject", release, annotation, "--overwrite", *scope])
+
+    def _stop_pods(self, name: str) -> None:
+        """Scale the release to 0 and wait until its last pod is gone (stop-then-start)."""
+        release = self.release(name)
+        if self.keda:  # KEDA would scale it back up: pause it at 0 instead
+            self._annotate_scaled_object(release, f"{KEDA_PAUSED_ANNOTATION}=0")
+        else:
+            self._run(["kubectl", "scale", "statefulset", release, "--replicas=0", *self._scope("--context")])
+        self._run(
+            [
+                "kubectl",
+                "wait",
+                "--for=delete",
+                "pod",
+                "--selector",
+                f"app.kubernetes.io/instance={release}",
+                f"--timeout={int(self.stop_timeout_s)}s",
+                *self._scope("--context"),
+            ]
+        )
 
     def _run(self, command: list[str]) -> str:
         self.commands.append(command)
@@ -122,6 +183,9 @@ class HelmLauncher:
         record.workers = self._pods(request.name, request.workers)
         if previous == values:
             return EnsureResult("unchanged", record, "rendered values are unchanged")
+        rolled = previous is not None and _fingerprint(previous) != request.fingerprint
+        if rolled:  # never old and new topology in one group: stop all, then start
+            self._stop_pods(request.name)
         values_path.write_text(yaml.safe_dump(values, sort_keys=True))
         release = self.release(request.name)
         self._run(
@@ -136,10 +200,14 @@ class HelmLauncher:
                 *self._scope(),
             ]
         )
+        if rolled and self.keda:  # the upgrade keeps kubectl's annotation: lift the pause
+            self._annotate_scaled_object(release, f"{KEDA_PAUSED_ANNOTATION}-")
         action: EnsureAction = "started"
+        how = "helm upgrade --install"
         if previous is not None:
-            action = "rolled" if _fingerprint(previous) != request.fingerprint else "scaled"
-        return EnsureResult(action, record, "helm upgrade --install" + (" (dry run)" if self.dry_run else ""))
+            action = "rolled" if rolled else "scaled"
+            how = "stopped every pod, then helm upgrade" if rolled else "helm upgrade (rolling)"
+        return EnsureResult(action, record, how + (" (dry run)" if self.dry_run else ""))
 
     def status(self, name: str) -> DeploymentStatus:
         """Ready replicas of the StatefulSet (kubectl); not verified without a cluster."""
@@ -163,7 +231,26 @@ class HelmLauncher:
         return DeploymentStatus(None)
 
     def scale(self, request: DeploymentRequest, workers: int) -> EnsureResult:
+        """Set the replica count -- unless KEDA owns it: then nothing changes and the result
+        says so (the chart omits ``replicas`` under KEDA; its min/max bound the size)."""
+        if self.keda:
+            record = DeploymentRecord(request.name, request.fingerprint, request.connection, request.workers)
+            return EnsureResult(
+                "unchanged",
+                record,
+                "KEDA scales this application on consumer lag (autoscaling.keda.enabled): "
+                f"the request for {workers} workers is left to it",
+            )
         return self.ensure(request.with_workers(workers))
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` merged into ``base`` key by key (as Helm merges values files)."""
+    out = dict(base)
+    for key, value in over.items():
+        both = isinstance(out.get(key), dict) and isinstance(value, dict)
+        out[key] = _merged(out[key], value) if both else value
+    return out
 
 
 def _fingerprint(values: dict[str, Any] | None) -> str | None:

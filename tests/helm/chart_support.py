@@ -20,6 +20,7 @@ from typing import Any
 import helm_python as helm
 import kubernetes_validate
 import yaml
+from cloudcoil.models.keda.v1alpha1 import ScaledObject
 from cloudcoil.models.prometheus_operator.v1 import PodMonitor, PrometheusRule, ServiceMonitor
 from pydantic import BaseModel
 
@@ -36,6 +37,8 @@ _CRD_MODELS: dict[str, type[BaseModel]] = {
     "ServiceMonitor": ServiceMonitor,
     "PodMonitor": PodMonitor,
     "PrometheusRule": PrometheusRule,
+    # KEDA's ScaledObject, typed from its CRD (cloudcoil-models-keda)
+    "ScaledObject": ScaledObject,
 }
 
 
@@ -142,7 +145,8 @@ def pod_environment(
     labels: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment the kubelet would give ``container`` (in declaration order, so
-    ``$(VAR)`` sees only the variables defined before it, as in Kubernetes)."""
+    ``$(VAR)`` sees only the variables defined before it, as in Kubernetes); ``labels``
+    are the pod's labels the Downward API may read."""
     fields = {"metadata.name": pod_name, "metadata.namespace": namespace}
     fields.update({f"metadata.labels['{k}']": v for k, v in (labels or {}).items()})
     env: dict[str, str] = {}
@@ -152,7 +156,9 @@ def pod_environment(
             continue
         source = item["valueFrom"]
         if "fieldRef" in source:
-            env[item["name"]] = fields[source["fieldRef"]["fieldPath"]]
+            path = source["fieldRef"]["fieldPath"]
+            # a label the pod lacks reads as an empty string, as the kubelet gives it
+            env[item["name"]] = fields.get(path, "") if path.startswith("metadata.labels[") else fields[path]
         else:
             ref = source["secretKeyRef"]
             env[item["name"]] = (secrets or {})[ref["name"]][ref["key"]]

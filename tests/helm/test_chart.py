@@ -159,6 +159,7 @@ def test_default_values_render_lint_clean_and_validate_against_kubernetes() -> N
     kinds = sorted(doc["kind"] for doc in docs)
     assert kinds == [
         "ConfigMap",
+        "Pod",  # the `helm test` hook (tests/helm/test_chart_kubernetes.py)
         "PodDisruptionBudget",
         "Secret",
         "Service",

@@ -142,4 +142,7 @@ def test_the_build_context_is_enough_to_build_the_package(tmp_path: Path) -> Non
         names = archive.namelist()
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "platform-streams = platform_streams.cli:main" in archive.read(entry_points).decode()
-    assert "platform_streams/cli.py" in names and "examples/orders_app.py" in names
+    assert "platform_streams/cli.py" in names
+    # the example is not installed as a top-level package: the image copies it into /app
+    assert not [n for n in names if n.startswith("examples/")]
+    assert ("COPY", "examples ./examples") in _instructions()

@@ -249,7 +249,7 @@ def test_shutdown_application_stops_every_instance(
 
 @pytest.mark.slow
 def test_the_application_rides_out_a_paused_broker(tmp_path: Path) -> None:
-    if os.environ.get("PLATFORM_STREAMS_BOOTSTRAP"):
+    if os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS"):
         pytest.skip("pauses its own embedded broker")
     with (
         EmbeddedBroker(log_path=tmp_path / "broker.log") as broker,

@@ -2,7 +2,7 @@
 
 Assertions state Apache Kafka's contract where Tansu agrees, and the contract both honour
 where they differ (e.g. an unknown group is DEAD on Kafka and EMPTY on Tansu), so the
-file passes on the embedded broker and on PLATFORM_STREAMS_BOOTSTRAP alike.
+file passes on the embedded broker and on PLATFORM_STREAMS_BOOTSTRAP_SERVERS alike.
 """
 
 from __future__ import annotations

@@ -424,3 +424,66 @@ def test_force_expires_members_of_a_killed_instance(seeded: App, admin: KafkaAdm
     assert result.completed and time.monotonic() - started < 30
     assert any("RemoveMembersFromConsumerGroup" in w for w in result.warnings)
     assert admin.committed_offsets(seeded.id, [(seeded.input, 0)]) == {(seeded.input, 0): 0}
+
+
+def test_cli_reset_without_the_code_takes_kafkas_flags(
+    seeded: App, admin: KafkaAdmin, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kafka's StreamsResetter flags (tools/src/main/java/org/apache/kafka/tools/StreamsResetter.java:
+    --application-id, --bootstrap-server, --input-topics, --intermediate-topics, --internal-topics):
+    no MODULE:FACTORY, so the internal topics are the existing ones named like the
+    application's; an explicit --internal-topics accepts only '<application.id>-' names."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    create_internal_topics(seeded.topology, seeded.config)
+    through = new_topic(admin, 1, "reset-through")
+    produce(seeded.config.bootstrap_servers, through, [(b"k", b"v", 0)] * 3)
+    admin.alter_committed_offsets(seeded.id, {(through, 0): 0})
+    foreign = f"other-{uuid.uuid4().hex[:10]}-words-changelog"
+    admin.create_topics([TopicSpec(foreign, 1)])
+    kafka_flags = [
+        "reset",
+        "--application-id",
+        seeded.id,
+        "--bootstrap-server",
+        seeded.config.bootstrap_servers,
+        "--set",
+        f"state.dir={seeded.config.state_dir}",
+        "--input-topics",
+        seeded.input,
+        "--yes",
+    ]
+    inputs = [(seeded.input, 0), (seeded.input, 1)]
+    try:
+        before = snapshot(admin, seeded)
+        # the code-less mode needs the topics to reset: it cannot know the sources
+        assert main([*kafka_flags[:5], "--yes"]) == 2
+        assert "--input-topics" in capsys.readouterr().err
+        # another application's topic (or a typo) named explicitly is refused, nothing changes
+        assert main([*kafka_flags, "--internal-topics", f"{seeded.id}-words-changelog,{foreign}"]) == 1
+        assert f"must start with '{seeded.id}-'" in capsys.readouterr().err
+        assert snapshot(admin, seeded) == before
+
+        # an explicit list deletes only those
+        only = f"{seeded.id}-words-changelog"
+        assert main([*kafka_flags, "--to-offset", "1", "--internal-topics", only]) == 0
+        assert only not in admin.list_topics()
+        assert f"{seeded.id}-letters-changelog" in admin.list_topics()
+        assert admin.committed_offsets(seeded.id, inputs) == dict.fromkeys(inputs, 1)
+        capsys.readouterr()
+
+        # the default deletes every internal topic of the application, and only those;
+        # intermediate topics skip to their end
+        assert main([*kafka_flags, "--intermediate-topics", through, "--json"]) == 0
+        done = json.loads(capsys.readouterr().out)
+        assert {t["topic"] for t in done["internal_topics"] if t["status"] == "deleted"} >= (
+            seeded.internal_topics - {only}
+        )
+        remaining = admin.list_topics()
+        assert not seeded.internal_topics & set(remaining)
+        assert foreign in remaining
+        assert admin.committed_offsets(seeded.id, [*inputs, (through, 0)]) == {
+            **dict.fromkeys(inputs, 0),
+            (through, 0): 3,
+        }
+    finally:
+        admin.delete_topics([through, foreign])

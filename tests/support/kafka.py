@@ -1,6 +1,6 @@
 """Broker helpers for tests: fresh topics and groups, produce-and-flush, read-everything.
 
-Tests run against the embedded Tansu broker or a real cluster (``PLATFORM_STREAMS_BOOTSTRAP``),
+Tests run against the embedded Tansu broker or a real cluster (``PLATFORM_STREAMS_BOOTSTRAP_SERVERS``),
 so the helpers stick to behaviour both share: topics are created explicitly (never
 auto-created), reading uses ``assign()`` (no group join, which Tansu holds for about half
 the session timeout), and every test uses fresh topic and group names because Tansu keeps

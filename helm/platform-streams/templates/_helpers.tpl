@@ -191,7 +191,71 @@ authorization:
 {{- end }}
 {{- end }}
 {{- end }}
+{{- with .Values.autoscaling.keda }}
+{{- if .enabled }}
+{{- if not .topics }}
+{{- fail "autoscaling.keda.topics is empty: list the input and repartition topics (platform-streams topics plan)" }}
+{{- end }}
+{{- if gt (int .maxReplicas) (int .partitions) }}
+{{- fail (printf "autoscaling.keda.maxReplicas (%d) is above autoscaling.keda.partitions (%d): pods beyond the partition count get no tasks" (int .maxReplicas) (int .partitions)) }}
+{{- end }}
+{{- if gt (int .minReplicas) (int .maxReplicas) }}
+{{- fail (printf "autoscaling.keda.minReplicas (%d) is above autoscaling.keda.maxReplicas (%d)" (int .minReplicas) (int .maxReplicas)) }}
+{{- end }}
+{{- if not (default (index $.Values.app.config "bootstrap_servers") .bootstrapServers) }}
+{{- fail "autoscaling.keda.bootstrapServers: KEDA needs the bootstrap servers (app.config.bootstrap_servers is not set)" }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if and .Values.kafka.sasl.existingSecret (not .Values.kafka.sasl.mechanism) }}
 {{- fail "kafka.sasl.existingSecret is set but kafka.sasl.mechanism is empty (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The parts of a one-shot ops pod (the reset Job, the `helm test` pod) that talk to Kafka as
+the workers do: env, security context, the StreamsConfig and Kafka TLS mounts.
+*/}}
+{{- define "platform-streams.opsContainer" -}}
+env:
+  {{- include "platform-streams.commonEnv" . | nindent 2 }}
+  {{- with (include "platform-streams.kafkaEnv" . | trim) }}{{- . | nindent 2 }}{{- end }}
+  {{- with .Values.extraEnv }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .Values.extraEnvFrom }}
+envFrom:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.securityContext | nindent 2 }}
+{{- end }}
+
+{{- define "platform-streams.opsVolumeMounts" -}}
+volumeMounts:
+  - name: config
+    mountPath: {{ dir (include "platform-streams.configPath" .) }}
+    readOnly: true
+  - name: tmp
+    mountPath: /tmp
+  {{- with (include "platform-streams.kafkaVolumeMounts" . | trim) }}{{- . | nindent 2 }}{{- end }}
+  {{- with .Values.extraVolumeMounts }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+
+{{/* Takes (dict "root" $ "configMap" <name of the ConfigMap holding streams.yaml>). */}}
+{{- define "platform-streams.opsVolumes" -}}
+{{- with .root }}
+volumes:
+  - name: config
+    configMap:
+      name: {{ $.configMap }}
+  - name: tmp
+    emptyDir: {}
+  {{- with (include "platform-streams.kafkaVolumes" . | trim) }}{{- . | nindent 2 }}{{- end }}
+  {{- with .Values.extraVolumes }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- end }}
 {{- end }}
