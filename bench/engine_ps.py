@@ -68,17 +68,19 @@ def build(workload: Workload, spec: RunSpec) -> StreamsBuilder:
 
 
 def _time_assignments(timer: Timer, *, stop_when_assigned: bool) -> None:
-    """Start ``timer`` when a worker's assignment callback begins; with ``stop_when_assigned``
-    stop it when the callback returns (tasks created, stores restored: the worker is RUNNING)."""
-    original = StreamWorker._on_assign
+    """Start ``timer`` when a worker starts the tasks of an assignment; with
+    ``stop_when_assigned`` stop it when they are created and restored (the worker is RUNNING).
+    ``_start_tasks`` is where both placements meet: the group's own assignment
+    (``task_assignor="range"``) and the state-aware assignor's (the default)."""
+    original = StreamWorker._start_tasks
 
-    def timed(self: StreamWorker, consumer: Any, partitions: list[Any]) -> None:
+    def timed(self: StreamWorker, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
         timer.start()
-        original(self, consumer, partitions)
+        original(self, consumer, partitions, rebalance=rebalance)
         if partitions and stop_when_assigned:
             timer.stop()
 
-    StreamWorker._on_assign = timed  # type: ignore[method-assign]
+    StreamWorker._start_tasks = timed  # type: ignore[method-assign]
 
 
 def run(workload: Workload, spec: RunSpec, timer: Timer) -> dict[str, Any]:
