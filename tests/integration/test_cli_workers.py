@@ -97,7 +97,9 @@ def test_a_worker_that_keeps_failing_stops_all_and_says_why(
     example_topics: dict[str, str],
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "state-w1").write_text("a file where worker 1's state directory should be\n")
+    # A worker that keeps dying: killed three times. (A state directory that cannot be used
+    # is a configuration error since the settings checks: refused up front with exit 2, and
+    # a worker exiting 2 stops all at once -- test_cli_config.py.)
     app = cli(
         *example_run_args(
             bootstrap_servers,
@@ -112,6 +114,15 @@ def test_a_worker_that_keeps_failing_stops_all_and_says_why(
         ),
         env=example_topics,
     )
+    app.wait_for(lambda: "supervising 2 workers" in app.stderr, "the supervisor", 30)
+    victim = _worker_pids(app)[1]
+    for kill in range(3):
+        os.kill(victim, signal.SIGKILL)
+        if kill < 2:
+            app.wait_for(
+                lambda n=kill: app.stderr.count("worker 1 restarted: pid") == n + 1, "worker 1 restarted", 60
+            )
+            victim = int(re.findall(r"worker 1 restarted: pid (\d+)", app.stderr)[-1])
     code = app.proc.wait(180)
     assert code == 1, app.stderr
     assert app.stderr.count("worker 1 restarted: pid") == 2, app.stderr
