@@ -87,6 +87,8 @@ NOT_SETTINGS = frozenset(
         "SASL_USERNAME",
         "SASL_PASSWORD",
         "SPARK_MASTER",  # ops/spark: the Spark master URL
+        "SPARK_KAFKA_READER",  # Spark jobs: which Kafka reader (ops/spark/kafka_source.py)
+        "SPARK_KAFKA_JARS",  # Spark jobs: where the Kafka connector jars are cached
     }
 )
 # Kubernetes injects <SERVICE>_SERVICE_HOST, <SERVICE>_PORT_8080_TCP... for every Service of
