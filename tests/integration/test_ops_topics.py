@@ -1,8 +1,8 @@
 """Internal topic lifecycle on the real broker: plan, create, validate, delete (API and CLI).
 
 The application (tests/integration/ops_apps.py) has one repartition topic and two logged
-stores, so three internal topics, plus the two coordination topics the runtime creates
-(``<id>-control``, ``<id>-metadata``): listed by plan, never created by ``create``,
+stores, so three internal topics, plus the three coordination topics the runtime creates
+(``<id>-control``, ``<id>-metadata``, ``<id>-members``): listed by plan, never created by ``create``,
 deleted with the rest. The delete tests are the safety net: a topic that is
 not the application's -- its input, its output, or a topic merely *named* like one of its
 internal topics -- must never be deleted, and a refused request deletes nothing at all.
@@ -33,6 +33,7 @@ from platform_streams.ops import (
 from platform_streams.ops.topics import as_plan, ownership_problem
 from platform_streams.query.directory import metadata_topic
 from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_topology
 from tests.support.kafka import new_topic
@@ -62,7 +63,7 @@ class App:
 
     @property
     def coordination_topics(self) -> set[str]:
-        return {control_topic_name(self.id), metadata_topic(self.id)}
+        return {control_topic_name(self.id), metadata_topic(self.id), members_topic_name(self.id)}
 
     def create_coordination_topics(self, admin: KafkaAdmin) -> None:
         """What a start of the application does (the runtime creates them, ``create`` does not)."""
