@@ -41,6 +41,10 @@ from platform_streams.kafka import ApacheKafkaBroker, EmbeddedBroker, KafkaAdmin
 apply_bootstrap_alias(os.environ)
 BROKERS_ENV = "PLATFORM_STREAMS_BROKERS"
 BROKER_KINDS = ("tansu", "kafka")
+#: ``make test`` runs the suite as two pytest processes side by side (see the Makefile):
+#: ``kafka`` = every test that talks to Apache Kafka, ``tansu`` = all the rest; unset = all
+SIDE_ENV = "PLATFORM_STREAMS_TEST_SIDE"
+SIDES = ("tansu", "kafka")
 
 
 def _selected_kinds() -> list[str]:
@@ -67,6 +71,37 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.definition.get_closest_marker("apache_kafka") is None:
         return
     metafunc.parametrize("broker_kind", _selected_kinds(), indirect=True, scope="session")
+
+
+def _on_apache_kafka(item: pytest.Item) -> bool:
+    """Whether a test talks to Apache Kafka: the ``[kafka]`` copy of a marked test, a test
+    that asks for the Kafka node itself, or one parametrized ``broker="kafka"`` (the demo)."""
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    if params.get("broker_kind") == "kafka" or params.get("broker") == "kafka":
+        return True
+    return "kafka_bootstrap_servers" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep one side of the suite when ``PLATFORM_STREAMS_TEST_SIDE`` asks for it.
+
+    Why: the Apache Kafka tests mostly wait (group joins, session timeouts, a JVM broker
+    that idles), so ``make test`` runs them in a second pytest process beside the Tansu
+    suite instead of after it, which takes ~10 minutes off CI on two cores. Each process
+    starts its own brokers; tests isolate themselves by topic and group names anyway.
+    """
+    side = os.environ.get(SIDE_ENV, "").strip()
+    if not side:
+        return
+    if side not in SIDES:
+        raise pytest.UsageError(f"{SIDE_ENV}: unknown side {side!r}; known: {SIDES}")
+    keep, drop = [], []
+    for item in items:
+        (keep if _on_apache_kafka(item) == (side == "kafka") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def _in_ci() -> bool:
