@@ -248,10 +248,14 @@ CATALOG: tuple[MetricSpec, ...] = (
     _m("task_input_buffer_records", "gauge", _TASK_G, "input-buffer-bytes-total",
        "Records buffered for the task, not processed yet (records, not bytes).", _TASK),
     _m("task_restore", "counter", _TASK_G, "restore-rate, restore-total",
-       "Changelog records restored into the task's stores.", _TASK),
-    _m("task_restoring", "gauge", _TASK_G, "restore-remaining-records-total",
-       "1 while a store of the task is being restored (the remaining count is not known: "
-       "log ends are only learnt by fetching).", _TASK),
+       "Changelog records restored into the task's stores while it is active (restoration "
+       "before processing); standby and warm-up updates count in the update counter.", _TASK),
+    _m("task_restore_remaining_records", "gauge", _TASK_G, "restore-remaining-records-total",
+       "Changelog records the task still has to restore (active restoration): the fetch-side "
+       "log end minus the next offset to apply, summed over the changelog partitions being "
+       "read (each counted from its first fetch on); 0 when the task is not restoring.", _TASK),
+    _m("task_restoring", "gauge", _OURS, "",
+       "1 while a store of the task is being restored (also before its log end is known).", _TASK),
     _m("task_update", "counter", _TASK_G, "update-rate, update-total",
        "Changelog records applied to the task's stores while it is a standby.", _TASK),
     # -- processor node -----------------------------------------------------------------------

@@ -223,4 +223,5 @@ class StreamsCollector(Collector):
         for task_id, restored in list(restore.restored.items()):
             labels = [t, str(task_id)]
             fams.add("kafka_streams_task_restore", labels, restored)
+            fams.add("kafka_streams_task_restore_remaining_records", labels, restore.remaining(task_id))
             fams.add("kafka_streams_task_restoring", labels, 1.0 if task_id in restore.restoring else 0.0)
