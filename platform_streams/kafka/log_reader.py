@@ -166,10 +166,10 @@ def _read(
             first = consumer.poll(0.05)
             messages = [] if first is None else [first]
         if on_log_end is not None and messages:
-            low, high = consumer.get_watermark_offsets(tp, cached=True)
-            if high >= 0 and high != log_end:
-                log_end = high
-                on_log_end(max(low, 0), high)
+            log_start, fetched_end = consumer.get_watermark_offsets(tp, cached=True)
+            if fetched_end >= 0 and fetched_end != log_end:
+                log_end = fetched_end
+                on_log_end(max(log_start, 0), fetched_end)
         for msg in messages:
             err = msg.error()
             if err is not None:

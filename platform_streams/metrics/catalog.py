@@ -53,6 +53,7 @@ BASE_LABELS: tuple[str, ...] = ("application_id", "client_id")
 _THREAD = ("thread_id",)
 _TASK = ("thread_id", "task_id")
 _NODE = ("thread_id", "task_id", "processor_node_id")
+_TOPIC = ("thread_id", "task_id", "processor_node_id", "topic")
 _STORE = ("thread_id", "task_id", "store", "store_type")
 
 
@@ -112,6 +113,7 @@ _NODE_G = "stream-processor-node-metrics"
 _STATE_G = "stream-state-metrics"
 _CACHE_G = "stream-record-cache-metrics"
 _CONSUMER_G = "consumer-fetch-manager-metrics"
+_TOPIC_G = "stream-topic-metrics"
 _OURS = "(platform_streams)"
 
 #: Store operations the metered stores time (DEBUG): our op name -> Kafka Streams' metric stem.
@@ -263,6 +265,20 @@ CATALOG: tuple[MetricSpec, ...] = (
        "record-e2e-latency-avg, record-e2e-latency-min, record-e2e-latency-max",
        "Wall clock minus record timestamp when processed, at source nodes "
        "(sampled every 100 ms per task).", _NODE, buckets=E2E_LATENCY_BUCKETS_S),
+    # -- topic (KIP-613) ------------------------------------------------------------------------
+    _m("topic_records_consumed", "counter", _TOPIC_G, "records-consumed-total",
+       "Records read from the topic for the task's source node (counted as the consumer hands "
+       "them to the task, per batch).", _TOPIC),
+    _m("topic_bytes_consumed", "counter", _TOPIC_G, "bytes-consumed-total",
+       "Key and value bytes read from the topic for the task's source node (DEBUG here: a "
+       "length per record; Kafka Streams records it at INFO and adds header bytes).",
+       _TOPIC, Level.DEBUG),
+    _m("topic_records_produced", "counter", _TOPIC_G, "records-produced-total",
+       "Records the sink node(s) wrote to the topic, as the broker acknowledged them. task_id is "
+       "empty: the worker's producer, shared by its tasks, counts them.", _TOPIC),
+    _m("topic_bytes_produced", "counter", _TOPIC_G, "bytes-produced-total",
+       "Key and value bytes the sink node(s) wrote to the topic (DEBUG here, see "
+       "bytes-consumed).", _TOPIC, Level.DEBUG),
     # -- state stores -------------------------------------------------------------------------
     *(
         _m(f"state_{op}_latency_seconds", "histogram", _STATE_G,

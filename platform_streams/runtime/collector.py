@@ -1,9 +1,12 @@
 """``RecordCollector`` over the worker's :class:`StreamsProducer`: send, track, handle failures.
 
 Delivery reports come back on ``poll``/``flush``; the callback stays cheap per record: for
-changelog topics it remembers the offset written (checkpoints need it), and failures go
-to the production exception handler. A commit waits for every outstanding record and
-raises if one failed, so offsets are never committed past a record that was not written.
+changelog topics it remembers the offset written (checkpoints need it), for the others it
+counts the records written per topic (Kafka Streams' topic-level ``records-produced-total``,
+which its RecordCollectorImpl also records in the send callback; bytes only with
+``count_bytes``, metrics at DEBUG), and failures go to the production exception handler.
+A commit waits for every outstanding record and raises if one failed, so offsets are never
+committed past a record that was not written.
 
 Which failures the production handler (``production_exception_handler``: log_and_fail,
 log_and_continue or a callable; plus the dead-letter topic when one is configured) sees:
@@ -92,7 +95,11 @@ class KafkaRecordCollector:
         tracked_topics: set[str] | None = None,
         production_policy: Any = "log_and_fail",
         dead_letter_topic: str | None = None,
+        count_bytes: bool = False,
     ) -> None:
+        #: records (and bytes, with ``count_bytes``) acknowledged per topic that is not tracked
+        self.produced: dict[str, int] = {}
+        self.produced_bytes: dict[str, int] | None = {} if count_bytes else None
         #: topics whose written offsets are tracked (changelogs); their failures are fatal
         self.tracked_topics: set[str] = set(tracked_topics or ())
         #: (topic, partition) -> offset of the last acknowledged record, for tracked topics
@@ -133,6 +140,12 @@ class KafkaRecordCollector:
             offset = msg.offset()
             if offset > self.offsets.get(key, -1):
                 self.offsets[key] = offset
+            return
+        produced = self.produced
+        produced[topic] = produced.get(topic, 0) + 1
+        sizes = self.produced_bytes
+        if sizes is not None:
+            sizes[topic] = sizes.get(topic, 0) + len(msg.key() or b"") + len(msg.value() or b"")
 
     def _delivery_failed(self, err: Any, msg: Any) -> None:
         where = f"{msg.topic()}[{msg.partition()}]: {err}"
