@@ -577,8 +577,7 @@ def overview() -> dict[str, Any]:
                     rate,
                     "kafka_streams_topic_records_produced_total",
                     "topic",
-                    "Records the sink nodes wrote to each topic, acknowledged by the broker "
-                    "(records-produced-rate, KIP-613).",
+                    "Records the sink nodes sent to each topic (records-produced-rate, KIP-613).",
                     unit="ops",
                     width=12,
                 ),

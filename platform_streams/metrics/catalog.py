@@ -274,7 +274,7 @@ CATALOG: tuple[MetricSpec, ...] = (
        "length per record; Kafka Streams records it at INFO and adds header bytes).",
        _TOPIC, Level.DEBUG),
     _m("topic_records_produced", "counter", _TOPIC_G, "records-produced-total",
-       "Records the sink node(s) wrote to the topic, as the broker acknowledged them. task_id is "
+       "Records the sink node(s) sent to the topic (handed to the producer). task_id is "
        "empty: the worker's producer, shared by its tasks, counts them.", _TOPIC),
     _m("topic_bytes_produced", "counter", _TOPIC_G, "bytes-produced-total",
        "Key and value bytes the sink node(s) wrote to the topic (DEBUG here, see "

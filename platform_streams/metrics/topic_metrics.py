@@ -2,10 +2,11 @@
 read from each source topic and written to each sink topic.
 
 Kafka Streams records them per record, at the source node and in the record collector's
-send callback. Here the counting stays off the per-record path: the worker's input queues
-add each run of a partition's records at once, and the worker's shared producer counts the
-records its delivery reports acknowledge per topic (the delivery callback runs per record
-anyway). This module only maps those counters to Kafka Streams' tags at scrape time:
+send callback. Here the counting stays (nearly) off the per-record path: the worker's input
+queues add each run of a partition's records at once, and the worker's shared producer
+counts what it sends per topic in place of the plain total it kept before (one dict item
+update instead of an integer addition per record; counted in C at an exactly-once commit).
+This module only maps those counters to Kafka Streams' tags at scrape time:
 
 * consumed: the partition's task (sub-topology of the topic, partition) and the source
   node reading the topic;
