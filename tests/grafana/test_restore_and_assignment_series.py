@@ -14,6 +14,9 @@
   role gauge and ``/state`` say so, with the lag the leader saw -- and takes it over at a
   probing rebalance. The warm-up's changelog records count in ``update-total``, not in
   ``restore-total`` (KIP-869), and the rebalance latency gauge is set.
+* Standbys: two instances with ``num_standby_replicas=1`` each show one active and one
+  standby task (gauge and ``/state``); the standbys' changelog records count in
+  ``update-total`` only.
 """
 
 from __future__ import annotations
@@ -153,7 +156,9 @@ def test_a_slowed_restore_counts_down_its_remaining_records_and_a_stall_fires_th
 
 
 @contextmanager
-def _instance(bootstrap: str, app_id: str, source: str, state_dir: Path) -> Iterator[KafkaStreams]:
+def _instance(
+    bootstrap: str, app_id: str, source: str, state_dir: Path, **overrides: Any
+) -> Iterator[KafkaStreams]:
     config = app_config(
         bootstrap,
         state_dir,
@@ -162,6 +167,7 @@ def _instance(bootstrap: str, app_id: str, source: str, state_dir: Path) -> Iter
         statestore_cache_max_bytes=0,  # one changelog record per input record
         acceptable_recovery_lag=10,
         probing_rebalance_interval_ms=4_000,
+        **overrides,
     )
     streams = KafkaStreams(_count_app(source).build(), config)
     streams.start()
@@ -227,3 +233,45 @@ def test_a_joining_instance_warms_up_before_taking_a_task_and_its_updates_are_no
         restored = _value(prometheus, f"sum(kafka_streams_task_restore_total{{{task_at}}})")
         assert restored is None or restored <= 10, restored
         prometheus.wait_for(f"kafka_streams_client_rebalance_latency_seconds{{{at}}} > 0")
+
+
+def test_two_instances_with_a_standby_each_show_the_roles_and_count_standby_updates_apart(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """num_standby_replicas=1 on two instances and two tasks: each runs one task active and
+    keeps the other's standby; the standby's changelog records are updates (KIP-869)."""
+    source = new_topic(admin, 2, "standby-in")
+    app_id = new_app_id("standby")
+    with ExitStack() as stack:
+        group = [
+            stack.enter_context(
+                _instance(bootstrap_servers, app_id, source, tmp_path / name, num_standby_replicas=1)
+            )
+            for name in ("a", "b")
+        ]
+        prometheus = stack.enter_context(
+            running_prometheus([_address(s) for s in group], tmp_path / "prometheus")
+        )
+        for streams in group:
+            at = f'instance="{_address(streams)}"'
+            for role in ("active", "standby"):
+                prometheus.wait_for(f'kafka_streams_client_assigned_tasks{{{at},role="{role}"}} == 1', 90)
+        views = [_state(s)["tasks"] for s in group]
+        assert [sorted(v["role"] for v in view.values()) for view in views] == [["active", "standby"]] * 2
+        actives = {t for view in views for t, v in view.items() if v["role"] == "active"}
+        assert actives == {"0_0", "0_1"}, views
+        produce(bootstrap_servers, source, [(f"k{i}", "v") for i in range(200)])
+        wait_until(lambda: sum(w.processed_total for s in group for w in s.workers) >= 200, 60, "processed")
+        # every standby applies its active's changelog: update-total, never restore-total
+        updated = prometheus.wait_for(
+            f'count(kafka_streams_task_update_total{{application_id="{app_id}"}} > 0) == 2', 60
+        )
+        assert updated
+        for streams, view in zip(group, views, strict=True):
+            (standby,) = [t for t, v in view.items() if v["role"] == "standby"]
+            restored = _value(
+                prometheus,
+                f'sum(kafka_streams_task_restore_total{{instance="{_address(streams)}",task_id="{standby}"}})',
+            )
+            # (0 when the instance ran the task as active before the other one joined)
+            assert not restored, f"a standby's updates counted as restoration: {restored}"
