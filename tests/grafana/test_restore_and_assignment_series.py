@@ -89,6 +89,7 @@ def _value(prometheus: PrometheusServer, expr: str) -> float | None:
     return float(result[0]["value"][1]) if result else None
 
 
+@pytest.mark.apache_kafka  # the log end comes from fetch responses: both brokers' answers
 def test_a_slowed_restore_counts_down_its_remaining_records_and_a_stall_fires_the_alerts(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
