@@ -529,7 +529,7 @@ def overview() -> dict[str, Any]:
                     "role",
                     "Active, standby and warm-up tasks the state-aware assignor gives the instances; "
                     "a warm-up builds a task's state where it will move at the next probing rebalance.",
-                    width=8,
+                    width=6,
                 ),
                 series(
                     "Restored changelog records / s",
@@ -538,7 +538,16 @@ def overview() -> dict[str, Any]:
                     "instance",
                     "Active restoration only (restore-rate): the task waits for it. Standby and "
                     "warm-up updates are kafka_streams_task_update_total (update-rate).",
-                    width=8,
+                    width=6,
+                ),
+                series(
+                    "Records left to restore",
+                    gauge,
+                    "kafka_streams_task_restore_remaining_records",
+                    "instance",
+                    "Changelog records restoring tasks still have to replay before they process "
+                    "(restore-remaining-records-total); 0 when no task restores.",
+                    width=6,
                 ),
                 series(
                     "Rebalance latency",
@@ -547,7 +556,30 @@ def overview() -> dict[str, Any]:
                     "instance",
                     "From joining the last group generation to receiving its state-aware assignment.",
                     unit="s",
-                    width=8,
+                    width=6,
+                ),
+            ],
+        ),
+        Row(
+            "Topics",
+            [
+                series(
+                    "Records in / s by topic",
+                    rate,
+                    "kafka_streams_topic_records_consumed_total",
+                    "topic",
+                    "Records read from each source topic (records-consumed-rate, KIP-613).",
+                    unit="ops",
+                    width=12,
+                ),
+                series(
+                    "Records out / s by topic",
+                    rate,
+                    "kafka_streams_topic_records_produced_total",
+                    "topic",
+                    "Records the sink nodes sent to each topic (records-produced-rate, KIP-613).",
+                    unit="ops",
+                    width=12,
                 ),
             ],
         ),
@@ -656,6 +688,15 @@ def state_stores() -> dict[str, Any]:
                     "kafka_streams_task_restoring",
                     "instance",
                     "Tasks with a store being restored now; an instance is ready when this is 0.",
+                ),
+                series(
+                    "Records left to restore by task",
+                    gauge,
+                    "kafka_streams_task_restore_remaining_records",
+                    "task_id",
+                    "Changelog records each restoring task still has to replay "
+                    "(restore-remaining-records-total): the fetch-side log end minus the next "
+                    "offset to apply, counted down batch by batch.",
                 ),
             ],
         ),

@@ -195,6 +195,9 @@ THREAD_PREFIXES = ("kafka_stream_thread", "kafka_streams_stream_thread_metrics")
 TASK_PREFIXES = ("kafka_stream_task", "kafka_streams_stream_task_metrics")
 CLIENT_PREFIXES = ("kafka_stream_client", "kafka_streams_stream_metrics")
 STATE_PREFIXES = ("kafka_stream_state", "kafka_streams_stream_state_metrics")
+TOPIC_PREFIXES = ("kafka_stream_topic", "kafka_streams_stream_topic_metrics")
+#: KIP-613's topic-level totals (bytes only exist at recording level DEBUG here)
+TOPIC_TOTALS = ("records_consumed", "bytes_consumed", "records_produced", "bytes_produced")
 
 
 def _record(name: str, expr: str) -> dict[str, str]:
@@ -234,6 +237,9 @@ def compat_rules(t: Tuning) -> list[dict[str, str]]:
             _record(f"{prefix}_dropped_records_total", dropped),
             _record(f"{prefix}_dropped_records_rate", f"rate({dropped}[{w}])"),
             _record(f"{prefix}_restore_total", "kafka_streams_task_restore_total"),
+            _record(
+                f"{prefix}_restore_remaining_records_total", "kafka_streams_task_restore_remaining_records"
+            ),
             _record(f"{prefix}_process_total", "kafka_streams_task_process_total"),
         ]
     for prefix in CLIENT_PREFIXES:
@@ -242,6 +248,8 @@ def compat_rules(t: Tuning) -> list[dict[str, str]]:
             _record(f"{prefix}_alive_stream_threads", "kafka_streams_client_alive_stream_threads"),
             _record(f"{prefix}_failed_stream_threads", "kafka_streams_client_failed_stream_threads"),
         ]
+    for prefix in TOPIC_PREFIXES:
+        rules += [_record(f"{prefix}_{m}_total", f"kafka_streams_topic_{m}_total") for m in TOPIC_TOTALS]
     for prefix in STATE_PREFIXES:
         rules += [
             _record(f"{prefix}_estimate_num_keys", _state_id("kafka_streams_state_estimate_num_keys")),

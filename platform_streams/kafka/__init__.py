@@ -53,7 +53,7 @@ from platform_streams.kafka.errors import (
     to_broker_error,
 )
 from platform_streams.kafka.local_broker import BrokerProcess, find_free_port, run_broker_forever
-from platform_streams.kafka.log_reader import high_watermark_from_fetch, read_partition_range
+from platform_streams.kafka.log_reader import LogEndListener, high_watermark_from_fetch, read_partition_range
 from platform_streams.kafka.positions import TimeLookup, log_end_offsets, offsets_for_time
 
 __all__ = [
@@ -74,6 +74,7 @@ __all__ = [
     "KafkaAdmin",
     "KafkaError",
     "KafkaException",
+    "LogEndListener",
     "Message",
     "Producer",
     "TimeLookup",

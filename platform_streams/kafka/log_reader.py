@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -39,7 +39,11 @@ from platform_streams.errors import BrokerError, StreamsTimeoutError
 from platform_streams.kafka.clients import create_consumer
 from platform_streams.kafka.errors import is_fatal, to_broker_error
 
-__all__ = ["high_watermark_from_fetch", "read_partition_range"]
+__all__ = ["LogEndListener", "high_watermark_from_fetch", "read_partition_range"]
+
+#: Called with ``(log_start, log_end)`` as fetch responses report them: once the first fetch
+#: answered, and again whenever the end moved (checked once per consumed batch, not per record).
+LogEndListener = Callable[[int, int], None]
 
 _log = logging.getLogger(__name__)
 
@@ -90,6 +94,7 @@ def read_partition_range(
     max_records: int | None = None,
     timeout_s: float = 30.0,
     batch_size: int = 1000,
+    on_log_end: LogEndListener | None = None,
 ) -> Iterator[Message]:
     """Yield the records of ``topic``-``partition`` from ``start_offset`` on, in order.
 
@@ -108,7 +113,9 @@ def read_partition_range(
 
     ``consumer_conf`` needs ``bootstrap.servers``; ``isolation.level`` is the caller's
     choice. No group is joined and nothing is committed. It is a generator: exhaust it or
-    close it (``contextlib.closing``) to close the consumer promptly.
+    close it (``contextlib.closing``) to close the consumer promptly. ``on_log_end`` learns
+    the fetch-side log start and end (what a restore has left to read; see
+    :data:`LogEndListener`).
     """
     if end_offset is not None and start_offset >= 0 and end_offset <= start_offset:
         return
@@ -127,7 +134,9 @@ def read_partition_range(
             # request: it could create the topic) makes the lookup immediate.
             _warm_metadata(consumer, timeout_s)
         consumer.assign([TopicPartition(topic, partition, start_offset)])
-        yield from _read(consumer, tp, start_offset, end_offset, max_records, timeout_s, batch_size)
+        yield from _read(
+            consumer, tp, start_offset, end_offset, max_records, timeout_s, batch_size, on_log_end
+        )
     finally:
         consumer.close()
 
@@ -140,12 +149,14 @@ def _read(
     max_records: int | None,
     timeout_s: float,
     batch_size: int,
+    on_log_end: LogEndListener | None = None,
 ) -> Iterator[Message]:
     """The poll loop of :func:`read_partition_range` (the consumer is already assigned)."""
     where = f"{tp.topic}-{tp.partition}"
     next_offset = start_offset  # only meaningful once >= 0
     yielded = 0
     last_progress = time.monotonic()
+    log_end = -1
     while True:
         # What is ready now; when nothing is, wait for the next event only: consume(n, t)
         # waits the whole timeout unless n records arrive, which made every partition pay
@@ -154,6 +165,11 @@ def _read(
         if not messages:
             first = consumer.poll(0.05)
             messages = [] if first is None else [first]
+        if on_log_end is not None and messages:
+            log_start, fetched_end = consumer.get_watermark_offsets(tp, cached=True)
+            if fetched_end >= 0 and fetched_end != log_end:
+                log_end = fetched_end
+                on_log_end(max(log_start, 0), fetched_end)
         for msg in messages:
             err = msg.error()
             if err is not None:

@@ -53,6 +53,7 @@ BASE_LABELS: tuple[str, ...] = ("application_id", "client_id")
 _THREAD = ("thread_id",)
 _TASK = ("thread_id", "task_id")
 _NODE = ("thread_id", "task_id", "processor_node_id")
+_TOPIC = ("thread_id", "task_id", "processor_node_id", "topic")
 _STORE = ("thread_id", "task_id", "store", "store_type")
 
 
@@ -112,6 +113,7 @@ _NODE_G = "stream-processor-node-metrics"
 _STATE_G = "stream-state-metrics"
 _CACHE_G = "stream-record-cache-metrics"
 _CONSUMER_G = "consumer-fetch-manager-metrics"
+_TOPIC_G = "stream-topic-metrics"
 _OURS = "(platform_streams)"
 
 #: Store operations the metered stores time (DEBUG): our op name -> Kafka Streams' metric stem.
@@ -248,10 +250,14 @@ CATALOG: tuple[MetricSpec, ...] = (
     _m("task_input_buffer_records", "gauge", _TASK_G, "input-buffer-bytes-total",
        "Records buffered for the task, not processed yet (records, not bytes).", _TASK),
     _m("task_restore", "counter", _TASK_G, "restore-rate, restore-total",
-       "Changelog records restored into the task's stores.", _TASK),
-    _m("task_restoring", "gauge", _TASK_G, "restore-remaining-records-total",
-       "1 while a store of the task is being restored (the remaining count is not known: "
-       "log ends are only learnt by fetching).", _TASK),
+       "Changelog records restored into the task's stores while it is active (restoration "
+       "before processing); standby and warm-up updates count in the update counter.", _TASK),
+    _m("task_restore_remaining_records", "gauge", _TASK_G, "restore-remaining-records-total",
+       "Changelog records the task still has to restore (active restoration): the fetch-side "
+       "log end minus the next offset to apply, summed over the changelog partitions being "
+       "read (each counted from its first fetch on); 0 when the task is not restoring.", _TASK),
+    _m("task_restoring", "gauge", _OURS, "",
+       "1 while a store of the task is being restored (also before its log end is known).", _TASK),
     _m("task_update", "counter", _TASK_G, "update-rate, update-total",
        "Changelog records applied to the task's stores while it is a standby.", _TASK),
     # -- processor node -----------------------------------------------------------------------
@@ -259,6 +265,20 @@ CATALOG: tuple[MetricSpec, ...] = (
        "record-e2e-latency-avg, record-e2e-latency-min, record-e2e-latency-max",
        "Wall clock minus record timestamp when processed, at source nodes "
        "(sampled every 100 ms per task).", _NODE, buckets=E2E_LATENCY_BUCKETS_S),
+    # -- topic (KIP-613) ------------------------------------------------------------------------
+    _m("topic_records_consumed", "counter", _TOPIC_G, "records-consumed-total",
+       "Records read from the topic for the task's source node (counted as the consumer hands "
+       "them to the task, per batch).", _TOPIC),
+    _m("topic_bytes_consumed", "counter", _TOPIC_G, "bytes-consumed-total",
+       "Key and value bytes read from the topic for the task's source node (DEBUG here: a "
+       "length per record; Kafka Streams records it at INFO and adds header bytes).",
+       _TOPIC, Level.DEBUG),
+    _m("topic_records_produced", "counter", _TOPIC_G, "records-produced-total",
+       "Records the sink node(s) sent to the topic (handed to the producer). task_id is "
+       "empty: the worker's producer, shared by its tasks, counts them.", _TOPIC),
+    _m("topic_bytes_produced", "counter", _TOPIC_G, "bytes-produced-total",
+       "Key and value bytes the sink node(s) wrote to the topic (DEBUG here, see "
+       "bytes-consumed).", _TOPIC, Level.DEBUG),
     # -- state stores -------------------------------------------------------------------------
     *(
         _m(f"state_{op}_latency_seconds", "histogram", _STATE_G,

@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from platform_streams.metrics.catalog import BASE_LABELS, ROCKSDB_PROPERTIES, Level, MetricSpec, by_name
 from platform_streams.metrics.histogram import Histogram
+from platform_streams.metrics.topic_metrics import TopicNodes, add_topic_series
 
 if TYPE_CHECKING:
     from platform_streams.metrics.recorders import ThreadRecorder
@@ -81,6 +82,7 @@ class StreamsCollector(Collector):
 
     def __init__(self, metrics: StreamsMetrics) -> None:
         self._metrics = metrics
+        self._topic_nodes: TopicNodes | None = None
 
     def collect(self) -> Iterator[Metric]:
         metrics = self._metrics
@@ -174,6 +176,7 @@ class StreamsCollector(Collector):
         fams.add("kafka_streams_record_cache_size_bytes", t, cache.size_bytes)
         fams.add("kafka_streams_record_cache_evictions", t, cache.evictions)
         self._tasks(fams, rec, live)
+        self._topics(fams, rec)
         for (task_id, node), hist in list(rec.e2e.items()):
             fams.histogram(
                 "kafka_streams_processor_node_record_e2e_latency_seconds", [*t, str(task_id), node], hist
@@ -190,6 +193,17 @@ class StreamsCollector(Collector):
                 value = stats.properties.get(prop)
                 if value is not None:
                     fams.add(f"kafka_streams_state_{suffix}", labels, value)
+
+    def _topics(self, fams: _Families, rec: ThreadRecorder) -> None:
+        """Topic-level records (and bytes) in and out (KIP-613)."""
+        worker = rec.worker
+        nodes = self._topic_nodes
+        plan = getattr(worker, "plan", None)
+        if nodes is None and plan is not None:
+            nodes = self._topic_nodes = TopicNodes(plan, self._metrics.streams.config.application_id)
+        if nodes is not None:
+            inputs = getattr(worker, "input_queues", None)
+            add_topic_series(fams.add, rec.thread_id, nodes, inputs, worker.collector)
 
     @staticmethod
     def _tasks(fams: _Families, rec: ThreadRecorder, live: list[Any]) -> None:
@@ -223,4 +237,5 @@ class StreamsCollector(Collector):
         for task_id, restored in list(restore.restored.items()):
             labels = [t, str(task_id)]
             fams.add("kafka_streams_task_restore", labels, restored)
+            fams.add("kafka_streams_task_restore_remaining_records", labels, restore.remaining(task_id))
             fams.add("kafka_streams_task_restoring", labels, 1.0 if task_id in restore.restoring else 0.0)

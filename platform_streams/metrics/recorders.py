@@ -227,6 +227,7 @@ class ThreadRecorder(WorkerObserver):
                 base[2] += task.records_dead_lettered
                 del self._known[key]
                 self._sampled.pop(key, None)
+                self.restore.forget(task.task_id)
                 for (task_id, _store), stats in self.stores.items():
                     if task_id == task.task_id:
                         stats.properties = {}  # gauges of a store no longer here go away
@@ -297,33 +298,67 @@ def _source_node(task: Any) -> str:
 
 
 class RestoreRecorder(StateRestoreListener):
-    """Restored record counts per task and which tasks are restoring now."""
+    """Restored record counts per task, and what each restoring task has left to restore.
+
+    The worker's state lifecycle calls it for *active* restoration only (standby and warm-up
+    tasks are updated by the standby updater, counted in ``update-total``), as Kafka
+    Streams' ``restore-total`` / ``restore-remaining-records-total`` (KIP-869). The remaining
+    count is, summed over the task's changelog partitions being restored, the fetch-side
+    log end minus the next offset to apply: known from the first fetch of a partition on
+    (never from ListOffsets, wrong on Tansu), lowered after every applied batch, gone when
+    the partition reached its end. Partitions of the task not started yet are not counted:
+    restoration reads them one after another. Written on the worker thread, read by scrapes.
+    """
 
     def __init__(self, worker: StreamWorker | Any) -> None:
         self._worker = worker
         self.restored: dict[TaskId, int] = {}
-        self.restoring: dict[TaskId, int] = {}
+        #: task -> changelog partition -> [next offset to apply or None, log end or None]
+        self.restoring: dict[TaskId, dict[tuple[str, int], list[int | None]]] = {}
 
     def _task(self, store_name: str, partition: int) -> TaskId:
         return TaskId(self._worker.plan.subtopology_of_store(store_name).id, partition)
+
+    def remaining(self, task: TaskId) -> int:
+        """Changelog records the task still has to restore (0 when it is not restoring)."""
+        total = 0
+        for position, end in list(self.restoring.get(task, {}).values()):
+            if position is not None and end is not None and end > position:
+                total += end - position
+        return total
+
+    def forget(self, task: TaskId) -> None:
+        """The task was closed: a restore it left unfinished is not going on any more."""
+        self.restoring.pop(task, None)
 
     def on_restore_start(
         self, store_name: str, tp: tuple[str, int], start_offset: int, end_offset_estimate: int | None
     ) -> None:
         task = self._task(store_name, tp[1])
-        self.restoring[task] = self.restoring.get(task, 0) + 1
+        # keyed by partition: a retried or restarted restore replaces its earlier entry
+        self.restoring.setdefault(task, {})[tp] = [start_offset if start_offset >= 0 else None, None]
         self.restored.setdefault(task, 0)
+
+    def on_log_end(self, store_name: str, tp: tuple[str, int], log_start: int, log_end: int) -> None:
+        entry = self.restoring.get(self._task(store_name, tp[1]), {}).get(tp)
+        if entry is not None:
+            if entry[0] is None:
+                entry[0] = log_start  # from the beginning: the log's first offset
+            entry[1] = log_end
 
     def on_batch_restored(
         self, store_name: str, tp: tuple[str, int], batch_end_offset: int, num_restored: int
     ) -> None:
         task = self._task(store_name, tp[1])
         self.restored[task] = self.restored.get(task, 0) + num_restored
+        entry = self.restoring.get(task, {}).get(tp)
+        if entry is not None:
+            entry[0] = batch_end_offset + 1
 
     def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
         task = self._task(store_name, tp[1])
-        left = self.restoring.get(task, 0) - 1
-        if left > 0:
-            self.restoring[task] = left
-        else:
-            self.restoring.pop(task, None)
+        partitions = self.restoring.get(task)
+        if partitions is not None:
+            partitions.pop(tp, None)
+            if not partitions:
+                del self.restoring[task]

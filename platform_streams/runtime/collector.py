@@ -1,9 +1,11 @@
 """``RecordCollector`` over the worker's :class:`StreamsProducer`: send, track, handle failures.
 
 Delivery reports come back on ``poll``/``flush``; the callback stays cheap per record: for
-changelog topics it remembers the offset written (checkpoints need it), and failures go
-to the production exception handler. A commit waits for every outstanding record and
-raises if one failed, so offsets are never committed past a record that was not written.
+changelog topics it remembers the offset written (checkpoints need it), with ``count_bytes``
+(metrics at DEBUG) it adds up the bytes written per topic, and failures go to the production
+exception handler. Records sent per topic are the producer's own count (``produced``).
+A commit waits for every outstanding record and raises if one failed, so offsets are never
+committed past a record that was not written.
 
 Which failures the production handler (``production_exception_handler``: log_and_fail,
 log_and_continue or a callable; plus the dead-letter topic when one is configured) sees:
@@ -24,6 +26,7 @@ refused for its size (locally or by the broker) is dead-lettered without its val
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -92,7 +95,12 @@ class KafkaRecordCollector:
         tracked_topics: set[str] | None = None,
         production_policy: Any = "log_and_fail",
         dead_letter_topic: str | None = None,
+        count_bytes: bool = False,
     ) -> None:
+        #: key + value bytes acknowledged per topic that is not tracked (``count_bytes`` only)
+        self.produced_bytes: defaultdict[str, int] | None = defaultdict(int) if count_bytes else None
+        if count_bytes:  # the byte count only costs where asked for (a callback per record)
+            self.on_delivery = self._on_delivery_counting_bytes  # type: ignore[method-assign]
         #: topics whose written offsets are tracked (changelogs); their failures are fatal
         self.tracked_topics: set[str] = set(tracked_topics or ())
         #: (topic, partition) -> offset of the last acknowledged record, for tracked topics
@@ -122,6 +130,11 @@ class KafkaRecordCollector:
     def sent(self) -> int:
         return self.streams_producer.sent
 
+    @property
+    def produced(self) -> dict[str, int]:
+        """Records sent per topic (sinks, changelogs, dead letters: the metrics pick the sinks)."""
+        return self.streams_producer.sent_by_topic
+
     def on_delivery(self, err: Any, msg: Any) -> None:
         """Delivery report callback (set as the producer's ``on_delivery``)."""
         if err is not None:
@@ -133,6 +146,13 @@ class KafkaRecordCollector:
             offset = msg.offset()
             if offset > self.offsets.get(key, -1):
                 self.offsets[key] = offset
+
+    def _on_delivery_counting_bytes(self, err: Any, msg: Any) -> None:
+        """``on_delivery`` that also counts the key and value bytes of sink records (DEBUG)."""
+        KafkaRecordCollector.on_delivery(self, err, msg)
+        if err is None and msg.topic() not in self.tracked_topics:
+            assert self.produced_bytes is not None
+            self.produced_bytes[msg.topic()] += len(msg.key() or b"") + len(msg.value() or b"")
 
     def _delivery_failed(self, err: Any, msg: Any) -> None:
         where = f"{msg.topic()}[{msg.partition()}]: {err}"

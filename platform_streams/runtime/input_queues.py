@@ -6,6 +6,11 @@ next record by timestamp across its partitions). A partition whose queue stays o
 ``buffered_records_per_partition`` after the tasks ran is paused in the consumer and
 resumed once it drained to half of that, as Kafka Streams does with
 ``buffered.records.per.partition``.
+
+It also counts what each partition received (Kafka Streams' topic-level
+``records-consumed-total``, KIP-613): one addition per run of a partition's records, none
+per record. Bytes (``bytes-consumed-total``) need a length per record, so they are counted
+only when ``count_bytes`` is on (metrics at DEBUG).
 """
 
 from __future__ import annotations
@@ -27,10 +32,14 @@ TP = tuple[str, int]
 class InputQueues:
     """The assigned partitions' queues and which of them are paused."""
 
-    def __init__(self, max_buffered: int) -> None:
+    def __init__(self, max_buffered: int, *, count_bytes: bool = False) -> None:
         self._max_buffered = max_buffered
         self.queues: dict[TP, deque[Any]] = {}
         self.paused: set[TP] = set()
+        #: records (and, with ``count_bytes``, key + value bytes) received per partition since
+        #: the worker started; kept across rebalances (counters)
+        self.consumed: dict[TP, int] = {}
+        self.consumed_bytes: dict[TP, int] | None = {} if count_bytes else None
 
     def add(self, queues: dict[TP, deque[Any]]) -> None:
         """Route the records of these partitions to these queues (a new task's)."""
@@ -81,8 +90,14 @@ class InputQueues:
             if warn:
                 log.warning("dropping %d record(s) of unassigned partition %s-%d", end - start, *tp)
             return
-        queue.extend(messages if start == 0 and end == len(messages) else messages[start:end])
+        run = messages if start == 0 and end == len(messages) else messages[start:end]
+        queue.extend(run)
         touched.add(tp)
+        consumed = self.consumed
+        consumed[tp] = consumed.get(tp, 0) + (end - start)
+        sizes = self.consumed_bytes
+        if sizes is not None:
+            sizes[tp] = sizes.get(tp, 0) + sum(len(m.key() or b"") + len(m.value() or b"") for m in run)
 
     def pause_backlogged(self, consumer: Any, touched: Iterable[TP]) -> None:
         """Pause partitions whose queue is still over the limit *after* processing.

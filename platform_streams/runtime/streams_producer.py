@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from platform_streams.errors import ProducerFencedError, StreamsError, StreamsTimeoutError
@@ -69,8 +71,9 @@ class StreamsProducer:
         self._in_transaction = False
         #: set when the producer is fenced or failed fatally: call :meth:`reset` before reuse
         self.needs_reset = False
-        #: records handed to librdkafka so far
-        self.sent = 0
+        #: records handed to librdkafka so far, per topic (the topic-level records-produced
+        #: metric): a plain dict, counted in place of a plain total (see ``_produce_now``)
+        self.sent_by_topic: dict[str, int] = {}
         self.transactions_committed = 0
         self.transactions_aborted = 0
         self.producer: Any = None
@@ -127,6 +130,11 @@ class StreamsProducer:
             self.producer = None
             self._produce = None
 
+    @property
+    def sent(self) -> int:
+        """Records handed to librdkafka so far."""
+        return sum(self.sent_by_topic.values())
+
     # -- sending ----------------------------------------------------------------------------
 
     def _buffer_record(
@@ -149,7 +157,10 @@ class StreamsProducer:
         headers: Headers,
         partition: int | None,
     ) -> None:
-        self.sent += 1
+        try:  # a dict item, not a Counter: a dict subclass is 3x slower to update per record
+            self.sent_by_topic[topic] += 1
+        except KeyError:
+            self.sent_by_topic[topic] = 1
         self._produce_record((topic, key, value, timestamp, headers, partition))
 
     def _produce_when_room(self, record: BufferedRecord) -> None:
@@ -219,7 +230,9 @@ class StreamsProducer:
             while buffer:
                 for record in buffer:
                     self._produce_record(record)
-                self.sent += len(buffer)
+                sent = self.sent_by_topic
+                for topic, count in Counter(map(itemgetter(0), buffer)).items():  # counted in C
+                    sent[topic] = sent.get(topic, 0) + count
                 buffer, self._buffer = self._buffer, []  # dead-letter records added meanwhile
             self.flush()
             check_delivery()

@@ -123,7 +123,9 @@ class StreamWorker(threading.Thread):
         self._wait_until_ready = wait_until_ready
         self.state = WorkerState.CREATED
         self.tasks: dict[TaskId, StreamTask] = {}
-        self._input = InputQueues(config.buffered_records_per_partition)
+        self._input = InputQueues(
+            config.buffered_records_per_partition, count_bytes=config.metrics_recording_level != "INFO"
+        )
         self._stop_event = threading.Event()
         self.failure: BaseException | None = None
         app = config.application_id
@@ -173,6 +175,11 @@ class StreamWorker(threading.Thread):
         self.pause_requested = False
         #: says so when the group takes long to assign this worker anything
         self.assignment_wait = AssignmentWait(self.name, config)
+
+    @property
+    def input_queues(self) -> InputQueues:
+        """The assigned partitions' queues (and what each received: topic-level metrics)."""
+        return self._input
 
     # -- thread ---------------------------------------------------------------------------
 
@@ -251,6 +258,7 @@ class StreamWorker(threading.Thread):
             tracked_topics=self._changelogs,
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
+            count_bytes=self.config.metrics_recording_level != "INFO",
         )
         self._join_group()
         self._next_commit = time.monotonic() + self._commit_interval_s

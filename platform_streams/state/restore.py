@@ -56,6 +56,15 @@ class StateRestoreListener:
     def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
         """Called when the end of the log was reached."""
 
+    def on_log_end(self, store_name: str, tp: tuple[str, int], log_start: int, log_end: int) -> None:
+        """The changelog partition's start and end offsets as fetch responses report them.
+
+        Not in Kafka Streams' interface (its ``onRestoreStart`` gets an end offset from
+        ListOffsets, which Tansu answers wrongly): called after ``on_restore_start``, before
+        the first batch is applied, and again whenever the end moved. What is left to
+        restore is ``log_end`` minus the next offset to apply (metrics' remaining records).
+        """
+
 
 class ChangelogReader:
     """Reads changelog partitions to their end and applies them in batches.
@@ -121,13 +130,23 @@ class ChangelogReader:
         batch_size = self._batch_size
         listener.on_restore_start(store, tp, start, None)
         log.info("restoring store %s from %s-%d starting at %s", store, topic, partition, _where(start))
+
+        def log_end_seen(log_start: int, log_end: int) -> None:
+            listener.on_log_end(store, tp, log_start, log_end)
+
         started = last_report = time.monotonic()
         total = skipped = 0
         reported_at = 0
         batch: list[tuple[bytes, bytes | None]] = []
         last_offset: int | None = None
         records = read_partition_range(
-            self._conf, topic, partition, start, timeout_s=self._timeout_s, batch_size=batch_size
+            self._conf,
+            topic,
+            partition,
+            start,
+            timeout_s=self._timeout_s,
+            batch_size=batch_size,
+            on_log_end=log_end_seen,
         )
         try:
             for msg in records:

@@ -13,8 +13,10 @@ committed ones) and scrapes real workers:
   PlatformStreamsConsumerLagGrowing.
 
 Dropped records and end-to-end latency fire in ``test_dashboards.py`` (its worker gets bad
-and back-filled records); restore stuck, a ten-minute rebalance and RocksDB background errors
-cannot be provoked here and are covered by ``promtool test rules`` in ``test_rules.py``.
+and back-filled records); restore stuck and rebalancing too long in
+``test_restore_and_assignment_series.py`` (a worker whose restore is held); RocksDB
+background errors cannot be provoked here (a healthy disk) and are covered by
+``promtool test rules`` in ``test_rules.py``.
 """
 
 from __future__ import annotations

@@ -386,6 +386,12 @@ def test_public_kafka_streams_dashboards_queries_work_through_the_compatibility_
     assert abs(float(ours[0]["value"][1]) - float(theirs[0]["value"][1])) <= 200  # one evaluation apart
     keys = _eventually(live.prometheus, 'kafka_stream_state_estimate_num_keys{state_id="counts"}')
     assert {s["metric"]["task_id"] for s in keys} == {"0_0", "0_1"}
+    # KIP-613 topic-level and KIP-869 restore names, as the JMX exporter spells them
+    for prefix in ("kafka_stream_topic", "kafka_streams_stream_topic_metrics"):
+        for name in ("records_consumed", "bytes_consumed", "records_produced", "bytes_produced"):
+            assert _eventually(live.prometheus, f"{prefix}_{name}_total > 0")
+    remaining = _eventually(live.prometheus, "kafka_stream_task_restore_remaining_records_total")
+    assert {s["metric"]["task_id"] for s in remaining} == {"0_0", "0_1"}
 
 
 def test_dropped_records_and_end_to_end_latency_alerts_fire_on_the_live_worker(live: Live) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from platform_streams import StreamsBuilder
-from platform_streams.dsl import Consumed, Materialized
+from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.query import RangeQuery, StateQueryRequest
 from platform_streams.serde import String
@@ -33,20 +33,23 @@ def _value(sample: dict[str, Any]) -> float:
     return float(sample["value"][1])
 
 
-def _count_and_tick_app(source: str) -> StreamsBuilder:
-    """``source`` -> count per key in ``STORE``, and a punctuating processor beside it."""
+def _count_and_tick_app(source: str, sink: str) -> StreamsBuilder:
+    """``source`` -> count per key in ``STORE``, a punctuating processor beside it, and every
+    record copied to ``sink``."""
     builder = StreamsBuilder()
     stream = builder.stream(source, Consumed(key_serde=String(), value_serde=String()))
     stream.process(Ticking)
     stream.group_by_key().count(materialized=Materialized.as_(STORE))
+    stream.to(sink, Produced(key_serde=String(), value_serde=String()))
     return builder
 
 
 def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    source = new_topic(admin, 4, "in")
-    produce(bootstrap_servers, source, [(f"k{i % KEYS}", "v") for i in range(RECORDS)])
+    source, sink = new_topic(admin, 4, "in"), new_topic(admin, 2, "out")
+    records = [(f"k{i % KEYS}", "v") for i in range(RECORDS)]
+    produce(bootstrap_servers, source, records)
     token = uuid.uuid4().hex
     config = app_config(
         bootstrap_servers,
@@ -55,7 +58,7 @@ def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
         http_auth_token=token,
         metrics_recording_level="DEBUG",
     )
-    with running_app(_count_and_tick_app(source), config) as streams:
+    with running_app(_count_and_tick_app(source, sink), config) as streams:
         scan = StateQueryRequest.in_store(STORE).with_query(RangeQuery.with_no_bounds())
 
         def counted() -> bool:
@@ -134,3 +137,22 @@ def test_prometheus_scrapes_throughput_latency_lag_and_store_series(
             assert _value(hits[0]) >= RECORDS - KEYS  # keys stay cached: only first reads miss
             late = prometheus.query(f"sum(kafka_streams_task_record_lateness_seconds_count{{{app}}})")
             assert _value(late[0]) == RECORDS
+
+            # topic level (KIP-613): records (INFO) and bytes (DEBUG here) in at the source
+            # node per task, out at the sink node
+            size = sum(len(k) + len(v) for k, v in records)
+            consumed = prometheus.query(f"kafka_streams_topic_records_consumed_total{{{app}}}")
+            assert {s["metric"]["task_id"] for s in consumed} == {"0_0", "0_1", "0_2", "0_3"}
+            assert {(s["metric"]["topic"], s["metric"]["processor_node_id"]) for s in consumed} == {
+                (source, "KSTREAM-SOURCE-0000000000")
+            }
+            assert sum(_value(s) for s in consumed) == RECORDS
+            read = prometheus.query(f"sum(kafka_streams_topic_bytes_consumed_total{{{app}}})")
+            assert _value(read[0]) == size
+            out = f'{app},topic="{sink}"'
+            produced = prometheus.wait_for(
+                f"kafka_streams_topic_records_produced_total{{{out}}} == {RECORDS}", 20
+            )
+            assert produced[0]["metric"]["processor_node_id"].startswith("KSTREAM-SINK-")
+            written = prometheus.query(f"kafka_streams_topic_bytes_produced_total{{{out}}}")
+            assert _value(written[0]) == size

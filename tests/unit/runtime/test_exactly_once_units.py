@@ -166,6 +166,8 @@ def test_exactly_once_sends_nothing_before_the_commit_and_an_abort_drops_it(
     )
     assert fake.produced == [("out", b"k", b"v2")]
     assert fake.calls == ["init", "begin", "offsets", "commit"] and checks == ["acked", "member"]
+    # what was sent is counted per topic at the commit (the topic-level records-produced)
+    assert producer.sent_by_topic == {"out": 1} and producer.sent == 1
 
     def expelled() -> None:
         raise TaskMigratedError("expelled")
