@@ -121,7 +121,9 @@ def foreign_key_join(
     table.enable_send_old_values(True)
 
     subscription_topic = names.suffixed(name, "-subscription-registration", _REGISTRATION) + "-topic"
-    topology.add_internal_topic(InternalTopic(subscription_topic, "repartition", None, repartition_topic_config()))
+    topology.add_internal_topic(
+        InternalTopic(subscription_topic, "repartition", None, repartition_topic_config())
+    )
     foreign_key_serde, primary_key_serde = other.key_serde, table.key_serde
     wrapper_serde = SubscriptionWrapperSerde(primary_key_serde)
     response_serde = SubscriptionResponseWrapperSerde(other.value_serde)
@@ -144,15 +146,19 @@ def foreign_key_join(
         partitioner=_single_value(table_joined.other_partitioner),
     )
     registration_source = names.suffixed(name, "-subscription-registration-source", "KTABLE-SOURCE-")
-    topology.add_source(registration_source, subscription_topic, key_serde=foreign_key_serde, value_serde=wrapper_serde)
+    topology.add_source(
+        registration_source, subscription_topic, key_serde=foreign_key_serde, value_serde=wrapper_serde
+    )
     topology.add_copartition_group(other.source_topics | {subscription_topic})
 
     subscription_store = names.suffixed(name, "-subscription-store", _STORE)
     receive = names.suffixed(name, "-subscription-receive", _PROCESSOR)
     topology.add_processor(
-        receive, lambda: SubscriptionReceiveProcessor(subscription_store, schema, wrapper_serde), registration_source
+        receive,
+        lambda: SubscriptionReceiveProcessor(subscription_store, schema, wrapper_serde),
+        registration_source,
     )
-    # Kafka's SubscriptionStoreFactory: a timestamped key-value store of raw combined keys, logged, never cached
+    # Kafka's SubscriptionStoreFactory: timestamped, raw combined keys, logged, never cached
     topology.add_state_store(
         KeyValueStoreSpec(
             name=subscription_store, key_serde=Bytes(), value_serde=wrapper_serde, caching_enabled=False
@@ -166,11 +172,15 @@ def foreign_key_join(
     topology.connect_processor_and_state_stores(join_foreign, *foreign_view.store_names())
 
     foreign_join = names.suffixed(name, "-foreign-join-subscription", _PROCESSOR)
-    topology.add_processor(foreign_join, lambda: ForeignTableJoinProcessor(subscription_store, schema), other.node_name)
+    topology.add_processor(
+        foreign_join, lambda: ForeignTableJoinProcessor(subscription_store, schema), other.node_name
+    )
     topology.connect_processor_and_state_stores(foreign_join, subscription_store)
 
     response_topic = names.suffixed(name, "-subscription-response", _RESPONSE) + "-topic"
-    topology.add_internal_topic(InternalTopic(response_topic, "repartition", None, repartition_topic_config()))
+    topology.add_internal_topic(
+        InternalTopic(response_topic, "repartition", None, repartition_topic_config())
+    )
     response_sink = names.suffixed(name, "-subscription-response-sink", "KTABLE-SINK-")
     topology.add_sink(
         response_sink,
@@ -182,7 +192,9 @@ def foreign_key_join(
         partitioner=_single_value(table_joined.partitioner) or response_partitioner,
     )
     response_source = names.suffixed(name, "-subscription-response-source", "KTABLE-SOURCE-")
-    topology.add_source(response_source, response_topic, key_serde=primary_key_serde, value_serde=response_serde)
+    topology.add_source(
+        response_source, response_topic, key_serde=primary_key_serde, value_serde=response_serde
+    )
     result_topics = table.source_topics | {response_topic}
     topology.add_copartition_group(result_topics)
 

@@ -240,8 +240,8 @@ class KTable:
 
         given_options = [o for o in (*options, named, materialized) if o is not None]
         if len(given_options) > 2:
-            raise TypeError(f"{kind} join: at most a Named and a Materialized after the joiner, got {options!r}")
-        given, materialized = by_type(f"{kind} join", *(given_options + [None, None])[:2])
+            raise TypeError(f"{kind} join: at most a Named and a Materialized after the joiner: {options!r}")
+        given, materialized = by_type(f"{kind} join", *[*given_options, None, None][:2])
         return table_table_join(self, other, joiner, given, materialized, kind)
 
     # -- internals -----------------------------------------------------------------------

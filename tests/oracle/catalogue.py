@@ -192,7 +192,9 @@ def _fkjoin(name: str, params: Params) -> Topology:
     elif kind == "left":
         joined = left.left_join(right, fk, joiner)
     else:
-        joined = left.left_join(right, fk, joiner, TableJoined.as_("fk"), Materialized.as_("fkres").with_value_serde(S))
+        joined = left.left_join(
+            right, fk, joiner, TableJoined.as_("fk"), Materialized.as_("fkres").with_value_serde(S)
+        )
     joined.to_stream().to("out", Produced(key_serde=S, value_serde=S))
     return b.build()
 

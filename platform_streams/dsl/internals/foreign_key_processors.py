@@ -36,7 +36,7 @@ from platform_streams.dsl.internals.foreign_key_wire import (
     SubscriptionResponseWrapper,
     SubscriptionWrapper,
     SubscriptionWrapperSerde,
-    _WrappingSerde,
+    WrappingSerde,
     murmur3_hash128,
 )
 from platform_streams.dsl.internals.table_processors import ValueGetterSupplier
@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 _RAW = Bytes()
 
 
-def _resolve(context: NodeContext, *serdes: _WrappingSerde) -> None:
+def _resolve(context: NodeContext, *serdes: WrappingSerde) -> None:
     config = context.config
     for serde in serdes:
         serde.set_if_unset(config.default_key_serde, config.default_value_serde)
@@ -75,7 +75,13 @@ def _drop(context: NodeContext, why: str) -> None:
     context.task.dropped_records += 1
     meta = context.record_metadata()
     if meta is not None:
-        log.warning("Skipping record due to %s. topic=[%s] partition=[%s] offset=[%s]", why, *meta)
+        log.warning(
+            "Skipping record due to %s. topic=[%s] partition=[%s] offset=[%s]",
+            why,
+            meta.topic,
+            meta.partition,
+            meta.offset,
+        )
     else:
         log.warning("Skipping record due to %s. Topic, partition, and offset not known.", why)
 
@@ -142,9 +148,13 @@ class SubscriptionSendProcessor(NodeProcessor):
             # moved to another foreign row: unsubscribe from the old one, and retract the old
             # result if the new foreign row does not exist
             self._send(key, change, old_fk, Instruction.DELETE_KEY_NO_PROPAGATE, timestamp, headers)
-            self._send(key, change, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, timestamp, headers)
+            self._send(
+                key, change, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, timestamp, headers
+            )
         else:
-            self._send(key, change, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, timestamp, headers)
+            self._send(
+                key, change, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, timestamp, headers
+            )
 
     def _changed(self, new_fk: Any, old_fk: Any) -> bool:
         """Foreign keys compare serialized, as in Kafka (equal bytes: the same subscription)."""
@@ -164,7 +174,9 @@ class SubscriptionReceiveProcessor(NodeProcessor):
     """Kafka's ``SubscriptionReceiveProcessorSupplier``: keep the subscription store current and
     forward ``(CombinedKey(fk, pk), Change(new, old))``."""
 
-    def __init__(self, store: str, schema: CombinedKeySchema, wrapper_serde: SubscriptionWrapperSerde) -> None:
+    def __init__(
+        self, store: str, schema: CombinedKeySchema, wrapper_serde: SubscriptionWrapperSerde
+    ) -> None:
         self.store_name = store
         self.schema = schema
         self.wrapper_serde = wrapper_serde
@@ -187,7 +199,10 @@ class SubscriptionReceiveProcessor(NodeProcessor):
         else:
             store_key = self.schema.to_bytes(key, value.primary_key)
             old = self._store.get_timestamped(store_key)
-            if value.instruction in (Instruction.DELETE_KEY_AND_PROPAGATE, Instruction.DELETE_KEY_NO_PROPAGATE):
+            if value.instruction in (
+                Instruction.DELETE_KEY_AND_PROPAGATE,
+                Instruction.DELETE_KEY_NO_PROPAGATE,
+            ):
                 self._store.delete(store_key)
             else:
                 self._store.put_timestamped(store_key, value, timestamp)
@@ -259,7 +274,7 @@ class ResponseJoinProcessor(NodeProcessor):
         self,
         primary: ValueGetterSupplier,
         value_serde: Serde | None,
-        wrapper_serde: _WrappingSerde,
+        wrapper_serde: WrappingSerde,
         joiner: Callable[[Any, Any, Any], Any],
         left_join: bool,
     ) -> None:

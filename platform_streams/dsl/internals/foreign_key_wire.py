@@ -36,6 +36,7 @@ __all__ = [
     "SubscriptionResponseWrapperSerde",
     "SubscriptionWrapper",
     "SubscriptionWrapperSerde",
+    "WrappingSerde",
     "murmur3_hash128",
 ]
 
@@ -132,7 +133,7 @@ class SubscriptionResponseWrapper:
     version: int = RESPONSE_VERSION
 
 
-class _WrappingSerde(Serde):
+class WrappingSerde(Serde):
     """A serde around an inner serde that may be resolved late (the config's default)."""
 
     __slots__ = ("inner", "role")
@@ -155,7 +156,7 @@ class _WrappingSerde(Serde):
         return self.inner
 
 
-class SubscriptionWrapperSerde(_WrappingSerde):
+class SubscriptionWrapperSerde(WrappingSerde):
     """Kafka's ``SubscriptionWrapperSerde`` (writes version 1, reads 0 and 1)."""
 
     name = "fk-subscription-wrapper"
@@ -202,7 +203,7 @@ class SubscriptionWrapperSerde(_WrappingSerde):
         return SubscriptionWrapper(hash_, instruction, primary_key, partition, version)
 
 
-class SubscriptionResponseWrapperSerde(_WrappingSerde):
+class SubscriptionResponseWrapperSerde(WrappingSerde):
     """Kafka's ``SubscriptionResponseWrapperSerde`` (version 0)."""
 
     name = "fk-subscription-response-wrapper"
