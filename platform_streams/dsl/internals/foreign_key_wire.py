@@ -121,6 +121,14 @@ class SubscriptionWrapper:
     primary_partition: int | None
     version: int = CURRENT_VERSION
 
+    def __post_init__(self) -> None:
+        if self.instruction is None:
+            raise ValueError("instruction cannot be null. Required by downstream processor.")
+        if self.primary_key is None:
+            raise ValueError("primaryKey cannot be null. Required by downstream processor.")
+        if not 0 <= self.version <= CURRENT_VERSION:
+            raise ValueError(f"SubscriptionWrapper does not support version {self.version}")
+
 
 @dataclass(frozen=True)
 class SubscriptionResponseWrapper:
@@ -131,6 +139,10 @@ class SubscriptionResponseWrapper:
     foreign_value: Any
     primary_partition: int | None = None
     version: int = RESPONSE_VERSION
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.version <= RESPONSE_VERSION:
+            raise ValueError(f"SubscriptionWrapper does not support version {self.version}")
 
 
 class WrappingSerde(Serde):
@@ -179,6 +191,8 @@ class SubscriptionWrapperSerde(WrappingSerde):
             parts.append(_TWO_LONGS.pack(*obj.hash))
         parts.append(pk)
         if obj.version > 0:
+            if obj.primary_partition is None:
+                raise SerializationError("a version 1 subscription needs its primary partition")
             parts.append(_INT.pack(obj.primary_partition))
         return b"".join(parts)
 
@@ -253,11 +267,16 @@ class CombinedKeySchema:
 
     def to_bytes(self, foreign_key: Any, primary_key: Any) -> bytes:
         assert self.primary_key_serde is not None
-        return self.prefix_bytes(foreign_key) + (self.primary_key_serde.serialize(primary_key) or b"")
+        pk = self.primary_key_serde.serialize(primary_key)
+        if pk is None:
+            raise SerializationError("a combined key needs a primary key")
+        return self.prefix_bytes(foreign_key) + pk
 
     def prefix_bytes(self, foreign_key: Any) -> bytes:
         assert self.foreign_key_serde is not None
-        fk = self.foreign_key_serde.serialize(foreign_key) or b""
+        fk = self.foreign_key_serde.serialize(foreign_key)
+        if fk is None:
+            raise SerializationError("a combined key needs a foreign key")
         return _INT.pack(len(fk)) + fk
 
     def from_bytes(self, data: bytes) -> tuple[Any, Any]:
