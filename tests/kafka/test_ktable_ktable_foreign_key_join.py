@@ -47,7 +47,7 @@ def _topology(
     left_join: bool,
     rejoin: bool,
     extractor: Callable[[str], Any] = _extract,
-) -> tuple[Any, StreamsConfig]:
+) -> Any:
     """Kafka's ``getTopology`` (caching off: the cache would hide the tombstones asserted on)."""
     config = StreamsConfig(
         application_id="fk-join", bootstrap_servers="x:9092", topology_optimization=optimization
@@ -81,7 +81,7 @@ def _topology(
         fk_join.to_stream().to(OUTPUT)
         if rejoin:
             fk_join.join(left, rejoiner, rejoin_mat).to_stream().to(REJOIN_OUTPUT)
-    return builder.build(config), config
+    return builder.build(config)
 
 
 class Case:
@@ -96,9 +96,7 @@ class Case:
         extractor: Callable[[str], Any] = _extract,
     ) -> None:
         self.materialized, self.rejoin = materialized, rejoin
-        topology, config = _topology(
-            optimization, "store" if materialized else None, left_join, rejoin, extractor
-        )
+        topology = _topology(optimization, "store" if materialized else None, left_join, rejoin, extractor)
         self.driver = TopologyTestDriver(
             topology, {"default_key_serde": "string", "default_value_serde": "string"}
         )
