@@ -145,6 +145,21 @@ class SubscriptionResponseWrapper:
             raise ValueError(f"SubscriptionWrapper does not support version {self.version}")
 
 
+def _version_byte(version: int, hash_: Hash | None) -> bytes:
+    """``{1-bit is-hash-null}{7-bit version}``, then the 16-byte hash when there is one."""
+    if hash_ is None:
+        return bytes((version | 0x80,))
+    return bytes((version,)) + _TWO_LONGS.pack(*hash_)
+
+
+def _read_hash(data: bytes, first: int, pos: int) -> tuple[Hash | None, int]:
+    """The optional hash at ``pos`` (present unless ``first`` has the is-hash-null bit), and the
+    position after it."""
+    if first & 0x80:
+        return None, pos
+    return _TWO_LONGS.unpack_from(data, pos), pos + _TWO_LONGS.size
+
+
 class WrappingSerde(Serde):
     """A serde around an inner serde that may be resolved late (the config's default)."""
 
@@ -185,11 +200,8 @@ class SubscriptionWrapperSerde(WrappingSerde):
         pk = self._inner().serialize(obj.primary_key)
         if pk is None:
             raise SerializationError("a subscription's primary key must not serialize to null")
-        first = obj.version if obj.hash is not None else obj.version | 0x80
-        parts = [bytes((first, int(obj.instruction)))]
-        if obj.hash is not None:
-            parts.append(_TWO_LONGS.pack(*obj.hash))
-        parts.append(pk)
+        head = _version_byte(obj.version, obj.hash)
+        parts = [head[:1], bytes((int(obj.instruction),)), head[1:], pk]
         if obj.version > 0:
             if obj.primary_partition is None:
                 raise SerializationError("a version 1 subscription needs its primary partition")
@@ -201,16 +213,12 @@ class SubscriptionWrapperSerde(WrappingSerde):
             return None
         if len(data) < 2:
             raise DeserializationError(f"subscription wrapper too short ({len(data)} bytes)")
-        version, hash_null = data[0] & 0x7F, bool(data[0] & 0x80)
+        version = data[0] & 0x7F
         try:
             instruction = Instruction(data[1])
         except ValueError:
             raise DeserializationError(f"Unknown instruction byte value = {data[1]}") from None
-        pos = 2
-        hash_: Hash | None = None
-        if not hash_null:
-            hash_ = _TWO_LONGS.unpack_from(data, pos)
-            pos += _TWO_LONGS.size
+        hash_, pos = _read_hash(data, data[0], 2)
         end = len(data) - _INT.size if version > 0 else len(data)
         primary_key = self._inner().deserialize(data[pos:end])
         partition = _INT.unpack_from(data, end)[0] if version > 0 else None
@@ -232,23 +240,15 @@ class SubscriptionResponseWrapperSerde(WrappingSerde):
         if obj.version < 0:
             raise SerializationError("SubscriptionResponseWrapper version cannot be negative")
         value = None if obj.foreign_value is None else self._inner().serialize(obj.foreign_value)
-        if obj.original_value_hash is None:
-            head = bytes((obj.version | 0x80,))
-        else:
-            head = bytes((obj.version,)) + _TWO_LONGS.pack(*obj.original_value_hash)
-        return head + (value or b"")
+        return _version_byte(obj.version, obj.original_value_hash) + (value or b"")
 
     def deserialize(self, data: bytes | None) -> SubscriptionResponseWrapper | None:
         if data is None:
             return None
         if not data:
             raise DeserializationError("subscription response wrapper is empty")
-        version, hash_null = data[0] & 0x7F, bool(data[0] & 0x80)
-        pos = 1
-        hash_: Hash | None = None
-        if not hash_null:
-            hash_ = _TWO_LONGS.unpack_from(data, pos)
-            pos += _TWO_LONGS.size
+        version = data[0] & 0x7F
+        hash_, pos = _read_hash(data, data[0], 1)
         value = self._inner().deserialize(data[pos:]) if len(data) > pos else None
         return SubscriptionResponseWrapper(hash_, value, None, version)
 
