@@ -1,7 +1,9 @@
-"""Kafka's foreign-key join processor tests, translated: ``SubscriptionSendProcessorSupplierTest`` and
-``ResponseJoinProcessorSupplierTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/
-internals/foreignkeyjoin/), run against the processors alone with a recording context (Kafka's
-``MockInternalProcessorContext``).
+"""Kafka's foreign-key join processor tests, translated: ``SubscriptionSendProcessorSupplierTest``,
+``SubscriptionReceiveProcessorSupplierTest``, ``SubscriptionJoinProcessorSupplierTest``,
+``ForeignTableJoinProcessorSupplierTests`` and ``ResponseJoinProcessorSupplierTest``
+(streams/src/test/java/org/apache/kafka/streams/kstream/internals/foreignkeyjoin/), run against the
+processors alone with a recording context (Kafka's ``MockInternalProcessorContext``) and, where
+Kafka uses one, a real subscription store.
 
 One expectation follows Kafka Streams 4.3.1 (the version the oracle runs, read from its bytecode)
 rather than the older test text: a left join whose foreign key goes from ``fk1`` to null first
@@ -21,10 +23,14 @@ import pytest
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl.internals.change import Change
 from platform_streams.dsl.internals.foreign_key_processors import (
+    ForeignTableJoinProcessor,
     ResponseJoinProcessor,
+    SubscriptionJoinProcessor,
+    SubscriptionReceiveProcessor,
     SubscriptionSendProcessor,
 )
 from platform_streams.dsl.internals.foreign_key_wire import (
+    CombinedKeySchema,
     Instruction,
     SubscriptionResponseWrapper,
     SubscriptionResponseWrapperSerde,
@@ -33,8 +39,12 @@ from platform_streams.dsl.internals.foreign_key_wire import (
     murmur3_hash128,
 )
 from platform_streams.dsl.internals.table_processors import ValueGetterSupplier
-from platform_streams.serde import Serde, String
+from platform_streams.errors import StreamsError
+from platform_streams.serde import Bytes, Serde, String
 from platform_streams.state.timestamped import ValueAndTimestamp
+from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
+from tests.unit.state.conftest import FakeContext
 
 S = String()
 PK, FK1, FK2 = "pk", "fk1", "fk2"
@@ -52,6 +62,10 @@ class RecordingContext:
         self.task = SimpleNamespace(dropped_records=0)
         self.task_id = SimpleNamespace(partition=0)
         self.forwarded: list[tuple[Any, Any, int]] = []
+        self.stores: dict[str, Any] = {}
+
+    def get_state_store(self, name: str) -> Any:
+        return self.stores[name]
 
     def forward_fn(self) -> Any:
         return lambda key, value, timestamp, headers: self.forwarded.append((key, value, timestamp))
@@ -296,3 +310,177 @@ def test_should_emit_tombstone_for_left_join_when_right_is_null_and_left_is_null
     """shouldEmitTombstoneForLeftJoinWhenRightIsNullAndLeftIsNull"""
     context = _resolve(True, None, SubscriptionResponseWrapper(None, None, 0))
     assert context.forwarded == [("lhs1", None, 0)]
+
+
+# -- the foreign side: a real subscription store
+
+
+@pytest.fixture
+def subscription_store(tmp_path: Any) -> Any:
+    """Kafka's ``storeBuilder()``: a timestamped store of raw combined keys and wrappers."""
+    spec = KeyValueStoreSpec(
+        name="Store", key_serde=Bytes(), value_serde=SubscriptionWrapperSerde(S), logging_enabled=False
+    )
+    store: TimestampedKeyValueStore = spec.build()
+    store.init(FakeContext(tmp_path / "0_0"), store)
+    yield store
+    store.close()
+
+
+SCHEMA = CombinedKeySchema(S, S)
+HASH = (1, 2)
+
+
+def _stored(fk: str, pk: str) -> SubscriptionWrapper:
+    return SubscriptionWrapper(HASH, PROPAGATE_ONLY, pk, None, 0)
+
+
+def _foreign(
+    store: Any, *subscriptions: tuple[str, str]
+) -> tuple[ForeignTableJoinProcessor, RecordingContext]:
+    for fk, pk in subscriptions:
+        store.put_timestamped(SCHEMA.to_bytes(fk, pk), _stored(fk, pk), 0)
+    processor = ForeignTableJoinProcessor("Store", SCHEMA)
+    context = RecordingContext()
+    context.stores["Store"] = store
+    processor.init(context)  # type: ignore[arg-type]
+    return processor, context
+
+
+def test_should_propagate_right_record_for_each_matching_primary_key(subscription_store: Any) -> None:
+    """shouldPropagateRightRecordForEachMatchingPrimaryKey"""
+    processor, context = _foreign(subscription_store, ("fk1", "pk1"), ("fk1", "pk2"))
+    processor.process("fk1", Change("new_value", None), 0, None)
+    assert context.forwarded == [
+        ("pk1", SubscriptionResponseWrapper(HASH, "new_value", None), 0),
+        ("pk2", SubscriptionResponseWrapper(HASH, "new_value", None), 0),
+    ]
+
+
+def test_should_propagate_nothing_if_no_matching_primary_key(subscription_store: Any) -> None:
+    """shouldPropagateNothingIfNoMatchingPrimaryKey"""
+    processor, context = _foreign(subscription_store, ("fk1", "pk1"))
+    processor.process("fk2", Change("new_value", None), 0, None)
+    assert context.forwarded == []
+
+
+def test_should_propagate_tombstone_right_record_for_each_matching_primary_key(
+    subscription_store: Any,
+) -> None:
+    """shouldPropagateTombstoneRightRecordForEachMatchingPrimaryKey"""
+    processor, context = _foreign(subscription_store, ("fk1", "pk1"), ("fk1", "pk2"))
+    processor.process("fk1", Change(None, "new_value"), 0, None)
+    assert context.forwarded == [
+        ("pk1", SubscriptionResponseWrapper(HASH, None, None), 0),
+        ("pk2", SubscriptionResponseWrapper(HASH, None, None), 0),
+    ]
+
+
+def test_should_not_match_foreign_keys_having_this_fk_as_prefix(subscription_store: Any) -> None:
+    """shouldNotMatchForeignKeysHavingThisFKAsPrefix"""
+    processor, context = _foreign(subscription_store, ("fk1", "pk1"), ("fk", "pk2"))
+    processor.process("fk", Change("new_value", None), 0, None)
+    assert context.forwarded == [("pk2", SubscriptionResponseWrapper(HASH, "new_value", None), 0)]
+
+
+def test_should_ignore_record_with_null_key(subscription_store: Any) -> None:
+    """shouldIgnoreRecordWithNullKey"""
+    processor, context = _foreign(subscription_store, ("fk1", "pk1"))
+    processor.process(None, Change("new_value", None), 0, None)
+    assert context.forwarded == []
+    assert context.task.dropped_records == 1
+
+
+def _unsupported_version(wrapper: SubscriptionWrapper) -> SubscriptionWrapper:
+    """A wrapper claiming a version from the future (Kafka mocks one for shouldDetectVersionChange)."""
+    object.__setattr__(wrapper, "version", 2)
+    return wrapper
+
+
+PK1, PK2, FK = "pk1", "pk2", "fk"
+
+
+@pytest.mark.parametrize("version", [0, 1], ids=["V0", "V1"])
+@pytest.mark.parametrize(
+    ("instruction", "stored"),
+    [
+        pytest.param(DELETE_KEY_AND_PROPAGATE, False, id="shouldDeleteKeyAndPropagate"),
+        pytest.param(DELETE_KEY_NO_PROPAGATE, False, id="shouldDeleteKeyNoPropagate"),
+        pytest.param(PROPAGATE_ONLY, True, id="shouldPropagateOnlyIfFKValAvailable"),
+        pytest.param(PROPAGATE_NULL, True, id="shouldPropagateNullIfNoFKValAvailable"),
+    ],
+)
+def test_subscription_receive(
+    subscription_store: Any, instruction: Instruction, stored: bool, version: int
+) -> None:
+    """SubscriptionReceiveProcessorSupplierTest: the store follows the instruction, the change carries
+    the new and the previously stored subscription"""
+    partition = 1 if version else None
+    old = SubscriptionWrapper(HASH, instruction, PK2, partition, version)
+    key = SCHEMA.to_bytes(FK, PK1)
+    subscription_store.put_timestamped(key, old, 0)
+    processor = SubscriptionReceiveProcessor("Store", SCHEMA, SubscriptionWrapperSerde(S))
+    context = RecordingContext()
+    context.stores["Store"] = subscription_store
+    processor.init(context)  # type: ignore[arg-type]
+    new = SubscriptionWrapper(HASH, instruction, PK1, partition, version)
+    processor.process(FK, new, 1, None)
+    assert context.forwarded == [
+        ((FK, PK1), Change(ValueAndTimestamp(new, 1), ValueAndTimestamp(old, 0)), 1),
+    ]
+    assert subscription_store.get(key) == (new if stored else None)
+
+
+def test_subscription_receive_should_detect_version_change(subscription_store: Any) -> None:
+    """SubscriptionReceiveProcessorSupplierTest.shouldDetectVersionChange"""
+    processor = SubscriptionReceiveProcessor("Store", SCHEMA, SubscriptionWrapperSerde(S))
+    context = RecordingContext()
+    context.stores["Store"] = subscription_store
+    processor.init(context)  # type: ignore[arg-type]
+    wrapper = _unsupported_version(SubscriptionWrapper(HASH, PROPAGATE_ONLY, PK1, 1))
+    with pytest.raises(StreamsError, match="incompatible version"):
+        processor.process(FK, wrapper, 1, None)
+
+
+class ForeignGetter(ValueGetterSupplier):
+    """SubscriptionJoinProcessorSupplierTest's foreign table: fk1 -> "foo" at time 1."""
+
+    def store_names(self) -> list[str]:
+        return []
+
+    def getter(self, context: Any) -> Any:
+        return lambda key: ValueAndTimestamp("foo", 1) if key == "fk1" else None
+
+
+def _subscription_join(fk: str, wrapper: SubscriptionWrapper) -> list[tuple[Any, Any, int]]:
+    processor = SubscriptionJoinProcessor(ForeignGetter())
+    context = RecordingContext()
+    processor.init(context)  # type: ignore[arg-type]
+    processor.process((fk, "pk1"), Change(ValueAndTimestamp(wrapper, 1), None), 1, None)
+    return context.forwarded
+
+
+@pytest.mark.parametrize("version", [0, 1], ids=["V0", "V1"])
+@pytest.mark.parametrize(
+    ("instruction", "fk", "foreign"),
+    [
+        pytest.param(DELETE_KEY_AND_PROPAGATE, "fk1", None, id="shouldDeleteKeyAndPropagateFK"),
+        pytest.param(PROPAGATE_ONLY, "fk1", "foo", id="shouldPropagateOnlyIfFKAvailable"),
+        pytest.param(PROPAGATE_NULL, "fk1", "foo", id="shouldPropagateNullIfNoFKAvailable-matched"),
+        pytest.param(PROPAGATE_NULL, "fk9000", None, id="shouldPropagateNullIfNoFKAvailable-unmatched"),
+        pytest.param(DELETE_KEY_NO_PROPAGATE, "fk1", "-", id="shouldDeleteKeyNoPropagate"),
+    ],
+)
+def test_subscription_join(instruction: Instruction, fk: str, foreign: str | None, version: int) -> None:
+    """SubscriptionJoinProcessorSupplierTest ("-": nothing is forwarded)"""
+    partition = 12 if version else None
+    wrapper = SubscriptionWrapper((1, 0), instruction, "pk1", partition, version)
+    expected = [] if foreign == "-" else [("pk1", SubscriptionResponseWrapper((1, 0), foreign, partition), 1)]
+    assert _subscription_join(fk, wrapper) == expected
+
+
+def test_subscription_join_should_detect_version_change() -> None:
+    """SubscriptionJoinProcessorSupplierTest.shouldDetectVersionChange"""
+    wrapper = _unsupported_version(SubscriptionWrapper((1, 0), PROPAGATE_ONLY, "pk1", 12))
+    with pytest.raises(StreamsError, match="incompatible version"):
+        _subscription_join("fk1", wrapper)
