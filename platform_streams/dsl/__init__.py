@@ -17,6 +17,7 @@ from platform_streams.dsl.options import (
     Produced,
     Repartitioned,
     StreamJoined,
+    TableJoined,
 )
 from platform_streams.dsl.printed import Printed
 from platform_streams.dsl.suppress import BufferConfig, Suppressed
@@ -59,6 +60,7 @@ __all__ = [
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindow",
     "TimeWindowedKStream",
     "TimeWindowedSerde",

@@ -182,21 +182,31 @@ class KTable:
         self,
         other: KTable,
         joiner: Callable[..., Any],
+        *options: Any,
         named: Named | str | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
-        """Inner join on the key: a result while both sides have a value."""
-        return self._join(other, joiner, named, materialized, "inner")
+        """Inner join: a result while both sides have a value.
+
+        ``join(other, joiner[, named][, materialized])`` joins on the key;
+        ``join(other, foreign_key_extractor, joiner[, TableJoined][, Materialized])`` is the
+        foreign-key join (KIP-213, :mod:`platform_streams.dsl.foreign_key_join`).
+        """
+        return self._join(other, joiner, options, named, materialized, "inner")
 
     def left_join(
         self,
         other: KTable,
         joiner: Callable[..., Any],
+        *options: Any,
         named: Named | str | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
-        """Left join: a result while this side has a value (``joiner(value, None)`` if the other has none)."""
-        return self._join(other, joiner, named, materialized, "left")
+        """Left join: a result while this side has a value (``joiner(value, None)`` if the other has none).
+
+        As :meth:`join`, with a foreign-key form ``left_join(other, foreign_key_extractor, joiner, ...)``.
+        """
+        return self._join(other, joiner, options, named, materialized, "left")
 
     def outer_join(
         self,
@@ -206,19 +216,32 @@ class KTable:
         materialized: Materialized | None = None,
     ) -> KTable:
         """Outer join: a result while either side has a value."""
-        return self._join(other, joiner, named, materialized, "outer")
+        return self._join(other, joiner, (named, materialized), None, None, "outer")
 
     def _join(
         self,
         other: KTable,
         joiner: Callable[..., Any],
+        options: tuple[Any, ...],
         named: Named | str | None,
         materialized: Materialized | None,
         kind: str,
     ) -> KTable:
+        if options and callable(options[0]) and kind != "outer":
+            from platform_streams.dsl.foreign_key_join import foreign_key_join, foreign_key_join_options
+
+            table_joined, fk_materialized = foreign_key_join_options(
+                f"{kind} join", (*options[1:], materialized, named)
+            )
+            return foreign_key_join(
+                self, other, joiner, options[0], table_joined, fk_materialized, left=kind == "left"
+            )
         from platform_streams.dsl.joins import table_table_join
 
-        given, materialized = by_type(f"{kind} join", named, materialized)
+        given_options = [o for o in (*options, named, materialized) if o is not None]
+        if len(given_options) > 2:
+            raise TypeError(f"{kind} join: at most a Named and a Materialized after the joiner: {options!r}")
+        given, materialized = by_type(f"{kind} join", *[*given_options, None, None][:2])
         return table_table_join(self, other, joiner, given, materialized, kind)
 
     # -- internals -----------------------------------------------------------------------

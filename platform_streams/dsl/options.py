@@ -141,6 +141,43 @@ class Joined:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TableJoined:
+    """Partitioners and name of a foreign-key table join (Kafka Streams' ``TableJoined``).
+
+    ``partitioner(topic, key, value, n)`` places this table's keys (the response topic goes back
+    to the partition it uses); ``other_partitioner`` places the foreign table's keys (the
+    subscription topic). Both are needed only when a table's topic is not default-partitioned;
+    they are called with ``value=None``, as Kafka does. ``name`` names the join's nodes, stores
+    and topics (``<name>-subscription-registration-topic``, ...).
+    """
+
+    partitioner: Callable[[str, Any, Any, int], int | None] | None = None
+    other_partitioner: Callable[[str, Any, Any, int], int | None] | None = None
+    name: str | None = None
+
+    @classmethod
+    def with_(
+        cls,
+        partitioner: Callable[[str, Any, Any, int], int | None] | None,
+        other_partitioner: Callable[[str, Any, Any, int], int | None] | None,
+    ) -> TableJoined:
+        return cls(partitioner=partitioner, other_partitioner=other_partitioner)
+
+    @classmethod
+    def as_(cls, name: str) -> TableJoined:
+        return cls(name=name)
+
+    def with_name(self, name: str) -> TableJoined:
+        return replace(self, name=name)
+
+    def with_partitioner(self, partitioner: Callable[[str, Any, Any, int], int | None]) -> TableJoined:
+        return replace(self, partitioner=partitioner)
+
+    def with_other_partitioner(self, partitioner: Callable[[str, Any, Any, int], int | None]) -> TableJoined:
+        return replace(self, other_partitioner=partitioner)
+
+
+@dataclass(frozen=True, kw_only=True)
 class StreamJoined:
     """Serdes, name and store settings for a windowed stream-stream join."""
 

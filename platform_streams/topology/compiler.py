@@ -111,8 +111,21 @@ class TopologyPlan:
                     counts[name] = max((counts[t] for t in sources), default=1)
                     pending.discard(name)
                     progressed = True
-            if not progressed:
+            if not progressed and not self._size_one_from_known_sources(pending, counts):
                 raise TopologyError(f"cannot size repartition topics {sorted(pending)}: no upstream source")
+
+    def _size_one_from_known_sources(self, pending: set[str], counts: dict[str, int]) -> bool:
+        """Break a cycle through internal topics (a foreign-key join's subscription and response
+        topics each feed the other's writer): size one topic from the sources already known, as
+        Kafka's ``RepartitionTopics`` does; co-partitioning then sets the final count."""
+        for name in sorted(pending):
+            writers = [s for s in self.subtopologies if name in s.sink_topics]
+            known = [counts[t] for s in writers for t in s.source_topics if t in counts]
+            if known:
+                counts[name] = max(known)
+                pending.discard(name)
+                return True
+        return False
 
     def _enforce_copartitioning(self, counts: dict[str, int]) -> None:
         for group in self.topology.copartition_groups:

@@ -29,6 +29,7 @@ from platform_streams.dsl import (
     StreamJoined,
     StreamsBuilder,
     Suppressed,
+    TableJoined,
     TimeWindowedSerde,
     TimeWindows,
 )
@@ -177,6 +178,27 @@ def _ttjoin(name: str, params: Params) -> Topology:
     return b.build()
 
 
+def _fkjoin(name: str, params: Params) -> Topology:
+    """Foreign-key join: a row of ``in`` names a row of ``tbl`` by its value (key a, b or c)."""
+    b = StreamsBuilder()
+    left, right = b.table("in", SS), b.table("tbl", SS)
+
+    def fk(v: str) -> str:
+        return "abc"[iv(v) % 3]
+
+    kind = name.split("_")[1]
+    if kind == "inner":
+        joined = left.join(right, fk, joiner)
+    elif kind == "left":
+        joined = left.left_join(right, fk, joiner)
+    else:
+        joined = left.left_join(
+            right, fk, joiner, TableJoined.as_("fk"), Materialized.as_("fkres").with_value_serde(S)
+        )
+    joined.to_stream().to("out", Produced(key_serde=S, value_serde=S))
+    return b.build()
+
+
 def _cogroup(name: str, params: Params) -> Topology:
     b = StreamsBuilder()
     g1, g2 = b.stream("in", SS).group_by_key(), b.stream("in2", SS).group_by_key()
@@ -260,6 +282,9 @@ CATALOGUE: dict[str, Entry] = {
     },
     **{f"stjoin_{kind}": Entry(_stjoin, ("in", "tbl")) for kind in ("inner", "left")},
     **{f"ttjoin_{kind}": Entry(_ttjoin, ("in", "tbl")) for kind in ("inner", "left", "outer")},
+    "fkjoin_inner": Entry(_fkjoin, ("in", "tbl")),
+    "fkjoin_left": Entry(_fkjoin, ("in", "tbl")),
+    "fkjoin_named": Entry(_fkjoin, ("in", "tbl"), store=("fkres", "kv")),
     "cogroup": Entry(_cogroup, ("in", "in2"), store=("cog", "kv"), value_serde=L),
     "tableops_plain": Entry(_tableops, ("tbl",)),
     "tableops_mat": Entry(_tableops, ("tbl",), store=("filtered", "kv")),

@@ -51,6 +51,7 @@ PUBLIC_API: dict[str, set[str]] = {
         "StreamJoined",
         "StreamsBuilder",
         "Suppressed",
+        "TableJoined",
         "TimeWindow",
         "TimeWindowedKStream",
         "TimeWindowedSerde",

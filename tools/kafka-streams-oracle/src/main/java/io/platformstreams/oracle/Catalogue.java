@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -26,6 +27,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.Windowed;
@@ -113,6 +115,20 @@ final class Catalogue {
                     case "inner" -> left.join(right, JOINER);
                     case "left" -> left.leftJoin(right, JOINER);
                     default -> left.outerJoin(right, JOINER);
+                };
+                joined.toStream().to("out", Produced.with(S, S));
+            }
+            case "fkjoin" -> {
+                // foreign-key join: a row of "in" names a row of "tbl" by its value (key a, b or c)
+                KTable<String, String> left = b.table("in", SS);
+                KTable<String, String> right = b.table("tbl", SS);
+                Function<String, String> fk = v -> String.valueOf((char) ('a' + iv(v) % 3));
+                KTable<String, String> joined = switch (parts[1]) {
+                    case "inner" -> left.join(right, fk, JOINER);
+                    case "left" -> left.leftJoin(right, fk, JOINER);
+                    default -> left.leftJoin(right, fk, JOINER, TableJoined.as("fk"),
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("fkres")
+                            .withValueSerde(S));
                 };
                 joined.toStream().to("out", Produced.with(S, S));
             }
