@@ -97,13 +97,16 @@ def _valid_to(expected: int) -> int | None:
 def verify_timestamped_get_value_from_store(store: VersionedBytesStore, key: str, *args: object) -> None:
     if len(args) == 4:
         as_of, value, timestamp, valid_to = args
-        assert _found(store.get_as_of(key.encode(), as_of)) == Found(value, timestamp, _valid_to(valid_to))  # type: ignore[arg-type]
+        # type: ignore[arg-type]
+        assert _found(store.get_as_of(key.encode(), as_of)) == Found(value, timestamp, _valid_to(valid_to))
         return
     time_from, time_to, order, values, timestamps, valid_tos = args
-    found = [Found(v.decode(), ts, vt) for v, ts, vt in store.versions(key.encode(), time_from, time_to)]  # type: ignore[arg-type]
+    # type: ignore[arg-type]
+    found = [Found(v.decode(), ts, vt) for v, ts, vt in store.versions(key.encode(), time_from, time_to)]
     if order == "ascending":
         found.reverse()
-    expected = [Found(v, t, _valid_to(vt)) for v, t, vt in zip(values, timestamps, valid_tos, strict=True)]  # type: ignore[call-overload]
+    # type: ignore[call-overload]
+    expected = [Found(v, t, _valid_to(vt)) for v, t, vt in zip(values, timestamps, valid_tos, strict=True)]
     assert found == expected
 
 
@@ -280,33 +283,33 @@ def test_should_put_repeat_timestamps(store: VersionedBytesStore) -> None:
     put_to_store(store, "k", None, SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL + 20)
     put_to_store(
         store, "k", "to_be_replaced", SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL + 20
-    )  #  replace existing None with non-None, with timestamps spanning segments
+    )  # replace existing None with non-None, with timestamps spanning segments
     put_to_store(
         store, "k", None, SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL + 20
-    )  #  replace existing non-None with None
+    )  # replace existing non-None with None
     put_to_store(store, "k", "to_be_replaced", SEGMENT_INTERVAL - 1, SEGMENT_INTERVAL + 20)
     put_to_store(store, "k", "to_be_replaced", SEGMENT_INTERVAL + 1, SEGMENT_INTERVAL + 20)
     put_to_store(
         store, "k", None, SEGMENT_INTERVAL - 1, SEGMENT_INTERVAL + 1
-    )  #  replace existing non-None with None
+    )  # replace existing non-None with None
     put_to_store(
         store, "k", None, SEGMENT_INTERVAL + 1, SEGMENT_INTERVAL + 20
-    )  #  replace existing non-None with None, with timestamps spanning segments
+    )  # replace existing non-None with None, with timestamps spanning segments
     put_to_store(store, "k", None, SEGMENT_INTERVAL + 10, SEGMENT_INTERVAL + 20)
     put_to_store(store, "k", None, SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10)
     put_to_store(
         store, "k", "vp5", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
-    )  #  replace existing None with non-None
+    )  # replace existing None with non-None
     put_to_store(store, "k", "to_be_replaced", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1)
     put_to_store(
         store, "k", "vn5", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
-    )  #  replace existing non-None with non-None
+    )  # replace existing non-None with non-None
     put_to_store(
         store, "k", None, SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED
-    )  #  replace existing non-None (latest value) with None
+    )  # replace existing non-None (latest value) with None
     put_to_store(
         store, "k", None, SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED
-    )  #  replace existing None with None
+    )  # replace existing None with None
     put_to_store(store, "k", "vn6", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5)
 
     verify_get_null_from_store(store, "k")
@@ -445,7 +448,7 @@ def test_should_put_non_latest_tombstone_into_new_segment_with_valid_to(store: V
     put_to_store(store, "k", "vp30", SEGMENT_INTERVAL + 30, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(
         store, "k", None, SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL + 30
-    )  #  this put should result in tombstone with validTo=SEGMENT_INTERVAL+30
+    )  # this put should result in tombstone with validTo=SEGMENT_INTERVAL+30
     put_to_store(store, "k", "vn5", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL + 30)
     put_to_store(store, "k", "vn1", SEGMENT_INTERVAL - 1, SEGMENT_INTERVAL + 30)
     put_to_store(store, "k", None, SEGMENT_INTERVAL - 2, SEGMENT_INTERVAL - 1)
@@ -471,18 +474,18 @@ def test_should_delete(store: VersionedBytesStore) -> None:
     put_to_store(store, "k", "vn10", SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL + 10)
     put_to_store(store, "k", "vn2", SEGMENT_INTERVAL - 2, SEGMENT_INTERVAL + 10)
 
-    deleted = delete_from_store(store, "k", SEGMENT_INTERVAL - 5)  #  delete from segment
+    deleted = delete_from_store(store, "k", SEGMENT_INTERVAL - 5)  # delete from segment
     assert deleted.value == "vn10"
     assert deleted.timestamp == SEGMENT_INTERVAL - 10
 
-    deleted = delete_from_store(store, "k", SEGMENT_INTERVAL + 10)  #  delete existing timestamp
+    deleted = delete_from_store(store, "k", SEGMENT_INTERVAL + 10)  # delete existing timestamp
     assert deleted.value == "vp10"
     assert deleted.timestamp == SEGMENT_INTERVAL + 10
 
-    deleted = delete_from_store(store, "k", SEGMENT_INTERVAL + 10)  #  delete the same timestamp again
+    deleted = delete_from_store(store, "k", SEGMENT_INTERVAL + 10)  # delete the same timestamp again
     assert deleted is None
 
-    deleted = delete_from_store(store, "k", SEGMENT_INTERVAL + 25)  #  delete from latest value store
+    deleted = delete_from_store(store, "k", SEGMENT_INTERVAL + 25)  # delete from latest value store
     assert deleted.value == "vp20"
     assert deleted.timestamp == SEGMENT_INTERVAL + 20
 
@@ -491,11 +494,11 @@ def test_should_not_put_expired(store: VersionedBytesStore) -> None:
     """shouldNotPutExpired."""
     put_to_store(store, "k", "v", HISTORY_RETENTION + 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  grace period has not elapsed
+    # grace period has not elapsed
     put_to_store(store, "k1", "v1", HISTORY_RETENTION + 10 - GRACE_PERIOD, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     verify_get_value_from_store(store, "k1", "v1", HISTORY_RETENTION + 10 - GRACE_PERIOD)
 
-    #  grace period has elapsed, so this put does not take place
+    # grace period has elapsed, so this put does not take place
     put_to_store(store, "k2", "v2", HISTORY_RETENTION + 9 - GRACE_PERIOD, PUT_RETURN_CODE_NOT_PUT)
     verify_get_null_from_store(store, "k2")
 
@@ -508,19 +511,17 @@ def test_should_not_delete_expired(store: VersionedBytesStore) -> None:
     put_to_store(store, "k2", "v2", 1, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(
         store, "kother", "vother", HISTORY_RETENTION + 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED
-    )  #  use separate key to advance stream time
+    )  # use separate key to advance stream time
 
-    #  grace period has not elapsed
+    # grace period has not elapsed
     deleted = delete_from_store(store, "k1", HISTORY_RETENTION + 10 - GRACE_PERIOD)
     assert deleted.value == "v1"
     assert deleted.timestamp == 1
     verify_get_null_from_store(store, "k1")
 
-    #  grace period has elapsed, so this delete does not take place
+    # grace period has elapsed, so this delete does not take place
     deleted = delete_from_store(store, "k2", HISTORY_RETENTION + 9 - GRACE_PERIOD)
-    assert (
-        deleted is None
-    )  #  return value is None even though record exists because delete did not take place
+    assert deleted is None  # return value is None even though record exists because delete did not take place
     verify_get_value_from_store(store, "k2", "v2", 1)
 
     verify_expired_record_sensor(store, 1)
@@ -528,15 +529,15 @@ def test_should_not_delete_expired(store: VersionedBytesStore) -> None:
 
 def test_should_get_from_older_segments(store: VersionedBytesStore) -> None:
     """shouldGetFromOlderSegments."""
-    #  use a different key to create three different segments
+    # use a different key to create three different segments
     put_to_store(store, "ko", None, SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "ko", None, 2 * SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "ko", None, 3 * SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  return None after visiting all segments
+    # return None after visiting all segments
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 20)
 
-    #  insert data to create non-empty (first) segment
+    # insert data to create non-empty (first) segment
     put_to_store(store, "k", "v", SEGMENT_INTERVAL - 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", None, SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
@@ -546,11 +547,11 @@ def test_should_get_from_older_segments(store: VersionedBytesStore) -> None:
     )
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 5)
 
-    #  insert data to create non-empty (third) segment
+    # insert data to create non-empty (third) segment
     put_to_store(store, "k", "v2", 3 * SEGMENT_INTERVAL - 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", None, 3 * SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  presence of non-empty later segment does not affect results of getting from earlier segment
+    # presence of non-empty later segment does not affect results of getting from earlier segment
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 30)
     verify_timestamped_get_value_from_store(
         store, "k", SEGMENT_INTERVAL - 15, "v", SEGMENT_INTERVAL - 20, SEGMENT_INTERVAL - 10
@@ -563,7 +564,7 @@ def test_should_not_get_expired(store: VersionedBytesStore) -> None:
     put_to_store(store, "k", "v_old", 0, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v", SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  old record has not yet expired
+    # old record has not yet expired
     verify_timestamped_get_value_from_store(
         store, "k", SEGMENT_INTERVAL - 11, "v_old", 0, SEGMENT_INTERVAL - 10
     )
@@ -572,7 +573,7 @@ def test_should_not_get_expired(store: VersionedBytesStore) -> None:
         store, "ko", "vo", HISTORY_RETENTION + SEGMENT_INTERVAL - 11, PUT_RETURN_CODE_VALID_TO_UNDEFINED
     )
 
-    #  old record still has not yet expired
+    # old record still has not yet expired
     verify_timestamped_get_value_from_store(
         store, "k", SEGMENT_INTERVAL - 11, "v_old", 0, SEGMENT_INTERVAL - 10
     )
@@ -581,7 +582,7 @@ def test_should_not_get_expired(store: VersionedBytesStore) -> None:
         store, "ko", "vo2", HISTORY_RETENTION + SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED
     )
 
-    #  old record is expired now
+    # old record is expired now
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 11)
 
 
@@ -591,10 +592,10 @@ def test_should_get_expired_if_latest_value(store: VersionedBytesStore) -> None:
     put_to_store(store, "ko", "vo_old", 1, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "ko", "vo_new", HISTORY_RETENTION + 12, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  expired get on key where latest satisfies timestamp bound still returns data
+    # expired get on key where latest satisfies timestamp bound still returns data
     verify_timestamped_get_value_from_store(store, "k", 10, "v", 1, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  same expired get on key where latest value does not satisfy timestamp bound does not return data
+    # same expired get on key where latest value does not satisfy timestamp bound does not return data
     verify_timestamped_get_null_from_store(store, "ko", 10)
 
 
@@ -605,7 +606,7 @@ def test_should_distinguish_empty_and_null(store: VersionedBytesStore) -> None:
     put_to_store(store, "k", None, SEGMENT_INTERVAL - 1, SEGMENT_INTERVAL + 20)
     put_to_store(store, "k", None, SEGMENT_INTERVAL + 1, SEGMENT_INTERVAL + 20)
     put_to_store(store, "k", None, SEGMENT_INTERVAL + 10, SEGMENT_INTERVAL + 20)
-    #  empty string is serialized as an empty byte array, which is different from None (tombstone)
+    # empty string is serialized as an empty byte array, which is different from None (tombstone)
     put_to_store(store, "k", "", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10)
     put_to_store(store, "k", "", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1)
     put_to_store(store, "k", "", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5)
@@ -630,15 +631,15 @@ def test_should_distinguish_empty_and_null(store: VersionedBytesStore) -> None:
 
 def test_should_get_record_versions_from_older_segments(store: VersionedBytesStore) -> None:
     """shouldGetRecordVersionsFromOlderSegments."""
-    #  use a different key to create three different segments
+    # use a different key to create three different segments
     put_to_store(store, "ko", None, SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "ko", None, 2 * SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "ko", None, 3 * SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  return None after visiting all segments (the key does not exist.)
+    # return None after visiting all segments (the key does not exist.)
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 20, SEGMENT_INTERVAL)
 
-    #  insert data to create non-empty (first) segment
+    # insert data to create non-empty (first) segment
     put_to_store(store, "k", "v1", SEGMENT_INTERVAL - 30, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v2", SEGMENT_INTERVAL - 25, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", None, SEGMENT_INTERVAL - 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
@@ -646,10 +647,11 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
     put_to_store(store, "k", "v3", SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v4", SEGMENT_INTERVAL - 5, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  return None for the query with a time range prior to inserting values
+    # return None for the query with a time range prior to inserting values
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 40, SEGMENT_INTERVAL - 35)
 
-    #  return values for the query with query time range in which values are still valid and there are multiple tombstones
+    # return values for the query with query time range in which values are still valid and there
+    # are multiple tombstones
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -666,7 +668,7 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         ),
     )
 
-    #  return values for the query with time range (MIN, MAX)
+    # return values for the query with time range (MIN, MAX)
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -683,7 +685,7 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         ),
     )
 
-    #  return the latest record (retrieve only from the latestValueStore)
+    # return the latest record (retrieve only from the latestValueStore)
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -695,7 +697,7 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         as_list(PUT_RETURN_CODE_VALID_TO_UNDEFINED),
     )
 
-    #  return one value for the query with time fromTimeStamp = toTimestamp
+    # return one value for the query with time fromTimeStamp = toTimestamp
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -707,7 +709,7 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         as_list(PUT_RETURN_CODE_VALID_TO_UNDEFINED),
     )
 
-    #  return one values for the query with time fromTimeStamp = toTimestamp
+    # return one values for the query with time fromTimeStamp = toTimestamp
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -719,7 +721,7 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         as_list(PUT_RETURN_CODE_VALID_TO_UNDEFINED),
     )
 
-    #  return values before insertion of any tombstone
+    # return values before insertion of any tombstone
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -731,7 +733,7 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         as_list(SEGMENT_INTERVAL - 20, SEGMENT_INTERVAL - 25),
     )
 
-    #  return values for the query with time range that covers both tombstones
+    # return values for the query with time range that covers both tombstones
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -743,7 +745,7 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         as_list(SEGMENT_INTERVAL - 20),
     )
 
-    #  return values for the query with time range that after insertion of tombstones
+    # return values for the query with time range that after insertion of tombstones
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -755,7 +757,7 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         as_list(PUT_RETURN_CODE_VALID_TO_UNDEFINED, SEGMENT_INTERVAL - 5),
     )
 
-    #  return all the records that are valid during the query time range but inserted beforehand
+    # return all the records that are valid during the query time range but inserted beforehand
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -772,7 +774,8 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         ),
     )
 
-    #  return the valid record that has been inserted at the end of query time range (validFrom = query upper time bound)
+    # return the valid record that has been inserted at the end of query time range (validFrom =
+    # query upper time bound)
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -784,14 +787,14 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
         as_list(SEGMENT_INTERVAL - 5),
     )
 
-    #  return None in the time range where no value is valid
+    # return None in the time range where no value is valid
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 19, SEGMENT_INTERVAL - 16)
 
-    #  insert data to create non-empty (third) segment
+    # insert data to create non-empty (third) segment
     put_to_store(store, "k", "v5", 3 * SEGMENT_INTERVAL - 30, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", None, 3 * SEGMENT_INTERVAL - 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  presence of non-empty earlier segment does not affect results of getting from later segment
+    # presence of non-empty earlier segment does not affect results of getting from later segment
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 40, SEGMENT_INTERVAL - 35)
     verify_timestamped_get_value_from_store(
         store,
@@ -809,13 +812,13 @@ def test_should_get_record_versions_from_older_segments(store: VersionedBytesSto
 def test_should_get_record_versions_in_ascending_order(store: VersionedBytesStore) -> None:
     """shouldGetRecordVersionsInAscendingOrder."""
 
-    #  insert data to create non-empty (first) segment
+    # insert data to create non-empty (first) segment
     put_to_store(store, "k", "v1", SEGMENT_INTERVAL - 30, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v2", SEGMENT_INTERVAL - 25, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v3", SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v4", SEGMENT_INTERVAL - 5, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  return values in ascending order
+    # return values in ascending order
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -838,14 +841,14 @@ def test_should_get_record_versions_from_multiple_old_segments_in_ascending_orde
 ) -> None:
     """shouldGetRecordVersionsFromMultipleOldSegmentsInAscendingOrder."""
 
-    #  insert data to create two non-empty segments
+    # insert data to create two non-empty segments
     put_to_store(store, "k", "v1", SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v2", SEGMENT_INTERVAL - 5, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
     put_to_store(store, "k", "v3", 2 * SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v4", 2 * SEGMENT_INTERVAL - 5, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  return values from two old segments + latestValueStore in ascending order
+    # return values from two old segments + latestValueStore in ascending order
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -870,7 +873,7 @@ def test_should_not_get_expired_record_versions(store: VersionedBytesStore) -> N
     put_to_store(store, "k", "v_old", 0, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "k", "v", SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  old record has not yet expired
+    # old record has not yet expired
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -886,7 +889,7 @@ def test_should_not_get_expired_record_versions(store: VersionedBytesStore) -> N
         store, "ko", "vo", HISTORY_RETENTION + SEGMENT_INTERVAL - 11, PUT_RETURN_CODE_VALID_TO_UNDEFINED
     )
 
-    #  old record still has not yet expired
+    # old record still has not yet expired
     verify_timestamped_get_value_from_store(
         store,
         "k",
@@ -902,7 +905,7 @@ def test_should_not_get_expired_record_versions(store: VersionedBytesStore) -> N
         store, "ko", "vo2", HISTORY_RETENTION + SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED
     )
 
-    #  old record is expired now
+    # old record is expired now
     verify_timestamped_get_null_from_store(store, "k", 0, SEGMENT_INTERVAL - 11)
 
 
@@ -912,11 +915,11 @@ def test_should_get_expired_if_latest_version_value(store: VersionedBytesStore) 
     put_to_store(store, "ko", "vo_old", 1, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     put_to_store(store, "ko", "vo_new", HISTORY_RETENTION + 12, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
-    #  expired get on key where latest satisfies timestamp bound still returns data
+    # expired get on key where latest satisfies timestamp bound still returns data
     verify_timestamped_get_value_from_store(
         store, "k", 0, 10, "any", as_list("v"), as_list(1), as_list(PUT_RETURN_CODE_VALID_TO_UNDEFINED)
     )
-    #  same expired get on key where latest value does not satisfy timestamp bound does not return data
+    # same expired get on key where latest value does not satisfy timestamp bound does not return data
     verify_timestamped_get_null_from_store(store, "ko", 0, 10)
 
 
@@ -995,23 +998,24 @@ def test_should_restore_with_nulls_and_repeat_timestamps(store: VersionedBytesSt
     records.append(DataRecord("k", None, SEGMENT_INTERVAL - 10))
     records.append(
         DataRecord("k", "to_be_replaced", SEGMENT_INTERVAL - 10)
-    )  #  replaces existing None with non-None, with timestamps spanning segments
-    records.append(DataRecord("k", None, SEGMENT_INTERVAL - 10))  #  replaces existing non-None with None
+    )  # replaces existing None with non-None, with timestamps spanning segments
+    records.append(DataRecord("k", None, SEGMENT_INTERVAL - 10))  # replaces existing non-None with None
     records.append(DataRecord("k", "to_be_replaced", SEGMENT_INTERVAL - 1))
     records.append(DataRecord("k", "to_be_replaced", SEGMENT_INTERVAL + 1))
-    records.append(DataRecord("k", None, SEGMENT_INTERVAL - 1))  #  replaces existing non-None with None
+    records.append(DataRecord("k", None, SEGMENT_INTERVAL - 1))  # replaces existing non-None with None
     records.append(
         DataRecord("k", None, SEGMENT_INTERVAL + 1)
-    )  #  replaces existing non-None with None, with timestamps spanning segments
+    )  # replaces existing non-None with None, with timestamps spanning segments
     records.append(DataRecord("k", None, SEGMENT_INTERVAL + 10))
     records.append(DataRecord("k", None, SEGMENT_INTERVAL + 5))
-    records.append(DataRecord("k", "vp5", SEGMENT_INTERVAL + 5))  #  replaces existing None with non-None
+    records.append(DataRecord("k", "vp5", SEGMENT_INTERVAL + 5))  # replaces existing None with non-None
     records.append(DataRecord("k", "to_be_replaced", SEGMENT_INTERVAL - 5))
-    records.append(DataRecord("k", "vn5", SEGMENT_INTERVAL - 5))  #  replaces existing non-None with non-None
+    # replaces existing non-None with non-None
+    records.append(DataRecord("k", "vn5", SEGMENT_INTERVAL - 5))
     records.append(
         DataRecord("k", None, SEGMENT_INTERVAL + 20)
-    )  #  replaces existing non-None (latest value) with None
-    records.append(DataRecord("k", None, SEGMENT_INTERVAL + 20))  #  replaces existing None with None
+    )  # replaces existing non-None (latest value) with None
+    records.append(DataRecord("k", None, SEGMENT_INTERVAL + 20))  # replaces existing None with None
     records.append(DataRecord("k", "vn6", SEGMENT_INTERVAL - 6))
 
     restore(store, records)
@@ -1070,10 +1074,10 @@ def test_should_not_restore_expired(store: VersionedBytesStore) -> None:
     records.append(DataRecord("k", "v", HISTORY_RETENTION + 10))
     records.append(
         DataRecord("k1", "v1", HISTORY_RETENTION + 10 - GRACE_PERIOD)
-    )  #  grace period has not elapsed
+    )  # grace period has not elapsed
     records.append(
         DataRecord("k2", "v2", HISTORY_RETENTION + 9 - GRACE_PERIOD)
-    )  #  grace period has elapsed, so this record should not be restored
+    )  # grace period has elapsed, so this record should not be restored
 
     restore(store, records)
 
@@ -1089,7 +1093,7 @@ def test_should_restore_even_if_record_would_be_expired_by_end_of_batch(store: V
     records = []
     records.append(
         DataRecord("k2", "v2", HISTORY_RETENTION - GRACE_PERIOD)
-    )  #  this record will be older than grace period by the end of the batch, but should still be restored
+    )  # this record will be older than grace period by the end of the batch, but should still be restored
     records.append(DataRecord("k", "v", HISTORY_RETENTION + 10))
 
     restore(store, records)
