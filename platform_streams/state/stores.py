@@ -103,7 +103,10 @@ class SessionBytesStoreSupplier:
 
     def get(self) -> SessionBytesStore:
         return SessionBytesStore(
-            self.name, storage_backend(self.name, self.persistent), self.retention_ms, self.segment_interval_ms
+            self.name,
+            storage_backend(self.name, self.persistent),
+            self.retention_ms,
+            self.segment_interval_ms,
         )
 
 

@@ -127,9 +127,7 @@ class SegmentValue:
     def insert_as_latest(self, valid_from: int, valid_to: int, value: bytes | None) -> None:
         """Add a version newer than all in the row (a gap before it is filled by a tombstone)."""
         if valid_from < self.next_ts:
-            log.warning(
-                "Detected inconsistency among versioned store segments; automatically recovering and continuing"
-            )
+            log.warning("inconsistent versioned store segments (an earlier write failed): recovering")
             self._truncate_to(valid_from)
         if self.next_ts == valid_from:
             if self.degenerate:
