@@ -103,8 +103,11 @@ class Materialized:
     retention_ms: int | None = None
 
     @classmethod
-    def as_(cls, store_name: str) -> Materialized:
-        return cls(store_name=store_name)
+    def as_(cls, store: Any) -> Materialized:
+        """``Materialized.as_("name")``, or a store supplier (``Stores.*``, versioned too)."""
+        if isinstance(store, str):
+            return cls(store_name=store)
+        return cls(store_supplier=store)
 
     def with_key_serde(self, serde: Serde) -> Materialized:
         return replace(self, key_serde=serde)
@@ -134,8 +137,9 @@ class Joined:
     grace_ms: int | None = None
 
     def with_grace_period(self, grace: int | timedelta) -> Joined:
-        """Kafka's ``Joined.withGracePeriod``: only valid over a versioned table, which this engine
-        does not have yet, so a join given one is refused when it is built."""
+        """Kafka's ``Joined.withGracePeriod`` (KIP-923): stream records wait this long (in stream
+        time) in a buffer, then join the versioned table as of their own timestamps, so a late
+        table update still reaches them. A join over a non-versioned table refuses it."""
         ms = grace if isinstance(grace, int) else int(grace.total_seconds() * 1000)
         return replace(self, grace_ms=ms)
 

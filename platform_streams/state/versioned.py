@@ -126,7 +126,7 @@ class MeteredVersionedKeyValueStore(MeteredStore):
     def bytes_store(self) -> VersionedBytesStore:
         """The versioned bytes store at the bottom (reads need no other layer)."""
         store = self.wrapped
-        return store.inner if isinstance(store, ChangeLoggingVersionedBytesStore) else store  # type: ignore[no-any-return]
+        return store.inner if isinstance(store, ChangeLoggingVersionedBytesStore) else store
 
     @property
     def history_retention_ms(self) -> int:
@@ -154,6 +154,7 @@ class MeteredVersionedKeyValueStore(MeteredStore):
         start = perf_counter_ns()
         raw_key = self._raw_key(key)
         store = self.bytes_store
+        found: tuple[bytes, int, int | None] | None
         if as_of_timestamp is None:
             latest = store.get_latest(raw_key)
             found = None if latest is None else (latest[0], latest[1], None)
