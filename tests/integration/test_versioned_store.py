@@ -89,3 +89,54 @@ def test_should_restore(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Pat
         assert restored == produced  # one changelog record per put and per delete
         produced += _produce(bootstrap_servers, source, base + 12, [(1, "a12"), (2, "b12"), (3, "c12")])
         assert _failed_checks(bootstrap_servers, sink, produced) == [0] * produced
+
+
+def _changelog_count(bootstrap: str, topic: str, expected: int) -> None:
+    wait_until(
+        lambda: len(consume_all(bootstrap, topic, expected, timeout_s=2)) >= expected,
+        60,
+        f"{topic} has {expected}",
+    )
+
+
+def test_versioned_stream_table_join_with_out_of_order_table_updates(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """KIP-914/923 on the broker: table updates arrive out of order (v50 after v100, and v55 after
+    the stream record at 60 it should meet); the grace period holds stream records, which then
+    join the table as of their own timestamps, in timestamp order."""
+    stream_topic, table_topic = new_topic(admin, 1, "vj-stream"), new_topic(admin, 1, "vj-table")
+    sink = new_topic(admin, 1, "vj-out")
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=INT, value_serde=S)
+    table = builder.table(
+        table_topic,
+        consumed,
+        Materialized.as_(Stores.persistent_versioned_key_value_store("vj-table", 60_000)),
+    )
+    joined = Joined(key_serde=INT, value_serde=S, other_value_serde=S).with_grace_period(1_000)
+    (
+        builder.stream(stream_topic, consumed)
+        .left_join(table, lambda s, t: f"{s}+{t}", joined)
+        .to(sink, Produced(key_serde=INT, value_serde=S))
+    )
+    config = app_config(bootstrap_servers, tmp_path / "state")
+    changelog = f"{config.application_id}-vj-table-changelog"
+    base = 1_000_000
+    with running_app(builder, config):
+        _produce(bootstrap_servers, table_topic, base + 100, [(1, "v100")])
+        _produce(bootstrap_servers, table_topic, base + 50, [(1, "v50")])  # out of order
+        _changelog_count(bootstrap_servers, changelog, 2)
+        _produce(bootstrap_servers, stream_topic, base + 120, [(1, "s120")])
+        _produce(bootstrap_servers, stream_topic, base + 60, [(1, "s60")])
+        _produce(bootstrap_servers, stream_topic, base + 40, [(1, "s40")])
+        _produce(bootstrap_servers, table_topic, base + 55, [(1, "v55")])  # late, within grace
+        _changelog_count(bootstrap_servers, changelog, 3)
+        _produce(bootstrap_servers, stream_topic, base + 5_000, [(2, "flush")])  # stream time moves on
+
+        def joined_values() -> list[Any]:
+            records = consume_all(bootstrap_servers, sink, 3, timeout_s=2)
+            return [(INT.deserialize(r.key), S.deserialize(r.value), r.timestamp) for r in records]
+
+        out = wait_until(lambda: len(joined_values()) >= 3 and joined_values(), 90, "3 joined records")
+    assert out == [(1, "s40+None", base + 40), (1, "s60+v55", base + 60), (1, "s120+v100", base + 120)]
