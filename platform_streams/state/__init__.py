@@ -33,6 +33,11 @@ from platform_streams.state.stores import (
     Stores,
     WindowBytesStoreSupplier,
 )
+from platform_streams.state.versioned import (
+    VersionedBytesStoreSupplier,
+    VersionedKeyValueStoreBuilder,
+    VersionedRecord,
+)
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Window, Windowed
 from platform_streams.state.wrappers.base import changelog_topic_name
 
@@ -61,6 +66,9 @@ __all__ = [
     "StoreBuilder",
     "Stores",
     "TimeWindow",
+    "VersionedBytesStoreSupplier",
+    "VersionedKeyValueStoreBuilder",
+    "VersionedRecord",
     "Window",
     "WindowBytesStoreSupplier",
     "WindowStore",
