@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.options import Materialized
 from platform_streams.errors import TopologyError
+from platform_streams.state.dsl_store_suppliers import DslKeyValueParams
 from platform_streams.state.stores import KeyValueBytesStoreSupplier
 from platform_streams.state.timestamped_builders import KeyValueStoreSpec
 from platform_streams.state.versioned import VersionedBytesStoreSupplier
@@ -56,6 +57,8 @@ def key_value_spec(
     """The spec of store ``name``: ``materialized``'s settings over the inherited serdes."""
     mat = materialized or Materialized()
     supplier: Any = mat.store_supplier
+    if supplier is None and mat.dsl_store_suppliers is not None:
+        supplier = mat.dsl_store_suppliers.key_value_store(DslKeyValueParams(name))
     if supplier is not None:
         if not isinstance(supplier, KeyValueBytesStoreSupplier | VersionedBytesStoreSupplier):
             raise TopologyError(

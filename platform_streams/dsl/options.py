@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from platform_streams.serde import Serde
+from platform_streams.state.dsl_store_suppliers import DslStoreSuppliers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,12 +103,26 @@ class Materialized:
     log_config: dict[str, str] | None = None
     retention_ms: int | None = None
 
+    #: KIP-954: the operator's stores come from these (``with_dsl_store_suppliers``)
+    dsl_store_suppliers: DslStoreSuppliers | None = None
+
     @classmethod
     def as_(cls, store: Any) -> Materialized:
-        """``Materialized.as_("name")``, or a store supplier (``Stores.*``, versioned too)."""
+        """``Materialized.as_("name")``, a store supplier (``Stores.*``, versioned too), or a
+        :class:`~platform_streams.state.DslStoreSuppliers` (KIP-954)."""
         if isinstance(store, str):
             return cls(store_name=store)
+        if isinstance(store, DslStoreSuppliers):
+            return cls().with_dsl_store_suppliers(store)
         return cls(store_supplier=store)
+
+    def with_dsl_store_suppliers(self, suppliers: DslStoreSuppliers) -> Materialized:
+        """Take the operator's stores from ``suppliers`` (Kafka's ``Materialized.as(DslStoreSuppliers)``)."""
+        return replace(self, dsl_store_suppliers=suppliers, store_type=suppliers.store_type)
+
+    def with_store_type(self, store_type: Literal["rocksdb", "in_memory"]) -> Materialized:
+        """Kafka's ``Materialized.withStoreType``: RocksDB or in-memory stores."""
+        return replace(self, store_type=store_type, dsl_store_suppliers=None)
 
     def with_key_serde(self, serde: Serde) -> Materialized:
         return replace(self, key_serde=serde)
@@ -160,9 +175,23 @@ class StreamJoined:
     this_store_supplier: Any = None
     other_store_supplier: Any = None
 
+    #: KIP-954: the join's stores come from these (``with_dsl_store_suppliers``)
+    dsl_store_suppliers: DslStoreSuppliers | None = None
+
     @classmethod
     def with_(cls, this_store_supplier: Any, other_store_supplier: Any) -> StreamJoined:
         return cls(this_store_supplier=this_store_supplier, other_store_supplier=other_store_supplier)
+
+    def with_this_store_supplier(self, supplier: Any) -> StreamJoined:
+        return replace(self, this_store_supplier=supplier)
+
+    def with_other_store_supplier(self, supplier: Any) -> StreamJoined:
+        return replace(self, other_store_supplier=supplier)
+
+    def with_dsl_store_suppliers(self, suppliers: DslStoreSuppliers) -> StreamJoined:
+        """Kafka's ``StreamJoined.withDslStoreSuppliers``: the join's window and outer stores
+        live where ``suppliers`` put them (explicit store suppliers still win)."""
+        return replace(self, dsl_store_suppliers=suppliers, store_type=suppliers.store_type)
 
     def with_name(self, name: str) -> StreamJoined:
         return replace(self, name=name)

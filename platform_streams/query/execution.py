@@ -82,7 +82,8 @@ def _dispatch(store: Any, query: Query | None, limit: int | None) -> Any:
         if isinstance(query, MultiVersionedKeyQuery):
             time_from = _MIN_TIME if query.from_time is None else query.from_time
             time_to = _MAX_TIME if query.to_time is None else query.to_time
-            return _take(iter(versioned.versions(query.key, time_from, time_to, ascending=query.ascending)), limit)
+            versions = versioned.versions(query.key, time_from, time_to, ascending=query.ascending)
+            return _take(iter(versions), limit)
     elif isinstance(store, KeyValueStore):
         if isinstance(query, KeyQuery):
             return store.get(query.key)

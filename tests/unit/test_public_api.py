@@ -117,6 +117,8 @@ PUBLIC_API: dict[str, set[str]] = {
         "TopologyTestDriver",
     },
     "platform_streams.state": {
+        "BuiltInDslStoreSuppliers",
+        "DslStoreSuppliers",
         "CachedStateStore",
         "changelog_topic_name",
         "ChangelogPartition",
