@@ -87,40 +87,37 @@ class DslStoreSuppliers(ABC):
         return hash(type(self))
 
 
+class _BuiltInDslStoreSuppliers(DslStoreSuppliers):
+    """Every store on RocksDB (``persistent``) or in memory."""
+
+    persistent = True
+
+    def key_value_store(self, params: DslKeyValueParams) -> KeyValueBytesStoreSupplier:
+        if self.persistent:
+            return Stores.persistent_key_value_store(params.name)
+        return Stores.in_memory_key_value_store(params.name)
+
+    def window_store(self, params: DslWindowParams) -> WindowBytesStoreSupplier:
+        make = Stores.persistent_window_store if self.persistent else Stores.in_memory_window_store
+        return make(params.name, params.retention_ms, params.window_size_ms, params.retain_duplicates)
+
+    def session_store(self, params: DslSessionParams) -> SessionBytesStoreSupplier:
+        make = Stores.persistent_session_store if self.persistent else Stores.in_memory_session_store
+        return make(params.name, params.retention_ms)
+
+    @property
+    def store_type(self) -> Literal["rocksdb", "in_memory"]:
+        return "rocksdb" if self.persistent else "in_memory"
+
+
 class BuiltInDslStoreSuppliers:
     """Kafka's ``BuiltInDslStoreSuppliers``: :attr:`ROCKS_DB` and :attr:`IN_MEMORY`."""
 
-    class RocksDBDslStoreSuppliers(DslStoreSuppliers):
-        def key_value_store(self, params: DslKeyValueParams) -> KeyValueBytesStoreSupplier:
-            return Stores.persistent_key_value_store(params.name)
+    class RocksDBDslStoreSuppliers(_BuiltInDslStoreSuppliers):
+        persistent = True
 
-        def window_store(self, params: DslWindowParams) -> WindowBytesStoreSupplier:
-            return Stores.persistent_window_store(
-                params.name, params.retention_ms, params.window_size_ms, params.retain_duplicates
-            )
-
-        def session_store(self, params: DslSessionParams) -> SessionBytesStoreSupplier:
-            return Stores.persistent_session_store(params.name, params.retention_ms)
-
-        @property
-        def store_type(self) -> Literal["rocksdb", "in_memory"]:
-            return "rocksdb"
-
-    class InMemoryDslStoreSuppliers(DslStoreSuppliers):
-        def key_value_store(self, params: DslKeyValueParams) -> KeyValueBytesStoreSupplier:
-            return Stores.in_memory_key_value_store(params.name)
-
-        def window_store(self, params: DslWindowParams) -> WindowBytesStoreSupplier:
-            return Stores.in_memory_window_store(
-                params.name, params.retention_ms, params.window_size_ms, params.retain_duplicates
-            )
-
-        def session_store(self, params: DslSessionParams) -> SessionBytesStoreSupplier:
-            return Stores.in_memory_session_store(params.name, params.retention_ms)
-
-        @property
-        def store_type(self) -> Literal["rocksdb", "in_memory"]:
-            return "in_memory"
+    class InMemoryDslStoreSuppliers(_BuiltInDslStoreSuppliers):
+        persistent = False
 
     ROCKS_DB: DslStoreSuppliers = RocksDBDslStoreSuppliers()
     IN_MEMORY: DslStoreSuppliers = InMemoryDslStoreSuppliers()

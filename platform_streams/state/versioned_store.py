@@ -266,14 +266,7 @@ class VersionedBytesStore(BackedStore, StateStore):
             # move the current latest version into the segment of its new validTo
             segment = self._segment_if_live(self._segment_id(timestamp), stream_time)
             if segment is not None:
-                moved = latest[8:]
-                raw = segment.get(key)
-                if raw is None:
-                    row = SegmentValue.with_record(moved, latest_ts, timestamp)
-                else:
-                    row = SegmentValue.deserialize(raw)
-                    row.insert_as_latest(latest_ts, timestamp, moved)
-                segment.put(key, row.serialize())
+                _append_version(segment, key, latest_ts, timestamp, latest[8:])
         self._latest.put(key, None if value is None else _LONG.pack(timestamp) + value)
         return True, _SENTINEL
 
@@ -315,13 +308,7 @@ class VersionedBytesStore(BackedStore, StateStore):
             # the found version now ends at `timestamp`: it moves to that (older) segment
             older = self._segment_if_live(own_segment, stream_time)
             if older is not None:
-                older_raw = older.get(key)
-                if older_raw is None:
-                    older_row = SegmentValue.with_record(found.value, found.valid_from, timestamp)
-                else:
-                    older_row = SegmentValue.deserialize(older_raw)
-                    older_row.insert_as_latest(found.valid_from, timestamp, found.value)
-                older.put(key, older_row.serialize())
+                _append_version(older, key, found.valid_from, timestamp, found.value)
             row.update_record(timestamp, value, found.index)
         else:
             row.insert(timestamp, value, found.index)
@@ -363,3 +350,16 @@ class VersionedBytesStore(BackedStore, StateStore):
             row.insert_as_earliest(timestamp, value)
         segment.put(key, row.serialize())
         return found_ts
+
+
+def _append_version(
+    segment: BytesMap, key: bytes, valid_from: int, valid_to: int, value: bytes | None
+) -> None:
+    """Add a version as the newest of ``key``'s row in ``segment`` (a new row if there is none)."""
+    raw = segment.get(key)
+    if raw is None:
+        row = SegmentValue.with_record(value, valid_from, valid_to)
+    else:
+        row = SegmentValue.deserialize(raw)
+        row.insert_as_latest(valid_from, valid_to, value)
+    segment.put(key, row.serialize())

@@ -29,7 +29,7 @@ from platform_streams.state.versioned import (
     VersionedKeyValueStoreBuilder,
     VersionedRecord,
 )
-from platform_streams.state.wrappers.base import WrappedStore
+from platform_streams.state.wrappers.base import SpecStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 
 if TYPE_CHECKING:
@@ -39,28 +39,16 @@ if TYPE_CHECKING:
 __all__ = ["VersionedTableStore"]
 
 
-class VersionedTableStore(WrappedStore):
+class VersionedTableStore(SpecStore):
     """A versioned KTable's store; ``wrapped`` (the metered versioned stack) exists from ``init`` on."""
 
     versioned = True
+    spec: KeyValueStoreSpec
 
     def __init__(self, spec: KeyValueStoreSpec) -> None:
-        super().__init__(None)
-        self.spec = spec
+        super().__init__(spec)
         self._listener: FlushListener | None = None
         self._out_of_order: FlushListener | None = None
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.spec.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.wrapped is not None and bool(self.wrapped.is_open)
 
     @property
     def caching_enabled(self) -> bool:
