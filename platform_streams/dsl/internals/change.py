@@ -30,8 +30,8 @@ class Change(NamedTuple):
 
     ``is_latest`` False (an :class:`OutOfOrderChange`) marks an out-of-order update of a
     versioned table (KIP-914): it was stored as an older version, is still forwarded
-    (``to_stream`` shows it), and table-table joins skip it. It is not written to repartition
-    topics (Kafka's ``group_by`` does not use it).
+    (``to_stream`` shows it), and table-table joins and ``group_by`` skip it (Kafka's
+    versioned semantics), so it never reaches a repartition topic.
     """
 
     new: Any

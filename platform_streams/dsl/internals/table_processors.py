@@ -385,6 +385,8 @@ class GroupByProcessor(NodeProcessor):
     def process(self, key: Any, change: Change, timestamp: int, headers: Headers) -> None:
         if key is None:
             raise StreamsError("record key for the grouping KTable should not be null")
+        if not change.is_latest:
+            return  # an aggregate of a versioned table counts latest-by-timestamp versions only
         selector = self.selector
         new_pair = selector(key, change.new) if change.new is not None else None
         old_pair = selector(key, change.old) if change.old is not None else None
