@@ -64,6 +64,7 @@ def _failed_checks(bootstrap: str, sink: str, expected: int) -> list[int]:
     return wait_until(read, 90, f"{expected} checked records in {sink}", interval_s=0.2)
 
 
+@pytest.mark.apache_kafka  # restore depends on the broker keeping the changelog records' timestamps
 def test_should_restore(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path) -> None:
     """VersionedKeyValueStoreIntegrationTest.shouldRestore (+ shouldSetChangelogTopicProperties)."""
     source, sink = new_topic(admin, 1, "versioned-in"), new_topic(admin, 1, "versioned-out")
