@@ -10,7 +10,10 @@ table is looked up as of the stream record's timestamp, also without a grace per
 
 from __future__ import annotations
 
+import pytest
+
 from platform_streams.dsl import Consumed, Materialized, Produced, StreamsBuilder
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Long, String
 from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
@@ -68,3 +71,13 @@ def test_stream_table_join_reads_the_version_of_the_stream_records_time() -> Non
             "s15+t10",
             "s25+t20",
         ]
+
+
+def test_should_throw_on_versioned_store_supplier_for_global_table() -> None:
+    """InternalStreamsBuilderTest.shouldThrowOnVersionedStoreSupplierForGlobalTable (apache/kafka
+    streams/src/test/java/org/apache/kafka/streams/kstream/internals/InternalStreamsBuilderTest.java)"""
+    builder = StreamsBuilder()
+    with pytest.raises(TopologyError, match="versioned"):
+        builder.global_table(
+            "table", SS, Materialized.as_(Stores.persistent_versioned_key_value_store("store", 0))
+        )
