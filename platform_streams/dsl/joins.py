@@ -25,19 +25,22 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.internals.table_join_processors import (
+    Joiner,
     JoinMergeOp,
     JoinSide,
     StreamTableJoinProcessor,
     TableJoinProcessor,
     joiner_with_key,
 )
+from platform_streams.dsl.internals.versioned_join import VersionedStreamTableJoinProcessor, buffer_store_name
 from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
 from platform_streams.dsl.options import Joined, Materialized, name_of
 from platform_streams.errors import TopologyError
-from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+from platform_streams.state.timestamped_builders import KeyValueStoreSpec, bytes_store_builder
 
 if TYPE_CHECKING:
+    from platform_streams.dsl.internals.table_processors import ValueGetterSupplier
     from platform_streams.dsl.ktable import GlobalKTable, KTable
 
 __all__ = ["joiner_with_key", "stream_join", "table_table_join"]
@@ -77,7 +80,8 @@ def _stream_table_join(
     if table.builder is not stream.builder:
         raise TopologyError("cannot join a stream and a table from different StreamsBuilders")
     joined = joined or Joined()
-    if joined.grace_ms is not None:
+    view = table.value_getter_supplier()
+    if joined.grace_ms is not None and not view.is_versioned():
         # Kafka's KStreamImpl.join: a grace period needs a versioned table (shouldFailIfTableIsNotVersioned)
         raise TopologyError("KTable must be versioned to use a grace period in a stream table join.")
     if stream.repartition_required:
@@ -90,11 +94,45 @@ def _stream_table_join(
     topology = builder.topology
     topology.add_copartition_group(stream.source_topics | table.source_topics)
     name = builder.names.name("KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-", joined.name)
-    view = table.value_getter_supplier()
     fn = joiner_with_key(joiner)
-    topology.add_processor(name, lambda: StreamTableJoinProcessor(view, fn, left), stream.node_name)
+    if joined.grace_ms is None:
+        topology.add_processor(name, lambda: StreamTableJoinProcessor(view, fn, left), stream.node_name)
+    else:
+        _add_grace_join(stream, name, view, fn, joined, left)
     topology.connect_processor_and_state_stores(name, *view.store_names())
     return KStream(builder, name, key_serde=stream.key_serde, source_topics=stream.source_topics)
+
+
+def _add_grace_join(
+    stream: KStream, name: str, view: ValueGetterSupplier, fn: Joiner, joined: Joined, left: bool
+) -> None:
+    """The join processor with its ``<name>-Buffer`` store (KIP-923): stream records wait out
+    the grace period, then join the versioned table as of their timestamps."""
+    grace_ms = joined.grace_ms
+    assert grace_ms is not None
+    if grace_ms < 0:
+        raise TopologyError(f"join {name}: the grace period must not be negative, got {grace_ms} ms")
+    retention = view.history_retention_ms()
+    if retention is not None and retention < grace_ms:
+        raise TopologyError("History retention must be at least grace period.")
+    buffer = buffer_store_name(name)
+    key_serde = joined.key_serde or stream.key_serde
+    value_serde = joined.value_serde or stream.value_serde
+    topology = stream.builder.topology
+    topology.add_processor(
+        name,
+        lambda: VersionedStreamTableJoinProcessor(
+            view,
+            fn,
+            left,
+            buffer_store=buffer,
+            grace_ms=grace_ms,
+            key_serde=key_serde,
+            value_serde=value_serde,
+        ),
+        stream.node_name,
+    )
+    topology.add_state_store(bytes_store_builder(buffer, "rocksdb", logging_enabled=True), name)
 
 
 def _stream_global_join(

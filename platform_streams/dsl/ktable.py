@@ -37,6 +37,7 @@ from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
 from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, by_type, name_of
+from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Serde
 from platform_streams.state.timestamped_builders import KeyValueStoreSpec
@@ -470,6 +471,11 @@ def source_global_table(
     source_name = builder.names.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
     processor_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
     spec = key_value_spec(store, materialized, key_serde=key_serde, value_serde=value_serde)
+    if spec.versioned:
+        # Kafka's InternalStreamsBuilder.globalTable refuses versioned stores (TopologyException)
+        raise TopologyError(
+            f"global table {store!r}: a GlobalKTable cannot be materialized as a versioned store"
+        )
     spec = spec.with_logging_disabled()
     spec.caching_enabled = False
     builder.topology.add_global_store(

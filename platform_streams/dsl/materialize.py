@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.options import Materialized
 from platform_streams.errors import TopologyError
+from platform_streams.state.dsl_store_suppliers import DslKeyValueParams
 from platform_streams.state.stores import KeyValueBytesStoreSupplier
 from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+from platform_streams.state.versioned import VersionedBytesStoreSupplier
 
 if TYPE_CHECKING:
     from platform_streams.dsl.builder import StreamsBuilder
@@ -55,8 +57,10 @@ def key_value_spec(
     """The spec of store ``name``: ``materialized``'s settings over the inherited serdes."""
     mat = materialized or Materialized()
     supplier: Any = mat.store_supplier
+    if supplier is None and mat.dsl_store_suppliers is not None:
+        supplier = mat.dsl_store_suppliers.key_value_store(DslKeyValueParams(name))
     if supplier is not None:
-        if not isinstance(supplier, KeyValueBytesStoreSupplier):
+        if not isinstance(supplier, KeyValueBytesStoreSupplier | VersionedBytesStoreSupplier):
             raise TopologyError(
                 f"store {name!r} needs a key-value store supplier (Stores.*_key_value_store): {supplier!r}"
             )
@@ -68,7 +72,8 @@ def key_value_spec(
         value_serde=mat.value_serde or value_serde,
         store_type=mat.store_type,
         store_supplier=supplier,
-        caching_enabled=mat.caching_enabled,
+        # Kafka Streams never caches a versioned store
+        caching_enabled=mat.caching_enabled and not isinstance(supplier, VersionedBytesStoreSupplier),
         logging_enabled=mat.logging_enabled,
         log_config=dict(mat.log_config or {}),
     )

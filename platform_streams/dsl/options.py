@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from platform_streams.serde import Serde
+from platform_streams.state.dsl_store_suppliers import DslStoreSuppliers
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,9 +103,26 @@ class Materialized:
     log_config: dict[str, str] | None = None
     retention_ms: int | None = None
 
+    #: KIP-954: the operator's stores come from these (``with_dsl_store_suppliers``)
+    dsl_store_suppliers: DslStoreSuppliers | None = None
+
     @classmethod
-    def as_(cls, store_name: str) -> Materialized:
-        return cls(store_name=store_name)
+    def as_(cls, store: Any) -> Materialized:
+        """``Materialized.as_("name")``, a store supplier (``Stores.*``, versioned too), or a
+        :class:`~platform_streams.state.DslStoreSuppliers` (KIP-954)."""
+        if isinstance(store, str):
+            return cls(store_name=store)
+        if isinstance(store, DslStoreSuppliers):
+            return cls().with_dsl_store_suppliers(store)
+        return cls(store_supplier=store)
+
+    def with_dsl_store_suppliers(self, suppliers: DslStoreSuppliers) -> Materialized:
+        """Take the operator's stores from ``suppliers`` (Kafka's ``Materialized.as(DslStoreSuppliers)``)."""
+        return replace(self, dsl_store_suppliers=suppliers, store_type=suppliers.store_type)
+
+    def with_store_type(self, store_type: Literal["rocksdb", "in_memory"]) -> Materialized:
+        """Kafka's ``Materialized.withStoreType``: RocksDB or in-memory stores."""
+        return replace(self, store_type=store_type, dsl_store_suppliers=None)
 
     def with_key_serde(self, serde: Serde) -> Materialized:
         return replace(self, key_serde=serde)
@@ -134,8 +152,9 @@ class Joined:
     grace_ms: int | None = None
 
     def with_grace_period(self, grace: int | timedelta) -> Joined:
-        """Kafka's ``Joined.withGracePeriod``: only valid over a versioned table, which this engine
-        does not have yet, so a join given one is refused when it is built."""
+        """Kafka's ``Joined.withGracePeriod`` (KIP-923): stream records wait this long (in stream
+        time) in a buffer, then join the versioned table as of their own timestamps, so a late
+        table update still reaches them. A join over a non-versioned table refuses it."""
         ms = grace if isinstance(grace, int) else int(grace.total_seconds() * 1000)
         return replace(self, grace_ms=ms)
 
@@ -193,9 +212,23 @@ class StreamJoined:
     this_store_supplier: Any = None
     other_store_supplier: Any = None
 
+    #: KIP-954: the join's stores come from these (``with_dsl_store_suppliers``)
+    dsl_store_suppliers: DslStoreSuppliers | None = None
+
     @classmethod
     def with_(cls, this_store_supplier: Any, other_store_supplier: Any) -> StreamJoined:
         return cls(this_store_supplier=this_store_supplier, other_store_supplier=other_store_supplier)
+
+    def with_this_store_supplier(self, supplier: Any) -> StreamJoined:
+        return replace(self, this_store_supplier=supplier)
+
+    def with_other_store_supplier(self, supplier: Any) -> StreamJoined:
+        return replace(self, other_store_supplier=supplier)
+
+    def with_dsl_store_suppliers(self, suppliers: DslStoreSuppliers) -> StreamJoined:
+        """Kafka's ``StreamJoined.withDslStoreSuppliers``: the join's window and outer stores
+        live where ``suppliers`` put them (explicit store suppliers still win)."""
+        return replace(self, dsl_store_suppliers=suppliers, store_type=suppliers.store_type)
 
     def with_name(self, name: str) -> StreamJoined:
         return replace(self, name=name)

@@ -34,6 +34,7 @@ from platform_streams.dsl.internals.stream_join_processors import (
 from platform_streams.dsl.options import StreamJoined
 from platform_streams.dsl.windows import JoinWindows
 from platform_streams.errors import TopologyError
+from platform_streams.state.dsl_store_suppliers import DslWindowParams
 from platform_streams.state.timestamped_builders import bytes_store_builder
 from platform_streams.state.timestamped_window_store import WindowStoreSpec
 from platform_streams.topology.nodes import StatelessOp
@@ -176,8 +177,14 @@ def _join_store(
     value_serde: Any,
     supplier: Any = None,
 ) -> WindowStoreSpec:
-    """A join side's window store: every record kept (duplicates), no cache, as in Kafka Streams."""
+    """A join side's window store: every record kept (duplicates), no cache, as in Kafka Streams.
+
+    Without an explicit supplier, ``sj.dsl_store_suppliers`` (KIP-954) supplies the store."""
     size = max(windows.size(), 1)  # a zero-width window still needs a positive store window
+    if supplier is None and sj.dsl_store_suppliers is not None:
+        supplier = sj.dsl_store_suppliers.window_store(
+            DslWindowParams(name, size + windows.grace_ms, size, retain_duplicates=True)
+        )
     return WindowStoreSpec(
         name=name,
         key_serde=key_serde,

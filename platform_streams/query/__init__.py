@@ -15,7 +15,15 @@ the owner.
 
 from platform_streams.query.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from platform_streams.query.position import Position, PositionBound
-from platform_streams.query.queries import KeyQuery, Query, RangeQuery, WindowKeyQuery, WindowRangeQuery
+from platform_streams.query.queries import (
+    KeyQuery,
+    MultiVersionedKeyQuery,
+    Query,
+    RangeQuery,
+    VersionedKeyQuery,
+    WindowKeyQuery,
+    WindowRangeQuery,
+)
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import FailureReason, QueryResult, StateQueryResult
 
@@ -24,6 +32,7 @@ __all__ = [
     "HostInfo",
     "KeyQuery",
     "KeyQueryMetadata",
+    "MultiVersionedKeyQuery",
     "Position",
     "PositionBound",
     "Query",
@@ -32,6 +41,7 @@ __all__ = [
     "StateQueryRequest",
     "StateQueryResult",
     "StreamsMetadata",
+    "VersionedKeyQuery",
     "WindowKeyQuery",
     "WindowRangeQuery",
 ]

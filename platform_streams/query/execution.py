@@ -14,15 +14,31 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from platform_streams.query.queries import KeyQuery, Query, RangeQuery, WindowKeyQuery, WindowRangeQuery
+from platform_streams.query.queries import (
+    KeyQuery,
+    MultiVersionedKeyQuery,
+    Query,
+    RangeQuery,
+    VersionedKeyQuery,
+    WindowKeyQuery,
+    WindowRangeQuery,
+)
 from platform_streams.query.results import FailureReason, QueryResult
 from platform_streams.state.api import KeyValueStore, SessionStore, WindowStore
+from platform_streams.state.versioned import MeteredVersionedKeyValueStore
 from platform_streams.state.windowed import TimeWindow, Windowed
 
 __all__ = ["execute_query", "store_kind"]
 
 #: The latest window start a store can hold (``fetch_between`` upper bound for "all").
 _MAX_TIME = 2**63 - 1
+_MIN_TIME = -(2**63)
+
+
+def _versioned(store: Any) -> MeteredVersionedKeyValueStore | None:
+    """The versioned store of a versioned KTable's or a Processor API versioned store."""
+    store = getattr(store, "versioned_store", store)
+    return store if isinstance(store, MeteredVersionedKeyValueStore) else None
 
 
 def store_kind(store: Any) -> str:
@@ -33,6 +49,8 @@ def store_kind(store: Any) -> str:
         return "window"
     if isinstance(store, SessionStore):
         return "session"
+    if _versioned(store) is not None:
+        return "versioned"
     return "unknown"
 
 
@@ -56,7 +74,17 @@ _UNKNOWN = object()
 
 
 def _dispatch(store: Any, query: Query | None, limit: int | None) -> Any:
-    if isinstance(store, KeyValueStore):
+    versioned = _versioned(store)
+    if versioned is not None:
+        # Kafka's versioned stores answer only the versioned queries (KIP-960/968)
+        if isinstance(query, VersionedKeyQuery):
+            return versioned.get(query.key, query.as_of_timestamp)
+        if isinstance(query, MultiVersionedKeyQuery):
+            time_from = _MIN_TIME if query.from_time is None else query.from_time
+            time_to = _MAX_TIME if query.to_time is None else query.to_time
+            versions = versioned.versions(query.key, time_from, time_to, ascending=query.ascending)
+            return _take(iter(versions), limit)
+    elif isinstance(store, KeyValueStore):
         if isinstance(query, KeyQuery):
             return store.get(query.key)
         if isinstance(query, RangeQuery):

@@ -11,6 +11,10 @@ key serde, exactly as a processor would pass them to the store.
 * :class:`WindowKeyQuery` -- the windows of one key whose start lies in a time range.
 * :class:`WindowRangeQuery` -- all windows of one key (``with_key``) or every key's
   windows starting in a time range (``with_window_start_range``).
+* :class:`VersionedKeyQuery` -- one key of a versioned store, latest or ``as_of`` a time
+  (KIP-960): a :class:`~platform_streams.state.versioned.VersionedRecord` or None.
+* :class:`MultiVersionedKeyQuery` -- every version of one key valid in a time range
+  (KIP-968): a list of ``VersionedRecord``, newest first unless ascending is asked.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KeyQuery", "Query", "RangeQuery", "WindowKeyQuery", "WindowRangeQuery"]
+__all__ = [
+    "KeyQuery",
+    "MultiVersionedKeyQuery",
+    "Query",
+    "RangeQuery",
+    "VersionedKeyQuery",
+    "WindowKeyQuery",
+    "WindowRangeQuery",
+]
 
 
 class Query:
@@ -107,3 +119,51 @@ class WindowRangeQuery(Query):
     @classmethod
     def with_window_start_range(cls, time_from_ms: int, time_to_ms: int) -> WindowRangeQuery:
         return cls(time_from_ms=int(time_from_ms), time_to_ms=int(time_to_ms))
+
+
+@dataclass(frozen=True, slots=True)
+class VersionedKeyQuery(Query):
+    """Kafka's ``VersionedKeyQuery``: the latest version of ``key``, or the one valid ``as_of``."""
+
+    key: Any
+    as_of_timestamp: int | None = None
+
+    @classmethod
+    def with_key(cls, key: Any) -> VersionedKeyQuery:
+        if key is None:
+            raise ValueError("key cannot be null.")
+        return cls(key)
+
+    def as_of(self, timestamp: int) -> VersionedKeyQuery:
+        if timestamp is None:
+            raise ValueError("asOf timestamp cannot be null.")
+        return VersionedKeyQuery(self.key, timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class MultiVersionedKeyQuery(Query):
+    """Kafka's ``MultiVersionedKeyQuery``: versions of ``key`` valid at some time in
+    ``[from_time, to_time]`` (None: unbounded), newest first unless ``ascending``."""
+
+    key: Any
+    from_time: int | None = None
+    to_time: int | None = None
+    ascending: bool = False
+
+    @classmethod
+    def with_key(cls, key: Any) -> MultiVersionedKeyQuery:
+        if key is None:
+            raise ValueError("key cannot be null.")
+        return cls(key)
+
+    def from_time_ms(self, from_time: int) -> MultiVersionedKeyQuery:
+        return MultiVersionedKeyQuery(self.key, from_time, self.to_time, self.ascending)
+
+    def to_time_ms(self, to_time: int) -> MultiVersionedKeyQuery:
+        return MultiVersionedKeyQuery(self.key, self.from_time, to_time, self.ascending)
+
+    def with_ascending_timestamps(self) -> MultiVersionedKeyQuery:
+        return MultiVersionedKeyQuery(self.key, self.from_time, self.to_time, True)
+
+    def with_descending_timestamps(self) -> MultiVersionedKeyQuery:
+        return MultiVersionedKeyQuery(self.key, self.from_time, self.to_time, False)

@@ -108,6 +108,7 @@ class StandbyTask:
             held.extend(messages)
             return True
         batch: list[tuple[bytes, bytes | None]] = []
+        timestamps: list[int] = []
         last: int | None = None
         for index, msg in enumerate(messages):
             if not self.filter.is_committed(msg):
@@ -117,8 +118,9 @@ class StandbyTask:
             key = msg.key()
             if key is not None:
                 batch.append((key, msg.value()))
+                timestamps.append(msg.timestamp()[1])
         if last is not None:
-            self.state_manager.restore(self.store_of[tp], batch, last_offset=last)
+            self.state_manager.restore(self.store_of[tp], batch, last_offset=last, timestamps=timestamps)
             self.applied += len(batch)
             self._dirty = True
         return tp in self.held

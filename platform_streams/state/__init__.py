@@ -24,6 +24,7 @@ from platform_streams.state.builders import (
 )
 from platform_streams.state.cache import RecordCache
 from platform_streams.state.checkpoint import CheckpointFormatError, OffsetCheckpoint
+from platform_streams.state.dsl_store_suppliers import BuiltInDslStoreSuppliers, DslStoreSuppliers
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
 from platform_streams.state.restore import ChangelogReader, RecordFilter, StateRestoreListener
 from platform_streams.state.store_context import RestoreCallback, StateStoreContext
@@ -33,15 +34,22 @@ from platform_streams.state.stores import (
     Stores,
     WindowBytesStoreSupplier,
 )
+from platform_streams.state.versioned import (
+    VersionedBytesStoreSupplier,
+    VersionedKeyValueStoreBuilder,
+    VersionedRecord,
+)
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Window, Windowed
 from platform_streams.state.wrappers.base import changelog_topic_name
 
 __all__ = [
     "FROM_BEGINNING",
+    "BuiltInDslStoreSuppliers",
     "CachedStateStore",
     "ChangelogPartition",
     "ChangelogReader",
     "CheckpointFormatError",
+    "DslStoreSuppliers",
     "FlushListener",
     "KeyValueBytesStoreSupplier",
     "KeyValueStore",
@@ -61,6 +69,9 @@ __all__ = [
     "StoreBuilder",
     "Stores",
     "TimeWindow",
+    "VersionedBytesStoreSupplier",
+    "VersionedKeyValueStoreBuilder",
+    "VersionedRecord",
     "Window",
     "WindowBytesStoreSupplier",
     "WindowStore",

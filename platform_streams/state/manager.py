@@ -43,7 +43,7 @@ from platform_streams.errors import IllegalStateError, TaskCorruptedError
 from platform_streams.processor.task_id import TaskId
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
 from platform_streams.state.private_files import make_private_dirs
-from platform_streams.state.store_context import RestoreCallback
+from platform_streams.state.store_context import RestoreCallback, TimestampedRestoreCallback
 from platform_streams.state.wrappers.base import innermost
 
 __all__ = ["FROM_BEGINNING", "ChangelogPartition", "ProcessorStateManager"]
@@ -208,16 +208,30 @@ class ProcessorStateManager:
     # ------------------------------------------------------------------ restore
 
     def restore(
-        self, store_name: str, batch: list[tuple[bytes, bytes | None]], *, last_offset: int | None = None
+        self,
+        store_name: str,
+        batch: list[tuple[bytes, bytes | None]],
+        *,
+        last_offset: int | None = None,
+        timestamps: list[int] | None = None,
     ) -> None:
-        """Apply a batch of changelog records; ``last_offset`` is the last offset the batch covers."""
+        """Apply a batch of changelog records; ``last_offset`` is the last offset the batch covers.
+
+        ``timestamps`` (the records' timestamps, parallel to ``batch``) reach the stores whose
+        callback is a :class:`TimestampedRestoreCallback` (versioned stores)."""
         md = self._stores.get(store_name)
         if md is None:
             raise IllegalStateError(f"task {self.task_id}: no store {store_name!r} to restore")
         if batch:
             self._restoring = True
             try:
-                md.restore_callback(batch)
+                callback = md.restore_callback
+                if isinstance(callback, TimestampedRestoreCallback):
+                    if timestamps is None:
+                        raise IllegalStateError(f"store {store_name!r} restores only with record timestamps")
+                    callback.apply(batch, timestamps)
+                else:
+                    callback(batch)
             finally:
                 self._restoring = False
             md.restored += len(batch)

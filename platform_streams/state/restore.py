@@ -138,6 +138,7 @@ class ChangelogReader:
         total = skipped = 0
         reported_at = 0
         batch: list[tuple[bytes, bytes | None]] = []
+        timestamps: list[int] = []  # record timestamps: a versioned store's version times
         last_offset: int | None = None
         records = read_partition_range(
             self._conf,
@@ -166,9 +167,11 @@ class ChangelogReader:
                     skipped += 1
                     continue
                 batch.append((key, msg.value()))
+                timestamps.append(msg.timestamp()[1])
                 if len(batch) >= batch_size:
-                    total += self._apply(manager, store, tp, batch, last_offset)
+                    total += self._apply(manager, store, tp, batch, last_offset, timestamps)
                     batch = []
+                    timestamps = []
                     now = time.monotonic()
                     if total - reported_at >= self._progress_records or now - last_report >= self._progress_s:
                         log.info(
@@ -185,7 +188,7 @@ class ChangelogReader:
             if close is not None:
                 close()  # stops the generator: closes its consumer now, not at GC
         if batch or last_offset is not None:
-            total += self._apply(manager, store, tp, batch, last_offset)
+            total += self._apply(manager, store, tp, batch, last_offset, timestamps)
         listener.on_restore_end(store, tp, total)
         log.info(
             "restored store %s from %s-%d: %d records (%d skipped) in %.2fs, last offset %s",
@@ -206,8 +209,9 @@ class ChangelogReader:
         tp: tuple[str, int],
         batch: list[tuple[bytes, bytes | None]],
         last_offset: int | None,
+        timestamps: list[int],
     ) -> int:
-        manager.restore(store, batch, last_offset=last_offset)
+        manager.restore(store, batch, last_offset=last_offset, timestamps=timestamps)
         if batch and last_offset is not None:
             self._listener.on_batch_restored(store, tp, last_offset, len(batch))
         return len(batch)

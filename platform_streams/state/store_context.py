@@ -24,6 +24,24 @@ if TYPE_CHECKING:
 RestoreCallback = Callable[[list[tuple[bytes, bytes | None]]], None]
 
 
+class TimestampedRestoreCallback:
+    """A restore callback that also needs each changelog record's timestamp.
+
+    A versioned store's changelog records carry the version's timestamp as the record
+    timestamp (KIP-889), so its restore cannot work from ``(key, value)`` alone. The state
+    manager hands such a callback ``apply(batch, timestamps)``; a plain call (a path that
+    has no timestamps) is refused instead of restoring wrong versions.
+    """
+
+    __slots__ = ("apply",)
+
+    def __init__(self, apply: Callable[[list[tuple[bytes, bytes | None]], list[int]], None]) -> None:
+        self.apply = apply
+
+    def __call__(self, batch: list[tuple[bytes, bytes | None]]) -> None:
+        raise TypeError("this store restores only with the changelog records' timestamps")
+
+
 class StateStoreContext(ABC):
     """The task-side services a store needs: identity, directories, changelog, restore."""
 

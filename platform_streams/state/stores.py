@@ -21,16 +21,19 @@ from platform_streams.state.window_store import WindowBytesStore
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
+    from platform_streams.state.versioned import VersionedBytesStoreSupplier, VersionedKeyValueStoreBuilder
 
 __all__ = [
     "KeyValueBytesStoreSupplier",
     "SessionBytesStoreSupplier",
     "Stores",
     "WindowBytesStoreSupplier",
+    "storage_backend",
 ]
 
 
-def _backend(name: str, persistent: bool) -> StorageBackend:
+def storage_backend(name: str, persistent: bool) -> StorageBackend:
+    """A new backend for one task's store: RocksDB when ``persistent``, else memory."""
     if persistent:
         # Imported here so that in-memory-only users never load the RocksDB extension.
         from platform_streams.state.rocksdb import RocksDBBackend
@@ -56,7 +59,7 @@ class KeyValueBytesStoreSupplier:
         return "rocksdb" if self.persistent else "in-memory"
 
     def get(self) -> KeyValueBytesStore:
-        return KeyValueBytesStore(self.name, _backend(self.name, self.persistent))
+        return KeyValueBytesStore(self.name, storage_backend(self.name, self.persistent))
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +80,7 @@ class WindowBytesStoreSupplier:
     def get(self) -> WindowBytesStore:
         return WindowBytesStore(
             self.name,
-            _backend(self.name, self.persistent),
+            storage_backend(self.name, self.persistent),
             self.retention_ms,
             self.window_size_ms,
             self.retain_duplicates,
@@ -100,7 +103,10 @@ class SessionBytesStoreSupplier:
 
     def get(self) -> SessionBytesStore:
         return SessionBytesStore(
-            self.name, _backend(self.name, self.persistent), self.retention_ms, self.segment_interval_ms
+            self.name,
+            storage_backend(self.name, self.persistent),
+            self.retention_ms,
+            self.segment_interval_ms,
         )
 
 
@@ -156,6 +162,25 @@ class Stores:
     @staticmethod
     def in_memory_session_store(name: str, retention_ms: int) -> SessionBytesStoreSupplier:
         return _session_supplier(name, retention_ms, persistent=False)
+
+    @staticmethod
+    def persistent_versioned_key_value_store(
+        name: str, history_retention_ms: int, segment_interval_ms: int | None = None
+    ) -> VersionedBytesStoreSupplier:
+        """A versioned store (KIP-889) keeping old versions for ``history_retention_ms``, which
+        is also its grace period; the segment interval defaults as in Kafka Streams."""
+        from platform_streams.state.versioned import versioned_supplier
+
+        _check_name(name)
+        return versioned_supplier(name, history_retention_ms, segment_interval_ms, persistent=True)
+
+    @staticmethod
+    def versioned_key_value_store_builder(
+        supplier: VersionedBytesStoreSupplier, key_serde: Serde, value_serde: Serde
+    ) -> VersionedKeyValueStoreBuilder:
+        from platform_streams.state.versioned import VersionedKeyValueStoreBuilder
+
+        return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def key_value_store_builder(

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
     from platform_streams.state.builders import KeyValueStoreBuilder
     from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
+    from platform_streams.state.versioned import VersionedBytesStoreSupplier
+    from platform_streams.state.versioned_table_store import VersionedTableStore
 
 __all__ = [
     "KeyValueStoreSpec",
@@ -78,7 +80,8 @@ class KeyValueStoreSpec:
     key_serde: Serde | None
     value_serde: Serde | None
     store_type: StoreType = "rocksdb"
-    store_supplier: KeyValueBytesStoreSupplier | None = None
+    #: a versioned supplier makes this a versioned table's store (KIP-914)
+    store_supplier: KeyValueBytesStoreSupplier | VersionedBytesStoreSupplier | None = None
     caching_enabled: bool = True
     logging_enabled: bool = True
     log_config: dict[str, str] = field(default_factory=dict)
@@ -92,20 +95,39 @@ class KeyValueStoreSpec:
             return bool(self.store_supplier.persistent)
         return self.store_type == "rocksdb"
 
+    @property
+    def versioned(self) -> bool:
+        return self.store_supplier is not None and hasattr(self.store_supplier, "history_retention_ms")
+
     def bytes_supplier(self) -> KeyValueBytesStoreSupplier:
-        if self.store_supplier is not None:
-            return self.store_supplier
+        supplier = self.store_supplier
+        if isinstance(supplier, KeyValueBytesStoreSupplier):
+            return supplier
         return key_value_supplier(self.name, self.store_type)
 
+    def versioned_supplier(self) -> VersionedBytesStoreSupplier:
+        supplier = self.store_supplier
+        if supplier is None or not self.versioned:
+            raise TypeError(f"store {self.name} is not versioned")
+        return supplier  # type: ignore[return-value]
+
     def changelog_topic_config(self) -> dict[str, str]:
+        if self.versioned:
+            from platform_streams.state.versioned import versioned_changelog_config
+
+            return versioned_changelog_config(self.versioned_supplier().history_retention_ms, self.log_config)
         return {"cleanup.policy": "compact", **self.log_config}
 
     def with_logging_disabled(self) -> KeyValueStoreSpec:
         """A copy without changelog (global stores: their topic is the log)."""
         return replace(self, logging_enabled=False, log_config={})
 
-    def build(self) -> TimestampedKeyValueStore:
+    def build(self) -> TimestampedKeyValueStore | VersionedTableStore:
         """A new, uninitialised store for one task (serdes are resolved in its ``init``)."""
+        if self.versioned:
+            from platform_streams.state.versioned_table_store import VersionedTableStore
+
+            return VersionedTableStore(self)
         from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
 
         return TimestampedKeyValueStore(self)

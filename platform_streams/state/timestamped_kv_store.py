@@ -34,7 +34,7 @@ from platform_streams.state.api import CachedStateStore, FlushListener, KeyValue
 from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
-from platform_streams.state.wrappers.base import WrappedStore
+from platform_streams.state.wrappers.base import SpecStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 
 if TYPE_CHECKING:
@@ -59,12 +59,13 @@ class _SourceTopicChangelogContext(ChangelogRegisteringContext):
         self._delegate.register(store, restore, self.changelog_topic)
 
 
-class TimestampedKeyValueStore(WrappedStore, KeyValueStore[Any, Any], CachedStateStore):
+class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateStore):
     """A KTable's key-value store; ``wrapped`` (the metered stack) exists from ``init`` on."""
 
+    spec: KeyValueStoreSpec
+
     def __init__(self, spec: KeyValueStoreSpec) -> None:
-        super().__init__(None)
-        self.spec = spec
+        super().__init__(spec)
         self._key_serde: Serde | None = None
         self._context: StateStoreContext | None = None
         self._caching = False
@@ -72,19 +73,7 @@ class TimestampedKeyValueStore(WrappedStore, KeyValueStore[Any, Any], CachedStat
         #: serialized key -> timestamp of a delete not yet reported to the flush listener
         self._delete_ts: dict[bytes, int] = {}
 
-    # ------------------------------------------------------------------ identity & lifecycle
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.spec.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.wrapped is not None and bool(self.wrapped.is_open)
+    # ------------------------------------------------------------------ lifecycle
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         spec = self.spec

@@ -34,7 +34,7 @@ from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, Win
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
 from platform_streams.state.windowed import Windowed
-from platform_streams.state.wrappers.base import WrappedStore
+from platform_streams.state.wrappers.base import SpecStore
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -128,28 +128,15 @@ class SessionStoreSpec(_WindowedSpec[SessionBytesStoreSupplier]):
         return DslSessionStore(self)
 
 
-class _DslStore(WrappedStore, CachedStateStore):
+class _DslStore(SpecStore, CachedStateStore):
     """Identity, lifecycle and flushing shared by both wrappers; ``wrapped`` exists from ``init``."""
 
     spec: _WindowedSpec[Any]
 
     def __init__(self, spec: _WindowedSpec[Any]) -> None:
-        super().__init__(None)
-        self.spec = spec
+        super().__init__(spec)
         self.key_serde: Serde | None = None
         self._context: StateStoreContext | None = None
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def persistent(self) -> bool:
-        return self.spec.persistent
-
-    @property
-    def is_open(self) -> bool:
-        return self.wrapped is not None and bool(self.wrapped.is_open)
 
     def _require(self) -> Any:
         if self.wrapped is None:

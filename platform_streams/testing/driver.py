@@ -139,6 +139,11 @@ class TopologyTestDriver:
     def get_key_value_store(self, name: str) -> Any:
         return self.get_state_store(name)
 
+    def get_versioned_key_value_store(self, name: str) -> Any:
+        """A versioned store: ``put(key, value, ts)``, ``get(key[, as_of])``, ``delete(key, ts)``."""
+        store = self.get_state_store(name)
+        return getattr(store, "versioned_store", store)
+
     def get_window_store(self, name: str) -> Any:
         return self.get_state_store(name)
 

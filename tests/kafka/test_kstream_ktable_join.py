@@ -1,10 +1,9 @@
 """Kafka's ``KStreamKTableJoinTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
 KStreamKTableJoinTest.java), translated.
 
-Not translated (no equivalent yet): the versioned-table cases (``shouldNotFailIfTableIsVersioned
-ButMaterializationIsInherited``, ``shouldFailIfGracePeriodIsLongerThanHistoryRetention*``,
-``shouldDelayJoinByGracePeriod``, ``shouldHandleLateJoinsWithGracePeriod``): versioned stores are
-the next issue. ``shouldLogAndMeterWhenSkipping*``: asserted on the dropped-records count here,
+Every case is translated. Kafka refuses a grace period without a versioned table (or longer
+than its history retention) in ``builder.build()``; here the ``join`` call refuses it, with the
+same message. ``shouldLogAndMeterWhenSkipping*``: asserted on the dropped-records count here,
 the log text is not Kafka's.
 """
 
@@ -70,6 +69,110 @@ def fx() -> Iterator[Fixture]:
     fixture = Fixture()
     yield fixture
     fixture.driver.close()
+
+
+class GraceFixture(Fixture):
+    """KStreamKTableJoinTest.makeJoin(grace): the table is versioned (5 minutes of history)."""
+
+    def __init__(self, grace_ms: int) -> None:
+        self.builder = StreamsBuilder()
+        consumed = Consumed(key_serde=INT, value_serde=S)
+        stream = self.builder.stream("streamTopic", consumed)
+        table = self.builder.table(
+            "tableTopic2",
+            consumed,
+            Materialized.as_(Stores.persistent_versioned_key_value_store("V-grace", 300_000)),
+        )
+        supplier = MockApiProcessorSupplier()
+        joined = Joined(key_serde=INT, value_serde=S, other_value_serde=S, name="Grace").with_grace_period(
+            grace_ms
+        )
+        stream.join(table, tostring_joiner, joined).process(supplier)
+        self.driver = TopologyTestDriver(self.builder.build(), CONFIG)
+        self.stream_in = self.driver.create_input_topic("streamTopic", INT, S, start_timestamp_ms=0)
+        self.table_in = self.driver.create_input_topic("tableTopic2", INT, S, start_timestamp_ms=0)
+        self.processor = supplier.captured_processors(1)[0]
+
+    def push_to_table_non_random(self, count: int, prefix: str) -> None:
+        for i in range(count):
+            self.table_in.pipe_input(EXPECTED_KEYS[i], f"{prefix}{EXPECTED_KEYS[i]}", 0)
+
+
+@pytest.fixture
+def grace2() -> Iterator[GraceFixture]:
+    fixture = GraceFixture(2)
+    yield fixture
+    fixture.driver.close()
+
+
+def _versioned_source(builder: StreamsBuilder, retention_ms: int) -> Any:
+    return builder.table(
+        "topic2",
+        Consumed(key_serde=S, value_serde=S),
+        Materialized.as_(Stores.persistent_versioned_key_value_store("tableB", retention_ms)),
+    )
+
+
+def test_should_not_fail_if_table_is_versioned_but_materialization_is_inherited() -> None:
+    """KStreamKTableJoinTest.shouldNotFailIfTableIsVersionedButMaterializationIsInherited"""
+    builder = StreamsBuilder()
+    stream_a = builder.stream("topic", Consumed(key_serde=S, value_serde=S))
+    table_b = _versioned_source(builder, 300_000).filter(lambda k, v: True)
+    joined = Joined(key_serde=S, value_serde=S, other_value_serde=S, name="first-join").with_grace_period(6)
+    stream_a.join(table_b, lambda v1, v2: v1 + v2, joined).to("out-one")
+    builder.build(NO_OPTIMIZATION)
+
+
+def test_should_fail_if_grace_period_is_longer_than_history_retention() -> None:
+    """KStreamKTableJoinTest.shouldFailIfGracePeriodIsLongerThanHistoryRetention"""
+    builder = StreamsBuilder()
+    stream_a = builder.stream("topic", Consumed(key_serde=S, value_serde=S))
+    table_b = _versioned_source(builder, 300_000)
+    joined = Joined(key_serde=S, value_serde=S, other_value_serde=S, name="first-join").with_grace_period(
+        360_000
+    )
+    with pytest.raises(TopologyError, match=r"^History retention must be at least grace period\.$"):
+        stream_a.join(table_b, lambda v1, v2: v1 + v2, joined)
+
+
+def test_should_fail_if_grace_period_is_longer_than_history_retention_and_inherited_store() -> None:
+    """KStreamKTableJoinTest.shouldFailIfGracePeriodIsLongerThanHistoryRetentionAndInheritedStore"""
+    builder = StreamsBuilder()
+    stream_a = builder.stream("topic", Consumed(key_serde=S, value_serde=S))
+    table_b = _versioned_source(builder, 0).filter(lambda k, v: True)
+    joined = Joined(key_serde=S, value_serde=S, other_value_serde=S, name="first-join").with_grace_period(6)
+    with pytest.raises(TopologyError, match=r"^History retention must be at least grace period\.$"):
+        stream_a.join(table_b, lambda v1, v2: v1 + v2, joined)
+
+
+def test_should_delay_join_by_grace_period(grace2: GraceFixture) -> None:
+    """KStreamKTableJoinTest.shouldDelayJoinByGracePeriod"""
+    fx = grace2
+    fx.push_to_table_non_random(4, "Y")
+    fx.processor.check_and_clear_process_result()
+    fx.push_to_stream(4, "X")
+    fx.processor.check_and_clear_process_result((0, "X0+Y0", 0), (1, "X1+Y1", 1))
+    fx.push_to_table_non_random(4, "YY")
+    fx.processor.check_and_clear_process_result()
+    fx.push_to_stream(4, "X")
+    fx.processor.check_and_clear_process_result((0, "X0+YY0", 0), (1, "X1+YY1", 1))
+    fx.stream_in.pipe_input(5, "test", 7)
+    fx.processor.check_and_clear_process_result(
+        (2, "X2+YY2", 2), (2, "X2+YY2", 2), (3, "X3+YY3", 3), (3, "X3+YY3", 3)
+    )
+    fx.push_to_table_non_random(4, "YYY")
+    fx.processor.check_and_clear_process_result()
+
+
+def test_should_handle_late_joins_with_grace_period(grace2: GraceFixture) -> None:
+    """KStreamKTableJoinTest.shouldHandleLateJoinsWithGracePeriod"""
+    fx = grace2
+    fx.push_to_table_non_random(4, "Y")
+    fx.processor.check_and_clear_process_result()
+    fx.push_to_stream(4, "X")
+    fx.processor.check_and_clear_process_result((0, "X0+Y0", 0), (1, "X1+Y1", 1))
+    fx.push_to_stream(1, "X")
+    fx.processor.check_and_clear_process_result((0, "X0+Y0", 0))
 
 
 def _rekeyed_with_two_tables() -> tuple[StreamsBuilder, Any, Any, Any]:

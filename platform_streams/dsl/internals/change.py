@@ -19,17 +19,42 @@ from typing import Any, NamedTuple
 from platform_streams.errors import DeserializationError, SerializationError
 from platform_streams.serde.base import Serde
 
-__all__ = ["Change", "ChangeSerde"]
+__all__ = ["Change", "ChangeSerde", "OutOfOrderChange", "change_of"]
 
 _INT = struct.Struct(">i")
 _OLD_ONLY, _NEW_ONLY, _BOTH = 0, 1, 2
 
 
 class Change(NamedTuple):
-    """A table update: ``new`` None is a delete, ``old`` None means absent or not sent."""
+    """A table update: ``new`` None is a delete, ``old`` None means absent or not sent.
+
+    ``is_latest`` False (an :class:`OutOfOrderChange`) marks an out-of-order update of a
+    versioned table (KIP-914): it was stored as an older version, is still forwarded
+    (``to_stream`` shows it), and table-table joins and ``group_by`` skip it (Kafka's
+    versioned semantics), so it never reaches a repartition topic.
+    """
 
     new: Any
     old: Any
+
+    @property
+    def is_latest(self) -> bool:
+        return True
+
+
+class OutOfOrderChange(Change):
+    """A versioned table's update stored as an older version (``is_latest`` False)."""
+
+    __slots__ = ()
+
+    @property
+    def is_latest(self) -> bool:
+        return False
+
+
+def change_of(new: Any, old: Any, is_latest: bool) -> Change:
+    """A ``Change``, or an :class:`OutOfOrderChange` when ``is_latest`` is False."""
+    return Change(new, old) if is_latest else OutOfOrderChange(new, old)
 
 
 class ChangeSerde(Serde):

@@ -25,6 +25,7 @@ from platform_streams.processor.record import Headers
 from platform_streams.state.timestamped import ValueAndTimestamp
 
 if TYPE_CHECKING:
+    from platform_streams.dsl.internals.table_processors import VersionedGetter
     from platform_streams.state.timestamped_kv_store import ValueGetter
 
 __all__ = [
@@ -80,6 +81,10 @@ class StreamTableJoinProcessor(NodeProcessor):
     def init(self, context: NodeContext) -> None:
         super().init(context)
         self._get: ValueGetter = self.view.getter(context)
+        #: a versioned table is looked up as of the stream record's time (KIP-914)
+        self._get_as_of: VersionedGetter | None = (
+            self.view.versioned_getter(context) if self.view.is_versioned() else None
+        )
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if value is None:
@@ -92,7 +97,8 @@ class StreamTableJoinProcessor(NodeProcessor):
             else:
                 self._drop(key)
             return
-        found = self._get(lookup)
+        get_as_of = self._get_as_of
+        found = self._get(lookup) if get_as_of is None else get_as_of(lookup, timestamp)
         if found is not None:
             self.forward(key, self.joiner(key, value, found.value), timestamp, headers)
         elif self.left:
@@ -130,6 +136,10 @@ class TableJoinProcessor(NodeProcessor):
     def process(self, key: Any, change: Change, timestamp: int, headers: Headers) -> None:
         if key is None:
             self.context.task.dropped_records += 1  # as KTableKTableJoin's droppedRecordsSensor
+            return
+        if not change.is_latest:
+            # an out-of-order update of a versioned table: joins use versioned semantics (KIP-914)
+            log.debug("table-table join: skipping out-of-order versioned update for key %r", key)
             return
         side = self.side
         joiner, send_old = side.joiner, side.send_old_values

@@ -22,12 +22,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.dsl.internals.change import Change, ChangeSerde
+from platform_streams.dsl.internals.change import Change, ChangeSerde, OutOfOrderChange, change_of
 from platform_streams.errors import StreamsError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
 from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.timestamped_builders import resolve_serde
+from platform_streams.state.versioned_table_store import VersionedTableStore
 
 if TYPE_CHECKING:
     from platform_streams.processor.context import NodeContext
@@ -65,12 +66,29 @@ class ValueGetterSupplier(ABC):
     def getter(self, context: NodeContext) -> ValueGetter:
         """A ``key -> ValueAndTimestamp | None`` function for one task."""
 
+    def is_versioned(self) -> bool:
+        """Whether the table keeps versions (Kafka's ``KTableValueGetter.isVersioned``)."""
+        return self.history_retention_ms() is not None
+
+    def history_retention_ms(self) -> int | None:
+        """A versioned table's history retention (None: not versioned)."""
+        return None
+
+    def versioned_getter(self, context: NodeContext) -> VersionedGetter:
+        """A ``(key, as_of) -> ValueAndTimestamp | None`` function (versioned tables only)."""
+        raise TypeError("this table is not versioned")
+
+
+#: Looks a versioned table up as of a timestamp.
+VersionedGetter = Callable[[Any, int], ValueAndTimestamp | None]
+
 
 class StoreValueGetterSupplier(ValueGetterSupplier):
     """Reads a materialized table's store (local, or global for a GlobalKTable)."""
 
-    def __init__(self, store: str) -> None:
+    def __init__(self, store: str, history_retention_ms: int | None = None) -> None:
         self.store = store
+        self._history_retention_ms = history_retention_ms
 
     def store_names(self) -> list[str]:
         return [self.store]
@@ -78,6 +96,13 @@ class StoreValueGetterSupplier(ValueGetterSupplier):
     def getter(self, context: NodeContext) -> ValueGetter:
         store: TimestampedKeyValueStore = context.get_state_store(self.store)
         return store.get_timestamped
+
+    def history_retention_ms(self) -> int | None:
+        return self._history_retention_ms
+
+    def versioned_getter(self, context: NodeContext) -> VersionedGetter:
+        store: VersionedTableStore = context.get_state_store(self.store)
+        return store.get_as_of
 
 
 class _DerivedValueGetterSupplier(ValueGetterSupplier):
@@ -92,16 +117,30 @@ class _DerivedValueGetterSupplier(ValueGetterSupplier):
 
     def getter(self, context: NodeContext) -> ValueGetter:
         parent = self.parent.getter(context)
-        compute = self.compute
+        compute = self._derive
 
         def get(key: Any) -> ValueAndTimestamp | None:
-            vat = parent(key)
-            if vat is None:
-                return None
-            value = compute(key, vat.value)
-            return ValueAndTimestamp(value, vat.timestamp) if value is not None else None
+            return compute(key, parent(key))
 
         return get
+
+    def history_retention_ms(self) -> int | None:
+        return self.parent.history_retention_ms()
+
+    def versioned_getter(self, context: NodeContext) -> VersionedGetter:
+        parent = self.parent.versioned_getter(context)
+        compute = self._derive
+
+        def get(key: Any, as_of: int) -> ValueAndTimestamp | None:
+            return compute(key, parent(key, as_of))
+
+        return get
+
+    def _derive(self, key: Any, vat: ValueAndTimestamp | None) -> ValueAndTimestamp | None:
+        if vat is None:
+            return None
+        value = self.compute(key, vat.value)
+        return ValueAndTimestamp(value, vat.timestamp) if value is not None else None
 
 
 # ---------------------------------------------------------------------------- specs
@@ -177,7 +216,10 @@ class SourceTableOp(TableOp):
 
     def view(self) -> ValueGetterSupplier:
         self.materialize()
-        return StoreValueGetterSupplier(self.spec.name)
+        spec = self.spec
+        return StoreValueGetterSupplier(
+            spec.name, spec.versioned_supplier().history_retention_ms if spec.versioned else None
+        )
 
     def make_processor(self) -> NodeProcessor:
         return TableSourceProcessor(self)
@@ -257,6 +299,12 @@ class TableProcessor(NodeProcessor):
             forward(key, Change(new, old), timestamp, self._headers)
 
         store.set_flush_listener(emit, send_old_values)
+        if isinstance(store, VersionedTableStore):
+
+            def emit_out_of_order(key: Any, new: Any, old: Any, timestamp: int) -> None:
+                forward(key, OutOfOrderChange(new, old), timestamp, self._headers)
+
+            store.set_out_of_order_listener(emit_out_of_order)
         self._caching = store.caching_enabled
         if self._caching:
             self._headers = None
@@ -308,7 +356,7 @@ class DerivedTableProcessor(TableProcessor):
             old = compute(key, change.old) if send_old and change.old is not None else None
             if send_old and old is None and new is None:
                 return  # nothing was there, nothing is there: no need to tell anyone
-            self.forward(key, Change(new, old), timestamp, headers)
+            self.forward(key, change_of(new, old, change.is_latest), timestamp, headers)
             return
         if send_old and new is None and store.get(key) is None:
             return
@@ -337,6 +385,8 @@ class GroupByProcessor(NodeProcessor):
     def process(self, key: Any, change: Change, timestamp: int, headers: Headers) -> None:
         if key is None:
             raise StreamsError("record key for the grouping KTable should not be null")
+        if not change.is_latest:
+            return  # an aggregate of a versioned table counts latest-by-timestamp versions only
         selector = self.selector
         new_pair = selector(key, change.new) if change.new is not None else None
         old_pair = selector(key, change.old) if change.old is not None else None

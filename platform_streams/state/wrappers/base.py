@@ -88,6 +88,30 @@ class WrappedStore(StateStore):
         return f"{type(self).__name__}({self.wrapped!r})"
 
 
+class SpecStore(WrappedStore):
+    """A DSL store built from a spec (name, persistence) whose stack is made in ``init``:
+    ``wrapped`` is None until then. Shared by the timestamped and versioned DSL stores."""
+
+    spec: Any
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(None)
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        name: str = self.spec.name
+        return name
+
+    @property
+    def persistent(self) -> bool:
+        return bool(self.spec.persistent)
+
+    @property
+    def is_open(self) -> bool:
+        return self.wrapped is not None and bool(self.wrapped.is_open)
+
+
 class DelegatedRetention:
     """``retention_ms`` of the store below: mixed into the window and session layers."""
 

@@ -16,6 +16,7 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
@@ -33,6 +34,7 @@ import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 
@@ -106,6 +108,17 @@ final class Catalogue {
                 KStream<String, String> left = b.stream("in", SS);
                 KTable<String, String> right = b.table("tbl", SS);
                 (parts[1].equals("inner") ? left.join(right, JOINER) : left.leftJoin(right, JOINER))
+                    .to("out", Produced.with(S, S));
+            }
+            case "vstjoin" -> {
+                // KIP-914/923: a versioned table, looked up as of each stream record's time,
+                // stream records held for the grace period
+                KStream<String, String> left = b.stream("in", SS);
+                KTable<String, String> right = b.table("tbl", SS, Materialized.<String, String>as(
+                    Stores.persistentVersionedKeyValueStore("vtbl", Duration.ofMillis(100))));
+                Joined<String, String, String> joined = Joined.with(S, S, S)
+                    .withGracePeriod(Duration.ofMillis(p(params, "grace")));
+                (parts[1].equals("inner") ? left.join(right, JOINER, joined) : left.leftJoin(right, JOINER, joined))
                     .to("out", Produced.with(S, S));
             }
             case "ttjoin" -> {
