@@ -76,6 +76,7 @@ NOT_SETTINGS = frozenset(
     {
         "BOOTSTRAP",  # the alias of BOOTSTRAP_SERVERS (apply_bootstrap_alias)
         "BROKERS",  # tests: which broker kinds to run on (tansu, kafka)
+        "TEST_SIDE",  # tests: which side of the suite this pytest process runs (make test)
         "KAFKA_POM",  # kafka/: the pom listing Apache Kafka's jars
         "APP",  # apps.py: the app plugin a Helm pod runs
         "APP_CONFIG",  # apps.py: that plugin's configuration
