@@ -84,7 +84,8 @@ def test_fk_join_is_exact_across_updates_deletes_and_a_rebalance(
         expected = _expected(left_rows, right_rows)
         wait_until(lambda: _latest(bootstrap_servers, out) == expected, 90, what, interval_s=0.5)
 
-    with running_app(_app(left, right, out), first_config) as first:
+    # generous: on Kafka under load the first join (internal topics, two rebalances) took >30 s
+    with running_app(_app(left, right, out), first_config, timeout_s=120, close_timeout_s=60) as first:
         converged("the first instance joined every order")
         assert len(active_tasks(first)) == 4 + 2  # primary side 4 tasks, foreign side 2
         second = KafkaStreams(_app(left, right, out), second_config)
@@ -102,7 +103,7 @@ def test_fk_join_is_exact_across_updates_deletes_and_a_rebalance(
                 running = first.state() is State.RUNNING and second.state() is State.RUNNING
                 return running and bool(a) and bool(b) and len(a) + len(b) == 6
 
-            wait_until(split, 60, "both instances run tasks")
+            wait_until(split, 120, "both instances run tasks")
             # after the rebalance: a deleted foreign row comes back, another goes, orders point to
             # a customer that appears only later, a deleted order comes back
             _apply(bootstrap_servers, right, {"c9": "name9c", "c0": None}, right_rows)
@@ -111,7 +112,7 @@ def test_fk_join_is_exact_across_updates_deletes_and_a_rebalance(
             _apply(bootstrap_servers, right, {"c11": "name11"}, right_rows)
             converged("both instances reached the exact join of the final tables")
         finally:
-            assert second.close(timeout_s=30)
+            assert second.close(timeout_s=60)
     final = _latest(bootstrap_servers, out)
     assert final == _expected(left_rows, right_rows)
     assert "o25" not in final and "o11" not in final and final["o20"] == "order20c|c11+name11"
