@@ -86,7 +86,9 @@ def side_by_side(results: Results, brokers: list[str]) -> str:
         "|---|---|" + "---:|---:|---:|" * len(brokers) + "---:|---:|",
     ]
     for workload, engine in cases:
-        cells, rates, cpus = [], [], []
+        cells: list[str] = []
+        rates: list[float | None] = []
+        cpus: list[float | None] = []
         for broker in brokers:
             runs = results.get((broker, workload, engine), [])
             mid, median = median_run(runs), median_rate(runs)
@@ -95,9 +97,10 @@ def side_by_side(results: Results, brokers: list[str]) -> str:
                 rates.append(None)
                 cpus.append(None)
                 continue
-            cpus.append(cpu_us_per_record(mid))
+            cpu = cpu_us_per_record(mid)
+            cpus.append(cpu)
             rates.append(median)
-            cells.append(f"{median:,.0f} | {cpus[-1]:.1f} | {_outputs(workload, mid)}")
+            cells.append(f"{median:,.0f} | {cpu:.1f} | {_outputs(workload, mid)}")
         rate_ratio = f"{rates[-1] / rates[0]:.2f}" if rates[0] and rates[-1] else "-"
         cpu_ratio = f"{cpus[-1] / cpus[0]:.2f}" if cpus[0] and cpus[-1] else "-"
         lines.append(f"| {workload} | {engine} | " + " | ".join(cells) + f" | {rate_ratio} | {cpu_ratio} |")
