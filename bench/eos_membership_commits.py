@@ -32,9 +32,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +42,9 @@ if str(ROOT) not in sys.path:
 
 from bench import verify  # noqa: E402
 from bench.common import RunSpec  # noqa: E402
-from bench.run import NO_RETENTION, broker, machine, produce_input  # noqa: E402
+from bench.run import broker, machine, new_run, produce_input  # noqa: E402
 from bench.workloads import WORKLOADS  # noqa: E402
-from platform_streams.kafka import KafkaAdmin, TopicSpec  # noqa: E402
+from platform_streams.kafka import KafkaAdmin  # noqa: E402
 
 WORKLOAD = WORKLOADS["count_eos_100ms"]
 MODES = ("probed", "membership_commits")
@@ -90,21 +88,8 @@ def child(spec_json: str, mode: str) -> dict[str, Any]:
 def run_mode(
     mode: str, bootstrap: str, admin: KafkaAdmin, source: Any, args: argparse.Namespace
 ) -> dict[str, Any]:
-    app_id = f"bench-eos-{mode}-{uuid.uuid4().hex[:8]}"
-    sink = f"{app_id}-out"
-    admin.create_topics([TopicSpec(sink, args.partitions, config=NO_RETENTION)])
-    state_dir = tempfile.mkdtemp(prefix="ps-bench-eos-")
-    spec = RunSpec(
-        WORKLOAD.name,
-        "platform_streams",
-        bootstrap,
-        source.topic,
-        sink,
-        args.records,
-        state_dir,
-        app_id,
-        input_ends={str(p): end for p, end in source.ends.items()},
-    )
+    spec = new_run(WORKLOAD.name, f"platform_streams-{mode}", bootstrap, admin, source, args)
+    sink, state_dir = spec.output_topic, spec.state_dir
     try:
         proc = subprocess.run(
             [sys.executable, __file__, "--child", json.dumps(spec.__dict__), "--mode", mode],

@@ -270,6 +270,25 @@ class Target:
         return source
 
 
+def new_run(
+    workload: str,
+    engine: str,
+    bootstrap: str,
+    admin: KafkaAdmin,
+    source: InputTopic,
+    args: argparse.Namespace,
+) -> RunSpec:
+    """A fresh application id, output topic and state directory for one run over ``source``."""
+    app_id = f"bench-{workload}-{engine}-{uuid.uuid4().hex[:8]}"
+    sink = f"{app_id}-out"
+    admin.create_topics([TopicSpec(sink, args.partitions, config=NO_RETENTION)])
+    state_dir = tempfile.mkdtemp(prefix="ps-bench-", dir=getattr(args, "state_root", None))
+    ends = {str(p): end for p, end in source.ends.items()}
+    return RunSpec(
+        workload, engine, bootstrap, source.topic, sink, args.records, state_dir, app_id, input_ends=ends
+    )
+
+
 def run_once(
     workload: Workload,
     engine: str,
@@ -282,21 +301,8 @@ def run_once(
     source = target.input_for(workload, args)
     answer = verify.Answer(workload, args.records, source.base_ts)
     bootstrap, admin = target.bootstrap, target.admin
-    app_id = f"bench-{workload.name}-{engine}-{uuid.uuid4().hex[:8]}"
-    sink = f"{app_id}-out"
-    admin.create_topics([TopicSpec(sink, args.partitions, config=NO_RETENTION)])
-    state_dir = tempfile.mkdtemp(prefix="ps-bench-", dir=args.state_root)
-    spec = RunSpec(
-        workload.name,
-        engine,
-        bootstrap,
-        source.topic,
-        sink,
-        args.records,
-        state_dir,
-        app_id,
-        input_ends={str(p): end for p, end in source.ends.items()},
-    )
+    spec = new_run(workload.name, engine, bootstrap, admin, source, args)
+    app_id, sink, state_dir = spec.app_id, spec.output_topic, spec.state_dir
     load = _load()
     try:
         result = run_child(spec, python)
