@@ -74,6 +74,8 @@ class RunResult:
     #: restore: entries found in the rebuilt store(s)
     restored_entries: int = 0
     note: str = ""
+    #: why this run's answer is wrong because of the broker (bench/run.py), shown instead of its rate
+    wrong: str = ""
 
     @property
     def records_per_s(self) -> float:

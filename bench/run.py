@@ -1,13 +1,21 @@
-"""Benchmark workloads x engines on one broker and print a table of records/s, CPU and memory.
+"""Benchmark workloads x engines on one or both brokers; print tables of records/s, CPU and memory.
 
-    python bench/run.py                                  # embedded broker, 1,000,000 records, 3 repeats
+    python bench/run.py                                  # embedded Tansu, 1,000,000 records, 3 repeats
+    python bench/run.py --broker both                    # Tansu and Apache Kafka, side by side
     python bench/run.py --records 200000 --repeats 1 --workloads count,window_sum
-    python bench/run.py --engines platform_streams,raw_confluent     # skip Quix Streams
+    python bench/run.py --engines platform_streams,raw_confluent     # skip Quix Streams and Java
     PLATFORM_STREAMS_BOOTSTRAP_SERVERS=host:9092 python bench/run.py         # an external cluster
 
 Engines: ``raw_confluent`` (a hand-written confluent-kafka loop: the ceiling),
-``quixstreams`` (Quix Streams, the peer on the same stack) and ``platform_streams``; see
-``bench/engine_*.py``. Workloads: :data:`bench.workloads.WORKLOADS`.
+``quixstreams`` (Quix Streams, the peer on the same stack), ``platform_streams`` and
+``kafka_streams`` (Java Kafka Streams, the peer a Kafka user would pick; needs Java 17 and
+Maven); see ``bench/engine_*.py``. Workloads: :data:`bench.workloads.WORKLOADS`.
+
+Brokers (``--broker tansu|kafka|both``): the embedded Tansu, and Apache Kafka run from its
+Maven Central jars (:class:`~platform_streams.kafka.ApacheKafkaBroker`, one KRaft node).
+With ``both``, both run at once and every repeat of a workload runs on each in turn, so
+slow drifts of the machine's load fall on both alike; the last table puts each case's
+figures on the two brokers side by side ("the hidden cost of Tansu").
 
 The input of a workload is produced once per input shape; then every (repeat, engine) run
 is a fresh child process with a fresh application id, output topic and state directory,
@@ -21,6 +29,11 @@ Each run's output is read back and checked against the right answer.
 Quix Streams pins an older confluent-kafka than platform_streams needs, so its children run
 in ``bench/.venv-quix`` (created here on first use with ``QUIX_VERSION``); both engines
 talk to the same broker and read the same input.
+
+A restore whose store is wrong fails the bench, except where the broker is the cause: an
+engine that stops restoring at ListOffsets' end (Kafka Streams) on a broker whose
+ListOffsets is not exact (Tansu; probed, ``exact_list_offsets``) gets its row marked wrong
+with the reason instead of a rate.
 """
 
 from __future__ import annotations
@@ -30,15 +43,15 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,8 +63,16 @@ import confluent_kafka  # noqa: E402
 from bench import verify  # noqa: E402
 from bench.child import MODULES  # noqa: E402
 from bench.common import GROUP_TIMING, RunResult, RunSpec, Timer  # noqa: E402
-from bench.workloads import WORKLOADS, InputSpec, Workload  # noqa: E402
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, TopicSpec, log_end_offsets  # noqa: E402
+from bench.tables import Results, side_by_side, table  # noqa: E402
+from bench.workloads import EVENT_TIME_START_MS, WORKLOADS, InputSpec, Workload  # noqa: E402
+from platform_streams.kafka import (  # noqa: E402
+    ApacheKafkaBroker,
+    EmbeddedBroker,
+    KafkaAdmin,
+    TopicSpec,
+    log_end_offsets,
+)
+from platform_streams.kafka.capabilities import broker_supports  # noqa: E402
 
 __all__ = ["GROUP_TIMING", "WORKLOADS", "Timer", "broker", "machine", "produce_inputs"]
 
@@ -59,9 +80,16 @@ __all__ = ["GROUP_TIMING", "WORKLOADS", "Timer", "broker", "machine", "produce_i
 ENGINES = MODULES
 QUIX_VERSION = "3.28.1"
 QUIX_VENV = ROOT / "bench" / ".venv-quix"
+BROKERS = ("tansu", "kafka")
+#: engines whose restore reads to the end seen in fetches, so they are right on every broker
+#: (a wrong store from them is a bug and fails the bench)
+EXACT_RESTORE_ENGINES = ("raw_confluent", "platform_streams")
 
 
 # -- inputs ----------------------------------------------------------------------------------
+
+
+NO_RETENTION = {"retention.ms": "-1"}
 
 
 @dataclass(frozen=True)
@@ -73,22 +101,25 @@ class InputTopic:
 
 
 @contextmanager
-def broker(bootstrap: str | None) -> Iterator[str]:
+def broker(bootstrap: str | None, kind: str = "tansu") -> Iterator[str]:
+    """``bootstrap`` if given, else a broker of ``kind`` started here and stopped on exit."""
     if bootstrap:
         yield bootstrap
         return
-    with EmbeddedBroker(kill_with_parent=True) as embedded:
-        yield embedded.bootstrap_servers
+    local_type = ApacheKafkaBroker if kind == "kafka" else EmbeddedBroker
+    with local_type(kill_with_parent=True) as local:
+        yield local.bootstrap_servers
 
 
 def produce_input(
     bootstrap: str, admin: KafkaAdmin, spec: InputSpec, records: int, partitions: int
 ) -> InputTopic:
-    """Produce ``records`` of ``spec`` once; timestamps end about now (real brokers keep them)."""
+    """Produce ``records`` of ``spec`` once, event time from :data:`EVENT_TIME_START_MS`."""
     topic = f"bench-{spec.name}-in-{uuid.uuid4().hex[:8]}"
-    # Kafka's default retention, explicit: Tansu describes no default configs, and Quix
-    # derives its changelog topics' retention from the input topic's
-    admin.create_topics([TopicSpec(topic, partitions, config={"retention.ms": str(7 * 24 * 3600 * 1000)})])
+    # no time retention, explicit: Apache Kafka would delete records timestamped in 1970 at
+    # its next retention check, Tansu describes no default configs, and Quix derives its
+    # changelog topics' retention from the input topic's
+    admin.create_topics([TopicSpec(topic, partitions, config=NO_RETENTION)])
     producer = confluent_kafka.Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -99,7 +130,7 @@ def produce_input(
             "allow.auto.create.topics": False,
         }
     )
-    base_ts = int(time.time() * 1000) - records
+    base_ts = EVENT_TIME_START_MS
     key, value, timestamp = spec.key, spec.value, spec.timestamp
     for i in range(records):
         while True:
@@ -175,37 +206,6 @@ def machine() -> str:
     )
 
 
-# -- the table -------------------------------------------------------------------------------
-
-
-def _median(runs: list[RunResult]) -> float:
-    return statistics.median(r.records_per_s for r in runs)
-
-
-def table(results: dict[tuple[str, str], list[RunResult]]) -> str:
-    lines = [
-        "| workload | engine | records/s (median) | runs (records/s) | wall s | CPU s | CPU us/record "
-        "| peak RSS MB | outputs | load | vs raw | vs quix |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for (workload, engine), runs in results.items():
-        median = _median(runs)
-        mid = min(runs, key=lambda r: abs(r.records_per_s - median))
-        ratios = []
-        for base in ("raw_confluent", "quixstreams"):
-            other = results.get((workload, base))
-            ratios.append(f"{median / _median(other):.2f}" if other else "-")
-        each = ", ".join(f"{r.records_per_s:,.0f}" for r in runs)
-        per_record_us = mid.cpu_s / mid.records * 1e6 if mid.records else 0.0
-        outputs = f"{mid.restored_entries:,} entries" if workload.endswith("/restore") else f"{mid.outputs:,}"
-        lines.append(
-            f"| {workload} | {engine} | {median:,.0f} | {each} | {mid.wall_s:.2f} | {mid.cpu_s:.2f} "
-            f"| {per_record_us:.1f} | {mid.peak_rss_mb:.0f} | {outputs} | {mid.note} "
-            f"| {ratios[0]} | {ratios[1]} |"
-        )
-    return "\n".join(lines)
-
-
 # -- main ------------------------------------------------------------------------------------
 
 
@@ -213,68 +213,178 @@ def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
 
-def run_workload(
-    workload: Workload,
-    source: InputTopic,
-    engines: list[str],
-    args: argparse.Namespace,
-    bootstrap: str,
-    admin: KafkaAdmin,
-    pythons: dict[str, str],
-    results: dict[tuple[str, str], list[RunResult]],
-) -> None:
-    answer = verify.Answer(workload, args.records, source.base_ts)
-    mine = [e for e in engines if workload.engines is None or e in workload.engines]
-    for repeat in range(args.repeats):
-        for engine in mine if repeat % 2 == 0 else mine[::-1]:  # alternate to spread drift
-            app_id = f"bench-{workload.name}-{engine}-{uuid.uuid4().hex[:8]}"
-            sink = f"{app_id}-out"
-            admin.create_topics([TopicSpec(sink, args.partitions)])
-            state_dir = tempfile.mkdtemp(prefix="ps-bench-", dir=args.state_root)
-            spec = RunSpec(
-                workload.name,
-                engine,
-                bootstrap,
-                source.topic,
-                sink,
-                args.records,
-                state_dir,
-                app_id,
-                input_ends={str(p): end for p, end in source.ends.items()},
+class LoadSampler:
+    """The 1-minute load average every ``interval_s`` while the bench runs (a daemon thread),
+    so the report can say how busy the machine was, not just at the start and end."""
+
+    def __init__(self, interval_s: float = 10.0) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval_s,), daemon=True)
+
+    def _run(self, interval_s: float) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(interval_s):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> str:
+        ordered = sorted(self.samples)
+        if not ordered:
+            return "no samples"
+        median = ordered[len(ordered) // 2]
+        return f"min {ordered[0]:.1f}, median {median:.1f}, max {ordered[-1]:.1f} ({len(ordered)} samples)"
+
+
+@dataclass
+class Target:
+    """One broker under test, its admin client and the inputs produced on it."""
+
+    name: str
+    bootstrap: str
+    admin: KafkaAdmin
+    #: ListOffsets(latest) is the log end (Apache Kafka; not Tansu): probed
+    exact_list_offsets: bool
+    inputs: dict[str, InputTopic] = field(default_factory=dict)
+
+    def input_for(self, workload: Workload, args: argparse.Namespace) -> InputTopic:
+        source = self.inputs.get(workload.input.name)
+        if source is None:
+            started = time.perf_counter()
+            source = self.inputs[workload.input.name] = produce_input(
+                self.bootstrap, self.admin, workload.input, args.records, args.partitions
             )
-            load = _load()
-            try:
-                result = run_child(spec, pythons[engine])
-            finally:
-                shutil.rmtree(state_dir, ignore_errors=True)
-            result.note = load
-            result.outputs = answer.check(bootstrap, sink, args.partitions, engine)
-            results.setdefault((workload.name, engine), []).append(result)
             print(
-                f"  run {repeat + 1} {engine}: {result.records_per_s:,.0f} records/s, "
-                f"{result.wall_s:.2f}s wall, {result.cpu_s:.2f}s CPU, {result.peak_rss_mb:.0f} MB, "
-                f"{result.outputs:,} outputs (checked), load {load}",
+                f"[{self.name}] {workload.input.name}: {args.records:,} inputs produced in "
+                f"{time.perf_counter() - started:.1f}s",
                 flush=True,
             )
-            if workload.restore:
-                restore_dir = tempfile.mkdtemp(prefix="ps-bench-restore-", dir=args.state_root)
-                load = _load()
-                try:
-                    restored = run_child(
-                        replace(spec, phase="restore", state_dir=restore_dir), pythons[engine]
-                    )
-                finally:
-                    shutil.rmtree(restore_dir, ignore_errors=True)
-                restored.records = changelog_records(bootstrap, admin, app_id)
-                restored.note = load
-                answer.check_restored(restored.restored_entries, engine)
-                results.setdefault((f"{workload.name}/restore", engine), []).append(restored)
-                print(
-                    f"  run {repeat + 1} {engine} restore: {restored.records:,} changelog records in "
-                    f"{restored.wall_s:.2f}s ({restored.records_per_s:,.0f}/s), {restored.cpu_s:.2f}s CPU, "
-                    f"{restored.restored_entries:,} entries, {restored.peak_rss_mb:.0f} MB, load {load}",
-                    flush=True,
-                )
+        return source
+
+
+def new_run(
+    workload: str,
+    engine: str,
+    bootstrap: str,
+    admin: KafkaAdmin,
+    source: InputTopic,
+    args: argparse.Namespace,
+) -> RunSpec:
+    """A fresh application id, output topic and state directory for one run over ``source``."""
+    app_id = f"bench-{workload}-{engine}-{uuid.uuid4().hex[:8]}"
+    sink = f"{app_id}-out"
+    admin.create_topics([TopicSpec(sink, args.partitions, config=NO_RETENTION)])
+    state_dir = tempfile.mkdtemp(prefix="ps-bench-", dir=getattr(args, "state_root", None))
+    ends = {str(p): end for p, end in source.ends.items()}
+    return RunSpec(
+        workload, engine, bootstrap, source.topic, sink, args.records, state_dir, app_id, input_ends=ends
+    )
+
+
+def run_once(
+    workload: Workload,
+    engine: str,
+    target: Target,
+    args: argparse.Namespace,
+    python: str,
+    results: Results,
+) -> None:
+    """One processing run of ``engine`` on ``target`` (and its restore), checked and recorded."""
+    source = target.input_for(workload, args)
+    answer = verify.Answer(workload, args.records, source.base_ts)
+    bootstrap, admin = target.bootstrap, target.admin
+    spec = new_run(workload.name, engine, bootstrap, admin, source, args)
+    app_id, sink, state_dir = spec.app_id, spec.output_topic, spec.state_dir
+    load = _load()
+    try:
+        result = run_child(spec, python)
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    result.note = load
+    result.outputs = answer.check(bootstrap, sink, args.partitions, engine)
+    results.setdefault((target.name, workload.name, engine), []).append(result)
+    print(
+        f"  [{target.name}] {engine}: {result.records_per_s:,.0f} records/s, "
+        f"{result.wall_s:.2f}s wall, {result.cpu_s:.2f}s CPU, {result.peak_rss_mb:.0f} MB, "
+        f"{result.outputs:,} outputs (checked), load {load}",
+        flush=True,
+    )
+    if not workload.restore:
+        return
+    restore_dir = tempfile.mkdtemp(prefix="ps-bench-restore-", dir=args.state_root)
+    load = _load()
+    try:
+        restored = run_child(replace(spec, phase="restore", state_dir=restore_dir), python)
+    finally:
+        shutil.rmtree(restore_dir, ignore_errors=True)
+    restored.records = changelog_records(bootstrap, admin, app_id)
+    restored.note = load
+    problem = answer.restored_problem(restored.restored_entries)
+    if problem and (engine in EXACT_RESTORE_ENGINES or target.exact_list_offsets):
+        raise AssertionError(f"{engine} on {target.name} {problem}")
+    if problem:
+        restored.wrong = f"wrong on {target.name}: {problem} (stops at ListOffsets' end, inexact here)"
+    results.setdefault((target.name, f"{workload.name}/restore", engine), []).append(restored)
+    print(
+        f"  [{target.name}] {engine} restore: {restored.records:,} changelog records in "
+        f"{restored.wall_s:.2f}s ({restored.records_per_s:,.0f}/s), {restored.cpu_s:.2f}s CPU, "
+        f"{restored.restored_entries:,} entries{' -- ' + restored.wrong if problem else ''}, "
+        f"{restored.peak_rss_mb:.0f} MB, load {load}",
+        flush=True,
+    )
+
+
+def run_round(
+    repeat: int,
+    names: list[str],
+    engines: list[str],
+    targets: list[Target],
+    args: argparse.Namespace,
+    pythons: dict[str, str],
+    results: Results,
+) -> None:
+    """Round ``repeat``: every workload on every broker and engine, in an order that alternates
+    between rounds to spread drift of the machine's load. Rounds are outermost so that a
+    bench stopped early still has whole rounds (``--results-json`` keeps every finished run)."""
+    for name in names:
+        workload = WORKLOADS[name]
+        print(f"{name} (round {repeat + 1}): {workload.description}", flush=True)
+        mine = [e for e in engines if workload.engines is None or e in workload.engines]
+        for target in targets if repeat % 2 == 0 else targets[::-1]:
+            for engine in mine if repeat % 2 == 0 else mine[::-1]:
+                run_once(workload, engine, target, args, pythons[engine], results)
+                if args.results_json:
+                    save_results(results, args.results_json)
+
+
+def save_results(results: Results, path: str) -> None:
+    rows = [
+        {"broker": b, "workload": w, "engine": e, "runs": [asdict(r) for r in runs]}
+        for (b, w, e), runs in results.items()
+    ]
+    Path(path).write_text(json.dumps(rows, indent=1))
+
+
+def load_results(path: str) -> Results:
+    rows = json.loads(Path(path).read_text())
+    return {(r["broker"], r["workload"], r["engine"]): [RunResult(**run) for run in r["runs"]] for r in rows}
+
+
+def print_tables(results: Results, brokers: list[str]) -> None:
+    for name in brokers:
+        print(f"\n{name}:\n")
+        print(table(results, name))
+    if len(brokers) > 1:
+        print("\nside by side:\n")
+        print(side_by_side(results, brokers))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -286,39 +396,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--engines", default=",".join(ENGINES))
-    parser.add_argument("--bootstrap", default=os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS") or None)
+    parser.add_argument("--broker", choices=[*BROKERS, "both"], default="tansu")
+    parser.add_argument(
+        "--bootstrap",
+        default=os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS") or None,
+        help="an external cluster instead of a local broker (one broker only)",
+    )
     parser.add_argument("--state-root", default=None, help="where run state directories go (default: tmp)")
+    parser.add_argument("--results-json", default=None, help="write every finished run here as it ends")
+    parser.add_argument("--tables-from", default=None, help="only print the tables of a --results-json file")
     args = parser.parse_args(argv)
+    if args.tables_from:
+        saved = load_results(args.tables_from)
+        print_tables(saved, list(dict.fromkeys(b for b, _, _ in saved)))
+        return 0
     engines = [e for e in args.engines.split(",") if e]
     names = [w for w in args.workloads.split(",") if w]
     unknown = sorted(set(engines) - set(ENGINES)) + sorted(set(names) - set(WORKLOADS))
     if unknown:
         parser.error(f"unknown {unknown}; engines: {sorted(ENGINES)}, workloads: {sorted(WORKLOADS)}")
+    kinds = list(BROKERS) if args.broker == "both" else [args.broker]
+    if args.bootstrap and len(kinds) > 1:
+        parser.error("--bootstrap names one cluster: use it with --broker tansu or kafka")
     pythons = {e: sys.executable for e in engines}
     if "quixstreams" in engines:
         pythons["quixstreams"] = ensure_quix_python()
-    results: dict[tuple[str, str], list[RunResult]] = {}
+    results: Results = {}
     print(f"machine: {machine()}; load average {_load()}", flush=True)
-    with broker(args.bootstrap) as bootstrap, KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
-        inputs: dict[str, InputTopic] = {}
-        for name in names:
-            workload = WORKLOADS[name]
-            source = inputs.get(workload.input.name)
-            if source is None:
-                started = time.perf_counter()
-                source = inputs[workload.input.name] = produce_input(
-                    bootstrap, admin, workload.input, args.records, args.partitions
-                )
-                print(
-                    f"{workload.input.name}: {args.records:,} inputs produced in "
-                    f"{time.perf_counter() - started:.1f}s",
-                    flush=True,
-                )
-            print(f"{name}: {workload.description}", flush=True)
-            run_workload(workload, source, engines, args, bootstrap, admin, pythons, results)
-    print()
-    print(table(results))
-    print(f"\nload average at the end: {_load()}")
+    with ExitStack() as stack:
+        load = stack.enter_context(LoadSampler())
+        targets = []
+        for kind in kinds:
+            bootstrap = stack.enter_context(broker(args.bootstrap, kind))
+            admin = stack.enter_context(KafkaAdmin({"bootstrap.servers": bootstrap}))
+            exact = broker_supports(admin, "exact_list_offsets")
+            name = kind if not args.bootstrap else "given"
+            targets.append(Target(name, bootstrap, admin, exact))
+            print(f"broker {name} at {bootstrap} (exact ListOffsets: {exact})", flush=True)
+        for repeat in range(args.repeats):
+            run_round(repeat, names, engines, targets, args, pythons, results)
+    print_tables(results, [t.name for t in targets])
+    print(f"\nload average at the end: {_load()}; during the bench: {load.summary()}")
     return 0
 
 
