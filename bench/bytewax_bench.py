@@ -68,7 +68,9 @@ def run_bytewax(spec: RunSpec, python: str) -> RunResult:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=4)

@@ -43,7 +43,9 @@ _FETCH = ("fetch.wait.max.ms", "fetch.queue.backoff.ms")
 def build(workload: Workload, spec: RunSpec) -> Dataflow:
     flow = Dataflow(f"bench-{workload.name}")
     consumer = {k: str(CONSUMER_TUNING[k]) for k in _FETCH}
-    source = kop.input("in", flow, brokers=[spec.bootstrap], topics=[spec.input_topic], tail=False, add_config=consumer)
+    source = kop.input(
+        "in", flow, brokers=[spec.bootstrap], topics=[spec.input_topic], tail=False, add_config=consumer
+    )
     if workload.kind == "stateless":
         keep, mapper = workload.predicate, workload.mapper
 

@@ -225,7 +225,10 @@ def measure(
         }
     )
     reader.assign(
-        [confluent_kafka.TopicPartition(sink, p, confluent_kafka.OFFSET_BEGINNING) for p in range(args.partitions)]
+        [
+            confluent_kafka.TopicPartition(sink, p, confluent_kafka.OFFSET_BEGINNING)
+            for p in range(args.partitions)
+        ]
     )
     stamps, latencies = array("q"), array("q")
     phases: list[Phase] = []
@@ -275,7 +278,9 @@ def measure(
         admin.delete_topics(internal)  # the bench's own topics: input, output, changelogs
     cells = []
     for phase, load in zip(phases, loads, strict=True):
-        mine = sorted(lat for ts, lat in zip(stamps, latencies, strict=True) if phase.start_ms <= ts <= phase.end_ms)
+        mine = sorted(
+            lat for ts, lat in zip(stamps, latencies, strict=True) if phase.start_ms <= ts <= phase.end_ms
+        )
         cells.append(
             Cell(
                 workload_name,
@@ -336,7 +341,9 @@ def table(cells: list[Cell]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=12.0, help="produce time per rate")
     parser.add_argument("--rates", default="10,50,90", help="percent of the raw loop's maximum")
     parser.add_argument("--max-records", type=int, default=300_000, help="input of the maximum's run")
@@ -358,7 +365,10 @@ def main(argv: list[str] | None = None) -> int:
     with broker(args.bootstrap) as bootstrap, KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
         maximum = raw_maximum(bootstrap, admin, args.max_records, args.partitions)
         rates = [(int(p), maximum * int(p) / 100) for p in args.rates.split(",")]
-        print(f"raw loop maximum (filter_map_json, {args.max_records:,} records): {maximum:,.0f} records/s", flush=True)
+        print(
+            f"raw loop maximum (filter_map_json, {args.max_records:,} records): {maximum:,.0f} records/s",
+            flush=True,
+        )
         for name in names:
             for engine in engines:
                 try:
