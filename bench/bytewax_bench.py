@@ -6,7 +6,8 @@
 Bytewax pins nothing platform_streams needs, but it is not installed in the project's
 virtualenv: its children run in ``bench/.venv-bytewax`` (created here on first use with
 ``python3.11 -m venv`` and ``bytewax[kafka]==0.21.1``). The app is in bench/engine_bytewax.py
-(recovery on); the other engines are bench/run.py's, run by its own ``run_child``. Each
+(recovery on), run like every engine by bench/run.py's ``run_child`` (bench/child.py knows it
+as an optional engine, outside bench/run.py's defaults). Each
 run's output is read back and checked (bench/verify.py) and the table is bench/run.py's.
 Only at-least-once workloads: Bytewax has no exactly-once Kafka sink.
 """
@@ -14,14 +15,12 @@ Only at-least-once workloads: Bytewax has no exactly-once Kafka sink.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import uuid
-from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,21 +49,6 @@ def ensure_bytewax_python() -> str:
         )
         (BYTEWAX_VENV / ".installed").touch()
     return str(python)
-
-
-def run_bytewax(spec: RunSpec, python: str) -> RunResult:
-    """One Bytewax run in its own process (bench.engine_bytewax is its own child entry)."""
-    proc = subprocess.run(
-        [python, "-m", "bench.engine_bytewax", json.dumps(asdict(spec))],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-        cwd=ROOT,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"bytewax run failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    return RunResult(**json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     load = f"{os.getloadavg()[0]:.1f}"
                     try:
-                        run = run_bytewax if engine == "bytewax" else run_child
-                        result = run(spec, pythons[engine])
+                        result = run_child(spec, pythons[engine])
                     finally:
                         shutil.rmtree(state_dir, ignore_errors=True)
                     result.note = load

@@ -1,7 +1,7 @@
 """The Bytewax engine: each workload as the dataflow a Bytewax 0.21 user writes.
 
 Runs in ``bench/.venv-bytewax`` (created by bench/bytewax_bench.py with ``bytewax[kafka]==0.21.1``),
-so nothing here imports platform_streams; run it as ``python -m bench.engine_bytewax '<RunSpec>'``.
+so nothing here imports platform_streams; bench/child.py runs it as the optional engine ``bytewax``.
 
 * stateless: ``kop.input -> op.filter_map(loads, keep, map, dumps) -> kop.output``;
 * count: ``op.key_on(key) -> op.stateful_map(count) -> kop.output`` (Bytewax keeps state per
@@ -20,7 +20,6 @@ process.
 
 from __future__ import annotations
 
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ from bytewax.dataflow import Dataflow
 from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.testing import run_main
 
-from bench import child
 from bench.common import CONSUMER_TUNING, PRODUCER_TUNING, RunSpec, Timer
 from bench.workloads import Workload
 
@@ -90,6 +88,9 @@ def run(workload: Workload, spec: RunSpec, timer: Timer) -> dict[str, Any]:
     return {}
 
 
-if __name__ == "__main__":
-    child.MODULES["bytewax"] = "bench.engine_bytewax"
+if __name__ == "__main__":  # ``python -m bench.engine_bytewax '<RunSpec>'``: the same as bench.child
+    import sys
+
+    from bench import child
+
     child.main(sys.argv[1])
