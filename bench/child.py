@@ -21,12 +21,15 @@ MODULES = {
     "platform_streams": "bench.engine_ps",
     "kafka_streams": "bench.engine_java",
 }
+#: engines that run only when a script asks for them (bench/bytewax_bench.py), not by default
+OPTIONAL_MODULES = {"bytewax": "bench.engine_bytewax"}
 
 
 def main(spec_json: str) -> None:
     spec = RunSpec(**json.loads(spec_json))
     timer = Timer()
-    extra = importlib.import_module(MODULES[spec.engine]).run(WORKLOADS[spec.workload], spec, timer)
+    module = importlib.import_module({**OPTIONAL_MODULES, **MODULES}[spec.engine])
+    extra = module.run(WORKLOADS[spec.workload], spec, timer)
     # an engine in another process (kafka_streams: a JVM) measures itself and reports it
     result = RunResult(
         spec.workload,
