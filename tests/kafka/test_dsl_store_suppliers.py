@@ -91,7 +91,7 @@ def test_materialized_dsl_store_suppliers_choose_the_table_store() -> None:
         materialized = Materialized.as_(suppliers)
         name = store_name(builder, materialized, "KTABLE-SOURCE-")
         assert name.startswith("KTABLE-SOURCE-STATE-STORE-")
-        spec = key_value_spec(name, materialized, key_serde=S, value_serde=S)
+        spec = key_value_spec(builder, name, materialized, key_serde=S, value_serde=S)
         assert spec.persistent is persistent and spec.store_supplier is not None
         assert Materialized().with_dsl_store_suppliers(suppliers).store_type == (
             "rocksdb" if persistent else "in_memory"
