@@ -153,15 +153,27 @@ def apply_dsl_store_config(topology: Topology, config: StreamsConfig) -> None:
     run-time config's ``dsl_store_suppliers`` -- Kafka's ``InternalTopologyBuilder.rewriteTopology``
     configuring its store factories with the ``StreamsConfig`` the application runs with."""
     from platform_streams.state.timestamped_builders import KeyValueStoreSpec
-    from platform_streams.state.timestamped_window_store import _WindowedSpec
+    from platform_streams.state.timestamped_window_store import SessionStoreSpec, WindowStoreSpec
 
     suppliers = config.resolved_dsl_store_suppliers()
+    # built-in suppliers: the plain store type (as a spec nobody configured has); custom: theirs
+    builtin = (
+        BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers,
+        BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers,
+    )
+    custom = type(suppliers) not in builtin
     builders = [*topology.stores.values(), *(g.store_builder for g in topology.global_stores.values())]
     for spec in builders:
         if isinstance(spec, KeyValueStoreSpec) and spec.dsl_default:
-            # built-in suppliers: the plain store type (as a spec nobody configured has)
-            custom = not isinstance(suppliers, _BuiltInDslStoreSuppliers)
             spec.store_supplier = suppliers.key_value_store(DslKeyValueParams(spec.name)) if custom else None
             spec.store_type = suppliers.store_type
-        elif isinstance(spec, _WindowedSpec) and spec.dsl_default:
+        elif isinstance(spec, WindowStoreSpec) and spec.dsl_default:
+            params = DslWindowParams(
+                spec.name, spec.retention_ms, spec.window_size_ms, spec.retain_duplicates
+            )
+            spec.store_supplier = suppliers.window_store(params) if custom else None
+            spec.store_type = suppliers.store_type
+        elif isinstance(spec, SessionStoreSpec) and spec.dsl_default:
+            session = DslSessionParams(spec.name, spec.retention_ms)
+            spec.store_supplier = suppliers.session_store(session) if custom else None
             spec.store_type = suppliers.store_type
