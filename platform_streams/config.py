@@ -23,7 +23,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -45,6 +45,9 @@ from platform_streams.config_layers import Layers, client_key_problem, named_lay
 from platform_streams.config_sources import CLIENT_FIELDS, env_values, merge, normalize, read_file
 from platform_streams.errors import StreamsConfigError
 from platform_streams.serde import Serde, serde_from_name
+
+if TYPE_CHECKING:
+    from platform_streams.state.dsl_store_suppliers import DslStoreSuppliers
 
 __all__ = ["ExceptionHandlerSpec", "Layers", "StreamsConfig", "is_secret_key"]
 
@@ -183,6 +186,14 @@ class StreamsConfig(BaseModel):
     # Names are resolved to instances by ``_resolve_serde`` (validate_default covers defaults).
     default_key_serde: Serde = Field(default="bytes")  # type: ignore[assignment]
     default_value_serde: Serde = Field(default="bytes")  # type: ignore[assignment]
+    #: Kafka's ``dsl.store.suppliers.class`` (KIP-954): where every DSL store without a
+    #: supplier of its own (``Materialized``/``StreamJoined``) lives. A DslStoreSuppliers
+    #: instance or class, or a class name ("InMemoryDslStoreSuppliers", Java's full name);
+    #: unset: ``default_dsl_store`` decides. Applies to ``StreamsBuilder(config)``.
+    dsl_store_suppliers: Any = None
+    #: Kafka's older ``default.dsl.store``: "rocksDB" or "in_memory" (used when
+    #: ``dsl_store_suppliers`` is unset, as Kafka's ``TopologyConfig`` does)
+    default_dsl_store: Literal["rocksDB", "in_memory"] = "rocksDB"
 
     # --- error handling --------------------------------------------------------------
     deserialization_exception_handler: ExceptionHandlerSpec = "log_and_fail"
@@ -307,6 +318,27 @@ class StreamsConfig(BaseModel):
             return serde_from_name(value)
         except (ValueError, TypeError) as exc:
             raise ValueError(str(exc)) from exc
+
+    @field_validator("dsl_store_suppliers", mode="before")
+    @classmethod
+    def _resolve_dsl_store_suppliers(cls, value: Any) -> Any:
+        from platform_streams.state.dsl_store_suppliers import dsl_store_suppliers_from
+
+        try:
+            return dsl_store_suppliers_from(value)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"dsl_store_suppliers: {exc}") from exc
+
+    def resolved_dsl_store_suppliers(self) -> DslStoreSuppliers:
+        """Kafka's ``TopologyConfig.resolveDslStoreSuppliers``: ``dsl_store_suppliers`` if set,
+        else the built-in suppliers ``default_dsl_store`` names."""
+        from platform_streams.state.dsl_store_suppliers import BuiltInDslStoreSuppliers
+
+        if self.dsl_store_suppliers is not None:
+            return self.dsl_store_suppliers
+        if self.default_dsl_store == "in_memory":
+            return BuiltInDslStoreSuppliers.IN_MEMORY
+        return BuiltInDslStoreSuppliers.ROCKS_DB
 
     @field_validator(
         "deserialization_exception_handler",

@@ -51,6 +51,7 @@ _ALIASES: dict[str, str] = {
     "processing.exception.handler": "processing_exception_handler",
     "default.production.exception.handler": "production_exception_handler",
     "production.exception.handler": "production_exception_handler",
+    "dsl.store.suppliers.class": "dsl_store_suppliers",
 }
 # Deprecated aliases lose to their replacement when both are given (Java semantics).
 _DEPRECATED = frozenset({"cache.max.bytes.buffering"})
@@ -101,7 +102,7 @@ _SERVICE_LINK = re.compile(
 # Java Streams settings with no equivalent here. Passing them to librdkafka would make
 # client creation fail far from the config file, so they are dropped with a warning.
 _UNSUPPORTED_JAVA_KEYS = frozenset(
-    """default.timestamp.extractor default.dsl.store dsl.store.suppliers.class rocksdb.config.setter
+    """default.timestamp.extractor rocksdb.config.setter
     upgrade.from built.in.metrics.version state.cleanup.delay.ms window.size.ms windowed.inner.class.serde
     windowstore.changelog.additional.retention.ms task.assignor.class
     rack.aware.assignment.strategy rack.aware.assignment.tags client.tag default.client.supplier

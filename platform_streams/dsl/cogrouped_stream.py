@@ -67,7 +67,7 @@ class CogroupedKStream:
         names = builder.names
         given = name_of(named)
         store = store_name(builder, materialized, "COGROUPKSTREAM-AGGREGATE-")
-        spec = key_value_spec(store, materialized, key_serde=first.key_serde, value_serde=None)
+        spec = key_value_spec(builder, store, materialized, key_serde=first.key_serde, value_serde=None)
         sources = [grouped.source_for_aggregation(store) for grouped, _ in self._groups]
         op = StoreTableOp(store, _unused)
         topology = builder.topology

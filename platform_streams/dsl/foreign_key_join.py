@@ -41,12 +41,11 @@ from platform_streams.dsl.internals.foreign_key_wire import (
     SubscriptionWrapperSerde,
 )
 from platform_streams.dsl.internals.table_join_processors import joiner_with_key
-from platform_streams.dsl.materialize import is_queryable, store_name
+from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
 from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Materialized, TableJoined
 from platform_streams.errors import TopologyError
 from platform_streams.serde.primitive import Bytes
-from platform_streams.state.timestamped_builders import KeyValueStoreSpec
 from platform_streams.topology.nodes import InternalTopic, repartition_topic_config
 
 if TYPE_CHECKING:
@@ -160,8 +159,12 @@ def foreign_key_join(
     )
     # Kafka's SubscriptionStoreFactory: timestamped, raw combined keys, logged, never cached
     topology.add_state_store(
-        KeyValueStoreSpec(
-            name=subscription_store, key_serde=Bytes(), value_serde=wrapper_serde, caching_enabled=False
+        key_value_spec(
+            builder,
+            subscription_store,
+            Materialized(caching_enabled=False),
+            key_serde=Bytes(),
+            value_serde=wrapper_serde,
         ),
         receive,
     )

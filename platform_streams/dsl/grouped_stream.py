@@ -136,7 +136,9 @@ class KGroupedStream:
 
         named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
         store = store_name(self.builder, materialized, prefix)
-        spec = key_value_spec(store, materialized, key_serde=self.key_serde, value_serde=value_serde)
+        spec = key_value_spec(
+            self.builder, store, materialized, key_serde=self.key_serde, value_serde=value_serde
+        )
         name = self.builder.names.name(prefix, name_of(named))
         source = self.source_for_aggregation(store)
         return aggregate_table(

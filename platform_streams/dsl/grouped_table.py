@@ -95,7 +95,7 @@ class KGroupedTable:
         named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
         builder = self.builder
         store = store_name(builder, materialized, prefix)
-        spec = key_value_spec(store, materialized, key_serde=self.key_serde, value_serde=value_serde)
+        spec = key_value_spec(builder, store, materialized, key_serde=self.key_serde, value_serde=value_serde)
         names = builder.names
         given = name_of(named)
         sink = names.suffixed(given, "-sink", "KSTREAM-SINK-")

@@ -184,7 +184,7 @@ def table_table_join(
     spec: KeyValueStoreSpec | None = None
     if materialized is not None:
         store = store_name(builder, materialized, "KTABLE-MERGE-")
-        spec = key_value_spec(store, materialized, key_serde=table.key_serde, value_serde=None)
+        spec = key_value_spec(builder, store, materialized, key_serde=table.key_serde, value_serde=None)
     merge_name = names.name("KTABLE-MERGE-", named)
     topology.add_copartition_group(table.source_topics | other.source_topics)
     if kind in ("left", "outer"):

@@ -290,6 +290,7 @@ class KTable:
             builder.names.name(f"{prefix}STATE-STORE-")
             return name, None, key_serde, value_serde
         spec = key_value_spec(
+            builder,
             store_name(builder, materialized, prefix),
             materialized,
             key_serde=key_serde,
@@ -424,7 +425,7 @@ def _add_source_table_op(
 ) -> SourceTableOp:
     """The table node ``name`` below ``parent``: its store ``store`` is added now if the user named
     it, else only when something needs it (a join, a downstream ``group_by``)."""
-    spec = key_value_spec(store, materialized, key_serde=key_serde, value_serde=value_serde)
+    spec = key_value_spec(builder, store, materialized, key_serde=key_serde, value_serde=value_serde)
     topology = builder.topology
     op = SourceTableOp(topology, name, spec, materialized=False)
     topology.add_processor(name, op.make_processor, parent)
@@ -470,7 +471,7 @@ def source_global_table(
     store = store_name(builder, materialized, f"{topic}-")
     source_name = builder.names.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
     processor_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
-    spec = key_value_spec(store, materialized, key_serde=key_serde, value_serde=value_serde)
+    spec = key_value_spec(builder, store, materialized, key_serde=key_serde, value_serde=value_serde)
     if spec.versioned:
         # Kafka's InternalStreamsBuilder.globalTable refuses versioned stores (TopologyException)
         raise TopologyError(

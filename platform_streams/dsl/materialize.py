@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.options import Materialized
 from platform_streams.errors import TopologyError
-from platform_streams.state.dsl_store_suppliers import DslKeyValueParams
+from platform_streams.state.dsl_store_suppliers import DslKeyValueParams, DslStoreSuppliers
 from platform_streams.state.stores import KeyValueBytesStoreSupplier
 from platform_streams.state.timestamped_builders import KeyValueStoreSpec
 from platform_streams.state.versioned import VersionedBytesStoreSupplier
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from platform_streams.dsl.builder import StreamsBuilder
     from platform_streams.serde.base import Serde
 
-__all__ = ["is_queryable", "key_value_spec", "store_name"]
+__all__ = ["dsl_materialized", "is_queryable", "key_value_spec", "own_store_choice", "store_name"]
 
 
 def store_name(builder: StreamsBuilder, materialized: Materialized | None, prefix: str) -> str:
@@ -47,7 +47,29 @@ def is_queryable(materialized: Materialized | None) -> bool:
     )
 
 
+def own_store_choice(store_type: str, supplier: object, suppliers: object) -> bool:
+    """Whether an operator chose its stores itself (a supplier, DslStoreSuppliers, or a
+    non-default ``store_type``): then the application's ``dsl_store_suppliers`` does not apply."""
+    return supplier is not None or suppliers is not None or store_type != "rocksdb"
+
+
+def app_dsl_store_suppliers(builder: StreamsBuilder) -> DslStoreSuppliers | None:
+    """The suppliers the builder's config names (Kafka's ``StreamsBuilder(TopologyConfig)``)."""
+    return None if builder.config is None else builder.config.resolved_dsl_store_suppliers()
+
+
+def dsl_materialized(builder: StreamsBuilder, materialized: Materialized | None) -> Materialized:
+    """``materialized`` with the application's ``dsl_store_suppliers`` where it chose no store
+    itself (Kafka's precedence: the operator's ``Materialized`` over the config)."""
+    mat = materialized or Materialized()
+    suppliers = app_dsl_store_suppliers(builder)
+    if suppliers is None or own_store_choice(mat.store_type, mat.store_supplier, mat.dsl_store_suppliers):
+        return mat
+    return mat.with_dsl_store_suppliers(suppliers)
+
+
 def key_value_spec(
+    builder: StreamsBuilder,
     name: str,
     materialized: Materialized | None,
     *,
@@ -55,7 +77,7 @@ def key_value_spec(
     value_serde: Serde | None,
 ) -> KeyValueStoreSpec:
     """The spec of store ``name``: ``materialized``'s settings over the inherited serdes."""
-    mat = materialized or Materialized()
+    mat = dsl_materialized(builder, materialized)
     supplier: Any = mat.store_supplier
     if supplier is None and mat.dsl_store_suppliers is not None:
         supplier = mat.dsl_store_suppliers.key_value_store(DslKeyValueParams(name))
@@ -76,4 +98,5 @@ def key_value_spec(
         caching_enabled=mat.caching_enabled and not isinstance(supplier, VersionedBytesStoreSupplier),
         logging_enabled=mat.logging_enabled,
         log_config=dict(mat.log_config or {}),
+        dsl_default=not own_store_choice(mat.store_type, mat.store_supplier, mat.dsl_store_suppliers),
     )

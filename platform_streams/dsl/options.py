@@ -121,8 +121,16 @@ class Materialized:
         return replace(self, dsl_store_suppliers=suppliers, store_type=suppliers.store_type)
 
     def with_store_type(self, store_type: Literal["rocksdb", "in_memory"]) -> Materialized:
-        """Kafka's ``Materialized.withStoreType``: RocksDB or in-memory stores."""
-        return replace(self, store_type=store_type, dsl_store_suppliers=None)
+        """Kafka's ``Materialized.withStoreType``: RocksDB or in-memory stores (the built-in
+        suppliers, so the choice also beats the application's ``dsl_store_suppliers``)."""
+        from platform_streams.state.dsl_store_suppliers import BuiltInDslStoreSuppliers
+
+        builtin = (
+            BuiltInDslStoreSuppliers.IN_MEMORY
+            if store_type == "in_memory"
+            else BuiltInDslStoreSuppliers.ROCKS_DB
+        )
+        return self.with_dsl_store_suppliers(builtin)
 
     def with_key_serde(self, serde: Serde) -> Materialized:
         return replace(self, key_serde=serde)

@@ -31,6 +31,7 @@ from platform_streams.dsl.internals.stream_join_processors import (
     StreamJoinProcessor,
     TimeTrackers,
 )
+from platform_streams.dsl.materialize import app_dsl_store_suppliers, own_store_choice
 from platform_streams.dsl.options import StreamJoined
 from platform_streams.dsl.windows import JoinWindows
 from platform_streams.errors import TopologyError
@@ -70,8 +71,12 @@ def stream_stream_join(
         raise TypeError(
             f"{kind} join: parameter 'stream_joined' takes a StreamJoined, got {type(stream_joined).__name__}"
         )
-    sj = stream_joined or StreamJoined()
     builder = left.builder
+    sj = stream_joined or StreamJoined()
+    suppliers = app_dsl_store_suppliers(builder)
+    if suppliers is not None and not own_store_choice(sj.store_type, None, sj.dsl_store_suppliers):
+        # Kafka's precedence: StreamJoined's suppliers over the application's config
+        sj = sj.with_dsl_store_suppliers(suppliers)
     key_serde = sj.key_serde or left.key_serde
     left_value_serde = sj.value_serde or left.value_serde
     right_value_serde = sj.other_value_serde or right.value_serde
@@ -197,6 +202,7 @@ def _join_store(
         retain_duplicates=True,
         timestamped=False,
         store_supplier=supplier,
+        dsl_default=not own_store_choice(sj.store_type, supplier, sj.dsl_store_suppliers),
     )
 
 

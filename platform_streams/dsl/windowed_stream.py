@@ -31,7 +31,7 @@ from platform_streams.dsl.internals.window_processors import (
     TimeWindowAggregateProcessor,
 )
 from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
-from platform_streams.dsl.materialize import is_queryable, store_name
+from platform_streams.dsl.materialize import dsl_materialized, is_queryable, own_store_choice, store_name
 from platform_streams.dsl.options import Materialized, Named, by_type, name_of
 from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows, UnlimitedWindows
 from platform_streams.errors import TopologyError
@@ -124,9 +124,9 @@ class _WindowedKStream:
 
         named, materialized = by_type(prefix.lower() + "aggregation", named, materialized)
         given = name_of(named)
-        mat = materialized or Materialized()
         first = inputs[0][0]
         builder = first.builder
+        mat = dsl_materialized(builder, materialized)
         names = builder.names
         store = store_name(builder, materialized, prefix)
         name = None if cogroup else names.name(prefix, given)
@@ -205,6 +205,7 @@ class _WindowedKStream:
             logging_enabled=mat.logging_enabled,
             log_config=dict(mat.log_config or {}),
             store_supplier=supplier,
+            dsl_default=not own_store_choice(mat.store_type, supplier, mat.dsl_store_suppliers),
             **extra,
         )
 

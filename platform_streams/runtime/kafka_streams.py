@@ -27,6 +27,7 @@ from platform_streams.runtime.observer import GuardReleasingListener, add_restor
 from platform_streams.runtime.worker import StreamWorker, WorkerState
 from platform_streams.serde.base import Serde
 from platform_streams.server.http import WorkerHttpServer
+from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.state.restore import StateRestoreListener
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
@@ -53,6 +54,7 @@ class KafkaStreams:
             # a StreamsBuilder: build with the config so topology_optimization applies
             topology = topology.build(self.config)
         self.topology: Topology = topology
+        apply_dsl_store_config(topology, self.config)
         self.plan: TopologyPlan = compile_topology(topology)
         self._state = State.CREATED
         self._lock = threading.RLock()

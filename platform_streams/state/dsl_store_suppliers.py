@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from platform_streams.state.stores import (
     KeyValueBytesStoreSupplier,
@@ -24,12 +24,18 @@ from platform_streams.state.stores import (
     WindowBytesStoreSupplier,
 )
 
+if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+    from platform_streams.topology.topology import Topology
+
 __all__ = [
     "BuiltInDslStoreSuppliers",
     "DslKeyValueParams",
     "DslSessionParams",
     "DslStoreSuppliers",
     "DslWindowParams",
+    "apply_dsl_store_config",
+    "dsl_store_suppliers_from",
 ]
 
 
@@ -121,3 +127,53 @@ class BuiltInDslStoreSuppliers:
 
     ROCKS_DB: DslStoreSuppliers = RocksDBDslStoreSuppliers()
     IN_MEMORY: DslStoreSuppliers = InMemoryDslStoreSuppliers()
+
+
+def dsl_store_suppliers_from(value: object) -> DslStoreSuppliers | None:
+    """The suppliers a config value names (``dsl.store.suppliers.class``): an instance, a
+    :class:`DslStoreSuppliers` subclass, or a built-in class's name -- simple or Java's full
+    name (``org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers``)."""
+    if value is None or isinstance(value, DslStoreSuppliers):
+        return value
+    if isinstance(value, type) and issubclass(value, DslStoreSuppliers):
+        return value()
+    if isinstance(value, str):
+        simple = value.strip().rsplit(".", 1)[-1].rsplit("$", 1)[-1].lower()
+        for suppliers in (BuiltInDslStoreSuppliers.ROCKS_DB, BuiltInDslStoreSuppliers.IN_MEMORY):
+            if simple == type(suppliers).__name__.lower():
+                return suppliers
+    raise ValueError(
+        "expected a DslStoreSuppliers instance or class, or 'RocksDBDslStoreSuppliers' / "
+        f"'InMemoryDslStoreSuppliers', got {value!r}"
+    )
+
+
+def apply_dsl_store_config(topology: Topology, config: StreamsConfig) -> None:
+    """Give the DSL stores no one chose (not the operator, not ``StreamsBuilder(config)``) the
+    run-time config's ``dsl_store_suppliers`` -- Kafka's ``InternalTopologyBuilder.rewriteTopology``
+    configuring its store factories with the ``StreamsConfig`` the application runs with."""
+    from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+    from platform_streams.state.timestamped_window_store import SessionStoreSpec, WindowStoreSpec
+
+    suppliers = config.resolved_dsl_store_suppliers()
+    # built-in suppliers: the plain store type (as a spec nobody configured has); custom: theirs
+    builtin = (
+        BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers,
+        BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers,
+    )
+    custom = type(suppliers) not in builtin
+    builders = [*topology.stores.values(), *(g.store_builder for g in topology.global_stores.values())]
+    for spec in builders:
+        if isinstance(spec, KeyValueStoreSpec) and spec.dsl_default:
+            spec.store_supplier = suppliers.key_value_store(DslKeyValueParams(spec.name)) if custom else None
+            spec.store_type = suppliers.store_type
+        elif isinstance(spec, WindowStoreSpec) and spec.dsl_default:
+            params = DslWindowParams(
+                spec.name, spec.retention_ms, spec.window_size_ms, spec.retain_duplicates
+            )
+            spec.store_supplier = suppliers.window_store(params) if custom else None
+            spec.store_type = suppliers.store_type
+        elif isinstance(spec, SessionStoreSpec) and spec.dsl_default:
+            session = DslSessionParams(spec.name, spec.retention_ms)
+            spec.store_supplier = suppliers.session_store(session) if custom else None
+            spec.store_type = suppliers.store_type

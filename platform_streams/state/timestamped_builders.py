@@ -88,6 +88,9 @@ class KeyValueStoreSpec:
     #: set by ``StreamsBuilder.build(config)`` under ``topology_optimization="all"``: the
     #: source topic replaces the changelog (nothing is logged, restore reads the topic)
     source_changelog_topic: str | None = None
+    #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers``
+    #: may still pick it (:func:`~platform_streams.state.dsl_store_suppliers.apply_dsl_store_config`)
+    dsl_default: bool = False
 
     @property
     def persistent(self) -> bool:

@@ -62,6 +62,8 @@ class _WindowedSpec(Generic[SupplierT]):
     logging_enabled: bool = True
     log_config: dict[str, str] = field(default_factory=dict)
     store_supplier: SupplierT | None = None
+    #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers`` picks it
+    dsl_default: bool = False
 
     @property
     def persistent(self) -> bool:

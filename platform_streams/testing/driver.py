@@ -24,6 +24,7 @@ from platform_streams.processor.record import Headers
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import StreamTask
 from platform_streams.serde import Serde
+from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.testing.records import DriverRecord
 from platform_streams.testing.topics import TestInputTopic, TestOutputTopic
 from platform_streams.topology.compiler import compile_topology
@@ -68,6 +69,7 @@ class TopologyTestDriver:
     ) -> None:
         self._tmp: Path | None = None
         self.config = self._make_config(config)
+        apply_dsl_store_config(topology, self.config)
         self.plan = compile_topology(topology)
         self.wall_clock_ms = initial_wall_clock_ms
         self._collector = _DriverCollector(self)

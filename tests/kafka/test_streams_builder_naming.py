@@ -4,7 +4,7 @@ StreamsBuilderTest.java), translated: a user-named operator keeps its name *and*
 
 ``assertNamesForOperation`` lists the topology's nodes in build order (sources and sinks
 included); ``assertNamesForStateStore`` its stores. Not translated here: the DSL store-supplier
-configuration cases (``dsl.store.suppliers``: not a config of this engine), transform/print
+configuration cases (in tests/kafka/test_dsl_store_suppliers.py), transform/print
 (removed or absent APIs), and the reset-policy/pattern subscription cases.
 """
 

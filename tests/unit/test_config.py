@@ -286,6 +286,23 @@ def test_from_properties_mapping_with_prefix_routing() -> None:
     assert c.admin_config == {"request.timeout.ms": "4"}
 
 
+def test_from_properties_routes_dsl_store_settings() -> None:
+    """Kafka's ``dsl.store.suppliers.class`` (Java's class name) and ``default.dsl.store`` reach
+    their fields instead of being dropped; unset, RocksDB (Kafka's default)."""
+    from platform_streams.state import BuiltInDslStoreSuppliers
+
+    base = {"application.id": "a", "bootstrap.servers": "k:9092"}
+    java = "org.apache.kafka.streams.state.BuiltInDslStoreSuppliers$InMemoryDslStoreSuppliers"
+    c = StreamsConfig.from_properties({**base, "dsl.store.suppliers.class": java})
+    assert c.resolved_dsl_store_suppliers() is BuiltInDslStoreSuppliers.IN_MEMORY
+    c = StreamsConfig.from_properties({**base, "default.dsl.store": "in_memory"})
+    assert c.resolved_dsl_store_suppliers() is BuiltInDslStoreSuppliers.IN_MEMORY
+    assert (
+        StreamsConfig.from_properties(base).resolved_dsl_store_suppliers()
+        is BuiltInDslStoreSuppliers.ROCKS_DB
+    )
+
+
 def test_from_properties_file(tmp_path: Path) -> None:
     path = tmp_path / "streams.properties"
     path.write_text(
