@@ -283,6 +283,12 @@ class TimeWindowedKStream(_WindowedKStream):
         initializer: Callable[[], Any],
         aggregator: Callable[[Any, Any, Any], Any],
     ) -> KTable:
+        if self._emit.emit_final and isinstance(self.windows, UnlimitedWindows):
+            # Kafka's KStreamWindowAggregate constructor: an unlimited window never closes
+            raise ValueError(
+                "ON_WINDOW_CLOSE strategy is only supported for TimeWindows and SlidingWindows "
+                "for TimeWindowedKStream"
+            )
         return self._build(
             prefix, named, materialized, default_value_serde, self._maker(), initializer, aggregator
         )
