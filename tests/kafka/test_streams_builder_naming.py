@@ -4,13 +4,15 @@ StreamsBuilderTest.java), translated: a user-named operator keeps its name *and*
 
 ``assertNamesForOperation`` lists the topology's nodes in build order (sources and sinks
 included); ``assertNamesForStateStore`` its stores. Java cases with no Python equivalent are
-skipped tests at the end of this module, each saying why in its skip reason. Not translated yet: the reset-policy cases over topics and
-``shouldAllowStreamsFromSameTopic`` (Kafka 4 lets two streams read one topic; here that is refused).
+skipped tests at the end of this module, each saying why in its skip reason. Streams of one
+topic share one source node, as Kafka's ``mergeDuplicateSourceNodes`` does.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from platform_streams.dsl import (
     Branched,
@@ -24,6 +26,7 @@ from platform_streams.dsl import (
     StreamJoined,
     StreamsBuilder,
 )
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Long, String
 from tests.kafka.support import (
     DSL_STORE_SUPPLIERS,
@@ -262,6 +265,77 @@ OLD_JOIN_API = (
     "switches off the outer-join spurious-result fix through a removed Java API; this engine "
     "always has the fix (its third store)"
 )
+
+
+# -- several streams of one topic (Kafka's InternalStreamsBuilder.mergeDuplicateSourceNodes) --
+
+
+def test_should_allow_streams_from_same_topic() -> None:
+    """StreamsBuilderTest.shouldAllowStreamsFromSameTopic: both streams read one source node."""
+    builder = StreamsBuilder()
+    first = builder.stream("topic")
+    second = builder.stream("topic")
+    topology = builder.build()
+    assert first.node_name == second.node_name == "KSTREAM-SOURCE-0000000000"
+    assert [n for n in topology.nodes] == ["KSTREAM-SOURCE-0000000000"]
+
+
+def test_should_allow_reading_from_same_collection_of_topics() -> None:
+    """StreamsBuilderTest.shouldAllowReadingFromSameCollectionOfTopics"""
+    builder = StreamsBuilder()
+    builder.stream(["topic1", "topic2"])
+    builder.stream(["topic2", "topic1"])
+    builder.build()
+
+
+def test_should_not_allow_reading_from_overlapping_and_unequal_collection_of_topics() -> None:
+    """StreamsBuilderTest.shouldNotAllowReadingFromOverlappingAndUnequalCollectionOfTopics (Java
+    throws from build(); here the second call already refuses)"""
+    builder = StreamsBuilder()
+    builder.stream(["topic"])
+    with pytest.raises(TopologyError):
+        builder.stream(["topic", "anotherTopic"])
+        builder.build()
+
+
+@pytest.mark.parametrize(
+    ("java_test", "first", "second"),
+    [
+        ("shouldThrowWhenSubscribedToATopicWithDifferentResetPolicies", "earliest", "latest"),
+        ("shouldThrowWhenSubscribedToATopicWithSetAndUnsetResetPolicies", "earliest", None),
+        ("shouldThrowWhenSubscribedToATopicWithUnsetAndSetResetPolicies", None, "latest"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.startswith("should") else "",
+)
+def test_should_throw_when_subscribed_to_a_topic_with_different_reset_policies(
+    java_test: str, first: Any, second: Any
+) -> None:
+    """StreamsBuilderTest.<java_test>: streams of one topic share a source, so their offset
+    reset policies must agree (Java throws from build(); here the second call refuses)."""
+    builder = StreamsBuilder()
+    builder.stream("topic", Consumed(offset_reset=first))
+    with pytest.raises(TopologyError, match="different offset reset policies"):
+        builder.stream("topic", Consumed(offset_reset=second))
+        builder.build()
+
+
+def test_should_not_allow_tables_from_same_topic() -> None:
+    """StreamsBuilderTest.shouldNotAllowTablesFromSameTopic"""
+    builder = StreamsBuilder()
+    builder.table("topic")
+    with pytest.raises(TopologyError):
+        builder.table("topic")
+        builder.build()
+
+
+def test_should_not_allow_stream_and_table_from_same_topic() -> None:
+    """StreamsBuilderTest.shouldNowAllowStreamAndTableFromSameTopic"""
+    builder = StreamsBuilder()
+    builder.stream("topic")
+    with pytest.raises(TopologyError):
+        builder.table("topic")
+        builder.build()
+
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
