@@ -319,19 +319,15 @@ def test_should_throw_when_subscribed_to_a_topic_with_different_reset_policies(
         builder.build()
 
 
-def test_should_not_allow_tables_from_same_topic() -> None:
-    """StreamsBuilderTest.shouldNotAllowTablesFromSameTopic"""
+@pytest.mark.parametrize(
+    ("java_test", "first"),
+    [("shouldNotAllowTablesFromSameTopic", "table"), ("shouldNowAllowStreamAndTableFromSameTopic", "stream")],
+    ids=["shouldNotAllowTablesFromSameTopic", "shouldNowAllowStreamAndTableFromSameTopic"],
+)
+def test_a_table_never_shares_its_topic(java_test: str, first: str) -> None:
+    """StreamsBuilderTest.<java_test>: only streams share a source; a table's topic is its own."""
     builder = StreamsBuilder()
-    builder.table("topic")
-    with pytest.raises(TopologyError):
-        builder.table("topic")
-        builder.build()
-
-
-def test_should_not_allow_stream_and_table_from_same_topic() -> None:
-    """StreamsBuilderTest.shouldNowAllowStreamAndTableFromSameTopic"""
-    builder = StreamsBuilder()
-    builder.stream("topic")
+    getattr(builder, first)("topic")
     with pytest.raises(TopologyError):
         builder.table("topic")
         builder.build()
