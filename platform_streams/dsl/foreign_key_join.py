@@ -46,7 +46,7 @@ from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Materialized, TableJoined
 from platform_streams.errors import TopologyError
 from platform_streams.serde.primitive import Bytes
-from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
 from platform_streams.topology.nodes import InternalTopic, repartition_topic_config
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def foreign_key_join(
     )
     fn = joiner_with_key(joiner)
     builder = table.builder
-    names, topology = builder.names, builder.topology
+    names, topology = builder.names, builder.plan
     name = table_joined.name
 
     # old values: the foreign side skips unchanged values, the primary side retracts old foreign keys
@@ -160,9 +160,7 @@ def foreign_key_join(
     )
     # Kafka's SubscriptionStoreFactory: timestamped, raw combined keys, logged, never cached
     topology.add_state_store(
-        KeyValueStoreSpec(
-            name=subscription_store, key_serde=Bytes(), value_serde=wrapper_serde, caching_enabled=False
-        ),
+        TimestampedKeyValueStoreBuilder(subscription_store, Bytes(), wrapper_serde, caching_enabled=False),
         receive,
     )
 
