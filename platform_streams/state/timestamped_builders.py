@@ -80,7 +80,8 @@ class TimestampedKeyValueStoreBuilder(StoreBuilder["TimestampedKeyValueStore | V
     ``Stores.timestamped_key_value_store_builder``, under the plain-value view processors
     and queries use. Serdes nobody gave stay ``None``; the metered layer takes the config's
     defaults when a task initialises the store. Caching is on unless turned off, and stripped
-    when the config gives caches no memory (:func:`caching_enabled`).
+    when the config gives caches no memory (:func:`caching_enabled`). A versioned supplier
+    (KIP-914) makes it build a :class:`~platform_streams.state.versioned_table_store.VersionedTableStore`.
     """
 
     def __init__(
