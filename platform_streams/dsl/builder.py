@@ -7,38 +7,56 @@ from typing import TYPE_CHECKING
 from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.naming import NameGenerator
 from platform_streams.dsl.options import Consumed, Materialized
-from platform_streams.dsl.plan import LogicalPlan
-from platform_streams.topology.topology import Topology
+from platform_streams.dsl.plan import LogicalPlan, StreamSourceNode
+from platform_streams.errors import TopologyError
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
     from platform_streams.dsl.ktable import GlobalKTable, KTable
+    from platform_streams.topology.topology import Topology
 
 
 class StreamsBuilder:
     """Builds a :class:`Topology` from streams and tables (Kafka Streams' ``StreamsBuilder``)."""
 
     def __init__(self, config: StreamsConfig | None = None) -> None:
-        self.topology = Topology()
         self.names = NameGenerator()
         #: settings that shape the topology (``topology_optimization``), as Java's ``build(props)``
         self.config = config
-        #: graph facts for the optimizer passes (repartitions, source tables)
+        #: what the user asked for, as graph nodes; ``build()`` optimizes and lowers it
         self.plan = LogicalPlan()
 
     def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> KStream:
-        """A stream over one or more topics."""
+        """A stream over one or more topics.
+
+        Streams of the same topics (in any order) share one source node, as in Kafka Streams;
+        a stream of topics that only overlap another stream's (or a table's) is refused.
+        """
         consumed = consumed or Consumed()
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         name = self.names.name("KSTREAM-SOURCE-", consumed.name)
-        self.topology.add_source(
-            name,
-            *topic_list,
-            key_serde=consumed.key_serde,
-            value_serde=consumed.value_serde,
-            timestamp_extractor=consumed.timestamp_extractor,
-            offset_reset=consumed.offset_reset,
-        )
+        shared = self.plan.shared_source(topic_list)
+        if shared is not None:
+            # Kafka's mergeDuplicateSourceNodes: streams of the same topics read from one source
+            # (whose serdes deserialize); this call's name and index are consumed all the same
+            if shared.offset_reset != consumed.offset_reset:
+                raise TopologyError(
+                    "Can't configure different offset reset policies on the same input topic(s)"
+                )
+            name = shared.name
+        else:
+            self.plan.add(
+                StreamSourceNode(
+                    name,
+                    [],
+                    topic_list,
+                    key_serde=consumed.key_serde,
+                    value_serde=consumed.value_serde,
+                    timestamp_extractor=consumed.timestamp_extractor,
+                    offset_reset=consumed.offset_reset,
+                    shared=True,
+                )
+            )
         return KStream(
             self,
             name,
@@ -65,17 +83,19 @@ class StreamsBuilder:
 
     def add_state_store(self, store_builder: object) -> StreamsBuilder:
         """Add a store for Processor API processors used through ``KStream.process``."""
-        self.topology.add_state_store(store_builder)  # type: ignore[arg-type]
+        self.plan.add_state_store(store_builder)  # type: ignore[arg-type]
         return self
 
     def build(self, config: StreamsConfig | None = None) -> Topology:
-        """The topology built so far (the builder stays usable).
+        """A new topology from what was recorded so far (the builder stays usable).
 
-        ``topology_optimization`` in ``config`` (or the builder's config) runs the optimizer
-        passes (:mod:`platform_streams.dsl.optimizer`): source topics reused as changelogs,
-        repartition topics of one key-changing operator merged into one.
+        ``topology_optimization`` in ``config`` (or the builder's config) first runs the
+        optimizer passes over the logical plan (:mod:`platform_streams.dsl.optimizer`):
+        source topics reused as changelogs, repartition topics of one key-changing operator
+        merged into one, self-joins on one store. Then the plan is lowered to a ``Topology``.
         """
         from platform_streams.dsl.optimizer import optimize
 
-        optimize(self, config or self.config)
-        return self.topology
+        if optimize(self.plan, self.names, config or self.config):
+            self.plan.refresh_check_topology()
+        return self.plan.lower()

@@ -70,7 +70,7 @@ class CogroupedKStream:
         spec = key_value_spec(builder, store, materialized, key_serde=first.key_serde, value_serde=None)
         sources = [grouped.source_for_aggregation(store) for grouped, _ in self._groups]
         op = StoreTableOp(store, _unused)
-        topology = builder.topology
+        topology = builder.plan
         processors = []
         for index, ((_, aggregator), source) in enumerate(zip(self._groups, sources, strict=True)):
             name = names.suffixed(given, f"-cogroup-agg-{index}", "COGROUPKSTREAM-AGGREGATE-")

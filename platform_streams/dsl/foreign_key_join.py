@@ -112,7 +112,7 @@ def foreign_key_join(
     )
     fn = joiner_with_key(joiner)
     builder = table.builder
-    names, topology = builder.names, builder.topology
+    names, topology = builder.names, builder.plan
     name = table_joined.name
 
     # old values: the foreign side skips unchanged values, the primary side retracts old foreign keys

@@ -102,7 +102,7 @@ class KGroupedTable:
         source = names.suffixed(given, "-source", "KSTREAM-SOURCE-")
         name = names.name(prefix, given)
         topic = f"{self.repartition_name or store}-repartition"
-        topology = builder.topology
+        topology = builder.plan
         if self._shared_source is not None:
             source = self._shared_source  # a named grouping's aggregations share one topic
         else:

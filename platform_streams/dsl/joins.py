@@ -37,7 +37,7 @@ from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
 from platform_streams.dsl.options import Joined, Materialized, name_of
 from platform_streams.errors import TopologyError
-from platform_streams.state.timestamped_builders import KeyValueStoreSpec, bytes_store_builder
+from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder, bytes_store_builder
 
 if TYPE_CHECKING:
     from platform_streams.dsl.internals.table_processors import ValueGetterSupplier
@@ -91,7 +91,7 @@ def _stream_table_join(
             joined.value_serde or stream.value_serde,
         )
     builder = stream.builder
-    topology = builder.topology
+    topology = builder.plan
     topology.add_copartition_group(stream.source_topics | table.source_topics)
     name = builder.names.name("KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-", joined.name)
     fn = joiner_with_key(joiner)
@@ -118,7 +118,7 @@ def _add_grace_join(
     buffer = buffer_store_name(name)
     key_serde = joined.key_serde or stream.key_serde
     value_serde = joined.value_serde or stream.value_serde
-    topology = stream.builder.topology
+    topology = stream.builder.plan
     topology.add_processor(
         name,
         lambda: VersionedStreamTableJoinProcessor(
@@ -150,7 +150,7 @@ def _stream_global_join(
     name = builder.names.name("KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-", named)
     view = table.value_getter_supplier()
     fn = joiner_with_key(joiner)
-    builder.topology.add_processor(
+    builder.plan.add_processor(
         name, lambda: StreamTableJoinProcessor(view, fn, left, key_selector), stream.node_name
     )
     return KStream(
@@ -180,8 +180,8 @@ def table_table_join(
         raise TopologyError("cannot join tables from different StreamsBuilders")
     builder = table.builder
     names = builder.names
-    topology = builder.topology
-    spec: KeyValueStoreSpec | None = None
+    topology = builder.plan
+    spec: TimestampedKeyValueStoreBuilder | None = None
     if materialized is not None:
         store = store_name(builder, materialized, "KTABLE-MERGE-")
         spec = key_value_spec(builder, store, materialized, key_serde=table.key_serde, value_serde=None)

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Branched, Grouped, Named, Produced, Repartitioned, name_of
-from platform_streams.dsl.plan import RepartitionNode
+from platform_streams.dsl.plan import OptimizableRepartitionNode, ProcessorGraphNode
 from platform_streams.errors import TopologyError
 from platform_streams.processor.fixed_key import FixedKeyProcessorAdapter
 from platform_streams.serde import Serde
-from platform_streams.topology.nodes import InternalTopic, OpKind, StatelessOp, repartition_topic_config
+from platform_streams.topology.nodes import OpKind, StatelessOp
 
 if TYPE_CHECKING:
     from platform_streams.dsl.builder import StreamsBuilder
@@ -108,9 +108,7 @@ class KStream:
         if other._builder is not self._builder:
             raise TopologyError("cannot merge streams from different StreamsBuilders")
         name = self._builder.names.name("KSTREAM-MERGE-", name_of(named))
-        self._builder.topology.add_stateless(
-            name, StatelessOp("passthrough"), self.node_name, other.node_name
-        )
+        self._builder.plan.add_stateless(name, StatelessOp("passthrough"), self.node_name, other.node_name)
         same = self.key_serde == other.key_serde and self.value_serde == other.value_serde
         return KStream(
             self._builder,
@@ -124,7 +122,7 @@ class KStream:
     def split(self, named: Named | str | None = None) -> BranchedKStream:
         """Route each record to the first branch whose predicate matches (KIP-418)."""
         name = self._builder.names.name("KSTREAM-BRANCH-", name_of(named))
-        self._builder.topology.add_stateless(name, StatelessOp("branch"), self.node_name)
+        self._builder.plan.add_stateless(name, StatelessOp("branch"), self.node_name)
         return BranchedKStream(self, name, prefix=name_of(named) or name)
 
     # -- sinks, repartitioning, processors ------------------------------------------------
@@ -135,13 +133,13 @@ class KStream:
             raise TypeError("printed can't be null")
         name = self._builder.names.name("KSTREAM-PRINTER-", printed.name)
         # Kafka's KStreamImpl.print: the default label is this stream's node name
-        self._builder.topology.add_processor(name, printed.build(self.node_name), self.node_name)
+        self._builder.plan.add_processor(name, printed.build(self.node_name), self.node_name)
 
     def to(self, topic: str | Callable[[Any, Any, Any], str], produced: Produced | None = None) -> None:
         """Write to ``topic`` (or to the topic ``topic(key, value, record_metadata)`` returns)."""
         produced = produced or Produced()
         name = self._builder.names.name("KSTREAM-SINK-", produced.name)
-        self._builder.topology.add_sink(
+        self._builder.plan.add_sink(
             name,
             topic,
             self.node_name,
@@ -194,7 +192,7 @@ class KStream:
         of the supplier's ``stores()`` (Kafka's ``ConnectedStoreProvider``), added here."""
         if not callable(supplier):
             raise TopologyError(f"processor {name!r}: supplier must be callable, got {supplier!r}")
-        topology = self._builder.topology
+        topology = self._builder.plan
         topology.add_processor(name, make, self.node_name)
         provided = getattr(supplier, "stores", None)
         for store_builder in (provided() if callable(provided) else None) or ():
@@ -310,7 +308,7 @@ class KStream:
         if not callable(fn):
             raise TopologyError(f"{kind} needs a callable, got {fn!r}")
         name = self._builder.names.name(prefix, name_of(named))
-        self._builder.topology.add_stateless(name, StatelessOp(kind, (fn,)), self.node_name)
+        self._builder.plan.add_stateless(name, StatelessOp(kind, (fn,)), self.node_name)
         return KStream(
             self._builder,
             name,
@@ -342,9 +340,6 @@ class KStream:
         """
         builder = self._builder
         topic = base if base.endswith("-repartition") else f"{base}-repartition"
-        builder.topology.add_internal_topic(
-            InternalTopic(topic, "repartition", num_partitions, repartition_topic_config())
-        )
         gen_sink, gen_filter, gen_source = builder.names.repartition_names()
         if node_names is not None:
             filter_name, sink_name, source_name = node_names
@@ -352,26 +347,18 @@ class KStream:
             filter_name, sink_name, source_name = gen_filter, gen_sink, gen_source
         else:
             filter_name, sink_name, source_name = f"{topic}-filter", f"{topic}-sink", f"{topic}-source"
-        builder.topology.add_stateless(filter_name, StatelessOp("filter", (_key_not_none,)), self.node_name)
-        builder.topology.add_sink(
-            sink_name,
-            topic,
-            filter_name,
-            key_serde=key_serde,
-            value_serde=value_serde,
-            partitioner=partitioner,
-        )
-        builder.topology.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde)
-        builder.plan.add_repartition(
-            RepartitionNode(
+        builder.plan.add(
+            OptimizableRepartitionNode(
+                source_name,
+                [self.node_name],
                 topic=topic,
                 filter=filter_name,
                 sink=sink_name,
-                source=source_name,
-                parent=self.node_name,
                 key_changer=self.key_changer if optimizable else None,
                 key_serde=key_serde,
                 value_serde=value_serde,
+                num_partitions=num_partitions,
+                partitioner=partitioner,
             )
         )
         return KStream(
@@ -388,11 +375,6 @@ _KEY_AND_VALUE_KEPT = frozenset({"filter", "filter_not", "peek"})
 
 #: Kafka Streams' test for a generated (not user-given) repartition name.
 _GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
-
-
-def _key_not_none(key: Any, value: Any) -> bool:
-    """Records with a null key cannot be partitioned by key: Kafka Streams drops them."""
-    return key is not None
 
 
 class BranchedKStream:
@@ -423,13 +405,14 @@ class BranchedKStream:
         return dict(self._result)
 
     def _set_op(self, *, has_default: bool) -> None:
-        node = self._stream.builder.topology.node(self._node_name)
-        node.op = StatelessOp("branch", tuple(self._predicates), has_default)  # type: ignore[union-attr]
+        node = self._stream.builder.plan.node(self._node_name)
+        assert isinstance(node, ProcessorGraphNode)
+        node.op = StatelessOp("branch", tuple(self._predicates), has_default)
 
     def _add_child(self, branched: Branched | None, index: str) -> None:
         branched = branched or Branched()
         child_name = self._prefix + (branched.name or index)
-        topology = self._stream.builder.topology
+        topology = self._stream.builder.plan
         topology.add_stateless(child_name, StatelessOp("passthrough"), self._node_name)
         branch_stream = KStream(
             self._stream.builder,

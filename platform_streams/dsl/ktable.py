@@ -40,7 +40,7 @@ from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named,
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Serde
-from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
 from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class KTable:
         if isinstance(mapper, Named | str):
             mapper, named = None, mapper
         name = self._builder.names.name("KTABLE-TOSTREAM-", name_of(named))
-        self._builder.topology.add_stateless(name, StatelessOp("map_values", (new_value,)), self.node_name)
+        self._builder.plan.add_stateless(name, StatelessOp("map_values", (new_value,)), self.node_name)
         stream = KStream(
             self._builder,
             name,
@@ -165,9 +165,7 @@ class KTable:
         grouped = grouped or Grouped()
         builder = self._builder
         name = builder.names.name("KTABLE-SELECT-", grouped.name)
-        builder.topology.add_processor(
-            name, group_by_processor(selector, grouped.value_serde), self.node_name
-        )
+        builder.plan.add_processor(name, group_by_processor(selector, grouped.value_serde), self.node_name)
         self._op.enable_send_old_values(True)
         return KGroupedTable(
             builder,
@@ -272,7 +270,7 @@ class KTable:
 
     def _derived(
         self, prefix: str, named: Named | str | None, materialized: Materialized | None, keeps_value: bool
-    ) -> tuple[str, KeyValueStoreSpec | None, Serde | None, Serde | None]:
+    ) -> tuple[str, TimestampedKeyValueStoreBuilder | None, Serde | None, Serde | None]:
         """Name, optional store and serdes of a filter/map_values node, in Kafka's naming order.
 
         The processor name comes first; an unnamed ``Materialized`` still burns a store index
@@ -302,11 +300,11 @@ class KTable:
         self,
         name: str,
         op: TableOp,
-        spec: KeyValueStoreSpec | None,
+        spec: TimestampedKeyValueStoreBuilder | None,
         key_serde: Serde | None,
         value_serde: Serde | None,
     ) -> KTable:
-        topology = self._builder.topology
+        topology = self._builder.plan
         topology.add_processor(name, op.make_processor, self.node_name)
         if spec is not None:
             topology.add_state_store(spec, name)
@@ -369,7 +367,7 @@ def source_table(
     # node "<name>"
     source_name = builder.names.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
     table_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
-    builder.topology.add_source(
+    builder.plan.add_source(
         source_name,
         topic,
         key_serde=key_serde,
@@ -426,7 +424,7 @@ def _add_source_table_op(
     """The table node ``name`` below ``parent``: its store ``store`` is added now if the user named
     it, else only when something needs it (a join, a downstream ``group_by``)."""
     spec = key_value_spec(builder, store, materialized, key_serde=key_serde, value_serde=value_serde)
-    topology = builder.topology
+    topology = builder.plan
     op = SourceTableOp(topology, name, spec, materialized=False)
     topology.add_processor(name, op.make_processor, parent)
     if is_queryable(materialized):
@@ -437,7 +435,7 @@ def _add_source_table_op(
 def aggregate_table(
     builder: StreamsBuilder,
     name: str,
-    spec: KeyValueStoreSpec,
+    spec: TimestampedKeyValueStoreBuilder,
     make: Callable[[StoreTableOp], NodeProcessor],
     parent: str,
     source_topics: frozenset[str],
@@ -445,7 +443,7 @@ def aggregate_table(
 ) -> KTable:
     """The table of a grouped aggregation: processor ``name`` below ``parent``, writing store ``spec``."""
     op = StoreTableOp(spec.name, make)
-    topology = builder.topology
+    topology = builder.plan
     topology.add_processor(name, op.make_processor, parent)
     topology.add_state_store(spec, name)
     return KTable(
@@ -477,9 +475,8 @@ def source_global_table(
         raise TopologyError(
             f"global table {store!r}: a GlobalKTable cannot be materialized as a versioned store"
         )
-    spec = spec.with_logging_disabled()
-    spec.caching_enabled = False
-    builder.topology.add_global_store(
+    spec = spec.with_logging_disabled().with_caching_disabled()
+    builder.plan.add_global_store(
         spec,
         source_name,
         topic,

@@ -19,7 +19,7 @@ from platform_streams.dsl.options import Materialized
 from platform_streams.errors import TopologyError
 from platform_streams.state.dsl_store_suppliers import DslKeyValueParams, DslStoreSuppliers
 from platform_streams.state.stores import KeyValueBytesStoreSupplier
-from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
 from platform_streams.state.versioned import VersionedBytesStoreSupplier
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def key_value_spec(
     *,
     key_serde: Serde | None,
     value_serde: Serde | None,
-) -> KeyValueStoreSpec:
+) -> TimestampedKeyValueStoreBuilder:
     """The spec of store ``name``: ``materialized``'s settings over the inherited serdes."""
     mat = dsl_materialized(builder, materialized)
     supplier: Any = mat.store_supplier
@@ -88,7 +88,7 @@ def key_value_spec(
             )
         if supplier.name != name:
             raise TopologyError(f"store supplier name {supplier.name!r} differs from store name {name!r}")
-    return KeyValueStoreSpec(
+    return TimestampedKeyValueStoreBuilder(
         name=name,
         key_serde=mat.key_serde or key_serde,
         value_serde=mat.value_serde or value_serde,

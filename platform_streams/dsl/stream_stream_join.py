@@ -13,6 +13,10 @@ for outer sides) and ``s-left-shared-join-store`` / ``s-outer-shared-join-store`
 ``StreamJoined(name=n)`` the processors are ``n-this-windowed``, ``n-this-join``, ...,
 ``n-merge``.
 
+The subgraph is one :class:`~platform_streams.dsl.plan.StreamStreamJoinNode` of the plan: with
+``single.store.self.join`` on, a join of a stream with itself is lowered as Kafka's self-join
+(``parent -> this-windowed -> merge``, one window store; ``KStreamKStreamSelfJoin``).
+
 A side whose key may have changed is repartitioned first (``<n>-left-repartition`` /
 ``<n>-right-repartition``, else ``<node name>-repartition``), and both sides' topics form
 a co-partition group. The joiner is ``joiner(left_value, right_value)`` or, with three
@@ -28,17 +32,19 @@ from typing import TYPE_CHECKING, Any
 from platform_streams.dsl.internals.stream_join_processors import (
     JoinSideParams,
     JoinWindowProcessor,
+    SelfJoinParams,
     StreamJoinProcessor,
+    StreamSelfJoinProcessor,
     TimeTrackers,
 )
 from platform_streams.dsl.materialize import app_dsl_store_suppliers, own_store_choice
 from platform_streams.dsl.options import StreamJoined
+from platform_streams.dsl.plan import StreamStreamJoinNode
 from platform_streams.dsl.windows import JoinWindows
 from platform_streams.errors import TopologyError
 from platform_streams.state.dsl_store_suppliers import DslWindowParams
 from platform_streams.state.timestamped_builders import bytes_store_builder
-from platform_streams.state.timestamped_window_store import WindowStoreSpec
-from platform_streams.topology.nodes import StatelessOp
+from platform_streams.state.timestamped_window_store import DslWindowStoreBuilder
 
 if TYPE_CHECKING:
     from platform_streams.dsl.kstream import KStream
@@ -86,7 +92,7 @@ def stream_stream_join(
     if right.repartition_required:
         base = f"{sj.name}-right" if sj.name else right.node_name
         right = right.repartition_for_join(base, key_serde, right_value_serde)
-    topology = builder.topology
+    topology = builder.plan
     topics = left.source_topics | right.source_topics
     if len(topics) > 1:
         topology.add_copartition_group(topics)
@@ -150,25 +156,39 @@ def stream_stream_join(
         **common,  # type: ignore[arg-type]
     )
 
-    topology.add_processor(this_windowed, lambda: JoinWindowProcessor(this_store), left.node_name)
-    topology.add_processor(other_windowed, lambda: JoinWindowProcessor(other_store), right.node_name)
-    topology.add_processor(join_this, lambda: StreamJoinProcessor(this_params), this_windowed)
-    topology.add_processor(join_other, lambda: StreamJoinProcessor(other_params), other_windowed)
-    topology.add_stateless(merge, StatelessOp("passthrough"), join_this, join_other)
-
-    topology.add_state_store(
-        _join_store(this_store, windows, sj, key_serde, left_value_serde, sj.this_store_supplier),
-        this_windowed,
-        join_other,
+    self_params = SelfJoinParams(
+        store=this_store,
+        before_ms=windows.before_ms,
+        after_ms=windows.after_ms,
+        retention_ms=windows.size() + windows.grace_ms,
+        joiner=fn,
     )
-    topology.add_state_store(
-        _join_store(other_store, windows, sj, key_serde, right_value_serde, sj.other_store_supplier),
-        other_windowed,
-        join_this,
+    topology.add(
+        StreamStreamJoinNode(
+            merge,
+            [left.node_name, right.node_name],
+            this_windowed=this_windowed,
+            other_windowed=other_windowed,
+            join_this=join_this,
+            join_other=join_other,
+            this_windowed_supplier=lambda: JoinWindowProcessor(this_store),
+            other_windowed_supplier=lambda: JoinWindowProcessor(other_store),
+            join_this_supplier=lambda: StreamJoinProcessor(this_params),
+            join_other_supplier=lambda: StreamJoinProcessor(other_params),
+            self_join_supplier=lambda: StreamSelfJoinProcessor(self_params),
+            this_store=_join_store(
+                this_store, windows, sj, key_serde, left_value_serde, sj.this_store_supplier
+            ),
+            other_store=_join_store(
+                other_store, windows, sj, key_serde, right_value_serde, sj.other_store_supplier
+            ),
+            outer_store=(
+                None
+                if outer_store is None
+                else bytes_store_builder(outer_store, sj.store_type, sj.logging_enabled)
+            ),
+        )
     )
-    if outer_store is not None:
-        outer = bytes_store_builder(outer_store, sj.store_type, sj.logging_enabled)
-        topology.add_state_store(outer, join_this, join_other)
     return KStream(
         builder, merge, key_serde=key_serde, source_topics=left.source_topics | right.source_topics
     )
@@ -181,7 +201,7 @@ def _join_store(
     key_serde: Any,
     value_serde: Any,
     supplier: Any = None,
-) -> WindowStoreSpec:
+) -> DslWindowStoreBuilder:
     """A join side's window store: every record kept (duplicates), no cache, as in Kafka Streams.
 
     Without an explicit supplier, ``sj.dsl_store_suppliers`` (KIP-954) supplies the store."""
@@ -190,7 +210,7 @@ def _join_store(
         supplier = sj.dsl_store_suppliers.window_store(
             DslWindowParams(name, size + windows.grace_ms, size, retain_duplicates=True)
         )
-    return WindowStoreSpec(
+    return DslWindowStoreBuilder(
         name=name,
         key_serde=key_serde,
         value_serde=value_serde,

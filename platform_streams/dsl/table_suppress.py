@@ -40,7 +40,7 @@ def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
     # the buffer sees old values (its prior-value view), as Kafka's KTableSuppressProcessorSupplier asks
     parent.enable_send_old_values(True)
     op = SuppressOp(parent, suppressed, store, rule, table.key_serde, table.value_serde)
-    topology = builder.topology
+    topology = builder.plan
     topology.add_processor(name, op.make_processor, table.node_name)
     topology.add_state_store(_buffer_store_builder(store, suppressed), name)
     return KTable(

@@ -38,7 +38,7 @@ from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Long, Serde
 from platform_streams.state.timestamped_builders import bytes_store_builder
-from platform_streams.state.timestamped_window_store import SessionStoreSpec, WindowStoreSpec
+from platform_streams.state.timestamped_window_store import DslSessionStoreBuilder, DslWindowStoreBuilder
 from platform_streams.topology.nodes import StatelessOp
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 Reducer = Callable[[Any, Any], Any]
-SpecT = TypeVar("SpecT", WindowStoreSpec, SessionStoreSpec)
+SpecT = TypeVar("SpecT", DslWindowStoreBuilder, DslSessionStoreBuilder)
 
 
 def windowed_by(grouped: KGroupedStream, windows: Any) -> TimeWindowedKStream | SessionWindowedKStream:
@@ -140,7 +140,7 @@ class _WindowedKStream:
             AggregateParams(store, pending, initializer, agg, self._emit, merger) for _, agg in inputs
         ]
         op = WindowedTableOp(store, lambda table_op: make(all_params[0], table_op), rule)
-        topology = builder.topology
+        topology = builder.plan
         processors = []
         for index, (params, source) in enumerate(zip(all_params, sources, strict=True)):
             if name is None:
@@ -284,6 +284,12 @@ class TimeWindowedKStream(_WindowedKStream):
         initializer: Callable[[], Any],
         aggregator: Callable[[Any, Any, Any], Any],
     ) -> KTable:
+        if self._emit.emit_final and isinstance(self.windows, UnlimitedWindows):
+            # Kafka's KStreamWindowAggregate constructor: an unlimited window never closes
+            raise ValueError(
+                "ON_WINDOW_CLOSE strategy is only supported for TimeWindows and SlidingWindows "
+                "for TimeWindowedKStream"
+            )
         return self._build(
             prefix, named, materialized, default_value_serde, self._maker(), initializer, aggregator
         )
@@ -299,7 +305,7 @@ class TimeWindowedKStream(_WindowedKStream):
 
     def _store_spec(
         self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
-    ) -> WindowStoreSpec:
+    ) -> DslWindowStoreBuilder:
         windows = self.windows
         if isinstance(windows, SlidingWindows):
             size = windows.time_difference_ms
@@ -308,7 +314,7 @@ class TimeWindowedKStream(_WindowedKStream):
             size = windows.size_ms
             minimum, what = size + windows.grace_ms, "its window size plus the grace period"
         return self._spec(
-            WindowStoreSpec, store, mat, key_serde, value_serde, minimum, what, window_size_ms=size
+            DslWindowStoreBuilder, store, mat, key_serde, value_serde, minimum, what, window_size_ms=size
         )
 
     def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
@@ -381,11 +387,11 @@ class SessionWindowedKStream(_WindowedKStream):
 
     def _store_spec(
         self, store: str, mat: Materialized, key_serde: Serde | None, value_serde: Serde | None
-    ) -> SessionStoreSpec:
+    ) -> DslSessionStoreBuilder:
         windows = self.windows
         minimum = windows.inactivity_gap_ms + windows.grace_ms
         what = "its inactivity gap plus the grace period"
-        return self._spec(SessionStoreSpec, store, mat, key_serde, value_serde, minimum, what)
+        return self._spec(DslSessionStoreBuilder, store, mat, key_serde, value_serde, minimum, what)
 
     def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
         windows = self.windows

@@ -5,15 +5,25 @@ logging choices (caching off and logging on by default, as in Kafka Streams), an
 ``build()`` assembles the wrapper stack ``metered -> [caching] -> [change-logging] ->
 bytes store`` around a fresh bytes store from its supplier. The topology compiler also
 asks it for the changelog topic's configuration.
+
+Serdes may be left ``None``: the metered layer then takes the config's defaults when a task
+initialises the store (Kafka Streams' ``MeteredKeyValueStore.initStoreSerde``). That is how
+the DSL's stores, built by these same builders, get ``default_key_serde`` /
+``default_value_serde`` without knowing the config when the topology is built. A
+``timestamped`` builder (Kafka's ``TimestampedKeyValueStoreBuilder`` /
+``TimestampedWindowStoreBuilder``) stores ``ValueAndTimestamp`` values through the same
+stack: its metered layer wraps the value serde.
 """
 
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from platform_streams.state.api import StateStore
+from platform_streams.state.timestamped import ValueAndTimestampSerde
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.caching_windowed import CachingSessionStore, CachingWindowStore
 from platform_streams.state.wrappers.change_logging import (
@@ -52,9 +62,7 @@ S = TypeVar("S", bound=StateStore)
 class StoreBuilder(ABC, Generic[S]):
     """Describes one store of a topology; ``build()`` makes the instance of one task."""
 
-    def __init__(self, name: str, key_serde: Serde, value_serde: Serde) -> None:
-        if key_serde is None or value_serde is None:
-            raise ValueError(f"store {name}: key and value serdes are required")
+    def __init__(self, name: str, key_serde: Serde | None, value_serde: Serde | None) -> None:
         self._name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
@@ -109,10 +117,22 @@ class StoreBuilder(ABC, Generic[S]):
         return f"{type(self).__name__}(name={self._name!r}, caching={self._caching}, logging={self._logging})"
 
 
+def _value_wrapper(timestamped: bool) -> Callable[[Serde], Serde] | None:
+    return ValueAndTimestampSerde if timestamped else None
+
+
 class KeyValueStoreBuilder(StoreBuilder[MeteredKeyValueStore]):
-    def __init__(self, supplier: KeyValueBytesStoreSupplier, key_serde: Serde, value_serde: Serde) -> None:
+    def __init__(
+        self,
+        supplier: KeyValueBytesStoreSupplier,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        *,
+        timestamped: bool = False,
+    ) -> None:
         super().__init__(supplier.name, key_serde, value_serde)
         self.supplier = supplier
+        self.timestamped = timestamped
 
     def changelog_topic_config(self) -> dict[str, str]:
         return {"cleanup.policy": "compact", **self._log_config}
@@ -123,7 +143,7 @@ class KeyValueStoreBuilder(StoreBuilder[MeteredKeyValueStore]):
             store = ChangeLoggingKeyValueStore(store)
         if self._caching:
             store = CachingKeyValueStore(store)
-        return MeteredKeyValueStore(store, self.key_serde, self.value_serde)
+        return MeteredKeyValueStore(store, self.key_serde, self.value_serde, _value_wrapper(self.timestamped))
 
 
 def _windowed_changelog_config(retention_ms: int, overrides: dict[str, str]) -> dict[str, str]:
@@ -136,9 +156,17 @@ def _windowed_changelog_config(retention_ms: int, overrides: dict[str, str]) -> 
 
 
 class WindowStoreBuilder(StoreBuilder[MeteredWindowStore]):
-    def __init__(self, supplier: WindowBytesStoreSupplier, key_serde: Serde, value_serde: Serde) -> None:
+    def __init__(
+        self,
+        supplier: WindowBytesStoreSupplier,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        *,
+        timestamped: bool = False,
+    ) -> None:
         super().__init__(supplier.name, key_serde, value_serde)
         self.supplier = supplier
+        self.timestamped = timestamped
 
     def with_caching_enabled(self) -> Self:
         if self.supplier.retain_duplicates:
@@ -156,11 +184,13 @@ class WindowStoreBuilder(StoreBuilder[MeteredWindowStore]):
             store = ChangeLoggingWindowStore(store)
         if self._caching:
             store = CachingWindowStore(store)
-        return MeteredWindowStore(store, self.key_serde, self.value_serde)
+        return MeteredWindowStore(store, self.key_serde, self.value_serde, _value_wrapper(self.timestamped))
 
 
 class SessionStoreBuilder(StoreBuilder[MeteredSessionStore]):
-    def __init__(self, supplier: SessionBytesStoreSupplier, key_serde: Serde, value_serde: Serde) -> None:
+    def __init__(
+        self, supplier: SessionBytesStoreSupplier, key_serde: Serde | None, value_serde: Serde | None
+    ) -> None:
         super().__init__(supplier.name, key_serde, value_serde)
         self.supplier = supplier
 

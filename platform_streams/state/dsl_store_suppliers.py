@@ -152,8 +152,8 @@ def apply_dsl_store_config(topology: Topology, config: StreamsConfig) -> None:
     """Give the DSL stores no one chose (not the operator, not ``StreamsBuilder(config)``) the
     run-time config's ``dsl_store_suppliers`` -- Kafka's ``InternalTopologyBuilder.rewriteTopology``
     configuring its store factories with the ``StreamsConfig`` the application runs with."""
-    from platform_streams.state.timestamped_builders import KeyValueStoreSpec
-    from platform_streams.state.timestamped_window_store import SessionStoreSpec, WindowStoreSpec
+    from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
+    from platform_streams.state.timestamped_window_store import DslSessionStoreBuilder, DslWindowStoreBuilder
 
     suppliers = config.resolved_dsl_store_suppliers()
     # built-in suppliers: the plain store type (as a spec nobody configured has); custom: theirs
@@ -164,16 +164,16 @@ def apply_dsl_store_config(topology: Topology, config: StreamsConfig) -> None:
     custom = type(suppliers) not in builtin
     builders = [*topology.stores.values(), *(g.store_builder for g in topology.global_stores.values())]
     for spec in builders:
-        if isinstance(spec, KeyValueStoreSpec) and spec.dsl_default:
+        if isinstance(spec, TimestampedKeyValueStoreBuilder) and spec.dsl_default:
             spec.store_supplier = suppliers.key_value_store(DslKeyValueParams(spec.name)) if custom else None
             spec.store_type = suppliers.store_type
-        elif isinstance(spec, WindowStoreSpec) and spec.dsl_default:
+        elif isinstance(spec, DslWindowStoreBuilder) and spec.dsl_default:
             params = DslWindowParams(
                 spec.name, spec.retention_ms, spec.window_size_ms, spec.retain_duplicates
             )
             spec.store_supplier = suppliers.window_store(params) if custom else None
             spec.store_type = suppliers.store_type
-        elif isinstance(spec, SessionStoreSpec) and spec.dsl_default:
+        elif isinstance(spec, DslSessionStoreBuilder) and spec.dsl_default:
             session = DslSessionParams(spec.name, spec.retention_ms)
             spec.store_supplier = suppliers.session_store(session) if custom else None
             spec.store_type = suppliers.store_type

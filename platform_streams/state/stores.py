@@ -184,18 +184,35 @@ class Stores:
 
     @staticmethod
     def key_value_store_builder(
-        supplier: KeyValueBytesStoreSupplier, key_serde: Serde, value_serde: Serde
+        supplier: KeyValueBytesStoreSupplier, key_serde: Serde | None = None, value_serde: Serde | None = None
     ) -> KeyValueStoreBuilder:
+        """A key-value store builder; a ``None`` serde is the config's default (resolved per task)."""
         return KeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
+    def timestamped_key_value_store_builder(
+        supplier: KeyValueBytesStoreSupplier, key_serde: Serde | None = None, value_serde: Serde | None = None
+    ) -> KeyValueStoreBuilder:
+        """A key-value store of ``ValueAndTimestamp`` values (the DSL's tables and aggregations)."""
+        return KeyValueStoreBuilder(supplier, key_serde, value_serde, timestamped=True)
+
+    @staticmethod
     def window_store_builder(
-        supplier: WindowBytesStoreSupplier, key_serde: Serde, value_serde: Serde
+        supplier: WindowBytesStoreSupplier, key_serde: Serde | None = None, value_serde: Serde | None = None
     ) -> WindowStoreBuilder:
+        """A window store builder; a ``None`` serde is the config's default (resolved per task)."""
         return WindowStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
+    def timestamped_window_store_builder(
+        supplier: WindowBytesStoreSupplier, key_serde: Serde | None = None, value_serde: Serde | None = None
+    ) -> WindowStoreBuilder:
+        """A window store of ``ValueAndTimestamp`` values (the DSL's windowed aggregations)."""
+        return WindowStoreBuilder(supplier, key_serde, value_serde, timestamped=True)
+
+    @staticmethod
     def session_store_builder(
-        supplier: SessionBytesStoreSupplier, key_serde: Serde, value_serde: Serde
+        supplier: SessionBytesStoreSupplier, key_serde: Serde | None = None, value_serde: Serde | None = None
     ) -> SessionStoreBuilder:
+        """A session store builder; a ``None`` serde is the config's default (resolved per task)."""
         return SessionStoreBuilder(supplier, key_serde, value_serde)

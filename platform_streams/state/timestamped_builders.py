@@ -1,20 +1,20 @@
-"""Builders of the DSL's stores, with serdes resolved late (when a task initialises the store).
+"""The DSL's key-value store builder and the helpers its stores share.
 
 The DSL decides *what* a KTable's store is (name, serdes, backend, caching, logging) at
 build time, but the config defaults (``default_key_serde`` ...) are only known when a
-task starts. :class:`KeyValueStoreSpec` therefore keeps ``None`` for serdes nobody gave
-and :meth:`TimestampedKeyValueStore.init
-<platform_streams.state.timestamped_kv_store.TimestampedKeyValueStore.init>` resolves
-them with :func:`resolve_serde` per task, as Kafka Streams' Metered stores do, without
-mutating anything shared between tasks or clients.
+task starts. :class:`TimestampedKeyValueStoreBuilder` is an ordinary ``StoreBuilder`` that
+keeps ``None`` for serdes nobody gave; the metered layer of the store it builds resolves
+them per task (Kafka Streams' ``MeteredKeyValueStore.initStoreSerde``), without mutating
+anything shared between tasks or clients. :func:`resolve_serde` is the same rule for the
+DSL processors that serialize on their own (change serdes, suppression buffers).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from platform_streams.serde import Bytes
+from platform_streams.state.builders import StoreBuilder
 from platform_streams.state.stores import KeyValueBytesStoreSupplier, Stores
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from platform_streams.state.versioned_table_store import VersionedTableStore
 
 __all__ = [
-    "KeyValueStoreSpec",
     "StoreType",
+    "TimestampedKeyValueStoreBuilder",
     "bytes_store_builder",
     "caching_enabled",
     "key_value_supplier",
@@ -72,25 +72,43 @@ def bytes_store_builder(
     return builder.with_logging_disabled()
 
 
-@dataclass
-class KeyValueStoreSpec:
-    """A DSL key-value store as the topology sees it (a ``StoreBuilder``)."""
+class TimestampedKeyValueStoreBuilder(StoreBuilder["TimestampedKeyValueStore | VersionedTableStore"]):
+    """The builder of a DSL table's store (Kafka's ``TimestampedKeyValueStoreBuilder``).
 
-    name: str
-    key_serde: Serde | None
-    value_serde: Serde | None
-    store_type: StoreType = "rocksdb"
-    #: a versioned supplier makes this a versioned table's store (KIP-914)
-    store_supplier: KeyValueBytesStoreSupplier | VersionedBytesStoreSupplier | None = None
-    caching_enabled: bool = True
-    logging_enabled: bool = True
-    log_config: dict[str, str] = field(default_factory=dict)
-    #: set by ``StreamsBuilder.build(config)`` under ``topology_optimization="all"``: the
-    #: source topic replaces the changelog (nothing is logged, restore reads the topic)
-    source_changelog_topic: str | None = None
-    #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers``
-    #: may still pick it (:func:`~platform_streams.state.dsl_store_suppliers.apply_dsl_store_config`)
-    dsl_default: bool = False
+    An ordinary :class:`~platform_streams.state.builders.StoreBuilder`: its store is the
+    usual ``metered -> [caching] -> [change-logging] -> bytes`` stack of
+    ``Stores.timestamped_key_value_store_builder``, under the plain-value view processors
+    and queries use. Serdes nobody gave stay ``None``; the metered layer takes the config's
+    defaults when a task initialises the store. Caching is on unless turned off, and stripped
+    when the config gives caches no memory (:func:`caching_enabled`). A versioned supplier
+    (KIP-914) makes it build a :class:`~platform_streams.state.versioned_table_store.VersionedTableStore`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        *,
+        store_type: StoreType = "rocksdb",
+        store_supplier: KeyValueBytesStoreSupplier | VersionedBytesStoreSupplier | None = None,
+        caching_enabled: bool = True,
+        logging_enabled: bool = True,
+        log_config: dict[str, str] | None = None,
+        dsl_default: bool = False,
+    ) -> None:
+        super().__init__(name, key_serde, value_serde)
+        self.store_type = store_type
+        #: a versioned supplier makes this a versioned table's store (KIP-914)
+        self.store_supplier = store_supplier
+        self.with_caching_enabled() if caching_enabled else self.with_caching_disabled()
+        self.with_logging_enabled(log_config) if logging_enabled else self.with_logging_disabled()
+        #: set by the ``reuse.ktable.source.topics`` optimization: the source topic replaces
+        #: the changelog (nothing is logged, restore reads the topic)
+        self.source_changelog_topic: str | None = None
+        #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers``
+        #: may still pick it (:func:`~platform_streams.state.dsl_store_suppliers.apply_dsl_store_config`)
+        self.dsl_default = dsl_default
 
     @property
     def persistent(self) -> bool:
@@ -118,12 +136,10 @@ class KeyValueStoreSpec:
         if self.versioned:
             from platform_streams.state.versioned import versioned_changelog_config
 
-            return versioned_changelog_config(self.versioned_supplier().history_retention_ms, self.log_config)
-        return {"cleanup.policy": "compact", **self.log_config}
-
-    def with_logging_disabled(self) -> KeyValueStoreSpec:
-        """A copy without changelog (global stores: their topic is the log)."""
-        return replace(self, logging_enabled=False, log_config={})
+            return versioned_changelog_config(
+                self.versioned_supplier().history_retention_ms, self._log_config
+            )
+        return {"cleanup.policy": "compact", **self._log_config}
 
     def build(self) -> TimestampedKeyValueStore | VersionedTableStore:
         """A new, uninitialised store for one task (serdes are resolved in its ``init``)."""

@@ -10,10 +10,10 @@ is :class:`~platform_streams.state.timestamped.ValueAndTimestampSerde` (stored b
 
 Two more things happen here because they can only happen at task start-up:
 
-* *late serde resolution*: a store built by the DSL may not know its serdes when the
-  topology is built (no ``Materialized.with_key_serde`` and no serde upstream); the
-  config's ``default_key_serde``/``default_value_serde`` fill the gap in :meth:`init`,
-  when the task's config is known. The inner stack is therefore built in ``init``.
+* the inner stack (``Stores.timestamped_key_value_store_builder``) is built in
+  :meth:`init`, where the task's config decides whether it keeps its caching layer
+  (``statestore_cache_max_bytes=0`` strips it); serdes nobody gave are resolved by its
+  metered layer from the config's defaults, as for any store.
 * a source KTable whose *source topic is its changelog* (``topology_optimization="all"``)
   writes no changelog and restores from the source topic, whose values carry no stored
   timestamp: restored values get timestamp -1 ("unknown"), which loses to any real one.
@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import CachedStateStore, FlushListener, KeyValueStore, StateStore
 from platform_streams.state.stores import Stores
-from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
-from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
+from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
+from platform_streams.state.timestamped_builders import caching_enabled
 from platform_streams.state.wrappers.base import SpecStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
     from platform_streams.state.store_context import RestoreCallback, StateStoreContext
-    from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+    from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
 
 __all__ = ["TimestampedKeyValueStore"]
 
@@ -62,9 +62,9 @@ class _SourceTopicChangelogContext(ChangelogRegisteringContext):
 class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateStore):
     """A KTable's key-value store; ``wrapped`` (the metered stack) exists from ``init`` on."""
 
-    spec: KeyValueStoreSpec
+    spec: TimestampedKeyValueStoreBuilder
 
-    def __init__(self, spec: KeyValueStoreSpec) -> None:
+    def __init__(self, spec: TimestampedKeyValueStoreBuilder) -> None:
         super().__init__(spec)
         self._key_serde: Serde | None = None
         self._context: StateStoreContext | None = None
@@ -78,9 +78,9 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         spec = self.spec
         config = context.config
-        key_serde = resolve_serde(spec.key_serde, config, "key")
-        value_serde = ValueAndTimestampSerde(resolve_serde(spec.value_serde, config, "value"))
-        builder = Stores.key_value_store_builder(spec.bytes_supplier(), key_serde, value_serde)
+        builder = Stores.timestamped_key_value_store_builder(
+            spec.bytes_supplier(), spec.key_serde, spec.value_serde
+        )
         if caching_enabled(spec.caching_enabled, config):
             builder.with_caching_enabled()
         reuse = spec.source_changelog_topic
@@ -88,11 +88,11 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
             builder.with_logging_enabled(spec.log_config)
         else:
             builder.with_logging_disabled()
-        self._key_serde = key_serde
         self._context = context
         self.wrapped = builder.build()
         inner_context = context if reuse is None else _SourceTopicChangelogContext(context, reuse)
-        self.wrapped.init(inner_context, root)
+        self.wrapped.init(inner_context, root)  # the metered layer resolves missing serdes here
+        self._key_serde = self.wrapped.key_serde
         self._caching = bool(self.wrapped.caching_enabled)
 
     def flush(self) -> None:

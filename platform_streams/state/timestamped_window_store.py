@@ -8,8 +8,9 @@ The window-store twin of :mod:`platform_streams.state.timestamped_kv_store`:
   -- the TopologyTestDriver's ``get_window_store``, interactive queries -- sees plain
   values, as Kafka Streams' ``ReadOnlyWindowStoreFacade`` shows them; processors use the
   ``*_timestamped`` methods;
-* serdes nobody gave at build time are the config defaults, resolved in ``init`` when
-  the task's config is known (the inner metered stack is built there);
+* their builders are ordinary ``StoreBuilder`` s; serdes nobody gave are the config
+  defaults, resolved by the inner stack's metered layer when a task initialises the store
+  (the inner stack is built in ``init``, where the config decides about caching);
 * join stores (``retain_duplicates``) and session stores keep plain values, as Kafka
   Streams' do (session results are stamped with the session end).
 """
@@ -17,7 +18,6 @@ The window-store twin of :mod:`platform_streams.state.timestamped_kv_store`:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from platform_streams.errors import InvalidStateStoreError
@@ -29,10 +29,14 @@ from platform_streams.state.api import (
     StateStore,
     WindowStore,
 )
-from platform_streams.state.builders import WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS
+from platform_streams.state.builders import (
+    WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS,
+    StoreBuilder,
+    WindowStoreBuilder,
+)
 from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
-from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
-from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
+from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
+from platform_streams.state.timestamped_builders import caching_enabled
 from platform_streams.state.windowed import Windowed
 from platform_streams.state.wrappers.base import SpecStore
 
@@ -40,30 +44,40 @@ if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
     from platform_streams.state.store_context import StateStoreContext
 
-__all__ = ["DslSessionStore", "DslWindowStore", "SessionStoreSpec", "WindowStoreSpec"]
+__all__ = ["DslSessionStore", "DslSessionStoreBuilder", "DslWindowStore", "DslWindowStoreBuilder"]
 
 SupplierT = TypeVar("SupplierT", WindowBytesStoreSupplier, SessionBytesStoreSupplier)
 
 
-@dataclass
-class _WindowedSpec(Generic[SupplierT]):
-    """What window and session store specs share (a topology ``StoreBuilder``)."""
+class _DslWindowedStoreBuilder(StoreBuilder[Any], Generic[SupplierT]):
+    """What the DSL's window and session store builders share (ordinary ``StoreBuilder`` s)."""
 
     #: the type of store supplier a user may give instead of ``store_type``, and its name in errors
     supplier_type: ClassVar[type]
     kind: ClassVar[str]
 
-    name: str
-    key_serde: Serde | None
-    value_serde: Serde | None
-    retention_ms: int
-    store_type: Literal["rocksdb", "in_memory"] = "rocksdb"
-    caching_enabled: bool = True
-    logging_enabled: bool = True
-    log_config: dict[str, str] = field(default_factory=dict)
-    store_supplier: SupplierT | None = None
-    #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers`` picks it
-    dsl_default: bool = False
+    def __init__(
+        self,
+        *,
+        name: str,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        retention_ms: int,
+        store_type: Literal["rocksdb", "in_memory"] = "rocksdb",
+        caching_enabled: bool = True,
+        logging_enabled: bool = True,
+        log_config: dict[str, str] | None = None,
+        store_supplier: SupplierT | None = None,
+        dsl_default: bool = False,
+    ) -> None:
+        super().__init__(name, key_serde, value_serde)
+        self.retention_ms = retention_ms
+        self.store_type = store_type
+        self.store_supplier: SupplierT | None = store_supplier
+        self.with_caching_enabled() if caching_enabled else self.with_caching_disabled()
+        self.with_logging_enabled(log_config) if logging_enabled else self.with_logging_disabled()
+        #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers`` picks it
+        self.dsl_default = dsl_default
 
     @property
     def persistent(self) -> bool:
@@ -76,24 +90,28 @@ class _WindowedSpec(Generic[SupplierT]):
         return {
             "cleanup.policy": "compact,delete",
             "retention.ms": str(self.retention_ms + WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS),
-            **self.log_config,
+            **self._log_config,
         }
 
-    def _serdes(self, context: StateStoreContext) -> tuple[Serde, Serde]:
-        config = context.config
-        return resolve_serde(self.key_serde, config, "key"), resolve_serde(self.value_serde, config, "value")
 
-
-@dataclass
-class WindowStoreSpec(_WindowedSpec[WindowBytesStoreSupplier]):
+class DslWindowStoreBuilder(_DslWindowedStoreBuilder[WindowBytesStoreSupplier]):
     """A DSL window store: a windowed aggregation's (timestamped) or a join side's (duplicates)."""
 
     supplier_type = WindowBytesStoreSupplier
     kind = "window"
 
-    window_size_ms: int = 1
-    retain_duplicates: bool = False
-    timestamped: bool = True
+    def __init__(
+        self,
+        *,
+        window_size_ms: int = 1,
+        retain_duplicates: bool = False,
+        timestamped: bool = True,
+        **common: Any,
+    ) -> None:
+        super().__init__(**common)
+        self.window_size_ms = window_size_ms
+        self.retain_duplicates = retain_duplicates
+        self.timestamped = timestamped
 
     def bytes_supplier(self) -> WindowBytesStoreSupplier:
         if self.store_supplier is not None:
@@ -109,8 +127,7 @@ class WindowStoreSpec(_WindowedSpec[WindowBytesStoreSupplier]):
         return DslWindowStore(self)
 
 
-@dataclass
-class SessionStoreSpec(_WindowedSpec[SessionBytesStoreSupplier]):
+class DslSessionStoreBuilder(_DslWindowedStoreBuilder[SessionBytesStoreSupplier]):
     """A DSL session store (session-windowed aggregations)."""
 
     supplier_type = SessionBytesStoreSupplier
@@ -133,9 +150,9 @@ class SessionStoreSpec(_WindowedSpec[SessionBytesStoreSupplier]):
 class _DslStore(SpecStore, CachedStateStore):
     """Identity, lifecycle and flushing shared by both wrappers; ``wrapped`` exists from ``init``."""
 
-    spec: _WindowedSpec[Any]
+    spec: _DslWindowedStoreBuilder[Any]
 
-    def __init__(self, spec: _WindowedSpec[Any]) -> None:
+    def __init__(self, spec: _DslWindowedStoreBuilder[Any]) -> None:
         super().__init__(spec)
         self.key_serde: Serde | None = None
         self._context: StateStoreContext | None = None
@@ -155,7 +172,8 @@ class _DslStore(SpecStore, CachedStateStore):
             builder.with_logging_disabled()
         self._context = context
         self.wrapped = builder.build()
-        self.wrapped.init(context, root)
+        self.wrapped.init(context, root)  # the metered layer resolves missing serdes here
+        self.key_serde = self.wrapped.key_serde
 
     @property
     def caching_enabled(self) -> bool:
@@ -182,18 +200,16 @@ class _DslStore(SpecStore, CachedStateStore):
 class DslWindowStore(_DslStore, WindowStore[Any, Any]):
     """A window store whose values may be timestamped inside but are plain outside."""
 
-    spec: WindowStoreSpec
+    spec: DslWindowStoreBuilder
 
-    def __init__(self, spec: WindowStoreSpec) -> None:
+    def __init__(self, spec: DslWindowStoreBuilder) -> None:
         super().__init__(spec)
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         spec = self.spec
-        key_serde, value_serde = spec._serdes(context)
-        if spec.timestamped:
-            value_serde = ValueAndTimestampSerde(value_serde)
-        self.key_serde = key_serde
-        builder = Stores.window_store_builder(spec.bytes_supplier(), key_serde, value_serde)
+        builder = WindowStoreBuilder(
+            spec.bytes_supplier(), spec.key_serde, spec.value_serde, timestamped=spec.timestamped
+        )
         self._finish_init(builder, context, root)
 
     @property
@@ -299,15 +315,15 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
 class DslSessionStore(_DslStore, SessionStore[Any, Any]):
     """A session store with late serde resolution (values are plain, as in Kafka Streams)."""
 
-    spec: SessionStoreSpec
+    spec: DslSessionStoreBuilder
 
-    def __init__(self, spec: SessionStoreSpec) -> None:
+    def __init__(self, spec: DslSessionStoreBuilder) -> None:
         super().__init__(spec)
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
-        key_serde, value_serde = self.spec._serdes(context)
-        self.key_serde = key_serde
-        builder = Stores.session_store_builder(self.spec.bytes_supplier(), key_serde, value_serde)
+        builder = Stores.session_store_builder(
+            self.spec.bytes_supplier(), self.spec.key_serde, self.spec.value_serde
+        )
         self._finish_init(builder, context, root)
 
     @property

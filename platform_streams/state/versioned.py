@@ -119,7 +119,7 @@ class ChangeLoggingVersionedBytesStore(WrappedStore):
 class MeteredVersionedKeyValueStore(MeteredStore):
     """The store a processor gets: objects in, :class:`VersionedRecord` out."""
 
-    def __init__(self, wrapped: Any, key_serde: Serde, value_serde: Serde) -> None:
+    def __init__(self, wrapped: Any, key_serde: Serde | None, value_serde: Serde | None) -> None:
         super().__init__(wrapped, key_serde, value_serde)
 
     @property
@@ -191,7 +191,9 @@ class MeteredVersionedKeyValueStore(MeteredStore):
 class VersionedKeyValueStoreBuilder(StoreBuilder[MeteredVersionedKeyValueStore]):
     """Kafka's ``VersionedKeyValueStoreBuilder``: logging on by default, caching never."""
 
-    def __init__(self, supplier: VersionedBytesStoreSupplier, key_serde: Serde, value_serde: Serde) -> None:
+    def __init__(
+        self, supplier: VersionedBytesStoreSupplier, key_serde: Serde | None, value_serde: Serde | None
+    ) -> None:
         super().__init__(supplier.name, key_serde, value_serde)
         self.supplier = supplier
 

@@ -34,7 +34,7 @@ from platform_streams.state.wrappers.change_logging import ChangelogRegisteringC
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
-    from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+    from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
 
 __all__ = ["VersionedTableStore"]
 
@@ -43,9 +43,9 @@ class VersionedTableStore(SpecStore):
     """A versioned KTable's store; ``wrapped`` (the metered versioned stack) exists from ``init`` on."""
 
     versioned = True
-    spec: KeyValueStoreSpec
+    spec: TimestampedKeyValueStoreBuilder
 
-    def __init__(self, spec: KeyValueStoreSpec) -> None:
+    def __init__(self, spec: TimestampedKeyValueStoreBuilder) -> None:
         super().__init__(spec)
         self._listener: FlushListener | None = None
         self._out_of_order: FlushListener | None = None

@@ -76,7 +76,7 @@ def test_sigkill_at_random_points_keeps_state_exact(
                 # can outlast the 0.3-3 s below on a loaded machine (seen at load 45 on Kafka)
                 before = progress[-1]
                 wait_until(
-                    lambda: app.committed_total() > before or not feeder.is_alive(),
+                    lambda before=before: app.committed_total() > before or not feeder.is_alive(),
                     90,
                     f"instance {attempt} committed",
                 )

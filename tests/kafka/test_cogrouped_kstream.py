@@ -2,9 +2,9 @@
 internals/CogroupedKStreamImplTest.java), the topology cases translated: ``describe()`` equals
 Kafka's expected text, named, repartitioned, reused groupings, with and without optimization.
 
-Not translated: the ``shouldNotHaveNull*``/``shouldThrowNPE*`` null checks (no Java nulls to refuse).
-The expected texts are Kafka's, verbatim, in ``tests/kafka/expected/``.
-"""
+Java cases with no Python equivalent are skipped tests at the end of this module, each
+saying why in its skip reason. The expected texts are Kafka's, verbatim, in
+``tests/kafka/expected/``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, Grouped, Materialized, Named, StreamsBuilder
 from platform_streams.serde import String
-from tests.kafka.support import expected_description
+from tests.kafka.support import JAVA_NULL_CHECK, cases_without_python_equivalent, expected_description
 
 S = String()
 CONSUMED = Consumed(key_serde=S, value_serde=S)
@@ -135,3 +135,24 @@ def test_describe_equals_kafka(java_test: str, build: Any, config: StreamsConfig
     assert str(builder.build(config).describe()) == expected_description(
         "CogroupedKStreamImplTest", java_test
     )
+
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "CogroupedKStreamImplTest",
+    {
+        "shouldThrowNPEInCogroupIfKGroupedStreamIsNull": JAVA_NULL_CHECK,
+        "shouldNotHaveNullAggregatorOnCogroup": JAVA_NULL_CHECK,
+        "shouldNotHaveNullInitializerOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullInitializerOnAggregateWitNamed": JAVA_NULL_CHECK,
+        "shouldNotHaveNullInitializerOnAggregateWitMaterialized": JAVA_NULL_CHECK,
+        "shouldNotHaveNullInitializerOnAggregateWitNamedAndMaterialized": JAVA_NULL_CHECK,
+        "shouldNotHaveNullNamedOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullMaterializedOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullNamedOnAggregateWithMateriazlied": JAVA_NULL_CHECK,
+        "shouldNotHaveNullMaterializedOnAggregateWithNames": JAVA_NULL_CHECK,
+        "shouldNotHaveNullWindowOnWindowedByTime": JAVA_NULL_CHECK,
+        "shouldNotHaveNullWindowOnWindowedBySession": JAVA_NULL_CHECK,
+        "shouldNotHaveNullWindowOnWindowedBySliding": JAVA_NULL_CHECK,
+    },
+)

@@ -42,7 +42,7 @@ from platform_streams.dsl.internals.table_processors import ValueGetterSupplier
 from platform_streams.errors import StreamsError
 from platform_streams.serde import Bytes, Serde, String
 from platform_streams.state.timestamped import ValueAndTimestamp
-from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
 from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
 from tests.unit.state.conftest import FakeContext
 
@@ -318,10 +318,11 @@ def test_should_emit_tombstone_for_left_join_when_right_is_null_and_left_is_null
 @pytest.fixture
 def subscription_store(tmp_path: Any) -> Any:
     """Kafka's ``storeBuilder()``: a timestamped store of raw combined keys and wrappers."""
-    spec = KeyValueStoreSpec(
-        name="Store", key_serde=Bytes(), value_serde=SubscriptionWrapperSerde(S), logging_enabled=False
+    builder = TimestampedKeyValueStoreBuilder(
+        "Store", Bytes(), SubscriptionWrapperSerde(S), logging_enabled=False
     )
-    store: TimestampedKeyValueStore = spec.build()
+    store = builder.build()
+    assert isinstance(store, TimestampedKeyValueStore)
     store.init(FakeContext(tmp_path / "0_0"), store)
     yield store
     store.close()

@@ -2,9 +2,8 @@
 KGroupedStreamImplTest.java), translated: materialized results, session windows, queryable
 names and Kafka's overloads (an option object passed positionally is taken by its type).
 
-Not translated: ``shouldNotHave(Null|Invalid)*`` / ``shouldNotAccept*`` / ``shouldThrowNullPointer*``
-(Java null and store-name validation checks) and ``shouldLogAndMeasureSkips*`` (log text).
-"""
+Java cases with no Python equivalent are skipped tests at the end of this module, each
+saying why in its skip reason."""
 
 from __future__ import annotations
 
@@ -26,7 +25,13 @@ from platform_streams.serde import Long, String
 from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.windowed import SessionWindow
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import MockApiProcessorSupplier
+from tests.kafka.support import (
+    JAVA_LOG_TEXT,
+    JAVA_NULL_CHECK,
+    JAVA_STORE_NAME_CHECK,
+    MockApiProcessorSupplier,
+    cases_without_python_equivalent,
+)
 
 S = String()
 CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
@@ -168,3 +173,45 @@ def test_options_are_taken_by_type_and_anything_else_names_the_parameter() -> No
         grouped.count(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="'materialized'"):
         grouped.count(None, Long())  # type: ignore[arg-type]
+
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "KGroupedStreamImplTest",
+    {
+        "shouldNotHaveNullAggregatorOnCogroup": JAVA_NULL_CHECK,
+        "shouldNotHaveNullReducerOnReduce": JAVA_NULL_CHECK,
+        "shouldNotHaveInvalidStoreNameOnReduce": JAVA_STORE_NAME_CHECK,
+        "shouldNotHaveNullReducerWithWindowedReduce": JAVA_NULL_CHECK,
+        "shouldNotHaveNullWindowsWithWindowedReduce": JAVA_NULL_CHECK,
+        "shouldNotHaveInvalidStoreNameWithWindowedReduce": JAVA_STORE_NAME_CHECK,
+        "shouldNotHaveNullInitializerOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullAdderOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveInvalidStoreNameOnAggregate": JAVA_STORE_NAME_CHECK,
+        "shouldNotHaveNullInitializerOnWindowedAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullAdderOnWindowedAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullWindowsOnWindowedAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveInvalidStoreNameOnWindowedAggregate": JAVA_STORE_NAME_CHECK,
+        "shouldNotHaveNullReducerWithSlidingWindowedReduce": JAVA_NULL_CHECK,
+        "shouldNotHaveNullWindowsWithSlidingWindowedReduce": JAVA_NULL_CHECK,
+        "shouldNotHaveInvalidStoreNameWithSlidingWindowedReduce": JAVA_STORE_NAME_CHECK,
+        "shouldNotHaveNullInitializerOnSlidingWindowedAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullAdderOnSlidingWindowedAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveInvalidStoreNameOnSlidingWindowedAggregate": JAVA_STORE_NAME_CHECK,
+        "shouldNotAcceptNullReducerWhenReducingSessionWindows": JAVA_NULL_CHECK,
+        "shouldNotAcceptNullSessionWindowsReducingSessionWindows": JAVA_NULL_CHECK,
+        "shouldNotAcceptInvalidStoreNameWhenReducingSessionWindows": JAVA_STORE_NAME_CHECK,
+        "shouldNotAcceptNullStateStoreSupplierWhenReducingSessionWindows": JAVA_NULL_CHECK,
+        "shouldNotAcceptNullInitializerWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
+        "shouldNotAcceptNullAggregatorWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
+        "shouldNotAcceptNullSessionMergerWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
+        "shouldNotAcceptNullSessionWindowsWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
+        "shouldAcceptNullStoreNameWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
+        "shouldNotAcceptInvalidStoreNameWhenAggregatingSessionWindows": JAVA_STORE_NAME_CHECK,
+        "shouldThrowNullPointerOnReduceWhenMaterializedIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnAggregateWhenMaterializedIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnCountWhenMaterializedIsNull": JAVA_NULL_CHECK,
+        "shouldLogAndMeasureSkipsInAggregate": JAVA_LOG_TEXT,
+        "shouldLogAndMeasureSkipsInReduce": JAVA_LOG_TEXT,
+    },
+)

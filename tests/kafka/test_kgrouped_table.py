@@ -1,8 +1,8 @@
 """Kafka's ``KGroupedTableImplTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
 KGroupedTableImplTest.java), translated: reduce (named and internal store) and count.
 
-Not translated: the ``shouldNotAllow*``/``shouldThrowNullPointer*`` null and store-name checks.
-"""
+Java cases with no Python equivalent are skipped tests at the end of this module, each
+saying why in its skip reason."""
 
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ import pytest
 from platform_streams.dsl import Consumed, Grouped, KTable, Materialized, StreamsBuilder
 from platform_streams.serde import Double, Long, String
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import MockApiProcessorSupplier
+from tests.kafka.support import (
+    JAVA_NULL_CHECK,
+    JAVA_STORE_NAME_CHECK,
+    MockApiProcessorSupplier,
+    cases_without_python_equivalent,
+)
 
 S = String()
 CONFIG = {"default_key_serde": "string", "default_value_serde": "integer"}
@@ -76,3 +81,26 @@ def test_should_count_and_materialize_results() -> None:
         assert counts.get("1") == 3 and counts.get("2") == 2
         assert tuple(counts.get_timestamped("1")) == (3, 50)
         assert tuple(counts.get_timestamped("2")) == (2, 60)
+
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "KGroupedTableImplTest",
+    {
+        "shouldNotAllowInvalidStoreNameOnAggregate": JAVA_STORE_NAME_CHECK,
+        "shouldNotAllowNullInitializerOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotAllowNullAdderOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotAllowNullSubtractorOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotAllowNullAdderOnReduce": JAVA_NULL_CHECK,
+        "shouldNotAllowNullSubtractorOnReduce": JAVA_NULL_CHECK,
+        "shouldNotAllowInvalidStoreNameOnReduce": JAVA_STORE_NAME_CHECK,
+        "shouldThrowNullPointOnCountWhenMaterializedIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnReduceWhenMaterializedIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnReduceWhenAdderIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnReduceWhenSubtractorIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnAggregateWhenInitializerIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnAggregateWhenAdderIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnAggregateWhenSubtractorIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnAggregateWhenMaterializedIsNull": JAVA_NULL_CHECK,
+    },
+)

@@ -13,7 +13,12 @@ from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, JoinWindows, StreamJoined, StreamsBuilder
 from platform_streams.serde import String
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import expected_description
+from tests.kafka.support import (
+    DSL_STORE_SUPPLIERS,
+    JAVA_LOG_TEXT,
+    cases_without_python_equivalent,
+    expected_description,
+)
 
 S = String()
 NO_OPTIMIZATION = StreamsConfig(
@@ -60,3 +65,20 @@ def test_should_create_repartition_topics_with_user_provided_name() -> None:
     assert str(builder.build(NO_OPTIMIZATION).describe()) == expected_description(
         "KStreamKStreamJoinTest", "shouldCreateRepartitionTopicsWithUserProvidedName"
     )
+
+
+OUTER_JOIN_EMIT_INTERVAL = (
+    "sets Kafka's internal "
+    "InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX; this engine has "
+    "no such config"
+)
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "KStreamKStreamJoinTest",
+    {
+        "shouldLogAndMeterOnSkippedRecordsWithNullValueWithBuiltInMetricsVersionLatest": JAVA_LOG_TEXT,
+        "shouldJoinWithDslStoreSuppliersFromStreamsConfig": DSL_STORE_SUPPLIERS,
+        "shouldThrottleEmitNonJoinedOuterRecordsEvenWhenClockDrift": OUTER_JOIN_EMIT_INTERVAL,
+    },
+)

@@ -15,7 +15,7 @@ from platform_streams.dsl import Consumed, EmitStrategy, Grouped, Materialized, 
 from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import MockApiProcessorSupplier
+from tests.kafka.support import JAVA_LOG_TEXT, MockApiProcessorSupplier, cases_without_python_equivalent
 
 S = String()
 CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
@@ -70,3 +70,13 @@ def test_aggregate_small_input(emit_final: bool, caching: bool) -> None:
             23: {("0+7", 30)},
         }  # fmt: skip
     assert gather_output(supplier) == expected
+
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "KStreamSlidingWindowAggregateTest",
+    {
+        "shouldLogAndMeterWhenSkippingNullKey": JAVA_LOG_TEXT,
+        "shouldLogAndMeterWhenSkippingExpiredWindowByGrace": JAVA_LOG_TEXT,
+    },
+)

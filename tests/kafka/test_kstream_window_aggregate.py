@@ -2,9 +2,9 @@
 internals/KStreamWindowAggregateTest.java), translated: ``testAggBasic`` for both emit strategies,
 with and without caching.
 
-Not translated: the cases that set Kafka's internal ``EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION``
-or inspect its emit-final bookkeeping store (no such config here), the log/metric cases, and
-``testJoin`` (KTable-KTable join of windowed tables, covered by tests/topology).
+``showThrowIfEmitFinalUsedWithUnlimitedWindow`` translated. Cases with no Python equivalent (the
+internal emit-interval config, log text) are skipped tests at the end, each saying why. Not
+translated yet: ``testJoin`` (KTable-KTable join of windowed tables, covered by tests/topology).
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from platform_streams.dsl import (
     Materialized,
     StreamsBuilder,
     TimeWindows,
+    UnlimitedWindows,
     Windowed,
 )
 from platform_streams.serde import String
 from platform_streams.state.windowed import TimeWindow
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import MockApiProcessorSupplier
+from tests.kafka.support import JAVA_LOG_TEXT, MockApiProcessorSupplier, cases_without_python_equivalent
 
 S = String()
 CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
@@ -77,3 +78,44 @@ def test_agg_basic(emit_final: bool, caching: bool) -> None:
         _w("B", 0, "0+2+2+2+1", 8), _w("B", 0, "0+2+2+2+1+2", 8), _w("B", 0, "0+2+2+2+1+2+3", 9),
         _w("B", 5, "0+2+2+2+2+3", 13),
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("emit_final", [False, True], ids=["ON_WINDOW_UPDATE", "ON_WINDOW_CLOSE"])
+def test_show_throw_if_emit_final_used_with_unlimited_window(emit_final: bool) -> None:
+    """showThrowIfEmitFinalUsedWithUnlimitedWindow: an unlimited window never closes, so
+    ON_WINDOW_CLOSE is refused when the aggregation is defined; ON_WINDOW_UPDATE is fine."""
+    builder = StreamsBuilder()
+    strategy = EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update()
+    windowed = (
+        builder.stream("topic").group_by_key().windowed_by(UnlimitedWindows.of()).emit_strategy(strategy)
+    )
+    if emit_final:
+        with pytest.raises(ValueError) as error:
+            windowed.aggregate(lambda: "0", lambda key, value, agg: f"{agg}+{value}")
+        assert str(error.value) == (
+            "ON_WINDOW_CLOSE strategy is only supported for TimeWindows and SlidingWindows "
+            "for TimeWindowedKStream"
+        )
+    else:
+        windowed.aggregate(lambda: "0", lambda key, value, agg: f"{agg}+{value}")
+
+
+EMIT_INTERVAL = (
+    "sets Kafka's internal InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION (the "
+    "emit-final throttle); this engine has no such config and checks for closed windows on "
+    "every record"
+)
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "KStreamWindowAggregateTest",
+    {
+        "shouldLogAndMeterWhenSkippingNullKey": JAVA_LOG_TEXT,
+        "shouldLogAndMeterWhenSkippingExpiredWindow": JAVA_LOG_TEXT,
+        "shouldLogAndMeterWhenSkippingExpiredWindowByGrace": JAVA_LOG_TEXT,
+        "shouldNotEmitFinalIfNotProgressEnough": EMIT_INTERVAL,
+        "shouldEmitWithInterval0": EMIT_INTERVAL,
+        "shouldEmitWithLargeInterval": EMIT_INTERVAL,
+        "shouldEmitFromLastEmitTime": EMIT_INTERVAL,
+    },
+)

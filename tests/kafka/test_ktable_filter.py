@@ -10,7 +10,13 @@ from typing import Any
 from platform_streams.dsl import Consumed, KTable, Materialized, StreamsBuilder
 from platform_streams.serde import Integer, String
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import MockApiProcessorSupplier, streams_config
+from tests.kafka.support import (
+    JAVA_TYPE_VARIANCE,
+    VERSIONED_FILTER,
+    MockApiProcessorSupplier,
+    cases_without_python_equivalent,
+    streams_config,
+)
 
 S, INT = String(), Integer()
 CONSUMED = Consumed(key_serde=S, value_serde=INT)
@@ -188,3 +194,14 @@ def test_should_send_old_values_when_enabled_on_upstream_materialization() -> No
     table2 = table1.filter(predicate)
     assert table2.enable_send_old_values(False)
     _do_test_sending_old_value(builder, table1, table2, parent_sends=True)
+
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "KTableFilterTest",
+    {
+        "testTypeVariance": JAVA_TYPE_VARIANCE,
+        "shouldNotSkipNullIfVersionedUpstream": VERSIONED_FILTER,
+        "shouldSkipNullIfVersionedDownstream": VERSIONED_FILTER,
+    },
+)

@@ -20,6 +20,7 @@ from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.state.windowed import SessionWindow
 from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import JAVA_LOG_TEXT, cases_without_python_equivalent
 
 S = String()
 GAP_MS = 5 * 60 * 1000
@@ -103,3 +104,14 @@ def test_a_session_lives_until_its_segment_expires(caching: bool) -> None:
         assert list(fixture.driver.get_session_store(STORE_NAME).fetch("k")) == [
             (Windowed("k", SessionWindow(0, 8000)), 3)
         ]
+
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "KStreamSessionWindowAggregateProcessorTest",
+    {
+        "shouldLogAndMeterWhenSkippingNullKeyWithBuiltInMetrics": JAVA_LOG_TEXT,
+        "shouldLogAndMeterWhenSkippingLateRecordWithZeroGrace": JAVA_LOG_TEXT,
+        "shouldLogAndMeterWhenSkippingLateRecordWithNonzeroGrace": JAVA_LOG_TEXT,
+    },
+)

@@ -3,14 +3,17 @@ StreamsBuilderTest.java), translated: a user-named operator keeps its name *and*
 (``NamedInternal``), so every other node, store and topic is named as in the Java topology.
 
 ``assertNamesForOperation`` lists the topology's nodes in build order (sources and sinks
-included); ``assertNamesForStateStore`` its stores. Not translated here: the DSL store-supplier
-configuration cases (in tests/kafka/test_dsl_store_suppliers.py), transform/print
-(removed or absent APIs), and the reset-policy/pattern subscription cases.
+included); ``assertNamesForStateStore`` its stores. Java cases with no Python equivalent are
+skipped tests at the end of this module, each saying why in its skip reason (the DSL
+store-supplier configuration cases are in tests/kafka/test_dsl_store_suppliers.py). Streams of one
+topic share one source node, as Kafka's ``mergeDuplicateSourceNodes`` does.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from platform_streams.dsl import (
     Branched,
@@ -24,8 +27,16 @@ from platform_streams.dsl import (
     StreamJoined,
     StreamsBuilder,
 )
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Long, String
-from tests.kafka.support import MockApiProcessorSupplier
+from tests.kafka.support import (
+    DSL_STORE_SUPPLIERS,
+    DSL_STORE_SUPPLIERS_UNTRANSLATED,
+    DSL_STORE_SUPPLIERS_WINDOWED,
+    JAVA_NULL_CHECK,
+    MockApiProcessorSupplier,
+    cases_without_python_equivalent,
+)
 
 STREAM_TOPIC, STREAM_TOPIC_TWO, OP = "stream-topic", "stream-topic-two", "stream-operation"
 S = String()
@@ -245,3 +256,114 @@ def test_should_not_materialize_stores_if_not_required() -> None:
     builder = StreamsBuilder()
     builder.table("topic", materialized=Materialized(key_serde=Long(), value_serde=S))
     assert builder.build().stores == {}
+
+
+TRANSFORM = (
+    "transform/transformValues/flatTransformValues were removed in Kafka 4 and are not in this "
+    "API (process / process_values instead)"
+)
+PATTERN = "Pattern (regex) subscriptions are not supported by this engine's sources"
+OLD_JOIN_API = (
+    "switches off the outer-join spurious-result fix through a removed Java API; this engine "
+    "always has the fix (its third store)"
+)
+
+
+# -- several streams of one topic (Kafka's InternalStreamsBuilder.mergeDuplicateSourceNodes) --
+
+
+def test_should_allow_streams_from_same_topic() -> None:
+    """StreamsBuilderTest.shouldAllowStreamsFromSameTopic: both streams read one source node."""
+    builder = StreamsBuilder()
+    first = builder.stream("topic")
+    second = builder.stream("topic")
+    topology = builder.build()
+    assert first.node_name == second.node_name == "KSTREAM-SOURCE-0000000000"
+    assert [n for n in topology.nodes] == ["KSTREAM-SOURCE-0000000000"]
+
+
+def test_should_allow_reading_from_same_collection_of_topics() -> None:
+    """StreamsBuilderTest.shouldAllowReadingFromSameCollectionOfTopics"""
+    builder = StreamsBuilder()
+    builder.stream(["topic1", "topic2"])
+    builder.stream(["topic2", "topic1"])
+    builder.build()
+
+
+def test_should_not_allow_reading_from_overlapping_and_unequal_collection_of_topics() -> None:
+    """StreamsBuilderTest.shouldNotAllowReadingFromOverlappingAndUnequalCollectionOfTopics (Java
+    throws from build(); here the second call already refuses)"""
+    builder = StreamsBuilder()
+    builder.stream(["topic"])
+    with pytest.raises(TopologyError):
+        builder.stream(["topic", "anotherTopic"])
+        builder.build()
+
+
+@pytest.mark.parametrize(
+    ("java_test", "first", "second"),
+    [
+        ("shouldThrowWhenSubscribedToATopicWithDifferentResetPolicies", "earliest", "latest"),
+        ("shouldThrowWhenSubscribedToATopicWithSetAndUnsetResetPolicies", "earliest", None),
+        ("shouldThrowWhenSubscribedToATopicWithUnsetAndSetResetPolicies", None, "latest"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.startswith("should") else "",
+)
+def test_should_throw_when_subscribed_to_a_topic_with_different_reset_policies(
+    java_test: str, first: Any, second: Any
+) -> None:
+    """StreamsBuilderTest.<java_test>: streams of one topic share a source, so their offset
+    reset policies must agree (Java throws from build(); here the second call refuses)."""
+    builder = StreamsBuilder()
+    builder.stream("topic", Consumed(offset_reset=first))
+    with pytest.raises(TopologyError, match="different offset reset policies"):
+        builder.stream("topic", Consumed(offset_reset=second))
+        builder.build()
+
+
+@pytest.mark.parametrize(
+    ("java_test", "first"),
+    [("shouldNotAllowTablesFromSameTopic", "table"), ("shouldNowAllowStreamAndTableFromSameTopic", "stream")],
+    ids=["shouldNotAllowTablesFromSameTopic", "shouldNowAllowStreamAndTableFromSameTopic"],
+)
+def test_a_table_never_shares_its_topic(java_test: str, first: str) -> None:
+    """StreamsBuilderTest.<java_test>: only streams share a source; a table's topic is its own."""
+    builder = StreamsBuilder()
+    getattr(builder, first)("topic")
+    with pytest.raises(TopologyError):
+        builder.table("topic")
+        builder.build()
+
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "StreamsBuilderTest",
+    {
+        "shouldUseDslStoreSupplierDefinedInMaterialized": DSL_STORE_SUPPLIERS_UNTRANSLATED,
+        "shouldUseDslStoreSupplierDefinedInMaterializedOverTopologyOverrides": DSL_STORE_SUPPLIERS,
+        "shouldUseDslStoreSupplierOverStoreType": DSL_STORE_SUPPLIERS_UNTRANSLATED,
+        "shouldUseTopologyOverrideStoreTypeOverConfiguredDslStoreSupplier": DSL_STORE_SUPPLIERS,
+        "shouldUseDslStoreSupplierDefinedConfiguredInStreamsConfig": DSL_STORE_SUPPLIERS,
+        "shouldUseDslStoreSupplierDefinedConfiguredInTopologyConfigOverStreamsConfig": DSL_STORE_SUPPLIERS,
+        "shouldUseDslStoreSupplierDefinedInMaterializedForWindowedOperation": DSL_STORE_SUPPLIERS_WINDOWED,
+        "shouldUseDslStoreSupplierDefinedConfiguredInStreamsConfigForWindowedOperation": DSL_STORE_SUPPLIERS,
+        "shouldUseDslStoreSupplierDefinedConfiguredInTopologyConfigOverStreamsConfigForWindowedOperation": DSL_STORE_SUPPLIERS,  # noqa: E501
+        "shouldUseDslStoreSupplierDefinedInMaterializedForSessionWindowedOperation": DSL_STORE_SUPPLIERS_WINDOWED,  # noqa: E501
+        "shouldUseDslStoreSupplierDefinedConfiguredInStreamsConfigForSessionWindowedOperation": DSL_STORE_SUPPLIERS,  # noqa: E501
+        "shouldUseDslStoreSupplierDefinedConfiguredInTopologyConfigOverStreamsConfigForSessionWindowedOperation": DSL_STORE_SUPPLIERS,  # noqa: E501
+        "shouldUseSpecifiedDslStoreSuppliersForAllOuterJoinOperationBetweenKStreamAndKStream": DSL_STORE_SUPPLIERS_UNTRANSLATED,  # noqa: E501
+        "shouldUseConfiguredInStreamsConfigIfNoTopologyOverrideDslStoreSuppliersForAllOuterJoinOperationBetweenKStreamAndKStream": DSL_STORE_SUPPLIERS,  # noqa: E501
+        "shouldUseConfiguredTopologyOverrideDslStoreSuppliersForAllOuterJoinOperationBetweenKStreamAndKStream": DSL_STORE_SUPPLIERS,  # noqa: E501
+        "shouldUseThisStoreSupplierEvenIfDslStoreSuppliersConfiguredInTopologyConfig": DSL_STORE_SUPPLIERS,
+        "shouldUseSpecifiedNameForTransform": TRANSFORM,
+        "shouldUseSpecifiedNameForTransformValues": TRANSFORM,
+        "shouldUseSpecifiedNameForTransformValuesWithKey": TRANSFORM,
+        "shouldUseSpecifiedNameForFlatTransformValueOperation": TRANSFORM,
+        "shouldUseSpecifiedNameForFlatTransformValueWithKeyOperation": TRANSFORM,
+        "shouldAllowSubscribingToSamePattern": PATTERN,
+        "shouldThrowWhenSubscribedToAPatternWithDifferentResetPolicies": PATTERN,
+        "shouldThrowWhenSubscribedToAPatternWithSetAndUnsetResetPolicies": PATTERN,
+        "shouldThrowExceptionWhenTopicNamesAreNull": JAVA_NULL_CHECK,
+        "shouldNotAddThirdStateStoreIfStreamStreamJoinFixIsDisabledViaOldApi": OLD_JOIN_API,
+    },
+)

@@ -1,9 +1,8 @@
 """Kafka's ``TimeWindowedCogroupedKStreamImplTest`` (streams/src/test/java/org/apache/kafka/streams/
 kstream/internals/TimeWindowedCogroupedKStreamImplTest.java), translated: windowed cogroups.
 
-Not translated: the ``shouldNotHaveNull*`` cases (Java null checks; Python has no overloads with
-null arguments to refuse).
-"""
+Java cases with no Python equivalent are skipped tests at the end of this module, each
+saying why in its skip reason."""
 
 from __future__ import annotations
 
@@ -20,6 +19,7 @@ from platform_streams.dsl import (
 )
 from platform_streams.serde import String
 from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import JAVA_NULL_CHECK, cases_without_python_equivalent
 
 S = String()
 WINDOW_SIZE = 500
@@ -152,3 +152,19 @@ def test_time_window_aggregate_overlapping_windows_test() -> None:
         ("k2", "0+A+B", 250), ("k2", "0+B", 250), ("k2", "0+B+A", 500), ("k2", "0+A", 500),
         ("k1", "0+B+A", 500), ("k1", "0+A", 500),
     ]  # fmt: skip
+
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "TimeWindowedCogroupedKStreamImplTest",
+    {
+        "shouldNotHaveNullInitializerOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullMaterializedOnTwoOptionAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullNamedTwoOptionOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullInitializerTwoOptionNamedOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullInitializerTwoOptionMaterializedOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullInitializerThreeOptionOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullMaterializedOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullNamedOnAggregate": JAVA_NULL_CHECK,
+    },
+)

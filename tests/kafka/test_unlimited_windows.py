@@ -20,7 +20,7 @@ from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.state.windowed import TimeWindow
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import MockApiProcessorSupplier
+from tests.kafka.support import MockApiProcessorSupplier, cases_without_python_equivalent
 
 S = String()
 ANY_START_TIME = 10
@@ -138,3 +138,14 @@ def test_unlimited_windows_of_start_at_the_epoch_and_count_everything(persistent
         _window("jo", 0): (2, T4),
         _window("emily", 0): (2, T2),
     }
+
+
+UNTIL = "tests the deprecated Windows.until(), removed in Kafka 4 and never in this API"
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "UnlimitedWindowsTest",
+    {
+        "shouldThrowOnUntil": UNTIL,
+    },
+)

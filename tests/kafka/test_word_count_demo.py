@@ -1,8 +1,8 @@
 """Kafka's ``WordCountDemoTest`` (streams/examples/src/test/java/org/apache/kafka/streams/examples/
 wordcount/WordCountDemoTest.java) over ``WordCountDemo.createWordCountStream``, translated.
 
-``testStreamsConfig`` (reading a properties file from the command line) has no equivalent:
-the Python demo takes a ``StreamsConfig``.
+``testStreamsConfig`` (reading a properties file from the command line) has no equivalent (a
+skipped test at the end): the Python demo takes a ``StreamsConfig``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from platform_streams.dsl import Produced, StreamsBuilder
 from platform_streams.serde import Long, String
 from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import cases_without_python_equivalent
 
 INPUT_TOPIC, OUTPUT_TOPIC = "streams-plaintext-input", "streams-wordcount-output"
 S, L = String(), Long()
@@ -63,3 +64,14 @@ def test_count_list_of_words(driver: TopologyTestDriver) -> None:
         "reading": 1, "and": 1, "writing": 1, "topic": 1,
     }  # fmt: skip
     assert driver.create_output_topic(OUTPUT_TOPIC, S, L).read_key_values_to_map() == expected
+
+
+PROPERTIES_FILE = "reads a properties file named on the command line; the Python demo takes a StreamsConfig"
+
+# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
+test_java_case_without_python_equivalent = cases_without_python_equivalent(
+    "WordCountDemoTest",
+    {
+        "testStreamsConfig": PROPERTIES_FILE,
+    },
+)

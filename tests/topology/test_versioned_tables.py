@@ -75,7 +75,9 @@ def test_stream_table_join_reads_the_version_of_the_stream_records_time() -> Non
 
 def test_should_throw_on_versioned_store_supplier_for_global_table() -> None:
     """InternalStreamsBuilderTest.shouldThrowOnVersionedStoreSupplierForGlobalTable (apache/kafka
-    streams/src/test/java/org/apache/kafka/streams/kstream/internals/InternalStreamsBuilderTest.java)"""
+    streams/src/test/java/org/apache/kafka/streams/kstream/internals/InternalStreamsBuilderTest.java)
+    and StreamsBuilderTest.shouldThrowOnVersionedStoreSupplierForGlobalTable (same call through
+    the public builder)"""
     builder = StreamsBuilder()
     with pytest.raises(TopologyError, match="versioned"):
         builder.global_table(

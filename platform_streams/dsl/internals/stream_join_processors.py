@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from platform_streams.state.api import KeyValueStore
     from platform_streams.state.timestamped_window_store import DslWindowStore
 
-__all__ = ["JoinSideParams", "JoinWindowProcessor", "StreamJoinProcessor", "TimeTrackers"]
+__all__ = [
+    "JoinSideParams",
+    "JoinWindowProcessor",
+    "SelfJoinParams",
+    "StreamJoinProcessor",
+    "StreamSelfJoinProcessor",
+    "TimeTrackers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +67,11 @@ class JoinWindowProcessor(NodeProcessor):
         self.store: DslWindowStore = context.get_state_store(self.store_name)
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        # forwarded first, stored after (as Kafka's): a self-join below must not find the
+        # record itself in the store it shares with this node
+        self.forward(key, value, timestamp, headers)
         if key is not None and value is not None:
             self.store.put(key, value, timestamp)
-        self.forward(key, value, timestamp, headers)
 
 
 @dataclass
@@ -245,3 +254,59 @@ class StreamJoinProcessor(NodeProcessor):
                 this_value, other_value = (value, None) if is_left == p.is_left else (None, value)
                 self.forward(key, p.joiner(key, this_value, other_value), timestamp, headers)
             outer.store.put(binary, None)
+
+
+@dataclass(frozen=True)
+class SelfJoinParams:
+    """The self-join of one stream (Kafka's ``KStreamKStreamSelfJoin``), as built."""
+
+    store: str
+    before_ms: int
+    after_ms: int
+    #: window size + grace: records older than stream time minus this are not joined with themselves
+    retention_ms: int
+    #: ``(key, value, other value) -> result``
+    joiner: ValueJoinerWithKey
+
+
+class StreamSelfJoinProcessor(NodeProcessor):
+    """Kafka's ``KStreamKStreamSelfJoin``: an inner join of a stream with itself over the one
+    window store its ``KSTREAM-WINDOWED`` parent writes (after forwarding, so the current
+    record is not in it yet). Emits exactly what the two-store inner join emits, in the same
+    order: the record with earlier ones as the left side, then earlier ones with the record as
+    the right side, the record with itself placed where timestamp order puts it."""
+
+    def __init__(self, params: SelfJoinParams) -> None:
+        self.p = params
+        self.stream_time = -1
+
+    def init(self, context: NodeContext) -> None:
+        super().init(context)
+        self.store: DslWindowStore = context.get_state_store(self.p.store)
+
+    def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
+        if key is None or value is None:
+            self.context.task.dropped_records += 1
+            log.debug("%s: skipping record with a null key or value", self.context.node_name)
+            return
+        p = self.p
+        joiner = p.joiner
+        self_value = joiner(key, value, value)
+        if timestamp > self.stream_time:
+            self.stream_time = timestamp
+        emit_self = timestamp > self.stream_time - p.retention_ms + 1
+        for other_ts, other in self.store.fetch_between(
+            key, max(0, timestamp - p.before_ms), max(0, timestamp + p.after_ms)
+        ):
+            self.forward(key, joiner(key, value, other), max(timestamp, other_ts), headers)
+        emitted_self = False
+        for other_ts, other in self.store.fetch_between(
+            key, max(0, timestamp - p.after_ms), max(0, timestamp + p.before_ms)
+        ):
+            max_ts = max(timestamp, other_ts)
+            if timestamp < max_ts and not emitted_self and emit_self:
+                emitted_self = True
+                self.forward(key, self_value, timestamp, headers)
+            self.forward(key, joiner(key, other, value), max_ts, headers)
+        if not emitted_self and emit_self:
+            self.forward(key, self_value, timestamp, headers)

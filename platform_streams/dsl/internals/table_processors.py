@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from platform_streams.dsl.internals.change import Change, ChangeSerde, OutOfOrderChange, change_of
 from platform_streams.errors import StreamsError
@@ -33,9 +33,9 @@ from platform_streams.state.versioned_table_store import VersionedTableStore
 if TYPE_CHECKING:
     from platform_streams.processor.context import NodeContext
     from platform_streams.serde.base import Serde
-    from platform_streams.state.timestamped_builders import KeyValueStoreSpec
+    from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
     from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore, ValueGetter
-    from platform_streams.topology.topology import Topology
+    from platform_streams.topology.topology import StoreBuilderLike
 
 __all__ = [
     "FilterTableOp",
@@ -185,13 +185,24 @@ class StoreTableOp(TableOp):
         return self._make(self)
 
 
+class StoreRecorder(Protocol):
+    """Where a lazily materialized source table records its store (the DSL's logical plan)."""
+
+    def add_state_store(self, store_builder: StoreBuilderLike, *processors: str) -> Any: ...
+
+
 class SourceTableOp(TableOp):
     """``builder.table`` / ``KStream.to_table``: materialized when named or when needed."""
 
     def __init__(
-        self, topology: Topology, node_name: str, spec: KeyValueStoreSpec, *, materialized: bool
+        self,
+        plan: StoreRecorder,
+        node_name: str,
+        spec: TimestampedKeyValueStoreBuilder,
+        *,
+        materialized: bool,
     ) -> None:
-        self.topology = topology
+        self.plan = plan
         self.node_name = node_name
         self.spec = spec
         self.store_name = None
@@ -204,7 +215,7 @@ class SourceTableOp(TableOp):
 
     def materialize(self) -> None:
         if self.store_name is None:
-            self.topology.add_state_store(self.spec, self.node_name)
+            self.plan.add_state_store(self.spec, self.node_name)
             self.store_name = self.spec.name
 
     def enable_send_old_values(self, force_materialization: bool) -> bool:

@@ -54,7 +54,7 @@ from platform_streams.state.snapshots import (
     open_snapshot_store,
 )
 from platform_streams.state.timestamped import ValueAndTimestampSerde
-from platform_streams.state.timestamped_builders import KeyValueStoreSpec, resolve_serde
+from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder, resolve_serde
 from platform_streams.state.wrappers.base import changelog_topic_name
 from platform_streams.testing.records import DriverRecord
 from platform_streams.topology.compiler import compile_topology
@@ -289,11 +289,12 @@ def snapshot_stores(topology: Topology, config: StreamsConfig) -> dict[str, tupl
     for name, builder in topology.stores.items():
         if plan.changelog_topic(name) != f"{name}-changelog":
             continue
-        if isinstance(builder, KeyValueStoreSpec):
-            value = ValueAndTimestampSerde(resolve_serde(builder.value_serde, config, "value"))
-            out[name] = (resolve_serde(builder.key_serde, config, "key"), value)
-        elif isinstance(builder, KeyValueStoreBuilder):
-            out[name] = (builder.key_serde, builder.value_serde)
+        if not isinstance(builder, TimestampedKeyValueStoreBuilder | KeyValueStoreBuilder):
+            continue
+        value = resolve_serde(builder.value_serde, config, "value")
+        if isinstance(builder, TimestampedKeyValueStoreBuilder) or builder.timestamped:
+            value = ValueAndTimestampSerde(value)
+        out[name] = (resolve_serde(builder.key_serde, config, "key"), value)
     return out
 
 

@@ -9,6 +9,12 @@ serdes (Kafka Streams' ``Metered*Store``): everything below it is bytes. It also
   previous value read first only when the listener asked for old values (or for a delete,
   to skip deletes of absent keys) -- the same rule the caching layer applies at flush.
 
+Serdes nobody gave (``None``: no ``Materialized.with_key_serde`` and nothing inherited) are
+resolved in :meth:`MeteredStore.init` from the task's config (``default_key_serde`` /
+``default_value_serde``), as Kafka Streams' ``MeteredKeyValueStore.initStoreSerde`` does: a
+store builder never needs the config, and nothing shared between tasks is mutated. A
+timestamped store (the DSL's) wraps the value serde in ``ValueAndTimestampSerde`` at that point.
+
 Every get/put of a DSL aggregation passes here, so the serde methods are bound once and a
 ``bytes`` key of a ``Bytes`` key serde (the identity) is used as it is, without a call.
 """
@@ -40,21 +46,52 @@ _CACHING = (CachingKeyValueStore, CachingWindowStore, CachingSessionStore)
 class MeteredStore(WrappedStore, CachedStateStore):
     """Base of the three metered stores."""
 
-    def __init__(self, wrapped: Any, key_serde: Serde, value_serde: Serde) -> None:
+    #: bound in ``__init__`` when both serdes are given, else in ``init`` (from the config)
+    key_serde: Serde
+    value_serde: Serde
+
+    def __init__(
+        self,
+        wrapped: Any,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        value_serde_wrapper: Callable[[Serde], Serde] | None = None,
+    ) -> None:
         super().__init__(wrapped)
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        #: the key serde is the identity for ``bytes`` keys: skip the call (see ``_raw_key``)
-        self._bytes_keys = type(key_serde) is Bytes
-        self._serialize_value = value_serde.serialize
-        self._deserialize_value = value_serde.deserialize
+        #: the serdes as given (None: the config's default, resolved in ``init``)
+        self._given_serdes = (key_serde, value_serde)
+        self._value_serde_wrapper = value_serde_wrapper
+        if key_serde is not None and value_serde is not None:
+            self._bind_serdes(key_serde, value_serde)
         self._hook: StoreMetricsHook | None = None
         #: Set when a listener is installed and there is no caching layer below.
         self._forward: FlushListener | None = None
         self._send_old_values = False
         self._context: StateStoreContext | None = None
 
+    def _bind_serdes(self, key_serde: Serde, value_serde: Serde) -> None:
+        wrapper = self._value_serde_wrapper
+        if wrapper is not None:
+            value_serde = wrapper(value_serde)
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        #: the key serde is the identity for ``bytes`` keys: skip the call (see ``_raw_key``)
+        self._bytes_keys = type(key_serde) is Bytes
+        self._serialize_value = value_serde.serialize
+        self._deserialize_value = value_serde.deserialize
+
+    def _init_store_serde(self, context: StateStoreContext) -> None:
+        """Kafka's ``initStoreSerde``: serdes nobody gave come from the task's config."""
+        key_serde, value_serde = self._given_serdes
+        if key_serde is None or value_serde is None:
+            config = context.config
+            self._bind_serdes(
+                key_serde if key_serde is not None else config.default_key_serde,
+                value_serde if value_serde is not None else config.default_value_serde,
+            )
+
     def init(self, context: StateStoreContext, root: StateStore) -> None:
+        self._init_store_serde(context)
         self._context = context
         start = perf_counter_ns()
         self.wrapped.init(context, root)

@@ -20,9 +20,6 @@ class MeteredKeyValueStore(MeteredStore, KeyValueStore[Any, Any]):
 
     wrapped: KeyValueStore[bytes, bytes]
 
-    def __init__(self, wrapped: KeyValueStore[bytes, bytes], key_serde: Serde, value_serde: Serde) -> None:
-        super().__init__(wrapped, key_serde, value_serde)
-
     def get(self, key: Any) -> Any:
         raw_key = key if type(key) is bytes and self._bytes_keys else self._serialize_key(key)
         if self._hook is None:

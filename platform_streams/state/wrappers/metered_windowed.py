@@ -15,7 +15,7 @@ from platform_streams.state.wrappers.base import DelegatedRetention, DelegatedWi
 from platform_streams.state.wrappers.metered import MeteredStore
 
 if TYPE_CHECKING:
-    from platform_streams.serde.base import Serde
+    pass
 
 __all__ = ["MeteredSessionStore", "MeteredWindowStore"]
 
@@ -37,9 +37,6 @@ class MeteredWindowStore(_MeteredWindowed, DelegatedWindowShape, WindowStore[Any
     """The store a processor gets for a window store."""
 
     wrapped: WindowStore[bytes, bytes]
-
-    def __init__(self, wrapped: WindowStore[bytes, bytes], key_serde: Serde, value_serde: Serde) -> None:
-        super().__init__(wrapped, key_serde, value_serde)
 
     def put(self, key: Any, value: Any, window_start_ms: int) -> None:
         raw_key = key if type(key) is bytes and self._bytes_keys else self._serialize_key(key)
@@ -110,9 +107,6 @@ class MeteredSessionStore(_MeteredWindowed, DelegatedRetention, SessionStore[Any
     """The store a processor gets for a session store."""
 
     wrapped: SessionStore[bytes, bytes]
-
-    def __init__(self, wrapped: SessionStore[bytes, bytes], key_serde: Serde, value_serde: Serde) -> None:
-        super().__init__(wrapped, key_serde, value_serde)
 
     def put(self, session_key: Windowed[Any], aggregate: Any) -> None:
         raw_key = self._serialize_key(session_key.key)

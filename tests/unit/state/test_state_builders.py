@@ -5,13 +5,18 @@ The package's public names are pinned with every other package's in tests/unit/t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from platform_streams.serde import Long, String
 from platform_streams.state import Stores, changelog_topic_name
+from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.change_logging import ChangeLoggingKeyValueStore
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
+from tests.unit.state.conftest import FakeContext
 
 
 def test_defaults_match_kafka_streams() -> None:
@@ -75,8 +80,29 @@ def test_suppliers() -> None:
         Stores.persistent_session_store("s", 0)
     with pytest.raises(ValueError):
         Stores.persistent_key_value_store("")
-    with pytest.raises(ValueError):
-        Stores.key_value_store_builder(Stores.persistent_key_value_store("kv"), None, Long())  # type: ignore[arg-type]
+
+
+def test_missing_serdes_are_resolved_from_the_config_when_the_store_is_initialised(
+    context: FakeContext, open_store: Callable[..., Any]
+) -> None:
+    """Kafka's MeteredKeyValueStore.initStoreSerde: a builder may leave serdes unset (the DSL's
+    stores do when nothing gave one); the metered layer takes the task config's defaults in
+    ``init``, and a timestamped builder wraps the value serde in ``ValueAndTimestampSerde``."""
+    context.config.default_key_serde = String()
+    context.config.default_value_serde = Long()
+    plain = Stores.key_value_store_builder(Stores.in_memory_key_value_store("kv"), None, None)
+    store = open_store(plain.with_logging_disabled().build())
+    assert isinstance(store.key_serde, String) and isinstance(store.value_serde, Long)
+    store.put("a", 7)
+    assert store.get("a") == 7
+    assert store.wrapped.get(b"a") == Long().serialize(7)
+    timestamped = Stores.timestamped_key_value_store_builder(
+        Stores.in_memory_key_value_store("ts"), None, String()
+    )
+    ts_store = open_store(timestamped.with_logging_disabled().build())
+    assert isinstance(ts_store.value_serde, ValueAndTimestampSerde)
+    ts_store.put("k", ValueAndTimestamp("v", 5))
+    assert ts_store.get("k") == ValueAndTimestamp("v", 5)
 
 
 def test_changelog_topic_name() -> None:
