@@ -40,7 +40,7 @@ from dagster_defs.spec import ResolvedStreamApp, StreamAppSpec, resolve_app
 from dagster_defs.translator import StreamAppTranslator, StreamAssetProps
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 
-__all__ = ["build_stream_app_defs", "build_streams_defs", "health_sensor_name"]
+__all__ = ["build_stream_app_defs", "build_streams_defs", "health_sensor_name", "shared_topic_specs"]
 
 SENSOR_INTERVAL_S = 30
 
@@ -224,15 +224,21 @@ def build_stream_app_defs(
     *,
     translator: StreamAppTranslator | None = None,
     include_external_topics: bool = True,
+    topic_specs: Mapping[dg.AssetKey, dg.AssetSpec] | None = None,
 ) -> dg.Definitions:
-    """Everything for one stream application (see the module docstring); no resources bound."""
+    """Everything for one stream application (see the module docstring); no resources bound.
+
+    ``topic_specs`` (this app's entry of :func:`shared_topic_specs`) are the topic assets this
+    app emits when several apps share topics: every topic is emitted once, by its owner, with
+    the lineage of all apps; the other apps only name it in their deps.
+    """
     app = spec if isinstance(spec, ResolvedStreamApp) else resolve_app(spec)
     tr = translator or StreamAppTranslator()
     app_spec = tr.get_asset_spec(StreamAssetProps("app", app.name, app))
     external: list[dg.AssetSpec] = [tr.get_asset_spec(StreamAssetProps("store", s, app)) for s in app.stores]
     if include_external_topics:
-        external += [tr.get_asset_spec(StreamAssetProps("input_topic", t, app)) for t in app.source_topics]
-        external += [tr.get_asset_spec(StreamAssetProps("output_topic", t, app)) for t in app.sink_topics]
+        owned = shared_topic_specs([(app, tr)])[app.name] if topic_specs is None else topic_specs
+        external += list(owned.values())
     return dg.Definitions(
         assets=[_app_asset(app, app_spec), *external],
         asset_checks=_asset_checks(app, app_spec.key),
@@ -241,17 +247,15 @@ def build_stream_app_defs(
     )
 
 
-def build_streams_defs(
-    specs: Iterable[StreamAppSpec | ResolvedStreamApp | Mapping[str, Any]],
-    *,
-    translator: StreamAppTranslator | None = None,
-) -> dg.Definitions:
-    """Several applications in one code location: a topic one app writes and another reads
-    is one asset, downstream of the writer and upstream of the reader."""
-    tr = translator or StreamAppTranslator()
-    apps = [s if isinstance(s, ResolvedStreamApp) else resolve_app(s) for s in specs]
+def shared_topic_specs(
+    apps: Sequence[tuple[ResolvedStreamApp, StreamAppTranslator]],
+) -> dict[str, dict[dg.AssetKey, dg.AssetSpec]]:
+    """app name -> the topic assets it emits, over ``apps``: a topic several apps name is one
+    asset, owned by the first of them (description, group, tags), downstream of every app
+    writing it. Give the apps in a stable order, so every caller decides the same owners."""
     topics: dict[dg.AssetKey, dg.AssetSpec] = {}
-    for app in apps:
+    owner: dict[dg.AssetKey, str] = {}
+    for app, tr in apps:
         for kind, names in (("input_topic", app.source_topics), ("output_topic", app.sink_topics)):
             for topic in names:
                 made = tr.get_asset_spec(StreamAssetProps(kind, topic, app))  # type: ignore[arg-type]
@@ -260,5 +264,22 @@ def build_streams_defs(
                     deps = {d.asset_key: d for d in [*known.deps, *made.deps]}
                     made = known.replace_attributes(deps=list(deps.values()))
                 topics[made.key] = made
-    parts = [build_stream_app_defs(a, translator=tr, include_external_topics=False) for a in apps]
-    return dg.Definitions.merge(*parts, dg.Definitions(assets=list(topics.values())))
+                owner.setdefault(made.key, app.name)
+    owned: dict[str, dict[dg.AssetKey, dg.AssetSpec]] = {app.name: {} for app, _ in apps}
+    for key, made in topics.items():
+        owned[owner[key]][key] = made
+    return owned
+
+
+def build_streams_defs(
+    specs: Iterable[StreamAppSpec | ResolvedStreamApp | Mapping[str, Any]],
+    *,
+    translator: StreamAppTranslator | None = None,
+) -> dg.Definitions:
+    """Several applications in one code location, their shared topics one asset each."""
+    tr = translator or StreamAppTranslator()
+    apps = [s if isinstance(s, ResolvedStreamApp) else resolve_app(s) for s in specs]
+    topics = shared_topic_specs([(a, tr) for a in apps])
+    return dg.Definitions.merge(
+        *[build_stream_app_defs(a, translator=tr, topic_specs=topics[a.name]) for a in apps]
+    )
