@@ -72,10 +72,15 @@ class TranslatedStreamAppTranslator(StreamAppTranslator):
         base = self._base.get_asset_spec(props)
         if props.kind == "app":  # deps through this translator: translated topic keys
             base = base.replace_attributes(
-                deps=[self.get_asset_key(StreamAssetProps("input_topic", t, props.app)) for t in props.app.source_topics]
+                deps=[
+                    self.get_asset_key(StreamAssetProps("input_topic", t, props.app))
+                    for t in props.app.source_topics
+                ]
             )
         elif props.kind in ("output_topic", "store"):
-            base = base.replace_attributes(deps=[self.get_asset_key(StreamAssetProps("app", props.app.name, props.app))])
+            base = base.replace_attributes(
+                deps=[self.get_asset_key(StreamAssetProps("app", props.app.name, props.app))]
+            )
         return self._translation(base, props)
 
     def get_asset_key(self, props: StreamAssetProps) -> dg.AssetKey:
