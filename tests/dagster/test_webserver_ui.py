@@ -181,6 +181,7 @@ def _screenshot(url: str, png: Path, expected: list[str], tmp_path: Path, css: s
         driver.quit()
 
 
+@pytest.mark.timeout(900)  # a run in its own processes, then three sensor ticks: slow on 2 loaded cores
 def test_webserver_materializes_and_shows_the_asset_graph(
     webserver: tuple[str, subprocess.Popen[bytes], Path, dict[str, str]],
     tmp_path: Path,
