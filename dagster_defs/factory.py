@@ -173,7 +173,7 @@ def _health_sensor(
         asset_selection=dg.AssetSelection.assets(app_key),
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=f"Polls the workers of {app.application_id!r}: throughput, lag, latency, check "
-        "results, topic and store sizes (charted on the asset pages' Plots tab); re-materializes the "
+        "results, topic and store sizes (numeric observations on the asset pages); re-materializes the "
         "app when deployed workers died.",
     )
     def health(

@@ -1,7 +1,7 @@
-"""What the health sensor records on the asset pages, so the UI charts an application over time.
+"""What the health sensor records on the asset pages: an application's numbers over time.
 
-Every numeric metadata value of an ``AssetObservation`` becomes a series on the asset's
-Plots tab; the sensor therefore observes, every tick:
+Numeric metadata of ``AssetObservation`` events is a time series per key (one value per
+tick, listed on the asset's Events page); the sensor therefore observes, every tick:
 
 * the **app**: records/s in (processed, from the workers' ``/state``) and out (growth of its
   output topics' log ends), consumer lag, end-to-end latency p99, restored, dead-letter and
