@@ -110,7 +110,7 @@ def _second_tick_charts_numbers(
     topics: dict[str, str],
     bootstrap_servers: str,
 ) -> None:
-    """A tick after more records: numbers for the Plots tab on the app, topic and store assets,
+    """A tick after more records: numeric observations on the app, topic and store assets,
     topic data versions (end offsets), and links to the workers."""
     produce(bootstrap_servers, topics["orders_topic"], _orders(20, 10, 150.0))
     assert len(consume_all(bootstrap_servers, topics["big_orders_topic"], 30, timeout_s=60)) == 30
