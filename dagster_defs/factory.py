@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
 from dagster_defs.health import (
     CHECKS,
@@ -35,12 +36,15 @@ from dagster_defs.health import (
     workers_outcome,
 )
 from dagster_defs.jobs import build_jobs
+from dagster_defs.observations import app_metadata, rate
 from dagster_defs.resources import KafkaResource, StreamsDeploymentResource
 from dagster_defs.spec import ResolvedStreamApp, StreamAppSpec, resolve_app
 from dagster_defs.translator import StreamAppTranslator, StreamAssetProps
+from platform_streams.config_sources import BOOTSTRAP_ENV
+from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 
-__all__ = ["build_stream_app_defs", "build_streams_defs", "health_sensor_name"]
+__all__ = ["build_stream_app_defs", "build_streams_defs", "health_sensor_name", "shared_topic_specs"]
 
 SENSOR_INTERVAL_S = 30
 
@@ -63,7 +67,7 @@ def _check_result(outcome: CheckOutcome) -> dg.AssetCheckResult:
 
 
 def _ledger_dir(deployment: StreamsDeploymentResource, app: ResolvedStreamApp) -> Path:
-    return Path(deployment.root_dir) / app.name / "health"
+    return deployment.deploy_root / app.name / "health"
 
 
 def _evaluate(
@@ -75,7 +79,7 @@ def _evaluate(
         return lag_outcome(app, conf)
     if name == "workers_running":
         status = deployment.launcher().status(app.name)
-        return workers_outcome(status, observe_workers(status, deployment.http_auth_token))
+        return workers_outcome(status, observe_workers(status, deployment.auth_token))
     if name == "dead_letter_not_growing":
         return dead_letter_outcome(app, conf, _ledger_dir(deployment, app))
     return internal_topics_outcome(app, app.validated_settings(kafka.connection_settings()))
@@ -131,7 +135,7 @@ def _asset_checks(app: ResolvedStreamApp, key: dg.AssetKey) -> list[dg.AssetChec
     return checks
 
 
-def _topic_records(conf: dict[str, Any], topics: Sequence[str]) -> dict[str, int]:
+def _topic_ends(conf: dict[str, Any], topics: Sequence[str]) -> dict[str, int]:
     """Records ever written to each topic (sum of log end offsets); missing topics are left out."""
     with KafkaAdmin(conf) as admin:
         counts = {t: n for t, n in admin.partition_counts(topics).items() if n}
@@ -142,56 +146,93 @@ def _topic_records(conf: dict[str, Any], topics: Sequence[str]) -> dict[str, int
     return totals
 
 
+def _broker_unreachable(kafka: KafkaResource) -> str | None:
+    """One clear sentence when Kafka cannot be reached (the sensor skips the tick with it)."""
+    try:
+        with KafkaAdmin(kafka.client_conf(), request_timeout=5.0) as admin:
+            admin.list_topics(timeout=5.0)
+    except BrokerError as exc:
+        return (
+            f"Kafka is unreachable at {kafka.bootstrap_servers!r} ({exc}); nothing observed. "
+            f"Start the broker or set {BOOTSTRAP_ENV}."
+        )
+    return None
+
+
 def _health_sensor(
     app: ResolvedStreamApp, translator: StreamAppTranslator, app_key: dg.AssetKey
 ) -> dg.SensorDefinition:
     topic_keys = {
-        t: translator.get_asset_key(StreamAssetProps("output_topic", t, app)) for t in app.sink_topics
-    }
+        t: translator.get_asset_key(StreamAssetProps("input_topic", t, app)) for t in app.source_topics
+    } | {t: translator.get_asset_key(StreamAssetProps("output_topic", t, app)) for t in app.sink_topics}
+    store_keys = {s: translator.get_asset_key(StreamAssetProps("store", s, app)) for s in app.stores}
 
     @dg.sensor(
         name=health_sensor_name(app),
         minimum_interval_seconds=SENSOR_INTERVAL_S,
         asset_selection=dg.AssetSelection.assets(app_key),
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description=f"Polls the workers of {app.application_id!r}: throughput, lag, check results; "
-        "re-materializes the app when deployed workers died.",
+        description=f"Polls the workers of {app.application_id!r}: throughput, lag, latency, check "
+        "results, topic and store sizes (numeric observations on the asset pages); re-materializes the "
+        "app when deployed workers died.",
     )
     def health(
         context: dg.SensorEvaluationContext,
         kafka: KafkaResource,
         streams_deployment: StreamsDeploymentResource,
-    ) -> dg.SensorResult:
+    ) -> dg.SensorResult | dg.SkipReason:
+        unreachable = _broker_unreachable(kafka)
+        if unreachable is not None:
+            return dg.SkipReason(unreachable)
         conf = kafka.client_conf()
         status = streams_deployment.launcher().status(app.name)
-        seen = observe_workers(status, streams_deployment.http_auth_token)
+        seen = observe_workers(status, streams_deployment.auth_token)
         outcomes = {"workers_running": workers_outcome(status, seen)}
         for name in _check_names(app):
             if name not in outcomes:
                 outcomes[name] = _evaluate(app, name, kafka, streams_deployment)
         now = time.time()
         previous = json.loads(context.cursor) if context.cursor else {}
-        rate = None
-        if previous.get("processed") is not None and seen.processed_total >= previous["processed"]:
-            elapsed = max(now - float(previous["at"]), 1e-6)
-            rate = round((seen.processed_total - previous["processed"]) / elapsed, 2)
-        lag = outcomes["consumer_lag"].metadata.get("total_lag")
+        elapsed = now - float(previous["at"]) if "at" in previous else None
+        ends = _topic_ends(conf, list(topic_keys))
+        before = previous.get("topics", {})
+        topic_rates = {t: rate(n, before.get(t), elapsed) for t, n in ends.items()}
+        out_rates = [topic_rates[t] for t in app.sink_topics if t in topic_rates]
+        metrics = seen.metrics
+        numbers: dict[str, float | int | None] = {
+            "records_in_per_s": rate(seen.processed_total, previous.get("processed"), elapsed),
+            "records_out_per_s": None if None in out_rates else round(sum(r or 0.0 for r in out_rates), 3),
+            "consumer_lag": outcomes["consumer_lag"].metadata.get("total_lag"),
+            "e2e_latency_p99_ms": metrics.e2e_p99_ms(),
+            "restored_records": metrics.totals["restored"],
+            "dead_letter_records": metrics.totals["dead_letter"],
+            "dropped_records": metrics.totals["dropped"],
+            "processed_total": seen.processed_total,
+            "workers_alive": len(status.alive),
+            "workers_dead": len(status.dead),
+        }
+        app_meta = app_metadata(
+            numbers, seen.endpoints, streams_deployment.grafana_base_url, app.application_id
+        )
+        app_meta |= {
+            "worker_states": dg.MetadataValue.json(seen.states),
+            "paused": dg.MetadataValue.json(seen.paused),
+        }
         events: list[dg.AssetObservation | dg.AssetCheckEvaluation | dg.AssetMaterialization] = [
-            dg.AssetObservation(
-                asset_key=app_key,
-                metadata={
-                    "workers_alive": len(status.alive),
-                    "workers_dead": len(status.dead),
-                    "worker_states": dg.MetadataValue.json(seen.states),
-                    "paused": dg.MetadataValue.json(seen.paused),
-                    "processed_total": seen.processed_total,
-                    "throughput_records_per_s": rate if rate is not None else dg.MetadataValue.null(),
-                    "total_lag": lag if lag is not None else dg.MetadataValue.null(),
-                },
-            )
+            dg.AssetObservation(asset_key=app_key, metadata=app_meta)
         ]
-        for topic, records in _topic_records(conf, list(topic_keys)).items():
-            events.append(dg.AssetObservation(asset_key=topic_keys[topic], metadata={"records": records}))
+        for topic, records in ends.items():
+            events.append(
+                dg.AssetObservation(
+                    asset_key=topic_keys[topic],
+                    metadata={"records": records, "records_per_s": _or_null(topic_rates[topic])},
+                    # the data version Dagster's automation compares (as an observable source's)
+                    tags={DATA_VERSION_TAG: str(records), DATA_VERSION_IS_USER_PROVIDED_TAG: "true"},
+                )
+            )
+        for store, entries in metrics.store_entries.items():
+            if store in store_keys:
+                events.append(dg.AssetObservation(asset_key=store_keys[store], metadata={"entries": entries}))
         for name, outcome in outcomes.items():
             events.append(
                 dg.AssetCheckEvaluation(
@@ -213,10 +254,14 @@ def _health_sensor(
                     tags={"platform_streams/reason": f"workers died: {dead}"},
                 )
             )
-        cursor = json.dumps({"processed": seen.processed_total, "at": now})
+        cursor = json.dumps({"processed": seen.processed_total, "topics": ends, "at": now})
         return dg.SensorResult(run_requests=runs, asset_events=events, cursor=cursor)
 
     return health
+
+
+def _or_null(value: float | None) -> Any:
+    return dg.MetadataValue.null() if value is None else value
 
 
 def build_stream_app_defs(
@@ -224,15 +269,21 @@ def build_stream_app_defs(
     *,
     translator: StreamAppTranslator | None = None,
     include_external_topics: bool = True,
+    topic_specs: Mapping[dg.AssetKey, dg.AssetSpec] | None = None,
 ) -> dg.Definitions:
-    """Everything for one stream application (see the module docstring); no resources bound."""
+    """Everything for one stream application (see the module docstring); no resources bound.
+
+    ``topic_specs`` (this app's entry of :func:`shared_topic_specs`) are the topic assets this
+    app emits when several apps share topics: every topic is emitted once, by its owner, with
+    the lineage of all apps; the other apps only name it in their deps.
+    """
     app = spec if isinstance(spec, ResolvedStreamApp) else resolve_app(spec)
     tr = translator or StreamAppTranslator()
     app_spec = tr.get_asset_spec(StreamAssetProps("app", app.name, app))
     external: list[dg.AssetSpec] = [tr.get_asset_spec(StreamAssetProps("store", s, app)) for s in app.stores]
     if include_external_topics:
-        external += [tr.get_asset_spec(StreamAssetProps("input_topic", t, app)) for t in app.source_topics]
-        external += [tr.get_asset_spec(StreamAssetProps("output_topic", t, app)) for t in app.sink_topics]
+        owned = shared_topic_specs([(app, tr)])[app.name] if topic_specs is None else topic_specs
+        external += list(owned.values())
     return dg.Definitions(
         assets=[_app_asset(app, app_spec), *external],
         asset_checks=_asset_checks(app, app_spec.key),
@@ -241,17 +292,15 @@ def build_stream_app_defs(
     )
 
 
-def build_streams_defs(
-    specs: Iterable[StreamAppSpec | ResolvedStreamApp | Mapping[str, Any]],
-    *,
-    translator: StreamAppTranslator | None = None,
-) -> dg.Definitions:
-    """Several applications in one code location: a topic one app writes and another reads
-    is one asset, downstream of the writer and upstream of the reader."""
-    tr = translator or StreamAppTranslator()
-    apps = [s if isinstance(s, ResolvedStreamApp) else resolve_app(s) for s in specs]
+def shared_topic_specs(
+    apps: Sequence[tuple[ResolvedStreamApp, StreamAppTranslator]],
+) -> dict[str, dict[dg.AssetKey, dg.AssetSpec]]:
+    """app name -> the topic assets it emits, over ``apps``: a topic several apps name is one
+    asset, owned by the first of them (description, group, tags), downstream of every app
+    writing it. Give the apps in a stable order, so every caller decides the same owners."""
     topics: dict[dg.AssetKey, dg.AssetSpec] = {}
-    for app in apps:
+    owner: dict[dg.AssetKey, str] = {}
+    for app, tr in apps:
         for kind, names in (("input_topic", app.source_topics), ("output_topic", app.sink_topics)):
             for topic in names:
                 made = tr.get_asset_spec(StreamAssetProps(kind, topic, app))  # type: ignore[arg-type]
@@ -260,5 +309,22 @@ def build_streams_defs(
                     deps = {d.asset_key: d for d in [*known.deps, *made.deps]}
                     made = known.replace_attributes(deps=list(deps.values()))
                 topics[made.key] = made
-    parts = [build_stream_app_defs(a, translator=tr, include_external_topics=False) for a in apps]
-    return dg.Definitions.merge(*parts, dg.Definitions(assets=list(topics.values())))
+                owner.setdefault(made.key, app.name)
+    owned: dict[str, dict[dg.AssetKey, dg.AssetSpec]] = {app.name: {} for app, _ in apps}
+    for key, made in topics.items():
+        owned[owner[key]][key] = made
+    return owned
+
+
+def build_streams_defs(
+    specs: Iterable[StreamAppSpec | ResolvedStreamApp | Mapping[str, Any]],
+    *,
+    translator: StreamAppTranslator | None = None,
+) -> dg.Definitions:
+    """Several applications in one code location, their shared topics one asset each."""
+    tr = translator or StreamAppTranslator()
+    apps = [s if isinstance(s, ResolvedStreamApp) else resolve_app(s) for s in specs]
+    topics = shared_topic_specs([(a, tr) for a in apps])
+    return dg.Definitions.merge(
+        *[build_stream_app_defs(a, translator=tr, topic_specs=topics[a.name]) for a in apps]
+    )

@@ -22,6 +22,7 @@ from typing import Any
 
 from dagster_defs.deploy.base import DeploymentStatus
 from dagster_defs.deploy.worker_client import WorkerClient, WorkerUnreachableError
+from dagster_defs.observations import WorkerMetrics
 from dagster_defs.spec import ResolvedStreamApp
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
@@ -63,6 +64,8 @@ class WorkerObservation:
     processed_total: int = 0
     paused: dict[str, bool] = field(default_factory=dict)
     unreachable: list[str] = field(default_factory=list)
+    endpoints: dict[str, str] = field(default_factory=dict)
+    metrics: WorkerMetrics = field(default_factory=WorkerMetrics)
 
 
 def input_lag(app: ResolvedStreamApp, conf: dict[str, Any]) -> dict[str, int]:
@@ -106,7 +109,12 @@ def observe_workers(status: DeploymentStatus, token: str | None) -> WorkerObserv
             seen.unreachable.append(worker.client_id)
             continue
         seen.states[worker.client_id] = str(state.get("state"))
+        seen.endpoints[worker.client_id] = worker.endpoint
         seen.processed_total += sum(int(w.get("processed_total", 0)) for w in state.get("workers", []))
+        try:
+            seen.metrics.add(client.metrics_text())
+        except WorkerUnreachableError:
+            pass
         try:
             seen.paused[worker.client_id] = bool(client.control("status")[1].get("paused", False))
         except WorkerUnreachableError:

@@ -17,7 +17,6 @@ summary; every result is attached to the run as JSON metadata.
 """
 
 import enum
-from pathlib import Path
 from typing import Any, Literal
 
 import dagster as dg
@@ -255,7 +254,7 @@ def _compaction_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
         location = (
             config.snapshots
             or streams.state_snapshot_location
-            or str(Path(streams_deployment.root_dir).resolve() / app.name / "snapshots")
+            or str(streams_deployment.deploy_root.resolve() / app.name / "snapshots")
         )
         result = compact_changelog(
             spark.session(),
@@ -302,7 +301,7 @@ def _backfill_job(app: ResolvedStreamApp) -> dg.JobDefinition:
 
         window = context.partition_time_window
         start_ms, end_ms = int(window.start.timestamp() * 1000), int(window.end.timestamp() * 1000)
-        root = Path(streams_deployment.root_dir).resolve() / app.name / "backfill"
+        root = streams_deployment.deploy_root.resolve() / app.name / "backfill"
         output: ParquetOutput | KafkaOutput = (
             KafkaOutput()
             if config.output == "kafka"
@@ -355,7 +354,7 @@ def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
                     answers[worker.client_id] = "no endpoint known"
                     continue
                 try:
-                    code, body = WorkerClient(worker.endpoint, streams_deployment.http_auth_token).control(
+                    code, body = WorkerClient(worker.endpoint, streams_deployment.auth_token).control(
                         config.action
                     )
                 except WorkerUnreachableError as exc:

@@ -50,7 +50,7 @@ def resources(bootstrap_servers: str, tmp_path: Path) -> Iterator[dict[str, Any]
     }
     yield made
     launcher = deployment.launcher()
-    root = Path(deployment.root_dir)
+    root = deployment.deploy_root
     if root.exists():
         for app_dir in root.iterdir():
             if (app_dir / "deployment.json").exists():

@@ -81,6 +81,7 @@ def test_materialize_deploys_then_noop_then_rolls(
         "internal_topics_valid",
     }
     assert not result.run_requests
+    _second_tick_charts_numbers(sensor, resources, result.cursor, orders_topics, bootstrap_servers)
 
     # A changed topology (another threshold) gets a new fingerprint: the workers are replaced.
     changed = orders_spec({**orders_topics}, app_id)
@@ -93,12 +94,46 @@ def test_materialize_deploys_then_noop_then_rolls(
         bootstrap_servers, orders_topics["orders_topic"], _orders(100, 10, 150.0) + _orders(200, 5, 2000.0)
     )
     # the new workers join the group (after the old ones left) before they process
-    by_customer = consume_all(bootstrap_servers, orders_topics["by_customer_topic"], 35, timeout_s=60)
-    assert len(by_customer) == 35  # the new workers process on from the committed offsets
-    big = consume_all(bootstrap_servers, orders_topics["big_orders_topic"], 25, timeout_s=30)
-    assert len(big) == 25  # only the 5 orders above the new threshold were added
+    # (30 orders before the roll: 20, then 10 more for the sensor's second tick)
+    by_customer = consume_all(bootstrap_servers, orders_topics["by_customer_topic"], 45, timeout_s=60)
+    assert len(by_customer) == 45  # the new workers process on from the committed offsets
+    big = consume_all(bootstrap_servers, orders_topics["big_orders_topic"], 35, timeout_s=30)
+    assert len(big) == 35  # only the 5 orders above the new threshold were added
     state = WorkerClient(rolled["worker_endpoints"][0]).state()
     assert state["state"] == "RUNNING"
+
+
+def _second_tick_charts_numbers(
+    sensor: dg.SensorDefinition,
+    resources: dict[str, Any],
+    cursor: str | None,
+    topics: dict[str, str],
+    bootstrap_servers: str,
+) -> None:
+    """A tick after more records: numeric observations on the app, topic and store assets,
+    topic data versions (end offsets), and links to the workers."""
+    produce(bootstrap_servers, topics["orders_topic"], _orders(20, 10, 150.0))
+    assert len(consume_all(bootstrap_servers, topics["big_orders_topic"], 30, timeout_s=60)) == 30
+    with dg.instance_for_test() as instance:
+        result = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor))
+    assert isinstance(result, dg.SensorResult)
+    observed = {
+        o.asset_key.to_user_string(): o
+        for o in result.asset_events or []
+        if isinstance(o, dg.AssetObservation)
+    }
+    app = {k: v.value for k, v in observed["orders_test"].metadata.items()}
+    assert app["records_in_per_s"] > 0 and app["records_out_per_s"] > 0, app
+    assert app["e2e_latency_p99_ms"] is not None and app["e2e_latency_p99_ms"] > 0, app
+    assert app["consumer_lag"] >= 0 and app["dead_letter_records"] == 0 and app["restored_records"] >= 0
+    assert [k for k in app if k.startswith("endpoint ")], app
+    assert isinstance(observed["orders_test"].metadata[next(k for k in app if k.startswith("endpoint "))],
+                      dg.UrlMetadataValue)  # fmt: skip
+    big = observed["kafka/" + topics["big_orders_topic"].replace("-", "_")]
+    assert big.metadata["records"].value == 30 and big.tags["dagster/data_version"] == "30"
+    assert big.metadata["records_per_s"].value > 0
+    store = observed["orders_test/stores/orders_per_customer"]
+    assert store.metadata["entries"].value >= 5  # five customers (RocksDB estimate-num-keys: an estimate)
 
 
 def test_sensor_requests_rematerialization_when_workers_died(

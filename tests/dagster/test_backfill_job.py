@@ -124,7 +124,7 @@ def test_backfill_job_runs_one_day_of_input_like_the_streaming_app(
     assert result.success
     data = result.output_for_node("orders_test_backfill_op")
     assert data["window"] == [START_MS, END_MS]
-    root = Path(resources["streams_deployment"].root_dir).resolve()
+    root = resources["streams_deployment"].deploy_root.resolve()
     assert data["output"] == str(root / "orders_test" / "backfill" / DAY)
     expected_out = {topics[f]: sum(sum(c.values()) for c in expected[f].values()) for f in OUTPUTS}
     assert data["records_out"] == expected_out

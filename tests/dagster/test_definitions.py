@@ -154,3 +154,28 @@ def test_build_streams_defs_of_one_app_matches_the_factory() -> None:
     one = _graph(build_stream_app_defs(SPEC)).get_all_asset_keys()
     many = _graph(build_streams_defs([SPEC])).get_all_asset_keys()
     assert set(one) == set(many)
+
+
+def test_without_a_broker_the_location_loads_and_the_sensor_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Settings are read when the sensor ticks, not at import: the variable set after the
+    code location was built is the one used; an unreachable broker is one skip message."""
+    from dagster_defs.resources import default_resources
+    from platform_streams.config_sources import BOOTSTRAP_ENV
+    from platform_streams.kafka import find_free_port
+
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    monkeypatch.delenv("PLATFORM_STREAMS_BOOTSTRAP", raising=False)
+    defs = build_defs(APPS_DIR)  # no broker, no variable: it loads
+    dg.Definitions.validate_loadable(defs)
+    dead = f"127.0.0.1:{find_free_port()}"
+    monkeypatch.setenv(BOOTSTRAP_ENV, dead)
+    monkeypatch.setenv("PLATFORM_STREAMS_DEPLOY_DIR", str(tmp_path))
+    resources = default_resources()
+    sensor = defs.resolve_sensor_def("orders_app_health")
+    with dg.instance_for_test() as instance:
+        result = sensor(dg.build_sensor_context(instance=instance, resources=resources))
+    assert isinstance(result, dg.SkipReason), result
+    assert result.skip_message is not None and f"Kafka is unreachable at '{dead}'" in result.skip_message
+    assert resources["streams_deployment"].deploy_root == tmp_path

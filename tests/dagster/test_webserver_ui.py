@@ -20,13 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 
 from dagster_defs.deploy.local import LocalProcessLauncher
 from platform_streams.kafka import KafkaAdmin, find_free_port
 from tests.dagster.support import orders_spec
-from tests.support.kafka import new_topic
+from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.dagster, pytest.mark.broker]
 
@@ -132,8 +133,12 @@ def webserver(
             LocalProcessLauncher(deploy).stop(APP)
 
 
-def _screenshot(url: str, png: Path, expected: list[str], tmp_path: Path) -> str:
-    """Open ``url`` in headless Chromium, wait for ``expected`` texts, save a PNG; returns the page text."""
+def _screenshot(
+    url: str, png: Path, expected: list[str], tmp_path: Path, css: str = "", click: str = ""
+) -> tuple[str, int]:
+    """Open ``url`` in headless Chromium (pressing the button labelled ``click`` once it shows),
+    wait for ``expected`` texts and an element matching ``css``, save a PNG; returns the page
+    text and how many elements match ``css``."""
     webdriver = pytest.importorskip("selenium.webdriver")
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
@@ -159,8 +164,14 @@ def _screenshot(url: str, png: Path, expected: list[str], tmp_path: Path) -> str
         deadline = time.monotonic() + 60
         text = ""
         while time.monotonic() < deadline:
+            if click:
+                pressed = driver.find_elements(By.XPATH, f"//button[normalize-space(.)='{click}']")
+                if pressed:
+                    driver.execute_script("arguments[0].click()", pressed[0])
+                    click = ""
             text = driver.execute_script("return document.body ? document.body.innerText : ''") or ""
-            if all(e in text for e in expected):
+            found = not css or driver.find_elements(By.CSS_SELECTOR, css)
+            if not click and all(e in text for e in expected) and found:
                 break
             time.sleep(0.5)
         # First visit: a newsletter dialog covers the graph; dismiss it like a person would.
@@ -173,13 +184,17 @@ def _screenshot(url: str, png: Path, expected: list[str], tmp_path: Path) -> str
             time.sleep(0.25)
         time.sleep(1.5)  # let the graph finish its layout animation before the picture
         driver.save_screenshot(str(png))
-        return str(driver.execute_script("return document.body.innerText"))
+        found = len(driver.find_elements(By.CSS_SELECTOR, css)) if css else 0
+        return str(driver.execute_script("return document.body.innerText")), found
     finally:
         driver.quit()
 
 
+@pytest.mark.timeout(900)  # a run in its own processes, then three sensor ticks: slow on 2 loaded cores
 def test_webserver_materializes_and_shows_the_asset_graph(
-    webserver: tuple[str, subprocess.Popen[bytes], Path, dict[str, str]], tmp_path: Path
+    webserver: tuple[str, subprocess.Popen[bytes], Path, dict[str, str]],
+    tmp_path: Path,
+    bootstrap_servers: str,
 ) -> None:
     base, proc, log, topics = webserver
     _wait(
@@ -217,14 +232,62 @@ def test_webserver_materializes_and_shows_the_asset_graph(
         status = _graphql(base, RUN_STATUS, {"id": run_id})["runOrError"]["status"]
         return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
 
-    assert _wait(finished, "finished run", 120, proc, log) == "SUCCESS", log.read_text()[-3000:]
+    assert _wait(finished, "finished run", 300, proc, log) == "SUCCESS", log.read_text()[-3000:]
     launcher = LocalProcessLauncher(tmp_path / "deploy")
     assert launcher.status(APP).healthy  # the run's process is gone, its workers run on
 
     png = tmp_path / "asset_graph.png"
     group = f"{base}/locations/{LOCATION}/asset-groups/{APP}"
     expected = [APP, "orders_per_customer", topics["orders_topic"].replace("-", "_")]
-    text = _screenshot(group, png, expected, tmp_path)
+    text, _ = _screenshot(group, png, expected, tmp_path)
     for name in expected + [t.replace("-", "_") for t in topics.values()]:
         assert name in text, f"{name} not on the asset graph page; it shows:\n{text[:2000]}"
     assert png.stat().st_size > 10_000
+
+    # The health sensor's numbers on the app asset's Events page: three ticks recorded into the
+    # webserver's instance (what the daemon does every 30 s), records flowing between; the
+    # latest observation shows them, with the worker's endpoint as a link.
+    _record_sensor_ticks(bootstrap_servers, tmp_path, topics)
+    plots = tmp_path / "asset_plots.png"
+    numbers = [
+        "records_in_per_s",
+        "records_out_per_s",
+        "consumer_lag",
+        "e2e_latency_p99_ms",
+        "restored_records",
+    ]
+    page = f"{base}/assets/{APP}?view=events"
+    link = "a[href^='http://127.0.0.1']"
+    text, links = _screenshot(page, plots, numbers, tmp_path, css=link)
+    for name in numbers:
+        assert name in text, f"{name} not on the asset's events page; it shows:\n{text[:2000]}"
+    assert links >= 1, "no link to the worker's endpoint"
+    assert plots.stat().st_size > 10_000
+
+
+def _record_sensor_ticks(bootstrap: str, tmp_path: Path, topics: dict[str, str]) -> None:
+    import dagster as dg
+
+    from dagster_defs.definitions import build_defs
+    from dagster_defs.resources import KafkaResource, StreamsDeploymentResource
+
+    sensor = build_defs(tmp_path / "apps").resolve_sensor_def(f"{APP}_health")
+    resources = {
+        "kafka": KafkaResource(bootstrap_servers=bootstrap),
+        "streams_deployment": StreamsDeploymentResource(root_dir=str(tmp_path / "deploy")),
+    }
+    cursor = None
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        for tick in range(3):
+            orders = [
+                (f"o-{tick}-{i}", orjson.dumps({"order_id": f"{tick}-{i}", "customer": "c", "amount": 150.0}))
+                for i in range(10)
+            ]
+            produce(bootstrap, topics["orders_topic"], orders)
+            consume_all(bootstrap, topics["big_orders_topic"], 10 * (tick + 1), timeout_s=60)
+            result = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor))
+            assert isinstance(result, dg.SensorResult), result
+            cursor = result.cursor
+            for event in result.asset_events or []:
+                if isinstance(event, dg.AssetObservation):
+                    instance.report_runless_asset_event(event)
