@@ -41,7 +41,7 @@ from platform_streams.state.wrappers.base import CacheReads, CachingLayer, Wrapp
 from platform_streams.state.wrappers.metered import MeteredStore
 
 if TYPE_CHECKING:
-    from platform_streams.runtime.worker import StreamWorker
+    from platform_streams.runtime.api import WorkerView
 
 __all__ = ["RestoreRecorder", "StoreStats", "ThreadRecorder"]
 
@@ -86,7 +86,7 @@ def _layer(store: Any, kind: type[Any]) -> Any:
 class ThreadRecorder(WorkerObserver):
     """The metrics of one worker (see the module docstring)."""
 
-    def __init__(self, worker: StreamWorker | Any, level: Level) -> None:
+    def __init__(self, worker: WorkerView, level: Level) -> None:
         self.worker = worker
         self.thread_id: str = worker.name
         self.level = level
@@ -299,7 +299,7 @@ def _source_node(task: Any) -> str:
 class RestoreRecorder(StateRestoreListener):
     """Restored record counts per task and which tasks are restoring now."""
 
-    def __init__(self, worker: StreamWorker | Any) -> None:
+    def __init__(self, worker: WorkerView) -> None:
         self._worker = worker
         self.restored: dict[TaskId, int] = {}
         self.restoring: dict[TaskId, int] = {}

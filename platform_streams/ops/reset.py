@@ -27,7 +27,7 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    start recreates them (as it does the other internal topics).
 4. **Wipe the local state directory** ``<state_dir>/<application_id>`` of *this* machine,
    and ``<state_dir>-w<i>/<application_id>`` of every worker process ``run --workers N``
-   started here (see :mod:`platform_streams.runtime.supervisor`). Instances elsewhere
+   started here (see :mod:`platform_streams.process_supervisor`). Instances elsewhere
    (other pods) must wipe theirs (``KafkaStreams.cleanup()``) or start on a fresh volume;
    the result warns about it.
 
@@ -71,7 +71,7 @@ from platform_streams.ops.topics import (
     orphan_topics,
     owned_topic_kinds,
 )
-from platform_streams.runtime.supervisor import existing_worker_state_dirs
+from platform_streams.process_supervisor import existing_worker_state_dirs
 from platform_streams.topology import Topology
 from platform_streams.topology.compiler import TopologyPlan
 

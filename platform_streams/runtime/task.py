@@ -169,6 +169,12 @@ class StreamTask:
         finally:
             self.state_manager.close(wipe=wipe)
 
+    def store(self, name: str) -> Any | None:
+        """The open store ``name`` (a processor's connected store first, else the state
+        manager's), None if this task has none (a query's view, see runtime/api.py)."""
+        store = self.context.stores.get(name)
+        return store if store is not None else self.state_manager.get_store(name)
+
     @property
     def records_skipped(self) -> int:
         """Records dropped: skipped by an exception handler, or dropped by the task (invalid

@@ -32,7 +32,6 @@ transaction.
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 import time
@@ -54,19 +53,21 @@ from platform_streams.kafka import (
 )
 from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.broker_calls import retrying
 from platform_streams.runtime.broker_features import RepartitionPurger
 from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.input_queues import InputQueues
-from platform_streams.runtime.observer import WorkerObserver
+from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
 from platform_streams.runtime.rebalance_wait import AssignmentWait, repair_group
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask, store_changelogs
 from platform_streams.runtime.task_state import TaskStateLifecycle
 from platform_streams.state.cache import RecordCache
+from platform_streams.state.restore import StateRestoreListener
 from platform_streams.topology.compiler import TopologyPlan
 
 if TYPE_CHECKING:
@@ -77,18 +78,6 @@ log = logging.getLogger(__name__)
 
 #: records taken from librdkafka per poll
 _BATCH = 5000
-
-
-class WorkerState(enum.Enum):
-    """Kafka Streams' StreamThread states, as the client aggregates them."""
-
-    CREATED = "CREATED"
-    STARTING = "STARTING"
-    PARTITIONS_REVOKED = "PARTITIONS_REVOKED"
-    PARTITIONS_ASSIGNED = "PARTITIONS_ASSIGNED"
-    RUNNING = "RUNNING"
-    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
-    DEAD = "DEAD"
 
 
 #: worker states in which the consumer is in the group but holds no assignment yet
@@ -175,6 +164,15 @@ class StreamWorker(threading.Thread):
         self.assignment_wait = AssignmentWait(self.name, config)
 
     # -- thread ---------------------------------------------------------------------------
+
+    def add_observer(self, observer: WorkerObserver) -> None:
+        """Also call ``observer`` from the loop (before the worker starts)."""
+        self.observer = chain_observer(self.observer, observer)
+
+    def add_restore_listener(self, listener: StateRestoreListener) -> None:
+        """Also tell ``listener`` about this worker's restores (before the worker starts)."""
+        lifecycle = self.state_lifecycle
+        lifecycle.listener = chain_restore_listener(lifecycle.listener, listener)
 
     def shutdown(self) -> None:
         """Ask the loop to stop; it commits and leaves the group."""

@@ -2,7 +2,7 @@
 
 Kafka Streams replaces a dead stream thread when the uncaught exception handler answers
 REPLACE_THREAD, and the other threads keep their tasks. ``run --workers N`` (and
-:func:`~platform_streams.runtime.supervisor.run_workers`) do the same one level up: a
+:func:`~platform_streams.process_supervisor.run_workers`) do the same one level up: a
 worker process that dies -- SIGKILL, the OOM killer, a state directory it cannot use, a
 poison record under ``log_and_fail`` -- is started again with the same index (same state
 directory, client id and transactional.id), and the healthy workers keep running.
