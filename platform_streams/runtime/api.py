@@ -123,8 +123,9 @@ class ClientAddOn:
     changes, :meth:`close` when the client stops serving.
     """
 
-    def attach_worker(self, worker: WorkerView) -> None:
-        """A worker is about to start: add observers and restore listeners to it."""
+    def attach_worker(self, worker: WorkerView) -> object:
+        """A worker is about to start: add observers and restore listeners to it (what it
+        returns, e.g. the metrics recorder, is for the caller's tests; the runtime ignores it)."""
 
     def on_worker_state(self, worker: WorkerView, state: WorkerState) -> None:
         """``worker`` entered ``state`` (called on the worker's thread)."""
