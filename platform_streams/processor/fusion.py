@@ -40,6 +40,7 @@ import linecache
 import re
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,12 +76,26 @@ def _identifier(node: str) -> str:
     return re.sub(r"\W", "_", node)
 
 
+#: sources of functions that became garbage, dropped at the next compile (see _release)
+_RELEASED: deque[str] = deque()
+
+
 def _release(source: str) -> None:
-    """A function compiled from ``source`` is gone: drop the code once no task uses it."""
-    with _COMPILED_LOCK:
+    """A function compiled from ``source`` is gone (a :func:`weakref.finalize` callback).
+
+    It only queues the source: finalizers run inside garbage collection, which may start
+    while this thread holds ``_COMPILED_LOCK`` in :meth:`_Emitter.compile` -- taking the
+    lock here would deadlock. The queue is drained under the lock."""
+    _RELEASED.append(source)
+
+
+def _drain_released() -> None:
+    """Drop the code of sources no task uses any more (``_COMPILED_LOCK`` held)."""
+    while _RELEASED:
+        source = _RELEASED.popleft()
         compiled = _COMPILED.get(source)
         if compiled is None:
-            return
+            continue
         compiled.users -= 1
         if compiled.users <= 0:
             del _COMPILED[source]
@@ -90,7 +105,9 @@ def _release(source: str) -> None:
 
 def compiled_sources() -> int:
     """How many generated source texts are compiled and in use now (tests check it is bounded)."""
-    return len(_COMPILED)
+    with _COMPILED_LOCK:
+        _drain_released()
+        return len(_COMPILED)
 
 
 def mark_sink_failure(exc: BaseException, sink: str) -> None:
@@ -261,6 +278,7 @@ class _Emitter:
         body = "\n".join(self.lines) if self.lines else "    pass"
         source = f"def {params}:\n{body}\n"
         with _COMPILED_LOCK:
+            _drain_released()
             compiled = _COMPILED.get(source)
             if compiled is None:
                 filename = f"<fused {label} #{next(_counter)}>"
