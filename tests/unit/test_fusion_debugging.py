@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import linecache
+import threading
 import traceback
 from collections.abc import Iterator
 from typing import Any
@@ -155,3 +156,20 @@ def test_a_failing_sink_goes_to_the_production_handler_with_its_node() -> None:
         finally:
             d.close()
     assert seen == ["ValueError", "ValueError"]
+
+
+def test_a_release_inside_a_compile_does_not_deadlock() -> None:
+    """Finalizers of dropped tasks' functions run inside garbage collection, which can start
+    while the same thread holds the compile lock; a release must then not wait for that
+    lock (it did once, and the unit suite hung). A daemon thread stands in for that thread,
+    so a regression fails here after 10 s instead of hanging."""
+
+    def release_while_compiling() -> None:
+        with fusion._COMPILED_LOCK:
+            fusion._release("a source no task uses")
+
+    thread = threading.Thread(target=release_while_compiling, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert fusion.compiled_sources() >= 0  # drains the queued release
