@@ -9,7 +9,7 @@
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
     platform-streams apps list|describe|validate NAME [CONFIG]             (cli_apps.py)
-    platform-streams broker [--broker tansu|kafka] [--port 9092] [--host 127.0.0.1]
+    platform-streams broker [--broker KIND] [--port 9092] [--host 127.0.0.1]
 
 Subcommands are entries of :data:`COMMANDS` (name, help, arguments, handler), so a new
 one (``topics``, ``reset``, ``apps``...) is a module with a :class:`Command` and one line
@@ -67,12 +67,13 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _broker_arguments(parser: argparse.ArgumentParser) -> None:
+    from platform_streams.kafka import DEFAULT_LOCAL_BROKER, LOCAL_BROKER_KINDS
+
     parser.add_argument(
         "--broker",
-        choices=("tansu", "kafka"),
-        default="tansu",
-        help="tansu: the embedded in-memory broker, ready in milliseconds, no Java (default); "
-        "kafka: Apache Kafka from Maven Central's jars (Java 17 + Maven, ~10-30 s to start)",
+        choices=tuple(LOCAL_BROKER_KINDS),
+        default=DEFAULT_LOCAL_BROKER,
+        help="; ".join(f"{kind}: {what}" for kind, what in LOCAL_BROKER_KINDS.items()),
     )
     parser.add_argument(
         "--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)"
@@ -84,15 +85,9 @@ def _broker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _broker(args: argparse.Namespace) -> int:
-    if args.broker == "kafka":
-        from platform_streams.kafka import ApacheKafkaBroker, run_broker_forever
+    from platform_streams.kafka import run_local_broker_forever
 
-        broker = ApacheKafkaBroker(args.host, args.log_file, port=args.port or None, kill_with_parent=True)
-        run_broker_forever(broker, "Apache Kafka (KRaft, one node, temporary data)")
-        return 0
-    from platform_streams.kafka import run_embedded_broker_forever  # needs the broker wheel only here
-
-    run_embedded_broker_forever(args.port or None, args.host, args.log_file)
+    run_local_broker_forever(args.broker, args.port or None, args.host, args.log_file)
     return 0
 
 
@@ -131,7 +126,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "broker",
-        "run a local broker (embedded Tansu, or Apache Kafka with --broker kafka) until SIGTERM/Ctrl-C",
+        "run a local broker (the embedded one, or another with --broker) until SIGTERM/Ctrl-C",
         _broker_arguments,
         _broker,
     ),

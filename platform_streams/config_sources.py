@@ -75,7 +75,7 @@ CLIENT_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_c
 NOT_SETTINGS = frozenset(
     {
         "BOOTSTRAP",  # the alias of BOOTSTRAP_SERVERS (apply_bootstrap_alias)
-        "BROKERS",  # tests: which broker kinds to run on (tansu, kafka)
+        "BROKERS",  # tests: which broker kinds to run on (LOCAL_BROKER_KINDS)
         "KAFKA_POM",  # kafka/: the pom listing Apache Kafka's jars
         "APP",  # apps.py: the app plugin a Helm pod runs
         "APP_CONFIG",  # apps.py: that plugin's configuration

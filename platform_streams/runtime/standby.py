@@ -142,6 +142,12 @@ class StandbyTask:
         self.state_manager.checkpoint({}, enforce=True)
         self._dirty = False
 
+    def store(self, name: str) -> Any | None:
+        """The open store ``name`` (a processor's connected store first, else the state
+        manager's), None if this task has none (a query's view, see runtime/api.py)."""
+        store = self.context.stores.get(name)
+        return store if store is not None else self.state_manager.get_store(name)
+
     def close(self, *, clean: bool = True) -> None:
         try:
             if clean:

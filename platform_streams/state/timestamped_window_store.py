@@ -32,9 +32,8 @@ from platform_streams.state.api import (
 from platform_streams.state.builders import WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS
 from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
-from platform_streams.state.timestamped_builders import caching_enabled, resolve_serde
+from platform_streams.state.timestamped_builders import SpecStore, resolve_serde
 from platform_streams.state.windowed import Windowed
-from platform_streams.state.wrappers.base import SpecStore
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -136,24 +135,9 @@ class _DslStore(SpecStore, CachedStateStore):
     def __init__(self, spec: _WindowedSpec[Any]) -> None:
         super().__init__(spec)
         self.key_serde: Serde | None = None
-        self._context: StateStoreContext | None = None
-
-    def _require(self) -> Any:
-        if self.wrapped is None:
-            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
-        return self.wrapped
 
     def _finish_init(self, builder: Any, context: StateStoreContext, root: StateStore) -> None:
-        spec = self.spec
-        if caching_enabled(spec.caching_enabled, context.config):
-            builder.with_caching_enabled()
-        if spec.logging_enabled:
-            builder.with_logging_enabled(spec.log_config)
-        else:
-            builder.with_logging_disabled()
-        self._context = context
-        self.wrapped = builder.build()
-        self.wrapped.init(context, root)
+        self._build(builder, context, root, logged=self.spec.logging_enabled)
 
     @property
     def caching_enabled(self) -> bool:
