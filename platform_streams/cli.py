@@ -14,7 +14,7 @@
 Subcommands are entries of :data:`COMMANDS` (name, help, arguments, handler), so a new
 one (``topics``, ``reset``, ``apps``...) is a module with a :class:`Command` and one line
 here. Handlers return an exit status; expected failures raise
-:class:`~platform_streams.cli_app.CliError` or a :class:`StreamsError`, which :func:`main`
+:class:`~platform_streams.cli_app_loader.CliError` or a :class:`StreamsError`, which :func:`main`
 prints as one line (with the traceback only under ``-v``/``--log-level DEBUG``).
 Exit status (the README's table): 0 done; 1 the application's code, the application, the
 broker or an operation failed or refused; 2 what the command was given is wrong -- its
@@ -33,7 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import platform_streams
-from platform_streams.cli_app import APP_CODE_FAILED, USAGE_OR_CONFIG, CliError, add_app_argument, load_app
+from platform_streams.cli_app_loader import (
+    APP_CODE_FAILED,
+    USAGE_OR_CONFIG,
+    CliError,
+    add_app_argument,
+    load_app,
+)
 from platform_streams.cli_apps import add_apps_arguments, run_apps
 from platform_streams.cli_run import add_run_arguments, run_command
 from platform_streams.errors import StreamsConfigError, StreamsError

@@ -30,7 +30,13 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TypeVar
 
-from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
+from platform_streams.cli_app_loader import (
+    CliError,
+    add_app_argument,
+    add_config_arguments,
+    load_app,
+    load_config,
+)
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError, StreamsError
 from platform_streams.kafka_streams import KafkaStreams

@@ -16,7 +16,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from platform_streams.metrics.catalog import Level
-from platform_streams.metrics.collector import StreamsCollector
+from platform_streams.metrics.prometheus_collector import StreamsCollector
 from platform_streams.metrics.recorders import ThreadRecorder
 from platform_streams.runtime.api import ClientAddOn, RuntimeView, WorkerState, WorkerView
 

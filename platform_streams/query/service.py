@@ -28,9 +28,9 @@ from platform_streams.query.execution import execute_query
 from platform_streams.query.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from platform_streams.query.placement import KeyPlacement
 from platform_streams.query.position import Position
-from platform_streams.query.positions import TaskPositions
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import FailureReason, QueryResult, StateQueryResult
+from platform_streams.query.task_positions import TaskPositions
 from platform_streams.runtime.api import ClientAddOn, RuntimeView, TaskView, WorkerState, WorkerView
 from platform_streams.runtime.observer import WorkerObserver
 from platform_streams.state.manager import FROM_BEGINNING

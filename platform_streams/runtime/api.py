@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
     from platform_streams.processor.partitioner import PlacementChecks
     from platform_streams.processor.task_id import TaskId
-    from platform_streams.runtime.collector import KafkaRecordCollector
     from platform_streams.runtime.input_queues import InputQueues
+    from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
     from platform_streams.runtime.lifecycle import State
     from platform_streams.runtime.observer import WorkerObserver
     from platform_streams.runtime.standby import StandbyUpdater

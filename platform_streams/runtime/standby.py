@@ -34,8 +34,8 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaError, TopicPartition, create_consumer
-from platform_streams.processor.collector import RefusingCollector
 from platform_streams.processor.context import TaskContext
+from platform_streams.processor.record_collector import RefusingCollector
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetch_committed
 from platform_streams.runtime.task import store_changelogs

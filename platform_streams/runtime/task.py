@@ -17,13 +17,13 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import DeserializationError, ProcessorError, SerializationError, StreamsError
 from platform_streams.processor.api import PunctuationType
-from platform_streams.processor.collector import RecordCollector
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
 from platform_streams.processor.fusion import failed_sink, node_of_traceback
 from platform_streams.processor.graph import TaskGraph
 from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.punctuation import PunctuationSchedule
+from platform_streams.processor.record_collector import RecordCollector
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.partition_group import PartitionGroup, TopicPartitionKey

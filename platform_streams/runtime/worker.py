@@ -53,8 +53,8 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.broker_calls import retrying
 from platform_streams.runtime.broker_features import RepartitionPurger
-from platform_streams.runtime.collector import KafkaRecordCollector
 from platform_streams.runtime.input_queues import InputQueues
+from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
 from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
 from platform_streams.runtime.rebalance_wait import AssignmentWait, repair_group
 from platform_streams.runtime.store_guard import StoreGuard

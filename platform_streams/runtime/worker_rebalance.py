@@ -31,8 +31,8 @@ from platform_streams.runtime.task import StreamTask
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
     from platform_streams.processor.partitioner import PlacementChecks
-    from platform_streams.runtime.collector import KafkaRecordCollector
     from platform_streams.runtime.input_queues import InputQueues
+    from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
     from platform_streams.runtime.standby import StandbyUpdater
     from platform_streams.runtime.store_guard import StoreGuard
     from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, Pending

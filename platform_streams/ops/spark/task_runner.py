@@ -65,7 +65,7 @@ def load_topology(app: AppRef) -> Topology:
     if cached is not None:
         return cached
     if isinstance(app, str):
-        from platform_streams.cli_app import load_app
+        from platform_streams.cli_app_loader import load_app
 
         topology = load_app(app).topology
     else:
