@@ -58,8 +58,8 @@ from platform_streams.kafka import (  # noqa: E402
     TopicSpec,
     create_consumer,
 )
+from platform_streams.process_supervisor import run_workers  # noqa: E402
 from platform_streams.runtime.control_channel import control_topic_name  # noqa: E402
-from platform_streams.runtime.supervisor import run_workers  # noqa: E402
 from platform_streams.serde import Bytes, Json  # noqa: E402
 
 _ENV = "SCALE_OUT_BENCH_SPEC"

@@ -5,7 +5,7 @@ checks turn it into an ``AssetCheckResult`` when a person or a run asks, the sen
 ``AssetCheckEvaluation`` every time it polls. The numbers come from where they are true:
 
 * **lag** from Kafka -- the group's committed offsets against the log end found by fetching
-  (``log_end_offsets``: right on Kafka and on Tansu), so a dead application still has lag;
+  (``log_end_offsets``: right on every broker), so a dead application still has lag;
 * **workers** from the deployment (are the processes there) and each worker's ``/state``;
 * **dead-letter topic** from its log end, compared with the previous sample kept beside
   the deployment record (a DLQ that grows means records are failing *now*);

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dagster_defs.deploy.base import DeploymentRequest
 from platform_streams.apps import APP_CONFIG_ENV, APP_ENV, AppPlugin, app_fingerprint, field_errors, get_app
-from platform_streams.cli_app import CliError, load_app
+from platform_streams.cli_app_loader import CliError, load_app
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.compiler import TopologyPlan, compile_topology

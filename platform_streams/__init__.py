@@ -9,7 +9,7 @@ from platform_streams import serde
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl.builder import StreamsBuilder
 from platform_streams.errors import StreamsError
-from platform_streams.runtime.kafka_streams import KafkaStreams
+from platform_streams.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State, StreamsUncaughtExceptionResponse
 from platform_streams.topology.topology import Topology
 

@@ -9,12 +9,12 @@
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
     platform-streams apps list|describe|validate NAME [CONFIG]             (cli_apps.py)
-    platform-streams broker [--broker tansu|kafka] [--port 9092] [--host 127.0.0.1]
+    platform-streams broker [--broker KIND] [--port 9092] [--host 127.0.0.1]
 
 Subcommands are entries of :data:`COMMANDS` (name, help, arguments, handler), so a new
 one (``topics``, ``reset``, ``apps``...) is a module with a :class:`Command` and one line
 here. Handlers return an exit status; expected failures raise
-:class:`~platform_streams.cli_app.CliError` or a :class:`StreamsError`, which :func:`main`
+:class:`~platform_streams.cli_app_loader.CliError` or a :class:`StreamsError`, which :func:`main`
 prints as one line (with the traceback only under ``-v``/``--log-level DEBUG``).
 Exit status (the README's table): 0 done; 1 the application's code, the application, the
 broker or an operation failed or refused; 2 what the command was given is wrong -- its
@@ -33,7 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import platform_streams
-from platform_streams.cli_app import APP_CODE_FAILED, USAGE_OR_CONFIG, CliError, add_app_argument, load_app
+from platform_streams.cli_app_loader import (
+    APP_CODE_FAILED,
+    USAGE_OR_CONFIG,
+    CliError,
+    add_app_argument,
+    load_app,
+)
 from platform_streams.cli_apps import add_apps_arguments, run_apps
 from platform_streams.cli_run import add_run_arguments, run_command
 from platform_streams.errors import StreamsConfigError, StreamsError
@@ -67,12 +73,13 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _broker_arguments(parser: argparse.ArgumentParser) -> None:
+    from platform_streams.kafka import DEFAULT_LOCAL_BROKER, LOCAL_BROKER_KINDS
+
     parser.add_argument(
         "--broker",
-        choices=("tansu", "kafka"),
-        default="tansu",
-        help="tansu: the embedded in-memory broker, ready in milliseconds, no Java (default); "
-        "kafka: Apache Kafka from Maven Central's jars (Java 17 + Maven, ~10-30 s to start)",
+        choices=tuple(LOCAL_BROKER_KINDS),
+        default=DEFAULT_LOCAL_BROKER,
+        help="; ".join(f"{kind}: {what}" for kind, what in LOCAL_BROKER_KINDS.items()),
     )
     parser.add_argument(
         "--port", type=int, default=9092, help="listening port (default 9092; 0 picks a free one)"
@@ -84,15 +91,9 @@ def _broker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _broker(args: argparse.Namespace) -> int:
-    if args.broker == "kafka":
-        from platform_streams.kafka import ApacheKafkaBroker, run_broker_forever
+    from platform_streams.kafka import run_local_broker_forever
 
-        broker = ApacheKafkaBroker(args.host, args.log_file, port=args.port or None, kill_with_parent=True)
-        run_broker_forever(broker, "Apache Kafka (KRaft, one node, temporary data)")
-        return 0
-    from platform_streams.kafka import run_embedded_broker_forever  # needs the broker wheel only here
-
-    run_embedded_broker_forever(args.port or None, args.host, args.log_file)
+    run_local_broker_forever(args.broker, args.port or None, args.host, args.log_file)
     return 0
 
 
@@ -131,7 +132,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "broker",
-        "run a local broker (embedded Tansu, or Apache Kafka with --broker kafka) until SIGTERM/Ctrl-C",
+        "run a local broker (the embedded one, or another with --broker) until SIGTERM/Ctrl-C",
         _broker_arguments,
         _broker,
     ),

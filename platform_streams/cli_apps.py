@@ -25,7 +25,7 @@ from platform_streams.apps import (
     get_app,
     load_config_file,
 )
-from platform_streams.cli_app import CliError
+from platform_streams.cli_app_loader import CliError
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.compiler import compile_topology
 

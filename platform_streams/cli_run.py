@@ -30,12 +30,18 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TypeVar
 
-from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
+from platform_streams.cli_app_loader import (
+    CliError,
+    add_app_argument,
+    add_config_arguments,
+    load_app,
+    load_config,
+)
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError, StreamsError
-from platform_streams.runtime.kafka_streams import KafkaStreams
+from platform_streams.kafka_streams import KafkaStreams
+from platform_streams.process_supervisor import worker_overrides as supervisor_overrides
 from platform_streams.runtime.lifecycle import State
-from platform_streams.runtime.supervisor import worker_overrides as supervisor_overrides
 from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
 from platform_streams.state.private_files import make_private_dirs
 from platform_streams.topology.topology import Topology
@@ -172,7 +178,7 @@ def run_streams(topology: Topology, config: StreamsConfig, *, close_timeout_s: f
 
 def worker_overrides(config: StreamsConfig, index: int) -> list[str]:
     """The ``--set`` items that make worker ``index`` a distinct member with its own state
-    (the same settings as the Python API's ``run_workers``, see runtime/supervisor.py)."""
+    (the same settings as the Python API's ``run_workers``, see process_supervisor.py)."""
     return [f"{key}={value}" for key, value in supervisor_overrides(config, index).items()]
 
 

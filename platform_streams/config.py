@@ -224,6 +224,11 @@ class StreamsConfig(BaseModel):
         description="Tag keys standbys are spread over (default: 'rack', from client.rack).",
     )
     metrics_recording_level: Literal["INFO", "DEBUG", "TRACE"] = "INFO"
+    fusion: bool = Field(
+        default=True,
+        description="Compile stateless chains into one generated function per source (fast); "
+        "False runs every node as a plain closure, for stepping through in a debugger.",
+    )
 
     # --- worker HTTP endpoint: /metrics, /health, /state, interactive queries ----------
     http_host: str = Field(default="127.0.0.1", min_length=1, description="Address the endpoint binds to.")

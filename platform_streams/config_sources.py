@@ -76,7 +76,7 @@ CLIENT_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_c
 NOT_SETTINGS = frozenset(
     {
         "BOOTSTRAP",  # the alias of BOOTSTRAP_SERVERS (apply_bootstrap_alias)
-        "BROKERS",  # tests: which broker kinds to run on (tansu, kafka)
+        "BROKERS",  # tests: which broker kinds to run on (LOCAL_BROKER_KINDS)
         "TEST_SIDE",  # tests: which side of the suite this pytest process runs (make test)
         "KAFKA_POM",  # kafka/: the pom listing Apache Kafka's jars
         "APP",  # apps.py: the app plugin a Helm pod runs

@@ -269,7 +269,7 @@ class BrokerError(StreamsError):
 
 
 class UnsupportedBrokerFeatureError(BrokerError):
-    """Raised when the broker lacks a feature we need (e.g. Tansu has no DeleteRecords)."""
+    """Raised when the broker lacks a feature we need (e.g. DeleteRecords)."""
 
     def __init__(self, feature: str, message: str | None = None, *, code: str | None = None) -> None:
         self.feature = feature

@@ -41,6 +41,7 @@ from dagster_defs.deploy.base import (
 )
 from dagster_defs.deploy.worker_client import WorkerClient
 from platform_streams.kafka import find_free_port
+from platform_streams.runtime.worker_restarts import stop_processes
 
 __all__ = ["LaunchError", "LocalProcessLauncher"]
 
@@ -327,27 +328,39 @@ class LocalProcessLauncher:
                 time.sleep(_POLL_S)
 
     def _terminate(self, workers: list[WorkerRecord]) -> None:
-        """SIGTERM (clean close: commit, leave the group), then SIGKILL after the timeout."""
-        running = [w for w in workers if _pid_alive(w.pid, f"client_id={w.client_id}")]
-        for worker in running:
-            assert worker.pid is not None
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_timeout_s
-        while running and time.monotonic() < deadline:
-            running = [w for w in running if _pid_alive(w.pid, f"client_id={w.client_id}")]
-            if running:
-                time.sleep(_POLL_S)
-        for worker in running:
-            log.warning("worker %s did not stop within %.0fs: SIGKILL", worker.client_id, self.stop_timeout_s)
-            assert worker.pid is not None
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGKILL)
+        """SIGTERM (clean close: commit, leave the group), then SIGKILL after the timeout:
+        the one way every launcher stops workers (:func:`stop_processes`)."""
+        running = [_RecordedWorker(w) for w in workers if _pid_alive(w.pid, f"client_id={w.client_id}")]
+        stop_processes(list(running), self.stop_timeout_s, poll_s=_POLL_S)
         for worker in workers:
             child = _CHILDREN.pop(worker.pid or -1, None)
             if child is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(5)
+
+
+class _RecordedWorker:
+    """A recorded worker seen as a :class:`WorkerProcess` (it may not be our child: the
+    process of an earlier Dagster run is found by PID and its ``client_id`` marker)."""
+
+    def __init__(self, worker: WorkerRecord) -> None:
+        assert worker.pid is not None
+        self.worker = worker
+        self.pid: int | None = worker.pid
+
+    def poll(self) -> int | None:
+        return None if _pid_alive(self.worker.pid, f"client_id={self.worker.client_id}") else 0
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, signum: int) -> None:
+        assert self.pid is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
 
 
 def describe_record(record: DeploymentRecord) -> dict[str, Any]:

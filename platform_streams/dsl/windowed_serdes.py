@@ -16,7 +16,7 @@ import struct
 from typing import Any
 
 from platform_streams.errors import DeserializationError, SerializationError
-from platform_streams.serde.base import Serde
+from platform_streams.serde.base import Serde, WrappingSerde
 from platform_streams.state.keys import MAX_TIME
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
 
@@ -35,14 +35,14 @@ def _inner_bytes(inner: Serde, obj: Any) -> bytes:
     return raw
 
 
-class TimeWindowedSerde(Serde):
+class TimeWindowedSerde(WrappingSerde):
     """``Windowed`` keys of tumbling/hopping/sliding windows: key + start."""
 
     name = "time-windowed"
-    __slots__ = ("inner", "window_size_ms")
+    __slots__ = ("window_size_ms",)
 
     def __init__(self, inner: Serde, window_size_ms: int | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         #: None: the size is unknown (windows then end at the largest time, as in Java)
         self.window_size_ms = window_size_ms
 
@@ -66,17 +66,11 @@ class TimeWindowedSerde(Serde):
         return Windowed(self.inner.deserialize(data[:cut]), TimeWindow(start, end))
 
 
-class SessionWindowedSerde(Serde):
+class SessionWindowedSerde(WrappingSerde):
     """``Windowed`` keys of session windows: key + end + start."""
 
     name = "session-windowed"
-    __slots__ = ("inner",)
-
-    def __init__(self, inner: Serde) -> None:
-        self.inner = inner
-
-    def _params(self) -> tuple[Any, ...]:
-        return (self.inner,)
+    __slots__ = ()
 
     def serialize(self, obj: Any) -> bytes | None:
         if obj is None:

@@ -43,7 +43,13 @@ from platform_streams.kafka.clients import (
     group_membership,
     redact_config,
 )
-from platform_streams.kafka.embedded_broker import EmbeddedBroker, run_embedded_broker_forever
+from platform_streams.kafka.embedded_broker import (
+    DEFAULT_LOCAL_BROKER,
+    LOCAL_BROKER_KINDS,
+    EmbeddedBroker,
+    run_embedded_broker_forever,
+    run_local_broker_forever,
+)
 from platform_streams.kafka.errors import (
     as_kafka_error,
     is_fatal,
@@ -57,6 +63,8 @@ from platform_streams.kafka.log_reader import LogEndListener, high_watermark_fro
 from platform_streams.kafka.positions import TimeLookup, log_end_offsets, offsets_for_time
 
 __all__ = [
+    "DEFAULT_LOCAL_BROKER",
+    "LOCAL_BROKER_KINDS",
     "OFFSET_BEGINNING",
     "OFFSET_END",
     "OFFSET_INVALID",
@@ -98,5 +106,6 @@ __all__ = [
     "rejoin_group_once",
     "run_broker_forever",
     "run_embedded_broker_forever",
+    "run_local_broker_forever",
     "to_broker_error",
 ]

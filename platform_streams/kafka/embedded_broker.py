@@ -239,3 +239,27 @@ def run_embedded_broker_forever(
     """Run an embedded Tansu broker until SIGINT/SIGTERM (see :func:`run_broker_forever`)."""
     broker = EmbeddedBroker(port, host, log_path, kill_with_parent=True)
     run_broker_forever(broker, "embedded Kafka broker (Tansu, in-memory)")
+
+
+#: the local brokers the CLI's ``broker`` command can run: kind -> what it is (its help text)
+LOCAL_BROKER_KINDS: dict[str, str] = {
+    "tansu": "the embedded in-memory broker, ready in milliseconds, no Java (default)",
+    "kafka": "Apache Kafka from Maven Central's jars (Java 17 + Maven, ~10-30 s to start)",
+}
+DEFAULT_LOCAL_BROKER = "tansu"
+
+
+def run_local_broker_forever(
+    kind: str, port: int | None = None, host: str = "127.0.0.1", log_path: str | None = None
+) -> None:
+    """Run the local broker ``kind`` (a key of :data:`LOCAL_BROKER_KINDS`) until SIGINT/SIGTERM,
+    so callers (the CLI) choose a broker without knowing which product each one is."""
+    if kind == "kafka":
+        from platform_streams.kafka.apache_broker import ApacheKafkaBroker
+
+        broker = ApacheKafkaBroker(host, log_path, port=port, kill_with_parent=True)
+        run_broker_forever(broker, "Apache Kafka (KRaft, one node, temporary data)")
+        return
+    if kind != "tansu":
+        raise ValueError(f"unknown local broker {kind!r}: one of {sorted(LOCAL_BROKER_KINDS)}")
+    run_embedded_broker_forever(port, host, log_path)

@@ -41,7 +41,7 @@ from platform_streams.state.wrappers.base import CacheReads, CachingLayer, Wrapp
 from platform_streams.state.wrappers.metered import MeteredStore
 
 if TYPE_CHECKING:
-    from platform_streams.runtime.worker import StreamWorker
+    from platform_streams.runtime.api import WorkerView
 
 __all__ = ["RestoreRecorder", "StoreStats", "ThreadRecorder"]
 
@@ -86,7 +86,7 @@ def _layer(store: Any, kind: type[Any]) -> Any:
 class ThreadRecorder(WorkerObserver):
     """The metrics of one worker (see the module docstring)."""
 
-    def __init__(self, worker: StreamWorker | Any, level: Level) -> None:
+    def __init__(self, worker: WorkerView, level: Level) -> None:
         self.worker = worker
         self.thread_id: str = worker.name
         self.level = level
@@ -305,12 +305,12 @@ class RestoreRecorder(StateRestoreListener):
     Streams' ``restore-total`` / ``restore-remaining-records-total`` (KIP-869). The remaining
     count is, summed over the task's changelog partitions being restored, the fetch-side
     log end minus the next offset to apply: known from the first fetch of a partition on
-    (never from ListOffsets, wrong on Tansu), lowered after every applied batch, gone when
+    (never from ListOffsets, which some brokers answer wrongly), lowered after every applied batch, gone when
     the partition reached its end. Partitions of the task not started yet are not counted:
     restoration reads them one after another. Written on the worker thread, read by scrapes.
     """
 
-    def __init__(self, worker: StreamWorker | Any) -> None:
+    def __init__(self, worker: WorkerView) -> None:
         self._worker = worker
         self.restored: dict[TaskId, int] = {}
         #: task -> changelog partition -> [next offset to apply or None, log end or None]

@@ -26,7 +26,13 @@ from collections.abc import Callable, Sequence
 
 import yaml
 
-from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
+from platform_streams.cli_app_loader import (
+    CliError,
+    add_app_argument,
+    add_config_arguments,
+    load_app,
+    load_config,
+)
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
 from platform_streams.ops.autoscaling import keda_values

@@ -10,7 +10,7 @@ the way ``kafka-streams-application-reset`` does:
   or after a time; the log end when there is none), ``from_file`` (a
   ``topic,partition,offset`` CSV plan; partitions it does not list keep their offset);
 * every requested offset is clamped into ``[earliest, end]``, and the change records
-  that it was, so nothing lands outside the log (Tansu would stall there silently).
+  that it was, so nothing lands outside the log (some brokers would stall there silently).
 
 The parsers accept the reset tool's formats: ``--to-datetime 2024-05-01T12:00:00.000``
 (an ISO 8601 date-time; without a zone it is local time, as in Java) and ``--by-duration

@@ -3,21 +3,21 @@
 The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanup()``:
 
 1. **Refuse while the application runs.** The consumer group (``application.id``) must
-   have no active member. Kafka describes members; Tansu describes none but reports the
+   have no active member. Kafka describes members; some brokers describe none but report the
    state right (``STABLE`` while members are in, ``EMPTY`` after), so both are checked
    (:attr:`GroupDescription.active`), again right before anything is written, because
-   Tansu accepts offset writes and group deletion even for an active group.
+   some brokers accept offset writes and group deletion even for an active group.
    ``force`` stands in for Kafka's ``--force``, which removes left-over members (of
    stopped instances, until their session times out) with RemoveMembersFromConsumerGroup.
    librdkafka/confluent-kafka do not offer that call, so here ``force`` makes the broker
-   expire them: a temporary member joins and leaves the group (on Tansu a dead member is
+   expire them: a temporary member joins and leaves the group (on some brokers a dead member is
    never expired otherwise), then the group is polled until inactive, for up to twice
    the session timeout plus a margin. It still refuses if the group stays active -- then
    an instance is really running (and it saw two rebalances).
 2. **Reset input offsets** to a scenario (:class:`OffsetScenario`), clamped to each
-   partition's log. The log end comes from fetches (:func:`log_end_offsets`; Tansu's
+   partition's log. The log end comes from fetches (:func:`log_end_offsets`; some brokers'
    ListOffsets(latest) is wrong) and a time from :func:`offsets_for_time`, which checks
-   the broker's answer against the records and scans when it is wrong (Tansu), saying
+   the broker's answer against the records and scans when it is wrong, saying
    which method it used per partition.
 3. **Delete the internal topics** that belong to the application (see
    :mod:`platform_streams.ops.topics`); their committed offsets go with them. That
@@ -27,7 +27,7 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    start recreates them (as it does the other internal topics).
 4. **Wipe the local state directory** ``<state_dir>/<application_id>`` of *this* machine,
    and ``<state_dir>-w<i>/<application_id>`` of every worker process ``run --workers N``
-   started here (see :mod:`platform_streams.runtime.supervisor`). Instances elsewhere
+   started here (see :mod:`platform_streams.process_supervisor`). Instances elsewhere
    (other pods) must wipe theirs (``KafkaStreams.cleanup()``) or start on a fresh volume;
    the result warns about it.
 
@@ -71,7 +71,7 @@ from platform_streams.ops.topics import (
     orphan_topics,
     owned_topic_kinds,
 )
-from platform_streams.runtime.supervisor import existing_worker_state_dirs
+from platform_streams.process_supervisor import existing_worker_state_dirs
 from platform_streams.topology import Topology
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -192,7 +192,7 @@ def _expire_left_over_members(
 
     A throw-away member joins and leaves (:func:`rejoin_group_once`): the rebalance it
     starts completes only once dead members have expired (Kafka would expire them anyway;
-    Tansu only does when someone joins). Then the group is polled until it is inactive.
+    some brokers only do when someone joins). Then the group is polled until it is inactive.
     """
     wait_s = opts.force_timeout_s
     if wait_s is None:
@@ -400,7 +400,7 @@ def _wiped(result: ResetResult) -> list[LocalStateAction]:
 
 
 def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult) -> None:
-    """Do it; the group is checked again first (Tansu would accept writes next to live members)."""
+    """Do it; the group is checked again first (some brokers accept writes next to live members)."""
     app_id = config.application_id
     group = admin.describe_group(app_id, timeout=opts.timeout_s)
     _record_group(result, group)

@@ -23,7 +23,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from platform_streams.cli_app import CliError, add_app_argument, add_config_arguments, load_app, load_config
+from platform_streams.cli_app_loader import (
+    CliError,
+    add_app_argument,
+    add_config_arguments,
+    load_app,
+    load_config,
+)
 from platform_streams.config import StreamsConfig
 from platform_streams.ops.offsets import parse_datetime_ms
 from platform_streams.state.snapshots import SnapshotCatalog, open_snapshot_store

@@ -253,8 +253,8 @@ def validate_internal_topics(
     """Report missing internal topics, wrong partition counts and configs that differ.
 
     Only the configs the topology sets are compared (``cleanup.policy`` as a set). A config
-    the broker does not describe counts as different: Kafka describes every config, Tansu
-    only the ones set explicitly, so absent means "created without it".
+    the broker does not describe counts as different: Kafka describes every config, some
+    brokers only the ones set explicitly, so absent means "created without it".
     """
     plan = as_plan(app)
     client, owned = admin_for(config, admin)

@@ -7,7 +7,6 @@ from platform_streams.processor.api import (
     ProcessorSupplier,
     PunctuationType,
     Punctuator,
-    StateStore,
 )
 from platform_streams.processor.fixed_key import (
     FixedKeyProcessor,
@@ -17,6 +16,7 @@ from platform_streams.processor.fixed_key import (
 )
 from platform_streams.processor.record import Headers, Record, RecordMetadata
 from platform_streams.processor.task_id import TaskId
+from platform_streams.state.api import StateStore  # one StateStore type
 
 __all__ = [
     "Cancellable",

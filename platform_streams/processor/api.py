@@ -37,20 +37,6 @@ class Cancellable(Protocol):
     def cancel(self) -> None: ...
 
 
-class StateStore(Protocol):
-    """The minimum every state store offers the runtime (the state package defines the rest)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def persistent(self) -> bool: ...
-
-    def flush(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
 class ProcessorContext(ABC):
     """What a processor may ask of the task that runs it."""
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from platform_streams.errors import InvalidStateStoreError, TopologyError
 from platform_streams.processor.api import Cancellable, ProcessorContext, PunctuationType, Punctuator
-from platform_streams.processor.collector import RecordCollector
 from platform_streams.processor.node import Forward
 from platform_streams.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from platform_streams.processor.record import Headers, Record, RecordMetadata
+from platform_streams.processor.record_collector import RecordCollector
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.state.private_files import make_private_dirs

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from platform_streams.processor.collector import RecordCollector
+from platform_streams.processor.record_collector import RecordCollector
 
 log = logging.getLogger(__name__)
 

@@ -8,24 +8,118 @@ bound as default arguments so each is a local-variable call. Nodes that cannot b
 inlined (stateful processors, merges with several parents, sinks with custom
 partitioners) are called through their entry function.
 
-Each generated function gets a unique pseudo file name whose line numbers map
-back to node names, so an exception raised by a user lambda can still name the
-DSL node it came from (:func:`node_of_traceback`).
+Debugging generated code: every generated line ends with a comment naming its node,
+bound objects carry their node's name (``_f1_KSTREAM_FILTER_0000000001``), and the source
+text is registered in :mod:`linecache` under the function's pseudo file name, so a
+traceback through fused code shows the generated line (and the node) followed by the
+user's own line. The line -> node map of each pseudo file lets :func:`node_of_traceback`
+name the DSL node whose lambda raised.
+
+Compiled once per sub-topology: the generated text of a source is the same for every
+task of a sub-topology (bound names are numbered in emission order), so it is compiled
+once and each task executes the shared code object with its own bound objects (a factory
+per task). The code, its line map and its linecache entry are dropped when the last
+task's function is garbage (:func:`weakref.finalize`), so tasks created and closed over a
+long run leave nothing behind.
+
+Sink failures take an explicit path: each inlined send (and each sink entry function,
+graph.py) marks an exception raised while serializing or sending its record with the
+sink's name (:func:`mark_sink_failure`) and re-raises it unchanged, so the task hands it
+to the production exception handler (:func:`failed_sink`) and the worker still sees the
+original type (a fenced producer stays a ``TaskMigratedError``).
+
+``StreamsConfig.fusion = False`` replaces all of this by plain closures
+(:mod:`platform_streams.processor.plain_nodes`), one Python function per node, for
+stepping through in a debugger.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Container, Mapping
-from types import TracebackType
+import linecache
+import re
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import CodeType, TracebackType
 from typing import Any
 
 from platform_streams.processor.partitioner import PlacementCheck
 from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode, SourceNode
 
 _counter = itertools.count()
-#: pseudo file name -> {line number -> node name}
+#: pseudo file name -> {line number -> node name} (one per compiled source text)
 _LINE_MAPS: dict[str, dict[int, str]] = {}
+#: the attribute of an exception raised by a sink: the sink's node name
+_SINK_ATTR = "_platform_streams_sink"
+
+
+@dataclass
+class _Compiled:
+    """One generated source text compiled once, shared by the tasks that use it."""
+
+    code: CodeType
+    filename: str
+    users: int = 0
+
+
+#: generated source text -> its compiled code (see the module docstring)
+_COMPILED: dict[str, _Compiled] = {}
+_COMPILED_LOCK = threading.Lock()
+
+
+def _identifier(node: str) -> str:
+    """A node name as part of a Python identifier (``KSTREAM-FILTER-1`` -> ``KSTREAM_FILTER_1``)."""
+    return re.sub(r"\W", "_", node)
+
+
+#: sources of functions that became garbage, dropped at the next compile (see _release)
+_RELEASED: deque[str] = deque()
+
+
+def _release(source: str) -> None:
+    """A function compiled from ``source`` is gone (a :func:`weakref.finalize` callback).
+
+    It only queues the source: finalizers run inside garbage collection, which may start
+    while this thread holds ``_COMPILED_LOCK`` in :meth:`_Emitter.compile` -- taking the
+    lock here would deadlock. The queue is drained under the lock."""
+    _RELEASED.append(source)
+
+
+def _drain_released() -> None:
+    """Drop the code of sources no task uses any more (``_COMPILED_LOCK`` held)."""
+    while _RELEASED:
+        source = _RELEASED.popleft()
+        compiled = _COMPILED.get(source)
+        if compiled is None:
+            continue
+        compiled.users -= 1
+        if compiled.users <= 0:
+            del _COMPILED[source]
+            _LINE_MAPS.pop(compiled.filename, None)
+            linecache.cache.pop(compiled.filename, None)
+
+
+def compiled_sources() -> int:
+    """How many generated source texts are compiled and in use now (tests check it is bounded)."""
+    with _COMPILED_LOCK:
+        _drain_released()
+        return len(_COMPILED)
+
+
+def mark_sink_failure(exc: BaseException, sink: str) -> None:
+    """Record that ``exc`` was raised serializing or sending the record of node ``sink``
+    (the innermost sink wins when sinks nest through a processor's forward)."""
+    exc.__dict__.setdefault(_SINK_ATTR, sink)
+
+
+def failed_sink(exc: BaseException) -> str | None:
+    """The sink whose record ``exc`` failed to serialize or send, None if no sink raised it."""
+    sink = exc.__dict__.get(_SINK_ATTR)
+    return sink if isinstance(sink, str) else None
 
 
 class PassBytes:
@@ -58,13 +152,14 @@ class _Emitter:
         self.line_nodes: dict[int, str] = {}
         self._vars = itertools.count(1)
 
-    def bind(self, obj: Any, prefix: str) -> str:
-        name = f"_{prefix}{len(self.bound)}"
+    def bind(self, obj: Any, prefix: str, node: str | None = None) -> str:
+        """A parameter name for ``obj``; with ``node``, the name carries the node's name."""
+        name = f"_{prefix}{len(self.bound)}" + (f"_{_identifier(node)}" if node is not None else "")
         self.bound[name] = obj
         return name
 
     def line(self, indent: int, text: str, node: str) -> None:
-        self.lines.append("    " * indent + text)
+        self.lines.append(f"{'    ' * indent}{text}  # {node}")
         # +1: the generated 'def' line comes first
         self.line_nodes[len(self.lines) + 1] = node
 
@@ -88,12 +183,18 @@ class _Emitter:
             parts = self.sink_parts(node)
             if parts is not None:
                 send_fn, topic_name, key_ser, value_ser = parts
-                send, topic = self.bind(send_fn, "send"), self.bind(topic_name, "t")
+                send, topic = self.bind(send_fn, "send"), self.bind(topic_name, "t", name)
                 key_expr = self.serialized(key_ser, k, "ks")
                 value_expr = self.serialized(value_ser, v, "vs")
-                self.line(indent, f"{send}({topic}, {key_expr}, {value_expr}, ts, h, None)", name)
+                mark = self.bind(mark_sink_failure, "sinkfail")
+                # zero-cost unless it raises (CPython 3.11): the explicit sink-failure path
+                self.line(indent, "try:", name)
+                self.line(indent + 1, f"{send}({topic}, {key_expr}, {value_expr}, ts, h, None)", name)
+                self.line(indent, "except Exception as sx:", name)
+                self.line(indent + 1, f"{mark}(sx, {name!r})", name)
+                self.line(indent + 1, "raise", name)
                 return
-        entry = self.bind(self.entry_of(name), "e")
+        entry = self.bind(self.entry_of(name), "e", name)
         self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
 
     def serialized(self, serializer: Any, var: str, prefix: str) -> str:
@@ -108,7 +209,7 @@ class _Emitter:
     def op(self, node: ProcessorNode, k: str, v: str, indent: int) -> None:
         assert node.op is not None
         kind, name = node.op.kind, node.name
-        fns = [self.bind(fn, "f") for fn in node.op.fns]
+        fns = [self.bind(fn, "f", name) for fn in node.op.fns]
         n = next(self._vars)
         k2, v2 = f"k{n}", f"v{n}"
 
@@ -170,16 +271,33 @@ class _Emitter:
         self.block(indent, node_name, body)
 
     def compile(self, header: str, label: str) -> Callable[..., None]:
+        """The function for this task: the shared code of this source text (compiled on
+        first use, see the module docstring) executed with this task's bound objects."""
         defaults = "".join(f", {name}={name}" for name in self.bound)
         params = header.replace(")", f"{defaults})", 1)
         body = "\n".join(self.lines) if self.lines else "    pass"
         source = f"def {params}:\n{body}\n"
-        filename = f"<fused {label} #{next(_counter)}>"
+        with _COMPILED_LOCK:
+            _drain_released()
+            compiled = _COMPILED.get(source)
+            if compiled is None:
+                filename = f"<fused {label} #{next(_counter)}>"
+                compiled = _COMPILED[source] = _Compiled(compile(source, filename, "exec"), filename)
+                _LINE_MAPS[filename] = dict(self.line_nodes)
+            # (re-)registered on every use: linecache.clearcache() may have dropped it
+            linecache.cache[compiled.filename] = (
+                len(source),
+                None,
+                source.splitlines(True),
+                compiled.filename,
+            )
+            compiled.users += 1
         namespace: dict[str, Any] = dict(self.bound)
-        exec(compile(source, filename, "exec"), namespace)
-        fn: Callable[..., None] = namespace[header.split("(", 1)[0]]
+        exec(compiled.code, namespace)
+        # popped: the function must not keep itself alive through its globals
+        fn: Callable[..., None] = namespace.pop(header.split("(", 1)[0])
         fn.__ps_source__ = source  # type: ignore[attr-defined]
-        _LINE_MAPS[filename] = dict(self.line_nodes)
+        weakref.finalize(fn, _release, source)
         return fn
 
 
@@ -272,29 +390,19 @@ def compile_source(
 
 
 def node_of_traceback(tb: TracebackType | None) -> str | None:
-    """The DSL node whose generated line raised, if the traceback passes through fused code."""
+    """The DSL node whose code raised, if the traceback passes through fused code (its line
+    map) or a plain node closure (its ``node_name`` local, see plain_nodes.py)."""
     found = None
     while tb is not None:
-        line_map = _LINE_MAPS.get(tb.tb_frame.f_code.co_filename)
+        frame = tb.tb_frame
+        line_map = _LINE_MAPS.get(frame.f_code.co_filename)
         if line_map is not None:
             found = line_map.get(tb.tb_lineno, found)
+        elif frame.f_code.co_filename == _PLAIN_NODES_FILE:
+            node = frame.f_locals.get("node_name")
+            found = node if isinstance(node, str) else found
         tb = tb.tb_next
     return found
 
 
-def failed_in_sink(tb: TracebackType | None, sinks: Container[str]) -> bool:
-    """True if a sink raised: a fused line of a sink in ``sinks`` or a sink's entry function
-    (graph.py) is on the traceback. Such failures (serializing or sending the output record)
-    go to the production exception handler rather than the processing one."""
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_name == "sink_entry" and tb.tb_frame.f_globals.get("__name__") == _GRAPH_MODULE:
-            return True
-        line_map = _LINE_MAPS.get(code.co_filename)
-        if line_map is not None and line_map.get(tb.tb_lineno) in sinks:
-            return True
-        tb = tb.tb_next
-    return False
-
-
-_GRAPH_MODULE = "platform_streams.processor.graph"
+_PLAIN_NODES_FILE = str(Path(__file__).with_name("plain_nodes.py"))

@@ -1,9 +1,10 @@
 """One task's running graph: processors instantiated and wired as direct calls.
 
 Built once per task from the compiled sub-topology. Stateless chains are fused
-(see :mod:`platform_streams.processor.fusion`); stateful and user processors are
+(see :mod:`platform_streams.processor.fusion`), or with ``fusion=False`` run as plain
+closures (:mod:`platform_streams.processor.plain_nodes`); stateful and user processors are
 called through their ``process`` method; sinks serialize and hand records to the
-task's :class:`RecordCollector`.
+task's :class:`RecordCollector`, marking what fails there as a sink failure.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from platform_streams.processor.context import NodeContext, TaskContext
-from platform_streams.processor.fusion import PassBytes, compile_entry, compile_source
+from platform_streams.processor.fusion import PassBytes, compile_entry, compile_source, mark_sink_failure
 from platform_streams.processor.node import Forward, NodeProcessor, as_node_processor
 from platform_streams.processor.partitioner import PlacementCheck
+from platform_streams.processor.plain_nodes import plain_entry, plain_source
 from platform_streams.processor.record import Headers
 from platform_streams.serde import Bytes, Serde
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
@@ -53,6 +55,7 @@ class TaskGraph:
         self._app = task.config.application_id
         self._default_key = task.config.default_key_serde
         self._default_value = task.config.default_value_serde
+        self._fusion = task.config.fusion
         self._entries: dict[str, Forward] = {}
         self.processors: dict[str, NodeProcessor] = {}
         for node in sub.nodes:
@@ -95,6 +98,8 @@ class TaskGraph:
         if isinstance(node, SinkNode):
             return self._sink_entry(node)
         if isinstance(node, ProcessorNode):
+            if node.op is not None and not self._fusion:
+                return plain_entry(node, self.entry)
             if node.op is not None:
                 return compile_entry(node, self.nodes, self.entry, self._sink_parts)
             return self.processors[name].process
@@ -108,15 +113,29 @@ class TaskGraph:
         on_record_lateness: Callable[[int], None] | None,
         placement_check: PlacementCheck | None,
     ) -> Callable[[Any], None]:
+        key_deserializer = _deserializer(source.key_serde or self._default_key)
+        value_serde = source.value_serde or self._default_value
+        if not self._fusion:
+            return plain_source(
+                source,
+                self.entry,
+                task=self.task,
+                key_deserializer=key_deserializer,
+                value_deserializer=_deserializer(value_serde),
+                on_deserialization_error=on_deserialization_error,
+                on_invalid_timestamp=on_invalid_timestamp,
+                on_record_lateness=on_record_lateness,
+                placement_check=placement_check,
+            )
         return compile_source(
             source,
             self.nodes,
             self.entry,
             self._sink_parts,
             task=self.task,
-            key_deserializer=_deserializer(source.key_serde or self._default_key),
-            value_deserializer=_deserializer(source.value_serde or self._default_value),
-            value_fast_deserializer=(source.value_serde or self._default_value).fast_deserializer(),
+            key_deserializer=key_deserializer,
+            value_deserializer=_deserializer(value_serde),
+            value_fast_deserializer=value_serde.fast_deserializer(),
             on_deserialization_error=on_deserialization_error,
             on_invalid_timestamp=on_invalid_timestamp,
             on_record_lateness=on_record_lateness,
@@ -143,16 +162,21 @@ class TaskGraph:
         fixed_topic = self.plan.physical_topic(sink.topic, self._app) if sink.topic is not None else None
         task = self.task
         collector = self.task.collector
+        name = sink.name
 
         def sink_entry(key: Any, value: Any, timestamp: int, headers: Headers) -> None:
-            if fixed_topic is not None:
-                topic = fixed_topic
-            else:
-                assert extractor is not None
-                topic = extractor(key, value, task.record_metadata())
-            partition = None
-            if partitioner is not None:
-                partition = partitioner(topic, key, value, collector.partition_count(topic))
-            send(topic, key_ser(key), value_ser(value), timestamp, headers, partition)
+            try:
+                if fixed_topic is not None:
+                    topic = fixed_topic
+                else:
+                    assert extractor is not None
+                    topic = extractor(key, value, task.record_metadata())
+                partition = None
+                if partitioner is not None:
+                    partition = partitioner(topic, key, value, collector.partition_count(topic))
+                send(topic, key_ser(key), value_ser(value), timestamp, headers, partition)
+            except Exception as exc:
+                mark_sink_failure(exc, name)  # the production handler's, not the processing one's
+                raise
 
         return sink_entry

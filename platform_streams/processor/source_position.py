@@ -1,6 +1,6 @@
 """The ``__ps_src`` changelog header: which input a state change was written for.
 
-Why: a broker may let records of an unfinished transaction become visible (Tansu commits a
+Why: a broker may let records of an unfinished transaction become visible (one broker commits a
 crashed producer's open transaction when the member restarts, and delivers records sent
 before an explicit abort), and under at-least-once there is no transaction at all. Either
 way the changelog can hold writes made for input records whose offsets were never

@@ -2,7 +2,7 @@
 
 Kafka Streams learns every member's assignment from its group leader's assignor. Here
 librdkafka's assignors are used, and no member can see another's assignment: the
-consumer API shows only its own, and on Tansu ``describe_consumer_groups`` returns no
+consumer API shows only its own, and on some brokers ``describe_consumer_groups`` returns no
 members at all (shared/BROKER.md). So every instance publishes its own view to an
 internal topic and reads everybody's:
 

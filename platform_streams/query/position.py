@@ -13,7 +13,7 @@ whereas Kafka Streams updates a position object on every store write.
 
 Positions survive restarts in ``<task dir>/.position`` (:func:`read_position_file` /
 :func:`write_position_file`), written after each commit; see
-:mod:`platform_streams.query.positions` for why the file may lag the store but never
+:mod:`platform_streams.query.task_positions` for why the file may lag the store but never
 lead it.
 """
 

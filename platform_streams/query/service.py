@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError, StreamsStateError
@@ -28,15 +28,15 @@ from platform_streams.query.execution import execute_query
 from platform_streams.query.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from platform_streams.query.placement import KeyPlacement
 from platform_streams.query.position import Position
-from platform_streams.query.positions import TaskPositions
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import FailureReason, QueryResult, StateQueryResult
-from platform_streams.runtime.observer import WorkerObserver, add_observer, add_restore_listener
+from platform_streams.query.task_positions import TaskPositions
+from platform_streams.runtime.api import ClientAddOn, RuntimeView, TaskView, WorkerState, WorkerView
+from platform_streams.runtime.observer import WorkerObserver
 from platform_streams.state.manager import FROM_BEGINNING
 from platform_streams.state.restore import StateRestoreListener
 
 if TYPE_CHECKING:
-    from platform_streams.runtime.kafka_streams import KafkaStreams
     from platform_streams.serde.base import Serde
     from platform_streams.topology.compiler import SubTopologyPlan
 
@@ -46,13 +46,13 @@ log = logging.getLogger(__name__)
 
 DEFAULT_QUERY_TIMEOUT_S = 10.0
 #: worker states whose tasks are (being) handed back: they claim nothing
-_RELEASING = frozenset({"PARTITIONS_REVOKED", "PENDING_SHUTDOWN", "DEAD"})
+_RELEASING = frozenset({WorkerState.PARTITIONS_REVOKED, WorkerState.PENDING_SHUTDOWN, WorkerState.DEAD})
 
 
-class InteractiveQueries:
-    """The query side of one :class:`KafkaStreams` client."""
+class InteractiveQueries(ClientAddOn):
+    """The query side of one client (built with the runtime's view, see runtime/api.py)."""
 
-    def __init__(self, streams: KafkaStreams) -> None:
+    def __init__(self, streams: RuntimeView) -> None:
         self._streams = streams
         self.positions = TaskPositions()
         self.directory: InstanceDirectory | None = None
@@ -71,13 +71,13 @@ class InteractiveQueries:
 
     # ------------------------------------------------------------------ wiring
 
-    def attach_worker(self, worker: Any) -> None:
+    def attach_worker(self, worker: WorkerView) -> None:
         """Persist positions after commits; track restores; let queries in between batches;
         check the key placement of source topics that feed stores."""
         if self.placement.checked_topics:
             worker.key_placement = self.placement
-        add_observer(worker, _PositionPersister(self.positions, worker))
-        add_restore_listener(worker, _QueryRestoreListener(self, worker))
+        worker.add_observer(_PositionPersister(self.positions, worker))
+        worker.add_restore_listener(_QueryRestoreListener(self, worker))
 
     def start_directory(self, host: HostInfo) -> None:
         """Share this instance's tasks with the others (needs an application server)."""
@@ -97,10 +97,10 @@ class InteractiveQueries:
         if self.directory is not None:
             self.directory.close(tombstone=clean)
 
-    def on_worker_state(self, worker: Any, state: Any) -> None:
+    def on_worker_state(self, worker: WorkerView, state: WorkerState) -> None:
         """On the worker thread, at each of its state changes: seed the positions of freshly
         restored tasks, then publish this instance's tasks."""
-        if state.value == "RUNNING":
+        if state is WorkerState.RUNNING:
             self._seed_positions(worker)
         self.publish()
 
@@ -109,7 +109,7 @@ class InteractiveQueries:
         if self.directory is not None:
             self.directory.publish(self.local_snapshot)
 
-    def _seed_positions(self, worker: Any) -> None:
+    def _seed_positions(self, worker: WorkerView) -> None:
         """A restored store reflects at least the input offsets its task's group committed.
 
         (At-least-once flushes the changelog before committing offsets; exactly-once commits
@@ -136,10 +136,10 @@ class InteractiveQueries:
     def local_snapshot(self) -> InstanceSnapshot:
         active: set[str] = set()
         for worker in list(self._streams.workers):
-            if worker.state.value in _RELEASING:
+            if worker.state in _RELEASING:
                 continue
             active.update(str(t) for t in _keys(worker.tasks))
-        updater = self._standby_updater()
+        updater = self._streams.standbys
         standby = {str(t) for t in updater.standby_ids()} if updater is not None else set()
         hosted = {TaskId.parse(t).subtopology for t in active | standby}
         stores = {name for sub in self._streams.plan.subtopologies if sub.id in hosted for name in sub.stores}
@@ -269,13 +269,13 @@ class InteractiveQueries:
                 )
         for worker in list(self._streams.workers):
             with worker.store_guard.hold(timeout_s):
-                worker_running = worker.state.value == "RUNNING"
+                worker_running = worker.state is WorkerState.RUNNING
                 hosted = [
                     (task_id, task, worker_running and not self._restoring.get((worker.name, task_id)), True)
                     for task_id, task in list(worker.tasks.items())
                 ]
                 self._answer(hosted, sub.id, request, limit, result)
-        updater = self._standby_updater()
+        updater = self._streams.standbys
         if updater is not None:
             with updater.reading():
                 standbys = [(task_id, task, False, False) for task_id, task in list(updater.tasks.items())]
@@ -290,13 +290,9 @@ class InteractiveQueries:
                 )
         return result
 
-    def _standby_updater(self) -> Any:
-        """The client's standby tasks (``num_standby_replicas`` > 0), None without."""
-        return getattr(getattr(self._streams, "membership", None), "standbys", None)
-
     def _answer(
         self,
-        hosted: list[tuple[TaskId, Any, bool, bool]],
+        hosted: Sequence[tuple[TaskId, TaskView, bool, bool]],
         sub_id: int,
         request: StateQueryRequest,
         limit: int | None,
@@ -326,9 +322,9 @@ class InteractiveQueries:
             out.add_result(partition, self._query_task(task, task_id, running, request, limit))
 
     def _query_task(
-        self, task: Any, task_id: TaskId, running: bool, request: StateQueryRequest, limit: int | None
+        self, task: TaskView, task_id: TaskId, running: bool, request: StateQueryRequest, limit: int | None
     ) -> QueryResult:
-        store = _store_of(task, request.store_name)
+        store = task.store(request.store_name)
         if store is None:
             return QueryResult.for_failure(
                 FailureReason.NOT_PRESENT, f"task {task_id} has no open store {request.store_name!r}"
@@ -353,7 +349,7 @@ class InteractiveQueries:
 
     # ------------------------------------------------------------------ restore tracking
 
-    def _restore_started(self, worker: Any, store: str, partition: int, start_offset: int) -> None:
+    def _restore_started(self, worker: WorkerView, store: str, partition: int, start_offset: int) -> None:
         task_id = TaskId(self._sub_of(store).id, partition)
         self._restoring.setdefault((worker.name, task_id), set()).add(store)
         if start_offset == FROM_BEGINNING:
@@ -361,7 +357,7 @@ class InteractiveQueries:
             if task is not None:
                 self.positions.forget(task)
 
-    def _restore_ended(self, worker: Any, store: str, partition: int) -> None:
+    def _restore_ended(self, worker: WorkerView, store: str, partition: int) -> None:
         key = (worker.name, TaskId(self._sub_of(store).id, partition))
         stores = self._restoring.get(key)
         if stores is not None:
@@ -380,18 +376,10 @@ def _keys(tasks: Any) -> Iterable[TaskId]:
     return []
 
 
-def _store_of(task: Any, name: str) -> Any:
-    stores = getattr(getattr(task, "context", None), "stores", None)
-    if stores is not None and name in stores:
-        return stores[name]
-    manager = getattr(task, "state_manager", None)
-    return manager.get_store(name) if manager is not None else None
-
-
 class _PositionPersister(WorkerObserver):
     """Writes the positions of a worker's tasks after each of its commits."""
 
-    def __init__(self, positions: TaskPositions, worker: Any) -> None:
+    def __init__(self, positions: TaskPositions, worker: WorkerView) -> None:
         self._positions = positions
         self._worker = worker
 
@@ -402,7 +390,7 @@ class _PositionPersister(WorkerObserver):
 class _QueryRestoreListener(StateRestoreListener):
     """Marks tasks as restoring, publishes the tasks once a restore starts, yields to queries."""
 
-    def __init__(self, service: InteractiveQueries, worker: Any) -> None:
+    def __init__(self, service: InteractiveQueries, worker: WorkerView) -> None:
         self._service = service
         self._worker = worker
 

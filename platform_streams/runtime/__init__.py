@@ -1,6 +1,19 @@
-"""The worker runtime: KafkaStreams, StreamWorker, StreamTask and their collaborators."""
+"""The worker runtime: StreamsRuntime, StreamWorker, StreamTask and their collaborators.
 
-from platform_streams.runtime.kafka_streams import KafkaStreams
+The client applications use, :class:`platform_streams.KafkaStreams`, composes the runtime
+with metrics, interactive queries and the HTTP endpoint (platform_streams/kafka_streams.py).
+"""
+
+from platform_streams.runtime.api import ClientAddOn, RuntimeView, WorkerState, WorkerView
+from platform_streams.runtime.kafka_streams import StreamsRuntime
 from platform_streams.runtime.lifecycle import State, StreamsUncaughtExceptionResponse
 
-__all__ = ["KafkaStreams", "State", "StreamsUncaughtExceptionResponse"]
+__all__ = [
+    "ClientAddOn",
+    "RuntimeView",
+    "State",
+    "StreamsRuntime",
+    "StreamsUncaughtExceptionResponse",
+    "WorkerState",
+    "WorkerView",
+]

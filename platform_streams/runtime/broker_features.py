@@ -1,17 +1,18 @@
 """What the runtime does differently on a broker that has Kafka's features (probed, not named).
 
-Two places where the embedded Tansu broker forced a workaround, and Apache Kafka does not:
+Two places where a broker without a Kafka feature needs a workaround; both features are
+probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred from a name:
 
 * **Fencing a zombie under exactly_once_v2.** Kafka rejects a transactional offset commit
   from a member of a stale generation (KIP-447), so the broker alone fences a worker whose
-  tasks moved. Tansu accepts it, so there every EOS commit is preceded by a plain offset
+  tasks moved. A broker that accepts it gets every EOS commit is preceded by a plain offset
   commit to the control topic, which the group coordinator checks against the membership
   (``StreamWorker._check_membership``). :func:`membership_check_topic` switches those
   extra commits off where the broker fences by itself.
 * **Purging repartition topics.** Kafka Streams deletes consumed repartition records after
   a commit (``TaskManager.maybePurgeCommittedRecords``, every
-  ``repartition.purge.interval.ms``): :class:`RepartitionPurger`. Tansu drops the
-  connection on DeleteRecords, so there it is skipped with one warning.
+  ``repartition.purge.interval.ms``): :class:`RepartitionPurger`. On a broker without
+  DeleteRecords it is skipped with one warning.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The application's control topic: who is running what, and requests to stop everyone.
 
 Why a topic: librdkafka has no pluggable assignor and the admin API cannot be trusted to
-list a group's members (Tansu shows none), yet standby placement needs to know the other
+list a group's members (some brokers show none), yet standby placement needs to know the other
 clients and what they run, and SHUTDOWN_APPLICATION needs to reach every client. So each
 client (one :class:`KafkaStreams`, i.e. one process) tails ``<application_id>-control``
 (one partition, compacted) and writes two kinds of records to it:

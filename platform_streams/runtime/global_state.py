@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.processor.collector import RefusingCollector
 from platform_streams.processor.context import NodeContext, TaskContext
 from platform_streams.processor.exception_handlers import RecordExceptionHandler
 from platform_streams.processor.node import NodeProcessor, as_node_processor
+from platform_streams.processor.record_collector import RefusingCollector
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import skip_or_raise_deserialization
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint

@@ -5,7 +5,7 @@ every partition of every global topic is read *to its end* into the global store
 (:meth:`GlobalStreamWorker.bootstrap`), so a KStream-GlobalKTable join sees the whole
 table from the first record. The end is found by fetching (partition EOF, see
 :func:`platform_streams.kafka.read_partition_range`), never by ListOffsets, which is
-wrong on the embedded Tansu broker. The thread then tails the same partitions from the
+wrong on some brokers. The thread then tails the same partitions from the
 bootstrapped positions, applying new records as they arrive, and flushes and
 checkpoints every ``commit_interval_ms``.
 

@@ -1,4 +1,10 @@
-"""``KafkaStreams``: the client that runs a topology (lifecycle, workers, listeners)."""
+"""``StreamsRuntime``: the core of a client that runs a topology (lifecycle, workers, listeners).
+
+It knows nothing of metrics, interactive queries or the HTTP endpoint: those are
+:class:`~platform_streams.runtime.api.ClientAddOn` s that the composed client
+(:class:`platform_streams.kafka_streams.KafkaStreams`) builds with this object as their
+:class:`~platform_streams.runtime.api.RuntimeView` and appends to :attr:`add_ons`.
+"""
 
 from __future__ import annotations
 
@@ -12,21 +18,17 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import IllegalStateError, StreamsStateError, StreamsTimeoutError
-from platform_streams.metrics import StreamsMetrics
-from platform_streams.query.metadata import KeyQueryMetadata, StreamsMetadata, advertised_host
-from platform_streams.query.request import StateQueryRequest
-from platform_streams.query.results import StateQueryResult
-from platform_streams.query.service import InteractiveQueries
+from platform_streams.runtime.api import ClientAddOn, WorkerState
 from platform_streams.runtime.broker_features import membership_check_topic
 from platform_streams.runtime.global_worker import GlobalStreamWorker
 from platform_streams.runtime.global_worker import bootstrap as bootstrap_global_stores
 from platform_streams.runtime.internal_topics import prepare_topics
 from platform_streams.runtime.lifecycle import State, StreamsUncaughtExceptionResponse
 from platform_streams.runtime.membership import ClientMembership
-from platform_streams.runtime.observer import GuardReleasingListener, add_restore_listener
-from platform_streams.runtime.worker import StreamWorker, WorkerState
-from platform_streams.serde.base import Serde
-from platform_streams.server.http import WorkerHttpServer
+from platform_streams.runtime.observer import GuardReleasingListener
+from platform_streams.runtime.standby import StandbyUpdater
+from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
+from platform_streams.runtime.worker import StreamWorker
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.state.restore import StateRestoreListener
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
@@ -45,7 +47,7 @@ _REBALANCING_WORKER_STATES = {
 }
 
 
-class KafkaStreams:
+class StreamsRuntime:
     """Runs a topology with ``num_stream_threads`` workers; ``start()`` returns at once."""
 
     def __init__(self, topology: Topology | Any, config: StreamsConfig | Mapping[str, Any]) -> None:
@@ -71,10 +73,8 @@ class KafkaStreams:
         self._paused = False
         #: global stores' bootstrap/tail thread (None when the topology has no global stores)
         self.global_worker: GlobalStreamWorker | None = None
-        #: this client's metrics (served on /metrics), interactive queries, HTTP endpoint
-        self.metrics = StreamsMetrics(self)
-        self.interactive_queries = InteractiveQueries(self)
-        self.http_server: WorkerHttpServer | None = None
+        #: what the composed client plugs in (metrics, interactive queries), see runtime/api.py
+        self.add_ons: list[ClientAddOn] = []
         #: identity, control channel (heartbeats, SHUTDOWN_APPLICATION) and standby tasks
         self.membership = ClientMembership(
             self.plan,
@@ -240,28 +240,17 @@ class KafkaStreams:
                 self._start_worker()
         return stopped
 
-    # -- interactive queries (see platform_streams.query) ----------------------------------
+    @property
+    def standbys(self) -> StandbyUpdater | None:
+        """The standby tasks' updater (``num_standby_replicas`` > 0), None without."""
+        return self.membership.standbys
 
-    def query(self, request: StateQueryRequest) -> StateQueryResult:
-        """Run an interactive query (IQv2) on the store partitions this instance hosts."""
-        return self.interactive_queries.query(request)
+    @property
+    def coordinator(self) -> AssignmentCoordinator | None:
+        """This client's state-aware task assignor (None before start)."""
+        return self.membership.coordinator
 
-    def query_metadata_for_key(
-        self, store_name: str, key: Any, key_serde: Serde | None = None
-    ) -> KeyQueryMetadata:
-        """Which instance (``application_server``) hosts ``key`` of a store as active, which as standbys."""
-        return self.interactive_queries.query_metadata_for_key(store_name, key, key_serde)
-
-    def metadata_for_all_clients(self) -> list[StreamsMetadata]:
-        """Every instance of the application with its tasks and stores (this one alone without
-        an ``application_server``)."""
-        return self.interactive_queries.metadata_for_all_clients()
-
-    def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
-        """The instances hosting ``store_name`` (active or standby)."""
-        return [m for m in self.metadata_for_all_clients() if store_name in m.state_store_names]
-
-    def __enter__(self) -> KafkaStreams:
+    def __enter__(self) -> StreamsRuntime:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -287,10 +276,10 @@ class KafkaStreams:
             coordinator=self.membership.coordinator,
         )
         worker.pause_requested = self._paused
-        self.metrics.attach_worker(worker)
-        self.interactive_queries.attach_worker(worker)
+        for add_on in self.add_ons:
+            add_on.attach_worker(worker)
         if self._restore_listener is not None:
-            add_restore_listener(worker, GuardReleasingListener(self._restore_listener, worker.store_guard))
+            worker.add_restore_listener(GuardReleasingListener(self._restore_listener, worker.store_guard))
         if self.global_worker is not None:
             worker.global_stores = self.global_worker.stores
         self.workers.append(worker)
@@ -319,27 +308,18 @@ class KafkaStreams:
         self._begin_error_shutdown()
 
     def _start_serving(self) -> None:
-        """Start the HTTP endpoint (``http_port`` set) and, when this instance has an address,
-        share its tasks with the other instances."""
-        if self.config.http_port is not None:
-            self.http_server = WorkerHttpServer(self)
-            self.http_server.start()
-        bound = self.http_server.address if self.http_server is not None else None
-        host = advertised_host(self.config.application_server, bound)
-        if host is not None:
-            self.interactive_queries.start_directory(host)
+        """Start what serves this client to others (the composed client's HTTP endpoint and
+        instance directory); nothing here."""
 
     def _stop_serving(self, *, clean: bool) -> None:
-        self.interactive_queries.close(clean=clean)
-        server, self.http_server = self.http_server, None
-        if server is not None:
-            server.close()
+        for add_on in self.add_ons:
+            add_on.close(clean=clean)
 
     def _on_worker_state(self, worker: StreamWorker, state: WorkerState) -> None:
-        self.metrics.on_worker_state(worker, state)
         if state in (WorkerState.RUNNING, WorkerState.PARTITIONS_REVOKED, WorkerState.DEAD):
             self.membership.on_local_tasks_changed()
-        self.interactive_queries.on_worker_state(worker, state)
+        for add_on in self.add_ons:
+            add_on.on_worker_state(worker, state)
         with self._lock:
             if not self._state.is_running_or_rebalancing():
                 return

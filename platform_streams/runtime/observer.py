@@ -3,28 +3,24 @@
 The worker calls its ``observer`` at two points -- once per loop iteration and after each
 commit -- and its state lifecycle calls a :class:`StateRestoreListener` around restores.
 Both default to no-ops; :class:`KafkaStreams` plugs in the metrics recorder and the query
-layer (position persistence, restore tracking) with :func:`add_observer` and
-:func:`add_restore_listener`. Keeping them behind one object each means the loop pays one
-method call per iteration whatever is attached, and none per record.
+layer (position persistence, restore tracking) through the worker's ``add_observer`` and
+``add_restore_listener`` (:class:`~platform_streams.runtime.api.WorkerView`). Keeping
+them behind one object each means the loop pays one method call per iteration whatever
+is attached, and none per record.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.state.restore import StateRestoreListener
-
-if TYPE_CHECKING:
-    from platform_streams.runtime.worker import StreamWorker
 
 __all__ = [
     "GuardReleasingListener",
     "ObserverChain",
     "RestoreListenerChain",
     "WorkerObserver",
-    "add_observer",
-    "add_restore_listener",
+    "chain_observer",
+    "chain_restore_listener",
 ]
 
 
@@ -124,24 +120,23 @@ class GuardReleasingListener(StateRestoreListener):
                 hook(store_name, tp, log_start, log_end)
 
 
-def add_observer(worker: StreamWorker | Any, observer: WorkerObserver) -> None:
-    """Attach ``observer`` to ``worker`` (before it starts)."""
-    current = getattr(worker, "observer", None)
-    if current is None or type(current) is WorkerObserver:
-        worker.observer = observer
-    elif isinstance(current, ObserverChain):
+def chain_observer(current: WorkerObserver, observer: WorkerObserver) -> WorkerObserver:
+    """``current`` and ``observer`` behind one (the no-op default is replaced)."""
+    if type(current) is WorkerObserver:
+        return observer
+    if isinstance(current, ObserverChain):
         current.observers.append(observer)
-    else:
-        worker.observer = ObserverChain([current, observer])
+        return current
+    return ObserverChain([current, observer])
 
 
-def add_restore_listener(worker: StreamWorker | Any, listener: StateRestoreListener) -> None:
-    """Attach a restore listener to ``worker``'s state lifecycle (before it starts)."""
-    lifecycle = worker.state_lifecycle
-    current = lifecycle.listener
+def chain_restore_listener(
+    current: StateRestoreListener | None, listener: StateRestoreListener
+) -> StateRestoreListener:
+    """``current`` and ``listener`` behind one."""
     if current is None:
-        lifecycle.listener = listener
-    elif isinstance(current, RestoreListenerChain):
+        return listener
+    if isinstance(current, RestoreListenerChain):
         current.listeners.append(listener)
-    else:
-        lifecycle.listener = RestoreListenerChain([current, listener])
+        return current
+    return RestoreListenerChain([current, listener])

@@ -12,7 +12,7 @@ settles what it left open. The identity is, in order of preference:
 
 A client without either persistent piece (no instance id and a throw-away state directory)
 gets a new identity on every start; it still works, but on a broker that leaves a crashed
-producer's transaction open (Tansu) nobody settles that transaction.
+producer's transaction open nobody settles that transaction.
 
 The state directory is locked (``flock`` on ``.lock``) for as long as the client runs: two
 processes sharing one directory would corrupt each other's RocksDB files and would share

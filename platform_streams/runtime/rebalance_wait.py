@@ -2,13 +2,14 @@
 
 Without it a client whose group never completes a rebalance sits in REBALANCING without a
 word. On Apache Kafka a rebalance waits at most for the slowest member
-(``max.poll.interval.ms``); on Tansu 0.6.0 a group whose leader left or died at the wrong
+(``max.poll.interval.ms``); on a broker with the group bug of docs/brokers.md a group whose
+leader left or died at the wrong
 moment never completes one, and no client can repair it through the group protocol (see
 docs/brokers.md and tools/group_rejoin_probe.py). The warning names what an operator needs
 to recognise that: the group, this member, its generation, the time waited.
 
 After twice that time (plus jitter, so that the workers of one group do not all act at
-once) the worker tries the one repair Tansu allows: :func:`repair_group` deletes the group
+once) the worker tries the one repair such a broker allows: :func:`repair_group` deletes the group
 and puts its committed offsets back, then the worker rejoins with a fresh member. Apache
 Kafka refuses to delete a group that has members (a rebalance slow enough to get here
 has other members), so there the attempt only logs the refusal and rejoins -- and a
@@ -86,8 +87,8 @@ class AssignmentWait:
         log.warning(
             "%s: no partitions assigned after waiting %.0fs for group %r to rebalance (member %s, "
             "generation %s, state %s). The group coordinator has not completed the rebalance: a member "
-            "may be slow to rejoin, or the broker lost the group's leader mid-rebalance (Tansu 0.6.0 "
-            "never recovers such a group; see docs/brokers.md)",
+            "may be slow to rejoin, or the broker lost the group's leader mid-rebalance (some brokers "
+            "never recover such a group; see docs/brokers.md)",
             self.worker_name,
             now - self.since,
             self.group,
@@ -105,7 +106,7 @@ def repair_group(
     ``leave`` closes the caller's consumer (LeaveGroup) once the offsets are read: a member
     left in the group would be handed the re-created group while the offsets are not back
     yet. The caller then rejoins with a fresh member, which leads the re-created group.
-    Tansu answers the offset restore by dropping the connection, usually after storing
+    A broker may answer the offset restore by dropping the connection, usually after storing
     them, so they are read back (and written again) until they match; offsets that could
     not be restored are logged for an operator to set before records are read again.
     """
@@ -134,7 +135,7 @@ def repair_group(
         )
         return
     log.warning(
-        "group %r did not rebalance: deleted it (the only repair Tansu allows), restored its committed "
+        "group %r did not rebalance: deleted it (the only repair left), restored its committed "
         "offsets of %d partitions, rejoining with a fresh member",
         group,
         len(offsets),

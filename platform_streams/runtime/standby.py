@@ -34,8 +34,8 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaError, TopicPartition, create_consumer
-from platform_streams.processor.collector import RefusingCollector
 from platform_streams.processor.context import TaskContext
+from platform_streams.processor.record_collector import RefusingCollector
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetch_committed
 from platform_streams.runtime.task import store_changelogs
@@ -141,6 +141,12 @@ class StandbyTask:
         self.state_manager.flush()
         self.state_manager.checkpoint({}, enforce=True)
         self._dirty = False
+
+    def store(self, name: str) -> Any | None:
+        """The open store ``name`` (a processor's connected store first, else the state
+        manager's), None if this task has none (a query's view, see runtime/api.py)."""
+        store = self.context.stores.get(name)
+        return store if store is not None else self.state_manager.get_store(name)
 
     def close(self, *, clean: bool = True) -> None:
         try:

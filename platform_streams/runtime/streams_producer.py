@@ -9,7 +9,7 @@ input offsets (``send_offsets_to_transaction`` with the consumer's group metadat
 Records of the next transaction are kept in memory and produced when the commit runs
 (begin -> produce -> flush -> send offsets -> fencing check -> commit). Why not produce
 them as they come, like Kafka Streams: on a broker that does not abort transactions the
-way Kafka does (Tansu delivers records sent before an explicit abort, and commits a dead
+way Kafka does (some deliver records sent before an explicit abort, and commit a dead
 producer's open transaction when its transactional.id comes back), a record already sent
 can no longer be taken back. Deferring the sends makes an abort before the commit exact
 on every broker (nothing was sent) and keeps the window in which a killed process leaves
@@ -89,7 +89,7 @@ class StreamsProducer:
     def _create(self) -> None:
         producer = create_producer({**self._conf, "on_delivery": self._on_delivery})
         if self.eos:
-            # Kafka aborts (Tansu commits) whatever a previous incarnation with this
+            # Kafka aborts (some brokers commit) whatever a previous incarnation with this
             # transactional.id left open, and fences that incarnation if it is still alive.
             retrying(
                 lambda: producer.init_transactions(_CALL_TIMEOUT_S), "init_transactions", self._timeout_s

@@ -17,19 +17,18 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import DeserializationError, ProcessorError, SerializationError, StreamsError
 from platform_streams.processor.api import PunctuationType
-from platform_streams.processor.collector import RecordCollector
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
-from platform_streams.processor.fusion import failed_in_sink, node_of_traceback
+from platform_streams.processor.fusion import failed_sink, node_of_traceback
 from platform_streams.processor.graph import TaskGraph
 from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.punctuation import PunctuationSchedule
+from platform_streams.processor.record_collector import RecordCollector
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.partition_group import PartitionGroup, TopicPartitionKey
 from platform_streams.state.manager import ProcessorStateManager
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
-from platform_streams.topology.nodes import SinkNode
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +143,6 @@ class StreamTask:
         self.records_processed = 0
         #: records the exception handlers skipped (CONTINUE); see :attr:`records_skipped`
         self.records_skipped_by_handlers = 0
-        self._sink_names = frozenset(n.name for n in sub.nodes if isinstance(n, SinkNode))
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -168,6 +166,12 @@ class StreamTask:
             self.graph.close()
         finally:
             self.state_manager.close(wipe=wipe)
+
+    def store(self, name: str) -> Any | None:
+        """The open store ``name`` (a processor's connected store first, else the state
+        manager's), None if this task has none (a query's view, see runtime/api.py)."""
+        store = self.context.stores.get(name)
+        return store if store is not None else self.state_manager.get_store(name)
 
     @property
     def records_skipped(self) -> int:
@@ -257,10 +261,11 @@ class StreamTask:
     def _handle_failure(self, msg: Any, exc: Exception) -> None:
         """Apply the processing exception handler: return to skip the record, or raise."""
         # a sink that could not serialize or send its record: the production handler decides
-        in_sink = failed_in_sink(exc.__traceback__, self._sink_names)
+        sink = failed_sink(exc)
+        in_sink = sink is not None
         if isinstance(exc, StreamsError) and not (in_sink and isinstance(exc, SerializationError)):
             raise exc
-        node = node_of_traceback(exc.__traceback__)
+        node = sink or node_of_traceback(exc.__traceback__)
         handler = self.production_handler if in_sink else self.processing_handler
         if handler.handle(msg, exc) is HandlerResponse.CONTINUE:
             self.records_skipped_by_handlers += 1

@@ -7,7 +7,7 @@ is intact, else from the beginning), applying only records written for committed
 stores persisted -> checkpoint; close -> checkpoint (clean) or keep the last one (dirty).
 
 Under exactly-once the changelogs are read with read_committed. A broker that never
-finishes a dead producer's transaction (Tansu, when the member that owned it does not come
+finishes a dead producer's transaction (seen when the member that owned it does not come
 back) blocks such a reader forever; after ``_STALL_S`` without progress the restore goes on
 with read_uncommitted: the source-position filter, not the isolation level, is what
 keeps uncommitted writes out of the state.

@@ -2,7 +2,7 @@
 
 Kafka Streams replaces a dead stream thread when the uncaught exception handler answers
 REPLACE_THREAD, and the other threads keep their tasks. ``run --workers N`` (and
-:func:`~platform_streams.runtime.supervisor.run_workers`) do the same one level up: a
+:func:`~platform_streams.process_supervisor.run_workers`) do the same one level up: a
 worker process that dies -- SIGKILL, the OOM killer, a state directory it cannot use, a
 poison record under ``log_and_fail`` -- is started again with the same index (same state
 directory, client id and transactional.id), and the healthy workers keep running.
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["RestartPolicy", "WorkerProcess", "supervise"]
+__all__ = ["RestartPolicy", "WorkerProcess", "stop_processes", "supervise"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,32 @@ class WorkerProcess(Protocol):
     def kill(self) -> None: ...
 
 
+def stop_processes(
+    procs: list[WorkerProcess], timeout_s: float, *, poll_s: float = 0.1, grace_s: float = _KILL_GRACE_S
+) -> list[WorkerProcess]:
+    """Stop ``procs``: SIGTERM (a clean close with a final commit), up to ``timeout_s`` for
+    them to exit, then SIGKILL for the rest, and up to ``grace_s`` for the kills to land.
+
+    Every way of running workers stops them with this (``run --workers N``,
+    ``run_workers`` and the Dagster launcher's detached workers). Returns the processes
+    that had to be killed (empty after a clean stop).
+    """
+    alive = [p for p in procs if p.poll() is None]
+    for proc in alive:
+        proc.terminate()
+    deadline = time.monotonic() + timeout_s
+    while alive and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        alive = [p for p in alive if p.poll() is None]
+    for proc in alive:
+        log.error("worker pid %s did not stop within %.0fs: killing it", proc.pid, timeout_s)
+        proc.kill()
+    deadline = time.monotonic() + grace_s
+    while any(p.poll() is None for p in alive) and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    return alive
+
+
 @dataclass
 class SupervisionResult:
     """How supervision ended: ``failure`` says why when the workers did not stop cleanly."""
@@ -101,40 +127,26 @@ class _Supervisor:
         self.result = SupervisionResult()
 
     def run(self) -> SupervisionResult:
-        kill_at: float | None = None
-        while True:
+        while not self._stop.is_set():
             now = time.monotonic()
-            if kill_at is None:
-                for index, proc in enumerate(self.procs):
-                    code = proc.poll() if proc is not None else None
-                    if proc is not None and code is not None:
-                        self.procs[index] = None
-                        self._exited(index, proc, code, now)
-                if not self._stop.is_set():
-                    self._restart_due(now)
-            if self._stop.is_set() and kill_at is None:
-                if self._on_stop is not None:
-                    self._on_stop()
-                self._restart_at.clear()
-                for proc in self._alive():
-                    proc.terminate()  # SIGTERM: a clean close with a final commit
-                kill_at = now + self._close_timeout_s + _KILL_GRACE_S
-            if kill_at is not None:
-                alive = self._alive()
-                if not alive:
-                    return self.result
-                if now > kill_at:
-                    for proc in alive:
-                        log.error("worker pid %s did not stop in time: killing it", proc.pid)
-                        proc.kill()
-                    self.result.failure = self.result.failure or "a worker did not stop in time"
-                    kill_at = now + _KILL_GRACE_S  # wait for the kills to land, then again
-            elif not self._restart_at and all(p is None for p in self.procs):
+            for index, proc in enumerate(self.procs):
+                code = proc.poll() if proc is not None else None
+                if proc is not None and code is not None:
+                    self.procs[index] = None
+                    self._exited(index, proc, code, now)
+            if self._stop.is_set():
+                break
+            self._restart_due(now)
+            if not self._restart_at and all(p is None for p in self.procs):
                 return self.result  # every worker stopped on its own
             self._stop.wait(0.2)
-
-    def _alive(self) -> list[WorkerProcess]:
-        return [p for p in self.procs if p is not None and p.poll() is None]
+        if self._on_stop is not None:
+            self._on_stop()
+        self._restart_at.clear()
+        running = [p for p in self.procs if p is not None]
+        if stop_processes(running, self._close_timeout_s + _KILL_GRACE_S):
+            self.result.failure = self.result.failure or "a worker did not stop in time"
+        return self.result
 
     def _exited(self, index: int, proc: WorkerProcess, code: int, now: float) -> None:
         if code == 0 or self._stop.is_set():

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Serde"]
+__all__ = ["Serde", "WrappingSerde"]
 
 
 class Serde(ABC):
@@ -68,3 +68,17 @@ class Serde(ABC):
 
     def __hash__(self) -> int:
         return hash((type(self), self._params()))
+
+
+class WrappingSerde(Serde):
+    """A serde whose layout wraps an ``inner`` serde's bytes (a changed-value pair, a
+    windowed key): the inner serde is the instance's identity, so two wrappers of equal
+    inner serdes are equal. Subclasses add their own parameters to :meth:`_params`."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Serde) -> None:
+        self.inner = inner
+
+    def _params(self) -> tuple[Any, ...]:
+        return (self.inner,)

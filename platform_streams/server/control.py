@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from platform_streams.errors import IllegalStateError
 
 if TYPE_CHECKING:
-    from platform_streams.runtime.kafka_streams import KafkaStreams
+    from platform_streams.kafka_streams import KafkaStreams
 
 __all__ = ["control_status", "handle_control"]
 

@@ -38,7 +38,7 @@ from platform_streams.query.metadata import HostInfo
 from platform_streams.server.routes import Api
 
 if TYPE_CHECKING:
-    from platform_streams.runtime.kafka_streams import KafkaStreams
+    from platform_streams.kafka_streams import KafkaStreams
 
 __all__ = ["HttpLimits", "WorkerHttpServer"]
 

@@ -42,14 +42,14 @@ from platform_streams.errors import InvalidStateStoreError, StreamsStateError, S
 from platform_streams.query.metadata import HostInfo
 from platform_streams.query.queries import KeyQuery, Query, RangeQuery, WindowKeyQuery, WindowRangeQuery
 from platform_streams.query.request import StateQueryRequest
-from platform_streams.query.results import QueryResult
+from platform_streams.query.results import FailureReason, QueryResult
 from platform_streams.server.codec import MalformedKeyError, dumps, jsonable, parse_key, parse_number
 from platform_streams.server.control import handle_control
 from platform_streams.server.forwarding import ForwardError, forward
 from platform_streams.server.scatter import scatter_key_query, window_rows
 
 if TYPE_CHECKING:
-    from platform_streams.runtime.kafka_streams import KafkaStreams
+    from platform_streams.kafka_streams import KafkaStreams
 
 __all__ = ["Api", "Response"]
 
@@ -183,9 +183,8 @@ class Api:
                     "thread_id": worker.name,
                     "state": worker.state.value,
                     "active_tasks": sorted(str(t) for t, _ in tasks),
-                    "standby_tasks": sorted(
-                        str(t) for t in list(getattr(worker, "standby_tasks", None) or {})
-                    ),
+                    # standby tasks belong to the client's updater, not a worker ("tasks" below)
+                    "standby_tasks": [],
                     "assignment": sorted(f"{tp[0]}-{tp[1]}" for _, task in tasks for tp in task.partitions),
                     "lag": {f"{t}-{p}": n for (t, p), n in sorted(lag.items())},
                     "processed_total": worker.processed_total,
@@ -200,7 +199,7 @@ class Api:
             "workers": workers,
             "instances": [m.to_dict() for m in service.metadata_for_all_clients()],
             # state-aware assignment: each task's role here (active/standby/warmup) and lag
-            "tasks": coordinator.task_view() if (coordinator := streams.membership.coordinator) else {},
+            "tasks": coordinator.task_view() if (coordinator := streams.coordinator) else {},
         }
 
     # ------------------------------------------------------------------ key-scoped queries
@@ -272,9 +271,9 @@ class Api:
         if answer is None:
             return None
         if answer.is_failure() and answer.failure_reason is not None:
-            if answer.failure_reason.value in ("STORE_EXCEPTION", "UNKNOWN_QUERY_TYPE"):
+            if answer.failure_reason in (FailureReason.STORE_EXCEPTION, FailureReason.UNKNOWN_QUERY_TYPE):
                 raise HttpError(
-                    400 if answer.failure_reason.value == "UNKNOWN_QUERY_TYPE" else 500,
+                    400 if answer.failure_reason is FailureReason.UNKNOWN_QUERY_TYPE else 500,
                     answer.failure_message,
                 )
             return None
@@ -336,7 +335,7 @@ class Api:
             if answer.is_success():
                 answered.add(partition)
                 rows.extend(jsonable({"key": k, "value": v}) for k, v in answer.result)
-            elif answer.failure_reason is not None and answer.failure_reason.value == "UNKNOWN_QUERY_TYPE":
+            elif answer.failure_reason is FailureReason.UNKNOWN_QUERY_TYPE:
                 raise HttpError(400, answer.failure_message, store=store)
         missing = set(wanted) - answered
         if missing and not _flag(params, "local"):

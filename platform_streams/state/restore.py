@@ -3,9 +3,9 @@
 Each changelog partition the state manager lists is read from its start offset to the end
 of the log with :func:`platform_streams.kafka.read_partition_range`, which finds the end
 from fetch responses (partition EOF / fetch high watermark), never from ListOffsets: on
-Tansu ListOffsets(latest) is wrong and a restore that trusted it would stop early. The
+some brokers ListOffsets(latest) is wrong and a restore that trusted it would stop early. The
 loop counts records and tracks the last offset seen; it never assumes offsets are dense
-(transaction markers take offsets on Kafka, aborted records vanish on Tansu).
+(transaction markers take offsets on Kafka, aborted records vanish on others).
 
 Records are applied in batches through the state manager (which calls each store's
 restore callback and advances the store's offset). A checkpointed offset beyond the end
@@ -14,7 +14,7 @@ local state belongs to another log: the store is wiped and restored from the beg
 
 ``record_filter`` is the hook for skipping changelog records (e.g. by the ``__ps_src``
 source-offset header the runtime will add, to drop records of a transaction that a
-crashed producer left open on Tansu); a skipped record still advances the offset.
+crashed producer left open); a skipped record still advances the offset.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class StateRestoreListener:
         """The changelog partition's start and end offsets as fetch responses report them.
 
         Not in Kafka Streams' interface (its ``onRestoreStart`` gets an end offset from
-        ListOffsets, which Tansu answers wrongly): called after ``on_restore_start``, before
+        ListOffsets, which some brokers answer wrongly): called after ``on_restore_start``, before
         the first batch is applied, and again whenever the end moved. What is left to
         restore is ``log_end`` minus the next offset to apply (metrics' remaining records).
         """

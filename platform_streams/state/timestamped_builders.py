@@ -11,16 +11,20 @@ DSL processors that serialize on their own (change serdes, suppression buffers).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from platform_streams.errors import InvalidStateStoreError
 from platform_streams.serde import Bytes
 from platform_streams.state.builders import StoreBuilder
 from platform_streams.state.stores import KeyValueBytesStoreSupplier, Stores
+from platform_streams.state.wrappers.base import WrappedStore
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
     from platform_streams.serde.base import Serde
+    from platform_streams.state.api import StateStore
     from platform_streams.state.builders import KeyValueStoreBuilder
+    from platform_streams.state.store_context import StateStoreContext
     from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
     from platform_streams.state.versioned import VersionedBytesStoreSupplier
     from platform_streams.state.versioned_table_store import VersionedTableStore
@@ -150,3 +154,57 @@ class TimestampedKeyValueStoreBuilder(StoreBuilder["TimestampedKeyValueStore | V
         from platform_streams.state.timestamped_kv_store import TimestampedKeyValueStore
 
         return TimestampedKeyValueStore(self)
+
+
+class SpecStore(WrappedStore):
+    """A DSL store built from its spec when a task initialises it (serdes resolved late).
+
+    The key-value and the windowed/session DSL stores share this: the spec is the identity
+    (name, persistence), and :meth:`_build` applies the spec's caching and logging to a
+    store builder, builds the wrapped stack and initialises it.
+    """
+
+    spec: Any
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(None)
+        self.spec = spec
+        self._context: StateStoreContext | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.name)
+
+    @property
+    def persistent(self) -> bool:
+        return bool(self.spec.persistent)
+
+    @property
+    def is_open(self) -> bool:
+        return self.wrapped is not None and bool(self.wrapped.is_open)
+
+    def _require(self) -> Any:
+        if self.wrapped is None:
+            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
+        return self.wrapped
+
+    def _build(
+        self,
+        builder: Any,
+        context: StateStoreContext,
+        root: StateStore,
+        *,
+        logged: bool,
+        init_context: StateStoreContext | None = None,
+    ) -> None:
+        """Caching per the spec and config, change-logging when ``logged``, then build the
+        stack and initialise it (with ``init_context`` when the changelog is reused)."""
+        if caching_enabled(self.spec.caching_enabled, context.config):
+            builder.with_caching_enabled()
+        if logged:
+            builder.with_logging_enabled(self.spec.log_config)
+        else:
+            builder.with_logging_disabled()
+        self._context = context
+        self.wrapped = builder.build()
+        self.wrapped.init(init_context or context, root)

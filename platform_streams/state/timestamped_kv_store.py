@@ -33,8 +33,7 @@ from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import CachedStateStore, FlushListener, KeyValueStore, StateStore
 from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
-from platform_streams.state.timestamped_builders import caching_enabled
-from platform_streams.state.wrappers.base import SpecStore
+from platform_streams.state.timestamped_builders import SpecStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 
 if TYPE_CHECKING:
@@ -67,31 +66,24 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
     def __init__(self, spec: TimestampedKeyValueStoreBuilder) -> None:
         super().__init__(spec)
         self._key_serde: Serde | None = None
-        self._context: StateStoreContext | None = None
         self._caching = False
         self._listener: FlushListener | None = None
         #: serialized key -> timestamp of a delete not yet reported to the flush listener
         self._delete_ts: dict[bytes, int] = {}
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ identity & lifecycle
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         spec = self.spec
-        config = context.config
         builder = Stores.timestamped_key_value_store_builder(
             spec.bytes_supplier(), spec.key_serde, spec.value_serde
         )
-        if caching_enabled(spec.caching_enabled, config):
-            builder.with_caching_enabled()
         reuse = spec.source_changelog_topic
-        if spec.logging_enabled and reuse is None:
-            builder.with_logging_enabled(spec.log_config)
-        else:
-            builder.with_logging_disabled()
-        self._context = context
-        self.wrapped = builder.build()
         inner_context = context if reuse is None else _SourceTopicChangelogContext(context, reuse)
-        self.wrapped.init(inner_context, root)  # the metered layer resolves missing serdes here
+        # the metered layer resolves missing serdes from the config when the stack is initialised
+        self._build(
+            builder, context, root, logged=spec.logging_enabled and reuse is None, init_context=inner_context
+        )
         self._key_serde = self.wrapped.key_serde
         self._caching = bool(self.wrapped.caching_enabled)
 
@@ -109,11 +101,6 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
     def wipe(self) -> None:
         self._delete_ts.clear()
         self._require().wipe()
-
-    def _require(self) -> Any:
-        if self.wrapped is None:
-            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
-        return self.wrapped
 
     @property
     def caching_enabled(self) -> bool:

@@ -36,9 +36,8 @@ from platform_streams.state.builders import (
 )
 from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
-from platform_streams.state.timestamped_builders import caching_enabled
+from platform_streams.state.timestamped_builders import SpecStore
 from platform_streams.state.windowed import Windowed
-from platform_streams.state.wrappers.base import SpecStore
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -155,24 +154,10 @@ class _DslStore(SpecStore, CachedStateStore):
     def __init__(self, spec: _DslWindowedStoreBuilder[Any]) -> None:
         super().__init__(spec)
         self.key_serde: Serde | None = None
-        self._context: StateStoreContext | None = None
-
-    def _require(self) -> Any:
-        if self.wrapped is None:
-            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
-        return self.wrapped
 
     def _finish_init(self, builder: Any, context: StateStoreContext, root: StateStore) -> None:
-        spec = self.spec
-        if caching_enabled(spec.caching_enabled, context.config):
-            builder.with_caching_enabled()
-        if spec.logging_enabled:
-            builder.with_logging_enabled(spec.log_config)
-        else:
-            builder.with_logging_disabled()
-        self._context = context
-        self.wrapped = builder.build()
-        self.wrapped.init(context, root)  # the metered layer resolves missing serdes here
+        # the metered layer resolves missing serdes from the config when the stack is initialised
+        self._build(builder, context, root, logged=self.spec.logging_enabled)
         self.key_serde = self.wrapped.key_serde
 
     @property

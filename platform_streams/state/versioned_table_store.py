@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import FlushListener, StateStore
 from platform_streams.state.timestamped import ValueAndTimestamp
-from platform_streams.state.timestamped_builders import resolve_serde
+from platform_streams.state.timestamped_builders import SpecStore, resolve_serde
 from platform_streams.state.versioned import (
     PUT_RETURN_CODE_NOT_PUT,
     PUT_RETURN_CODE_VALID_TO_UNDEFINED,
@@ -29,7 +28,6 @@ from platform_streams.state.versioned import (
     VersionedKeyValueStoreBuilder,
     VersionedRecord,
 )
-from platform_streams.state.wrappers.base import SpecStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 
 if TYPE_CHECKING:
@@ -73,9 +71,7 @@ class VersionedTableStore(SpecStore):
         self.wrapped.init(inner_context, root)
 
     def _require(self) -> MeteredVersionedKeyValueStore:
-        store = self.wrapped
-        if store is None:
-            raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
+        store: MeteredVersionedKeyValueStore = super()._require()
         return store
 
     @property

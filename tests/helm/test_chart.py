@@ -245,7 +245,7 @@ def test_static_membership_and_query_routing_come_from_the_pod_identity() -> Non
 
 
 def test_rack_awareness_passes_the_pod_zone_as_a_client_tag(tmp_path: Path) -> None:
-    from platform_streams.cli_app import load_config
+    from platform_streams.cli_app_loader import load_config
 
     rendered = render({"rackAwareness": {"enabled": True}})
     zone = "topology.kubernetes.io/zone"
@@ -353,7 +353,7 @@ def test_sasl_and_tls_come_from_secret_references_only() -> None:
 
 
 def test_the_rendered_config_and_env_load_as_the_worker_loads_them(tmp_path: Path) -> None:
-    from platform_streams.cli_app import load_config
+    from platform_streams.cli_app_loader import load_config
 
     rendered = render(ALL_ON)
     path = tmp_path / "streams.yaml"
@@ -372,7 +372,7 @@ def test_the_rendered_config_and_env_load_as_the_worker_loads_them(tmp_path: Pat
 
 
 def test_the_endpoint_token_is_generated_by_default_and_reaches_pods_and_monitors(tmp_path: Path) -> None:
-    from platform_streams.cli_app import load_config
+    from platform_streams.cli_app_loader import load_config
 
     monitors = {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}
     rendered = render({"metrics": monitors})

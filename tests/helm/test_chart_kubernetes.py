@@ -152,7 +152,7 @@ def test_workers_spread_over_zones_and_hosts_by_default() -> None:
 
 
 def test_the_pod_zone_reaches_the_consumers_as_client_rack(tmp_path: Path) -> None:
-    from platform_streams.cli_app import load_config
+    from platform_streams.cli_app_loader import load_config
 
     rendered = render()
     path = tmp_path / "streams.yaml"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from platform_streams import StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, Produced
-from platform_streams.runtime.supervisor import run_workers
+from platform_streams.process_supervisor import run_workers
 from platform_streams.serde import Long, String
 
 TIMING = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 10000}

@@ -206,7 +206,7 @@ def test_bad_app_references_fail_with_one_line(
 
 def test_settings_layers_factory_file_env_set(tmp_path: Path) -> None:
     """A factory's settings are the lowest layer; --set wins over the environment and the file."""
-    from platform_streams.cli_app import load_config
+    from platform_streams.cli_app_loader import load_config
 
     file = tmp_path / "app.properties"
     file.write_text("application.id=from-file\nbootstrap.servers=file:9092\ncommit.interval.ms=5\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from platform_streams.cli_app import CliError, load_config
+from platform_streams.cli_app_loader import CliError, load_config
 from platform_streams.config import StreamsConfig
 from platform_streams.config_sources import NOT_SETTINGS
 from platform_streams.errors import StreamsConfigError

@@ -191,8 +191,10 @@ def test_public_classes_and_functions_say_why() -> None:
 def test_top_level_reexports_are_the_subpackage_objects() -> None:
     """``platform_streams.X`` is the same object as in its home subpackage (no shadow copies)."""
     import platform_streams
-    from platform_streams import dsl, runtime, topology
+    from platform_streams import dsl, kafka_streams, runtime, topology
 
     assert platform_streams.StreamsBuilder is dsl.StreamsBuilder
-    assert platform_streams.KafkaStreams is runtime.KafkaStreams
+    assert platform_streams.KafkaStreams is kafka_streams.KafkaStreams
+    # the client composes the runtime with its add-ons (runtime/api.py)
+    assert issubclass(platform_streams.KafkaStreams, runtime.StreamsRuntime)
     assert platform_streams.Topology is topology.Topology

@@ -17,7 +17,7 @@ import struct
 from typing import Any, NamedTuple
 
 from platform_streams.errors import DeserializationError, SerializationError
-from platform_streams.serde.base import Serde
+from platform_streams.serde.base import WrappingSerde
 
 __all__ = ["Change", "ChangeSerde", "OutOfOrderChange", "change_of"]
 
@@ -57,7 +57,7 @@ def change_of(new: Any, old: Any, is_latest: bool) -> Change:
     return Change(new, old) if is_latest else OutOfOrderChange(new, old)
 
 
-class ChangeSerde(Serde):
+class ChangeSerde(WrappingSerde):
     """Kafka Streams' ``ChangedSerializer`` layout over an inner value serde.
 
     ``old + 0x00`` (old only), ``new + 0x01`` (new only),
@@ -65,13 +65,7 @@ class ChangeSerde(Serde):
     """
 
     name = "change"
-    __slots__ = ("inner",)
-
-    def __init__(self, inner: Serde) -> None:
-        self.inner = inner
-
-    def _params(self) -> tuple[Any, ...]:
-        return (self.inner,)
+    __slots__ = ()
 
     def serialize(self, obj: Any) -> bytes | None:
         if obj is None:

@@ -1,7 +1,7 @@
 """Changelog compaction on Spark: the latest value of every key, as state snapshots.
 
 Kafka's log compaction keeps a changelog's size proportional to its keys, but only
-eventually, only on brokers that compact (Tansu does not), and a restore still reads the
+eventually, only on brokers that compact (not all do), and a restore still reads the
 whole compacted log record by record. This job does what compaction promises, on demand,
 and turns the result into files a worker ingests in milliseconds::
 
@@ -45,6 +45,7 @@ from platform_streams.ops.spark.snapshots import (
     parquet_rows,
     task_logger,
 )
+from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.serde import Serde
 from platform_streams.state.builders import KeyValueStoreBuilder
 from platform_streams.state.snapshots import (
@@ -56,7 +57,6 @@ from platform_streams.state.snapshots import (
 from platform_streams.state.timestamped import ValueAndTimestampSerde
 from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder, resolve_serde
 from platform_streams.state.wrappers.base import changelog_topic_name
-from platform_streams.testing.records import DriverRecord
 from platform_streams.topology.compiler import compile_topology
 from platform_streams.topology.topology import Topology
 
@@ -133,7 +133,7 @@ class _CommittedPrefix:
             judge = CommittedInputFilter([(t, partition) for t in self.source_topics], self.committed)
         for topic, _p, offset, key, value, ts, headers in run:
             if judge is not None and not judge.is_committed(
-                DriverRecord(topic, partition, offset, key, value, ts, headers)
+                SerializedRecord(topic, partition, offset, key, value, ts, headers)
             ):
                 return offset
             if key is not None:

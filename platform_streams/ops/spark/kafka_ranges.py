@@ -7,7 +7,7 @@ does what that connector does:
 1. the driver plans ``OffsetRange(topic, partition, start, end)`` per partition: the start
    from ListOffsets(earliest) (right on every broker), or a time lookup; the end from
    *fetch responses* (:func:`~platform_streams.kafka.log_end_offsets`), never from
-   ListOffsets(latest), which is wrong on Tansu. Large ranges are split so that several
+   ListOffsets(latest), which some brokers get wrong. Large ranges are split so that several
    tasks read one partition in parallel;
 2. each range becomes one Spark partition, read by
    :func:`~platform_streams.kafka.read_partition_range`, which stops at the first offset

@@ -15,7 +15,7 @@ The setting ``reader`` (argument, else ``$PLATFORM_STREAMS_SPARK_KAFKA_READER``,
 connection settings translate to the Java client, and otherwise falls back with a logged
 warning. Either way the *driver* plans the ranges (:func:`~.kafka_ranges.plan_offset_ranges`)
 and Spark's source gets them as explicit ``startingOffsets``/``endingOffsets``: its own
-"latest" comes from ListOffsets, which Tansu answers wrongly, and explicit offsets also keep
+"latest" comes from ListOffsets, which some brokers answer wrongly, and explicit offsets also keep
 both readers on exactly the same records.
 """
 

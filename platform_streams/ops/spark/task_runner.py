@@ -32,10 +32,10 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.processor.partitioner import default_partition
 from platform_streams.processor.record import Headers
+from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import StreamTask
 from platform_streams.serde import Serde
-from platform_streams.testing.records import DriverRecord
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
 
@@ -65,7 +65,7 @@ def load_topology(app: AppRef) -> Topology:
     if cached is not None:
         return cached
     if isinstance(app, str):
-        from platform_streams.cli_app import load_app
+        from platform_streams.cli_app_loader import load_app
 
         topology = load_app(app).topology
     else:
@@ -194,7 +194,7 @@ class SubTopologyRunner:
             flush_every = self.flush_every_records
             queues = {tp[0]: tp for tp in task.partitions}
             for _key, (topic, key, value, timestamp, headers, offset) in _chain(first, iterator):
-                record = DriverRecord(topic, partition, offset, key, value, timestamp, headers)
+                record = SerializedRecord(topic, partition, offset, key, value, timestamp, headers)
                 task.add_records(queues[topic], [record])
                 task.process(1)
                 processed += 1

@@ -8,7 +8,7 @@ assigns its own work over a group) the group is used only for what the broker do
   partitions nobody reads). A generation's assignment of that topic gives every member at
   least one *slot* (up to :data:`MEMBER_SLOTS` members), and the slots of all members
   tile ``0..MEMBER_SLOTS-1``: that is how a member learns the group is complete without
-  a member list (the admin API shows none on Tansu);
+  a member list (the admin API of some brokers shows none);
 * after ``on_assign`` of generation G (read from the consumer group metadata) a member
   publishes a :class:`Report` (``report/<member id>`` on the compacted control topic): its
   slots, its process, the changelog positions of every task its process has state for,
@@ -23,7 +23,7 @@ Safety (docs/scale-out.md, "State-aware assignment"): the group protocol is eage
 member revokes (commits and closes) every task before it joins a new generation; within a
 generation each task has one owner; a member acts only on an assignment of its own
 generation that names it. A member expelled from the group is fenced as before (stale
-generation on Kafka, the membership check on Tansu). A leader that dies before publishing
+generation on Kafka, else the membership check). A leader that dies before publishing
 leaves the generation without an assignment: nobody processes, the group expels the dead
 leader after the session timeout and the next generation elects another.
 """
@@ -223,7 +223,7 @@ def _lags(
     """Per process and stateful task: end offset sum - position sum (never below 0).
 
     The end offset of a changelog partition is the larger of what the broker says and what
-    any client reports: a broker whose ListOffsets lags behind (Tansu) cannot make a client
+    any client reports: a broker whose ListOffsets lags behind cannot make a client
     look further behind than the most caught-up one.
     """
     best: dict[str, int] = dict(end_offsets)

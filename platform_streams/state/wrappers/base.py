@@ -10,6 +10,7 @@ the bytes store (the state manager asks it whether it started empty).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
@@ -18,6 +19,7 @@ from platform_streams.state.cache import NamedCache, RecordCache, record_cache_f
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
+    from platform_streams.state.windowed import Windowed
 
 __all__ = [
     "CacheReads",
@@ -88,30 +90,6 @@ class WrappedStore(StateStore):
         return f"{type(self).__name__}({self.wrapped!r})"
 
 
-class SpecStore(WrappedStore):
-    """A DSL store built from a spec (name, persistence) whose stack is made in ``init``:
-    ``wrapped`` is None until then. Shared by the timestamped and versioned DSL stores."""
-
-    spec: Any
-
-    def __init__(self, spec: Any) -> None:
-        super().__init__(None)
-        self.spec = spec
-
-    @property
-    def name(self) -> str:
-        name: str = self.spec.name
-        return name
-
-    @property
-    def persistent(self) -> bool:
-        return bool(self.spec.persistent)
-
-    @property
-    def is_open(self) -> bool:
-        return self.wrapped is not None and bool(self.wrapped.is_open)
-
-
 class DelegatedRetention:
     """``retention_ms`` of the store below: mixed into the window and session layers."""
 
@@ -132,6 +110,74 @@ class DelegatedWindowShape(DelegatedRetention):
     @property
     def retain_duplicates(self) -> bool:
         return self.wrapped.retain_duplicates
+
+
+class DelegatedWindowReads(DelegatedWindowShape):
+    """Every read of a binary window store, passed to the store below unchanged: a layer
+    that only acts on writes (change-logging) mixes this in instead of repeating them."""
+
+    def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
+        return self.wrapped.fetch_at(key, window_start_ms)
+
+    def fetch_between(
+        self, key: bytes, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[int, bytes]]:
+        return self.wrapped.fetch_between(key, time_from_ms, time_to_ms, backward=backward)
+
+    def fetch_range(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        time_from_ms: int,
+        time_to_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.fetch_range(key_from, key_to, time_from_ms, time_to_ms, backward=backward)
+
+    def fetch_all(
+        self, time_from_ms: int, time_to_ms: int, *, backward: bool = False
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.fetch_all(time_from_ms, time_to_ms, backward=backward)
+
+    def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.all(backward=backward)
+
+
+class DelegatedSessionReads(DelegatedRetention):
+    """Every read of a binary session store, passed to the store below unchanged (see
+    :class:`DelegatedWindowReads`)."""
+
+    def find_sessions(
+        self,
+        key: bytes,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.find_sessions(
+            key, earliest_session_end_ms, latest_session_start_ms, backward=backward
+        )
+
+    def find_sessions_range(
+        self,
+        key_from: bytes | None,
+        key_to: bytes | None,
+        earliest_session_end_ms: int,
+        latest_session_start_ms: int,
+        *,
+        backward: bool = False,
+    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.find_sessions_range(
+            key_from, key_to, earliest_session_end_ms, latest_session_start_ms, backward=backward
+        )
+
+    def fetch_session(self, key: bytes, session_start_ms: int, session_end_ms: int) -> bytes | None:
+        return self.wrapped.fetch_session(key, session_start_ms, session_end_ms)
+
+    def fetch(self, key: bytes, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
+        return self.wrapped.fetch(key, backward=backward)
 
 
 class CacheReads:

@@ -21,8 +21,8 @@ from platform_streams.state.keys import MAX_SEQNUM, session_key, window_key
 from platform_streams.state.store_context import RestoreCallback, StateStoreContext
 from platform_streams.state.windowed import Windowed
 from platform_streams.state.wrappers.base import (
-    DelegatedRetention,
-    DelegatedWindowShape,
+    DelegatedSessionReads,
+    DelegatedWindowReads,
     WrappedStore,
     changelog_topic_name,
     record_timestamp,
@@ -154,7 +154,7 @@ class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
         return self.wrapped.approximate_num_entries()
 
 
-class ChangeLoggingWindowStore(_ChangeLogging, DelegatedWindowShape, WindowStore[bytes, bytes]):
+class ChangeLoggingWindowStore(_ChangeLogging, DelegatedWindowReads, WindowStore[bytes, bytes]):
     """Logs window puts under their binary window key.
 
     With ``retain_duplicates`` the seqnum is counted here exactly as the bytes store counts
@@ -176,35 +176,8 @@ class ChangeLoggingWindowStore(_ChangeLogging, DelegatedWindowShape, WindowStore
         self.wrapped.put(key, value, window_start_ms)
         self._log(window_key(key, window_start_ms, seqnum), value)
 
-    def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
-        return self.wrapped.fetch_at(key, window_start_ms)
 
-    def fetch_between(
-        self, key: bytes, time_from_ms: int, time_to_ms: int, *, backward: bool = False
-    ) -> Iterator[tuple[int, bytes]]:
-        return self.wrapped.fetch_between(key, time_from_ms, time_to_ms, backward=backward)
-
-    def fetch_range(
-        self,
-        key_from: bytes | None,
-        key_to: bytes | None,
-        time_from_ms: int,
-        time_to_ms: int,
-        *,
-        backward: bool = False,
-    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.fetch_range(key_from, key_to, time_from_ms, time_to_ms, backward=backward)
-
-    def fetch_all(
-        self, time_from_ms: int, time_to_ms: int, *, backward: bool = False
-    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.fetch_all(time_from_ms, time_to_ms, backward=backward)
-
-    def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.all(backward=backward)
-
-
-class ChangeLoggingSessionStore(_ChangeLogging, DelegatedRetention, SessionStore[bytes, bytes]):
+class ChangeLoggingSessionStore(_ChangeLogging, DelegatedSessionReads, SessionStore[bytes, bytes]):
     """Logs session puts and removes under their binary session key."""
 
     wrapped: SessionStore[bytes, bytes]
@@ -219,34 +192,3 @@ class ChangeLoggingSessionStore(_ChangeLogging, DelegatedRetention, SessionStore
 
     def remove(self, session_key_: Windowed[bytes]) -> None:
         self.put(session_key_, None)
-
-    def find_sessions(
-        self,
-        key: bytes,
-        earliest_session_end_ms: int,
-        latest_session_start_ms: int,
-        *,
-        backward: bool = False,
-    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.find_sessions(
-            key, earliest_session_end_ms, latest_session_start_ms, backward=backward
-        )
-
-    def find_sessions_range(
-        self,
-        key_from: bytes | None,
-        key_to: bytes | None,
-        earliest_session_end_ms: int,
-        latest_session_start_ms: int,
-        *,
-        backward: bool = False,
-    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.find_sessions_range(
-            key_from, key_to, earliest_session_end_ms, latest_session_start_ms, backward=backward
-        )
-
-    def fetch_session(self, key: bytes, session_start_ms: int, session_end_ms: int) -> bytes | None:
-        return self.wrapped.fetch_session(key, session_start_ms, session_end_ms)
-
-    def fetch(self, key: bytes, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.fetch(key, backward=backward)

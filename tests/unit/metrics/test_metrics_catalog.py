@@ -14,6 +14,7 @@ from platform_streams.metrics import CATALOG, Level, StreamsMetrics, mapping_tab
 from platform_streams.metrics.histogram import Histogram
 from platform_streams.runtime.worker import WorkerState
 from platform_streams.state.cache import RecordCache
+from tests.support.runtime_views import FakeWorker
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "metrics.md"
 
@@ -57,19 +58,22 @@ def test_histogram_buckets_are_cumulative_and_consistent() -> None:
 
 def _fake_streams(level: str) -> Any:
     config = StreamsConfig(application_id="app", bootstrap_servers="x:1", metrics_recording_level=level)
-    worker = SimpleNamespace(
+    worker = FakeWorker(
         name="app-StreamThread-1",
         state=WorkerState.RUNNING,
         tasks={},
         processed_total=42,
         record_cache=RecordCache(1000),
         consumer=None,
-        collector=SimpleNamespace(records_skipped=3),  # production errors skipped (CONTINUE)
+        # production errors skipped (CONTINUE)
+        collector=SimpleNamespace(
+            records_skipped=3, production_handler=None, produced={}, produced_bytes=None
+        ),
         failure=None,
-        plan=None,
-        state_lifecycle=SimpleNamespace(listener=None),
     )
-    return SimpleNamespace(config=config, state=lambda: State.RUNNING, workers=[worker])
+    return SimpleNamespace(
+        config=config, state=lambda: State.RUNNING, workers=[worker], standbys=None, coordinator=None
+    )
 
 
 def _scrape(metrics: StreamsMetrics) -> dict[str, Any]:

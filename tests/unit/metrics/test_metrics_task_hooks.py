@@ -24,6 +24,7 @@ from platform_streams.runtime.worker import WorkerState
 from platform_streams.serde import Integer, String
 from platform_streams.state.cache import RecordCache
 from platform_streams.testing import TopologyTestDriver
+from tests.support.runtime_views import FakeWorker
 
 S, INT = String(), Integer()
 CONFIG: dict[str, Any] = {
@@ -73,7 +74,7 @@ def _counting() -> Topology:
 def _watched(driver: TopologyTestDriver, level: str) -> tuple[StreamsMetrics, ThreadRecorder]:
     """A metrics registry whose one worker runs the driver's tasks (hooks set as on RUNNING)."""
     config = StreamsConfig(**{**CONFIG, "metrics_recording_level": level})
-    worker = SimpleNamespace(
+    worker = FakeWorker(
         name="hooks-StreamThread-1",
         state=WorkerState.RUNNING,
         tasks={task.task_id: task for task in driver._tasks},
@@ -82,10 +83,10 @@ def _watched(driver: TopologyTestDriver, level: str) -> tuple[StreamsMetrics, Th
         consumer=None,
         collector=None,
         failure=None,
-        plan=None,
-        state_lifecycle=SimpleNamespace(listener=None),
     )
-    streams = SimpleNamespace(config=config, state=lambda: State.RUNNING, workers=[worker])
+    streams = SimpleNamespace(
+        config=config, state=lambda: State.RUNNING, workers=[worker], standbys=None, coordinator=None
+    )
     metrics = StreamsMetrics(streams)
     recorder = metrics.attach_worker(worker)
     recorder.sync_tasks()

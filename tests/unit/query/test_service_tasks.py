@@ -30,6 +30,7 @@ from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.worker import WorkerState
 from platform_streams.serde import String
 from platform_streams.testing import TopologyTestDriver
+from tests.support.runtime_views import FakeWorker
 
 S = String()
 
@@ -65,7 +66,7 @@ def _service(
     driver: TopologyTestDriver, *, active: bool, state: WorkerState
 ) -> tuple[InteractiveQueries, Any]:
     task = driver._tasks[0]
-    worker = SimpleNamespace(
+    worker = FakeWorker(
         name="w-1", state=state, tasks={TaskId(0, 0): task} if active else {}, store_guard=StoreGuard()
     )
     standbys = FakeStandbys({} if active else {TaskId(0, 0): task})
@@ -75,7 +76,8 @@ def _service(
         plan=driver.plan,
         partition_counts={"in": 1},
         workers=[worker],
-        membership=SimpleNamespace(standbys=standbys),
+        standbys=standbys,
+        coordinator=None,
     )
     service = InteractiveQueries(streams)  # type: ignore[arg-type]
     service.host = HostInfo("me", 7070)

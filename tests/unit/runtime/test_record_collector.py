@@ -10,7 +10,7 @@ from typing import Any
 import confluent_kafka as ck
 import pytest
 
-from platform_streams.runtime.collector import KafkaRecordCollector
+from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
 from platform_streams.runtime.streams_producer import StreamsProducer
 
 

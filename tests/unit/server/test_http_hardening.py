@@ -22,7 +22,7 @@ import pytest
 from pydantic import ValidationError
 
 from platform_streams import KafkaStreams, StreamsBuilder, StreamsConfig
-from platform_streams.cli_app import CliError, load_config, parse_overrides
+from platform_streams.cli_app_loader import CliError, load_config, parse_overrides
 from platform_streams.dsl import Consumed, Materialized
 from platform_streams.serde import Double, Long, String
 from platform_streams.server import WorkerHttpServer

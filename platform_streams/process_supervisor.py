@@ -36,7 +36,7 @@ from types import FrameType
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.runtime.kafka_streams import KafkaStreams
+from platform_streams.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State
 from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
 

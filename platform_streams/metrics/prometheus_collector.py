@@ -10,7 +10,7 @@ never touches a store or a consumer.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
@@ -24,10 +24,14 @@ from prometheus_client.registry import Collector
 from platform_streams.metrics.catalog import BASE_LABELS, ROCKSDB_PROPERTIES, Level, MetricSpec, by_name
 from platform_streams.metrics.histogram import Histogram
 from platform_streams.metrics.topic_metrics import TopicNodes, add_topic_series
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.api import RuntimeView, WorkerState
 
 if TYPE_CHECKING:
     from platform_streams.metrics.recorders import ThreadRecorder
     from platform_streams.metrics.streams_metrics import StreamsMetrics
+    from platform_streams.query.service import InteractiveQueries
+    from platform_streams.runtime.task import StreamTask
 
 __all__ = ["StreamsCollector"]
 
@@ -90,16 +94,17 @@ class StreamsCollector(Collector):
         config = streams.config
         fams = _Families(metrics.level, [config.application_id, config.effective_client_id])
         self._client(fams, metrics)
-        self._key_placement(fams, streams)
+        if metrics.queries is not None:
+            self._key_placement(fams, metrics.queries)
         for recorder in list(metrics.threads.values()):
             self._thread(fams, recorder)
         self._standbys(fams, streams)
         yield from fams.families.values()
 
     @staticmethod
-    def _standbys(fams: _Families, streams: Any) -> None:
+    def _standbys(fams: _Families, streams: RuntimeView) -> None:
         """Standby tasks live on the client's standby updater thread, not on a worker."""
-        updater = getattr(getattr(streams, "membership", None), "standbys", None)
+        updater = streams.standbys
         if updater is None:
             return
         thread = f"{streams.config.effective_client_id}-standby"
@@ -107,11 +112,8 @@ class StreamsCollector(Collector):
             fams.add("kafka_streams_task_update", [thread, str(task_id)], task.applied)
 
     @staticmethod
-    def _key_placement(fams: _Families, streams: Any) -> None:
+    def _key_placement(fams: _Families, service: InteractiveQueries) -> None:
         """Source topics' key placement and the scatter-gather key queries it causes."""
-        service = getattr(streams, "interactive_queries", None)
-        if service is None:
-            return
         placement = service.placement
         misplaced = dict(placement.misplaced)  # a C-level copy: workers may add meanwhile
         for topic in sorted(placement.checked_topics | set(misplaced)):
@@ -132,10 +134,12 @@ class StreamsCollector(Collector):
         fams.one_hot("kafka_streams_client_state", [], state.value, [s.value for s in type(state)])
         workers = list(metrics.streams.workers)
         fams.add(
-            "kafka_streams_client_alive_stream_threads", [], sum(w.state.value != "DEAD" for w in workers)
+            "kafka_streams_client_alive_stream_threads",
+            [],
+            sum(w.state is not WorkerState.DEAD for w in workers),
         )
         fams.add("kafka_streams_client_failed_stream_threads", [], metrics.failed_threads)
-        coordinator = getattr(getattr(metrics.streams, "membership", None), "coordinator", None)
+        coordinator = metrics.streams.coordinator
         if coordinator is not None:
             for role, tasks in coordinator.roles().items():
                 fams.add("kafka_streams_client_assigned_tasks", [role], len(tasks))
@@ -198,18 +202,15 @@ class StreamsCollector(Collector):
         """Topic-level records (and bytes) in and out (KIP-613)."""
         worker = rec.worker
         nodes = self._topic_nodes
-        plan = getattr(worker, "plan", None)
-        if nodes is None and plan is not None:
-            nodes = self._topic_nodes = TopicNodes(plan, self._metrics.streams.config.application_id)
-        if nodes is not None:
-            inputs = getattr(worker, "input_queues", None)
-            add_topic_series(fams.add, rec.thread_id, nodes, inputs, worker.collector)
+        if nodes is None:
+            nodes = self._topic_nodes = TopicNodes(worker.plan, self._metrics.streams.config.application_id)
+        add_topic_series(fams.add, rec.thread_id, nodes, worker.input_queues, worker.collector)
 
     @staticmethod
-    def _tasks(fams: _Families, rec: ThreadRecorder, live: list[Any]) -> None:
+    def _tasks(fams: _Families, rec: ThreadRecorder, live: list[StreamTask]) -> None:
         t = rec.thread_id
-        totals: dict[Any, list[int]] = {tid: list(base) for tid, base in list(rec.task_base.items())}
-        buffered: dict[Any, int] = {}
+        totals: dict[TaskId, list[int]] = {tid: list(base) for tid, base in list(rec.task_base.items())}
+        buffered: dict[TaskId, int] = {}
         for task in live:
             entry = totals.setdefault(task.task_id, [0, 0, 0])
             entry[0] += task.records_processed
@@ -226,7 +227,7 @@ class StreamsCollector(Collector):
         collector = rec.worker.collector
         if collector is not None and collector.records_skipped:
             fams.add("kafka_streams_task_dropped_records", [t, ""], collector.records_skipped)
-        handler = getattr(collector, "production_handler", None)
+        handler = collector.production_handler if collector is not None else None
         if handler is not None and handler.dead_lettered:
             fams.add("kafka_streams_task_dead_letter_records", [t, ""], handler.dead_lettered)
         for task_id, count in buffered.items():

@@ -1,0 +1,222 @@
+"""How a worker's tasks follow the group: assignment, revocation, loss and recovery.
+
+Split from :mod:`platform_streams.runtime.worker` (whose loop and commit path stay there)
+because this is the other half of a worker's life: the rebalance callbacks librdkafka
+calls inside ``consume`` (or the state-aware assignor's generation handshake), which
+create, restore and initialise tasks, or commit and close them; and the recovery paths
+(:class:`TaskMigratedError`: close dirty and rejoin; :class:`TaskCorruptedError`: rebuild
+from the changelogs and read again from the committed offsets).
+
+:class:`TaskRebalancing` is a mixin of :class:`~platform_streams.runtime.worker.StreamWorker`:
+it holds no state of its own, and the attributes it reads are the worker's (declared
+below for the type checker).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.errors import StreamsError, TaskCorruptedError, TaskMigratedError
+from platform_streams.kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, TopicPartition
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.api import WorkerState
+from platform_streams.runtime.assignment import tasks_of_assignment
+from platform_streams.runtime.changelog_filter import fetch_committed
+from platform_streams.runtime.task import StreamTask
+
+if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+    from platform_streams.processor.partitioner import PlacementChecks
+    from platform_streams.runtime.input_queues import InputQueues
+    from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
+    from platform_streams.runtime.standby import StandbyUpdater
+    from platform_streams.runtime.store_guard import StoreGuard
+    from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, Pending
+    from platform_streams.runtime.task_state import TaskStateLifecycle
+    from platform_streams.state.cache import RecordCache
+    from platform_streams.topology.compiler import TopologyPlan
+
+__all__ = ["TaskRebalancing"]
+
+log = logging.getLogger(__name__)
+
+
+class TaskRebalancing:
+    """Rebalance callbacks and task recovery of a :class:`StreamWorker` (see the module docstring)."""
+
+    if TYPE_CHECKING:  # the worker's attributes and methods this half uses
+        name: str
+        index: int
+        plan: TopologyPlan
+        config: StreamsConfig
+        tasks: dict[TaskId, StreamTask]
+        consumer: Any
+        collector: KafkaRecordCollector | None
+        state_lifecycle: TaskStateLifecycle
+        record_cache: RecordCache
+        global_stores: Mapping[str, Any]
+        key_placement: PlacementChecks | None
+        store_guard: StoreGuard
+        migrations: int
+        corruptions: int
+        _input: InputQueues
+        _state_root: Path
+        _timeout_s: float
+        _poll_s: float
+        _standbys: StandbyUpdater | None
+        _coordinator: AssignmentCoordinator | None
+        _pending: Pending | None
+        _member: str | None
+        _previous_tasks: list[TaskId]
+        _rejoin_deadline: float | None
+
+        def commit(self) -> None: ...
+
+        def _set_state(self, state: WorkerState) -> None: ...
+
+    def _on_task_migrated(self, exc: TaskMigratedError) -> None:
+        """The group (or a newer producer) took our tasks: drop them dirty, wait for the rebalance."""
+        self.migrations += 1
+        log.warning("%s: %s; closing tasks dirty and rejoining the group", self.name, exc)
+        self._abort_and_close_tasks()
+        # librdkafka rejoins by itself after the coordinator rejected the member; if no
+        # assignment arrives, the tasks of the assignment we still hold are rebuilt later
+        self._rejoin_deadline = time.monotonic() + self.config.session_timeout_ms / 1000.0
+
+    def _on_task_corrupted(self, exc: TaskCorruptedError) -> None:
+        """The transaction was aborted: rebuild the tasks' state and read from the committed offsets."""
+        self.corruptions += 1
+        log.warning("%s: %s; rebuilding the tasks from their changelogs", self.name, exc)
+        self._abort_and_close_tasks()
+        self._recreate_tasks("the transaction was aborted")
+
+    def _abort_and_close_tasks(self) -> None:
+        collector = self.collector
+        if collector is not None:
+            collector.abort()
+            if collector.streams_producer.needs_reset:
+                collector.streams_producer.reset()
+        self._close_tasks(clean=False)
+
+    def _recreate_tasks(self, why: str) -> None:
+        self._rejoin_deadline = None
+        assignment = self.consumer.assignment()
+        log.info("%s: re-creating tasks of %d assigned partitions (%s)", self.name, len(assignment), why)
+        if assignment:
+            self._start_tasks(self.consumer, assignment, rebalance=False)
+
+    # -- rebalance callbacks --------------------------------------------------------------
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self._start_tasks(consumer, partitions, rebalance=True)
+
+    def _on_generation(self, consumer: Any, partitions: list[Any]) -> None:
+        """State-aware placement: a new generation began; report, then wait for its assignment."""
+        assert self._coordinator is not None
+        self._set_state(WorkerState.PARTITIONS_ASSIGNED)
+        consumer.assign([])  # the member slots are never read; tasks come with the assignment
+        coordinator = self._coordinator
+        slots = [tp.partition for tp in partitions if tp.topic == coordinator.members_topic]
+        instance = self.config.consumer_configs(self.index).get("group.instance.id")
+        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance)
+        self._member = self._pending.member
+
+    def _await_assignment(self) -> int:
+        """Serve the group (heartbeats, rebalances) until this generation's assignment arrives."""
+        assert self._coordinator is not None and self._pending is not None
+        tasks = self._coordinator.assignment_for(self._pending, self.consumer)
+        if tasks is None:
+            with self.store_guard.released():
+                self.consumer.poll(min(self._poll_s, 0.05))
+            return 0
+        self._pending = None
+        log.info("%s: assignment received: tasks %s", self.name, [str(t) for t in tasks])
+        self._start_tasks(self.consumer, self._coordinator.partitions_of(tasks), rebalance=True)
+        return 0
+
+    def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
+        """Create, restore and initialise the tasks of an assignment, then read it exactly from
+        the committed offsets the restore was filtered with (``assign`` in a rebalance
+        callback, ``seek`` when tasks are rebuilt between rebalances)."""
+        self._rejoin_deadline = None
+        self._set_state(WorkerState.PARTITIONS_ASSIGNED)
+        if self.tasks:  # re-created after a migration without a rebalance in between
+            self._close_tasks(clean=False)
+        assigned = {(tp.topic, tp.partition) for tp in partitions}
+        log.info("%s assigned %d partitions", self.name, len(assigned))
+        task_ids = tasks_of_assignment(self.plan, self.config.application_id, assigned)
+        if self._standbys is not None:
+            self._standbys.claim(task_ids)
+        for task_id in task_ids:
+            self._create_task(task_id)
+        committed = fetch_committed(consumer, assigned, self._timeout_s)
+        self.state_lifecycle.restore(self.tasks.values(), committed)
+        for task in self.tasks.values():
+            task.initialize_processors()
+            task.refresh_punctuation_flags()
+        starts = [(t, p, committed.get((t, p))) for t, p in sorted(assigned)]
+        if rebalance:
+            consumer.assign([TopicPartition(t, p, OFFSET_INVALID if o is None else o) for t, p, o in starts])
+        else:
+            reset = str(self.config.consumer_configs(self.index).get("auto.offset.reset", "earliest"))
+            nothing = OFFSET_BEGINNING if reset in ("earliest", "smallest", "beginning") else OFFSET_END
+            for t, p, o in starts:
+                consumer.seek(TopicPartition(t, p, nothing if o is None else o))
+        self._set_state(WorkerState.RUNNING)
+
+    def _create_task(self, task_id: TaskId) -> None:
+        assert self.collector is not None
+        sub = self.plan.subtopologies[task_id.subtopology]
+        task_dir = self._state_root / str(task_id)
+        task = StreamTask(
+            task_id,
+            self.plan,
+            sub,
+            config=self.config,
+            collector=self.collector,
+            clock_ms=lambda: int(time.time() * 1000),
+            task_dir=task_dir,
+            record_cache=self.record_cache,
+            key_placement=self.key_placement,
+        )
+        task.context.global_stores = self.global_stores
+        task.initialize_stores()
+        self.tasks[task_id] = task
+        self._input.add({tp: task.queues.queues[tp] for tp in task.partitions})
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._set_state(WorkerState.PARTITIONS_REVOKED)
+        self._pending = None
+        self._previous_tasks = list(self.tasks)
+        if self.tasks:
+            try:
+                self.commit()
+            except StreamsError as exc:
+                log.warning("commit on revocation failed (the input will be processed again): %s", exc)
+                self._abort_and_close_tasks()
+                return
+            self._close_tasks(clean=True)
+
+    def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+        self._set_state(WorkerState.PARTITIONS_REVOKED)
+        self._pending = None
+        if self.tasks:
+            log.warning("%s: partitions lost (expelled from the group); closing tasks dirty", self.name)
+            self.migrations += 1
+        self._abort_and_close_tasks()
+
+    def _close_tasks(self, *, clean: bool) -> None:
+        written = self.collector.offsets if self.collector is not None else {}
+        for task in self.tasks.values():
+            try:
+                self.state_lifecycle.close_task(task, written, clean=clean)
+            except Exception:
+                log.exception("closing task %s failed", task.task_id)
+        if self._standbys is not None and self.tasks:
+            self._standbys.unclaim(list(self.tasks))
+        self.tasks.clear()
+        self._input.clear()
