@@ -13,7 +13,8 @@ committed ones) and scrapes real workers:
   PlatformStreamsConsumerLagGrowing;
 * a worker whose state directory is a 1 MiB tmpfs (root mounts it; CI runs as root) and
   whose store gets ~24 MiB of distinct keys: RocksDB's background memtable flush fails with
-  ENOSPC, ``rocksdb.background-errors`` becomes 1 -> PlatformStreamsRocksDBErrors.
+  ENOSPC, ``rocksdb.background-errors`` becomes 1 -> PlatformStreamsRocksDBErrors; more
+  writes then fail the thread -> PlatformStreamsStreamThreadFailed, and the gauge goes.
 
 Dropped records and end-to-end latency fire in ``test_dashboards.py`` (its worker gets bad
 and back-filled records); restore stuck and rebalancing too long in
@@ -205,12 +206,12 @@ def test_consumer_lag_growing_fires_for_a_worker_slower_than_its_input(
         assert float(lag[0]["value"][1]) > 0
 
 
-#: RocksDB's memtable (``rocksdb._WRITE_BUFFER_BYTES``, 8 MiB) must fill and be switched by
-#: a later write for a *background* flush to run: 45 000 distinct keys of ~530 bytes reach
-#: RocksDB in two overlay batches of 20 000 puts (``_MAX_PENDING``), ~10 MiB each; the
-#: second write switches the full memtable and the flush of ~10 MiB of random (incompressible)
-#: values then fails on the 1 MiB tmpfs. The last 5 000 puts stay in the overlay, so no
-#: later write meets the background error and the worker keeps running (and exporting).
+#: ~24 MiB of distinct keys: past the 10 MiB record cache, over 8 MiB reach RocksDB (in
+#: overlay batches of ``rocksdb._MAX_PENDING`` puts) and fill its memtable
+#: (``_WRITE_BUFFER_BYTES``); its background flush of random (incompressible) values fails
+#: on the 1 MiB tmpfs. Too few puts follow to push another batch, and the commit (which
+#: flushes) is far off, so the worker keeps running and exporting the error count. A second
+#: flood then pushes a batch into the stopped instance: the stream thread fails.
 _FLOOD_RECORDS = 45_000
 _TINY_TMPFS = "1m"
 
@@ -287,3 +288,14 @@ def test_rocksdb_errors_fire_for_a_store_whose_flush_finds_the_disk_full(
         assert streams.state() is State.RUNNING
         errors = prometheus.query('sum(kafka_streams_state_background_errors{store="full-disk-store"})')
         assert float(errors[0]["value"][1]) >= 1
+
+        # the next batch written to the stopped instance fails the thread; the gauge goes
+        # with the closed store (docs/runbooks.md: the thread alerts take over)
+        produce(bootstrap_servers, source, [(f"more-{i:06d}", "x" * 500) for i in range(30_000)])
+        streams.wait_for_state(State.ERROR, timeout_s=60)
+        prometheus.wait_for_alert("PlatformStreamsStreamThreadFailed")
+        wait_until(
+            lambda: not prometheus.query('kafka_streams_state_background_errors{store="full-disk-store"}'),
+            30,
+            "the closed store's background-errors gauge to go away",
+        )
