@@ -24,4 +24,5 @@ SHORT = generate_rules.Tuning(
     dropped_window="10s",
     dropped_for="2s",
     compat_window="10s",
+    rocksdb_for="1s",
 )

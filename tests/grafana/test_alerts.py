@@ -10,17 +10,23 @@ committed ones) and scrapes real workers:
 * a worker whose processor throws once, with ``REPLACE_WORKER``: the thread is replaced and
   the client keeps RUNNING -> PlatformStreamsStreamThreadFailed only;
 * a worker slower than its input (a processor that sleeps, a small input buffer) ->
-  PlatformStreamsConsumerLagGrowing.
+  PlatformStreamsConsumerLagGrowing;
+* a worker whose state directory is a 1 MiB tmpfs (root mounts it; CI runs as root) and
+  whose store gets ~24 MiB of distinct keys: RocksDB's background memtable flush fails with
+  ENOSPC, ``rocksdb.background-errors`` becomes 1 -> PlatformStreamsRocksDBErrors; more
+  writes then fail the thread -> PlatformStreamsStreamThreadFailed, and the gauge goes.
 
 Dropped records and end-to-end latency fire in ``test_dashboards.py`` (its worker gets bad
 and back-filled records); restore stuck and rebalancing too long in
-``test_restore_and_assignment_series.py`` (a worker whose restore is held); RocksDB
-background errors cannot be provoked here (a healthy disk) and are covered by
-``promtool test rules`` in ``test_rules.py``.
+``test_restore_and_assignment_series.py`` (a worker whose restore is held).
 """
 
 from __future__ import annotations
 
+import base64
+import os
+import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +37,7 @@ from typing import Any
 import pytest
 
 from platform_streams import KafkaStreams, State, StreamsBuilder
-from platform_streams.dsl import Consumed
+from platform_streams.dsl import Consumed, Materialized
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.processor import Processor, Record
 from platform_streams.runtime.lifecycle import StreamsUncaughtExceptionResponse
@@ -198,3 +204,98 @@ def test_consumer_lag_growing_fires_for_a_worker_slower_than_its_input(
         assert alert["labels"]["application_id"] == slow.config.application_id
         lag = prometheus.query(f'sum(kafka_streams_consumer_records_lag{{topic="{source}"}})')
         assert float(lag[0]["value"][1]) > 0
+
+
+#: ~24 MiB of distinct keys: past the 10 MiB record cache, over 8 MiB reach RocksDB (in
+#: overlay batches of ``rocksdb._MAX_PENDING`` puts) and fill its memtable
+#: (``_WRITE_BUFFER_BYTES``); its background flush of random (incompressible) values fails
+#: on the 1 MiB tmpfs. Too few puts follow to push another batch, and the commit (which
+#: flushes) is far off, so the worker keeps running and exporting the error count. A second
+#: flood then pushes a batch into the stopped instance: the stream thread fails.
+_FLOOD_RECORDS = 45_000
+_TINY_TMPFS = "1m"
+
+
+def _unavailable(reason: str) -> None:
+    """Skip here; fail in CI, which runs as root and must prove this alert."""
+    if os.environ.get("CI"):  # as tests/support/prometheus.py: CI must prove it
+        pytest.fail(f"CI must run the RocksDB disk-full alert test: {reason}")
+    pytest.skip(reason)
+
+
+@contextmanager
+def _tiny_tmpfs(path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs at ``path`` (root only), unmounted afterwards; only this mount is touched."""
+    path.mkdir(parents=True)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        _unavailable("mounting a tmpfs for the RocksDB disk-full alert needs root and mount(8)")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={_TINY_TMPFS},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        _unavailable(f"cannot mount a tmpfs at {path}: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        if subprocess.run(["umount", str(path)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(path)], check=True)  # a file still open: detach
+
+
+def test_rocksdb_errors_fire_for_a_store_whose_flush_finds_the_disk_full(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    source = new_topic(admin, 1, "rocks-in")
+    with ExitStack() as stack:
+        disk = stack.enter_context(_tiny_tmpfs(tmp_path / "tiny-disk"))
+        builder = StreamsBuilder()
+        builder.table(
+            source,
+            Consumed(key_serde=String(), value_serde=String()),
+            Materialized.as_("full-disk-store"),
+        )
+        config = app_config(
+            bootstrap_servers,
+            disk / "state",
+            http_port=0,
+            commit_interval_ms=600_000,  # no commit-time flush during the test: only the background one
+        )
+        streams = KafkaStreams(builder.build(), config)
+        streams.start()
+        stack.callback(streams.close, timeout_s=30)
+        assert streams.http_server is not None
+        streams.wait_for_state(State.RUNNING, timeout_s=60)
+        rules = generate_rules.write(tmp_path / "rules", SHORT)
+        prometheus = stack.enter_context(
+            running_prometheus(
+                [f"127.0.0.1:{streams.http_server.address.port}"],
+                tmp_path / "prometheus",
+                rule_files=rules,
+            )
+        )
+        produce(
+            bootstrap_servers,
+            source,
+            [(f"key-{i:06d}", base64.b64encode(os.urandom(384)).decode()) for i in range(_FLOOD_RECORDS)],
+        )
+        alert = prometheus.wait_for_alert("PlatformStreamsRocksDBErrors", timeout_s=90)
+        assert alert["labels"]["store"] == "full-disk-store"
+        assert alert["labels"]["application_id"] == config.application_id
+        assert alert["labels"]["severity"] == "critical"
+        # a background error: the worker itself has not failed (yet)
+        assert streams.state() is State.RUNNING
+        errors = prometheus.query('sum(kafka_streams_state_background_errors{store="full-disk-store"})')
+        assert float(errors[0]["value"][1]) >= 1
+
+        # the next batch written to the stopped instance fails the thread; the gauge goes
+        # with the closed store (docs/runbooks.md: the thread alerts take over)
+        produce(bootstrap_servers, source, [(f"more-{i:06d}", "x" * 500) for i in range(30_000)])
+        streams.wait_for_state(State.ERROR, timeout_s=60)
+        prometheus.wait_for_alert("PlatformStreamsStreamThreadFailed")
+        wait_until(
+            lambda: not prometheus.query('kafka_streams_state_background_errors{store="full-disk-store"}'),
+            30,
+            "the closed store's background-errors gauge to go away",
+        )
