@@ -109,4 +109,6 @@ def topology() -> StreamsBuilder:
     """The CLI's factory: topic names from ``SOAK_INPUT``, ``SOAK_TABLE``, ``SOAK_COUNTS``,
     ``SOAK_WINDOWS`` and ``SOAK_JOINED``."""
     env = os.environ
-    return build(env["SOAK_INPUT"], env["SOAK_TABLE"], env["SOAK_COUNTS"], env["SOAK_WINDOWS"], env["SOAK_JOINED"])
+    return build(
+        env["SOAK_INPUT"], env["SOAK_TABLE"], env["SOAK_COUNTS"], env["SOAK_WINDOWS"], env["SOAK_JOINED"]
+    )

@@ -47,9 +47,14 @@ class Tally:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "lost": self.lost, "wrong": self.wrong, "duplicates": self.duplicates,
-            "broker_leaked": self.broker_leaked, "at_least_once_redelivered": self.redelivered,
-            "stuck": self.stuck, "by_kind": dict(self.counts), "details": self.details,
+            "lost": self.lost,
+            "wrong": self.wrong,
+            "duplicates": self.duplicates,
+            "broker_leaked": self.broker_leaked,
+            "at_least_once_redelivered": self.redelivered,
+            "stuck": self.stuck,
+            "by_kind": dict(self.counts),
+            "details": self.details,
         }
 
 
@@ -80,7 +85,9 @@ class AppChecker:
 
     def _scan(self, topic_env: str, on_record: Any) -> int:
         spec = self.app.spec
-        return scan(spec.bootstrap, spec.topics[topic_env], self.partitions, on_record, committed_only=self.eos)
+        return scan(
+            spec.bootstrap, spec.topics[topic_env], self.partitions, on_record, committed_only=self.eos
+        )
 
     def check_counts(self) -> int:
         writers, top = Writers(), Counter[str]()
@@ -105,7 +112,9 @@ class AppChecker:
                 self.tally.note("count_lost", f"{key}: {missing} of updates 1..{n} missing")
             if last.get(key) != n or top[key] > n:
                 self.tally.wrong += 1
-                self.tally.note("count_wrong", f"{key}: last update {last.get(key)}, max {top[key]}, expected {n}")
+                self.tally.note(
+                    "count_wrong", f"{key}: last update {last.get(key)}, max {top[key]}, expected {n}"
+                )
         self.final_counts = last
         return read
 
@@ -143,7 +152,9 @@ class AppChecker:
                 self.tally.note("join_wrong", f"{key} -> {value}")
             first = writers.seen(name, seq)
             if first is not None:
-                self._repeat("join", first, f"{name} seq {seq} joined again (first by pid {first}, now {pid})")
+                self._repeat(
+                    "join", first, f"{name} seq {seq} joined again (first by pid {first}, now {pid})"
+                )
             else:
                 writers.mark(name, seq, pid)
 
@@ -172,7 +183,9 @@ class AppChecker:
                 # of this application came after the poison record was produced
                 leaked = any(at >= self.history.poison[value] for at in self.leaky.values())
                 for _ in range(times - 1):
-                    self._repeat("dead_letter", next(iter(self.leaky)) if leaked else None, f"{value} x{times}")
+                    self._repeat(
+                        "dead_letter", next(iter(self.leaky)) if leaked else None, f"{value} x{times}"
+                    )
         for value in self.history.poison:
             if value not in seen:
                 self.tally.lost += 1
@@ -212,18 +225,25 @@ class AppChecker:
         scanned = {row["key"]: row["value"] for row in doc.get("rows", [])}
         if status != 200 or doc.get("missing_partitions"):
             self.tally.wrong += 1
-            self.tally.note("iq_scan_failed", f"HTTP {status}, missing partitions {doc.get('missing_partitions')}")
+            self.tally.note(
+                "iq_scan_failed", f"HTTP {status}, missing partitions {doc.get('missing_partitions')}"
+            )
         for key, n in sorted(expected.items()):
             if scanned.get(key) != n or self.final_counts.get(key) != n:
                 self.tally.wrong += 1
-                self.tally.note("iq_wrong", f"{key}: IQ scan {scanned.get(key)!r}, output {self.final_counts.get(key)}, expected {n}")
+                self.tally.note(
+                    "iq_wrong",
+                    f"{key}: IQ scan {scanned.get(key)!r}, output {self.final_counts.get(key)}, expected {n}",
+                )
         for i, key in enumerate(sorted(expected)[:sample]):
             port = ports[(i + 1) % len(ports)]
             status, body = _get_with_retries(port, f"/stores/{COUNTS_STORE}/keys/{key}")
             value = json.loads(body).get("value") if status == 200 else None
             if value != expected[key]:
                 self.tally.wrong += 1
-                self.tally.note("iq_wrong", f"{key}: IQ at port {port} HTTP {status} {value!r}, expected {expected[key]}")
+                self.tally.note(
+                    "iq_wrong", f"{key}: IQ at port {port} HTTP {status} {value!r}, expected {expected[key]}"
+                )
         return len(scanned) + min(sample, len(expected))
 
 
@@ -245,9 +265,9 @@ def committed_input(admin: KafkaAdmin, app: App, input_topic: str, partitions: i
 def caught_up(admin: KafkaAdmin, app: App, history: History, input_topic: str, partitions: int) -> bool:
     """Input committed to its end, and the repartition topic to within one (a transaction
     marker) of its end as found by fetching."""
-    behind = sum(history.ends.values()) - committed_input(admin, app, input_topic, partitions)
-    if behind > 0:
-        print(f"soak: {app.spec.name}: input {behind} records behind", flush=True)
+    input_behind = sum(history.ends.values()) - committed_input(admin, app, input_topic, partitions)
+    if input_behind > 0:
+        print(f"soak: {app.spec.name}: input {input_behind} records behind", flush=True)
         return False
     topic = f"{app.spec.app_id}-{REPARTITION}-repartition"
     tps = [(topic, p) for p in range(partitions)]

@@ -64,9 +64,15 @@ class AppSpec:
     dead_letter: str
     workers: int = 2
 
-    def settings(self, state_dir: Path, port: int) -> list[str]:
+    def settings(self, state_dir: Path, port: int, instance: str) -> list[str]:
+        """The ``--set`` arguments of one process. ``group.instance.id`` (static membership,
+        as the Helm chart sets it; ``run --workers`` appends ``-w<i>``) keeps a worker's
+        identity -- its transactional.id -- when its state directory is lost: on Tansu only
+        the same transactional.id settles a killed producer's open transaction, which
+        otherwise blocks read_committed readers of its partitions forever."""
         values = {
             "application.id": self.app_id,
+            "group.instance.id": f"{self.app_id}-{instance}",
             "bootstrap.servers": self.bootstrap,
             "state.dir": str(state_dir),
             "processing.guarantee": self.guarantee,
@@ -110,8 +116,11 @@ class Supervised:
         args += ["--restart-backoff", "1", "--close-timeout", "120"]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                _run_command(*args, *spec.settings(spec.run_dir / f"{spec.name}-state", self.port)),
-                stdout=out, stderr=out, env=spec.env(), cwd=REPO,
+                _run_command(*args, *spec.settings(spec.run_dir / f"{spec.name}-state", self.port, "sup")),
+                stdout=out,
+                stderr=out,
+                env=spec.env(),
+                cwd=REPO,
             )
         return self
 
@@ -174,8 +183,13 @@ class Instance:
             out.write(f"--- start {self.starts} at {time.time():.0f} ---\n".encode())
             out.flush()
             self.proc = subprocess.Popen(
-                _run_command("--close-timeout", "120", *self.spec.settings(self.state_dir, self.port)),
-                stdout=out, stderr=out, env=self.spec.env(), cwd=REPO,
+                _run_command(
+                    "--close-timeout", "120", *self.spec.settings(self.state_dir, self.port, "extra")
+                ),
+                stdout=out,
+                stderr=out,
+                env=self.spec.env(),
+                cwd=REPO,
             )
 
     def pid(self) -> int | None:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from soak.app import COUNTS_STORE, WINDOWS_STORE
-from soak.cluster import App, TIMING
+from soak.cluster import TIMING, App
 from soak.producer import Producer
 from soak.schedule import Fault
 
@@ -138,7 +138,9 @@ class FaultRunner:
         if extra.running():
             return "already 3 workers (skipped)"
         extra.start(wipe_state=fault.wipe)
-        return f"started the third worker pid {extra.pid()}" + (" on an empty state dir" if fault.wipe else "")
+        return f"started the third worker pid {extra.pid()}" + (
+            " on an empty state dir" if fault.wipe else ""
+        )
 
     def _scale_down(self, fault: Fault) -> str:
         extra = self.apps[fault.app].extra
@@ -173,8 +175,12 @@ class FaultRunner:
             while time.monotonic() < deadline:
                 key = f"k{rng.randrange(self.keys)}"
                 path = rng.choice(
-                    [*good, f"/stores/{COUNTS_STORE}/keys/{key}", f"/stores/{WINDOWS_STORE}/windows/{key}",
-                     *_BAD_PATHS]
+                    [
+                        *good,
+                        f"/stores/{COUNTS_STORE}/keys/{key}",
+                        f"/stores/{WINDOWS_STORE}/windows/{key}",
+                        *_BAD_PATHS,
+                    ]
                 )
                 status, body = http_get(rng.choice(ports), path)
                 counts["requests"] += 1

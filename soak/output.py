@@ -45,18 +45,20 @@ def scan(
         last_progress = time.monotonic()
         while len(at_end) < partitions:
             if time.monotonic() - last_progress > stall_s:
-                raise TimeoutError(f"reading {topic}: no progress for {stall_s:.0f}s (at end: {sorted(at_end)})")
+                raise TimeoutError(
+                    f"reading {topic}: no progress for {stall_s:.0f}s (at end: {sorted(at_end)})"
+                )
             for msg in consumer.consume(5000, 0.5):
-                err = msg.error()
+                err, partition = msg.error(), msg.partition() or 0
                 if err is not None:
                     if err.code() == _PARTITION_EOF:
-                        at_end.add(msg.partition())
+                        at_end.add(partition)
                         last_progress = time.monotonic()
                     continue
-                at_end.discard(msg.partition())
+                at_end.discard(partition)
                 last_progress = time.monotonic()
                 key, value = msg.key(), msg.value()
-                on_record(key.decode() if key else "", value.decode() if value else "", msg.partition())
+                on_record(key.decode() if key else "", value.decode() if value else "", partition)
                 count += 1
     finally:
         consumer.close()

@@ -65,6 +65,8 @@ class Producer:
                 "enable.idempotence": True,
                 "message.timeout.ms": 0,  # never give up: a paused broker delays, it loses nothing
                 "linger.ms": 20,
+                # Java's partitioner: key queries are routed to one partition by murmur2
+                "partitioner": "murmur2_random",
                 "allow.auto.create.topics": False,
             }
         )
@@ -105,7 +107,10 @@ class Producer:
         while True:
             try:
                 self._producer.produce(
-                    self.topic, value.encode(), key.encode(), on_delivery=self._delivered,
+                    self.topic,
+                    value.encode(),
+                    key.encode(),
+                    on_delivery=self._delivered,
                     timestamp=int(time.time() * 1000),
                 )
                 return

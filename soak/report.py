@@ -24,7 +24,9 @@ def write_json(run_dir: Path, report: dict[str, Any]) -> Path:
     return path
 
 
-def plot(run_dir: Path, samples: list[dict[str, Any]], faults: list[dict[str, Any]], title: str) -> Path | None:
+def plot(
+    run_dir: Path, samples: list[dict[str, Any]], faults: list[dict[str, Any]], title: str
+) -> Path | None:
     """Throughput (produced and per application) and lag over time, faults as marks."""
     try:
         import matplotlib
@@ -38,10 +40,12 @@ def plot(run_dir: Path, samples: list[dict[str, Any]], faults: list[dict[str, An
     apps = sorted(samples[-1]["committed"])
     times = [s["t"] / 60 for s in samples]
     fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(12, 9), sharex=True)
-    rate = lambda series: [0.0] + [  # noqa: E731
-        max(0.0, (b - a) / max(1e-3, tb - ta))
-        for a, b, ta, tb in zip(series, series[1:], [s["t"] for s in samples], [s["t"] for s in samples[1:]])
-    ]
+    stamps = [s["t"] for s in samples]
+
+    def rate(series: list[int]) -> list[float]:
+        pairs = zip(series, series[1:], stamps, stamps[1:], strict=False)
+        return [0.0] + [max(0.0, (b - a) / max(1e-3, tb - ta)) for a, b, ta, tb in pairs]
+
     top.plot(times, rate([s["produced"] for s in samples]), label="produced", color="black", lw=1)
     for app in apps:
         top.plot(times, rate([s["committed"][app] for s in samples]), label=f"{app} committed", lw=1)
@@ -55,7 +59,7 @@ def plot(run_dir: Path, samples: list[dict[str, Any]], faults: list[dict[str, An
     bottom.set_ylabel("load")
     bottom.set_xlabel("minutes")
     kinds = sorted({f["kind"] for f in faults})
-    colours = dict(zip(kinds, plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3))
+    colours = dict(zip(kinds, plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3, strict=False))
     for fault in faults:
         for axis in (top, middle, bottom):
             axis.axvline(fault["ran_at_s"] / 60, color=colours[fault["kind"]], alpha=0.35, lw=1)

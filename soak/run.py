@@ -47,8 +47,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keys", type=int, default=int(env.get("SOAK_KEYS", "200")))
     parser.add_argument("--out", type=Path, default=Path(env["SOAK_OUT"]) if env.get("SOAK_OUT") else None)
     parser.add_argument("--bootstrap", default=env.get("PLATFORM_STREAMS_BOOTSTRAP"))
-    parser.add_argument("--settle-timeout", type=float, default=float(env.get("SOAK_SETTLE_S", "900")),
-                        help="seconds the applications get to catch up after the input stops")
+    parser.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=float(env.get("SOAK_SETTLE_S", "900")),
+        help="seconds the applications get to catch up after the input stops",
+    )
     return parser.parse_args(argv)
 
 
@@ -62,9 +66,15 @@ def _create_topics(admin: KafkaAdmin, run_id: str) -> dict[str, str]:
     return names
 
 
-def _app_topics(admin: KafkaAdmin, run_id: str, name: str, shared: dict[str, str]) -> tuple[dict[str, str], str]:
+def _app_topics(
+    admin: KafkaAdmin, run_id: str, name: str, shared: dict[str, str]
+) -> tuple[dict[str, str], str]:
     topics = {**shared}
-    for env_name, suffix in (("SOAK_COUNTS", "counts"), ("SOAK_WINDOWS", "windows"), ("SOAK_JOINED", "joined")):
+    for env_name, suffix in (
+        ("SOAK_COUNTS", "counts"),
+        ("SOAK_WINDOWS", "windows"),
+        ("SOAK_JOINED", "joined"),
+    ):
         topics[env_name] = f"soak-{run_id}-{name}-{suffix}"
     dead_letter = f"soak-{run_id}-{name}-dead-letters"
     admin.create_topics(
@@ -95,7 +105,9 @@ def _wait(condition: Any, timeout_s: float, what: str, interval_s: float = 2.0) 
 class Sampler:
     """Every ``interval_s``: records produced, input committed per application, lag, load."""
 
-    def __init__(self, admin: KafkaAdmin, apps: dict[str, App], producer: Producer, topic: str, t0: float) -> None:
+    def __init__(
+        self, admin: KafkaAdmin, apps: dict[str, App], producer: Producer, topic: str, t0: float
+    ) -> None:
         self.samples: list[dict[str, Any]] = []
         self._args = (admin, apps, producer, topic, t0)
         self._stop = threading.Event()
@@ -136,8 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     run_id = uuid.uuid4().hex[:8]
     run_dir = args.out or REPO / "soak-runs" / time.strftime(f"%Y%m%dT%H%M%S-{run_id}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    replay = f"SOAK_MINUTES={args.minutes:g} SOAK_SEED={seed} SOAK_RATE={args.rate} SOAK_KEYS={args.keys} make soak"
-    print(f"soak: seed {seed}, {args.minutes:g} min, {args.rate} records/s, {args.keys} keys; run dir {run_dir}", flush=True)
+    replay = f"SOAK_MINUTES={args.minutes:g} SOAK_SEED={seed} SOAK_RATE={args.rate} SOAK_KEYS={args.keys}"
+    replay += " make soak"
+    print(
+        f"soak: seed {seed}, {args.minutes:g} min, {args.rate} records/s, {args.keys} keys; "
+        f"run dir {run_dir}",
+        flush=True,
+    )
     print(f"soak: replay with: {replay}", flush=True)
     broker: EmbeddedBroker | None = None
     if args.bootstrap is None:
@@ -156,12 +173,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(
-    args: argparse.Namespace, seed: int, run_id: str, run_dir: Path, bootstrap: str,
-    broker: EmbeddedBroker | None, apps: dict[str, App], replay: str,
+    args: argparse.Namespace,
+    seed: int,
+    run_id: str,
+    run_dir: Path,
+    bootstrap: str,
+    broker: EmbeddedBroker | None,
+    apps: dict[str, App],
+    replay: str,
 ) -> int:
     admin = KafkaAdmin(bootstrap)
     aborts = broker_aborts_dead_transactions(bootstrap, admin)
-    print(f"soak: broker {'aborts' if aborts else 'COMMITS (Tansu)'} a killed producer's open transaction", flush=True)
+    print(
+        f"soak: broker {'aborts' if aborts else 'COMMITS (Tansu)'} a killed producer's open transaction",
+        flush=True,
+    )
     shared = _create_topics(admin, run_id)
     produce(bootstrap, shared["SOAK_TABLE"], [(f"g{i}", table_value(f"g{i}")) for i in range(GROUPS)])
     for name, guarantee in (("eos", "exactly_once_v2"), ("alos", "at_least_once")):
@@ -169,7 +195,11 @@ def _run(
         spec = AppSpec(name, f"soak-{run_id}-{name}", guarantee, bootstrap, topics, run_dir, dead_letter)
         apps[name] = App(spec, Supervised(spec).start(), Instance(spec) if name == "eos" else None)
     for name, app in apps.items():
-        if not _wait(lambda: len(app.supervised.pids()) == app.spec.workers and _all_running(app), 300, f"{name} RUNNING"):
+        if not _wait(
+            lambda app=app: len(app.supervised.pids()) == app.spec.workers and _all_running(app),
+            300,
+            f"{name} RUNNING",
+        ):
             raise SystemExit(f"soak: {name} did not start; see {app.supervised.log}")
     print("soak: both applications RUNNING", flush=True)
 
@@ -185,17 +215,26 @@ def _run(
     load: list[str] = []
     while time.monotonic() - t0 < args.minutes * 60:
         time.sleep(min(60.0, max(0.1, t0 + args.minutes * 60 - time.monotonic())))
-        load.append(f"+{(time.monotonic() - t0) / 60:.0f}m {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+        uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        load.append(f"+{(time.monotonic() - t0) / 60:.0f}m {uptime}")
         print(f"soak: {load[-1]}; produced {producer.history.records}", flush=True)
     producer.stop()
     runner.stop()
     input_stopped = time.monotonic()
     history = producer.history
-    print(f"soak: input stopped: {history.records} records, {len(history.poison)} poison; waiting for catch-up", flush=True)
+    print(
+        f"soak: input stopped: {history.records} records, {len(history.poison)} poison; waiting for catch-up",
+        flush=True,
+    )
 
     settled: dict[str, float | None] = {}
     for name, app in apps.items():
-        ok = _wait(lambda: caught_up(admin, app, history, shared["SOAK_INPUT"], PARTITIONS), args.settle_timeout, f"{name} to catch up", 5.0)
+        ok = _wait(
+            lambda app=app: caught_up(admin, app, history, shared["SOAK_INPUT"], PARTITIONS),
+            args.settle_timeout,
+            f"{name} to catch up",
+            5.0,
+        )
         settled[name] = round(time.monotonic() - input_stopped, 1) if ok else None
         print(f"soak: {name} caught up after {settled[name]}s", flush=True)
     time.sleep(5)  # the last commits' outputs
@@ -217,11 +256,19 @@ def _run(
             checker.tally.stuck += 1
             checker.tally.note("not_caught_up", f"input not processed within {args.settle_timeout:.0f}s")
         tallies[name] = checker.tally
-        checks[name] = {"records_read": read, "iq_keys_asked": asked, "workers": workers,
-                        "caught_up_after_s": settled[name], **checker.tally.to_dict()}
+        checks[name] = {
+            "records_read": read,
+            "iq_keys_asked": asked,
+            "workers": workers,
+            "caught_up_after_s": settled[name],
+            **checker.tally.to_dict(),
+        }
     stop_status = {name: app.stop() for name, app in apps.items()}
 
-    totals = {k: sum(getattr(t, k) for t in tallies.values()) for k in ("lost", "wrong", "duplicates", "stuck", "broker_leaked")}
+    totals = {
+        k: sum(getattr(t, k) for t in tallies.values())
+        for k in ("lost", "wrong", "duplicates", "stuck", "broker_leaked")
+    }
     totals["wrong"] += len(runner.http_5xx)
     line = summary_line(args.minutes, history.records, len(runner.done), totals)
     report = {
@@ -229,8 +276,11 @@ def _run(
         "seed": seed,
         "replay": replay,
         "command": " ".join(
-            [*(f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items()) if k.startswith("SOAK_")),
-             "python -m soak", *(shlex.quote(a) for a in sys.argv[1:])]
+            [
+                *(f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items()) if k.startswith("SOAK_")),
+                "python -m soak",
+                *(shlex.quote(a) for a in sys.argv[1:]),
+            ]
         ),
         "commit": _git_commit(),
         "minutes": args.minutes,

@@ -67,8 +67,14 @@ def make_schedule(
         app = rng.choice(APPS)
         worker = f"w{rng.randrange(workers)}"
         if kind == "scale":
-            faults.append(Fault(round(at, 1), "scale_down" if scaled_up else "scale_up", "eos",
-                                wipe=not scaled_up and rng.random() < 0.5))
+            faults.append(
+                Fault(
+                    round(at, 1),
+                    "scale_down" if scaled_up else "scale_up",
+                    "eos",
+                    wipe=not scaled_up and rng.random() < 0.5,
+                )
+            )
             scaled_up = not scaled_up
         elif kind in ("kill9", "sigstop", "state_delete"):
             if kind == "sigstop" and scaled_up and app == "eos" and rng.random() < 0.3:
