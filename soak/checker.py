@@ -257,6 +257,16 @@ def _get_with_retries(port: int, path: str, attempts: int = 5) -> tuple[int, byt
     return status, body
 
 
+_LAST_SAID: dict[str, float] = {}
+
+
+def _say(app: App, text: str, every_s: float = 30.0) -> None:
+    """Progress while waiting for catch-up, at most every ``every_s`` per application."""
+    if time.monotonic() - _LAST_SAID.get(app.spec.name, 0.0) >= every_s:
+        _LAST_SAID[app.spec.name] = time.monotonic()
+        print(f"soak: {app.spec.name}: {text}", flush=True)
+
+
 def committed_input(admin: KafkaAdmin, app: App, input_topic: str, partitions: int) -> int:
     committed = admin.committed_offsets(app.spec.app_id, [(input_topic, p) for p in range(partitions)])
     return sum(o or 0 for o in committed.values())
@@ -267,7 +277,7 @@ def caught_up(admin: KafkaAdmin, app: App, history: History, input_topic: str, p
     marker) of its end as found by fetching."""
     input_behind = sum(history.ends.values()) - committed_input(admin, app, input_topic, partitions)
     if input_behind > 0:
-        print(f"soak: {app.spec.name}: input {input_behind} records behind", flush=True)
+        _say(app, f"input {input_behind} records behind")
         return False
     topic = f"{app.spec.app_id}-{REPARTITION}-repartition"
     tps = [(topic, p) for p in range(partitions)]
@@ -276,6 +286,6 @@ def caught_up(admin: KafkaAdmin, app: App, history: History, input_topic: str, p
     slack = 1 if app.spec.guarantee == "exactly_once_v2" else 0
     behind = {tp[1]: end - (committed.get(tp) or 0) for tp, end in ends.items()}
     if any(n > slack for n in behind.values()):
-        print(f"soak: {app.spec.name}: repartition topic behind {behind}", flush=True)
+        _say(app, f"repartition topic behind {behind}")
         return False
     return True

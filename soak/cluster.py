@@ -64,15 +64,18 @@ class AppSpec:
     dead_letter: str
     workers: int = 2
 
-    def settings(self, state_dir: Path, port: int, instance: str) -> list[str]:
-        """The ``--set`` arguments of one process. ``group.instance.id`` (static membership,
-        as the Helm chart sets it; ``run --workers`` appends ``-w<i>``) keeps a worker's
-        identity -- its transactional.id -- when its state directory is lost: on Tansu only
-        the same transactional.id settles a killed producer's open transaction, which
-        otherwise blocks read_committed readers of its partitions forever."""
+    def settings(self, state_dir: Path, port: int, instance: str | None) -> list[str]:
+        """The ``--set`` arguments of one process; ``instance`` None: a dynamic member.
+
+        The supervised workers are static members (``group.instance.id``, as the Helm chart
+        sets it; ``run --workers`` appends ``-w<i>``): a worker keeps its identity -- its
+        transactional.id -- when its state directory is lost, and on Tansu only the same
+        transactional.id settles a killed producer's open transaction, which otherwise
+        blocks read_committed readers of its partitions forever. The scaling instance is a
+        dynamic member: it leaves for good, and Tansu never expels a static member that
+        does not come back (its partitions would stay assigned to nobody)."""
         values = {
             "application.id": self.app_id,
-            "group.instance.id": f"{self.app_id}-{instance}",
             "bootstrap.servers": self.bootstrap,
             "state.dir": str(state_dir),
             "processing.guarantee": self.guarantee,
@@ -84,6 +87,8 @@ class AppSpec:
             "application.server": f"127.0.0.1:{port}",
             **TIMING,
         }
+        if instance is not None:
+            values["group.instance.id"] = f"{self.app_id}-{instance}"
         return [arg for k, v in values.items() for arg in ("--set", f"{k}={v}")]
 
     def env(self) -> dict[str, str]:
@@ -183,9 +188,7 @@ class Instance:
             out.write(f"--- start {self.starts} at {time.time():.0f} ---\n".encode())
             out.flush()
             self.proc = subprocess.Popen(
-                _run_command(
-                    "--close-timeout", "120", *self.spec.settings(self.state_dir, self.port, "extra")
-                ),
+                _run_command("--close-timeout", "120", *self.spec.settings(self.state_dir, self.port, None)),
                 stdout=out,
                 stderr=out,
                 env=self.spec.env(),
