@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from platform_streams.kafka import KafkaAdmin
+from platform_streams.errors import StreamsError
+from platform_streams.kafka import KafkaAdmin, KafkaException
 from platform_streams.kafka.positions import log_end_offsets
 from soak.app import COUNTS_STORE, REPARTITION, SUBTOPOLOGIES, group_of, table_value
 from soak.cluster import App
@@ -27,6 +29,7 @@ from soak.output import Writers, scan
 from soak.producer import History
 
 MAX_DETAILS = 20
+T = TypeVar("T")
 
 
 @dataclass
@@ -80,6 +83,16 @@ class AppChecker:
         else:
             t.duplicates += 1
             t.note(f"{what}_duplicate", text)
+
+    def guarded(self, check: Callable[[], T], failed: T) -> T:
+        """Run one check; one that cannot finish (an output that cannot be read to its end,
+        an endpoint that does not answer) counts as stuck instead of ending the run."""
+        try:
+            return check()
+        except Exception as exc:
+            self.tally.stuck += 1
+            self.tally.note("check_failed", f"{check.__name__}: {exc!r}")
+            return failed
 
     # ------------------------------------------------------------------ outputs
 
@@ -274,7 +287,16 @@ def committed_input(admin: KafkaAdmin, app: App, input_topic: str, partitions: i
 
 def caught_up(admin: KafkaAdmin, app: App, history: History, input_topic: str, partitions: int) -> bool:
     """Input committed to its end, and the repartition topic to within one (a transaction
-    marker) of its end as found by fetching."""
+    marker) of its end as found by fetching. A broker too slow to answer (a loaded machine,
+    a paused broker) is "not yet", never the end of the run."""
+    try:
+        return _caught_up(admin, app, history, input_topic, partitions)
+    except (StreamsError, KafkaException) as exc:
+        _say(app, f"catch-up not known yet: {exc}")
+        return False
+
+
+def _caught_up(admin: KafkaAdmin, app: App, history: History, input_topic: str, partitions: int) -> bool:
     input_behind = sum(history.ends.values()) - committed_input(admin, app, input_topic, partitions)
     if input_behind > 0:
         _say(app, f"input {input_behind} records behind")

@@ -245,13 +245,13 @@ def _run(
         checker = AppChecker(app, history, PARTITIONS, {} if aborts else runner.leaky_pids)
         print(f"soak: checking {name}", flush=True)
         read = {
-            "counts": checker.check_counts(),
-            "windows": checker.check_windows(),
-            "joined": checker.check_joined(),
-            "dead_letters": checker.check_dead_letters(),
+            "counts": checker.guarded(checker.check_counts, 0),
+            "windows": checker.guarded(checker.check_windows, 0),
+            "joined": checker.guarded(checker.check_joined, 0),
+            "dead_letters": checker.guarded(checker.check_dead_letters, 0),
         }
-        workers = checker.check_workers()
-        asked = checker.check_queries()
+        workers = checker.guarded(checker.check_workers, dict[str, Any]())
+        asked = checker.guarded(checker.check_queries, 0)
         if settled[name] is None:
             checker.tally.stuck += 1
             checker.tally.note("not_caught_up", f"input not processed within {args.settle_timeout:.0f}s")
