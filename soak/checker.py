@@ -233,7 +233,7 @@ class AppChecker:
         other endpoints (forwarded to the owner). Returns the keys compared."""
         ports = self.app.ports()
         expected = self.history.last_seq
-        status, body = _get_with_retries(ports[0], f"/stores/{COUNTS_STORE}/range?limit=1000000")
+        status, body = _get_with_retries(ports[0], f"/stores/{COUNTS_STORE}/range?limit=100000")
         doc = json.loads(body) if status == 200 else {}
         scanned = {row["key"]: row["value"] for row in doc.get("rows", [])}
         if status != 200 or doc.get("missing_partitions"):
