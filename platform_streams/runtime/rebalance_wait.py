@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import BrokerError
+from platform_streams.errors import BrokerError, StreamsError
 from platform_streams.kafka import KafkaAdmin, group_membership
 
 __all__ = ["AssignmentWait", "repair_group"]
@@ -106,7 +106,7 @@ def _read_offsets(
     for attempt in range(_RESTORE_ATTEMPTS):
         try:
             read = admin.committed_offsets(group, partitions, 30.0)
-        except BrokerError as exc:
+        except StreamsError as exc:  # BrokerError, StreamsTimeoutError (a slow broker)
             log.debug("reading the committed offsets of %r: %s", group, exc)
             read = {}
         offsets = {tp: o for tp, o in read.items() if o is not None}
