@@ -102,6 +102,14 @@ class AppChecker:
             spec.bootstrap, spec.topics[topic_env], self.partitions, on_record, committed_only=self.eos
         )
 
+    def _count_missing(self, writers: Writers, what: str) -> None:
+        """Every key's updates ``1..n`` (n: the records produced for it) must have been seen."""
+        for key, n in self.history.last_seq.items():
+            missing = writers.missing(key, n)
+            if missing:
+                self.tally.lost += missing
+                self.tally.note(f"{what}_lost", f"{key}: {missing} of 1..{n} never written")
+
     def check_counts(self) -> int:
         writers, top = Writers(), Counter[str]()
         last: dict[str, int] = {}
@@ -118,11 +126,8 @@ class AppChecker:
             last[key] = count
 
         read = self._scan("SOAK_COUNTS", on_record)
+        self._count_missing(writers, "count")
         for key, n in self.history.last_seq.items():
-            missing = writers.missing(key, n)
-            if missing:
-                self.tally.lost += missing
-                self.tally.note("count_lost", f"{key}: {missing} of updates 1..{n} missing")
             if last.get(key) != n or top[key] > n:
                 self.tally.wrong += 1
                 self.tally.note(
@@ -172,11 +177,7 @@ class AppChecker:
                 writers.mark(name, seq, pid)
 
         read = self._scan("SOAK_JOINED", on_record)
-        for key, n in self.history.last_seq.items():
-            missing = writers.missing(key, n)
-            if missing:
-                self.tally.lost += missing
-                self.tally.note("join_lost", f"{key}: {missing} of seq 1..{n} never joined")
+        self._count_missing(writers, "join")
         return read
 
     def check_dead_letters(self) -> int:
