@@ -5,7 +5,7 @@ PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak kafka kafka-jars
+.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak kafka kafka-jars soak
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -53,6 +53,14 @@ oracle:
 ORACLE_CASES ?= 10000
 oracle-soak: setup oracle
 	PYTHONPATH=. $(BIN)/python -m tests.oracle.soak --cases $(ORACLE_CASES) --out oracle-soak.jsonl
+
+# The soak run (soak/, docs/soak/): a steady input, two applications as worker processes,
+# a seeded fault schedule for SOAK_MINUTES, then a check of the whole history. Exit 0 only
+# when nothing was lost, wrong, duplicated or stuck; the report lands in soak-runs/<run>/.
+# SOAK_SEED replays a schedule; PLATFORM_STREAMS_BOOTSTRAP runs it on another broker.
+SOAK_MINUTES ?= 60
+soak: setup
+	SOAK_MINUTES=$(SOAK_MINUTES) PYTHONPATH=$(CURDIR) $(BIN)/python -m soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache

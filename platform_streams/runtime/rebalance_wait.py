@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import BrokerError
+from platform_streams.errors import BrokerError, StreamsError
 from platform_streams.kafka import KafkaAdmin, group_membership
 
 __all__ = ["AssignmentWait", "repair_group"]
@@ -98,6 +98,25 @@ class AssignmentWait:
         )
 
 
+def _read_offsets(
+    admin: KafkaAdmin, group: str, partitions: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], int]:
+    """The group's committed offsets of ``partitions`` (those it has), read up to
+    ``_RESTORE_ATTEMPTS`` times while none come back."""
+    offsets: dict[tuple[str, int], int] = {}
+    for attempt in range(_RESTORE_ATTEMPTS):
+        try:
+            read = admin.committed_offsets(group, partitions, 30.0)
+        except StreamsError as exc:  # BrokerError, StreamsTimeoutError (a slow broker)
+            log.debug("reading the committed offsets of %r: %s", group, exc)
+            read = {}
+        offsets = {tp: o for tp, o in read.items() if o is not None}
+        if offsets or not partitions:
+            break
+        time.sleep(1.0 + attempt)
+    return offsets
+
+
 def repair_group(
     config: StreamsConfig, partitions: Sequence[tuple[str, int]], leave: Callable[[], None]
 ) -> None:
@@ -112,9 +131,22 @@ def repair_group(
     """
     group = config.application_id
     with KafkaAdmin(config.admin_configs()) as admin:
-        offsets = {
-            tp: o for tp, o in admin.committed_offsets(group, partitions, 30.0).items() if o is not None
-        }
+        offsets = _read_offsets(admin, group, partitions)
+        if not offsets:
+            # Nothing read back is not proof that nothing was committed (the soak run saw a
+            # wedged Tansu group answer no offsets at all, and the re-created group then
+            # started over from auto.offset.reset: every record processed again, state
+            # counted twice under at-least-once). Stay wedged and say so; never delete a
+            # group's progress we could not save.
+            log.error(
+                "group %r did not rebalance, and none of its committed offsets of %d partitions could "
+                "be read: not deleting it (a re-created group would start over from "
+                "auto.offset.reset); rejoining",
+                group,
+                len(partitions),
+            )
+            leave()
+            return
         leave()
         refused = admin.delete_group(group)
         if refused is not None:

@@ -1,0 +1,53 @@
+"""The soak harness's own logic, without a broker: the schedule is a function of the seed,
+the history knows which windows must have closed, first writers are remembered per update."""
+
+from __future__ import annotations
+
+import pytest
+
+from soak.app import GRACE_MS, WINDOW_MS, amount, group_of, parse
+from soak.output import Writers
+from soak.producer import History
+from soak.report import summary_line
+from soak.schedule import make_schedule
+
+
+def test_the_same_seed_gives_the_same_schedule_and_scaling_ends_at_two() -> None:
+    first, again, other = make_schedule(7, 60), make_schedule(7, 60), make_schedule(8, 60)
+    assert first == again and first != other
+    assert all(45 < f.at_s <= 60 * 60 - 30 for f in first)
+    scaling = [f.kind for f in first if f.kind.startswith("scale")]
+    assert scaling == ["scale_up", "scale_down"] * (len(scaling) // 2)
+    assert not any(f.kind == "broker_pause" for f in make_schedule(7, 60, broker_faults=False))
+
+
+def test_closed_windows_are_those_stream_time_passed_by_end_plus_grace() -> None:
+    history = History()
+    history.partition_of = {"k1": 0, "k2": 1}
+    history.windows[("k1", 0)] = [3, 1]
+    history.windows[("k1", WINDOW_MS)] = [5, 2]
+    history.windows[("k2", 0)] = [1, 1]
+    history.stream_time = {0: WINDOW_MS + GRACE_MS + 1000, 1: WINDOW_MS}
+    assert history.closed_windows() == {("k1", 0): [3, 1]}
+
+
+def test_writers_remember_the_first_pid_of_each_update() -> None:
+    writers = Writers()
+    writers.mark("k1", 1, 100)
+    writers.mark("k1", 3, 200)
+    assert writers.seen("k1", 1) == 100 and writers.seen("k1", 3) == 200
+    assert writers.seen("k1", 2) is None and writers.seen("k9", 1) is None
+    assert writers.missing("k1", 3) == 1 and writers.missing("k9", 2) == 2
+
+
+def test_the_app_functions_and_the_summary_line() -> None:
+    assert amount(6) == 7 and amount(7) == 1
+    assert group_of("k17") == "g1"
+    with pytest.raises(ValueError, match="poison"):
+        parse("poison-3")
+    zeros = {"lost": 0, "wrong": 0, "duplicates": 0, "stuck": 0, "broker_leaked": 0}
+    assert (
+        summary_line(5, 10, 2, zeros)
+        == "soak: 5 min, 10 records, 2 faults, lost=0 wrong=0 duplicates=0 stuck=0"
+    )
+    assert summary_line(5, 10, 2, {**zeros, "broker_leaked": 4}).endswith(" broker_leaked=4")
