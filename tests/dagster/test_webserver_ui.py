@@ -182,6 +182,9 @@ def _screenshot(
                 buttons[0].click()
                 break
             time.sleep(0.25)
+        matches = driver.find_elements(By.CSS_SELECTOR, css) if css else []
+        if matches:  # bring the first match (e.g. the first chart) into the picture
+            driver.execute_script("arguments[0].scrollIntoView()", matches[0])
         time.sleep(1.5)  # let the graph finish its layout animation before the picture
         driver.save_screenshot(str(png))
         found = len(driver.find_elements(By.CSS_SELECTOR, css)) if css else 0
@@ -263,6 +266,18 @@ def test_webserver_materializes_and_shows_the_asset_graph(
         assert name in text, f"{name} not on the asset's events page; it shows:\n{text[:2000]}"
     assert links >= 1, "no link to the worker's endpoint"
     assert plots.stat().st_size > 10_000
+
+    # The same numbers charted over time: the Overview page's Metadata section has a "Plots"
+    # button (beside "Table") that draws one chart per numeric metadata key over the observations.
+    for key, charted in ((APP, numbers), (f"{APP}/stores/orders_per_customer", ["entries"])):
+        chart_png = tmp_path / f"plots_{key.replace('/', '_')}.png"
+        page = f"{base}/assets/{key}"
+        text, charts = _screenshot(page, chart_png, charted, tmp_path, css="canvas", click="Plots")
+        print(f"plots of {key}: {chart_png}")
+        for name in charted:
+            assert name in text, f"{name} not charted on {key}'s plots; it shows:\n{text[:2000]}"
+        assert charts >= len(charted), f"{charts} charts drawn on {key}'s plots, want {len(charted)}"
+        assert chart_png.stat().st_size > 10_000
 
 
 def _record_sensor_ticks(bootstrap: str, tmp_path: Path, topics: dict[str, str]) -> None:
