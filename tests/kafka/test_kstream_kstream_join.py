@@ -4,7 +4,7 @@ kstream/internals/KStreamKStreamJoinTest.java), translated: a re-keyed stream jo
 Unnamed joins share one repartition topic with a generated name (Kafka's cached
 ``repartitionNode`` in ``KStreamImpl.repartitionForJoin``) instead of failing with "topic(s)
 already read by another source"; named joins get one topic each. ``describe()`` equals Kafka's
-expected text.
+expected text. ``shouldJoinWithDslStoreSuppliers*`` are in tests/kafka/test_dsl_store_suppliers.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from platform_streams.dsl import Consumed, JoinWindows, StreamJoined, StreamsBui
 from platform_streams.serde import String
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
-    DSL_STORE_SUPPLIERS,
     JAVA_LOG_TEXT,
     cases_without_python_equivalent,
     expected_description,
@@ -78,7 +77,6 @@ test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KStreamKStreamJoinTest",
     {
         "shouldLogAndMeterOnSkippedRecordsWithNullValueWithBuiltInMetricsVersionLatest": JAVA_LOG_TEXT,
-        "shouldJoinWithDslStoreSuppliersFromStreamsConfig": DSL_STORE_SUPPLIERS,
         "shouldThrottleEmitNonJoinedOuterRecordsEvenWhenClockDrift": OUTER_JOIN_EMIT_INTERVAL,
     },
 )
