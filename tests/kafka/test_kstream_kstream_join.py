@@ -4,22 +4,28 @@ kstream/internals/KStreamKStreamJoinTest.java), translated: a re-keyed stream jo
 Unnamed joins share one repartition topic with a generated name (Kafka's cached
 ``repartitionNode`` in ``KStreamImpl.repartitionForJoin``) instead of failing with "topic(s)
 already read by another source"; named joins get one topic each. ``describe()`` equals Kafka's
-expected text. ``shouldJoinWithDslStoreSuppliers*`` are in tests/kafka/test_dsl_store_suppliers.py.
+expected text. Also ``testJoin`` and ``testOuterJoin``.
+``shouldJoinWithDslStoreSuppliers*`` are in tests/kafka/test_dsl_store_suppliers.py.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, JoinWindows, StreamJoined, StreamsBuilder
-from platform_streams.serde import String
+from platform_streams.serde import Integer, String
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     JAVA_LOG_TEXT,
+    MockApiProcessorSupplier,
     cases_without_python_equivalent,
     expected_description,
 )
 
-S = String()
+S, INT = String(), Integer()
 NO_OPTIMIZATION = StreamsConfig(
     application_id="app", bootstrap_servers="x:9092", topology_optimization="none"
 )
@@ -64,6 +70,56 @@ def test_should_create_repartition_topics_with_user_provided_name() -> None:
     assert str(builder.build(NO_OPTIMIZATION).describe()) == expected_description(
         "KStreamKStreamJoinTest", "shouldCreateRepartitionTopicsWithUserProvidedName"
     )
+
+
+def _pipe(topic: Any, keys: range, prefix: str) -> None:
+    for key in keys:
+        topic.pipe_input(key, f"{prefix}{key}")
+
+
+#: KStreamKStreamJoinTest.testJoin / testOuterJoin: (input topic, keys, value prefix) -> output
+#: (``MockValueJoiner.TOSTRING_JOINER``: "left+right"); every record at time 0
+JOIN_STEPS: list[tuple[int, range, str, list[tuple[int, str]]]] = [
+    (1, range(2), "A", []),
+    (2, range(2), "a", [(0, "A0+a0"), (1, "A1+a1")]),
+    (1, range(4), "B", [(0, "B0+a0"), (1, "B1+a1")]),
+    (2, range(4), "b", [(0, "A0+b0"), (0, "B0+b0"), (1, "A1+b1"), (1, "B1+b1"), (2, "B2+b2"), (3, "B3+b3")]),
+    (1, range(4), "C", [(0, "C0+a0"), (0, "C0+b0"), (1, "C1+a1"), (1, "C1+b1"), (2, "C2+b2"), (3, "C3+b3")]),
+    (2, range(2), "c", [(0, "A0+c0"), (0, "B0+c0"), (0, "C0+c0"), (1, "A1+c1"), (1, "B1+c1"), (1, "C1+c1")]),
+]
+
+
+@pytest.mark.parametrize(
+    ("java_test", "kind", "windows"),
+    [
+        ("testJoin", "join", JoinWindows.of_time_difference_with_no_grace(100)),
+        # 24 h grace: no non-joined record is emitted before the window closes
+        ("testOuterJoin", "outer_join", JoinWindows.of_time_difference_and_grace(100, 24 * 3600 * 1000)),
+    ],
+    ids=["testJoin", "testOuterJoin"],
+)
+def test_join(java_test: str, kind: str, windows: JoinWindows) -> None:
+    """KStreamKStreamJoinTest.<java_test>: both topics in one co-partition group; each record
+    joins every record of the other side's window with its key."""
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=INT, value_serde=S)
+    stream1, stream2 = builder.stream("topic1", consumed), builder.stream("topic2", consumed)
+    joined = getattr(stream1, kind)(
+        stream2,
+        lambda v1, v2: f"{v1}+{v2}",
+        windows,
+        StreamJoined(key_serde=INT, value_serde=S, other_value_serde=S),
+    )
+    supplier = MockApiProcessorSupplier()
+    joined.process(supplier)
+    topology = builder.build()
+    assert list(topology.copartition_groups) == [frozenset({"topic1", "topic2"})]
+    with TopologyTestDriver(topology, {}) as driver:
+        topics = {n: driver.create_input_topic(f"topic{n}", INT, S, start_timestamp_ms=0) for n in (1, 2)}
+        processor = supplier.captured_processors(1)[0]
+        for topic, keys, prefix, expected in JOIN_STEPS:
+            _pipe(topics[topic], keys, prefix)
+            processor.check_and_clear_process_result(*[(k, v, 0) for k, v in expected])
 
 
 OUTER_JOIN_EMIT_INTERVAL = (
