@@ -4,7 +4,8 @@ kstream/internals/KStreamKStreamJoinTest.java), translated: a re-keyed stream jo
 Unnamed joins share one repartition topic with a generated name (Kafka's cached
 ``repartitionNode`` in ``KStreamImpl.repartitionForJoin``) instead of failing with "topic(s)
 already read by another source"; named joins get one topic each. ``describe()`` equals Kafka's
-expected text. Also ``testJoin`` and ``testOuterJoin``.
+expected text. Also ``testJoin``, ``testOuterJoin`` and
+``testAsymmetricWindowingAfter/Before``.
 ``shouldJoinWithDslStoreSuppliers*`` are in tests/kafka/test_dsl_store_suppliers.py.
 """
 
@@ -120,6 +121,69 @@ def test_join(java_test: str, kind: str, windows: JoinWindows) -> None:
         for topic, keys, prefix, expected in JOIN_STEPS:
             _pipe(topics[topic], keys, prefix)
             processor.check_and_clear_process_result(*[(k, v, 0) for k, v in expected])
+
+
+#: KStreamKStreamJoinTest.testAsymmetricWindowingAfter / Before: the other stream's records
+#: (all four keys, one letter per step) at a time -> the keys of stream1's A0..A3 (at 1000..1003)
+#: they join; the joined record carries the larger of the two timestamps
+ASYMMETRIC_STEPS = {
+    "testAsymmetricWindowingAfter": [
+        (999, []),
+        (1000, [0]),
+        (1001, [0, 1]),
+        (1002, [0, 1, 2]),
+        (1003, [0, 1, 2, 3]),
+        (1100, [0, 1, 2, 3]),
+        (1101, [1, 2, 3]),
+        (1102, [2, 3]),
+        (1103, [3]),
+        (1104, []),
+    ],
+    "testAsymmetricWindowingBefore": [
+        (899, []),
+        (900, [0]),
+        (901, [0, 1]),
+        (902, [0, 1, 2]),
+        (903, [0, 1, 2, 3]),
+        (1000, [0, 1, 2, 3]),
+        (1001, [1, 2, 3]),
+        (1002, [2, 3]),
+        (1003, [3]),
+        (1004, []),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("java_test", "windows"),
+    [
+        ("testAsymmetricWindowingAfter", JoinWindows.of_time_difference_with_no_grace(0).after(100)),
+        ("testAsymmetricWindowingBefore", JoinWindows.of_time_difference_with_no_grace(0).before(100)),
+    ],
+    ids=["testAsymmetricWindowingAfter", "testAsymmetricWindowingBefore"],
+)
+def test_asymmetric_windowing(java_test: str, windows: JoinWindows) -> None:
+    """KStreamKStreamJoinTest.<java_test>: a window that reaches only after (or before) the
+    stream1 record joins the other stream's records of that side only."""
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=INT, value_serde=S)
+    stream1, stream2 = builder.stream("topic1", consumed), builder.stream("topic2", consumed)
+    joined = StreamJoined(key_serde=INT, value_serde=S, other_value_serde=S)
+    supplier = MockApiProcessorSupplier()
+    stream1.join(stream2, lambda v1, v2: f"{v1}+{v2}", windows, joined).process(supplier)
+    with TopologyTestDriver(builder.build(), {}) as driver:
+        topic1 = driver.create_input_topic("topic1", INT, S, start_timestamp_ms=0)
+        topic2 = driver.create_input_topic("topic2", INT, S, start_timestamp_ms=0)
+        processor = supplier.captured_processors(1)[0]
+        for key in range(4):
+            topic1.pipe_input(key, f"A{key}", 1000 + key)
+        processor.check_and_clear_process_result()
+        for letter, (time, keys) in zip("abcdefghij", ASYMMETRIC_STEPS[java_test], strict=True):
+            for key in range(4):
+                topic2.pipe_input(key, f"{letter}{key}", time)
+            processor.check_and_clear_process_result(
+                *[(k, f"A{k}+{letter}{k}", max(time, 1000 + k)) for k in keys]
+            )
 
 
 OUTER_JOIN_EMIT_INTERVAL = (
