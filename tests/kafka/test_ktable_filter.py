@@ -1,11 +1,14 @@
 """Kafka's ``KTableFilterTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
 KTableFilterTest.java), translated. Caching is off at the config level
-(``statestore_cache_max_bytes=0``), as in the Java ``setUp``.
+(``statestore_cache_max_bytes=0``), as in the Java ``setUp``. Also
+``shouldSkipNullToRepartition{Without,On}Materialization``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from platform_streams.dsl import Consumed, KTable, Materialized, StreamsBuilder
 from platform_streams.serde import Integer, String
@@ -194,6 +197,47 @@ def test_should_send_old_values_when_enabled_on_upstream_materialization() -> No
     table2 = table1.filter(predicate)
     assert table2.enable_send_old_values(False)
     _do_test_sending_old_value(builder, table1, table2, parent_sends=True)
+
+
+def _do_test_skip_null_on_materialization(builder: StreamsBuilder, table1: KTable, table2: KTable) -> None:
+    """KTableFilterTest.doTestSkipNullOnMaterialization (``shouldSkip`` true): the rejected rows
+    were never in the filtered table, so no tombstone goes on to the repartition topic."""
+    topology, supplier = _attach(builder, table1, table2)
+    with TopologyTestDriver(topology, PROPS) as driver:
+        topic = driver.create_input_topic("topic1", S, S, start_timestamp_ms=0)
+        for key, ts in (("A", 5), ("B", 10), ("C", 20)):
+            topic.pipe_input(key, "reject", ts)
+    p1, p2 = supplier.captured_processors(2)
+    p1.check_and_clear_process_result(
+        ("A", ("reject", None), 5), ("B", ("reject", None), 10), ("C", ("reject", None), 20)
+    )
+    p2.check_and_clear_process_result()
+
+
+@pytest.mark.parametrize(
+    "java_test",
+    ["shouldSkipNullToRepartitionWithoutMaterialization", "shouldSkipNullToRepartitionOnMaterialization"],
+)
+def test_should_skip_null_to_repartition(java_test: str) -> None:
+    """KTableFilterTest.<java_test>: the downstream groupBy/reduce (not the test) turns on old
+    values; the filter is materialized ("store2") in the second case."""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", Consumed(key_serde=S, value_serde=S))
+    on_materialization = java_test.endswith("OnMaterialization")
+
+    def accept(key: Any, value: Any) -> bool:
+        return str(value).lower() == "accept"
+
+    table2 = (
+        table1.filter(accept, materialized=Materialized.as_("store2"))
+        if on_materialization
+        else (table1.filter(accept))
+    )
+    reduced = Materialized.as_("mock-result") if on_materialization else None
+    table2.group_by(lambda k, v: (k, v)).reduce(
+        lambda a, b: a + b, lambda a, b: a[: len(a) - len(b)], materialized=reduced
+    )
+    _do_test_skip_null_on_materialization(builder, table1, table2)
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
