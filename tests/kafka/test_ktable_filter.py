@@ -1,7 +1,7 @@
 """Kafka's ``KTableFilterTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
 KTableFilterTest.java), translated. Caching is off at the config level
 (``statestore_cache_max_bytes=0``), as in the Java ``setUp``. Also
-``shouldSkipNullToRepartition{Without,On}Materialization``.
+``shouldSkipNullToRepartition{Without,On}Materialization`` and ``shouldGetValuesOnMaterialization``.
 """
 
 from __future__ import annotations
@@ -238,6 +238,41 @@ def test_should_skip_null_to_repartition(java_test: str) -> None:
         lambda a, b: a + b, lambda a, b: a[: len(a) - len(b)], materialized=reduced
     )
     _do_test_skip_null_on_materialization(builder, table1, table2)
+
+
+def test_should_get_values_on_materialization() -> None:
+    """KTableFilterTest.shouldGetValuesOnMaterialization (with doTestValueGetter): Kafka's value
+    getters of the materialized filters read their stores, so here the stores are read directly
+    (``get_timestamped`` = ``ValueAndTimestamp``); a rejected row is absent (None)."""
+    builder = StreamsBuilder()
+    table1 = builder.table("topic1", CONSUMED)
+    table2 = table1.filter(predicate, materialized=Materialized.as_("store2"))
+    table3 = table1.filter_not(predicate, materialized=Materialized.as_("store3"))
+    table4 = table1.filter_not(predicate)
+    assert table1.queryable_store_name() is None
+    assert table2.queryable_store_name() == "store2"
+    assert table3.queryable_store_name() == "store3"
+    assert table4.queryable_store_name() is None
+    with TopologyTestDriver(builder.build(), PROPS) as driver:
+        topic = driver.create_input_topic("topic1", S, INT, start_timestamp_ms=0)
+        store2, store3 = driver.get_key_value_store("store2"), driver.get_key_value_store("store3")
+
+        def check(expected2: list[Any], expected3: list[Any]) -> None:
+            for store, expected in ((store2, expected2), (store3, expected3)):
+                got = [store.get_timestamped(key) for key in "ABC"]
+                assert [None if g is None else (g.value, g.timestamp) for g in got] == expected
+
+        for key, value, ts in (("A", 1, 5), ("B", 1, 10), ("C", 1, 15)):
+            topic.pipe_input(key, value, ts)
+        check([None, None, None], [(1, 5), (1, 10), (1, 15)])
+        topic.pipe_input("A", 2, 10)
+        topic.pipe_input("B", 2, 5)
+        check([(2, 10), (2, 5), None], [None, None, (1, 15)])
+        topic.pipe_input("A", 3, 15)
+        check([None, (2, 5), None], [(3, 15), None, (1, 15)])
+        topic.pipe_input("A", None, 10)
+        topic.pipe_input("B", None, 20)
+        check([None, None, None], [None, None, (1, 15)])
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
