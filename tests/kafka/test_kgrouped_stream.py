@@ -19,11 +19,12 @@ from platform_streams.dsl import (
     Named,
     SessionWindows,
     StreamsBuilder,
+    TimeWindows,
     Windowed,
 )
-from platform_streams.serde import Long, String
+from platform_streams.serde import Integer, Long, String
 from platform_streams.state.timestamped import ValueAndTimestamp
-from platform_streams.state.windowed import SessionWindow
+from platform_streams.state.windowed import SessionWindow, TimeWindow
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     JAVA_LOG_TEXT,
@@ -102,6 +103,64 @@ def test_should_reduce_session_windows(store: str | None) -> None:
     assert result[Windowed("2", SessionWindow(15, 15))] == ("Z", 15)
     assert result[Windowed("1", SessionWindow(70, 100))] == ("A:B:C", 100)
     assert table.queryable_store_name() == store
+
+
+@pytest.mark.parametrize("store", ["session-store", None], ids=["named", "internal_store_name"])
+def test_should_aggregate_session_windows(store: str | None) -> None:
+    """KGroupedStreamImplTest.shouldAggregateSessionWindows /
+    shouldAggregateSessionWindowsWithInternalStoreName
+    (with doAggregateSessionWindows): count by aggregate, sessions merged by adding."""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(30))
+    materialized = (Materialized.as_(store) if store else Materialized()).with_value_serde(Integer())
+    table = windowed.aggregate(
+        lambda: 0,
+        lambda key, value, aggregate: aggregate + 1,
+        lambda key, one, two: one + two,
+        materialized=materialized,
+    )
+    table.to_stream().process(supplier)
+    _pipe(builder, SESSION_INPUT).close()
+    result = _last_value_and_timestamp_per_key(supplier)
+    assert result[Windowed("1", SessionWindow(10, 30))] == (2, 30)
+    assert result[Windowed("2", SessionWindow(15, 15))] == (1, 15)
+    assert result[Windowed("1", SessionWindow(70, 100))] == (3, 100)
+    if store:
+        assert table.queryable_store_name() == store
+
+
+@pytest.mark.parametrize("store", ["aggregate-by-key-windowed", None], ids=["named", "internal_store_name"])
+def test_should_count_windowed(store: str | None) -> None:
+    """KGroupedStreamImplTest.shouldCountWindowed / shouldCountWindowedWithInternalStoreName
+    (with doCountWindowed): 500 ms windows, 100 ms grace; "3"@100 still counts after stream time 500."""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(500, 100))
+    (windowed.count(Materialized.as_(store)) if store else windowed.count()).to_stream().process(supplier)
+    records = [("1", "A", 0), ("1", "A", 499), ("1", "A", 100), ("2", "B", 0), ("2", "B", 100)]
+    records += [("2", "B", 200), ("3", "C", 1), ("1", "A", 500), ("1", "A", 500), ("2", "B", 500)]
+    records += [("2", "B", 500), ("3", "B", 100)]
+    _pipe(builder, records).close()
+    (processor,) = supplier.captured_processors(1)
+
+    def w(key: str, start: int) -> Windowed:
+        return Windowed(key, TimeWindow(start, start + 500))
+
+    assert processor.processed == [
+        (w("1", 0), 1, 0),
+        (w("1", 0), 2, 499),
+        (w("1", 0), 3, 499),
+        (w("2", 0), 1, 0),
+        (w("2", 0), 2, 100),
+        (w("2", 0), 3, 200),
+        (w("3", 0), 1, 1),
+        (w("1", 500), 1, 500),
+        (w("1", 500), 2, 500),
+        (w("2", 500), 1, 500),
+        (w("2", 500), 2, 500),
+        (w("3", 0), 2, 100),
+    ]
 
 
 PROCESS_DATA = [
