@@ -18,6 +18,7 @@ from platform_streams.dsl import (
     Materialized,
     Named,
     SessionWindows,
+    SlidingWindows,
     StreamsBuilder,
     TimeWindows,
     Windowed,
@@ -160,6 +161,64 @@ def test_should_count_windowed(store: str | None) -> None:
         (w("2", 500), 1, 500),
         (w("2", 500), 2, 500),
         (w("3", 0), 2, 100),
+    ]
+
+
+#: KGroupedStreamImplTest.doCountSlidingWindows: (key, window start, count, timestamp), sorted
+#: by key and window start as the Java test sorts them (500 ms windows: end = start + 500)
+SLIDING_COUNTS = [
+    ("1", 0, 1, 500),
+    ("1", 100, 2, 600),
+    ("1", 499, 2, 999),
+    ("1", 499, 3, 999),
+    ("1", 500, 4, 1000),
+    ("1", 500, 5, 1000),
+    ("1", 501, 1, 999),
+    ("1", 501, 2, 999),
+    ("1", 501, 3, 1000),
+    ("1", 501, 4, 1000),
+    ("1", 601, 1, 999),
+    ("1", 601, 2, 1000),
+    ("1", 601, 3, 1000),
+    ("1", 1000, 1, 1000),
+    ("1", 1000, 2, 1000),
+    ("2", 0, 1, 500),
+    ("2", 100, 2, 600),
+    ("2", 200, 3, 700),
+    ("2", 500, 4, 1000),
+    ("2", 500, 5, 1000),
+    ("2", 501, 1, 600),
+    ("2", 501, 2, 700),
+    ("2", 501, 3, 1000),
+    ("2", 501, 4, 1000),
+    ("2", 601, 1, 700),
+    ("2", 601, 2, 1000),
+    ("2", 601, 3, 1000),
+    ("2", 701, 1, 1000),
+    ("2", 701, 2, 1000),
+    ("3", 1, 1, 501),
+    ("3", 100, 2, 600),
+    ("3", 502, 1, 600),
+]
+
+
+@pytest.mark.parametrize("store", ["aggregate-by-key-windowed", None], ids=["named", "internal_store_name"])
+def test_should_count_sliding_windows(store: str | None) -> None:
+    """KGroupedStreamImplTest.shouldCountSlidingWindows / shouldCountSlidingWindowsWithInternalStoreName
+    (with doCountSlidingWindows): 500 ms time difference, 2000 ms grace."""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    windowed = grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(500, 2000))
+    (windowed.count(Materialized.as_(store)) if store else windowed.count()).to_stream().process(supplier)
+    records = [("1", "A", 500), ("1", "A", 999), ("1", "A", 600), ("2", "B", 500), ("2", "B", 600)]
+    records += [("2", "B", 700), ("3", "C", 501), ("1", "A", 1000), ("1", "A", 1000), ("2", "B", 1000)]
+    records += [("2", "B", 1000), ("3", "C", 600)]
+    _pipe(builder, records).close()
+    (processor,) = supplier.captured_processors(1)
+    # a stable sort by (key, window start), as Java's List.sort with its comparator
+    actual = sorted(processor.processed, key=lambda r: (r[0].key, r[0].window.start()))
+    assert actual == [
+        (Windowed(k, TimeWindow(start, start + 500)), count, ts) for k, start, count, ts in SLIDING_COUNTS
     ]
 
 
