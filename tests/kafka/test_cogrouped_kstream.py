@@ -1,7 +1,8 @@
 """Kafka's ``CogroupedKStreamImplTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/
 internals/CogroupedKStreamImplTest.java), the topology cases translated (and
 ``shouldCogroupAndAggregateSingleKStreams``, ``testCogroupHandleNullValues``,
-``shouldCogroupAndAggregateTwoKStreamsWith{Distinct,Shared}Keys``): ``describe()`` equals
+``shouldCogroupAndAggregateTwoKStreamsWith{Distinct,Shared}Keys``,
+``testCogroupKeyMixedAggregators``, ``testCogroupWithThreeGroupedStreams``): ``describe()`` equals
 Kafka's expected text, named, repartitioned, reused groupings, with and without optimization.
 
 Java cases with no Python equivalent are skipped tests at the end of this module, each
@@ -213,6 +214,59 @@ def test_should_cogroup_and_aggregate_two_kstreams_with_shared_keys() -> None:
     expected += [("k2", "AABB", 200), ("k1", "AAB", 10), ("k2", "AABBB", 500), ("k1", "AABB", 500)]
     expected += [("k2", "AABBBB", 500)]
     _run_cogroup(_two, inputs, expected)
+
+
+def test_cogroup_key_mixed_aggregators() -> None:
+    """CogroupedKStreamImplTest.testCogroupKeyMixedAggregators: ``MockAggregator.TOSTRING_REMOVER``
+    ("agg-value") on one, ``TOSTRING_ADDER`` ("agg+value") on two, ``MockInitializer.STRING_INIT``."""
+
+    def build(builder: StreamsBuilder) -> Any:
+        grouped1 = builder.stream("one", CONSUMED).group_by_key()
+        grouped2 = builder.stream("two", CONSUMED).group_by_key()
+        cogrouped = grouped1.cogroup(lambda k, v, agg: f"{agg}-{v}").cogroup(
+            grouped2, lambda k, v, agg: f"{agg}+{v}"
+        )
+        return cogrouped.aggregate(lambda: "0", materialized=Materialized.as_("store1").with_value_serde(S))
+
+    inputs = [("one", "k1", "1", 0), ("one", "k2", "1", 1), ("one", "k1", "1", 10), ("one", "k2", "1", 100)]
+    inputs += [
+        ("two", "k1", "2", 500),
+        ("two", "k2", "2", 500),
+        ("two", "k1", "2", 500),
+        ("two", "k2", "2", 100),
+    ]
+    expected = [("k1", "0-1", 0), ("k2", "0-1", 1), ("k1", "0-1-1", 10), ("k2", "0-1-1", 100)]
+    expected += [
+        ("k1", "0-1-1+2", 500),
+        ("k2", "0-1-1+2", 500),
+        ("k1", "0-1-1+2+2", 500),
+        ("k2", "0-1-1+2+2", 500),
+    ]
+    _run_cogroup(build, inputs, expected)
+
+
+def test_cogroup_with_three_grouped_streams() -> None:
+    """CogroupedKStreamImplTest.testCogroupWithThreeGroupedStreams"""
+
+    def build(builder: StreamsBuilder) -> Any:
+        cogrouped = builder.stream("one", CONSUMED).group_by_key().cogroup(string_aggregator)
+        for topic in ("two", "three"):
+            cogrouped = cogrouped.cogroup(builder.stream(topic, CONSUMED).group_by_key(), string_aggregator)
+        return cogrouped.aggregate(string_initializer)
+
+    inputs = [("one", "k1", "A", 0), ("one", "k2", "A", 1), ("one", "k1", "A", 10), ("one", "k2", "A", 100)]
+    inputs += [
+        ("two", "k2", "B", 100),
+        ("two", "k2", "B", 200),
+        ("two", "k1", "B", 1),
+        ("two", "k2", "B", 500),
+    ]
+    inputs += [("three", "k1", "B", 500), ("three", "k2", "B", 500), ("three", "k3", "B", 500)]
+    inputs += [("three", "k2", "B", 100)]
+    expected = [("k1", "A", 0), ("k2", "A", 1), ("k1", "AA", 10), ("k2", "AA", 100), ("k2", "AAB", 100)]
+    expected += [("k2", "AABB", 200), ("k1", "AAB", 10), ("k2", "AABBB", 500), ("k1", "AABB", 500)]
+    expected += [("k2", "AABBBB", 500), ("k3", "B", 500)]
+    _run_cogroup(build, inputs, expected)
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
