@@ -131,24 +131,31 @@ def test_should_aggregate_session_windows(store: str | None) -> None:
         assert table.queryable_store_name() == store
 
 
+def _count_windowed(windows: Any, store: str | None, records: list[tuple[str, str | None, int]]) -> list[Any]:
+    """``groupedStream.windowedBy(windows).count([Materialized.as(store)]).toStream().process(...)``
+    over ``records``: what the processor saw."""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    windowed = grouped.windowed_by(windows)
+    (windowed.count(Materialized.as_(store)) if store else windowed.count()).to_stream().process(supplier)
+    _pipe(builder, records).close()
+    (processor,) = supplier.captured_processors(1)
+    return processor.processed
+
+
 @pytest.mark.parametrize("store", ["aggregate-by-key-windowed", None], ids=["named", "internal_store_name"])
 def test_should_count_windowed(store: str | None) -> None:
     """KGroupedStreamImplTest.shouldCountWindowed / shouldCountWindowedWithInternalStoreName
     (with doCountWindowed): 500 ms windows, 100 ms grace; "3"@100 still counts after stream time 500."""
-    builder, grouped = _grouped()
-    supplier = MockApiProcessorSupplier()
-    windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(500, 100))
-    (windowed.count(Materialized.as_(store)) if store else windowed.count()).to_stream().process(supplier)
     records = [("1", "A", 0), ("1", "A", 499), ("1", "A", 100), ("2", "B", 0), ("2", "B", 100)]
     records += [("2", "B", 200), ("3", "C", 1), ("1", "A", 500), ("1", "A", 500), ("2", "B", 500)]
     records += [("2", "B", 500), ("3", "B", 100)]
-    _pipe(builder, records).close()
-    (processor,) = supplier.captured_processors(1)
+    processed = _count_windowed(TimeWindows.of_size_and_grace(500, 100), store, records)
 
     def w(key: str, start: int) -> Windowed:
         return Windowed(key, TimeWindow(start, start + 500))
 
-    assert processor.processed == [
+    assert processed == [
         (w("1", 0), 1, 0),
         (w("1", 0), 2, 499),
         (w("1", 0), 3, 499),
@@ -206,17 +213,12 @@ SLIDING_COUNTS = [
 def test_should_count_sliding_windows(store: str | None) -> None:
     """KGroupedStreamImplTest.shouldCountSlidingWindows / shouldCountSlidingWindowsWithInternalStoreName
     (with doCountSlidingWindows): 500 ms time difference, 2000 ms grace."""
-    builder, grouped = _grouped()
-    supplier = MockApiProcessorSupplier()
-    windowed = grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(500, 2000))
-    (windowed.count(Materialized.as_(store)) if store else windowed.count()).to_stream().process(supplier)
     records = [("1", "A", 500), ("1", "A", 999), ("1", "A", 600), ("2", "B", 500), ("2", "B", 600)]
     records += [("2", "B", 700), ("3", "C", 501), ("1", "A", 1000), ("1", "A", 1000), ("2", "B", 1000)]
     records += [("2", "B", 1000), ("3", "C", 600)]
-    _pipe(builder, records).close()
-    (processor,) = supplier.captured_processors(1)
+    processed = _count_windowed(SlidingWindows.of_time_difference_and_grace(500, 2000), store, records)
     # a stable sort by (key, window start), as Java's List.sort with its comparator
-    actual = sorted(processor.processed, key=lambda r: (r[0].key, r[0].window.start()))
+    actual = sorted(processed, key=lambda r: (r[0].key, r[0].window.start()))
     assert actual == [
         (Windowed(k, TimeWindow(start, start + 500)), count, ts) for k, start, count, ts in SLIDING_COUNTS
     ]
