@@ -1,7 +1,7 @@
 """Kafka's ``SuppressScenarioTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
 SuppressScenarioTest.java), translated: the time-limit, record-limit, byte-limit and final-results
-scenarios. The byte limit counts entries as Kafka does (key, values and record context), so
-``max_bytes(200)`` evicts at the same points.
+scenarios (time and session windows). The byte limit counts entries as Kafka does (key, values
+and record context), so ``max_bytes(200)`` evicts at the same points.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from platform_streams.dsl import (
     KTable,
     Materialized,
     Produced,
+    SessionWindows,
     StreamsBuilder,
     Suppressed,
     TimeWindows,
@@ -122,7 +123,7 @@ def test_should_suppress_intermediate_events_with_bytes_limit() -> None:
     _limit_scenario(BufferConfig.max_bytes(200).emit_early_when_full())
 
 
-def _windowed_counts(windows: TimeWindows, materialized: Materialized) -> TopologyTestDriver:
+def _windowed_counts(windows: TimeWindows | SessionWindows, materialized: Materialized) -> TopologyTestDriver:
     builder = StreamsBuilder()
     value_counts = (
         builder.stream("input", Consumed(key_serde=S, value_serde=S))
@@ -175,6 +176,22 @@ def test_should_support_final_results_for_time_windows_with_large_jump() -> None
             ("[k1@2/4]", 2, 3),
             ("[k1@4/6]", 1, 4),
         ]
+
+
+def test_should_support_final_results_for_session_windows() -> None:
+    """SuppressScenarioTest.shouldSupportFinalResultsForSessionWindows: 5 ms gap, no grace."""
+    driver = _windowed_counts(
+        SessionWindows.of_inactivity_gap_with_no_grace(5), Materialized.as_("counts").with_caching_disabled()
+    )
+    with driver:
+        # k1@1 joins the open session; k2@11 closes it; the late k1@5 is dropped; k1@30 flushes
+        _pipe(driver, *[(key, "v1", ts) for key, ts in (("k1", 0), ("k1", 5), ("k1", 1), ("k2", 11))])
+        _pipe(driver, ("k1", "v1", 5), ("k1", "v1", 30))
+        assert drain(driver, "output-raw") == [
+            ("[k1@0/0]", 1, 0), ("[k1@0/0]", None, 0), ("[k1@0/5]", 2, 5), ("[k1@0/5]", None, 5),
+            ("[k1@0/5]", 3, 5), ("[k2@11/11]", 1, 11), ("[k1@30/30]", 1, 30),
+        ]  # fmt: skip
+        assert drain(driver, "output-suppressed") == [("[k1@0/5]", 3, 5), ("[k2@11/11]", 1, 11)]
 
 
 def drain_strings(driver: TopologyTestDriver, topic: str) -> list[KVT]:
