@@ -1,6 +1,6 @@
 """Kafka's ``SuppressScenarioTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
 SuppressScenarioTest.java), translated: the time-limit, record-limit, byte-limit and final-results
-scenarios (time and session windows). The byte limit counts entries as Kafka does (key, values
+scenarios (time, sliding and session windows). The byte limit counts entries as Kafka does (key, values
 and record context), so ``max_bytes(200)`` evicts at the same points.
 """
 
@@ -16,6 +16,7 @@ from platform_streams.dsl import (
     Materialized,
     Produced,
     SessionWindows,
+    SlidingWindows,
     StreamsBuilder,
     Suppressed,
     TimeWindows,
@@ -123,7 +124,7 @@ def test_should_suppress_intermediate_events_with_bytes_limit() -> None:
     _limit_scenario(BufferConfig.max_bytes(200).emit_early_when_full())
 
 
-def _windowed_counts(windows: TimeWindows | SessionWindows, materialized: Materialized) -> TopologyTestDriver:
+def _windowed_counts(windows: Any, materialized: Materialized) -> TopologyTestDriver:
     builder = StreamsBuilder()
     value_counts = (
         builder.stream("input", Consumed(key_serde=S, value_serde=S))
@@ -176,6 +177,28 @@ def test_should_support_final_results_for_time_windows_with_large_jump() -> None
             ("[k1@2/4]", 2, 3),
             ("[k1@4/6]", 1, 4),
         ]
+
+
+def test_should_support_final_results_for_sliding_windows() -> None:
+    """SuppressScenarioTest.shouldSupportFinalResultsForSlidingWindows: 5 ms difference, 15 ms
+    grace; the raw output is sorted by key string and timestamp, as the Java test sorts it."""
+    driver = _windowed_counts(
+        SlidingWindows.of_time_difference_and_grace(5, 15),
+        Materialized.as_("counts").with_caching_disabled().with_key_serde(S),
+    )
+    with driver:
+        # k1@5 is dropped: k1@24 advanced stream time and closed its window
+        _pipe(driver, *[("k1", "v1", ts) for ts in (10, 11, 10, 13, 10, 24, 5, 7, 90)])
+        assert sorted(drain(driver, "output-raw"), key=lambda r: (r[0], r[2])) == [
+            ("[k1@11/16]", 1, 11), ("[k1@11/16]", 2, 13), ("[k1@12/17]", 1, 13), ("[k1@19/24]", 1, 24),
+            ("[k1@5/10]", 1, 10), ("[k1@5/10]", 2, 10), ("[k1@5/10]", 3, 10), ("[k1@5/10]", 4, 10),
+            ("[k1@5/10]", 5, 10), ("[k1@6/11]", 2, 11), ("[k1@6/11]", 3, 11), ("[k1@6/11]", 4, 11),
+            ("[k1@6/11]", 5, 11), ("[k1@8/13]", 4, 13), ("[k1@8/13]", 5, 13), ("[k1@85/90]", 1, 90),
+        ]  # fmt: skip
+        assert drain(driver, "output-suppressed") == [
+            ("[k1@5/10]", 5, 10), ("[k1@6/11]", 5, 11), ("[k1@8/13]", 5, 13),
+            ("[k1@11/16]", 2, 13), ("[k1@12/17]", 1, 13), ("[k1@19/24]", 1, 24),
+        ]  # fmt: skip
 
 
 def test_should_support_final_results_for_session_windows() -> None:
