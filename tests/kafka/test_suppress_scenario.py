@@ -1,7 +1,7 @@
 """Kafka's ``SuppressScenarioTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
 SuppressScenarioTest.java), translated: the time-limit, record-limit, byte-limit and final-results
-scenarios (time, sliding and session windows). The byte limit counts entries as Kafka does (key, values
-and record context), so ``max_bytes(200)`` evicts at the same points.
+scenarios (time, sliding and session windows, cogrouped). The byte limit counts entries as Kafka
+does (key, values and record context), so ``max_bytes(200)`` evicts at the same points.
 """
 
 from __future__ import annotations
@@ -298,3 +298,20 @@ def test_should_work_before_join_left() -> None:
         assert drain_strings(driver, "output") == [("A", "(1,b)", 13)]
         left.pipe_input("tick", "tick1", 21)
         assert drain_strings(driver, "output") == [("tick", "(tick1,null)", 21), ("A", "(2,b)", 13)]
+
+
+def test_should_work_with_cogrouped() -> None:
+    """SuppressScenarioTest.shouldWorkWithCogrouped: a suppressed windowed cogroup builds (Java
+    asserts nothing else); here also that the suppress node follows the named aggregate."""
+    builder = StreamsBuilder()
+    grouped = Grouped(key_serde=S, value_serde=S)
+    one = builder.stream("one", Consumed(key_serde=S, value_serde=S)).group_by_key(grouped)
+    two = builder.stream("two", Consumed(key_serde=S, value_serde=S)).group_by_key(grouped)
+    cogrouped = one.cogroup(lambda k, v, agg: agg + v).cogroup(two, lambda k, v, agg: agg + v)
+    table = cogrouped.windowed_by(TimeWindows.of_size_with_no_grace(15 * 60 * 1000)).aggregate(
+        lambda: "", named="test", materialized=Materialized.as_("store")
+    )
+    table.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream()
+    topology = builder.build()
+    assert "store" in topology.stores
+    assert any(name.startswith("KTABLE-SUPPRESS-") for name in topology.nodes)
