@@ -99,7 +99,3 @@ JAVA_LOG_TEXT = (
     "(tests/topology/test_dropped_records_metric.py)"
 )
 JAVA_TYPE_VARIANCE = "checks Java generics at compile time; Python has no equivalent"
-VERSIONED_FILTER = (
-    "versioned tables exist (tests/topology/test_versioned_tables.py), but KTableFilter's "
-    "versioned semantics for nulls (Kafka's KTableFilter.useVersionedSemantics) are not implemented"
-)
