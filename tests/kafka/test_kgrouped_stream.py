@@ -70,6 +70,16 @@ SESSION_INPUT = [
 ]
 
 
+def _check_session_counts(builder: StreamsBuilder, table: Any, supplier: MockApiProcessorSupplier) -> None:
+    """doCountSessionWindows / doAggregateSessionWindows: SESSION_INPUT counted per session."""
+    table.to_stream().process(supplier)
+    _pipe(builder, SESSION_INPUT).close()
+    result = _last_value_and_timestamp_per_key(supplier)
+    assert result[Windowed("1", SessionWindow(10, 30))] == (2, 30)
+    assert result[Windowed("2", SessionWindow(15, 15))] == (1, 15)
+    assert result[Windowed("1", SessionWindow(70, 100))] == (3, 100)
+
+
 @pytest.mark.parametrize("store", ["session-store", None], ids=["named", "internal_store_name"])
 def test_should_count_session_windows(store: str | None) -> None:
     """KGroupedStreamImplTest.shouldCountSessionWindows / shouldCountSessionWindowsWithInternalStoreName"""
@@ -77,12 +87,7 @@ def test_should_count_session_windows(store: str | None) -> None:
     supplier = MockApiProcessorSupplier()
     windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(30))
     table = windowed.count(Materialized.as_(store)) if store else windowed.count()
-    table.to_stream().process(supplier)
-    _pipe(builder, SESSION_INPUT).close()
-    result = _last_value_and_timestamp_per_key(supplier)
-    assert result[Windowed("1", SessionWindow(10, 30))] == (2, 30)
-    assert result[Windowed("2", SessionWindow(15, 15))] == (1, 15)
-    assert result[Windowed("1", SessionWindow(70, 100))] == (3, 100)
+    _check_session_counts(builder, table, supplier)
     assert table.queryable_store_name() == store
 
 
@@ -121,12 +126,7 @@ def test_should_aggregate_session_windows(store: str | None) -> None:
         lambda key, one, two: one + two,
         materialized=materialized,
     )
-    table.to_stream().process(supplier)
-    _pipe(builder, SESSION_INPUT).close()
-    result = _last_value_and_timestamp_per_key(supplier)
-    assert result[Windowed("1", SessionWindow(10, 30))] == (2, 30)
-    assert result[Windowed("2", SessionWindow(15, 15))] == (1, 15)
-    assert result[Windowed("1", SessionWindow(70, 100))] == (3, 100)
+    _check_session_counts(builder, table, supplier)
     if store:
         assert table.queryable_store_name() == store
 
