@@ -42,6 +42,7 @@ from platform_streams.dsl.options import StreamJoined
 from platform_streams.dsl.plan import StreamStreamJoinNode
 from platform_streams.dsl.windows import JoinWindows
 from platform_streams.errors import TopologyError
+from platform_streams.state.builders import KeyValueStoreBuilder
 from platform_streams.state.dsl_store_suppliers import DslWindowParams
 from platform_streams.state.timestamped_builders import bytes_store_builder
 from platform_streams.state.timestamped_window_store import DslWindowStoreBuilder
@@ -182,16 +183,25 @@ def stream_stream_join(
             other_store=_join_store(
                 other_store, windows, sj, key_serde, right_value_serde, sj.other_store_supplier
             ),
-            outer_store=(
-                None
-                if outer_store is None
-                else bytes_store_builder(outer_store, sj.store_type, sj.logging_enabled)
-            ),
+            outer_store=None if outer_store is None else _outer_store(outer_store, sj),
         )
     )
     return KStream(
         builder, merge, key_serde=key_serde, source_topics=left.source_topics | right.source_topics
     )
+
+
+def _outer_store(name: str, sj: StreamJoined) -> KeyValueStoreBuilder:
+    """The outer-join store: as persistent as this side's explicit supplier (Kafka's
+    ``OuterStreamJoinStoreFactory``), else of the join's store type -- which the run-time
+    ``dsl_store_suppliers`` may still change when no one chose it."""
+    this_supplier = sj.this_store_supplier
+    store_type = sj.store_type
+    if this_supplier is not None:
+        store_type = "rocksdb" if this_supplier.persistent else "in_memory"
+    builder = bytes_store_builder(name, store_type, sj.logging_enabled)
+    builder.dsl_default = not own_store_choice(sj.store_type, this_supplier, sj.dsl_store_suppliers)
+    return builder
 
 
 def _join_store(

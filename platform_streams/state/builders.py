@@ -122,6 +122,10 @@ def _value_wrapper(timestamped: bool) -> Callable[[Serde], Serde] | None:
 
 
 class KeyValueStoreBuilder(StoreBuilder[MeteredKeyValueStore]):
+    #: a DSL bookkeeping store whose type no one chose (a stream-stream join's outer store):
+    #: the run-time ``dsl_store_suppliers`` may still pick it (``apply_dsl_store_config``)
+    dsl_default: bool = False
+
     def __init__(
         self,
         supplier: KeyValueBytesStoreSupplier,

@@ -152,7 +152,11 @@ def apply_dsl_store_config(topology: Topology, config: StreamsConfig) -> None:
     """Give the DSL stores no one chose (not the operator, not ``StreamsBuilder(config)``) the
     run-time config's ``dsl_store_suppliers`` -- Kafka's ``InternalTopologyBuilder.rewriteTopology``
     configuring its store factories with the ``StreamsConfig`` the application runs with."""
-    from platform_streams.state.timestamped_builders import TimestampedKeyValueStoreBuilder
+    from platform_streams.state.builders import KeyValueStoreBuilder
+    from platform_streams.state.timestamped_builders import (
+        TimestampedKeyValueStoreBuilder,
+        key_value_supplier,
+    )
     from platform_streams.state.timestamped_window_store import DslSessionStoreBuilder, DslWindowStoreBuilder
 
     suppliers = config.resolved_dsl_store_suppliers()
@@ -173,6 +177,13 @@ def apply_dsl_store_config(topology: Topology, config: StreamsConfig) -> None:
             )
             spec.store_supplier = suppliers.window_store(params) if custom else None
             spec.store_type = suppliers.store_type
+        elif isinstance(spec, KeyValueStoreBuilder) and spec.dsl_default:
+            outer = DslKeyValueParams(spec.name, is_timestamped=False)
+            spec.supplier = (
+                suppliers.key_value_store(outer)
+                if custom
+                else key_value_supplier(spec.name, suppliers.store_type)
+            )
         elif isinstance(spec, DslSessionStoreBuilder) and spec.dsl_default:
             session = DslSessionParams(spec.name, spec.retention_ms)
             spec.store_supplier = suppliers.session_store(session) if custom else None

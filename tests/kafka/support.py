@@ -99,20 +99,3 @@ JAVA_LOG_TEXT = (
     "(tests/topology/test_dropped_records_metric.py)"
 )
 JAVA_TYPE_VARIANCE = "checks Java generics at compile time; Python has no equivalent"
-DSL_STORE_SUPPLIERS = (
-    "the application-wide dsl.store.suppliers.class / default.dsl.store (StreamsConfig or "
-    "TopologyConfig) is not implemented; DslStoreSuppliers are given per operator "
-    "(Materialized/StreamJoined.with_dsl_store_suppliers, tests/kafka/test_dsl_store_suppliers.py)"
-)
-DSL_STORE_SUPPLIERS_WINDOWED = (
-    "Materialized.with_dsl_store_suppliers is honoured by key-value and stream-stream join stores "
-    "only; windowed and session aggregations do not use it yet"
-)
-DSL_STORE_SUPPLIERS_UNTRANSLATED = (
-    "per-operator DslStoreSuppliers exist (tests/kafka/test_dsl_store_suppliers.py covers "
-    "Materialized and StreamJoined); this case's topology-level check is not translated yet"
-)
-VERSIONED_FILTER = (
-    "versioned tables exist (tests/topology/test_versioned_tables.py), but KTableFilter's "
-    "versioned semantics for nulls (Kafka's KTableFilter.useVersionedSemantics) are not implemented"
-)

@@ -1,5 +1,8 @@
 """Kafka's ``CogroupedKStreamImplTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/
-internals/CogroupedKStreamImplTest.java), the topology cases translated: ``describe()`` equals
+internals/CogroupedKStreamImplTest.java), the topology cases translated (and
+``shouldCogroupAndAggregateSingleKStreams``, ``testCogroupHandleNullValues``,
+``shouldCogroupAndAggregateTwoKStreamsWith{Distinct,Shared}Keys``,
+``testCogroupKeyMixedAggregators``, ``testCogroupWithThreeGroupedStreams``): ``describe()`` equals
 Kafka's expected text, named, repartitioned, reused groupings, with and without optimization.
 
 Java cases with no Python equivalent are skipped tests at the end of this module, each
@@ -15,7 +18,13 @@ import pytest
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, Grouped, Materialized, Named, StreamsBuilder
 from platform_streams.serde import String
-from tests.kafka.support import JAVA_NULL_CHECK, cases_without_python_equivalent, expected_description
+from platform_streams.testing import TopologyTestDriver
+from tests.kafka.support import (
+    JAVA_NULL_CHECK,
+    cases_without_python_equivalent,
+    expected_description,
+    streams_config,
+)
 
 S = String()
 CONSUMED = Consumed(key_serde=S, value_serde=S)
@@ -135,6 +144,129 @@ def test_describe_equals_kafka(java_test: str, build: Any, config: StreamsConfig
     assert str(builder.build(config).describe()) == expected_description(
         "CogroupedKStreamImplTest", java_test
     )
+
+
+PROPS = streams_config("string", "string", statestore_cache_max_bytes=0)
+
+
+def _run_cogroup(
+    build: Any, inputs: list[tuple[str, str, str | None, int]], expected: list[tuple[str, str, int]]
+) -> None:
+    """``build(builder)`` returns the cogrouped table; ``inputs`` are (topic, key, value, ts) and
+    ``expected`` what ``assertOutputKeyValueTimestamp`` reads from OUTPUT, in order."""
+    builder = StreamsBuilder()
+    build(builder).to_stream().to("output")
+    with TopologyTestDriver(builder.build(), PROPS) as driver:
+        topics = {name: driver.create_input_topic(name, S, S) for name in {t for t, *_ in inputs}}
+        for topic, key, value, ts in inputs:
+            topics[topic].pipe_input(key, value, ts)
+        output = driver.create_output_topic("output", S, S)
+        # Java reads just the expected records (one assertOutputKeyValueTimestamp each)
+        got = [(r.key, r.value, r.timestamp) for r in output.read_records_to_list()]
+        assert got[: len(expected)] == expected
+
+
+def _single(builder: StreamsBuilder) -> Any:
+    grouped1 = builder.stream("one", CONSUMED).group_by_key()
+    return grouped1.cogroup(string_aggregator).aggregate(string_initializer)
+
+
+def _two(builder: StreamsBuilder) -> Any:
+    grouped1 = builder.stream("one", CONSUMED).group_by_key()
+    grouped2 = builder.stream("two", CONSUMED).group_by_key()
+    cogrouped = grouped1.cogroup(string_aggregator).cogroup(grouped2, string_aggregator)
+    return cogrouped.aggregate(string_initializer)
+
+
+def test_should_cogroup_and_aggregate_single_kstreams() -> None:
+    """CogroupedKStreamImplTest.shouldCogroupAndAggregateSingleKStreams"""
+    inputs = [("one", "k1", "A", 0), ("one", "k2", "B", 0), ("one", "k2", "B", 0), ("one", "k1", "A", 0)]
+    _run_cogroup(_single, inputs, [("k1", "A", 0), ("k2", "B", 0), ("k2", "BB", 0), ("k1", "AA", 0)])
+
+
+def test_cogroup_handle_null_values() -> None:
+    """CogroupedKStreamImplTest.testCogroupHandleNullValues: a null value is skipped."""
+    inputs = [("one", "k1", "A", 0), ("one", "k2", "B", 0), ("one", "k2", None, 0)]
+    inputs += [("one", "k2", "B", 0), ("one", "k1", "A", 0)]
+    _run_cogroup(_single, inputs, [("k1", "A", 0), ("k2", "B", 0), ("k2", "BB", 0), ("k1", "AA", 0)])
+
+
+def test_should_cogroup_and_aggregate_two_kstreams_with_distinct_keys() -> None:
+    """CogroupedKStreamImplTest.shouldCogroupAndAggregateTwoKStreamsWithDistinctKeys"""
+    inputs = [("one", "k1", "A", ts) for ts in (0, 1, 10, 100)]
+    inputs += [("two", "k2", "B", ts) for ts in (100, 200, 1, 500, 500, 100)]
+    expected = [("k1", "A" * n, ts) for n, ts in ((1, 0), (2, 1), (3, 10), (4, 100))]
+    expected += [
+        ("k2", "B" * n, ts) for n, ts in ((1, 100), (2, 200), (3, 200), (4, 500), (5, 500), (6, 500))
+    ]
+    _run_cogroup(_two, inputs, expected)
+
+
+SHARED_KEYS_INPUT = [("one", "k1", 0), ("one", "k2", 1), ("one", "k1", 10), ("one", "k2", 100)]
+SHARED_KEYS_INPUT += [("two", "k2", 100), ("two", "k2", 200), ("two", "k1", 1), ("two", "k2", 500)]
+SHARED_KEYS_INPUT += [("two", "k1", 500), ("two", "k2", 500), ("two", "k3", 500), ("two", "k2", 100)]
+
+
+def test_should_cogroup_and_aggregate_two_kstreams_with_shared_keys() -> None:
+    """CogroupedKStreamImplTest.shouldCogroupAndAggregateTwoKStreamsWithSharedKeys"""
+    inputs = [(topic, key, "A" if topic == "one" else "B", ts) for topic, key, ts in SHARED_KEYS_INPUT]
+    expected = [("k1", "A", 0), ("k2", "A", 1), ("k1", "AA", 10), ("k2", "AA", 100), ("k2", "AAB", 100)]
+    expected += [("k2", "AABB", 200), ("k1", "AAB", 10), ("k2", "AABBB", 500), ("k1", "AABB", 500)]
+    expected += [("k2", "AABBBB", 500)]
+    _run_cogroup(_two, inputs, expected)
+
+
+def test_cogroup_key_mixed_aggregators() -> None:
+    """CogroupedKStreamImplTest.testCogroupKeyMixedAggregators: ``MockAggregator.TOSTRING_REMOVER``
+    ("agg-value") on one, ``TOSTRING_ADDER`` ("agg+value") on two, ``MockInitializer.STRING_INIT``."""
+
+    def build(builder: StreamsBuilder) -> Any:
+        grouped1 = builder.stream("one", CONSUMED).group_by_key()
+        grouped2 = builder.stream("two", CONSUMED).group_by_key()
+        cogrouped = grouped1.cogroup(lambda k, v, agg: f"{agg}-{v}").cogroup(
+            grouped2, lambda k, v, agg: f"{agg}+{v}"
+        )
+        return cogrouped.aggregate(lambda: "0", materialized=Materialized.as_("store1").with_value_serde(S))
+
+    inputs = [("one", "k1", "1", 0), ("one", "k2", "1", 1), ("one", "k1", "1", 10), ("one", "k2", "1", 100)]
+    inputs += [
+        ("two", "k1", "2", 500),
+        ("two", "k2", "2", 500),
+        ("two", "k1", "2", 500),
+        ("two", "k2", "2", 100),
+    ]
+    expected = [("k1", "0-1", 0), ("k2", "0-1", 1), ("k1", "0-1-1", 10), ("k2", "0-1-1", 100)]
+    expected += [
+        ("k1", "0-1-1+2", 500),
+        ("k2", "0-1-1+2", 500),
+        ("k1", "0-1-1+2+2", 500),
+        ("k2", "0-1-1+2+2", 500),
+    ]
+    _run_cogroup(build, inputs, expected)
+
+
+def test_cogroup_with_three_grouped_streams() -> None:
+    """CogroupedKStreamImplTest.testCogroupWithThreeGroupedStreams"""
+
+    def build(builder: StreamsBuilder) -> Any:
+        cogrouped = builder.stream("one", CONSUMED).group_by_key().cogroup(string_aggregator)
+        for topic in ("two", "three"):
+            cogrouped = cogrouped.cogroup(builder.stream(topic, CONSUMED).group_by_key(), string_aggregator)
+        return cogrouped.aggregate(string_initializer)
+
+    inputs = [("one", "k1", "A", 0), ("one", "k2", "A", 1), ("one", "k1", "A", 10), ("one", "k2", "A", 100)]
+    inputs += [
+        ("two", "k2", "B", 100),
+        ("two", "k2", "B", 200),
+        ("two", "k1", "B", 1),
+        ("two", "k2", "B", 500),
+    ]
+    inputs += [("three", "k1", "B", 500), ("three", "k2", "B", 500), ("three", "k3", "B", 500)]
+    inputs += [("three", "k2", "B", 100)]
+    expected = [("k1", "A", 0), ("k2", "A", 1), ("k1", "AA", 10), ("k2", "AA", 100), ("k2", "AAB", 100)]
+    expected += [("k2", "AABB", 200), ("k1", "AAB", 10), ("k2", "AABBB", 500), ("k1", "AABB", 500)]
+    expected += [("k2", "AABBBB", 500), ("k3", "B", 500)]
+    _run_cogroup(build, inputs, expected)
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)

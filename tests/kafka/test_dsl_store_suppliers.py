@@ -5,7 +5,10 @@ kstream/internals/KStreamKStreamJoinTest.java (``shouldJoinWithDslStoreSuppliers
 and its ``runJoin``), kstream/internals/MaterializedInternalTest.java (store names).
 The application-wide setting (``dsl_store_suppliers`` = Kafka's ``dsl.store.suppliers.class``,
 ``default_dsl_store`` = ``default.dsl.store``): StreamsBuilderTest.java (``shouldUseDslStoreSupplier*``,
-``shouldUseTopologyOverrideStoreTypeOverConfiguredDslStoreSupplier``), KStreamKStreamJoinTest
+``shouldUseTopologyOverrideStoreTypeOverConfiguredDslStoreSupplier``, the windowed and session
+``...ForWindowedOperation`` / ``...ForSessionWindowedOperation`` variants, the three
+``...DslStoreSuppliers...ForAllOuterJoinOperationBetweenKStreamAndKStream`` and
+``shouldUseThisStoreSupplierEvenIfDslStoreSuppliersConfiguredInTopologyConfig``), KStreamKStreamJoinTest
 (``shouldJoinWithDslStoreSuppliersFromStreamsConfig``), MaterializedInternalTest
 (``shouldUseStoreTypeWhenProvidedViaTopologyConfig``,
 ``shouldPreferStoreSupplierWhenProvidedWithStoreTypeViaTopologyConfig``). Kafka's
@@ -294,3 +297,84 @@ def test_in_memory_app_creates_no_rocksdb_directory(tmp_path: Path) -> None:
         stores = {name: driver.get_state_store(name) for name in topology.stores}
         assert len(stores) >= 8 and not [n for n, s in stores.items() if s.persistent]
         assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == []
+
+
+def test_should_use_dsl_store_supplier_defined_in_materialized_over_topology_overrides() -> None:
+    """StreamsBuilderTest.shouldUseDslStoreSupplierDefinedInMaterializedOverTopologyOverrides:
+    ``withStoreType(IN_MEMORY)`` beats the topology config's RocksDB suppliers."""
+    topology_config = app_config(dsl_store_suppliers=BuiltInDslStoreSuppliers.RocksDBDslStoreSuppliers)
+    materialized = Materialized.as_("store").with_store_type("in_memory")
+    assert count_store_persistent(topology_config, {}, None, materialized) is False
+
+
+def outer_join_stores_persistent(
+    topology_config: StreamsConfig | None, props: dict[str, Any], stream_joined: StreamJoined
+) -> list[bool]:
+    """StreamsBuilderTest's ``streamOne.outerJoin(streamTwo, ..., ofTimeDifferenceWithNoGrace(1h),
+    StreamJoined.as(OP).withName(OP)...)`` run through ``rewriteTopology(new StreamsConfig(props))``:
+    whether each of its three stores (this side, other side, outer) is persistent, in build order
+    (Kafka's ``assertTypesForStateStore``)."""
+    builder = StreamsBuilder(topology_config)
+    one = builder.stream("stream-topic", Consumed(key_serde=S, value_serde=S))
+    two = builder.stream("stream-topic-two", Consumed(key_serde=S, value_serde=S))
+    windows = JoinWindows.of_time_difference_with_no_grace(HOUR)
+    one.outer_join(two, lambda v1, v2: v1, windows, stream_joined)
+    topology = builder.build()
+    with TopologyTestDriver(topology, props) as driver:
+        stores = list(topology.stores)
+        assert len(stores) == 3, stores
+        return [bool(driver.get_state_store(name).persistent) for name in stores]
+
+
+OP_JOINED = StreamJoined(
+    key_serde=S, value_serde=S, other_value_serde=S, name="stream-operation", store_name="stream-operation"
+)
+
+
+@pytest.mark.parametrize(
+    ("java_test", "topology_suppliers", "props", "stream_joined"),
+    [
+        (
+            "shouldUseSpecifiedDslStoreSuppliersForAllOuterJoinOperationBetweenKStreamAndKStream",
+            None,
+            {},
+            OP_JOINED.with_dsl_store_suppliers(BuiltInDslStoreSuppliers.IN_MEMORY),
+        ),
+        (
+            "shouldUseConfiguredInStreamsConfigIfNoTopologyOverrideDslStoreSuppliersForAllOuterJoin"
+            "OperationBetweenKStreamAndKStream",
+            None,
+            {"dsl_store_suppliers": IN_MEMORY_CLASS},
+            OP_JOINED,
+        ),
+        (
+            "shouldUseConfiguredTopologyOverrideDslStoreSuppliersForAllOuterJoinOperationBetweenKStream"
+            "AndKStream",
+            IN_MEMORY_CLASS,
+            {"dsl_store_suppliers": ROCKS_DB_CLASS},
+            OP_JOINED,
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.startswith("should") else "",
+)
+def test_outer_join_stores_follow_the_dsl_store_suppliers(
+    java_test: str, topology_suppliers: str | None, props: dict[str, Any], stream_joined: StreamJoined
+) -> None:
+    """StreamsBuilderTest.<java_test>: both window stores and the outer store are in memory."""
+    topology_config = (
+        None if topology_suppliers is None else app_config(dsl_store_suppliers=topology_suppliers)
+    )
+    assert outer_join_stores_persistent(topology_config, props, stream_joined) == [False, False, False]
+
+
+def test_should_use_this_store_supplier_even_if_dsl_store_suppliers_configured_in_topology_config() -> None:
+    """StreamsBuilderTest.shouldUseThisStoreSupplierEvenIfDslStoreSuppliersConfiguredInTopologyConfig:
+    the explicit suppliers win over the topology config's RocksDB suppliers; the outer store
+    follows this side's supplier (in memory)."""
+    windows = JoinWindows.of_time_difference_with_no_grace(HOUR)
+    retention, size = windows.size() + windows.grace_ms, windows.size()
+    stream_joined = OP_JOINED.with_this_store_supplier(
+        Stores.in_memory_window_store("thisSupplier", retention, size, True)
+    ).with_other_store_supplier(Stores.persistent_window_store("otherSupplier", retention, size, True))
+    topology_config = app_config(dsl_store_suppliers=ROCKS_DB_CLASS)
+    assert outer_join_stores_persistent(topology_config, {}, stream_joined) == [False, True, False]

@@ -18,12 +18,14 @@ from platform_streams.dsl import (
     Materialized,
     Named,
     SessionWindows,
+    SlidingWindows,
     StreamsBuilder,
+    TimeWindows,
     Windowed,
 )
-from platform_streams.serde import Long, String
+from platform_streams.serde import Integer, Long, String
 from platform_streams.state.timestamped import ValueAndTimestamp
-from platform_streams.state.windowed import SessionWindow
+from platform_streams.state.windowed import SessionWindow, TimeWindow
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     JAVA_LOG_TEXT,
@@ -68,6 +70,16 @@ SESSION_INPUT = [
 ]
 
 
+def _check_session_counts(builder: StreamsBuilder, table: Any, supplier: MockApiProcessorSupplier) -> None:
+    """doCountSessionWindows / doAggregateSessionWindows: SESSION_INPUT counted per session."""
+    table.to_stream().process(supplier)
+    _pipe(builder, SESSION_INPUT).close()
+    result = _last_value_and_timestamp_per_key(supplier)
+    assert result[Windowed("1", SessionWindow(10, 30))] == (2, 30)
+    assert result[Windowed("2", SessionWindow(15, 15))] == (1, 15)
+    assert result[Windowed("1", SessionWindow(70, 100))] == (3, 100)
+
+
 @pytest.mark.parametrize("store", ["session-store", None], ids=["named", "internal_store_name"])
 def test_should_count_session_windows(store: str | None) -> None:
     """KGroupedStreamImplTest.shouldCountSessionWindows / shouldCountSessionWindowsWithInternalStoreName"""
@@ -75,12 +87,7 @@ def test_should_count_session_windows(store: str | None) -> None:
     supplier = MockApiProcessorSupplier()
     windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(30))
     table = windowed.count(Materialized.as_(store)) if store else windowed.count()
-    table.to_stream().process(supplier)
-    _pipe(builder, SESSION_INPUT).close()
-    result = _last_value_and_timestamp_per_key(supplier)
-    assert result[Windowed("1", SessionWindow(10, 30))] == (2, 30)
-    assert result[Windowed("2", SessionWindow(15, 15))] == (1, 15)
-    assert result[Windowed("1", SessionWindow(70, 100))] == (3, 100)
+    _check_session_counts(builder, table, supplier)
     assert table.queryable_store_name() == store
 
 
@@ -102,6 +109,119 @@ def test_should_reduce_session_windows(store: str | None) -> None:
     assert result[Windowed("2", SessionWindow(15, 15))] == ("Z", 15)
     assert result[Windowed("1", SessionWindow(70, 100))] == ("A:B:C", 100)
     assert table.queryable_store_name() == store
+
+
+@pytest.mark.parametrize("store", ["session-store", None], ids=["named", "internal_store_name"])
+def test_should_aggregate_session_windows(store: str | None) -> None:
+    """KGroupedStreamImplTest.shouldAggregateSessionWindows /
+    shouldAggregateSessionWindowsWithInternalStoreName
+    (with doAggregateSessionWindows): count by aggregate, sessions merged by adding."""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(30))
+    materialized = (Materialized.as_(store) if store else Materialized()).with_value_serde(Integer())
+    table = windowed.aggregate(
+        lambda: 0,
+        lambda key, value, aggregate: aggregate + 1,
+        lambda key, one, two: one + two,
+        materialized=materialized,
+    )
+    _check_session_counts(builder, table, supplier)
+    if store:
+        assert table.queryable_store_name() == store
+
+
+def _count_windowed(windows: Any, store: str | None, records: list[tuple[str, str | None, int]]) -> list[Any]:
+    """``groupedStream.windowedBy(windows).count([Materialized.as(store)]).toStream().process(...)``
+    over ``records``: what the processor saw."""
+    builder, grouped = _grouped()
+    supplier = MockApiProcessorSupplier()
+    windowed = grouped.windowed_by(windows)
+    (windowed.count(Materialized.as_(store)) if store else windowed.count()).to_stream().process(supplier)
+    _pipe(builder, records).close()
+    (processor,) = supplier.captured_processors(1)
+    return processor.processed
+
+
+@pytest.mark.parametrize("store", ["aggregate-by-key-windowed", None], ids=["named", "internal_store_name"])
+def test_should_count_windowed(store: str | None) -> None:
+    """KGroupedStreamImplTest.shouldCountWindowed / shouldCountWindowedWithInternalStoreName
+    (with doCountWindowed): 500 ms windows, 100 ms grace; "3"@100 still counts after stream time 500."""
+    records = [("1", "A", 0), ("1", "A", 499), ("1", "A", 100), ("2", "B", 0), ("2", "B", 100)]
+    records += [("2", "B", 200), ("3", "C", 1), ("1", "A", 500), ("1", "A", 500), ("2", "B", 500)]
+    records += [("2", "B", 500), ("3", "B", 100)]
+    processed = _count_windowed(TimeWindows.of_size_and_grace(500, 100), store, records)
+
+    def w(key: str, start: int) -> Windowed:
+        return Windowed(key, TimeWindow(start, start + 500))
+
+    assert processed == [
+        (w("1", 0), 1, 0),
+        (w("1", 0), 2, 499),
+        (w("1", 0), 3, 499),
+        (w("2", 0), 1, 0),
+        (w("2", 0), 2, 100),
+        (w("2", 0), 3, 200),
+        (w("3", 0), 1, 1),
+        (w("1", 500), 1, 500),
+        (w("1", 500), 2, 500),
+        (w("2", 500), 1, 500),
+        (w("2", 500), 2, 500),
+        (w("3", 0), 2, 100),
+    ]
+
+
+#: KGroupedStreamImplTest.doCountSlidingWindows: (key, window start, count, timestamp), sorted
+#: by key and window start as the Java test sorts them (500 ms windows: end = start + 500)
+SLIDING_COUNTS = [
+    ("1", 0, 1, 500),
+    ("1", 100, 2, 600),
+    ("1", 499, 2, 999),
+    ("1", 499, 3, 999),
+    ("1", 500, 4, 1000),
+    ("1", 500, 5, 1000),
+    ("1", 501, 1, 999),
+    ("1", 501, 2, 999),
+    ("1", 501, 3, 1000),
+    ("1", 501, 4, 1000),
+    ("1", 601, 1, 999),
+    ("1", 601, 2, 1000),
+    ("1", 601, 3, 1000),
+    ("1", 1000, 1, 1000),
+    ("1", 1000, 2, 1000),
+    ("2", 0, 1, 500),
+    ("2", 100, 2, 600),
+    ("2", 200, 3, 700),
+    ("2", 500, 4, 1000),
+    ("2", 500, 5, 1000),
+    ("2", 501, 1, 600),
+    ("2", 501, 2, 700),
+    ("2", 501, 3, 1000),
+    ("2", 501, 4, 1000),
+    ("2", 601, 1, 700),
+    ("2", 601, 2, 1000),
+    ("2", 601, 3, 1000),
+    ("2", 701, 1, 1000),
+    ("2", 701, 2, 1000),
+    ("3", 1, 1, 501),
+    ("3", 100, 2, 600),
+    ("3", 502, 1, 600),
+]
+
+
+@pytest.mark.parametrize("store", ["aggregate-by-key-windowed", None], ids=["named", "internal_store_name"])
+def test_should_count_sliding_windows(store: str | None) -> None:
+    """KGroupedStreamImplTest.shouldCountSlidingWindows / shouldCountSlidingWindowsWithInternalStoreName
+    (with doCountSlidingWindows): 500 ms time difference, 2000 ms grace."""
+    records = [("1", "A", 500), ("1", "A", 999), ("1", "A", 600), ("2", "B", 500), ("2", "B", 600)]
+    records += [("2", "B", 700), ("3", "C", 501), ("1", "A", 1000), ("1", "A", 1000), ("2", "B", 1000)]
+    records += [("2", "B", 1000), ("3", "C", 600)]
+    processed = _count_windowed(SlidingWindows.of_time_difference_and_grace(500, 2000), store, records)
+    # a stable sort by (key, window start), as Java's List.sort with its comparator
+    actual = sorted(processed, key=lambda r: (r[0].key, r[0].window.start()))
+    assert actual == [
+        (Windowed(k, TimeWindow(start, start + 500)), count, ts) for k, start, count, ts in SLIDING_COUNTS
+    ]
 
 
 PROCESS_DATA = [

@@ -4,23 +4,29 @@ kstream/internals/KStreamKStreamJoinTest.java), translated: a re-keyed stream jo
 Unnamed joins share one repartition topic with a generated name (Kafka's cached
 ``repartitionNode`` in ``KStreamImpl.repartitionForJoin``) instead of failing with "topic(s)
 already read by another source"; named joins get one topic each. ``describe()`` equals Kafka's
-expected text.
+expected text. Also ``testJoin``, ``testOuterJoin`` and
+``testAsymmetricWindowingAfter/Before``.
+``shouldJoinWithDslStoreSuppliers*`` are in tests/kafka/test_dsl_store_suppliers.py.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, JoinWindows, StreamJoined, StreamsBuilder
-from platform_streams.serde import String
+from platform_streams.serde import Integer, String
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
-    DSL_STORE_SUPPLIERS,
     JAVA_LOG_TEXT,
+    MockApiProcessorSupplier,
     cases_without_python_equivalent,
     expected_description,
 )
 
-S = String()
+S, INT = String(), Integer()
 NO_OPTIMIZATION = StreamsConfig(
     application_id="app", bootstrap_servers="x:9092", topology_optimization="none"
 )
@@ -67,6 +73,119 @@ def test_should_create_repartition_topics_with_user_provided_name() -> None:
     )
 
 
+def _pipe(topic: Any, keys: range, prefix: str) -> None:
+    for key in keys:
+        topic.pipe_input(key, f"{prefix}{key}")
+
+
+#: KStreamKStreamJoinTest.testJoin / testOuterJoin: (input topic, keys, value prefix) -> output
+#: (``MockValueJoiner.TOSTRING_JOINER``: "left+right"); every record at time 0
+JOIN_STEPS: list[tuple[int, range, str, list[tuple[int, str]]]] = [
+    (1, range(2), "A", []),
+    (2, range(2), "a", [(0, "A0+a0"), (1, "A1+a1")]),
+    (1, range(4), "B", [(0, "B0+a0"), (1, "B1+a1")]),
+    (2, range(4), "b", [(0, "A0+b0"), (0, "B0+b0"), (1, "A1+b1"), (1, "B1+b1"), (2, "B2+b2"), (3, "B3+b3")]),
+    (1, range(4), "C", [(0, "C0+a0"), (0, "C0+b0"), (1, "C1+a1"), (1, "C1+b1"), (2, "C2+b2"), (3, "C3+b3")]),
+    (2, range(2), "c", [(0, "A0+c0"), (0, "B0+c0"), (0, "C0+c0"), (1, "A1+c1"), (1, "B1+c1"), (1, "C1+c1")]),
+]
+
+
+@pytest.mark.parametrize(
+    ("java_test", "kind", "windows"),
+    [
+        ("testJoin", "join", JoinWindows.of_time_difference_with_no_grace(100)),
+        # 24 h grace: no non-joined record is emitted before the window closes
+        ("testOuterJoin", "outer_join", JoinWindows.of_time_difference_and_grace(100, 24 * 3600 * 1000)),
+    ],
+    ids=["testJoin", "testOuterJoin"],
+)
+def test_join(java_test: str, kind: str, windows: JoinWindows) -> None:
+    """KStreamKStreamJoinTest.<java_test>: both topics in one co-partition group; each record
+    joins every record of the other side's window with its key."""
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=INT, value_serde=S)
+    stream1, stream2 = builder.stream("topic1", consumed), builder.stream("topic2", consumed)
+    joined = getattr(stream1, kind)(
+        stream2,
+        lambda v1, v2: f"{v1}+{v2}",
+        windows,
+        StreamJoined(key_serde=INT, value_serde=S, other_value_serde=S),
+    )
+    supplier = MockApiProcessorSupplier()
+    joined.process(supplier)
+    topology = builder.build()
+    assert list(topology.copartition_groups) == [frozenset({"topic1", "topic2"})]
+    with TopologyTestDriver(topology, {}) as driver:
+        topics = {n: driver.create_input_topic(f"topic{n}", INT, S, start_timestamp_ms=0) for n in (1, 2)}
+        processor = supplier.captured_processors(1)[0]
+        for topic, keys, prefix, expected in JOIN_STEPS:
+            _pipe(topics[topic], keys, prefix)
+            processor.check_and_clear_process_result(*[(k, v, 0) for k, v in expected])
+
+
+#: KStreamKStreamJoinTest.testAsymmetricWindowingAfter / Before: the other stream's records
+#: (all four keys, one letter per step) at a time -> the keys of stream1's A0..A3 (at 1000..1003)
+#: they join; the joined record carries the larger of the two timestamps
+ASYMMETRIC_STEPS = {
+    "testAsymmetricWindowingAfter": [
+        (999, []),
+        (1000, [0]),
+        (1001, [0, 1]),
+        (1002, [0, 1, 2]),
+        (1003, [0, 1, 2, 3]),
+        (1100, [0, 1, 2, 3]),
+        (1101, [1, 2, 3]),
+        (1102, [2, 3]),
+        (1103, [3]),
+        (1104, []),
+    ],
+    "testAsymmetricWindowingBefore": [
+        (899, []),
+        (900, [0]),
+        (901, [0, 1]),
+        (902, [0, 1, 2]),
+        (903, [0, 1, 2, 3]),
+        (1000, [0, 1, 2, 3]),
+        (1001, [1, 2, 3]),
+        (1002, [2, 3]),
+        (1003, [3]),
+        (1004, []),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("java_test", "windows"),
+    [
+        ("testAsymmetricWindowingAfter", JoinWindows.of_time_difference_with_no_grace(0).after(100)),
+        ("testAsymmetricWindowingBefore", JoinWindows.of_time_difference_with_no_grace(0).before(100)),
+    ],
+    ids=["testAsymmetricWindowingAfter", "testAsymmetricWindowingBefore"],
+)
+def test_asymmetric_windowing(java_test: str, windows: JoinWindows) -> None:
+    """KStreamKStreamJoinTest.<java_test>: a window that reaches only after (or before) the
+    stream1 record joins the other stream's records of that side only."""
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=INT, value_serde=S)
+    stream1, stream2 = builder.stream("topic1", consumed), builder.stream("topic2", consumed)
+    joined = StreamJoined(key_serde=INT, value_serde=S, other_value_serde=S)
+    supplier = MockApiProcessorSupplier()
+    stream1.join(stream2, lambda v1, v2: f"{v1}+{v2}", windows, joined).process(supplier)
+    with TopologyTestDriver(builder.build(), {}) as driver:
+        topic1 = driver.create_input_topic("topic1", INT, S, start_timestamp_ms=0)
+        topic2 = driver.create_input_topic("topic2", INT, S, start_timestamp_ms=0)
+        processor = supplier.captured_processors(1)[0]
+        for key in range(4):
+            topic1.pipe_input(key, f"A{key}", 1000 + key)
+        processor.check_and_clear_process_result()
+        for letter, (time, keys) in zip("abcdefghij", ASYMMETRIC_STEPS[java_test], strict=True):
+            for key in range(4):
+                topic2.pipe_input(key, f"{letter}{key}", time)
+            processor.check_and_clear_process_result(
+                *[(k, f"A{k}+{letter}{k}", max(time, 1000 + k)) for k in keys]
+            )
+
+
 OUTER_JOIN_EMIT_INTERVAL = (
     "sets Kafka's internal "
     "InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX; this engine has "
@@ -78,7 +197,6 @@ test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KStreamKStreamJoinTest",
     {
         "shouldLogAndMeterOnSkippedRecordsWithNullValueWithBuiltInMetricsVersionLatest": JAVA_LOG_TEXT,
-        "shouldJoinWithDslStoreSuppliersFromStreamsConfig": DSL_STORE_SUPPLIERS,
         "shouldThrottleEmitNonJoinedOuterRecordsEvenWhenClockDrift": OUTER_JOIN_EMIT_INTERVAL,
     },
 )

@@ -30,9 +30,6 @@ from platform_streams.dsl import (
 from platform_streams.errors import TopologyError
 from platform_streams.serde import Long, String
 from tests.kafka.support import (
-    DSL_STORE_SUPPLIERS,
-    DSL_STORE_SUPPLIERS_UNTRANSLATED,
-    DSL_STORE_SUPPLIERS_WINDOWED,
     JAVA_NULL_CHECK,
     MockApiProcessorSupplier,
     cases_without_python_equivalent,
@@ -339,22 +336,6 @@ def test_a_table_never_shares_its_topic(java_test: str, first: str) -> None:
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "StreamsBuilderTest",
     {
-        "shouldUseDslStoreSupplierDefinedInMaterialized": DSL_STORE_SUPPLIERS_UNTRANSLATED,
-        "shouldUseDslStoreSupplierDefinedInMaterializedOverTopologyOverrides": DSL_STORE_SUPPLIERS,
-        "shouldUseDslStoreSupplierOverStoreType": DSL_STORE_SUPPLIERS_UNTRANSLATED,
-        "shouldUseTopologyOverrideStoreTypeOverConfiguredDslStoreSupplier": DSL_STORE_SUPPLIERS,
-        "shouldUseDslStoreSupplierDefinedConfiguredInStreamsConfig": DSL_STORE_SUPPLIERS,
-        "shouldUseDslStoreSupplierDefinedConfiguredInTopologyConfigOverStreamsConfig": DSL_STORE_SUPPLIERS,
-        "shouldUseDslStoreSupplierDefinedInMaterializedForWindowedOperation": DSL_STORE_SUPPLIERS_WINDOWED,
-        "shouldUseDslStoreSupplierDefinedConfiguredInStreamsConfigForWindowedOperation": DSL_STORE_SUPPLIERS,
-        "shouldUseDslStoreSupplierDefinedConfiguredInTopologyConfigOverStreamsConfigForWindowedOperation": DSL_STORE_SUPPLIERS,  # noqa: E501
-        "shouldUseDslStoreSupplierDefinedInMaterializedForSessionWindowedOperation": DSL_STORE_SUPPLIERS_WINDOWED,  # noqa: E501
-        "shouldUseDslStoreSupplierDefinedConfiguredInStreamsConfigForSessionWindowedOperation": DSL_STORE_SUPPLIERS,  # noqa: E501
-        "shouldUseDslStoreSupplierDefinedConfiguredInTopologyConfigOverStreamsConfigForSessionWindowedOperation": DSL_STORE_SUPPLIERS,  # noqa: E501
-        "shouldUseSpecifiedDslStoreSuppliersForAllOuterJoinOperationBetweenKStreamAndKStream": DSL_STORE_SUPPLIERS_UNTRANSLATED,  # noqa: E501
-        "shouldUseConfiguredInStreamsConfigIfNoTopologyOverrideDslStoreSuppliersForAllOuterJoinOperationBetweenKStreamAndKStream": DSL_STORE_SUPPLIERS,  # noqa: E501
-        "shouldUseConfiguredTopologyOverrideDslStoreSuppliersForAllOuterJoinOperationBetweenKStreamAndKStream": DSL_STORE_SUPPLIERS,  # noqa: E501
-        "shouldUseThisStoreSupplierEvenIfDslStoreSuppliersConfiguredInTopologyConfig": DSL_STORE_SUPPLIERS,
         "shouldUseSpecifiedNameForTransform": TRANSFORM,
         "shouldUseSpecifiedNameForTransformValues": TRANSFORM,
         "shouldUseSpecifiedNameForTransformValuesWithKey": TRANSFORM,

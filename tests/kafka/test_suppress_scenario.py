@@ -1,7 +1,7 @@
 """Kafka's ``SuppressScenarioTest`` (streams/src/test/java/org/apache/kafka/streams/kstream/internals/
 SuppressScenarioTest.java), translated: the time-limit, record-limit, byte-limit and final-results
-scenarios. The byte limit counts entries as Kafka does (key, values and record context), so
-``max_bytes(200)`` evicts at the same points.
+scenarios (time, sliding and session windows, cogrouped). The byte limit counts entries as Kafka
+does (key, values and record context), so ``max_bytes(200)`` evicts at the same points.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from platform_streams.dsl import (
     KTable,
     Materialized,
     Produced,
+    SessionWindows,
+    SlidingWindows,
     StreamsBuilder,
     Suppressed,
     TimeWindows,
@@ -122,7 +124,7 @@ def test_should_suppress_intermediate_events_with_bytes_limit() -> None:
     _limit_scenario(BufferConfig.max_bytes(200).emit_early_when_full())
 
 
-def _windowed_counts(windows: TimeWindows, materialized: Materialized) -> TopologyTestDriver:
+def _windowed_counts(windows: Any, materialized: Materialized) -> TopologyTestDriver:
     builder = StreamsBuilder()
     value_counts = (
         builder.stream("input", Consumed(key_serde=S, value_serde=S))
@@ -175,6 +177,44 @@ def test_should_support_final_results_for_time_windows_with_large_jump() -> None
             ("[k1@2/4]", 2, 3),
             ("[k1@4/6]", 1, 4),
         ]
+
+
+def test_should_support_final_results_for_sliding_windows() -> None:
+    """SuppressScenarioTest.shouldSupportFinalResultsForSlidingWindows: 5 ms difference, 15 ms
+    grace; the raw output is sorted by key string and timestamp, as the Java test sorts it."""
+    driver = _windowed_counts(
+        SlidingWindows.of_time_difference_and_grace(5, 15),
+        Materialized.as_("counts").with_caching_disabled().with_key_serde(S),
+    )
+    with driver:
+        # k1@5 is dropped: k1@24 advanced stream time and closed its window
+        _pipe(driver, *[("k1", "v1", ts) for ts in (10, 11, 10, 13, 10, 24, 5, 7, 90)])
+        assert sorted(drain(driver, "output-raw"), key=lambda r: (r[0], r[2])) == [
+            ("[k1@11/16]", 1, 11), ("[k1@11/16]", 2, 13), ("[k1@12/17]", 1, 13), ("[k1@19/24]", 1, 24),
+            ("[k1@5/10]", 1, 10), ("[k1@5/10]", 2, 10), ("[k1@5/10]", 3, 10), ("[k1@5/10]", 4, 10),
+            ("[k1@5/10]", 5, 10), ("[k1@6/11]", 2, 11), ("[k1@6/11]", 3, 11), ("[k1@6/11]", 4, 11),
+            ("[k1@6/11]", 5, 11), ("[k1@8/13]", 4, 13), ("[k1@8/13]", 5, 13), ("[k1@85/90]", 1, 90),
+        ]  # fmt: skip
+        assert drain(driver, "output-suppressed") == [
+            ("[k1@5/10]", 5, 10), ("[k1@6/11]", 5, 11), ("[k1@8/13]", 5, 13),
+            ("[k1@11/16]", 2, 13), ("[k1@12/17]", 1, 13), ("[k1@19/24]", 1, 24),
+        ]  # fmt: skip
+
+
+def test_should_support_final_results_for_session_windows() -> None:
+    """SuppressScenarioTest.shouldSupportFinalResultsForSessionWindows: 5 ms gap, no grace."""
+    driver = _windowed_counts(
+        SessionWindows.of_inactivity_gap_with_no_grace(5), Materialized.as_("counts").with_caching_disabled()
+    )
+    with driver:
+        # k1@1 joins the open session; k2@11 closes it; the late k1@5 is dropped; k1@30 flushes
+        _pipe(driver, *[(key, "v1", ts) for key, ts in (("k1", 0), ("k1", 5), ("k1", 1), ("k2", 11))])
+        _pipe(driver, ("k1", "v1", 5), ("k1", "v1", 30))
+        assert drain(driver, "output-raw") == [
+            ("[k1@0/0]", 1, 0), ("[k1@0/0]", None, 0), ("[k1@0/5]", 2, 5), ("[k1@0/5]", None, 5),
+            ("[k1@0/5]", 3, 5), ("[k2@11/11]", 1, 11), ("[k1@30/30]", 1, 30),
+        ]  # fmt: skip
+        assert drain(driver, "output-suppressed") == [("[k1@0/5]", 3, 5), ("[k2@11/11]", 1, 11)]
 
 
 def drain_strings(driver: TopologyTestDriver, topic: str) -> list[KVT]:
@@ -258,3 +298,20 @@ def test_should_work_before_join_left() -> None:
         assert drain_strings(driver, "output") == [("A", "(1,b)", 13)]
         left.pipe_input("tick", "tick1", 21)
         assert drain_strings(driver, "output") == [("tick", "(tick1,null)", 21), ("A", "(2,b)", 13)]
+
+
+def test_should_work_with_cogrouped() -> None:
+    """SuppressScenarioTest.shouldWorkWithCogrouped: a suppressed windowed cogroup builds (Java
+    asserts nothing else); here also that the suppress node follows the named aggregate."""
+    builder = StreamsBuilder()
+    grouped = Grouped(key_serde=S, value_serde=S)
+    one = builder.stream("one", Consumed(key_serde=S, value_serde=S)).group_by_key(grouped)
+    two = builder.stream("two", Consumed(key_serde=S, value_serde=S)).group_by_key(grouped)
+    cogrouped = one.cogroup(lambda k, v, agg: agg + v).cogroup(two, lambda k, v, agg: agg + v)
+    table = cogrouped.windowed_by(TimeWindows.of_size_with_no_grace(15 * 60 * 1000)).aggregate(
+        lambda: "", named="test", materialized=Materialized.as_("store")
+    )
+    table.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream()
+    topology = builder.build()
+    assert "store" in topology.stores
+    assert any(name.startswith("KTABLE-SUPPRESS-") for name in topology.nodes)

@@ -239,6 +239,10 @@ class SourceTableOp(TableOp):
 class _DerivedTableOp(TableOp):
     """Shared logic of filter and map_values: optional own store, else derived from the parent."""
 
+    #: Kafka's ``KTableFilter.useVersionedSemantics``: over a versioned parent a filter forwards
+    #: a delete even when nothing was there (the versioned history may need it)
+    versioned_semantics = False
+
     def __init__(self, parent: TableOp, store_name: str | None) -> None:
         self.parent = parent
         self.store_name = store_name
@@ -263,6 +267,8 @@ class _DerivedTableOp(TableOp):
 
 class FilterTableOp(_DerivedTableOp):
     """``KTable.filter`` / ``filter_not``: values failing the predicate become deletes."""
+
+    versioned_semantics = True
 
     def __init__(
         self, parent: TableOp, predicate: Callable[[Any, Any], bool], negate: bool, store: str | None
@@ -357,6 +363,9 @@ class DerivedTableProcessor(TableProcessor):
 
     def init(self, context: NodeContext) -> None:
         self.bind_store(context, self.op.store_name, self.op.send_old_values)
+        versioned = self.op.versioned_semantics and self.op.parent.view().is_versioned()
+        #: a delete of a row that was not there is dropped (never over a versioned parent)
+        self._skip_null = self.op.send_old_values and not versioned
 
     def process(self, key: Any, change: Change, timestamp: int, headers: Headers) -> None:
         compute = self.op.compute
@@ -365,11 +374,11 @@ class DerivedTableProcessor(TableProcessor):
         store = self.store
         if store is None:
             old = compute(key, change.old) if send_old and change.old is not None else None
-            if send_old and old is None and new is None:
+            if self._skip_null and old is None and new is None:
                 return  # nothing was there, nothing is there: no need to tell anyone
             self.forward(key, change_of(new, old, change.is_latest), timestamp, headers)
             return
-        if send_old and new is None and store.get(key) is None:
+        if self._skip_null and new is None and store.get(key) is None:
             return
         self.put(key, new, timestamp, headers)
 
