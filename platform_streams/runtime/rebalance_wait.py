@@ -134,8 +134,8 @@ def repair_group(
         offsets = _read_offsets(admin, group, partitions)
         if not offsets:
             # Nothing read back is not proof that nothing was committed (the soak run saw a
-            # wedged Tansu group answer no offsets at all, and the re-created group then
-            # started over from auto.offset.reset: every record processed again, state
+            # wedged group on the broker of docs/brokers.md answer no offsets at all, and the
+            # re-created group then started over from auto.offset.reset: every record processed again, state
             # counted twice under at-least-once). Stay wedged and say so; never delete a
             # group's progress we could not save.
             log.error(
