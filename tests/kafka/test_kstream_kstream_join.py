@@ -4,7 +4,7 @@ kstream/internals/KStreamKStreamJoinTest.java), translated: a re-keyed stream jo
 Unnamed joins share one repartition topic with a generated name (Kafka's cached
 ``repartitionNode`` in ``KStreamImpl.repartitionForJoin``) instead of failing with "topic(s)
 already read by another source"; named joins get one topic each. ``describe()`` equals Kafka's
-expected text. Also ``testJoin``, ``testOuterJoin`` and
+expected text. Also ``testJoin``, ``testOuterJoin``, ``testWindowing`` and
 ``testAsymmetricWindowingAfter/Before``.
 ``shouldJoinWithDslStoreSuppliers*`` are in tests/kafka/test_dsl_store_suppliers.py.
 """
@@ -184,6 +184,62 @@ def test_asymmetric_windowing(java_test: str, windows: JoinWindows) -> None:
             processor.check_and_clear_process_result(
                 *[(k, f"A{k}+{letter}{k}", max(time, 1000 + k)) for k in keys]
             )
+
+
+#: KStreamKStreamJoinTest.testWindowing: (input topic, value prefix, how many keys, time, whether
+#: key i is piped at time + i, the joined (key, value, timestamp) results); the window is
+#: 100 ms either side with no grace, and a result carries the larger of the two timestamps
+WINDOWING_STEPS: list[tuple[int, str, int, int, bool, list[tuple[int, str, int]]]] = [
+    (1, "A", 2, 0, False, []),
+    (2, "a", 2, 0, False, [(0, "A0+a0", 0), (1, "A1+a1", 0)]),
+    (1, "B", 4, 1000, True, []),
+    (2, "b", 4, 1100, False, [(k, f"B{k}+b{k}", 1100) for k in range(4)]),
+    (2, "c", 4, 1101, False, [(k, f"B{k}+c{k}", 1101) for k in (1, 2, 3)]),
+    (2, "d", 4, 1102, False, [(k, f"B{k}+d{k}", 1102) for k in (2, 3)]),
+    (2, "e", 4, 1103, False, [(3, "B3+e3", 1103)]),
+    (2, "f", 4, 1104, False, []),
+    (2, "g", 4, 899, False, []),
+    (2, "h", 4, 900, False, [(0, "B0+h0", 1000)]),
+    (2, "i", 4, 901, False, [(k, f"B{k}+i{k}", 1000 + k) for k in (0, 1)]),
+    (2, "j", 4, 902, False, [(k, f"B{k}+j{k}", 1000 + k) for k in (0, 1, 2)]),
+    (2, "k", 4, 903, False, [(k, f"B{k}+k{k}", 1000 + k) for k in range(4)]),
+    (2, "l", 4, 2000, True, []),
+    (1, "C", 4, 2100, False, [(k, f"C{k}+l{k}", 2100) for k in range(4)]),
+    (1, "D", 4, 2101, False, [(k, f"D{k}+l{k}", 2101) for k in (1, 2, 3)]),
+    (1, "E", 4, 2102, False, [(k, f"E{k}+l{k}", 2102) for k in (2, 3)]),
+    (1, "F", 4, 2103, False, [(3, "F3+l3", 2103)]),
+    (1, "G", 4, 2104, False, []),
+    (1, "H", 4, 1899, False, []),
+    (1, "I", 4, 1900, False, [(0, "I0+l0", 2000)]),
+    (1, "J", 4, 1901, False, [(k, f"J{k}+l{k}", 2000 + k) for k in (0, 1)]),
+    (1, "K", 4, 1902, False, [(k, f"K{k}+l{k}", 2000 + k) for k in (0, 1, 2)]),
+    (1, "L", 4, 1903, False, [(k, f"L{k}+l{k}", 2000 + k) for k in range(4)]),
+]
+
+
+def test_windowing() -> None:
+    """KStreamKStreamJoinTest.testWindowing: records join while their timestamps are at most
+    100 ms apart, on either side of the window, whichever stream arrives second."""
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=INT, value_serde=S)
+    stream1, stream2 = builder.stream("topic1", consumed), builder.stream("topic2", consumed)
+    joined = stream1.join(
+        stream2,
+        lambda v1, v2: f"{v1}+{v2}",
+        JoinWindows.of_time_difference_with_no_grace(100),
+        StreamJoined(key_serde=INT, value_serde=S, other_value_serde=S),
+    )
+    supplier = MockApiProcessorSupplier()
+    joined.process(supplier)
+    topology = builder.build()
+    assert list(topology.copartition_groups) == [frozenset({"topic1", "topic2"})]
+    with TopologyTestDriver(topology, {}) as driver:
+        topics = {n: driver.create_input_topic(f"topic{n}", INT, S, start_timestamp_ms=0) for n in (1, 2)}
+        processor = supplier.captured_processors(1)[0]
+        for topic, prefix, keys, time, staggered, expected in WINDOWING_STEPS:
+            for key in range(keys):
+                topics[topic].pipe_input(key, f"{prefix}{key}", time + key if staggered else time)
+            processor.check_and_clear_process_result(*expected)
 
 
 OUTER_JOIN_EMIT_INTERVAL = (
