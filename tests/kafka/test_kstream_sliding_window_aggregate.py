@@ -1,11 +1,19 @@
 """Kafka's ``KStreamSlidingWindowAggregateTest`` (streams/src/test/java/org/apache/kafka/streams/
-kstream/internals/KStreamSlidingWindowAggregateTest.java), translated: ``testAggregateSmallInput``
-for both emit strategies (the Java ``inOrderIterator`` variants use a test-only store supplier;
-here the in-memory window store of the same size and retention).
+kstream/internals/KStreamSlidingWindowAggregateTest.java), translated: ``testAggregateSmallInput``,
+the large-input, early-record and no-grace cases, for both emit strategies (the Java
+``inOrderIterator`` variants use a test-only store supplier; here the in-memory window store of
+the same size and retention).
+
+The large and early cases' inputs and expected results are Kafka's, taken from the Java test
+into ``tests/kafka/expected/KStreamSlidingWindowAggregateTest.<method>.json``: ``inputs`` are
+(key, value, timestamp) piped in order; a strategy's expected results are either the sorted
+list of (key, window start, window end, value, timestamp) Java compares (sorted by key, then
+window start) or, for the ``gatherOutput`` cases, window start -> the set of (value, timestamp).
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -15,7 +23,12 @@ from platform_streams.dsl import Consumed, EmitStrategy, Grouped, Materialized, 
 from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import JAVA_LOG_TEXT, MockApiProcessorSupplier, cases_without_python_equivalent
+from tests.kafka.support import (
+    EXPECTED_DIR,
+    JAVA_LOG_TEXT,
+    MockApiProcessorSupplier,
+    cases_without_python_equivalent,
+)
 
 S = String()
 CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
@@ -70,6 +83,73 @@ def test_aggregate_small_input(emit_final: bool, caching: bool) -> None:
             23: {("0+7", 30)},
         }  # fmt: skip
     assert gather_output(supplier) == expected
+
+
+#: Java method -> (window size, grace for ON_WINDOW_UPDATE, grace for ON_WINDOW_CLOSE, the
+#: store: "canonized" is ``Materialized.as("topic-Canonized").withValueSerde(String)``, else the
+#: in-memory supplier (name, retention) for ON_WINDOW_UPDATE and ``as("store-name")`` for CLOSE)
+CASES: dict[str, tuple[int, int, int, str | tuple[str, int]]] = {
+    "testAggregateLargeInput": (10, 50, 10, ("Reverse1", 50_000)),
+    "testEarlyRecordsSmallInput": (50, 0, 0, "canonized"),
+    "testEarlyRecordsRepeatedInput": (5, 0, 0, "canonized"),
+    "testEarlyRecordsLargeInput": (10, 50, 1, ("Reverse1", 50_000)),
+    "testEarlyNoGracePeriodSmallInput": (50, 0, 0, "canonized"),
+    "testNoGracePeriodSmallInput": (50, 0, 0, "canonized"),
+    "testEarlyNoGracePeriodLargeInput": (10, 0, 0, ("Reverse", 500)),
+    "testNoGracePeriodLargeInput": (10, 0, 0, ("Reverse", 500)),
+}
+
+STRATEGIES = [
+    pytest.param(False, True, id="ON_WINDOW_UPDATE"),
+    pytest.param(True, True, id="ON_WINDOW_CLOSE-cached"),
+    pytest.param(True, False, id="ON_WINDOW_CLOSE-uncached"),
+]
+
+
+def _materialized(store: str | tuple[str, int], emit_final: bool, caching: bool) -> Materialized:
+    """The Java test's store, through ``setupMaterialized`` (caching matters for emit-final only)."""
+    if store == "canonized":
+        materialized = Materialized.as_("topic-Canonized").with_value_serde(S)
+    elif emit_final:
+        materialized = Materialized.as_("store-name")
+    else:
+        name, retention = store
+        return Materialized(store_supplier=Stores.in_memory_window_store(name, retention, 10, False))
+    return materialized if not emit_final or caching else materialized.with_caching_disabled()
+
+
+@pytest.mark.parametrize(("emit_final", "caching"), STRATEGIES)
+@pytest.mark.parametrize("java_test", list(CASES))
+def test_sliding_window_aggregate(java_test: str, emit_final: bool, caching: bool) -> None:
+    """KStreamSlidingWindowAggregateTest.<java_test>: ``MockAggregator.TOSTRING_ADDER`` from
+    ``MockInitializer.STRING_INIT`` over sliding windows; out-of-order records land in earlier
+    windows while the grace period lasts (with emit-final, only closed windows are emitted)."""
+    size, update_grace, close_grace, store = CASES[java_test]
+    case = json.loads((EXPECTED_DIR / f"KStreamSlidingWindowAggregateTest.{java_test}.json").read_text())
+    builder = StreamsBuilder()
+    strategy = EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update()
+    grace = close_grace if emit_final else update_grace
+    table = (
+        builder.stream("topic", Consumed(key_serde=S, value_serde=S))
+        .group_by_key(Grouped(key_serde=S, value_serde=S))
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(size, grace))
+        .emit_strategy(strategy)
+        .aggregate(lambda: "0", lambda k, v, agg: f"{agg}+{v}", _materialized(store, emit_final, caching))
+    )
+    supplier = MockApiProcessorSupplier()
+    table.to_stream().process(supplier)
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        topic = driver.create_input_topic("topic", S, S)
+        for key, value, ts in case["inputs"]:
+            topic.pipe_input(key, value, ts)
+    expected = case["ON_WINDOW_CLOSE" if emit_final else "ON_WINDOW_UPDATE"]
+    if isinstance(expected, dict):  # Java's gatherOutput: window start -> {(value, timestamp)}
+        assert gather_output(supplier) == {int(k): {tuple(vt) for vt in v} for k, v in expected.items()}
+    else:  # sorted by key, then window start (a stable sort, as Java's)
+        (processor,) = supplier.captured_processors(1)
+        actual = [(k.key, k.window.start(), k.window.end(), v, ts) for k, v, ts in processor.processed]
+        actual.sort(key=lambda r: (r[0], r[1]))
+        assert actual == [tuple(r) for r in expected]
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
