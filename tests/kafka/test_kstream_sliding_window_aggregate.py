@@ -1,6 +1,6 @@
 """Kafka's ``KStreamSlidingWindowAggregateTest`` (streams/src/test/java/org/apache/kafka/streams/
 kstream/internals/KStreamSlidingWindowAggregateTest.java), translated: ``testAggregateSmallInput``,
-the large-input, early-record and no-grace cases, for both emit strategies (the Java
+``testReduceSmallInput``, the large-input, early-record and no-grace cases, for both emit strategies (the Java
 ``inOrderIterator`` variants use a test-only store supplier; here the in-memory window store of
 the same size and retention).
 
@@ -89,6 +89,7 @@ def test_aggregate_small_input(emit_final: bool, caching: bool) -> None:
 #: store: "canonized" is ``Materialized.as("topic-Canonized").withValueSerde(String)``, else the
 #: in-memory supplier (name, retention) for ON_WINDOW_UPDATE and ``as("store-name")`` for CLOSE)
 CASES: dict[str, tuple[int, int, int, str | tuple[str, int]]] = {
+    "testReduceSmallInput": (10, 5, 5, ("Reverse1", 50_000)),
     "testAggregateLargeInput": (10, 50, 10, ("Reverse1", 50_000)),
     "testEarlyRecordsSmallInput": (50, 0, 0, "canonized"),
     "testEarlyRecordsRepeatedInput": (5, 0, 0, "canonized"),
@@ -122,20 +123,25 @@ def _materialized(store: str | tuple[str, int], emit_final: bool, caching: bool)
 @pytest.mark.parametrize("java_test", list(CASES))
 def test_sliding_window_aggregate(java_test: str, emit_final: bool, caching: bool) -> None:
     """KStreamSlidingWindowAggregateTest.<java_test>: ``MockAggregator.TOSTRING_ADDER`` from
-    ``MockInitializer.STRING_INIT`` over sliding windows; out-of-order records land in earlier
-    windows while the grace period lasts (with emit-final, only closed windows are emitted)."""
+    ``MockInitializer.STRING_INIT`` over sliding windows (``MockReducer.STRING_ADDER`` for
+    testReduceSmallInput); out-of-order records land in earlier windows while the grace period
+    lasts (with emit-final, only closed windows are emitted)."""
     size, update_grace, close_grace, store = CASES[java_test]
     case = json.loads((EXPECTED_DIR / f"KStreamSlidingWindowAggregateTest.{java_test}.json").read_text())
     builder = StreamsBuilder()
     strategy = EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update()
     grace = close_grace if emit_final else update_grace
-    table = (
+    windowed = (
         builder.stream("topic", Consumed(key_serde=S, value_serde=S))
         .group_by_key(Grouped(key_serde=S, value_serde=S))
         .windowed_by(SlidingWindows.of_time_difference_and_grace(size, grace))
         .emit_strategy(strategy)
-        .aggregate(lambda: "0", lambda k, v, agg: f"{agg}+{v}", _materialized(store, emit_final, caching))
     )
+    materialized = _materialized(store, emit_final, caching)
+    if java_test == "testReduceSmallInput":
+        table = windowed.reduce(lambda agg, v: f"{agg}+{v}", materialized)
+    else:
+        table = windowed.aggregate(lambda: "0", lambda k, v, agg: f"{agg}+{v}", materialized)
     supplier = MockApiProcessorSupplier()
     table.to_stream().process(supplier)
     with TopologyTestDriver(builder.build(), CONFIG) as driver:
