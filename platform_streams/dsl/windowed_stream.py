@@ -217,9 +217,11 @@ class _WindowedKStream:
                 f"than {what} ({minimum} ms)"
             )
         if self._emit.emit_final:
-            # a window must still be in the store when it closes (its retention starts
-            # at the store's latest write, which may be 1 ms past the window's close)
-            retention = max(retention, minimum + 1)
+            # Kafka's emit-final stores are time-ordered: they keep a window whose start is
+            # ``store time - retention`` (AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom),
+            # 1 ms longer than a plain window store (``store time - retention + 1``), so a window
+            # closing at the record that writes the next one is still emitted
+            retention += 1
         return retention
 
     def _store_spec(

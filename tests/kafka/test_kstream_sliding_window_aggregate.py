@@ -14,6 +14,7 @@ window start) or, for the ``gatherOutput`` cases, window start -> the set of (va
 from __future__ import annotations
 
 import json
+import random
 from collections import defaultdict
 from typing import Any
 
@@ -156,6 +157,168 @@ def test_sliding_window_aggregate(java_test: str, emit_final: bool, caching: boo
         actual = [(k.key, k.window.start(), k.window.end(), v, ts) for k, v, ts in processor.processed]
         actual.sort(key=lambda r: (r[0], r[1]))
         assert actual == [tuple(r) for r in expected]
+
+
+def _sorted_chars(key: Any, value: Any, aggregate: Any) -> str:
+    """testAggregateRandomInput's aggregator: the letters sorted, so a final window's value does
+    not depend on the order its records came in."""
+    return "".join(sorted(aggregate + value))
+
+
+#: testAggregateRandomInput: (value, timestamp) of key A, piped in a shuffled order, then V at 181
+RANDOM_INPUT = [("A", 10), ("B", 15), ("C", 16), ("D", 18), ("E", 30), ("F", 40), ("G", 55), ("H", 56)]
+RANDOM_INPUT += [("I", 58), ("J", 58), ("K", 62), ("L", 63), ("M", 63), ("N", 63), ("O", 76), ("P", 77)]
+RANDOM_INPUT += [("Q", 80), ("R", 2), ("S", 3), ("T", 5), ("U", 8)]
+#: verifyRandomTestResults: window start -> last (value, timestamp); emit-final has only the
+#: windows still open (grace 100) when their records came, the update strategy every window
+RANDOM_FINAL = {52: ("GHIJK", 62), 53: ("GHIJKLMN", 63), 56: ("HIJKLMN", 63), 57: ("IJKLMN", 63)}
+RANDOM_FINAL |= {59: ("KLMN", 63), 63: ("LMN", 63), 66: ("O", 76), 67: ("OP", 77), 70: ("OPQ", 80)}
+RANDOM_UPDATE = {0: ("ARSTU", 10), 3: ("ASTU", 10), 4: ("ATU", 10), 5: ("ABTU", 15), 6: ("ABCU", 16)}
+RANDOM_UPDATE |= {8: ("ABCDU", 18), 9: ("ABCD", 18), 11: ("BCD", 18), 16: ("CD", 18), 17: ("D", 18)}
+RANDOM_UPDATE |= {20: ("E", 30), 30: ("EF", 40), 31: ("F", 40), 45: ("G", 55), 46: ("GH", 56)}
+RANDOM_UPDATE |= {48: ("GHIJ", 58), **RANDOM_FINAL, 77: ("PQ", 80), 78: ("Q", 80), 171: ("V", 181)}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("emit_final", "caching"), STRATEGIES)
+def test_aggregate_random_input(emit_final: bool, caching: bool, seed: int) -> None:
+    """KStreamSlidingWindowAggregateTest.testAggregateRandomInput (Java draws a new seed per run;
+    here three fixed seeds, so a failure reproduces)."""
+    builder = StreamsBuilder()
+    strategy = EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update()
+    table = (
+        builder.stream("topic1", Consumed(key_serde=S, value_serde=S))
+        .group_by_key(Grouped(key_serde=S, value_serde=S))
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(10, 100))
+        .emit_strategy(strategy)
+        .aggregate(lambda: "", _sorted_chars, _materialized(("Reverse", 50_000), emit_final, caching))
+    )
+    supplier = MockApiProcessorSupplier()
+    table.to_stream().process(supplier)
+    records = list(RANDOM_INPUT)
+    random.Random(seed).shuffle(records)
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        topic = driver.create_input_topic("topic1", S, S)
+        for value, ts in records:
+            topic.pipe_input("A", value, ts)
+        topic.pipe_input("A", "V", 181)
+    (processor,) = supplier.captured_processors(1)
+    results = {key.window.start(): (value, ts) for key, value, ts in processor.processed}
+    assert results == (RANDOM_FINAL if emit_final else RANDOM_UPDATE), f"seed {seed}"
+
+
+#: testJoin: steps of (input topic, records (key, value, ts), then per strategy what the three
+#: processors (table1, table2, the join) saw: (key, window start, value, ts), windows 10 ms wide)
+Seen = list[list[tuple[str, int, str, int]]]
+JOIN_STEPS: list[tuple[int, list[tuple[str, str, int]], dict[bool, Seen]]] = [
+    (
+        1,
+        [("A", "1", 10), ("B", "2", 11), ("C", "3", 12)],
+        {
+            True: [[("A", 0, "0+1", 10), ("B", 1, "0+2", 11)], [], []],
+            False: [[("A", 0, "0+1", 10), ("B", 1, "0+2", 11), ("C", 2, "0+3", 12)], [], []],
+        },
+    ),
+    (
+        1,
+        [("A", "1", 15), ("B", "2", 16), ("C", "3", 19)],
+        {
+            True: [[("C", 2, "0+3", 12), ("A", 5, "0+1+1", 15), ("B", 6, "0+2+2", 16)], [], []],
+            False: [
+                [
+                    ("A", 11, "0+1", 15),
+                    ("A", 5, "0+1+1", 15),
+                    ("B", 12, "0+2", 16),
+                    ("B", 6, "0+2+2", 16),
+                    ("C", 13, "0+3", 19),
+                    ("C", 9, "0+3+3", 19),
+                ],
+                [],
+                [],
+            ],
+        },
+    ),
+    (
+        2,
+        [("A", "a", 10), ("C", "c", 12)],
+        {
+            True: [[], [("A", 0, "0+a", 10)], [("A", 0, "0+1%0+a", 10)]],
+            False: [
+                [],
+                [("A", 0, "0+a", 10), ("C", 2, "0+c", 12)],
+                [("A", 0, "0+1%0+a", 10), ("C", 2, "0+3%0+c", 12)],
+            ],
+        },
+    ),
+    (
+        2,
+        [("A", "a", 15), ("B", "b", 16), ("C", "c", 17)],
+        {
+            True: [
+                [],
+                [("C", 2, "0+c", 12), ("A", 5, "0+a+a", 15), ("B", 6, "0+b", 16)],
+                [("C", 2, "0+3%0+c", 12), ("A", 5, "0+1+1%0+a+a", 15), ("B", 6, "0+2+2%0+b", 16)],
+            ],
+            False: [
+                [],
+                [
+                    ("A", 11, "0+a", 15),
+                    ("A", 5, "0+a+a", 15),
+                    ("B", 6, "0+b", 16),
+                    ("C", 13, "0+c", 17),
+                    ("C", 7, "0+c+c", 17),
+                ],
+                [
+                    ("A", 11, "0+1%0+a", 15),
+                    ("A", 5, "0+1+1%0+a+a", 15),
+                    ("B", 6, "0+2+2%0+b", 16),
+                    ("C", 13, "0+3%0+c", 19),
+                ],
+            ],
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("emit_final", "caching"), STRATEGIES)
+def test_join(emit_final: bool, caching: bool) -> None:
+    """KStreamSlidingWindowAggregateTest.testJoin: two sliding-window aggregations joined as
+    KTables on the windowed key (emit-final tables join only closed windows)."""
+    builder = StreamsBuilder()
+    strategy = EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update()
+    grace = 0 if emit_final else 100
+    supplier = MockApiProcessorSupplier()
+    tables = []
+    for n in (1, 2):
+        store = f"store-name{n}" if emit_final else (f"Reverse{n}", 50_000)
+        materialized = (
+            Materialized.as_(store) if isinstance(store, str) else _materialized(store, False, caching)
+        )
+        table = (
+            builder.stream(f"topic{n}", Consumed(key_serde=S, value_serde=S))
+            .group_by_key(Grouped(key_serde=S, value_serde=S))
+            .windowed_by(SlidingWindows.of_time_difference_and_grace(10, grace))
+            .emit_strategy(strategy)
+            .aggregate(
+                lambda: "0",
+                lambda k, v, agg: f"{agg}+{v}",
+                materialized if caching or not emit_final else materialized.with_caching_disabled(),
+            )
+        )
+        table.to_stream().process(supplier)
+        tables.append(table)
+    tables[0].join(tables[1], lambda p1, p2: f"{p1}%{p2}").to_stream().process(supplier)
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        topics = {n: driver.create_input_topic(f"topic{n}", S, S) for n in (1, 2)}
+        processors = supplier.captured_processors(3)
+        for topic, records, expected in JOIN_STEPS:
+            for key, value, ts in records:
+                topics[topic].pipe_input(key, value, ts)
+            for processor, results in zip(processors, expected[emit_final], strict=True):
+                got = [(k.key, k.window.start(), v, ts) for k, v, ts in processor.processed]
+                assert got == results
+                assert all(k.window.end() == k.window.start() + 10 for k, _, _ in processor.processed)
+                processor.processed.clear()
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
