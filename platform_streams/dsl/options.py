@@ -215,6 +215,8 @@ class StreamJoined:
     store_name: str | None = None
     store_type: Literal["rocksdb", "in_memory"] = "rocksdb"
     logging_enabled: bool = True
+    #: topic configs of the two join stores' changelogs (``with_logging_enabled(config)``)
+    log_config: dict[str, str] | None = None
     #: window store suppliers of the two sides (Kafka's ``StreamJoined.with(thisSupplier,
     #: otherSupplier)``): their names name the stores; they must retain duplicates
     this_store_supplier: Any = None
@@ -240,6 +242,17 @@ class StreamJoined:
 
     def with_name(self, name: str) -> StreamJoined:
         return replace(self, name=name)
+
+    def with_store_name(self, store_name: str) -> StreamJoined:
+        """The base name of the join stores (``<name>-this-join-store`` / ``-other-join-store``)."""
+        return replace(self, store_name=store_name)
+
+    def with_logging_enabled(self, config: dict[str, str]) -> StreamJoined:
+        """Changelog the join stores with these topic configs (Kafka's ``withLoggingEnabled``)."""
+        return replace(self, logging_enabled=True, log_config=dict(config))
+
+    def with_logging_disabled(self) -> StreamJoined:
+        return replace(self, logging_enabled=False, log_config=None)
 
     def with_key_serde(self, serde: Serde) -> StreamJoined:
         return replace(self, key_serde=serde)

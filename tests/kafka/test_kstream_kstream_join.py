@@ -4,8 +4,9 @@ kstream/internals/KStreamKStreamJoinTest.java), translated: a re-keyed stream jo
 Unnamed joins share one repartition topic with a generated name (Kafka's cached
 ``repartitionNode`` in ``KStreamImpl.repartitionForJoin``) instead of failing with "topic(s)
 already read by another source"; named joins get one topic each. ``describe()`` equals Kafka's
-expected text. Also ``testJoin``, ``testOuterJoin``, ``testWindowing`` and
-``testAsymmetricWindowingAfter/Before``.
+expected text. Also ``testJoin``, ``testOuterJoin``, ``testWindowing``,
+``testAsymmetricWindowingAfter/Before``, the StreamJoined logging cases and the custom store
+supplier cases (checks of their names, window settings and retained duplicates).
 ``shouldJoinWithDslStoreSuppliers*`` are in tests/kafka/test_dsl_store_suppliers.py.
 """
 
@@ -17,7 +18,9 @@ import pytest
 
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, JoinWindows, StreamJoined, StreamsBuilder
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Integer, String
+from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     JAVA_LOG_TEXT,
@@ -240,6 +243,130 @@ def test_windowing() -> None:
             for key in range(keys):
                 topics[topic].pipe_input(key, f"{prefix}{key}", time + key if staggered else time)
             processor.check_and_clear_process_result(*expected)
+
+
+#: KStreamKStreamJoinTest's fields ``joinWindows`` (size 100, grace 50) and ``streamJoined``
+JOIN_WINDOWS = JoinWindows.of_time_difference_and_grace(50, 50)
+STRING_INT_INT = StreamJoined(key_serde=S, value_serde=INT, other_value_serde=INT)
+
+
+def _left_join_right(stream_joined: StreamJoined, windows: JoinWindows = JOIN_WINDOWS) -> Any:
+    """``left.join(right, Integer::sum, windows, streamJoined)``; returns (builder, joined)."""
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=S, value_serde=INT)
+    left, right = builder.stream("left", consumed), builder.stream("right", consumed)
+    return builder, left.join(right, lambda v1, v2: v1 + v2, windows, stream_joined)
+
+
+def test_should_disable_logging_on_stream_joined() -> None:
+    """KStreamKStreamJoinTest.shouldDisableLoggingOnStreamJoined"""
+    joined = STRING_INT_INT.with_store_name("store").with_logging_disabled()
+    builder, _ = _left_join_right(joined)
+    stores = builder.build().stores
+    assert not stores["store-this-join-store"].logging_enabled
+    assert not stores["store-other-join-store"].logging_enabled
+
+
+def test_should_enable_logging_with_custom_config_on_stream_joined() -> None:
+    """KStreamKStreamJoinTest.shouldEnableLoggingWithCustomConfigOnStreamJoined: both join
+    stores are changelogged (the sub-topology's two changelog topics) with the given config."""
+    joined = STRING_INT_INT.with_store_name("store").with_logging_enabled({"test": "property"})
+    builder, _ = _left_join_right(joined)
+    stores = builder.build().stores
+    logged = [name for name, store in stores.items() if store.logging_enabled]
+    assert sorted(logged) == ["store-other-join-store", "store-this-join-store"]
+    for name in logged:
+        assert stores[name].changelog_topic_config()["test"] == "property"
+
+
+SETTINGS_MISMATCH = "Window settings mismatch. WindowBytesStoreSupplier settings"
+NOT_DUPLICATES = "The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false"
+SAME_NAMES = "Both StoreSuppliers have the same name.  StoreSuppliers must provide unique names"
+#: Java test -> this and other supplier (name, retention, window size, retain duplicates), the
+#: error's start (``buildStreamsJoinThatShouldThrow``); the join windows are 100 ms + 50 ms grace
+SUPPLIER_CHECKS = {
+    "shouldThrowExceptionThisStoreSupplierRetentionDoNotMatchWindowsSizeAndGrace": (
+        ("in-memory-join-store", 500, 100, True),
+        ("in-memory-join-store-other", 150, 100, True),
+        SETTINGS_MISMATCH,
+    ),
+    "shouldThrowExceptionThisStoreSupplierWindowSizeDoesNotMatchJoinWindowsWindowSize": (
+        ("in-memory-join-store", 150, 150, True),
+        ("in-memory-join-store-other", 150, 100, True),
+        SETTINGS_MISMATCH,
+    ),
+    "shouldThrowExceptionWhenThisJoinStoreSetsRetainDuplicatesFalse": (
+        ("in-memory-join-store", 150, 100, False),
+        ("in-memory-join-store-other", 150, 100, True),
+        NOT_DUPLICATES,
+    ),
+    "shouldThrowExceptionOtherStoreSupplierRetentionDoNotMatchWindowsSizeAndGrace": (
+        ("in-memory-join-store", 150, 100, True),
+        ("in-memory-join-store-other", 500, 100, True),
+        SETTINGS_MISMATCH,
+    ),
+    "shouldThrowExceptionOtherStoreSupplierWindowSizeDoesNotMatchJoinWindowsWindowSize": (
+        ("in-memory-join-store", 150, 100, True),
+        ("in-memory-join-store-other", 150, 150, True),
+        SETTINGS_MISMATCH,
+    ),
+    "shouldThrowExceptionWhenOtherJoinStoreSetsRetainDuplicatesFalse": (
+        ("in-memory-join-store", 150, 100, True),
+        ("in-memory-join-store-other", 150, 100, False),
+        NOT_DUPLICATES,
+    ),
+    "shouldExceptionWhenJoinStoresDoNotHaveUniqueNames": (
+        ("in-memory-join-store", 150, 100, True),
+        ("in-memory-join-store", 150, 100, True),
+        SAME_NAMES,
+    ),
+}
+
+
+@pytest.mark.parametrize("java_test", list(SUPPLIER_CHECKS))
+def test_store_supplier_checks(java_test: str) -> None:
+    """KStreamKStreamJoinTest.<java_test>: the join refuses explicit store suppliers whose
+    settings do not fit the join windows (Kafka's KStreamImplJoin.assertWindowSettings /
+    assertUniqueStoreNames)."""
+    this, other, message = SUPPLIER_CHECKS[java_test]
+    joined = STRING_INT_INT.with_this_store_supplier(Stores.in_memory_window_store(*this))
+    joined = joined.with_other_store_supplier(Stores.in_memory_window_store(*other))
+    with pytest.raises(TopologyError) as error:
+        _left_join_right(joined)
+    assert error.value.args[0].startswith(message)
+
+
+def test_should_build_join_with_custom_stores_and_correct_window_settings() -> None:
+    """KStreamKStreamJoinTest.shouldBuildJoinWithCustomStoresAndCorrectWindowSettings"""
+    builder, _ = _left_join_right(STRING_INT_INT)
+    builder.build()
+
+
+def _run_join(stream_joined: StreamJoined, windows: JoinWindows) -> None:
+    """``runJoin``: A and B joined once each, the result summed."""
+    builder, joined = _left_join_right(stream_joined, windows)
+    supplier = MockApiProcessorSupplier()
+    joined.process(supplier)
+    with TopologyTestDriver(builder.build(), {}) as driver:
+        left = driver.create_input_topic("left", S, INT, start_timestamp_ms=0)
+        right = driver.create_input_topic("right", S, INT, start_timestamp_ms=0)
+        left.pipe_input("A", 1, 1)
+        left.pipe_input("B", 1, 2)
+        right.pipe_input("A", 1, 1)
+        right.pipe_input("B", 2, 2)
+        supplier.captured_processors(1)[0].check_and_clear_process_result(("A", 2, 1), ("B", 3, 2))
+
+
+def test_should_join_with_custom_store_suppliers() -> None:
+    """KStreamKStreamJoinTest.shouldJoinWithCustomStoreSuppliers: both, this or the other side
+    from an explicit in-memory supplier of the join's size and retention."""
+    windows = JoinWindows.of_time_difference_with_no_grace(100)
+    settings = windows.size() + windows.grace_ms, windows.size()  # retention, window size
+    this = Stores.in_memory_window_store("in-memory-join-store", *settings, True)
+    other = Stores.in_memory_window_store("in-memory-join-store-other", *settings, True)
+    _run_join(STRING_INT_INT.with_this_store_supplier(this).with_other_store_supplier(other), windows)
+    _run_join(STRING_INT_INT.with_this_store_supplier(this), windows)
+    _run_join(STRING_INT_INT.with_other_store_supplier(other), windows)
 
 
 OUTER_JOIN_EMIT_INTERVAL = (
