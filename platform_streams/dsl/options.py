@@ -294,6 +294,15 @@ def name_of(named: Named | str | None) -> str | None:
     return named.name
 
 
+def require_functions(where: str, **functions: Any) -> None:
+    """Kafka's null checks (``Objects.requireNonNull``) of the functions an operator runs: a
+    missing or non-callable one is a TypeError naming the parameter when the topology is
+    built, not an error at the first record."""
+    for param, function in functions.items():
+        if not callable(function):
+            raise TypeError(f"{where}: parameter {param!r} takes a function, got {function!r}")
+
+
 def by_type(where: str, named: Any, materialized: Any) -> tuple[str | None, Materialized | None]:
     """Kafka's overloads: ``named`` and ``materialized`` as given in either position.
 

@@ -85,10 +85,19 @@ def cases_without_python_equivalent(java_class: str, cases: dict[str, str]) -> A
     return test_java_case_without_python_equivalent
 
 
+def refuses_null_argument(call: Any) -> None:
+    """Kafka's NullPointerException for a null function or topic (``Objects.requireNonNull``):
+    here a TypeError naming the parameter, raised while the topology is built."""
+    import pytest
+
+    with pytest.raises(TypeError, match="parameter"):
+        call()
+
+
 #: skip reasons shared by many Java test classes
-JAVA_NULL_CHECK = (
-    "a Java null-argument check (Objects.requireNonNull); Python signatures make required "
-    "arguments required, and None means 'not given' for the optional ones"
+JAVA_OPTIONAL_NULL = (
+    "passes null for an optional Named or Materialized, which Java refuses; in Python None "
+    "means 'not given' (the default), so there is nothing to refuse"
 )
 JAVA_STORE_NAME_CHECK = (
     "Java's Named/Materialized legal-character check of a store name; names are not validated "

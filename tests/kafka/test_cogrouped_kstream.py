@@ -14,6 +14,7 @@ saying why in its skip reason. The expected texts are Kafka's, verbatim, in
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,9 +24,10 @@ from platform_streams.dsl import Consumed, Grouped, Materialized, Named, Streams
 from platform_streams.serde import Integer, String
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
-    JAVA_NULL_CHECK,
+    JAVA_OPTIONAL_NULL,
     cases_without_python_equivalent,
     expected_description,
+    refuses_null_argument,
     streams_config,
 )
 
@@ -390,22 +392,46 @@ def test_cogroup_with_ktable_ktable_inner_join() -> None:
         assert got == [("k1", "A+C", 5), ("k2", "B+D", 10)]
 
 
+def _null_check_setup() -> SimpleNamespace:
+    """The Java setup: ``groupedStream`` and ``cogroupedStream = groupedStream.cogroup(...)``."""
+    grouped = StreamsBuilder().stream("topic", CONSUMED).group_by_key(Grouped(key_serde=S, value_serde=S))
+    return SimpleNamespace(grouped=grouped, cogrouped=grouped.cogroup(string_aggregator))
+
+
+#: Java test -> the call Java refuses with a NullPointerException (``s`` is the setup's object)
+NULL_ARGUMENTS: dict[str, Any] = {
+    "shouldThrowNPEInCogroupIfKGroupedStreamIsNull": lambda s: s.cogrouped.cogroup(None, string_aggregator),
+    "shouldNotHaveNullAggregatorOnCogroup": lambda s: s.cogrouped.cogroup(s.grouped, None),
+    "shouldNotHaveNullInitializerOnAggregate": lambda s: s.cogrouped.aggregate(None),
+    "shouldNotHaveNullInitializerOnAggregateWitNamed": lambda s: s.cogrouped.aggregate(
+        None, Named.as_("name")
+    ),
+    "shouldNotHaveNullInitializerOnAggregateWitMaterialized": lambda s: s.cogrouped.aggregate(
+        None, Materialized.as_("store")
+    ),
+    "shouldNotHaveNullInitializerOnAggregateWitNamedAndMaterialized": lambda s: s.cogrouped.aggregate(
+        None, Named.as_("name"), Materialized.as_("store")
+    ),
+    "shouldNotHaveNullWindowOnWindowedByTime": lambda s: s.cogrouped.windowed_by(None),
+    "shouldNotHaveNullWindowOnWindowedBySession": lambda s: s.cogrouped.windowed_by(None),
+    "shouldNotHaveNullWindowOnWindowedBySliding": lambda s: s.cogrouped.windowed_by(None),
+}
+
+
+@pytest.mark.parametrize("java_test", list(NULL_ARGUMENTS))
+def test_null_argument_is_refused(java_test: str) -> None:
+    """CogroupedKStreamImplTest.<java_test>: a null function (or grouped stream, or windows)
+    is refused when the topology is built."""
+    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_null_check_setup()))
+
+
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "CogroupedKStreamImplTest",
     {
-        "shouldThrowNPEInCogroupIfKGroupedStreamIsNull": JAVA_NULL_CHECK,
-        "shouldNotHaveNullAggregatorOnCogroup": JAVA_NULL_CHECK,
-        "shouldNotHaveNullInitializerOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullInitializerOnAggregateWitNamed": JAVA_NULL_CHECK,
-        "shouldNotHaveNullInitializerOnAggregateWitMaterialized": JAVA_NULL_CHECK,
-        "shouldNotHaveNullInitializerOnAggregateWitNamedAndMaterialized": JAVA_NULL_CHECK,
-        "shouldNotHaveNullNamedOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullMaterializedOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullNamedOnAggregateWithMateriazlied": JAVA_NULL_CHECK,
-        "shouldNotHaveNullMaterializedOnAggregateWithNames": JAVA_NULL_CHECK,
-        "shouldNotHaveNullWindowOnWindowedByTime": JAVA_NULL_CHECK,
-        "shouldNotHaveNullWindowOnWindowedBySession": JAVA_NULL_CHECK,
-        "shouldNotHaveNullWindowOnWindowedBySliding": JAVA_NULL_CHECK,
+        "shouldNotHaveNullNamedOnAggregate": JAVA_OPTIONAL_NULL,
+        "shouldNotHaveNullMaterializedOnAggregate": JAVA_OPTIONAL_NULL,
+        "shouldNotHaveNullNamedOnAggregateWithMateriazlied": JAVA_OPTIONAL_NULL,
+        "shouldNotHaveNullMaterializedOnAggregateWithNames": JAVA_OPTIONAL_NULL,
     },
 )

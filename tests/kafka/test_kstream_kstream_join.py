@@ -28,6 +28,7 @@ from tests.kafka.support import (
     cases_without_python_equivalent,
     expected_description,
 )
+from tests.kafka.test_dsl_store_suppliers import run_join
 
 S, INT = String(), Integer()
 NO_OPTIMIZATION = StreamsConfig(
@@ -284,43 +285,29 @@ NOT_DUPLICATES = "The StoreSupplier must set retainDuplicates=true, found retain
 SAME_NAMES = "Both StoreSuppliers have the same name.  StoreSuppliers must provide unique names"
 #: Java test -> this and other supplier (name, retention, window size, retain duplicates), the
 #: error's start (``buildStreamsJoinThatShouldThrow``); the join windows are 100 ms + 50 ms grace
+THIS_OK = ("in-memory-join-store", 150, 100, True)
+OTHER_OK = ("in-memory-join-store-other", 150, 100, True)
 SUPPLIER_CHECKS = {
     "shouldThrowExceptionThisStoreSupplierRetentionDoNotMatchWindowsSizeAndGrace": (
-        ("in-memory-join-store", 500, 100, True),
-        ("in-memory-join-store-other", 150, 100, True),
-        SETTINGS_MISMATCH,
+        ("in-memory-join-store", 500, 100, True), OTHER_OK, SETTINGS_MISMATCH
     ),
     "shouldThrowExceptionThisStoreSupplierWindowSizeDoesNotMatchJoinWindowsWindowSize": (
-        ("in-memory-join-store", 150, 150, True),
-        ("in-memory-join-store-other", 150, 100, True),
-        SETTINGS_MISMATCH,
+        ("in-memory-join-store", 150, 150, True), OTHER_OK, SETTINGS_MISMATCH
     ),
     "shouldThrowExceptionWhenThisJoinStoreSetsRetainDuplicatesFalse": (
-        ("in-memory-join-store", 150, 100, False),
-        ("in-memory-join-store-other", 150, 100, True),
-        NOT_DUPLICATES,
+        ("in-memory-join-store", 150, 100, False), OTHER_OK, NOT_DUPLICATES
     ),
     "shouldThrowExceptionOtherStoreSupplierRetentionDoNotMatchWindowsSizeAndGrace": (
-        ("in-memory-join-store", 150, 100, True),
-        ("in-memory-join-store-other", 500, 100, True),
-        SETTINGS_MISMATCH,
+        THIS_OK, ("in-memory-join-store-other", 500, 100, True), SETTINGS_MISMATCH
     ),
     "shouldThrowExceptionOtherStoreSupplierWindowSizeDoesNotMatchJoinWindowsWindowSize": (
-        ("in-memory-join-store", 150, 100, True),
-        ("in-memory-join-store-other", 150, 150, True),
-        SETTINGS_MISMATCH,
+        THIS_OK, ("in-memory-join-store-other", 150, 150, True), SETTINGS_MISMATCH
     ),
     "shouldThrowExceptionWhenOtherJoinStoreSetsRetainDuplicatesFalse": (
-        ("in-memory-join-store", 150, 100, True),
-        ("in-memory-join-store-other", 150, 100, False),
-        NOT_DUPLICATES,
+        THIS_OK, ("in-memory-join-store-other", 150, 100, False), NOT_DUPLICATES
     ),
-    "shouldExceptionWhenJoinStoresDoNotHaveUniqueNames": (
-        ("in-memory-join-store", 150, 100, True),
-        ("in-memory-join-store", 150, 100, True),
-        SAME_NAMES,
-    ),
-}
+    "shouldExceptionWhenJoinStoresDoNotHaveUniqueNames": (THIS_OK, THIS_OK, SAME_NAMES),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("java_test", list(SUPPLIER_CHECKS))
@@ -342,21 +329,6 @@ def test_should_build_join_with_custom_stores_and_correct_window_settings() -> N
     builder.build()
 
 
-def _run_join(stream_joined: StreamJoined, windows: JoinWindows) -> None:
-    """``runJoin``: A and B joined once each, the result summed."""
-    builder, joined = _left_join_right(stream_joined, windows)
-    supplier = MockApiProcessorSupplier()
-    joined.process(supplier)
-    with TopologyTestDriver(builder.build(), {}) as driver:
-        left = driver.create_input_topic("left", S, INT, start_timestamp_ms=0)
-        right = driver.create_input_topic("right", S, INT, start_timestamp_ms=0)
-        left.pipe_input("A", 1, 1)
-        left.pipe_input("B", 1, 2)
-        right.pipe_input("A", 1, 1)
-        right.pipe_input("B", 2, 2)
-        supplier.captured_processors(1)[0].check_and_clear_process_result(("A", 2, 1), ("B", 3, 2))
-
-
 def test_should_join_with_custom_store_suppliers() -> None:
     """KStreamKStreamJoinTest.shouldJoinWithCustomStoreSuppliers: both, this or the other side
     from an explicit in-memory supplier of the join's size and retention."""
@@ -364,9 +336,9 @@ def test_should_join_with_custom_store_suppliers() -> None:
     settings = windows.size() + windows.grace_ms, windows.size()  # retention, window size
     this = Stores.in_memory_window_store("in-memory-join-store", *settings, True)
     other = Stores.in_memory_window_store("in-memory-join-store-other", *settings, True)
-    _run_join(STRING_INT_INT.with_this_store_supplier(this).with_other_store_supplier(other), windows)
-    _run_join(STRING_INT_INT.with_this_store_supplier(this), windows)
-    _run_join(STRING_INT_INT.with_other_store_supplier(other), windows)
+    run_join(STRING_INT_INT.with_this_store_supplier(this).with_other_store_supplier(other), windows)
+    run_join(STRING_INT_INT.with_this_store_supplier(this), windows)
+    run_join(STRING_INT_INT.with_other_store_supplier(other), windows)
 
 
 OUTER_JOIN_EMIT_INTERVAL = (
