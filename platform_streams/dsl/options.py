@@ -7,13 +7,37 @@ Streams users expect them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal
 
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Serde
 from platform_streams.state.dsl_store_suppliers import DslStoreSuppliers
+
+_LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_MAX_NAME_LENGTH = 249
+
+
+def validate_name(name: str) -> str:
+    """Kafka's ``Named.validate``: operator and store names become parts of topic names, so
+    they are refused (at the call) unless made of ASCII alphanumerics, '.', '_' and '-'."""
+    if not name:
+        raise TopologyError("Name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopologyError('Name cannot be "." or ".."')
+    if len(name) > _MAX_NAME_LENGTH:
+        raise TopologyError(
+            f"Name is illegal, it can't be longer than {_MAX_NAME_LENGTH} characters, name: {name}"
+        )
+    if not _LEGAL_NAME.fullmatch(name):
+        raise TopologyError(
+            f'Name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            "'.', '_' and '-'"
+        )
+    return name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +48,7 @@ class Named:
 
     @classmethod
     def as_(cls, name: str) -> Named:
-        return cls(name=name)
+        return cls(name=validate_name(name))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,7 +135,7 @@ class Materialized:
         """``Materialized.as_("name")``, a store supplier (``Stores.*``, versioned too), or a
         :class:`~platform_streams.state.DslStoreSuppliers` (KIP-954)."""
         if isinstance(store, str):
-            return cls(store_name=store)
+            return cls(store_name=validate_name(store))
         if isinstance(store, DslStoreSuppliers):
             return cls().with_dsl_store_suppliers(store)
         return cls(store_supplier=store)

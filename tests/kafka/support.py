@@ -99,10 +99,6 @@ JAVA_OPTIONAL_NULL = (
     "passes null for an optional Named or Materialized, which Java refuses; in Python None "
     "means 'not given' (the default), so there is nothing to refuse"
 )
-JAVA_STORE_NAME_CHECK = (
-    "Java's Named/Materialized legal-character check of a store name; names are not validated "
-    "against Kafka's topic characters here"
-)
 JAVA_LOG_TEXT = (
     "asserts Kafka's log text; the skipped record is counted in dropped-records instead "
     "(tests/topology/test_dropped_records_metric.py)"

@@ -392,7 +392,7 @@ def test_cogroup_with_ktable_ktable_inner_join() -> None:
         assert got == [("k1", "A+C", 5), ("k2", "B+D", 10)]
 
 
-def _null_check_setup() -> SimpleNamespace:
+def _java_setup() -> SimpleNamespace:
     """The Java setup: ``groupedStream`` and ``cogroupedStream = groupedStream.cogroup(...)``."""
     grouped = StreamsBuilder().stream("topic", CONSUMED).group_by_key(Grouped(key_serde=S, value_serde=S))
     return SimpleNamespace(grouped=grouped, cogrouped=grouped.cogroup(string_aggregator))
@@ -422,7 +422,7 @@ NULL_ARGUMENTS: dict[str, Any] = {
 def test_null_argument_is_refused(java_test: str) -> None:
     """CogroupedKStreamImplTest.<java_test>: a null function (or grouped stream, or windows)
     is refused when the topology is built."""
-    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_null_check_setup()))
+    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_java_setup()))
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)

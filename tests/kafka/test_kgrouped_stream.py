@@ -23,6 +23,7 @@ from platform_streams.dsl import (
     TimeWindows,
     Windowed,
 )
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Integer, Long, String
 from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.windowed import SessionWindow, TimeWindow
@@ -30,7 +31,6 @@ from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     JAVA_LOG_TEXT,
     JAVA_OPTIONAL_NULL,
-    JAVA_STORE_NAME_CHECK,
     MockApiProcessorSupplier,
     cases_without_python_equivalent,
     refuses_null_argument,
@@ -296,7 +296,7 @@ def test_options_are_taken_by_type_and_anything_else_names_the_parameter() -> No
         grouped.count(None, Long())  # type: ignore[arg-type]
 
 
-def _null_check_setup() -> KGroupedStream:
+def _java_setup() -> KGroupedStream:
     """The Java setup's ``groupedStream``."""
     return _grouped()[1]
 
@@ -316,7 +316,7 @@ def _merger(key: Any, agg1: Any, agg2: Any) -> Any:
 def test_should_accept_null_store_name_when_aggregating_session_windows() -> None:
     """KGroupedStreamImplTest.shouldAcceptNullStoreNameWhenAggregatingSessionWindows:
     ``Materialized.with(serdes)`` (no store name) is accepted (a generated store name)."""
-    windowed = _null_check_setup().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10))
+    windowed = _java_setup().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10))
     windowed.aggregate(_string_init, _tostring_adder, _merger, Materialized(key_serde=S, value_serde=S))
 
 
@@ -373,21 +373,51 @@ NULL_ARGUMENTS: dict[str, Any] = {
 def test_null_argument_is_refused(java_test: str) -> None:
     """KGroupedStreamImplTest.<java_test>: a null function (or windows) is refused when the
     topology is built."""
-    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_null_check_setup()))
+    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_java_setup()))
+
+
+#: Java test -> its call with ``Materialized.as(INVALID_STORE_NAME)``
+INVALID_STORE_NAME = "~foo bar~"
+INVALID_STORE_NAMES: dict[str, Any] = {
+    "shouldNotHaveInvalidStoreNameOnReduce": lambda s: s.reduce(
+        lambda a, v: a + v, Materialized.as_(INVALID_STORE_NAME)
+    ),
+    "shouldNotHaveInvalidStoreNameWithWindowedReduce": lambda s: s.windowed_by(
+        TimeWindows.of_size_with_no_grace(10)
+    ).reduce(lambda a, v: a + v, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotHaveInvalidStoreNameOnAggregate": lambda s: s.aggregate(
+        _string_init, _tostring_adder, Materialized.as_(INVALID_STORE_NAME)
+    ),
+    "shouldNotHaveInvalidStoreNameOnWindowedAggregate": lambda s: s.windowed_by(
+        TimeWindows.of_size_with_no_grace(10)
+    ).aggregate(_string_init, _tostring_adder, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotHaveInvalidStoreNameWithSlidingWindowedReduce": lambda s: s.windowed_by(
+        SlidingWindows.of_time_difference_and_grace(10, 100)
+    ).reduce(lambda a, v: a + v, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotHaveInvalidStoreNameOnSlidingWindowedAggregate": lambda s: s.windowed_by(
+        SlidingWindows.of_time_difference_and_grace(10, 100)
+    ).aggregate(_string_init, _tostring_adder, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotAcceptInvalidStoreNameWhenReducingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).reduce(lambda a, v: a + v, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotAcceptInvalidStoreNameWhenAggregatingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).aggregate(_string_init, _tostring_adder, _merger, Materialized.as_(INVALID_STORE_NAME)),
+}
+
+
+@pytest.mark.parametrize("java_test", list(INVALID_STORE_NAMES))
+def test_invalid_store_name_is_refused(java_test: str) -> None:
+    """KGroupedStreamImplTest.<java_test>: a store name that cannot be part of a topic name is refused
+    (Kafka's ``Named.validate``, a TopologyException)."""
+    with pytest.raises(TopologyError, match="illegal"):
+        INVALID_STORE_NAMES[java_test](_java_setup())
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KGroupedStreamImplTest",
     {
-        "shouldNotHaveInvalidStoreNameOnReduce": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveInvalidStoreNameWithWindowedReduce": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveInvalidStoreNameOnAggregate": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveInvalidStoreNameOnWindowedAggregate": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveInvalidStoreNameWithSlidingWindowedReduce": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveInvalidStoreNameOnSlidingWindowedAggregate": JAVA_STORE_NAME_CHECK,
-        "shouldNotAcceptInvalidStoreNameWhenReducingSessionWindows": JAVA_STORE_NAME_CHECK,
-        "shouldNotAcceptInvalidStoreNameWhenAggregatingSessionWindows": JAVA_STORE_NAME_CHECK,
         "shouldThrowNullPointerOnReduceWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
         "shouldThrowNullPointerOnAggregateWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
         "shouldThrowNullPointerOnCountWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,

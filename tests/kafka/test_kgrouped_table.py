@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from platform_streams.dsl import Consumed, Grouped, KTable, Materialized, StreamsBuilder
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Double, Long, String
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     JAVA_OPTIONAL_NULL,
-    JAVA_STORE_NAME_CHECK,
     MockApiProcessorSupplier,
     cases_without_python_equivalent,
     refuses_null_argument,
@@ -84,7 +84,7 @@ def test_should_count_and_materialize_results() -> None:
         assert tuple(counts.get_timestamped("2")) == (2, 60)
 
 
-def _null_check_setup() -> Any:
+def _java_setup() -> Any:
     """The Java setup's ``groupedTable`` (``MockMapper.selectValueKeyValueMapper()``)."""
     table = StreamsBuilder().table("blah", Consumed(key_serde=S, value_serde=S))
     return table.group_by(lambda key, value: (value, value))
@@ -130,15 +130,33 @@ NULL_ARGUMENTS: dict[str, Any] = {
 def test_null_argument_is_refused(java_test: str) -> None:
     """KGroupedTableImplTest.<java_test>: a null function is refused when the
     topology is built."""
-    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_null_check_setup()))
+    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_java_setup()))
+
+
+#: Java test -> its call with ``Materialized.as(INVALID_STORE_NAME)``
+INVALID_STORE_NAME = "~foo bar~"
+INVALID_STORE_NAMES: dict[str, Any] = {
+    "shouldNotAllowInvalidStoreNameOnAggregate": lambda s: s.aggregate(
+        _string_init, _tostring, _tostring, Materialized.as_(INVALID_STORE_NAME)
+    ),
+    "shouldNotAllowInvalidStoreNameOnReduce": lambda s: s.reduce(
+        _string_reducer, _string_reducer, Materialized.as_(INVALID_STORE_NAME)
+    ),
+}
+
+
+@pytest.mark.parametrize("java_test", list(INVALID_STORE_NAMES))
+def test_invalid_store_name_is_refused(java_test: str) -> None:
+    """KGroupedTableImplTest.<java_test>: a store name that cannot be part of a topic name is refused
+    (Kafka's ``Named.validate``, a TopologyException)."""
+    with pytest.raises(TopologyError, match="illegal"):
+        INVALID_STORE_NAMES[java_test](_java_setup())
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KGroupedTableImplTest",
     {
-        "shouldNotAllowInvalidStoreNameOnAggregate": JAVA_STORE_NAME_CHECK,
-        "shouldNotAllowInvalidStoreNameOnReduce": JAVA_STORE_NAME_CHECK,
         "shouldThrowNullPointOnCountWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
         "shouldThrowNullPointerOnReduceWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
         "shouldThrowNullPointerOnAggregateWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,

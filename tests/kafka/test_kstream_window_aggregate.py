@@ -2,7 +2,8 @@
 internals/KStreamWindowAggregateTest.java), translated: ``testAggBasic`` for both emit strategies,
 with and without caching.
 
-``showThrowIfEmitFinalUsedWithUnlimitedWindow`` translated. Cases with no Python equivalent (the
+``showThrowIfEmitFinalUsedWithUnlimitedWindow`` and ``shouldLogAndMeterWhenSkippingExpiredWindow``
+(but its log text) translated. Cases with no Python equivalent (the
 internal emit-interval config, log text) are skipped tests at the end, each saying why. Not
 translated yet: ``testJoin`` (KTable-KTable join of windowed tables, covered by tests/topology).
 """
@@ -27,6 +28,7 @@ from platform_streams.serde import String
 from platform_streams.state.windowed import TimeWindow
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import JAVA_LOG_TEXT, MockApiProcessorSupplier, cases_without_python_equivalent
+from tests.unit.metrics.test_metrics_task_hooks import _samples, _watched
 
 S = String()
 CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
@@ -100,6 +102,65 @@ def test_show_throw_if_emit_final_used_with_unlimited_window(emit_final: bool) -
         windowed.aggregate(lambda: "0", lambda key, value, agg: f"{agg}+{value}")
 
 
+#: shouldLogAndMeterWhenSkippingExpiredWindow: (value, timestamp) of key k, in order
+EXPIRED_INPUT = [("100", 100), ("0", 0), ("1", 1), ("2", 2), ("3", 3), ("4", 4), ("5", 5), ("6", 6)]
+EXPIRED_INPUT += [("105", 105), ("106", 106)]
+#: its output per strategy: (``Windowed.toString()``, value, timestamp)
+EXPIRED_OUTPUT = {
+    True: [("[k@5/15]", "+5+6", 6)],
+    False: [
+        ("[k@95/105]", "+100", 100), ("[k@100/110]", "+100", 100), ("[k@5/15]", "+5", 5),
+        ("[k@5/15]", "+5+6", 6), ("[k@100/110]", "+100+105", 105), ("[k@105/115]", "+105", 105),
+        ("[k@100/110]", "+100+105+106", 106), ("[k@105/115]", "+105+106", 106),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("emit_final", [False, True], ids=["ON_WINDOW_UPDATE", "ON_WINDOW_CLOSE"])
+@pytest.mark.parametrize("caching", [True, False], ids=["cached", "uncached"])
+def test_should_meter_when_skipping_expired_window(emit_final: bool, caching: bool) -> None:
+    """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindow, but Kafka's log
+    text: hopping windows (10 ms, advance 5, grace 90, retention 100) drop the seven records
+    whose windows all closed; the task meters them (dropped-records 7, record-lateness
+    average 67.9 ms) and the output is Kafka's."""
+    builder = StreamsBuilder()
+    materialized = (
+        Materialized.as_("topic1-Canonicalized")
+        .with_value_serde(S)
+        .with_logging_disabled()
+        .with_retention(100)
+    )
+    (
+        builder.stream("topic", Consumed(key_serde=S, value_serde=S))
+        .group_by_key(Grouped(key_serde=S, value_serde=S))
+        .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
+        .emit_strategy(EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update())
+        .aggregate(
+            lambda: "",
+            lambda k, v, agg: f"{agg}+{v}",
+            materialized if caching else materialized.with_caching_disabled(),
+        )
+        .to_stream()
+        .map(lambda key, value: (f"[{key.key}@{key.window.start()}/{key.window.end()}]", value))
+        .to("output")
+    )
+    # DEBUG: record-lateness is a debug-level task metric, as in Kafka
+    with TopologyTestDriver(builder.build(), {**CONFIG, "metrics_recording_level": "DEBUG"}) as driver:
+        metrics, _ = _watched(driver, "DEBUG")
+        topic = driver.create_input_topic("topic", S, S)
+        for value, ts in EXPIRED_INPUT:
+            topic.pipe_input("k", value, ts)
+        samples = _samples(metrics)
+        assert sum(samples["kafka_streams_task_dropped_records_total"].values()) == 7
+        lateness_s = sum(samples["kafka_streams_task_record_lateness_seconds_sum"].values())
+        lateness_count = sum(samples["kafka_streams_task_record_lateness_seconds_count"].values())
+        assert lateness_count == 10 and round(lateness_s / lateness_count * 1000, 1) == 67.9
+        output = driver.create_output_topic("output", S, S)
+        assert [(r.key, r.value, r.timestamp) for r in output.read_records_to_list()] == EXPIRED_OUTPUT[
+            emit_final
+        ]
+
+
 EMIT_INTERVAL = (
     "sets Kafka's internal InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION (the "
     "emit-final throttle); this engine has no such config and checks for closed windows on "
@@ -111,7 +172,6 @@ test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KStreamWindowAggregateTest",
     {
         "shouldLogAndMeterWhenSkippingNullKey": JAVA_LOG_TEXT,
-        "shouldLogAndMeterWhenSkippingExpiredWindow": JAVA_LOG_TEXT,
         "shouldLogAndMeterWhenSkippingExpiredWindowByGrace": JAVA_LOG_TEXT,
         "shouldNotEmitFinalIfNotProgressEnough": EMIT_INTERVAL,
         "shouldEmitWithInterval0": EMIT_INTERVAL,

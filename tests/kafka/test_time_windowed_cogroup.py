@@ -125,6 +125,21 @@ def test_time_window_mix_aggregators_test() -> None:
     ]  # fmt: skip
 
 
+def test_time_window_mix_aggregators_many_windows_test() -> None:
+    """TimeWindowedCogroupedKStreamImplTest.timeWindowMixAggregatorsManyWindowsTest"""
+    fx = Fixture()
+    fx.windowed.aggregate(string_init, Materialized(key_serde=S, value_serde=S)).to_stream().to("output")
+    got = fx.run(
+        [("topic", "k1", "A", 0), ("topic", "k2", "A", 0), ("topic", "k2", "A", 1),
+         ("topic", "k1", "A", 2), ("topic2", "k1", "B", 3), ("topic2", "k2", "B", 3),
+         ("topic2", "k2", "B", 501), ("topic2", "k1", "B", 501)]
+    )  # fmt: skip
+    assert got == [
+        ("k1", "0+A", 0), ("k2", "0+A", 0), ("k2", "0+A+A", 1), ("k1", "0+A+A", 2),
+        ("k1", "0+A+A-B", 3), ("k2", "0+A+A-B", 3), ("k2", "0-B", 501), ("k1", "0-B", 501),
+    ]  # fmt: skip
+
+
 def test_time_window_aggregate_many_windows_test() -> None:
     """TimeWindowedCogroupedKStreamImplTest.timeWindowAggregateManyWindowsTest"""
     fx = Fixture()
@@ -160,7 +175,7 @@ def test_time_window_aggregate_overlapping_windows_test() -> None:
     ]  # fmt: skip
 
 
-def _null_check_setup() -> Any:
+def _java_setup() -> Any:
     """The Java setup's ``windowedCogroupedStream``."""
     grouped = (
         StreamsBuilder()
@@ -187,7 +202,7 @@ NULL_ARGUMENTS: dict[str, Any] = {
 def test_null_argument_is_refused(java_test: str) -> None:
     """TimeWindowedCogroupedKStreamImplTest.<java_test>: a null function is refused when the
     topology is built."""
-    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_null_check_setup()))
+    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_java_setup()))
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
