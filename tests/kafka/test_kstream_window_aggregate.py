@@ -3,7 +3,7 @@ internals/KStreamWindowAggregateTest.java), translated: ``testAggBasic`` for bot
 with and without caching.
 
 ``showThrowIfEmitFinalUsedWithUnlimitedWindow`` and ``shouldLogAndMeterWhenSkippingExpiredWindow``
-(but its log text) translated. Cases with no Python equivalent (the
+/ ``...ByGrace`` (but their log text) translated. Cases with no Python equivalent (the
 internal emit-interval config, log text) are skipped tests at the end, each saying why. Not
 translated yet: ``testJoin`` (KTable-KTable join of windowed tables, covered by tests/topology).
 """
@@ -102,38 +102,49 @@ def test_show_throw_if_emit_final_used_with_unlimited_window(emit_final: bool) -
         windowed.aggregate(lambda: "0", lambda key, value, agg: f"{agg}+{value}")
 
 
-#: shouldLogAndMeterWhenSkippingExpiredWindow: (value, timestamp) of key k, in order
-EXPIRED_INPUT = [("100", 100), ("0", 0), ("1", 1), ("2", 2), ("3", 3), ("4", 4), ("5", 5), ("6", 6)]
-EXPIRED_INPUT += [("105", 105), ("106", 106)]
-#: its output per strategy: (``Windowed.toString()``, value, timestamp)
-EXPIRED_OUTPUT = {
-    True: [("[k@5/15]", "+5+6", 6)],
-    False: [
-        ("[k@95/105]", "+100", 100), ("[k@100/110]", "+100", 100), ("[k@5/15]", "+5", 5),
-        ("[k@5/15]", "+5+6", 6), ("[k@100/110]", "+100+105", 105), ("[k@105/115]", "+105", 105),
-        ("[k@100/110]", "+100+105+106", 106), ("[k@105/115]", "+105+106", 106),
-    ],
+#: Java test -> (window advance, store retention (None: the default), (value, timestamp) of key
+#: k in order, dropped records, average record lateness (ms), the output per strategy as
+#: (``Windowed.toString()``, value, timestamp), None where Java does not read it); windows
+#: are 10 ms with 90 ms grace
+EXPIRED_CASES: dict[str, tuple[int, int | None, list[tuple[str, int]], int, float, dict[bool, Any]]] = {
+    "shouldLogAndMeterWhenSkippingExpiredWindow": (
+        5, 100,
+        [("100", 100), ("0", 0), ("1", 1), ("2", 2), ("3", 3), ("4", 4), ("5", 5), ("6", 6),
+         ("105", 105), ("106", 106)],
+        7, 67.9,
+        {
+            True: [("[k@5/15]", "+5+6", 6)],
+            False: [
+                ("[k@95/105]", "+100", 100), ("[k@100/110]", "+100", 100), ("[k@5/15]", "+5", 5),
+                ("[k@5/15]", "+5+6", 6), ("[k@100/110]", "+100+105", 105), ("[k@105/115]", "+105", 105),
+                ("[k@100/110]", "+100+105+106", 106), ("[k@105/115]", "+105+106", 106),
+            ],
+        },
+    ),
+    "shouldLogAndMeterWhenSkippingExpiredWindowByGrace": (
+        10, None,
+        [("100", 200), ("0", 100), ("1", 101), ("2", 102), ("3", 103), ("4", 104), ("5", 105), ("6", 6)],
+        7, 97.375,
+        {True: None, False: [("[k@200/210]", "+100", 200)]},
+    ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("emit_final", [False, True], ids=["ON_WINDOW_UPDATE", "ON_WINDOW_CLOSE"])
 @pytest.mark.parametrize("caching", [True, False], ids=["cached", "uncached"])
-def test_should_meter_when_skipping_expired_window(emit_final: bool, caching: bool) -> None:
-    """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindow, but Kafka's log
-    text: hopping windows (10 ms, advance 5, grace 90, retention 100) drop the seven records
-    whose windows all closed; the task meters them (dropped-records 7, record-lateness
-    average 67.9 ms) and the output is Kafka's."""
+@pytest.mark.parametrize("java_test", list(EXPIRED_CASES))
+def test_should_meter_when_skipping_expired_window(java_test: str, emit_final: bool, caching: bool) -> None:
+    """KStreamWindowAggregateTest.<java_test>, but Kafka's log text: records whose windows all
+    closed are dropped, the task meters them (dropped-records, record-lateness average) and
+    the output is Kafka's."""
+    advance, retention, records, dropped, lateness_ms, outputs = EXPIRED_CASES[java_test]
     builder = StreamsBuilder()
-    materialized = (
-        Materialized.as_("topic1-Canonicalized")
-        .with_value_serde(S)
-        .with_logging_disabled()
-        .with_retention(100)
-    )
+    materialized = Materialized.as_("topic1-Canonicalized").with_value_serde(S).with_logging_disabled()
+    materialized = materialized if retention is None else materialized.with_retention(retention)
     (
         builder.stream("topic", Consumed(key_serde=S, value_serde=S))
         .group_by_key(Grouped(key_serde=S, value_serde=S))
-        .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
+        .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(advance))
         .emit_strategy(EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update())
         .aggregate(
             lambda: "",
@@ -148,17 +159,18 @@ def test_should_meter_when_skipping_expired_window(emit_final: bool, caching: bo
     with TopologyTestDriver(builder.build(), {**CONFIG, "metrics_recording_level": "DEBUG"}) as driver:
         metrics, _ = _watched(driver, "DEBUG")
         topic = driver.create_input_topic("topic", S, S)
-        for value, ts in EXPIRED_INPUT:
+        for value, ts in records:
             topic.pipe_input("k", value, ts)
         samples = _samples(metrics)
-        assert sum(samples["kafka_streams_task_dropped_records_total"].values()) == 7
+        assert sum(samples["kafka_streams_task_dropped_records_total"].values()) == dropped
         lateness_s = sum(samples["kafka_streams_task_record_lateness_seconds_sum"].values())
         lateness_count = sum(samples["kafka_streams_task_record_lateness_seconds_count"].values())
-        assert lateness_count == 10 and round(lateness_s / lateness_count * 1000, 1) == 67.9
-        output = driver.create_output_topic("output", S, S)
-        assert [(r.key, r.value, r.timestamp) for r in output.read_records_to_list()] == EXPIRED_OUTPUT[
-            emit_final
-        ]
+        assert lateness_count == len(records)
+        assert round(lateness_s / lateness_count * 1000, 3) == lateness_ms
+        expected = outputs[emit_final]
+        if expected is not None:
+            output = driver.create_output_topic("output", S, S)
+            assert [(r.key, r.value, r.timestamp) for r in output.read_records_to_list()] == expected
 
 
 EMIT_INTERVAL = (
@@ -172,7 +184,6 @@ test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KStreamWindowAggregateTest",
     {
         "shouldLogAndMeterWhenSkippingNullKey": JAVA_LOG_TEXT,
-        "shouldLogAndMeterWhenSkippingExpiredWindowByGrace": JAVA_LOG_TEXT,
         "shouldNotEmitFinalIfNotProgressEnough": EMIT_INTERVAL,
         "shouldEmitWithInterval0": EMIT_INTERVAL,
         "shouldEmitWithLargeInterval": EMIT_INTERVAL,
