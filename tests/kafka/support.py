@@ -94,6 +94,33 @@ def refuses_null_argument(call: Any) -> None:
         call()
 
 
+#: the store name Kafka's tests pass to be refused (``INVALID_STORE_NAME``)
+INVALID_STORE_NAME = "~foo bar~"
+
+
+def refuses_invalid_name(call: Any) -> None:
+    """Kafka's TopologyException for a name that cannot be part of a topic name
+    (``Named.validate``): the same here, raised when the name is given."""
+    import pytest
+
+    from platform_streams.errors import TopologyError
+
+    with pytest.raises(TopologyError, match="illegal"):
+        call()
+
+
+def task_drops_and_lateness(metrics: Any) -> tuple[float, float, float]:
+    """From the scraped task metrics of a driver (``tests.unit.metrics``' ``_watched``):
+    dropped records, records whose lateness was recorded, and their average lateness in ms."""
+    from tests.unit.metrics.test_metrics_task_hooks import _samples
+
+    samples = _samples(metrics)
+    dropped = sum(samples["kafka_streams_task_dropped_records_total"].values())
+    lateness_s = sum(samples["kafka_streams_task_record_lateness_seconds_sum"].values())
+    count = sum(samples["kafka_streams_task_record_lateness_seconds_count"].values())
+    return dropped, count, lateness_s / count * 1000 if count else 0.0
+
+
 #: skip reasons shared by many Java test classes
 JAVA_OPTIONAL_NULL = (
     "passes null for an optional Named or Materialized, which Java refuses; in Python None "

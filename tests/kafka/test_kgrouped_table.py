@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 
 from platform_streams.dsl import Consumed, Grouped, KTable, Materialized, StreamsBuilder
-from platform_streams.errors import TopologyError
 from platform_streams.serde import Double, Long, String
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
+    INVALID_STORE_NAME,
     JAVA_OPTIONAL_NULL,
     MockApiProcessorSupplier,
     cases_without_python_equivalent,
+    refuses_invalid_name,
     refuses_null_argument,
 )
 
@@ -134,7 +135,6 @@ def test_null_argument_is_refused(java_test: str) -> None:
 
 
 #: Java test -> its call with ``Materialized.as(INVALID_STORE_NAME)``
-INVALID_STORE_NAME = "~foo bar~"
 INVALID_STORE_NAMES: dict[str, Any] = {
     "shouldNotAllowInvalidStoreNameOnAggregate": lambda s: s.aggregate(
         _string_init, _tostring, _tostring, Materialized.as_(INVALID_STORE_NAME)
@@ -147,10 +147,8 @@ INVALID_STORE_NAMES: dict[str, Any] = {
 
 @pytest.mark.parametrize("java_test", list(INVALID_STORE_NAMES))
 def test_invalid_store_name_is_refused(java_test: str) -> None:
-    """KGroupedTableImplTest.<java_test>: a store name that cannot be part of a topic name is refused
-    (Kafka's ``Named.validate``, a TopologyException)."""
-    with pytest.raises(TopologyError, match="illegal"):
-        INVALID_STORE_NAMES[java_test](_java_setup())
+    """KGroupedTableImplTest.<java_test>"""
+    refuses_invalid_name(lambda: INVALID_STORE_NAMES[java_test](_java_setup()))
 
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)

@@ -27,8 +27,13 @@ from platform_streams.dsl import (
 from platform_streams.serde import String
 from platform_streams.state.windowed import TimeWindow
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import JAVA_LOG_TEXT, MockApiProcessorSupplier, cases_without_python_equivalent
-from tests.unit.metrics.test_metrics_task_hooks import _samples, _watched
+from tests.kafka.support import (
+    JAVA_LOG_TEXT,
+    MockApiProcessorSupplier,
+    cases_without_python_equivalent,
+    task_drops_and_lateness,
+)
+from tests.unit.metrics.test_metrics_task_hooks import _watched
 
 S = String()
 CONFIG = {"default_key_serde": "string", "default_value_serde": "string"}
@@ -161,12 +166,9 @@ def test_should_meter_when_skipping_expired_window(java_test: str, emit_final: b
         topic = driver.create_input_topic("topic", S, S)
         for value, ts in records:
             topic.pipe_input("k", value, ts)
-        samples = _samples(metrics)
-        assert sum(samples["kafka_streams_task_dropped_records_total"].values()) == dropped
-        lateness_s = sum(samples["kafka_streams_task_record_lateness_seconds_sum"].values())
-        lateness_count = sum(samples["kafka_streams_task_record_lateness_seconds_count"].values())
-        assert lateness_count == len(records)
-        assert round(lateness_s / lateness_count * 1000, 3) == lateness_ms
+        dropped_records, lateness_count, lateness_avg_ms = task_drops_and_lateness(metrics)
+        assert dropped_records == dropped
+        assert lateness_count == len(records) and round(lateness_avg_ms, 3) == lateness_ms
         expected = outputs[emit_final]
         if expected is not None:
             output = driver.create_output_topic("output", S, S)
