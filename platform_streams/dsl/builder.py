@@ -34,6 +34,9 @@ class StreamsBuilder:
         """
         consumed = consumed or Consumed()
         topic_list = [topics] if isinstance(topics, str) else list(topics)
+        if not topic_list or not all(isinstance(topic, str) and topic for topic in topic_list):
+            # Kafka's null check of the topic names
+            raise TypeError(f"stream: parameter 'topics' takes topic names, got {topics!r}")
         name = self.names.name("KSTREAM-SOURCE-", consumed.name)
         shared = self.plan.shared_source(topic_list)
         if shared is not None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from platform_streams.dsl.internals.aggregate_processors import StreamAggregateProcessor
 from platform_streams.dsl.internals.table_processors import StoreTableOp
 from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
-from platform_streams.dsl.options import Materialized, Named, by_type, name_of
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of, require_functions
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.topology.nodes import StatelessOp
@@ -43,8 +43,11 @@ class CogroupedKStream:
 
     def cogroup(self, grouped: KGroupedStream, aggregator: Aggregator) -> CogroupedKStream:
         """Add another grouped stream and the aggregator that folds its values in."""
-        if not callable(aggregator):
-            raise TopologyError(f"cogroup needs an aggregator (key, value, aggregate), got {aggregator!r}")
+        from platform_streams.dsl.grouped_stream import KGroupedStream
+
+        if not isinstance(grouped, KGroupedStream):
+            raise TypeError(f"cogroup: parameter 'grouped' takes a KGroupedStream, got {grouped!r}")
+        require_functions("cogroup", aggregator=aggregator)
         if self._groups and grouped.builder is not self._groups[0][0].builder:
             raise TopologyError("cannot cogroup streams from different StreamsBuilders")
         if any(g is grouped for g, _ in self._groups):
@@ -61,6 +64,7 @@ class CogroupedKStream:
         """The aggregate per key, from ``initializer()`` and each input's aggregator."""
         from platform_streams.dsl.ktable import KTable
 
+        require_functions("cogroup aggregate", initializer=initializer)
         named, materialized = by_type("cogroup aggregate", named, materialized)
         first = self._groups[0][0]
         builder = first.builder

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from platform_streams.dsl.internals.aggregate_processors import stream_aggregate, stream_count, stream_reduce
 from platform_streams.dsl.internals.table_processors import StoreTableOp
 from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
-from platform_streams.dsl.options import Materialized, Named, by_type, name_of
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of, require_functions
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Long, Serde
 
@@ -67,6 +67,7 @@ class KGroupedStream:
         materialized: Materialized | None = None,
     ) -> KTable:
         """Combine values per key with ``reducer(aggregate, value)``; the first value starts it."""
+        require_functions("reduce", reducer=reducer)
         return self._aggregate(
             "KSTREAM-REDUCE-", named, materialized, self.value_serde, stream_reduce(reducer)
         )
@@ -82,6 +83,7 @@ class KGroupedStream:
 
         The result's value serde is ``materialized.value_serde`` (else the config default).
         """
+        require_functions("aggregate", initializer=initializer, aggregator=aggregator)
         make = stream_aggregate(initializer, aggregator)
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, None, make)
 
@@ -89,6 +91,7 @@ class KGroupedStream:
         """Start a cogroup: add more grouped streams, then ``aggregate`` them into one table."""
         from platform_streams.dsl.cogrouped_stream import CogroupedKStream
 
+        require_functions("cogroup", aggregator=aggregator)
         return CogroupedKStream(self, aggregator)
 
     def windowed_by(self, windows: Any) -> Any:

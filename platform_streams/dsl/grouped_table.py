@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from platform_streams.dsl.internals.aggregate_processors import table_aggregate, table_count, table_reduce
 from platform_streams.dsl.internals.table_processors import StoreTableOp
 from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
-from platform_streams.dsl.options import Materialized, Named, by_type, name_of
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of, require_functions
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Bytes, Long, Serde
 from platform_streams.topology.nodes import InternalTopic, repartition_topic_config
@@ -67,6 +67,7 @@ class KGroupedTable:
         materialized: Materialized | None = None,
     ) -> KTable:
         """``adder(aggregate, new)`` / ``subtractor(aggregate, old)``; the first value starts it."""
+        require_functions("reduce", adder=adder, subtractor=subtractor)
         make = table_reduce(adder, subtractor, self.value_serde)
         return self._aggregate("KTABLE-REDUCE-", named, materialized, self.value_serde, make)
 
@@ -79,6 +80,7 @@ class KGroupedTable:
         materialized: Materialized | None = None,
     ) -> KTable:
         """``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)`` from ``initializer()``."""
+        require_functions("aggregate", initializer=initializer, adder=adder, subtractor=subtractor)
         make = table_aggregate(initializer, adder, subtractor, self.value_serde)
         return self._aggregate("KTABLE-AGGREGATE-", named, materialized, None, make)
 

@@ -7,13 +7,37 @@ Streams users expect them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal
 
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Serde
 from platform_streams.state.dsl_store_suppliers import DslStoreSuppliers
+
+_LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_MAX_NAME_LENGTH = 249
+
+
+def validate_name(name: str) -> str:
+    """Kafka's ``Named.validate``: operator and store names become parts of topic names, so
+    they are refused (at the call) unless made of ASCII alphanumerics, '.', '_' and '-'."""
+    if not name:
+        raise TopologyError("Name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopologyError('Name cannot be "." or ".."')
+    if len(name) > _MAX_NAME_LENGTH:
+        raise TopologyError(
+            f"Name is illegal, it can't be longer than {_MAX_NAME_LENGTH} characters, name: {name}"
+        )
+    if not _LEGAL_NAME.fullmatch(name):
+        raise TopologyError(
+            f'Name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            "'.', '_' and '-'"
+        )
+    return name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +48,7 @@ class Named:
 
     @classmethod
     def as_(cls, name: str) -> Named:
-        return cls(name=name)
+        return cls(name=validate_name(name))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,7 +135,7 @@ class Materialized:
         """``Materialized.as_("name")``, a store supplier (``Stores.*``, versioned too), or a
         :class:`~platform_streams.state.DslStoreSuppliers` (KIP-954)."""
         if isinstance(store, str):
-            return cls(store_name=store)
+            return cls(store_name=validate_name(store))
         if isinstance(store, DslStoreSuppliers):
             return cls().with_dsl_store_suppliers(store)
         return cls(store_supplier=store)
@@ -215,6 +239,8 @@ class StreamJoined:
     store_name: str | None = None
     store_type: Literal["rocksdb", "in_memory"] = "rocksdb"
     logging_enabled: bool = True
+    #: topic configs of the two join stores' changelogs (``with_logging_enabled(config)``)
+    log_config: dict[str, str] | None = None
     #: window store suppliers of the two sides (Kafka's ``StreamJoined.with(thisSupplier,
     #: otherSupplier)``): their names name the stores; they must retain duplicates
     this_store_supplier: Any = None
@@ -240,6 +266,17 @@ class StreamJoined:
 
     def with_name(self, name: str) -> StreamJoined:
         return replace(self, name=name)
+
+    def with_store_name(self, store_name: str) -> StreamJoined:
+        """The base name of the join stores (``<name>-this-join-store`` / ``-other-join-store``)."""
+        return replace(self, store_name=store_name)
+
+    def with_logging_enabled(self, config: dict[str, str]) -> StreamJoined:
+        """Changelog the join stores with these topic configs (Kafka's ``withLoggingEnabled``)."""
+        return replace(self, logging_enabled=True, log_config=dict(config))
+
+    def with_logging_disabled(self) -> StreamJoined:
+        return replace(self, logging_enabled=False, log_config=None)
 
     def with_key_serde(self, serde: Serde) -> StreamJoined:
         return replace(self, key_serde=serde)
@@ -279,6 +316,15 @@ def name_of(named: Named | str | None) -> str | None:
     if named is None or isinstance(named, str):
         return named
     return named.name
+
+
+def require_functions(where: str, **functions: Any) -> None:
+    """Kafka's null checks (``Objects.requireNonNull``) of the functions an operator runs: a
+    missing or non-callable one is a TypeError naming the parameter when the topology is
+    built, not an error at the first record."""
+    for param, function in functions.items():
+        if not callable(function):
+            raise TypeError(f"{where}: parameter {param!r} takes a function, got {function!r}")
 
 
 def by_type(where: str, named: Any, materialized: Any) -> tuple[str | None, Materialized | None]:

@@ -80,6 +80,7 @@ def stream_stream_join(
         )
     builder = left.builder
     sj = stream_joined or StreamJoined()
+    _check_store_suppliers(sj, windows)
     suppliers = app_dsl_store_suppliers(builder)
     if suppliers is not None and not own_store_choice(sj.store_type, None, sj.dsl_store_suppliers):
         # Kafka's precedence: StreamJoined's suppliers over the application's config
@@ -199,9 +200,33 @@ def _outer_store(name: str, sj: StreamJoined) -> KeyValueStoreBuilder:
     store_type = sj.store_type
     if this_supplier is not None:
         store_type = "rocksdb" if this_supplier.persistent else "in_memory"
-    builder = bytes_store_builder(name, store_type, sj.logging_enabled)
+    builder = bytes_store_builder(name, store_type, sj.logging_enabled, sj.log_config)
     builder.dsl_default = not own_store_choice(sj.store_type, this_supplier, sj.dsl_store_suppliers)
     return builder
+
+
+def _check_store_suppliers(sj: StreamJoined, windows: JoinWindows) -> None:
+    """Kafka's ``KStreamImplJoin.assertUniqueStoreNames`` and ``assertWindowSettings``: explicit
+    join store suppliers need distinct names, duplicates retained, the join's window size and
+    a retention of window size plus grace (else the join would lose or misplace records)."""
+    this, other = sj.this_store_supplier, sj.other_store_supplier
+    if this is not None and other is not None and this.name == other.name:
+        raise TopologyError(
+            "Both StoreSuppliers have the same name.  StoreSuppliers must provide unique names"
+        )
+    for supplier in (this, other):
+        if supplier is None:
+            continue
+        if not supplier.retain_duplicates:
+            raise TopologyError(
+                "The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false"
+            )
+        size = windows.size()
+        if supplier.retention_ms != size + windows.grace_ms or supplier.window_size_ms != size:
+            raise TopologyError(
+                f"Window settings mismatch. WindowBytesStoreSupplier settings {supplier} must match "
+                f"JoinWindows settings {windows} for the window size and retention period"
+            )
 
 
 def _join_store(
@@ -228,6 +253,7 @@ def _join_store(
         store_type=sj.store_type,
         caching_enabled=False,
         logging_enabled=sj.logging_enabled,
+        log_config=sj.log_config,
         window_size_ms=size,
         retain_duplicates=True,
         timestamped=False,

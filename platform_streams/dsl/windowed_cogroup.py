@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.emit_strategy import EmitStrategy
+from platform_streams.dsl.options import require_functions
 from platform_streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream
 from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows, UnlimitedWindows
 
@@ -36,7 +37,8 @@ def cogroup_windowed_by(
     if isinstance(windows, SessionWindows):
         return SessionWindowedCogroupedKStream(inputs, windows)
     raise TypeError(
-        f"windowed_by needs TimeWindows, UnlimitedWindows, SlidingWindows or SessionWindows, got {windows!r}"
+        f"windowed_by: parameter 'windows' takes TimeWindows, UnlimitedWindows, SlidingWindows or "
+        f"SessionWindows, got {windows!r}"
     )
 
 
@@ -62,6 +64,7 @@ class TimeWindowedCogroupedKStream(TimeWindowedKStream):
         materialized: Materialized | Named | str | None = None,
     ) -> KTable:
         """The aggregate per key and window, from ``initializer()`` and each input's aggregator."""
+        require_functions("aggregate", initializer=initializer)
         return self._build_from(
             self._inputs, _PREFIX, named, materialized, None, self._maker(), initializer, None, cogroup=True
         )
@@ -85,6 +88,7 @@ class SessionWindowedCogroupedKStream(SessionWindowedKStream):
         materialized: Materialized | Named | str | None = None,
     ) -> KTable:
         """The aggregate per key and session; ``merger(key, agg1, agg2)`` joins merged sessions."""
+        require_functions("aggregate", initializer=initializer, merger=merger)
         return self._build_from(
             self._inputs, _PREFIX, named, materialized, None, self._maker(), initializer, merger, cogroup=True
         )

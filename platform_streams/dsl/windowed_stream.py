@@ -32,7 +32,7 @@ from platform_streams.dsl.internals.window_processors import (
 )
 from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
 from platform_streams.dsl.materialize import dsl_materialized, is_queryable, own_store_choice, store_name
-from platform_streams.dsl.options import Materialized, Named, by_type, name_of
+from platform_streams.dsl.options import Materialized, Named, by_type, name_of, require_functions
 from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows, UnlimitedWindows
 from platform_streams.errors import TopologyError
 from platform_streams.processor.node import NodeProcessor
@@ -62,7 +62,8 @@ def windowed_by(grouped: KGroupedStream, windows: Any) -> TimeWindowedKStream | 
     if isinstance(windows, SessionWindows):
         return SessionWindowedKStream(grouped, windows)
     raise TypeError(
-        f"windowed_by needs TimeWindows, UnlimitedWindows, SlidingWindows or SessionWindows, got {windows!r}"
+        f"windowed_by: parameter 'windows' takes TimeWindows, UnlimitedWindows, SlidingWindows or "
+        f"SessionWindows, got {windows!r}"
     )
 
 
@@ -217,9 +218,11 @@ class _WindowedKStream:
                 f"than {what} ({minimum} ms)"
             )
         if self._emit.emit_final:
-            # a window must still be in the store when it closes (its retention starts
-            # at the store's latest write, which may be 1 ms past the window's close)
-            retention = max(retention, minimum + 1)
+            # Kafka's emit-final stores are time-ordered: they keep a window whose start is
+            # ``store time - retention`` (AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom),
+            # 1 ms longer than a plain window store (``store time - retention + 1``), so a window
+            # closing at the record that writes the next one is still emitted
+            retention += 1
         return retention
 
     def _store_spec(
@@ -256,6 +259,7 @@ class TimeWindowedKStream(_WindowedKStream):
         self, reducer: Reducer, named: Named | str | None = None, materialized: Materialized | None = None
     ) -> KTable:
         """Combine values per key and window with ``reducer(aggregate, value)``."""
+        require_functions("reduce", reducer=reducer)
         return self._aggregate(
             "KSTREAM-REDUCE-",
             named,
@@ -273,6 +277,7 @@ class TimeWindowedKStream(_WindowedKStream):
         materialized: Materialized | None = None,
     ) -> KTable:
         """Fold values per key and window: ``aggregator(key, value, aggregate)`` from ``initializer()``."""
+        require_functions("aggregate", initializer=initializer, aggregator=aggregator)
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, None, initializer, aggregator)
 
     def _aggregate(
@@ -345,6 +350,7 @@ class SessionWindowedKStream(_WindowedKStream):
         self, reducer: Reducer, named: Named | str | None = None, materialized: Materialized | None = None
     ) -> KTable:
         """Combine values per session with ``reducer(aggregate, value)`` (also used to merge sessions)."""
+        require_functions("reduce", reducer=reducer)
         reduce = _reducing(reducer)
 
         def merge(key: Any, agg1: Any, agg2: Any) -> Any:
@@ -363,6 +369,7 @@ class SessionWindowedKStream(_WindowedKStream):
         materialized: Materialized | None = None,
     ) -> KTable:
         """Fold values per session; ``merger(key, agg1, agg2)`` combines sessions a record bridges."""
+        require_functions("aggregate", initializer=initializer, aggregator=aggregator, merger=merger)
         return self._aggregate(
             "KSTREAM-AGGREGATE-", named, materialized, None, initializer, aggregator, merger
         )

@@ -85,14 +85,46 @@ def cases_without_python_equivalent(java_class: str, cases: dict[str, str]) -> A
     return test_java_case_without_python_equivalent
 
 
+def refuses_null_argument(call: Any) -> None:
+    """Kafka's NullPointerException for a null function or topic (``Objects.requireNonNull``):
+    here a TypeError naming the parameter, raised while the topology is built."""
+    import pytest
+
+    with pytest.raises(TypeError, match="parameter"):
+        call()
+
+
+#: the store name Kafka's tests pass to be refused (``INVALID_STORE_NAME``)
+INVALID_STORE_NAME = "~foo bar~"
+
+
+def refuses_invalid_name(call: Any) -> None:
+    """Kafka's TopologyException for a name that cannot be part of a topic name
+    (``Named.validate``): the same here, raised when the name is given."""
+    import pytest
+
+    from platform_streams.errors import TopologyError
+
+    with pytest.raises(TopologyError, match="illegal"):
+        call()
+
+
+def task_drops_and_lateness(metrics: Any) -> tuple[float, float, float]:
+    """From the scraped task metrics of a driver (``tests.unit.metrics``' ``_watched``):
+    dropped records, records whose lateness was recorded, and their average lateness in ms."""
+    from tests.unit.metrics.test_metrics_task_hooks import _samples
+
+    samples = _samples(metrics)
+    dropped = sum(samples["kafka_streams_task_dropped_records_total"].values())
+    lateness_s = sum(samples["kafka_streams_task_record_lateness_seconds_sum"].values())
+    count = sum(samples["kafka_streams_task_record_lateness_seconds_count"].values())
+    return dropped, count, lateness_s / count * 1000 if count else 0.0
+
+
 #: skip reasons shared by many Java test classes
-JAVA_NULL_CHECK = (
-    "a Java null-argument check (Objects.requireNonNull); Python signatures make required "
-    "arguments required, and None means 'not given' for the optional ones"
-)
-JAVA_STORE_NAME_CHECK = (
-    "Java's Named/Materialized legal-character check of a store name; names are not validated "
-    "against Kafka's topic characters here"
+JAVA_OPTIONAL_NULL = (
+    "passes null for an optional Named or Materialized, which Java refuses; in Python None "
+    "means 'not given' (the default), so there is nothing to refuse"
 )
 JAVA_LOG_TEXT = (
     "asserts Kafka's log text; the skipped record is counted in dropped-records instead "

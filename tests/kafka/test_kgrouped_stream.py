@@ -28,11 +28,13 @@ from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.windowed import SessionWindow, TimeWindow
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
+    INVALID_STORE_NAME,
     JAVA_LOG_TEXT,
-    JAVA_NULL_CHECK,
-    JAVA_STORE_NAME_CHECK,
+    JAVA_OPTIONAL_NULL,
     MockApiProcessorSupplier,
     cases_without_python_equivalent,
+    refuses_invalid_name,
+    refuses_null_argument,
 )
 
 S = String()
@@ -295,42 +297,128 @@ def test_options_are_taken_by_type_and_anything_else_names_the_parameter() -> No
         grouped.count(None, Long())  # type: ignore[arg-type]
 
 
+def _java_setup() -> KGroupedStream:
+    """The Java setup's ``groupedStream``."""
+    return _grouped()[1]
+
+
+def _string_init() -> str:
+    return "0"
+
+
+def _tostring_adder(key: Any, value: Any, aggregate: Any) -> str:
+    return f"{aggregate}+{value}"
+
+
+def _merger(key: Any, agg1: Any, agg2: Any) -> Any:
+    return None
+
+
+def test_should_accept_null_store_name_when_aggregating_session_windows() -> None:
+    """KGroupedStreamImplTest.shouldAcceptNullStoreNameWhenAggregatingSessionWindows:
+    ``Materialized.with(serdes)`` (no store name) is accepted (a generated store name)."""
+    windowed = _java_setup().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10))
+    windowed.aggregate(_string_init, _tostring_adder, _merger, Materialized(key_serde=S, value_serde=S))
+
+
+#: Java test -> the call Java refuses with a NullPointerException (``s`` is the setup's object)
+NULL_ARGUMENTS: dict[str, Any] = {
+    "shouldNotHaveNullAggregatorOnCogroup": lambda s: s.cogroup(None),
+    "shouldNotHaveNullReducerOnReduce": lambda s: s.reduce(None),
+    "shouldNotHaveNullReducerWithWindowedReduce": lambda s: s.windowed_by(
+        TimeWindows.of_size_with_no_grace(10)
+    ).reduce(None, Materialized.as_("store")),
+    "shouldNotHaveNullWindowsWithWindowedReduce": lambda s: s.windowed_by(None),
+    "shouldNotHaveNullInitializerOnAggregate": lambda s: s.aggregate(
+        None, _tostring_adder, Materialized.as_("store")
+    ),
+    "shouldNotHaveNullAdderOnAggregate": lambda s: s.aggregate(_string_init, None, Materialized.as_("store")),
+    "shouldNotHaveNullInitializerOnWindowedAggregate": lambda s: s.windowed_by(
+        TimeWindows.of_size_with_no_grace(10)
+    ).aggregate(None, _tostring_adder, Materialized.as_("store")),
+    "shouldNotHaveNullAdderOnWindowedAggregate": lambda s: s.windowed_by(
+        TimeWindows.of_size_with_no_grace(10)
+    ).aggregate(_string_init, None, Materialized.as_("store")),
+    "shouldNotHaveNullWindowsOnWindowedAggregate": lambda s: s.windowed_by(None),
+    "shouldNotHaveNullReducerWithSlidingWindowedReduce": lambda s: s.windowed_by(
+        SlidingWindows.of_time_difference_and_grace(10, 100)
+    ).reduce(None, Materialized.as_("store")),
+    "shouldNotHaveNullWindowsWithSlidingWindowedReduce": lambda s: s.windowed_by(None),
+    "shouldNotHaveNullInitializerOnSlidingWindowedAggregate": lambda s: s.windowed_by(
+        SlidingWindows.of_time_difference_and_grace(10, 100)
+    ).aggregate(None, _tostring_adder, Materialized.as_("store")),
+    "shouldNotHaveNullAdderOnSlidingWindowedAggregate": lambda s: s.windowed_by(
+        SlidingWindows.of_time_difference_and_grace(10, 100)
+    ).aggregate(_string_init, None, Materialized.as_("store")),
+    "shouldNotAcceptNullReducerWhenReducingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).reduce(None, Materialized.as_("store")),
+    "shouldNotAcceptNullSessionWindowsReducingSessionWindows": lambda s: s.windowed_by(None),
+    "shouldNotAcceptNullStateStoreSupplierWhenReducingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).reduce(None, Materialized()),
+    "shouldNotAcceptNullInitializerWhenAggregatingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).aggregate(None, _tostring_adder, _merger, Materialized.as_("store")),
+    "shouldNotAcceptNullAggregatorWhenAggregatingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).aggregate(_string_init, None, _merger, Materialized.as_("store")),
+    "shouldNotAcceptNullSessionMergerWhenAggregatingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).aggregate(_string_init, _tostring_adder, None, Materialized.as_("store")),
+    "shouldNotAcceptNullSessionWindowsWhenAggregatingSessionWindows": lambda s: s.windowed_by(None),
+}
+
+
+@pytest.mark.parametrize("java_test", list(NULL_ARGUMENTS))
+def test_null_argument_is_refused(java_test: str) -> None:
+    """KGroupedStreamImplTest.<java_test>: a null function (or windows) is refused when the
+    topology is built."""
+    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_java_setup()))
+
+
+#: Java test -> its call with ``Materialized.as(INVALID_STORE_NAME)``
+INVALID_STORE_NAMES: dict[str, Any] = {
+    "shouldNotHaveInvalidStoreNameOnReduce": lambda s: s.reduce(
+        lambda a, v: a + v, Materialized.as_(INVALID_STORE_NAME)
+    ),
+    "shouldNotHaveInvalidStoreNameWithWindowedReduce": lambda s: s.windowed_by(
+        TimeWindows.of_size_with_no_grace(10)
+    ).reduce(lambda a, v: a + v, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotHaveInvalidStoreNameOnAggregate": lambda s: s.aggregate(
+        _string_init, _tostring_adder, Materialized.as_(INVALID_STORE_NAME)
+    ),
+    "shouldNotHaveInvalidStoreNameOnWindowedAggregate": lambda s: s.windowed_by(
+        TimeWindows.of_size_with_no_grace(10)
+    ).aggregate(_string_init, _tostring_adder, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotHaveInvalidStoreNameWithSlidingWindowedReduce": lambda s: s.windowed_by(
+        SlidingWindows.of_time_difference_and_grace(10, 100)
+    ).reduce(lambda a, v: a + v, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotHaveInvalidStoreNameOnSlidingWindowedAggregate": lambda s: s.windowed_by(
+        SlidingWindows.of_time_difference_and_grace(10, 100)
+    ).aggregate(_string_init, _tostring_adder, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotAcceptInvalidStoreNameWhenReducingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).reduce(lambda a, v: a + v, Materialized.as_(INVALID_STORE_NAME)),
+    "shouldNotAcceptInvalidStoreNameWhenAggregatingSessionWindows": lambda s: s.windowed_by(
+        SessionWindows.of_inactivity_gap_with_no_grace(30)
+    ).aggregate(_string_init, _tostring_adder, _merger, Materialized.as_(INVALID_STORE_NAME)),
+}
+
+
+@pytest.mark.parametrize("java_test", list(INVALID_STORE_NAMES))
+def test_invalid_store_name_is_refused(java_test: str) -> None:
+    """KGroupedStreamImplTest.<java_test>"""
+    refuses_invalid_name(lambda: INVALID_STORE_NAMES[java_test](_java_setup()))
+
+
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KGroupedStreamImplTest",
     {
-        "shouldNotHaveNullAggregatorOnCogroup": JAVA_NULL_CHECK,
-        "shouldNotHaveNullReducerOnReduce": JAVA_NULL_CHECK,
-        "shouldNotHaveInvalidStoreNameOnReduce": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveNullReducerWithWindowedReduce": JAVA_NULL_CHECK,
-        "shouldNotHaveNullWindowsWithWindowedReduce": JAVA_NULL_CHECK,
-        "shouldNotHaveInvalidStoreNameWithWindowedReduce": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveNullInitializerOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullAdderOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveInvalidStoreNameOnAggregate": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveNullInitializerOnWindowedAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullAdderOnWindowedAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullWindowsOnWindowedAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveInvalidStoreNameOnWindowedAggregate": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveNullReducerWithSlidingWindowedReduce": JAVA_NULL_CHECK,
-        "shouldNotHaveNullWindowsWithSlidingWindowedReduce": JAVA_NULL_CHECK,
-        "shouldNotHaveInvalidStoreNameWithSlidingWindowedReduce": JAVA_STORE_NAME_CHECK,
-        "shouldNotHaveNullInitializerOnSlidingWindowedAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullAdderOnSlidingWindowedAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveInvalidStoreNameOnSlidingWindowedAggregate": JAVA_STORE_NAME_CHECK,
-        "shouldNotAcceptNullReducerWhenReducingSessionWindows": JAVA_NULL_CHECK,
-        "shouldNotAcceptNullSessionWindowsReducingSessionWindows": JAVA_NULL_CHECK,
-        "shouldNotAcceptInvalidStoreNameWhenReducingSessionWindows": JAVA_STORE_NAME_CHECK,
-        "shouldNotAcceptNullStateStoreSupplierWhenReducingSessionWindows": JAVA_NULL_CHECK,
-        "shouldNotAcceptNullInitializerWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
-        "shouldNotAcceptNullAggregatorWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
-        "shouldNotAcceptNullSessionMergerWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
-        "shouldNotAcceptNullSessionWindowsWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
-        "shouldAcceptNullStoreNameWhenAggregatingSessionWindows": JAVA_NULL_CHECK,
-        "shouldNotAcceptInvalidStoreNameWhenAggregatingSessionWindows": JAVA_STORE_NAME_CHECK,
-        "shouldThrowNullPointerOnReduceWhenMaterializedIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnAggregateWhenMaterializedIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnCountWhenMaterializedIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointerOnReduceWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
+        "shouldThrowNullPointerOnAggregateWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
+        "shouldThrowNullPointerOnCountWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
         "shouldLogAndMeasureSkipsInAggregate": JAVA_LOG_TEXT,
         "shouldLogAndMeasureSkipsInReduce": JAVA_LOG_TEXT,
     },

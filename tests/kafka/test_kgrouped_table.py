@@ -14,10 +14,12 @@ from platform_streams.dsl import Consumed, Grouped, KTable, Materialized, Stream
 from platform_streams.serde import Double, Long, String
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
-    JAVA_NULL_CHECK,
-    JAVA_STORE_NAME_CHECK,
+    INVALID_STORE_NAME,
+    JAVA_OPTIONAL_NULL,
     MockApiProcessorSupplier,
     cases_without_python_equivalent,
+    refuses_invalid_name,
+    refuses_null_argument,
 )
 
 S = String()
@@ -83,24 +85,78 @@ def test_should_count_and_materialize_results() -> None:
         assert tuple(counts.get_timestamped("2")) == (2, 60)
 
 
+def _java_setup() -> Any:
+    """The Java setup's ``groupedTable`` (``MockMapper.selectValueKeyValueMapper()``)."""
+    table = StreamsBuilder().table("blah", Consumed(key_serde=S, value_serde=S))
+    return table.group_by(lambda key, value: (value, value))
+
+
+def _string_init() -> str:
+    return "0"
+
+
+def _tostring(key: Any, value: Any, aggregate: Any) -> str:
+    return f"{aggregate}+{value}"
+
+
+def _string_reducer(aggregate: Any, value: Any) -> str:
+    return f"{aggregate}+{value}"
+
+
+STORE = Materialized.as_("store")
+#: the calls with one null function (``s`` is the setup's grouped table)
+NULL_CALLS: dict[str, Any] = {
+    "initializer": lambda s: s.aggregate(None, _tostring, _tostring, STORE),
+    "adder": lambda s: s.aggregate(_string_init, None, _tostring, STORE),
+    "subtractor": lambda s: s.aggregate(_string_init, _tostring, None, STORE),
+    "reduce adder": lambda s: s.reduce(None, _string_reducer, STORE),
+    "reduce subtractor": lambda s: s.reduce(_string_reducer, None, STORE),
+}
+#: Java test -> the call Java refuses with a NullPointerException
+NULL_ARGUMENTS: dict[str, Any] = {
+    "shouldNotAllowNullInitializerOnAggregate": NULL_CALLS["initializer"],
+    "shouldNotAllowNullAdderOnAggregate": NULL_CALLS["adder"],
+    "shouldNotAllowNullSubtractorOnAggregate": NULL_CALLS["subtractor"],
+    "shouldNotAllowNullAdderOnReduce": NULL_CALLS["reduce adder"],
+    "shouldNotAllowNullSubtractorOnReduce": NULL_CALLS["reduce subtractor"],
+    "shouldThrowNullPointerOnReduceWhenAdderIsNull": NULL_CALLS["reduce adder"],
+    "shouldThrowNullPointerOnReduceWhenSubtractorIsNull": NULL_CALLS["reduce subtractor"],
+    "shouldThrowNullPointerOnAggregateWhenInitializerIsNull": NULL_CALLS["initializer"],
+    "shouldThrowNullPointerOnAggregateWhenAdderIsNull": NULL_CALLS["adder"],
+    "shouldThrowNullPointerOnAggregateWhenSubtractorIsNull": NULL_CALLS["subtractor"],
+}
+
+
+@pytest.mark.parametrize("java_test", list(NULL_ARGUMENTS))
+def test_null_argument_is_refused(java_test: str) -> None:
+    """KGroupedTableImplTest.<java_test>: a null function is refused when the
+    topology is built."""
+    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_java_setup()))
+
+
+#: Java test -> its call with ``Materialized.as(INVALID_STORE_NAME)``
+INVALID_STORE_NAMES: dict[str, Any] = {
+    "shouldNotAllowInvalidStoreNameOnAggregate": lambda s: s.aggregate(
+        _string_init, _tostring, _tostring, Materialized.as_(INVALID_STORE_NAME)
+    ),
+    "shouldNotAllowInvalidStoreNameOnReduce": lambda s: s.reduce(
+        _string_reducer, _string_reducer, Materialized.as_(INVALID_STORE_NAME)
+    ),
+}
+
+
+@pytest.mark.parametrize("java_test", list(INVALID_STORE_NAMES))
+def test_invalid_store_name_is_refused(java_test: str) -> None:
+    """KGroupedTableImplTest.<java_test>"""
+    refuses_invalid_name(lambda: INVALID_STORE_NAMES[java_test](_java_setup()))
+
+
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KGroupedTableImplTest",
     {
-        "shouldNotAllowInvalidStoreNameOnAggregate": JAVA_STORE_NAME_CHECK,
-        "shouldNotAllowNullInitializerOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotAllowNullAdderOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotAllowNullSubtractorOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotAllowNullAdderOnReduce": JAVA_NULL_CHECK,
-        "shouldNotAllowNullSubtractorOnReduce": JAVA_NULL_CHECK,
-        "shouldNotAllowInvalidStoreNameOnReduce": JAVA_STORE_NAME_CHECK,
-        "shouldThrowNullPointOnCountWhenMaterializedIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnReduceWhenMaterializedIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnReduceWhenAdderIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnReduceWhenSubtractorIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnAggregateWhenInitializerIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnAggregateWhenAdderIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnAggregateWhenSubtractorIsNull": JAVA_NULL_CHECK,
-        "shouldThrowNullPointerOnAggregateWhenMaterializedIsNull": JAVA_NULL_CHECK,
+        "shouldThrowNullPointOnCountWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
+        "shouldThrowNullPointerOnReduceWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
+        "shouldThrowNullPointerOnAggregateWhenMaterializedIsNull": JAVA_OPTIONAL_NULL,
     },
 )

@@ -4,8 +4,9 @@ kstream/internals/KStreamKStreamJoinTest.java), translated: a re-keyed stream jo
 Unnamed joins share one repartition topic with a generated name (Kafka's cached
 ``repartitionNode`` in ``KStreamImpl.repartitionForJoin``) instead of failing with "topic(s)
 already read by another source"; named joins get one topic each. ``describe()`` equals Kafka's
-expected text. Also ``testJoin``, ``testOuterJoin`` and
-``testAsymmetricWindowingAfter/Before``.
+expected text. Also ``testJoin``, ``testOuterJoin``, ``testWindowing``,
+``testAsymmetricWindowingAfter/Before``, the StreamJoined logging cases and the custom store
+supplier cases (checks of their names, window settings and retained duplicates).
 ``shouldJoinWithDslStoreSuppliers*`` are in tests/kafka/test_dsl_store_suppliers.py.
 """
 
@@ -17,7 +18,9 @@ import pytest
 
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, JoinWindows, StreamJoined, StreamsBuilder
+from platform_streams.errors import TopologyError
 from platform_streams.serde import Integer, String
+from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     JAVA_LOG_TEXT,
@@ -25,6 +28,7 @@ from tests.kafka.support import (
     cases_without_python_equivalent,
     expected_description,
 )
+from tests.kafka.test_dsl_store_suppliers import run_join
 
 S, INT = String(), Integer()
 NO_OPTIMIZATION = StreamsConfig(
@@ -184,6 +188,157 @@ def test_asymmetric_windowing(java_test: str, windows: JoinWindows) -> None:
             processor.check_and_clear_process_result(
                 *[(k, f"A{k}+{letter}{k}", max(time, 1000 + k)) for k in keys]
             )
+
+
+#: KStreamKStreamJoinTest.testWindowing: (input topic, value prefix, how many keys, time, whether
+#: key i is piped at time + i, the joined (key, value, timestamp) results); the window is
+#: 100 ms either side with no grace, and a result carries the larger of the two timestamps
+WINDOWING_STEPS: list[tuple[int, str, int, int, bool, list[tuple[int, str, int]]]] = [
+    (1, "A", 2, 0, False, []),
+    (2, "a", 2, 0, False, [(0, "A0+a0", 0), (1, "A1+a1", 0)]),
+    (1, "B", 4, 1000, True, []),
+    (2, "b", 4, 1100, False, [(k, f"B{k}+b{k}", 1100) for k in range(4)]),
+    (2, "c", 4, 1101, False, [(k, f"B{k}+c{k}", 1101) for k in (1, 2, 3)]),
+    (2, "d", 4, 1102, False, [(k, f"B{k}+d{k}", 1102) for k in (2, 3)]),
+    (2, "e", 4, 1103, False, [(3, "B3+e3", 1103)]),
+    (2, "f", 4, 1104, False, []),
+    (2, "g", 4, 899, False, []),
+    (2, "h", 4, 900, False, [(0, "B0+h0", 1000)]),
+    (2, "i", 4, 901, False, [(k, f"B{k}+i{k}", 1000 + k) for k in (0, 1)]),
+    (2, "j", 4, 902, False, [(k, f"B{k}+j{k}", 1000 + k) for k in (0, 1, 2)]),
+    (2, "k", 4, 903, False, [(k, f"B{k}+k{k}", 1000 + k) for k in range(4)]),
+    (2, "l", 4, 2000, True, []),
+    (1, "C", 4, 2100, False, [(k, f"C{k}+l{k}", 2100) for k in range(4)]),
+    (1, "D", 4, 2101, False, [(k, f"D{k}+l{k}", 2101) for k in (1, 2, 3)]),
+    (1, "E", 4, 2102, False, [(k, f"E{k}+l{k}", 2102) for k in (2, 3)]),
+    (1, "F", 4, 2103, False, [(3, "F3+l3", 2103)]),
+    (1, "G", 4, 2104, False, []),
+    (1, "H", 4, 1899, False, []),
+    (1, "I", 4, 1900, False, [(0, "I0+l0", 2000)]),
+    (1, "J", 4, 1901, False, [(k, f"J{k}+l{k}", 2000 + k) for k in (0, 1)]),
+    (1, "K", 4, 1902, False, [(k, f"K{k}+l{k}", 2000 + k) for k in (0, 1, 2)]),
+    (1, "L", 4, 1903, False, [(k, f"L{k}+l{k}", 2000 + k) for k in range(4)]),
+]
+
+
+def test_windowing() -> None:
+    """KStreamKStreamJoinTest.testWindowing: records join while their timestamps are at most
+    100 ms apart, on either side of the window, whichever stream arrives second."""
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=INT, value_serde=S)
+    stream1, stream2 = builder.stream("topic1", consumed), builder.stream("topic2", consumed)
+    joined = stream1.join(
+        stream2,
+        lambda v1, v2: f"{v1}+{v2}",
+        JoinWindows.of_time_difference_with_no_grace(100),
+        StreamJoined(key_serde=INT, value_serde=S, other_value_serde=S),
+    )
+    supplier = MockApiProcessorSupplier()
+    joined.process(supplier)
+    topology = builder.build()
+    assert list(topology.copartition_groups) == [frozenset({"topic1", "topic2"})]
+    with TopologyTestDriver(topology, {}) as driver:
+        topics = {n: driver.create_input_topic(f"topic{n}", INT, S, start_timestamp_ms=0) for n in (1, 2)}
+        processor = supplier.captured_processors(1)[0]
+        for topic, prefix, keys, time, staggered, expected in WINDOWING_STEPS:
+            for key in range(keys):
+                topics[topic].pipe_input(key, f"{prefix}{key}", time + key if staggered else time)
+            processor.check_and_clear_process_result(*expected)
+
+
+#: KStreamKStreamJoinTest's fields ``joinWindows`` (size 100, grace 50) and ``streamJoined``
+JOIN_WINDOWS = JoinWindows.of_time_difference_and_grace(50, 50)
+STRING_INT_INT = StreamJoined(key_serde=S, value_serde=INT, other_value_serde=INT)
+
+
+def _left_join_right(stream_joined: StreamJoined, windows: JoinWindows = JOIN_WINDOWS) -> Any:
+    """``left.join(right, Integer::sum, windows, streamJoined)``; returns (builder, joined)."""
+    builder = StreamsBuilder()
+    consumed = Consumed(key_serde=S, value_serde=INT)
+    left, right = builder.stream("left", consumed), builder.stream("right", consumed)
+    return builder, left.join(right, lambda v1, v2: v1 + v2, windows, stream_joined)
+
+
+def test_should_disable_logging_on_stream_joined() -> None:
+    """KStreamKStreamJoinTest.shouldDisableLoggingOnStreamJoined"""
+    joined = STRING_INT_INT.with_store_name("store").with_logging_disabled()
+    builder, _ = _left_join_right(joined)
+    stores = builder.build().stores
+    assert not stores["store-this-join-store"].logging_enabled
+    assert not stores["store-other-join-store"].logging_enabled
+
+
+def test_should_enable_logging_with_custom_config_on_stream_joined() -> None:
+    """KStreamKStreamJoinTest.shouldEnableLoggingWithCustomConfigOnStreamJoined: both join
+    stores are changelogged (the sub-topology's two changelog topics) with the given config."""
+    joined = STRING_INT_INT.with_store_name("store").with_logging_enabled({"test": "property"})
+    builder, _ = _left_join_right(joined)
+    stores = builder.build().stores
+    logged = [name for name, store in stores.items() if store.logging_enabled]
+    assert sorted(logged) == ["store-other-join-store", "store-this-join-store"]
+    for name in logged:
+        assert stores[name].changelog_topic_config()["test"] == "property"
+
+
+SETTINGS_MISMATCH = "Window settings mismatch. WindowBytesStoreSupplier settings"
+NOT_DUPLICATES = "The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false"
+SAME_NAMES = "Both StoreSuppliers have the same name.  StoreSuppliers must provide unique names"
+#: Java test -> this and other supplier (name, retention, window size, retain duplicates), the
+#: error's start (``buildStreamsJoinThatShouldThrow``); the join windows are 100 ms + 50 ms grace
+THIS_OK = ("in-memory-join-store", 150, 100, True)
+OTHER_OK = ("in-memory-join-store-other", 150, 100, True)
+SUPPLIER_CHECKS = {
+    "shouldThrowExceptionThisStoreSupplierRetentionDoNotMatchWindowsSizeAndGrace": (
+        ("in-memory-join-store", 500, 100, True), OTHER_OK, SETTINGS_MISMATCH
+    ),
+    "shouldThrowExceptionThisStoreSupplierWindowSizeDoesNotMatchJoinWindowsWindowSize": (
+        ("in-memory-join-store", 150, 150, True), OTHER_OK, SETTINGS_MISMATCH
+    ),
+    "shouldThrowExceptionWhenThisJoinStoreSetsRetainDuplicatesFalse": (
+        ("in-memory-join-store", 150, 100, False), OTHER_OK, NOT_DUPLICATES
+    ),
+    "shouldThrowExceptionOtherStoreSupplierRetentionDoNotMatchWindowsSizeAndGrace": (
+        THIS_OK, ("in-memory-join-store-other", 500, 100, True), SETTINGS_MISMATCH
+    ),
+    "shouldThrowExceptionOtherStoreSupplierWindowSizeDoesNotMatchJoinWindowsWindowSize": (
+        THIS_OK, ("in-memory-join-store-other", 150, 150, True), SETTINGS_MISMATCH
+    ),
+    "shouldThrowExceptionWhenOtherJoinStoreSetsRetainDuplicatesFalse": (
+        THIS_OK, ("in-memory-join-store-other", 150, 100, False), NOT_DUPLICATES
+    ),
+    "shouldExceptionWhenJoinStoresDoNotHaveUniqueNames": (THIS_OK, THIS_OK, SAME_NAMES),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("java_test", list(SUPPLIER_CHECKS))
+def test_store_supplier_checks(java_test: str) -> None:
+    """KStreamKStreamJoinTest.<java_test>: the join refuses explicit store suppliers whose
+    settings do not fit the join windows (Kafka's KStreamImplJoin.assertWindowSettings /
+    assertUniqueStoreNames)."""
+    this, other, message = SUPPLIER_CHECKS[java_test]
+    joined = STRING_INT_INT.with_this_store_supplier(Stores.in_memory_window_store(*this))
+    joined = joined.with_other_store_supplier(Stores.in_memory_window_store(*other))
+    with pytest.raises(TopologyError) as error:
+        _left_join_right(joined)
+    assert error.value.args[0].startswith(message)
+
+
+def test_should_build_join_with_custom_stores_and_correct_window_settings() -> None:
+    """KStreamKStreamJoinTest.shouldBuildJoinWithCustomStoresAndCorrectWindowSettings"""
+    builder, _ = _left_join_right(STRING_INT_INT)
+    builder.build()
+
+
+def test_should_join_with_custom_store_suppliers() -> None:
+    """KStreamKStreamJoinTest.shouldJoinWithCustomStoreSuppliers: both, this or the other side
+    from an explicit in-memory supplier of the join's size and retention."""
+    windows = JoinWindows.of_time_difference_with_no_grace(100)
+    settings = windows.size() + windows.grace_ms, windows.size()  # retention, window size
+    this = Stores.in_memory_window_store("in-memory-join-store", *settings, True)
+    other = Stores.in_memory_window_store("in-memory-join-store-other", *settings, True)
+    run_join(STRING_INT_INT.with_this_store_supplier(this).with_other_store_supplier(other), windows)
+    run_join(STRING_INT_INT.with_this_store_supplier(this), windows)
+    run_join(STRING_INT_INT.with_other_store_supplier(other), windows)
 
 
 OUTER_JOIN_EMIT_INTERVAL = (

@@ -92,16 +92,17 @@ def build(collected: list[str]) -> StreamsBuilder:
         .to_stream(Named.as_("reduce-toStream"))
         .to("outputTopic_2", Produced(key_serde=S, value_serde=S))
     )
-    windows_ms = DAY_MS + 10_000
     (
         mapped.filter(lambda k, v: k == "A", Named.as_("join-filter"))
         .join(
             count_stream,
             lambda v1, v2: f"{v1}:{v2}",
+            # Java's deprecated JoinWindows.of(5000): grace 24 h minus the window size, so the
+            # stores' retention of one day is the window size plus grace, as the join requires
             JoinWindows.of_time_difference_and_grace(5000, DAY_MS - 10_000),
             StreamJoined.with_(
-                Stores.in_memory_window_store("join-store", windows_ms, 10_000, True),
-                Stores.in_memory_window_store("other-join-store", windows_ms, 10_000, True),
+                Stores.in_memory_window_store("join-store", DAY_MS, 10_000, True),
+                Stores.in_memory_window_store("other-join-store", DAY_MS, 10_000, True),
             )
             .with_name("join")
             .with_key_serde(S)

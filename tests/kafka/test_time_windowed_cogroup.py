@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from platform_streams.dsl import (
     Consumed,
     Grouped,
@@ -19,7 +21,11 @@ from platform_streams.dsl import (
 )
 from platform_streams.serde import String
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import JAVA_NULL_CHECK, cases_without_python_equivalent
+from tests.kafka.support import (
+    JAVA_OPTIONAL_NULL,
+    cases_without_python_equivalent,
+    refuses_null_argument,
+)
 
 S = String()
 WINDOW_SIZE = 500
@@ -119,6 +125,21 @@ def test_time_window_mix_aggregators_test() -> None:
     ]  # fmt: skip
 
 
+def test_time_window_mix_aggregators_many_windows_test() -> None:
+    """TimeWindowedCogroupedKStreamImplTest.timeWindowMixAggregatorsManyWindowsTest"""
+    fx = Fixture()
+    fx.windowed.aggregate(string_init, Materialized(key_serde=S, value_serde=S)).to_stream().to("output")
+    got = fx.run(
+        [("topic", "k1", "A", 0), ("topic", "k2", "A", 0), ("topic", "k2", "A", 1),
+         ("topic", "k1", "A", 2), ("topic2", "k1", "B", 3), ("topic2", "k2", "B", 3),
+         ("topic2", "k2", "B", 501), ("topic2", "k1", "B", 501)]
+    )  # fmt: skip
+    assert got == [
+        ("k1", "0+A", 0), ("k2", "0+A", 0), ("k2", "0+A+A", 1), ("k1", "0+A+A", 2),
+        ("k1", "0+A+A-B", 3), ("k2", "0+A+A-B", 3), ("k2", "0-B", 501), ("k1", "0-B", 501),
+    ]  # fmt: skip
+
+
 def test_time_window_aggregate_many_windows_test() -> None:
     """TimeWindowedCogroupedKStreamImplTest.timeWindowAggregateManyWindowsTest"""
     fx = Fixture()
@@ -154,17 +175,43 @@ def test_time_window_aggregate_overlapping_windows_test() -> None:
     ]  # fmt: skip
 
 
+def _java_setup() -> Any:
+    """The Java setup's ``windowedCogroupedStream``."""
+    grouped = (
+        StreamsBuilder()
+        .stream("topic", Consumed(key_serde=S, value_serde=S))
+        .group_by_key(Grouped(key_serde=S, value_serde=S))
+    )
+    return grouped.cogroup(tostring_adder).windowed_by(TimeWindows.of_size_with_no_grace(WINDOW_SIZE))
+
+
+#: Java test -> the call Java refuses with a NullPointerException (``s`` is the setup's object)
+NULL_ARGUMENTS: dict[str, Any] = {
+    "shouldNotHaveNullInitializerOnAggregate": lambda s: s.aggregate(None),
+    "shouldNotHaveNullInitializerTwoOptionNamedOnAggregate": lambda s: s.aggregate(None, Named.as_("test")),
+    "shouldNotHaveNullInitializerTwoOptionMaterializedOnAggregate": lambda s: s.aggregate(
+        None, Materialized.as_("test")
+    ),
+    "shouldNotHaveNullInitializerThreeOptionOnAggregate": lambda s: s.aggregate(
+        None, Named.as_("test"), Materialized.as_("test")
+    ),
+}
+
+
+@pytest.mark.parametrize("java_test", list(NULL_ARGUMENTS))
+def test_null_argument_is_refused(java_test: str) -> None:
+    """TimeWindowedCogroupedKStreamImplTest.<java_test>: a null function is refused when the
+    topology is built."""
+    refuses_null_argument(lambda: NULL_ARGUMENTS[java_test](_java_setup()))
+
+
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "TimeWindowedCogroupedKStreamImplTest",
     {
-        "shouldNotHaveNullInitializerOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullMaterializedOnTwoOptionAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullNamedTwoOptionOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullInitializerTwoOptionNamedOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullInitializerTwoOptionMaterializedOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullInitializerThreeOptionOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullMaterializedOnAggregate": JAVA_NULL_CHECK,
-        "shouldNotHaveNullNamedOnAggregate": JAVA_NULL_CHECK,
+        "shouldNotHaveNullMaterializedOnTwoOptionAggregate": JAVA_OPTIONAL_NULL,
+        "shouldNotHaveNullNamedTwoOptionOnAggregate": JAVA_OPTIONAL_NULL,
+        "shouldNotHaveNullMaterializedOnAggregate": JAVA_OPTIONAL_NULL,
+        "shouldNotHaveNullNamedOnAggregate": JAVA_OPTIONAL_NULL,
     },
 )

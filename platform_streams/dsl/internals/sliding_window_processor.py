@@ -52,8 +52,7 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if self.skip_null(key, value):
             return
-        self.advance(timestamp, headers)
-        close = self.observed_stream_time - self.windows.grace_ms  # Kafka's closeTime
+        close = self.advance(timestamp)  # Kafka's closeTime
         diff = self.diff
         if timestamp + 1 + diff <= close:
             self.drop_late(key, timestamp, timestamp - diff, timestamp, close)
@@ -62,10 +61,11 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
         try:
             if timestamp < diff:
                 self._process_early(key, value, timestamp, close)
-            else:
-                self._process_in_order(key, value, timestamp, close)
+                return  # Kafka's processEarly returns without maybeForwardFinalResult
+            self._process_in_order(key, value, timestamp, close)
         finally:
             self._headers = None
+        self.emit_closed(headers)
 
     # -- the algorithm (Kafka Streams' processInOrder / processEarly / createWindows) ----------
 

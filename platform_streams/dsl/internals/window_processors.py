@@ -19,10 +19,18 @@ Kafka Streams' ``KStreamWindowAggregate``, ``KStreamSlidingWindowAggregate`` and
   ``EmitStrategy.on_window_close()``: each window's final value is emitted once when it
   closes (see :mod:`platform_streams.dsl.internals.window_close`), optionally by wall clock.
 
-Closed windows are emitted *before* the current record is applied (Kafka Streams emits
-after): only closed windows are emitted and the record cannot change those, so the
-output is the same, and the window store (whose retention starts at its latest write)
-still holds every window that closes at this record.
+Closed windows are emitted *after* the current record is applied, as Kafka Streams'
+``maybeForwardFinalResult``: the record cannot change a closed window, but its write can
+move the window store's retention past windows that close at this record (a jump in
+time); those are expired in the store and, as in Kafka, never emitted
+(KStreamSlidingWindowAggregateTest.testAggregateRandomInput). Sliding windows emit only
+after a record processed in order (not after an early or a late-dropped one), as Kafka's
+``KStreamSlidingWindowAggregate``. Kafka keeps the caching layer of an emit-final
+*time*-window store (not of sliding or session ones), and a cached write reaches the store
+(and moves its retention) only at the commit: so a time-window aggregation with caching
+emits before its write, which gives the same output. (Kafka's emit-final stores are
+time-ordered and keep a window 1 ms longer than a plain window store: the DSL gives the
+emit-final store 1 ms more retention, see ``windowed_stream._retention``.)
 """
 
 from __future__ import annotations
@@ -125,18 +133,23 @@ class WindowAggregateProcessor(NodeProcessor):
     def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
         """Forward the final result of one closed window, read from the store."""
 
-    def advance(self, timestamp: int, headers: Headers) -> int:
-        """Move stream time to ``timestamp``; emit windows it closes (emit-final). Returns the close time."""
+    def advance(self, timestamp: int) -> int:
+        """Move stream time to ``timestamp``. Returns the close time; the windows it closes
+        are emitted by :meth:`emit_closed` once the record is applied."""
         if timestamp > self.observed_stream_time:
             self.observed_stream_time = timestamp
-        close_time = self.close_time(self.observed_stream_time)
+        if self.wall_clock is not None:
+            self.wall_clock.on_record(self.context.current_system_time_ms(), self.observed_stream_time)
+        return self.close_time(self.observed_stream_time)
+
+    def emit_closed(self, headers: Headers) -> None:
+        """Emit-final: forward the windows stream time has closed (Kafka's ``maybeForwardFinalResult``,
+        called after the record was applied)."""
         pending = self.pending
         if pending is not None:
+            close_time = self.close_time(self.observed_stream_time)
             if close_time >= pending.min_due:  # else nothing can be closed: skip the call
                 self._emit_closed(close_time, headers)
-            if self.wall_clock is not None:
-                self.wall_clock.on_record(self.context.current_system_time_ms(), self.observed_stream_time)
-        return close_time
 
     def _emit_closed(self, close_time: int, headers: Headers) -> None:
         assert self.pending is not None
@@ -204,6 +217,12 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
     def __init__(self, params: AggregateParams, op: TableOp, windows: TimeWindows | UnlimitedWindows) -> None:
         super().__init__(params, op)
         self.windows = windows
+        #: emit-final over a cached store: emit before the write (see the module docs)
+        self.emit_before_write = False
+
+    def init(self, context: NodeContext) -> None:
+        super().init(context)
+        self.emit_before_write = self.pending is not None and self.store.caching_enabled
 
     def close_time(self, stream_time: int) -> int:
         return stream_time - self.windows.grace_ms
@@ -213,7 +232,9 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
         # values (tests/oracle/test_regressions.py)
         if key is None and self.skip_null(key, value):
             return
-        close_time = self.advance(timestamp, headers)
+        close_time = self.advance(timestamp)
+        if self.emit_before_write:
+            self.emit_closed(headers)
         store = self.store
         params = self.params
         windows = self.windows
@@ -242,6 +263,8 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
                 store.put_timestamped(key, params.aggregator(key, value, agg), new_ts, start)
         finally:
             self._headers = None
+        if not self.emit_before_write:
+            self.emit_closed(headers)
 
     def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
         vat = self.store.fetch_timestamped(key, start_ms)
@@ -277,7 +300,7 @@ class SessionWindowAggregateProcessor(WindowAggregateProcessor):
         # only a null key is skipped, as in KStreamSessionWindowAggregate (null values aggregate)
         if key is None and self.skip_null(key, value):
             return
-        close_time = self.advance(timestamp, headers)
+        close_time = self.advance(timestamp)
         gap = self.windows.inactivity_gap_ms
         store = self.store
         merged = list(store.find_sessions(key, timestamp - gap, timestamp + gap))
@@ -289,6 +312,7 @@ class SessionWindowAggregateProcessor(WindowAggregateProcessor):
             end = max(end, session.window.end_ms)
         if end < close_time:
             self.drop_late(key, timestamp, start, end, close_time)
+            self.emit_closed(headers)
             return
         self._headers = headers
         try:
@@ -304,6 +328,7 @@ class SessionWindowAggregateProcessor(WindowAggregateProcessor):
             self.track(end + 1, start, key)
         finally:
             self._headers = None
+        self.emit_closed(headers)
 
     def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
         end = due_ms - 1
