@@ -123,15 +123,6 @@ class KafkaRecordCollector:
         self._partition_count = partition_count
 
     @property
-    def producer(self) -> Any:
-        """The current librdkafka producer (replaced after fencing)."""
-        return self.streams_producer.producer
-
-    @property
-    def sent(self) -> int:
-        return self.streams_producer.sent
-
-    @property
     def produced(self) -> dict[str, int]:
         """Records sent per topic (sinks, changelogs, dead letters: the metrics pick the sinks)."""
         return self.streams_producer.sent_by_topic
