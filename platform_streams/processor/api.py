@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from platform_streams.processor.record import Record, RecordMetadata
-from platform_streams.processor.task_id import TaskIdentity
+from platform_streams.processor.task_id import TaskId
 
 if TYPE_CHECKING:
-    pass
+    from platform_streams.config import StreamsConfig
 
 
 class PunctuationType(enum.Enum):
@@ -37,8 +37,20 @@ class Cancellable(Protocol):
     def cancel(self) -> None: ...
 
 
-class ProcessorContext(TaskIdentity):
-    """What a processor may ask of the task that runs it (beside its identity)."""
+class ProcessorContext(ABC):
+    """What a processor may ask of the task that runs it."""
+
+    @property
+    @abstractmethod
+    def application_id(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def task_id(self) -> TaskId: ...
+
+    @property
+    @abstractmethod
+    def config(self) -> StreamsConfig: ...
 
     @abstractmethod
     def forward(self, record: Record, child_name: str | None = None) -> None:

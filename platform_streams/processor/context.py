@@ -19,7 +19,7 @@ from platform_streams.processor.punctuation import PunctuationQueue, Punctuation
 from platform_streams.processor.record import Headers, Record, RecordMetadata
 from platform_streams.processor.record_collector import RecordCollector
 from platform_streams.processor.source_position import SourcePositionHeader
-from platform_streams.processor.task_id import DelegatedTaskIdentity, TaskId
+from platform_streams.processor.task_id import TaskId
 from platform_streams.state.private_files import make_private_dirs
 from platform_streams.state.store_context import RestoreCallback, StateStoreContext
 
@@ -156,7 +156,7 @@ class TaskContext(StateStoreContext):
         )
 
 
-class NodeContext(DelegatedTaskIdentity, ProcessorContext):
+class NodeContext(ProcessorContext):
     """The :class:`ProcessorContext` of one processor node in one task."""
 
     def __init__(
@@ -166,7 +166,7 @@ class NodeContext(DelegatedTaskIdentity, ProcessorContext):
         children: Mapping[str, Forward],
         store_names: list[str],
     ) -> None:
-        self.task = self._identity = task
+        self.task = task
         self.node_name = node_name
         self.children = dict(children)
         self.store_names = set(store_names)
@@ -175,6 +175,18 @@ class NodeContext(DelegatedTaskIdentity, ProcessorContext):
     def forward_fn(self) -> Forward:
         """A direct call to all children, for field-based processors."""
         return self._fanout
+
+    @property
+    def application_id(self) -> str:
+        return self.task.application_id
+
+    @property
+    def task_id(self) -> TaskId:
+        return self.task.task_id
+
+    @property
+    def config(self) -> StreamsConfig:
+        return self.task.config
 
     def forward(self, record: Record, child_name: str | None = None) -> None:
         if child_name is None:

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 from platform_streams.processor.api import Cancellable, PunctuationType, Punctuator
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers, Record, RecordFields, RecordMetadata
-from platform_streams.processor.task_id import DelegatedTaskIdentity
 
 if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
     from platform_streams.processor.context import NodeContext
+    from platform_streams.processor.task_id import TaskId
 
 __all__ = [
     "FixedKeyProcessor",
@@ -36,14 +37,26 @@ class FixedKeyRecord(RecordFields):
     __slots__ = ()
 
 
-class FixedKeyProcessorContext(DelegatedTaskIdentity):
+class FixedKeyProcessorContext:
     """A processor context whose ``forward`` takes only :class:`FixedKeyRecord` s.
 
     Everything but forwarding is the node's ordinary context (stores, punctuation, metadata).
     """
 
     def __init__(self, context: NodeContext) -> None:
-        self._context = self._identity = context
+        self._context = context
+
+    @property
+    def application_id(self) -> str:
+        return self._context.application_id
+
+    @property
+    def task_id(self) -> TaskId:
+        return self._context.task_id
+
+    @property
+    def config(self) -> StreamsConfig:
+        return self._context.config
 
     def forward(self, record: FixedKeyRecord, child_name: str | None = None) -> None:
         """Send ``record`` (with its input key) to all children, or to the one named ``child_name``."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.processor.record import RecordMetadata
-from platform_streams.processor.task_id import DelegatedTaskIdentity
+from platform_streams.processor.task_id import TaskId
 from platform_streams.state.api import KeyValueStore, SessionStore, StateStore, WindowStore
 from platform_streams.state.keys import MAX_SEQNUM, session_key, window_key
 from platform_streams.state.store_context import RestoreCallback, StateStoreContext
@@ -29,6 +29,7 @@ from platform_streams.state.wrappers.base import (
 )
 
 if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
     from platform_streams.serde.base import Serde
 
 __all__ = [
@@ -39,18 +40,30 @@ __all__ = [
 ]
 
 
-class ChangelogRegisteringContext(DelegatedTaskIdentity, StateStoreContext):
+class ChangelogRegisteringContext(StateStoreContext):
     """The task's context, except that ``register`` names this store's changelog topic."""
 
     def __init__(self, delegate: StateStoreContext, changelog_topic: str) -> None:
-        self._delegate = self._identity = delegate
+        self._delegate = delegate
         self.changelog_topic = changelog_topic
 
     def __getattr__(self, name: str) -> Any:
         # Optional runtime extensions (e.g. ``record_cache``) pass through.
-        if name in ("_delegate", "_identity"):
+        if name == "_delegate":
             raise AttributeError(name)
         return getattr(self._delegate, name)
+
+    @property
+    def application_id(self) -> str:
+        return self._delegate.application_id
+
+    @property
+    def task_id(self) -> TaskId:
+        return self._delegate.task_id
+
+    @property
+    def config(self) -> StreamsConfig:
+        return self._delegate.config
 
     @property
     def state_dir(self) -> Path:
