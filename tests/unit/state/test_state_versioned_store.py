@@ -277,22 +277,26 @@ def test_should_put_repeat_timestamp_as_latest(store: VersionedBytesStore) -> No
     verify_timestamped_get_null_from_store(store, "k", BASE_TIMESTAMP - 1)
 
 
-def _verify_history_with_repeat_timestamps(store: VersionedBytesStore) -> None:
-    """The history both the put and the restore of the repeated-timestamp records leave."""
+def _verify_history_with_repeat_timestamps(
+    store: VersionedBytesStore, values: tuple[str, str, str] = ("vp5", "vn5", "vn6")
+) -> None:
+    """The history both the put and the restore of the repeated-timestamp records leave
+    (with ``values`` at SEGMENT_INTERVAL + 5, - 5 and - 6; the empty-vs-null case has "")."""
+    at_plus_5, at_minus_5, at_minus_6 = values
     verify_get_null_from_store(store, "k")
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 15)
     verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 6, "vp5", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
+        store, "k", SEGMENT_INTERVAL + 6, at_plus_5, SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
     )
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
     verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "vn5", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
+        store, "k", SEGMENT_INTERVAL - 5, at_minus_5, SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
     )
     verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 6, "vn6", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
+        store, "k", SEGMENT_INTERVAL - 6, at_minus_6, SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
     )
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 8)
 
@@ -611,22 +615,7 @@ def test_should_distinguish_empty_and_null(store: VersionedBytesStore) -> None:
     put_to_store(store, "k", "", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1)
     put_to_store(store, "k", "", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5)
 
-    verify_get_null_from_store(store, "k")
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 15)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 6, "", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 6, "", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 8)
+    _verify_history_with_repeat_timestamps(store, ("", "", ""))
 
 
 def test_should_get_record_versions_from_older_segments(store: VersionedBytesStore) -> None:
