@@ -35,7 +35,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from platform_streams.errors import StreamsConfigError
-from platform_streams.topology.topology import Topology
+from platform_streams.topology.topology import Topology, built_topology
 
 __all__ = [
     "APP_CONFIG_ENV",
@@ -136,14 +136,13 @@ class AppPlugin:
     def build(self, config: Mapping[str, Any] | BaseModel | None = None) -> Topology:
         """Validate ``config`` and build the topology."""
         made = self.factory(self.validate_config(config))
-        if not isinstance(made, Topology) and hasattr(made, "build"):
-            made = made.build()
-        if not isinstance(made, Topology):
+        topology = built_topology(made)
+        if topology is None:
             raise StreamsConfigError(
                 f"app {self.name!r}: the factory returned {type(made).__name__}, "
                 "not a Topology or StreamsBuilder"
             )
-        return made
+        return topology
 
     def with_identity(self, name: str, source: str) -> AppPlugin:
         return AppPlugin(

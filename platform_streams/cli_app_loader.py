@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from platform_streams.config import StreamsConfig, is_secret_key
 from platform_streams.config_layers import Layers, named_layers
 from platform_streams.errors import StreamsConfigError
-from platform_streams.topology.topology import Topology
+from platform_streams.topology.topology import Topology, built_topology
 
 __all__ = ["CliError", "LoadedApp", "add_app_argument", "add_config_arguments", "load_app", "load_config"]
 
@@ -115,14 +115,13 @@ def load_app(spec: str) -> LoadedApp:
             raise CliError(
                 f"{spec} returned a pair whose second item is {type(settings).__name__}, not a dict"
             )
-    if not isinstance(made, Topology) and hasattr(made, "build"):
-        made = made.build()
-    if not isinstance(made, Topology):
+    topology = built_topology(made)
+    if topology is None:
         raise CliError(
             f"{spec} gave {type(made).__name__}; expected a Topology, a StreamsBuilder "
             "or a (topology, settings) pair"
         )
-    return LoadedApp(spec, made, dict(settings))
+    return LoadedApp(spec, topology, dict(settings))
 
 
 def _import_app_module(module_name: str) -> Any:

@@ -37,8 +37,9 @@ class Cancellable(Protocol):
     def cancel(self) -> None: ...
 
 
-class ProcessorContext(ABC):
-    """What a processor may ask of the task that runs it."""
+class TaskIdentity(ABC):
+    """The application, task and configuration a context serves: what the processor
+    context and the store context (state/store_context.py) both tell."""
 
     @property
     @abstractmethod
@@ -51,6 +52,10 @@ class ProcessorContext(ABC):
     @property
     @abstractmethod
     def config(self) -> StreamsConfig: ...
+
+
+class ProcessorContext(TaskIdentity):
+    """What a processor may ask of the task that runs it."""
 
     @abstractmethod
     def forward(self, record: Record, child_name: str | None = None) -> None:

@@ -47,7 +47,7 @@ from pathlib import Path
 from types import CodeType, TracebackType
 from typing import Any
 
-from platform_streams.processor.partitioner import PlacementCheck
+from platform_streams.processor.source_hooks import SourceHooks
 from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode, SourceNode
 
 _counter = itertools.count()
@@ -318,33 +318,27 @@ def compile_source(
     nodes: Mapping[str, Node],
     entry_of: Callable[[str], Callable[..., None]],
     sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
-    *,
-    task: Any,
-    key_deserializer: Callable[[Any], Any] | None,
-    value_deserializer: Callable[[Any], Any] | None,
-    on_deserialization_error: Callable[[Any, BaseException], None],
-    on_invalid_timestamp: Callable[[Any, int], None],
-    value_fast_deserializer: Callable[[bytes], Any] | None = None,
-    on_record_lateness: Callable[[int], None] | None = None,
-    placement_check: PlacementCheck | None = None,
+    hooks: SourceHooks,
 ) -> Callable[[Any], None]:
     """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run children.
 
-    ``task`` is the TaskContext whose ``stream_time`` is advanced. ``value_fast_deserializer``
-    (see ``Serde.fast_deserializer``) replaces the value deserializer for non-None values;
-    when it raises, the deserializer runs on the same bytes to raise the serde's own error.
-    ``on_record_lateness`` (DEBUG metrics only, so INFO code has no trace of it) receives
-    stream time minus the record's timestamp, 0 for a record that advances stream time, as
-    Kafka Streams' record-lateness sensor. ``placement_check`` (only for source topics whose
-    placement key queries rely on) checks the raw key is in the partition murmur2 gives it:
-    one set lookup per record, the hash only for keys not seen in place yet.
+    ``hooks`` (:class:`SourceHooks`) carries the task whose ``stream_time`` is advanced, the
+    deserializers and the callbacks. ``value_fast_deserializer`` replaces the value
+    deserializer for non-None values; when it raises, the deserializer runs on the same
+    bytes to raise the serde's own error. ``on_record_lateness`` (DEBUG metrics only, so
+    INFO code has no trace of it) receives stream time minus the record's timestamp, 0 for
+    a record that advances stream time, as Kafka Streams' record-lateness sensor.
+    ``placement_check`` checks the raw key is in the partition murmur2 gives it: one set
+    lookup per record, the hash only for keys not seen in place yet.
     """
     em = _Emitter(nodes, entry_of, sink_parts)
     name = source.name
+    key_deserializer, value_deserializer = hooks.key_deserializer, hooks.value_deserializer
+    value_fast_deserializer, placement_check = hooks.value_fast_deserializer, hooks.placement_check
     ctx, err, bad_ts = (
-        em.bind(task, "ctx"),
-        em.bind(on_deserialization_error, "err"),
-        em.bind(on_invalid_timestamp, "badts"),
+        em.bind(hooks.task, "ctx"),
+        em.bind(hooks.on_deserialization_error, "err"),
+        em.bind(hooks.on_invalid_timestamp, "badts"),
     )
     raw_key = "msg.key()"
     if placement_check is not None:
@@ -379,8 +373,8 @@ def compile_source(
     em.line(2, "return", name)
     em.line(1, f"if ts > {ctx}.stream_time:", name)
     em.line(2, f"{ctx}.stream_time = ts", name)
-    if on_record_lateness is not None:
-        late = em.bind(on_record_lateness, "late")
+    if hooks.on_record_lateness is not None:
+        late = em.bind(hooks.on_record_lateness, "late")
         em.line(2, f"{late}(0)", name)
         em.line(1, "else:", name)
         em.line(2, f"{late}({ctx}.stream_time - ts)", name)

@@ -18,6 +18,7 @@ from platform_streams.processor.node import Forward, NodeProcessor, as_node_proc
 from platform_streams.processor.partitioner import PlacementCheck
 from platform_streams.processor.plain_nodes import plain_entry, plain_source
 from platform_streams.processor.record import Headers
+from platform_streams.processor.source_hooks import SourceHooks
 from platform_streams.serde import Bytes, Serde
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
 from platform_streams.topology.nodes import ProcessorNode, SinkNode, SourceNode
@@ -113,34 +114,20 @@ class TaskGraph:
         on_record_lateness: Callable[[int], None] | None,
         placement_check: PlacementCheck | None,
     ) -> Callable[[Any], None]:
-        key_deserializer = _deserializer(source.key_serde or self._default_key)
         value_serde = source.value_serde or self._default_value
-        if not self._fusion:
-            return plain_source(
-                source,
-                self.entry,
-                task=self.task,
-                key_deserializer=key_deserializer,
-                value_deserializer=_deserializer(value_serde),
-                on_deserialization_error=on_deserialization_error,
-                on_invalid_timestamp=on_invalid_timestamp,
-                on_record_lateness=on_record_lateness,
-                placement_check=placement_check,
-            )
-        return compile_source(
-            source,
-            self.nodes,
-            self.entry,
-            self._sink_parts,
-            task=self.task,
-            key_deserializer=key_deserializer,
-            value_deserializer=_deserializer(value_serde),
-            value_fast_deserializer=value_serde.fast_deserializer(),
-            on_deserialization_error=on_deserialization_error,
-            on_invalid_timestamp=on_invalid_timestamp,
-            on_record_lateness=on_record_lateness,
-            placement_check=placement_check,
+        hooks = SourceHooks(
+            self.task,
+            _deserializer(source.key_serde or self._default_key),
+            _deserializer(value_serde),
+            on_deserialization_error,
+            on_invalid_timestamp,
+            on_record_lateness,
+            placement_check,
+            value_serde.fast_deserializer(),
         )
+        if not self._fusion:
+            return plain_source(source, self.entry, hooks)
+        return compile_source(source, self.nodes, self.entry, self._sink_parts, hooks)
 
     def _sink_parts(self, sink: SinkNode) -> tuple[Any, ...] | None:
         """(send, topic, key serializer, value serializer) for sinks simple enough to inline."""

@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from platform_streams.processor.context import TaskContext
 from platform_streams.processor.node import Forward
-from platform_streams.processor.partitioner import PlacementCheck
+from platform_streams.processor.source_hooks import SourceHooks
 from platform_streams.topology.nodes import ProcessorNode, SourceNode
 
 __all__ = ["plain_entry", "plain_source"]
@@ -112,17 +111,20 @@ def _branch(node: ProcessorNode, children: list[Forward]) -> Forward:
 def plain_source(
     source: SourceNode,
     entry_of: Callable[[str], Forward],
-    *,
-    task: TaskContext,
-    key_deserializer: Callable[[Any], Any] | None,
-    value_deserializer: Callable[[Any], Any] | None,
-    on_deserialization_error: Callable[[Any, BaseException], None],
-    on_invalid_timestamp: Callable[[Any, int], None],
-    on_record_lateness: Callable[[int], None] | None = None,
-    placement_check: PlacementCheck | None = None,
+    hooks: SourceHooks,
 ) -> Callable[[Any], None]:
     """A ``(raw_record)`` function doing what the fused source does (see fusion.compile_source)."""
     forward = _fan_out([entry_of(child) for child in source.children])
+    (
+        task,
+        key_deserializer,
+        value_deserializer,
+        on_deserialization_error,
+        on_invalid_timestamp,
+        on_record_lateness,
+        placement_check,
+        _,  # the fast value deserializer is a fused-code optimisation
+    ) = hooks
     extractor = source.timestamp_extractor
     name = source.name
 

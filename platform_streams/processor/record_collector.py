@@ -6,19 +6,20 @@ from typing import Any, Protocol
 
 from platform_streams.processor.record import Headers
 
+__all__ = ["OutgoingRecord", "RecordCollector", "RefusingCollector"]
+
+#: One serialized record to send, in ``send``'s argument order: (topic, key, value,
+#: timestamp, headers, partition). The one place this signature is written: every
+#: collector's ``send`` takes ``*record: *OutgoingRecord``, so callers still pass six
+#: positional arguments (checked by mypy) and a collector that keeps or forwards the record
+#: uses the tuple Python already built, without repacking it.
+OutgoingRecord = tuple[str, bytes | None, bytes | None, int, Headers, int | None]
+
 
 class RecordCollector(Protocol):
     """Sends serialized records; one per worker (shared by its tasks)."""
 
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        headers: Headers,
-        partition: int | None,
-    ) -> None:
+    def send(self, *record: *OutgoingRecord) -> None:
         """Queue a record; ``partition`` None lets the Java-compatible murmur2 partitioner choose."""
 
     def partition_count(self, topic: str) -> int:

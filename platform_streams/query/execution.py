@@ -14,15 +14,8 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from platform_streams.query.queries import (
-    KeyQuery,
-    MultiVersionedKeyQuery,
-    Query,
-    RangeQuery,
-    VersionedKeyQuery,
-    WindowKeyQuery,
-    WindowRangeQuery,
-)
+from platform_streams.query import queries
+from platform_streams.query.queries import Query
 from platform_streams.query.results import FailureReason, QueryResult
 from platform_streams.state.api import KeyValueStore, SessionStore, WindowStore
 from platform_streams.state.versioned import MeteredVersionedKeyValueStore
@@ -77,22 +70,22 @@ def _dispatch(store: Any, query: Query | None, limit: int | None) -> Any:
     versioned = _versioned(store)
     if versioned is not None:
         # Kafka's versioned stores answer only the versioned queries (KIP-960/968)
-        if isinstance(query, VersionedKeyQuery):
+        if isinstance(query, queries.VersionedKeyQuery):
             return versioned.get(query.key, query.as_of_timestamp)
-        if isinstance(query, MultiVersionedKeyQuery):
+        if isinstance(query, queries.MultiVersionedKeyQuery):
             time_from = _MIN_TIME if query.from_time is None else query.from_time
             time_to = _MAX_TIME if query.to_time is None else query.to_time
             versions = versioned.versions(query.key, time_from, time_to, ascending=query.ascending)
             return _take(iter(versions), limit)
     elif isinstance(store, KeyValueStore):
-        if isinstance(query, KeyQuery):
+        if isinstance(query, queries.KeyQuery):
             return store.get(query.key)
-        if isinstance(query, RangeQuery):
+        if isinstance(query, queries.RangeQuery):
             return _take(_kv_range(store, query), limit)
     elif isinstance(store, WindowStore):
-        if isinstance(query, WindowKeyQuery):
+        if isinstance(query, queries.WindowKeyQuery):
             return _take(store.fetch_between(query.key, query.time_from_ms, query.time_to_ms), limit)
-        if isinstance(query, WindowRangeQuery):
+        if isinstance(query, queries.WindowRangeQuery):
             if query.key is not None:
                 size = store.window_size_ms
                 rows = (
@@ -102,12 +95,16 @@ def _dispatch(store: Any, query: Query | None, limit: int | None) -> Any:
                 return _take(rows, limit)
             if query.time_from_ms is not None and query.time_to_ms is not None:
                 return _take(store.fetch_all(query.time_from_ms, query.time_to_ms), limit)
-    elif isinstance(store, SessionStore) and isinstance(query, WindowRangeQuery) and query.key is not None:
+    elif (
+        isinstance(store, SessionStore)
+        and isinstance(query, queries.WindowRangeQuery)
+        and query.key is not None
+    ):
         return _take(store.fetch(query.key), limit)
     return _UNKNOWN
 
 
-def _kv_range(store: KeyValueStore[Any, Any], query: RangeQuery) -> Iterator[tuple[Any, Any]]:
+def _kv_range(store: KeyValueStore[Any, Any], query: queries.RangeQuery) -> Iterator[tuple[Any, Any]]:
     if query.prefix is not None:
         rows = store.prefix_scan(query.prefix)
         return reversed(list(rows)) if query.descending else rows

@@ -33,6 +33,13 @@ __all__ = [
 ]
 
 
+def _required(value: Any, message: str) -> Any:
+    """``value``, or the ``ValueError`` Kafka's query factories throw for a null argument."""
+    if value is None:
+        raise ValueError(message)
+    return value
+
+
 class Query:
     """Base of every query type (an unknown subclass gets ``UNKNOWN_QUERY_TYPE``)."""
 
@@ -47,9 +54,7 @@ class KeyQuery(Query):
 
     @classmethod
     def with_key(cls, key: Any) -> KeyQuery:
-        if key is None:
-            raise ValueError("KeyQuery needs a key")
-        return cls(key)
+        return cls(_required(key, "KeyQuery needs a key"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +84,7 @@ class RangeQuery(Query):
 
     @classmethod
     def with_prefix(cls, prefix: Any) -> RangeQuery:
-        if prefix is None:
-            raise ValueError("a prefix RangeQuery needs a prefix")
-        return cls(prefix=prefix)
+        return cls(prefix=_required(prefix, "a prefix RangeQuery needs a prefix"))
 
     def with_descending_keys(self) -> RangeQuery:
         return RangeQuery(self.lower, self.upper, self.prefix, True)
@@ -97,9 +100,7 @@ class WindowKeyQuery(Query):
 
     @classmethod
     def with_key_and_window_start_range(cls, key: Any, time_from_ms: int, time_to_ms: int) -> WindowKeyQuery:
-        if key is None:
-            raise ValueError("WindowKeyQuery needs a key")
-        return cls(key, int(time_from_ms), int(time_to_ms))
+        return cls(_required(key, "WindowKeyQuery needs a key"), int(time_from_ms), int(time_to_ms))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +113,7 @@ class WindowRangeQuery(Query):
 
     @classmethod
     def with_key(cls, key: Any) -> WindowRangeQuery:
-        if key is None:
-            raise ValueError("WindowRangeQuery.with_key needs a key")
-        return cls(key=key)
+        return cls(key=_required(key, "WindowRangeQuery.with_key needs a key"))
 
     @classmethod
     def with_window_start_range(cls, time_from_ms: int, time_to_ms: int) -> WindowRangeQuery:
@@ -130,14 +129,10 @@ class VersionedKeyQuery(Query):
 
     @classmethod
     def with_key(cls, key: Any) -> VersionedKeyQuery:
-        if key is None:
-            raise ValueError("key cannot be null.")
-        return cls(key)
+        return cls(_required(key, "key cannot be null."))
 
     def as_of(self, timestamp: int) -> VersionedKeyQuery:
-        if timestamp is None:
-            raise ValueError("asOf timestamp cannot be null.")
-        return VersionedKeyQuery(self.key, timestamp)
+        return VersionedKeyQuery(self.key, _required(timestamp, "asOf timestamp cannot be null."))
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +147,7 @@ class MultiVersionedKeyQuery(Query):
 
     @classmethod
     def with_key(cls, key: Any) -> MultiVersionedKeyQuery:
-        if key is None:
-            raise ValueError("key cannot be null.")
-        return cls(key)
+        return cls(_required(key, "key cannot be null."))
 
     def from_time_ms(self, from_time: int) -> MultiVersionedKeyQuery:
         return MultiVersionedKeyQuery(self.key, from_time, self.to_time, self.ascending)

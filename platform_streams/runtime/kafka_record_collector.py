@@ -34,7 +34,8 @@ from platform_streams.errors import StreamsError
 from platform_streams.kafka import as_kafka_error
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
 from platform_streams.processor.record import Headers
-from platform_streams.runtime.streams_producer import BufferedRecord, StreamsProducer
+from platform_streams.processor.record_collector import OutgoingRecord
+from platform_streams.runtime.streams_producer import StreamsProducer
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class _FailedRecord:
 
     __slots__ = ("_record",)
 
-    def __init__(self, record: BufferedRecord) -> None:
+    def __init__(self, record: OutgoingRecord) -> None:
         self._record = record
 
     def topic(self) -> str:
@@ -74,7 +75,7 @@ class _FailedRecord:
         return -1
 
 
-def _failed_record(record: BufferedRecord, err: Any) -> _FailedRecord:
+def _failed_record(record: OutgoingRecord, err: Any) -> _FailedRecord:
     """The record as the production handler (and the dead-letter topic) gets it: without its
     value when that was too large -- the dead-letter record would be refused for the same
     reason, and a dead-letter record that cannot be written is fatal."""
@@ -122,15 +123,6 @@ class KafkaRecordCollector:
         self._partition_count = partition_count
 
     @property
-    def producer(self) -> Any:
-        """The current librdkafka producer (replaced after fencing)."""
-        return self.streams_producer.producer
-
-    @property
-    def sent(self) -> int:
-        return self.streams_producer.sent
-
-    @property
     def produced(self) -> dict[str, int]:
         """Records sent per topic (sinks, changelogs, dead letters: the metrics pick the sinks)."""
         return self.streams_producer.sent_by_topic
@@ -160,7 +152,7 @@ class KafkaRecordCollector:
         if msg.topic() in self.tracked_topics or self.eos or dead_letter:
             self._remember(where)
             return
-        record: BufferedRecord = (
+        record: OutgoingRecord = (
             msg.topic(),
             msg.key(),
             msg.value(),
@@ -178,7 +170,7 @@ class KafkaRecordCollector:
         else:
             self.records_skipped += 1
 
-    def on_send_error(self, record: BufferedRecord, exc: BaseException) -> None:
+    def on_send_error(self, record: OutgoingRecord, exc: BaseException) -> None:
         """A record the producer refused locally (at the send, or the EOS commit): handler decides."""
         topic = record[0]
         if topic in self.tracked_topics:

@@ -20,10 +20,11 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from platform_streams.state.api import StateStore
 from platform_streams.state.timestamped import ValueAndTimestampSerde
+from platform_streams.state.wrappers.base import WrappedStore
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.caching_windowed import CachingSessionStore, CachingWindowStore
 from platform_streams.state.wrappers.change_logging import (
@@ -47,6 +48,7 @@ __all__ = [
     "KeyValueStoreBuilder",
     "SessionStoreBuilder",
     "StoreBuilder",
+    "SupplierStoreBuilder",
     "WindowStoreBuilder",
 ]
 
@@ -121,32 +123,49 @@ def _value_wrapper(timestamped: bool) -> Callable[[Serde], Serde] | None:
     return ValueAndTimestampSerde if timestamped else None
 
 
-class KeyValueStoreBuilder(StoreBuilder[MeteredKeyValueStore]):
-    #: a DSL bookkeeping store whose type no one chose (a stream-stream join's outer store):
-    #: the run-time ``dsl_store_suppliers`` may still pick it (``apply_dsl_store_config``)
-    dsl_default: bool = False
+class SupplierStoreBuilder(StoreBuilder[S]):
+    """A builder over a bytes-store supplier: ``build()`` wraps a fresh bytes store in this
+    kind's change-logging layer (when logging), caching layer (when caching) and metered
+    layer, the stack every kind shares; each kind names its layers."""
+
+    #: the change-logging layer of this kind of store
+    logging_layer: ClassVar[type[WrappedStore]]
+    #: the caching layer (None: this kind is never cached)
+    caching_layer: ClassVar[type[WrappedStore] | None] = None
 
     def __init__(
-        self,
-        supplier: KeyValueBytesStoreSupplier,
-        key_serde: Serde | None,
-        value_serde: Serde | None,
-        *,
-        timestamped: bool = False,
+        self, supplier: Any, key_serde: Serde | None, value_serde: Serde | None, *, timestamped: bool = False
     ) -> None:
         super().__init__(supplier.name, key_serde, value_serde)
         self.supplier = supplier
+        #: the values are ``ValueAndTimestamp`` (Kafka's timestamped store builders)
         self.timestamped = timestamped
+
+    def build(self) -> S:
+        store: Any = self.supplier.get()
+        if self._logging:
+            store = self.logging_layer(store)
+        if self._caching and self.caching_layer is not None:
+            store = self.caching_layer(store)
+        return self._metered(store)
+
+    @abstractmethod
+    def _metered(self, store: Any) -> S:
+        """The outermost layer, over ``store`` (typed keys and values, metrics)."""
+
+
+class KeyValueStoreBuilder(SupplierStoreBuilder[MeteredKeyValueStore]):
+    #: a DSL bookkeeping store whose type no one chose (a stream-stream join's outer store):
+    #: the run-time ``dsl_store_suppliers`` may still pick it (``apply_dsl_store_config``)
+    dsl_default: bool = False
+    supplier: KeyValueBytesStoreSupplier
+    logging_layer = ChangeLoggingKeyValueStore
+    caching_layer = CachingKeyValueStore
 
     def changelog_topic_config(self) -> dict[str, str]:
         return {"cleanup.policy": "compact", **self._log_config}
 
-    def build(self) -> MeteredKeyValueStore:
-        store: Any = self.supplier.get()
-        if self._logging:
-            store = ChangeLoggingKeyValueStore(store)
-        if self._caching:
-            store = CachingKeyValueStore(store)
+    def _metered(self, store: Any) -> MeteredKeyValueStore:
         return MeteredKeyValueStore(store, self.key_serde, self.value_serde, _value_wrapper(self.timestamped))
 
 
@@ -159,18 +178,10 @@ def _windowed_changelog_config(retention_ms: int, overrides: dict[str, str]) -> 
     return config
 
 
-class WindowStoreBuilder(StoreBuilder[MeteredWindowStore]):
-    def __init__(
-        self,
-        supplier: WindowBytesStoreSupplier,
-        key_serde: Serde | None,
-        value_serde: Serde | None,
-        *,
-        timestamped: bool = False,
-    ) -> None:
-        super().__init__(supplier.name, key_serde, value_serde)
-        self.supplier = supplier
-        self.timestamped = timestamped
+class WindowStoreBuilder(SupplierStoreBuilder[MeteredWindowStore]):
+    supplier: WindowBytesStoreSupplier
+    logging_layer = ChangeLoggingWindowStore
+    caching_layer = CachingWindowStore
 
     def with_caching_enabled(self) -> Self:
         if self.supplier.retain_duplicates:
@@ -182,29 +193,22 @@ class WindowStoreBuilder(StoreBuilder[MeteredWindowStore]):
     def changelog_topic_config(self) -> dict[str, str]:
         return _windowed_changelog_config(self.supplier.retention_ms, self._log_config)
 
-    def build(self) -> MeteredWindowStore:
-        store: Any = self.supplier.get()
-        if self._logging:
-            store = ChangeLoggingWindowStore(store)
-        if self._caching:
-            store = CachingWindowStore(store)
+    def _metered(self, store: Any) -> MeteredWindowStore:
         return MeteredWindowStore(store, self.key_serde, self.value_serde, _value_wrapper(self.timestamped))
 
 
-class SessionStoreBuilder(StoreBuilder[MeteredSessionStore]):
+class SessionStoreBuilder(SupplierStoreBuilder[MeteredSessionStore]):
+    supplier: SessionBytesStoreSupplier
+    logging_layer = ChangeLoggingSessionStore
+    caching_layer = CachingSessionStore
+
     def __init__(
         self, supplier: SessionBytesStoreSupplier, key_serde: Serde | None, value_serde: Serde | None
     ) -> None:
-        super().__init__(supplier.name, key_serde, value_serde)
-        self.supplier = supplier
+        super().__init__(supplier, key_serde, value_serde)
 
     def changelog_topic_config(self) -> dict[str, str]:
         return _windowed_changelog_config(self.supplier.retention_ms, self._log_config)
 
-    def build(self) -> MeteredSessionStore:
-        store: Any = self.supplier.get()
-        if self._logging:
-            store = ChangeLoggingSessionStore(store)
-        if self._caching:
-            store = CachingSessionStore(store)
+    def _metered(self, store: Any) -> MeteredSessionStore:
         return MeteredSessionStore(store, self.key_serde, self.value_serde)

@@ -7,17 +7,13 @@ these methods, so the state package never depends on the runtime.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from platform_streams.processor.api import TaskIdentity
 from platform_streams.processor.record import RecordMetadata
-from platform_streams.processor.task_id import TaskId
-
-if TYPE_CHECKING:
-    from platform_streams.config import StreamsConfig
-
 
 #: Applies a batch of changelog records (key bytes, value bytes or None for a tombstone)
 #: to a store's bytes layer during restoration.
@@ -42,20 +38,9 @@ class TimestampedRestoreCallback:
         raise TypeError("this store restores only with the changelog records' timestamps")
 
 
-class StateStoreContext(ABC):
-    """The task-side services a store needs: identity, directories, changelog, restore."""
-
-    @property
-    @abstractmethod
-    def application_id(self) -> str: ...
-
-    @property
-    @abstractmethod
-    def task_id(self) -> TaskId: ...
-
-    @property
-    @abstractmethod
-    def config(self) -> StreamsConfig: ...
+class StateStoreContext(TaskIdentity):
+    """The task-side services a store needs: identity (:class:`TaskIdentity`), directories,
+    changelog, restore."""
 
     @property
     @abstractmethod

@@ -11,7 +11,7 @@ DSL processors that serialize on their own (change serdes, suppression buffers).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.serde import Bytes
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from platform_streams.state.versioned_table_store import VersionedTableStore
 
 __all__ = [
+    "DslStoreBuilder",
     "StoreType",
     "TimestampedKeyValueStoreBuilder",
     "bytes_store_builder",
@@ -39,6 +40,10 @@ __all__ = [
 ]
 
 StoreType = Literal["rocksdb", "in_memory"]
+
+S = TypeVar("S", bound="StateStore")
+#: the kind of bytes-store supplier a user may give instead of a store type
+SupplierT = TypeVar("SupplierT", bound="_Supplier")
 
 
 def resolve_serde(serde: Serde | None, config: StreamsConfig, role: Literal["key", "value"]) -> Serde:
@@ -76,7 +81,50 @@ def bytes_store_builder(
     return builder.with_logging_disabled()
 
 
-class TimestampedKeyValueStoreBuilder(StoreBuilder["TimestampedKeyValueStore | VersionedTableStore"]):
+class _Supplier(Protocol):
+    @property
+    def persistent(self) -> bool: ...
+
+
+class DslStoreBuilder(StoreBuilder[S], Generic[S, SupplierT]):
+    """What the DSL's store builders share: a store type or a user's supplier, caching and
+    logging as the operator's ``Materialized`` asked, and whether anyone chose the store."""
+
+    def __init__(
+        self,
+        name: str,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        *,
+        store_type: StoreType = "rocksdb",
+        store_supplier: SupplierT | None = None,
+        caching_enabled: bool = True,
+        logging_enabled: bool = True,
+        log_config: dict[str, str] | None = None,
+        dsl_default: bool = False,
+    ) -> None:
+        super().__init__(name, key_serde, value_serde)
+        self.store_type = store_type
+        self.store_supplier: SupplierT | None = store_supplier
+        self.with_caching_enabled() if caching_enabled else self.with_caching_disabled()
+        self.with_logging_enabled(log_config) if logging_enabled else self.with_logging_disabled()
+        #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers``
+        #: may still pick it (:func:`~platform_streams.state.dsl_store_suppliers.apply_dsl_store_config`)
+        self.dsl_default = dsl_default
+
+    @property
+    def persistent(self) -> bool:
+        if self.store_supplier is not None:
+            return bool(self.store_supplier.persistent)
+        return self.store_type == "rocksdb"
+
+
+class TimestampedKeyValueStoreBuilder(
+    DslStoreBuilder[
+        "TimestampedKeyValueStore | VersionedTableStore",
+        "KeyValueBytesStoreSupplier | VersionedBytesStoreSupplier",
+    ]
+):
     """The builder of a DSL table's store (Kafka's ``TimestampedKeyValueStoreBuilder``).
 
     An ordinary :class:`~platform_streams.state.builders.StoreBuilder`: its store is the
@@ -88,37 +136,11 @@ class TimestampedKeyValueStoreBuilder(StoreBuilder["TimestampedKeyValueStore | V
     (KIP-914) makes it build a :class:`~platform_streams.state.versioned_table_store.VersionedTableStore`.
     """
 
-    def __init__(
-        self,
-        name: str,
-        key_serde: Serde | None,
-        value_serde: Serde | None,
-        *,
-        store_type: StoreType = "rocksdb",
-        store_supplier: KeyValueBytesStoreSupplier | VersionedBytesStoreSupplier | None = None,
-        caching_enabled: bool = True,
-        logging_enabled: bool = True,
-        log_config: dict[str, str] | None = None,
-        dsl_default: bool = False,
-    ) -> None:
-        super().__init__(name, key_serde, value_serde)
-        self.store_type = store_type
-        #: a versioned supplier makes this a versioned table's store (KIP-914)
-        self.store_supplier = store_supplier
-        self.with_caching_enabled() if caching_enabled else self.with_caching_disabled()
-        self.with_logging_enabled(log_config) if logging_enabled else self.with_logging_disabled()
-        #: set by the ``reuse.ktable.source.topics`` optimization: the source topic replaces
-        #: the changelog (nothing is logged, restore reads the topic)
-        self.source_changelog_topic: str | None = None
-        #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers``
-        #: may still pick it (:func:`~platform_streams.state.dsl_store_suppliers.apply_dsl_store_config`)
-        self.dsl_default = dsl_default
-
-    @property
-    def persistent(self) -> bool:
-        if self.store_supplier is not None:
-            return bool(self.store_supplier.persistent)
-        return self.store_type == "rocksdb"
+    #: a versioned supplier makes this a versioned table's store (KIP-914)
+    store_supplier: KeyValueBytesStoreSupplier | VersionedBytesStoreSupplier | None
+    #: set by the ``reuse.ktable.source.topics`` optimization: the source topic replaces
+    #: the changelog (nothing is logged, restore reads the topic)
+    source_changelog_topic: str | None = None
 
     @property
     def versioned(self) -> bool:

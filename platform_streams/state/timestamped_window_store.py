@@ -18,7 +18,7 @@ The window-store twin of :mod:`platform_streams.state.timestamped_kv_store`:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import (
@@ -31,12 +31,11 @@ from platform_streams.state.api import (
 )
 from platform_streams.state.builders import (
     WINDOWED_CHANGELOG_ADDITIONAL_RETENTION_MS,
-    StoreBuilder,
     WindowStoreBuilder,
 )
 from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, WindowBytesStoreSupplier
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
-from platform_streams.state.timestamped_builders import SpecStore
+from platform_streams.state.timestamped_builders import DslStoreBuilder, SpecStore
 from platform_streams.state.windowed import Windowed
 
 if TYPE_CHECKING:
@@ -48,41 +47,17 @@ __all__ = ["DslSessionStore", "DslSessionStoreBuilder", "DslWindowStore", "DslWi
 SupplierT = TypeVar("SupplierT", WindowBytesStoreSupplier, SessionBytesStoreSupplier)
 
 
-class _DslWindowedStoreBuilder(StoreBuilder[Any], Generic[SupplierT]):
+class _DslWindowedStoreBuilder(DslStoreBuilder[Any, SupplierT]):
     """What the DSL's window and session store builders share (ordinary ``StoreBuilder`` s)."""
 
     #: the type of store supplier a user may give instead of ``store_type``, and its name in errors
     supplier_type: ClassVar[type]
     kind: ClassVar[str]
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        key_serde: Serde | None,
-        value_serde: Serde | None,
-        retention_ms: int,
-        store_type: Literal["rocksdb", "in_memory"] = "rocksdb",
-        caching_enabled: bool = True,
-        logging_enabled: bool = True,
-        log_config: dict[str, str] | None = None,
-        store_supplier: SupplierT | None = None,
-        dsl_default: bool = False,
-    ) -> None:
-        super().__init__(name, key_serde, value_serde)
+    def __init__(self, *, retention_ms: int, **common: Any) -> None:
+        """``common``: :class:`DslStoreBuilder`'s arguments, by name."""
+        super().__init__(**common)
         self.retention_ms = retention_ms
-        self.store_type = store_type
-        self.store_supplier: SupplierT | None = store_supplier
-        self.with_caching_enabled() if caching_enabled else self.with_caching_disabled()
-        self.with_logging_enabled(log_config) if logging_enabled else self.with_logging_disabled()
-        #: the operator chose no store (KIP-954): the run-time config's ``dsl_store_suppliers`` picks it
-        self.dsl_default = dsl_default
-
-    @property
-    def persistent(self) -> bool:
-        if self.store_supplier is not None:
-            return bool(self.store_supplier.persistent)
-        return self.store_type == "rocksdb"
 
     def changelog_topic_config(self) -> dict[str, str]:
         """Kafka Streams' windowed changelog: compacted and deleted after retention + 1 day."""

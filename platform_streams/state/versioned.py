@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Self
 
-from platform_streams.state.builders import StoreBuilder
+from platform_streams.state.builders import SupplierStoreBuilder
 from platform_streams.state.versioned_store import (
     PUT_RETURN_CODE_NOT_PUT,
     PUT_RETURN_CODE_VALID_TO_UNDEFINED,
@@ -188,14 +188,16 @@ class MeteredVersionedKeyValueStore(MeteredStore):
         return VersionedRecord(self._deserialize_value(found[0]), found[1], found[2])
 
 
-class VersionedKeyValueStoreBuilder(StoreBuilder[MeteredVersionedKeyValueStore]):
+class VersionedKeyValueStoreBuilder(SupplierStoreBuilder[MeteredVersionedKeyValueStore]):
     """Kafka's ``VersionedKeyValueStoreBuilder``: logging on by default, caching never."""
+
+    supplier: VersionedBytesStoreSupplier
+    logging_layer = ChangeLoggingVersionedBytesStore
 
     def __init__(
         self, supplier: VersionedBytesStoreSupplier, key_serde: Serde | None, value_serde: Serde | None
     ) -> None:
-        super().__init__(supplier.name, key_serde, value_serde)
-        self.supplier = supplier
+        super().__init__(supplier, key_serde, value_serde)
 
     def with_caching_enabled(self) -> Self:
         raise ValueError(f"store {self.name}: caching is not supported for versioned stores")
@@ -203,10 +205,7 @@ class VersionedKeyValueStoreBuilder(StoreBuilder[MeteredVersionedKeyValueStore])
     def changelog_topic_config(self) -> dict[str, str]:
         return versioned_changelog_config(self.supplier.history_retention_ms, self._log_config)
 
-    def build(self) -> MeteredVersionedKeyValueStore:
-        store: Any = self.supplier.get()
-        if self._logging:
-            store = ChangeLoggingVersionedBytesStore(store)
+    def _metered(self, store: Any) -> MeteredVersionedKeyValueStore:
         return MeteredVersionedKeyValueStore(store, self.key_serde, self.value_serde)
 
 

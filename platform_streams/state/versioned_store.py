@@ -318,37 +318,28 @@ class VersionedBytesStore(BackedStore, StateStore):
     def _finish_put(
         self, stream_time: int, key: bytes, value: bytes | None, timestamp: int, found_ts: int
     ) -> int:
-        if found_ts == _SENTINEL:
-            if value is not None:
-                self._latest.put(key, _LONG.pack(timestamp) + value)
-                return found_ts
-            # tombstones never enter the latest value store: into the segment of their own time
-            segment = self._segment_if_live(self._segment_id(timestamp), stream_time)
-            if segment is None:
-                return PUT_RETURN_CODE_NOT_PUT
-            raw = segment.get(key)
-            if raw is None:
-                segment.put(key, SegmentValue.with_record(None, timestamp, timestamp).serialize())
-                return found_ts
-            if next_timestamp(raw) == timestamp:
-                return found_ts  # the row already ends with this tombstone
-            row = SegmentValue.deserialize(raw)
-            row.insert_as_latest(next_timestamp(raw), timestamp, None)
-            segment.put(key, row.serialize())
+        tombstone_at_latest = found_ts == _SENTINEL
+        if tombstone_at_latest and value is not None:
+            self._latest.put(key, _LONG.pack(timestamp) + value)
             return found_ts
-        segment = self._segment_if_live(self._segment_id(found_ts), stream_time)
+        # tombstones never enter the latest value store: into the segment of their own time;
+        # any other version ends where the next newer one (found_ts) starts
+        segment_id = self._segment_id(timestamp if tombstone_at_latest else found_ts)
+        segment = self._segment_if_live(segment_id, stream_time)
         if segment is None:
             return PUT_RETURN_CODE_NOT_PUT
         raw = segment.get(key)
-        if raw is None:
-            segment.put(key, SegmentValue.with_record(value, timestamp, found_ts).serialize())
-            return found_ts
-        row = SegmentValue.deserialize(raw)
-        if next_timestamp(raw) <= timestamp:
-            row.insert_as_latest(timestamp, found_ts, value)
-        else:
+        if tombstone_at_latest:
+            if raw is None:
+                _append_to_row(segment, key, raw, timestamp, timestamp, None)
+            elif next_timestamp(raw) != timestamp:  # else the row already ends with this tombstone
+                _append_to_row(segment, key, raw, next_timestamp(raw), timestamp, None)
+        elif raw is not None and next_timestamp(raw) > timestamp:
+            row = SegmentValue.deserialize(raw)
             row.insert_as_earliest(timestamp, value)
-        segment.put(key, row.serialize())
+            segment.put(key, row.serialize())
+        else:
+            _append_to_row(segment, key, raw, timestamp, found_ts, value)
         return found_ts
 
 
@@ -356,7 +347,13 @@ def _append_version(
     segment: BytesMap, key: bytes, valid_from: int, valid_to: int, value: bytes | None
 ) -> None:
     """Add a version as the newest of ``key``'s row in ``segment`` (a new row if there is none)."""
-    raw = segment.get(key)
+    _append_to_row(segment, key, segment.get(key), valid_from, valid_to, value)
+
+
+def _append_to_row(
+    segment: BytesMap, key: bytes, raw: bytes | None, valid_from: int, valid_to: int, value: bytes | None
+) -> None:
+    """:func:`_append_version` with ``key``'s row (``raw``, None: no row) already read."""
     if raw is None:
         row = SegmentValue.with_record(value, valid_from, valid_to)
     else:

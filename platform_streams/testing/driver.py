@@ -21,6 +21,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import TopologyError
 from platform_streams.processor.record import Headers
+from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import StreamTask
 from platform_streams.serde import Serde
@@ -43,15 +44,8 @@ class _DriverCollector:
     def __init__(self, driver: TopologyTestDriver) -> None:
         self._driver = driver
 
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        headers: Headers,
-        partition: int | None,
-    ) -> None:
+    def send(self, *record: *OutgoingRecord) -> None:
+        topic, key, value, timestamp, headers, _ = record
         self._driver.capture(topic, key, value, timestamp, headers)
 
     def partition_count(self, topic: str) -> int:

@@ -287,3 +287,12 @@ class Topology:
             parent = self._nodes[parent_name]
             assert not isinstance(parent, SinkNode)
             parent.children.append(node.name)
+
+
+def built_topology(made: Any) -> Topology | None:
+    """What an application factory returned, as a topology: a :class:`Topology` as it is,
+    anything with ``build()`` (a ``StreamsBuilder``) built, None for anything else (the
+    caller names the app in its own error)."""
+    if not isinstance(made, Topology) and hasattr(made, "build"):
+        made = made.build()
+    return made if isinstance(made, Topology) else None

@@ -60,39 +60,35 @@ def driver(request: pytest.FixtureRequest) -> Iterator[TopologyTestDriver]:
     d.close()
 
 
-def _fail(driver: TopologyTestDriver) -> ProcessorError:
-    with pytest.raises(ProcessorError) as info:
-        driver.create_input_topic("in", S, INT).pipe_input("k", 13)
-    return info.value
+def _failure_traceback(fusion_on: bool) -> str:
+    """The traceback of the user's exception (the ProcessorError's cause) for record 13,
+    after checking the error names the DSL node whose function raised."""
+    d = _driver(fusion_on)
+    try:
+        with pytest.raises(ProcessorError) as info:
+            d.create_input_topic("in", S, INT).pipe_input("k", 13)
+        assert info.value.node == "double"
+        # formatted while the driver's tasks (and so the fused code's linecache entry) live
+        return "".join(traceback.format_exception(info.value.__cause__))
+    finally:
+        d.close()
 
 
 def test_traceback_through_fused_code_shows_the_users_line_and_the_node() -> None:
-    d = _driver(True)
-    try:
-        error = _fail(d)
-        assert error.node == "double"
-        text = "".join(traceback.format_exception(error.__cause__))
-        # the generated line, from linecache, with the node it belongs to ...
-        assert 'File "<fused ' in text
-        fused_line = next(line for line in text.splitlines() if "= _f" in line and "(v)" in line)
-        assert fused_line.rstrip().endswith("# double") and "_double(v)" in fused_line
-        # ... and then the user's own line
-        assert 'raise ValueError("unlucky value")  # THE USER\'S LINE' in text
-        assert text.index("# double") < text.index("THE USER'S LINE")
-    finally:
-        d.close()
+    text = _failure_traceback(True)
+    # the generated line, from linecache, with the node it belongs to ...
+    assert 'File "<fused ' in text
+    fused_line = next(line for line in text.splitlines() if "= _f" in line and "(v)" in line)
+    assert fused_line.rstrip().endswith("# double") and "_double(v)" in fused_line
+    # ... and then the user's own line
+    assert 'raise ValueError("unlucky value")  # THE USER\'S LINE' in text
+    assert text.index("# double") < text.index("THE USER'S LINE")
 
 
 def test_plain_closures_name_the_node_and_show_the_users_line() -> None:
-    d = _driver(False)
-    try:
-        error = _fail(d)
-        assert error.node == "double"
-        text = "".join(traceback.format_exception(error.__cause__))
-        assert "<fused" not in text and "plain_nodes.py" in text
-        assert "THE USER'S LINE" in text
-    finally:
-        d.close()
+    text = _failure_traceback(False)
+    assert "<fused" not in text and "plain_nodes.py" in text
+    assert "THE USER'S LINE" in text
 
 
 def test_fused_and_plain_produce_the_same_records(driver: TopologyTestDriver) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.processor.partitioner import default_partition
 from platform_streams.processor.record import Headers
+from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import StreamTask
@@ -94,15 +95,8 @@ class _CollectingCollector:
         self.state: dict[str, dict[bytes, bytes | None]] = {t: {} for t in changelogs}
         self.sent = 0
 
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        headers: Headers,
-        partition: int | None,
-    ) -> None:
+    def send(self, *record: *OutgoingRecord) -> None:
+        topic, key, value, timestamp, headers, partition = record
         if topic in self.changelogs:
             if self.keep_state and key is not None:
                 self.state[topic][key] = value

@@ -10,16 +10,18 @@ the bytes store (the state manager asks it whether it started empty).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from inspect import getattr_static
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from platform_streams.errors import InvalidStateStoreError
-from platform_streams.state.api import FlushListener, StateStore
+from platform_streams.state.api import FlushListener, SessionStore, StateStore, WindowStore
 from platform_streams.state.cache import NamedCache, RecordCache, record_cache_for
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
-    from platform_streams.state.windowed import Windowed
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 __all__ = [
     "CacheReads",
@@ -28,6 +30,7 @@ __all__ = [
     "DelegatedWindowShape",
     "WrappedStore",
     "changelog_topic_name",
+    "forwarded",
     "innermost",
     "record_timestamp",
 ]
@@ -48,6 +51,33 @@ def record_timestamp(context: StateStoreContext) -> int:
     return ts if ts >= 0 else context.current_system_time_ms()
 
 
+class _Forwarded:
+    # A read of the interface answered by the store below (see :func:`forwarded`); no
+    # class docstring, so that each instance carries the interface method's own.
+
+    __slots__ = ("__doc__", "name")
+
+    def __init__(self, method: Callable[..., Any]) -> None:
+        self.name = method.__name__
+        self.__doc__ = method.__doc__
+
+    def __get__(self, layer: Any, owner: type | None = None) -> Any:
+        # only reached before ``WrappedStore.__init__`` bound the name, or on the class
+        return self if layer is None else getattr(layer.wrapped, self.name)
+
+
+def forwarded(method: _Method) -> _Method:
+    """The interface's ``method``, answered by the same method of the store below.
+
+    The signature is written once, in the interface (:mod:`platform_streams.state.api`),
+    and typed from it. :class:`WrappedStore` binds the wrapped store's own method to the
+    instance when it is built, so a call through a layer that only forwards has no frame
+    of that layer at all (cheaper than a forwarding ``def``). The store below must
+    therefore not rebind its methods after it is built (no store does).
+    """
+    return cast(_Method, _Forwarded(method))
+
+
 def innermost(store: Any) -> Any:
     """Follow ``wrapped`` down to the bytes store."""
     while isinstance(store, WrappedStore):
@@ -58,8 +88,17 @@ def innermost(store: Any) -> Any:
 class WrappedStore(StateStore):
     """Delegates identity and lifecycle to ``wrapped``; subclasses add one concern each."""
 
+    #: names of the :func:`forwarded` reads of this class, bound per instance
+    _forwarded: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._forwarded = tuple(name for name in dir(cls) if isinstance(getattr_static(cls, name), _Forwarded))
+
     def __init__(self, wrapped: Any) -> None:
         self.wrapped = wrapped
+        for name in self._forwarded:
+            setattr(self, name, getattr(wrapped, name))
 
     @property
     def name(self) -> str:
@@ -116,68 +155,21 @@ class DelegatedWindowReads(DelegatedWindowShape):
     """Every read of a binary window store, passed to the store below unchanged: a layer
     that only acts on writes (change-logging) mixes this in instead of repeating them."""
 
-    def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
-        return self.wrapped.fetch_at(key, window_start_ms)
-
-    def fetch_between(
-        self, key: bytes, time_from_ms: int, time_to_ms: int, *, backward: bool = False
-    ) -> Iterator[tuple[int, bytes]]:
-        return self.wrapped.fetch_between(key, time_from_ms, time_to_ms, backward=backward)
-
-    def fetch_range(
-        self,
-        key_from: bytes | None,
-        key_to: bytes | None,
-        time_from_ms: int,
-        time_to_ms: int,
-        *,
-        backward: bool = False,
-    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.fetch_range(key_from, key_to, time_from_ms, time_to_ms, backward=backward)
-
-    def fetch_all(
-        self, time_from_ms: int, time_to_ms: int, *, backward: bool = False
-    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.fetch_all(time_from_ms, time_to_ms, backward=backward)
-
-    def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.all(backward=backward)
+    fetch_at = forwarded(WindowStore.fetch_at)
+    fetch_between = forwarded(WindowStore.fetch_between)
+    fetch_range = forwarded(WindowStore.fetch_range)
+    fetch_all = forwarded(WindowStore.fetch_all)
+    all = forwarded(WindowStore.all)
 
 
 class DelegatedSessionReads(DelegatedRetention):
     """Every read of a binary session store, passed to the store below unchanged (see
     :class:`DelegatedWindowReads`)."""
 
-    def find_sessions(
-        self,
-        key: bytes,
-        earliest_session_end_ms: int,
-        latest_session_start_ms: int,
-        *,
-        backward: bool = False,
-    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.find_sessions(
-            key, earliest_session_end_ms, latest_session_start_ms, backward=backward
-        )
-
-    def find_sessions_range(
-        self,
-        key_from: bytes | None,
-        key_to: bytes | None,
-        earliest_session_end_ms: int,
-        latest_session_start_ms: int,
-        *,
-        backward: bool = False,
-    ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.find_sessions_range(
-            key_from, key_to, earliest_session_end_ms, latest_session_start_ms, backward=backward
-        )
-
-    def fetch_session(self, key: bytes, session_start_ms: int, session_end_ms: int) -> bytes | None:
-        return self.wrapped.fetch_session(key, session_start_ms, session_end_ms)
-
-    def fetch(self, key: bytes, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        return self.wrapped.fetch(key, backward=backward)
+    find_sessions = forwarded(SessionStore.find_sessions)
+    find_sessions_range = forwarded(SessionStore.find_sessions_range)
+    fetch_session = forwarded(SessionStore.fetch_session)
+    fetch = forwarded(SessionStore.fetch)
 
 
 class CacheReads:

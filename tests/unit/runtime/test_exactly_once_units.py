@@ -18,6 +18,7 @@ from platform_streams.config import StreamsConfig
 from platform_streams.errors import ProducerFencedError, StreamsError, TaskCorruptedError, TaskMigratedError
 from platform_streams.kafka import KafkaError, KafkaException
 from platform_streams.processor.context import TaskContext
+from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.processor.source_position import SOURCE_HEADER, SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.broker_calls import Outcome, classify, retrying, translate
@@ -30,52 +31,38 @@ from platform_streams.state.stores import Stores
 from platform_streams.state.wrappers.base import innermost
 
 
-class Msg:
-    """Just enough of a confluent Message."""
-
-    def __init__(self, topic: str, partition: int, offset: int, headers: Any = None) -> None:
-        self._t, self._p, self._o, self._h = topic, partition, offset, headers
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def headers(self) -> Any:
-        return self._h
+def _msg(topic: str, partition: int, offset: int, headers: Any = None) -> SerializedRecord:
+    """A consumed record as the task sees it (the production stand-in for a confluent Message)."""
+    return SerializedRecord(topic, partition, offset, None, None, 0, headers)
 
 
 def test_the_header_names_the_record_being_processed_or_the_last_consumed_offsets() -> None:
     consumed: dict[tuple[str, int], int] = {}
     single = SourcePositionHeader([("in", 3)], consumed)
-    record = Msg("in", 3, 41)
+    record = _msg("in", 3, 41)
     assert single.headers(record) == [(SOURCE_HEADER, b"41")]
     assert single.headers(record) is single.headers(record), "built once per input record"
     consumed[("in", 3)] = 41
     assert single.headers(None) == [(SOURCE_HEADER, b"41")], "a flush names what was consumed"
 
     joined = SourcePositionHeader([("right", 0), ("left", 0)], {("left", 0): 7})
-    assert joined.headers(Msg("right", 0, 3)) == [(SOURCE_HEADER, b"7,3")], "sorted by topic: left, right"
+    assert joined.headers(_msg("right", 0, 3)) == [(SOURCE_HEADER, b"7,3")], "sorted by topic: left, right"
     assert joined.headers(None) == [(SOURCE_HEADER, b"7,-1")]
 
 
 def test_the_filter_keeps_only_records_written_for_committed_input() -> None:
     task_filter = CommittedInputFilter([("in", 0)], {("in", 0): 100})
-    assert task_filter(Msg("cl", 0, 5, [(SOURCE_HEADER, b"99")]))
-    assert not task_filter(Msg("cl", 0, 6, [(SOURCE_HEADER, b"100")]))
-    assert task_filter(Msg("cl", 0, 7, None)), "records without the header are applied"
+    assert task_filter(_msg("cl", 0, 5, [(SOURCE_HEADER, b"99")]))
+    assert not task_filter(_msg("cl", 0, 6, [(SOURCE_HEADER, b"100")]))
+    assert task_filter(_msg("cl", 0, 7, None)), "records without the header are applied"
     assert task_filter.skipped == 1
     nothing = CommittedInputFilter([("in", 0)], {("in", 0): None})
-    assert not nothing(Msg("cl", 0, 0, [(SOURCE_HEADER, b"0")])), "nothing committed: nothing applies"
+    assert not nothing(_msg("cl", 0, 0, [(SOURCE_HEADER, b"0")])), "nothing committed: nothing applies"
     joined = CommittedInputFilter([("a", 1), ("b", 1)], {("a", 1): 10, ("b", 1): 5})
-    assert joined(Msg("cl", 1, 0, [(SOURCE_HEADER, b"9,4")]))
-    assert not joined(Msg("cl", 1, 1, [(SOURCE_HEADER, b"9,5")]))
+    assert joined(_msg("cl", 1, 0, [(SOURCE_HEADER, b"9,4")]))
+    assert not joined(_msg("cl", 1, 1, [(SOURCE_HEADER, b"9,5")]))
     source_as_changelog = CommittedInputFilter([("table", 2)], {("table", 2): 3})
-    assert source_as_changelog(Msg("table", 2, 2)) and not source_as_changelog(Msg("table", 2, 3))
+    assert source_as_changelog(_msg("table", 2, 2)) and not source_as_changelog(_msg("table", 2, 3))
 
 
 @pytest.mark.parametrize(

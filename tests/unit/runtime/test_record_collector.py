@@ -100,6 +100,6 @@ def test_close_releases_the_librdkafka_producer(monkeypatch: pytest.MonkeyPatch)
     collector.streams_producer.close()  # twice: nothing more happens
     gc.disable()  # released by reference counting, not by a later collection
     try:
-        assert producer() is None and collector.producer is None
+        assert producer() is None and collector.streams_producer.producer is None
     finally:
         gc.enable()

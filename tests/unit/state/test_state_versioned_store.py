@@ -277,6 +277,30 @@ def test_should_put_repeat_timestamp_as_latest(store: VersionedBytesStore) -> No
     verify_timestamped_get_null_from_store(store, "k", BASE_TIMESTAMP - 1)
 
 
+def _verify_history_with_repeat_timestamps(
+    store: VersionedBytesStore, values: tuple[str, str, str] = ("vp5", "vn5", "vn6")
+) -> None:
+    """The history both the put and the restore of the repeated-timestamp records leave
+    (with ``values`` at SEGMENT_INTERVAL + 5, - 5 and - 6; the empty-vs-null case has "")."""
+    at_plus_5, at_minus_5, at_minus_6 = values
+    verify_get_null_from_store(store, "k")
+    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
+    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 15)
+    verify_timestamped_get_value_from_store(
+        store, "k", SEGMENT_INTERVAL + 6, at_plus_5, SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
+    )
+    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
+    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
+    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
+    verify_timestamped_get_value_from_store(
+        store, "k", SEGMENT_INTERVAL - 5, at_minus_5, SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
+    )
+    verify_timestamped_get_value_from_store(
+        store, "k", SEGMENT_INTERVAL - 6, at_minus_6, SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
+    )
+    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 8)
+
+
 def test_should_put_repeat_timestamps(store: VersionedBytesStore) -> None:
     """shouldPutRepeatTimestamps."""
     put_to_store(store, "k", "to_be_replaced", SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
@@ -312,33 +336,11 @@ def test_should_put_repeat_timestamps(store: VersionedBytesStore) -> None:
     )  # replace existing None with None
     put_to_store(store, "k", "vn6", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5)
 
-    verify_get_null_from_store(store, "k")
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 15)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 6, "vp5", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "vn5", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 6, "vn6", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 8)
+    _verify_history_with_repeat_timestamps(store)
 
 
-def test_should_put_into_multiple_segments(store: VersionedBytesStore) -> None:
-    """shouldPutIntoMultipleSegments."""
-    put_to_store(store, "k", None, SEGMENT_INTERVAL - 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-    put_to_store(store, "k", "vn10", SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-    put_to_store(store, "k", None, SEGMENT_INTERVAL - 1, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-    put_to_store(store, "k", None, SEGMENT_INTERVAL + 1, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-    put_to_store(store, "k", "vp10", SEGMENT_INTERVAL + 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-    put_to_store(store, "k", None, SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-
+def _verify_history_in_multiple_segments(store: VersionedBytesStore) -> None:
+    """The history both the put and the restore into multiple segments leave."""
     verify_get_null_from_store(store, "k")
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
     verify_timestamped_get_value_from_store(
@@ -354,15 +356,20 @@ def test_should_put_into_multiple_segments(store: VersionedBytesStore) -> None:
     verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 15)
 
 
-def test_should_move_record_to_older_segment_during_put(store: VersionedBytesStore) -> None:
-    """shouldMoveRecordToOlderSegmentDuringPut."""
-    put_to_store(store, "k", "vp20", SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-    put_to_store(store, "k", "vp10", SEGMENT_INTERVAL + 10, SEGMENT_INTERVAL + 20)
-    put_to_store(store, "k", "vn10", SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL + 10)
-    put_to_store(store, "k", "vn2", SEGMENT_INTERVAL - 2, SEGMENT_INTERVAL + 10)
-    put_to_store(store, "k", "vn1", SEGMENT_INTERVAL - 1, SEGMENT_INTERVAL + 10)
-    put_to_store(store, "k", "vp1", SEGMENT_INTERVAL + 1, SEGMENT_INTERVAL + 10)
+def test_should_put_into_multiple_segments(store: VersionedBytesStore) -> None:
+    """shouldPutIntoMultipleSegments."""
+    put_to_store(store, "k", None, SEGMENT_INTERVAL - 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+    put_to_store(store, "k", "vn10", SEGMENT_INTERVAL - 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+    put_to_store(store, "k", None, SEGMENT_INTERVAL - 1, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+    put_to_store(store, "k", None, SEGMENT_INTERVAL + 1, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+    put_to_store(store, "k", "vp10", SEGMENT_INTERVAL + 10, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+    put_to_store(store, "k", None, SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
 
+    _verify_history_in_multiple_segments(store)
+
+
+def _verify_history_moved_to_older_segment(store: VersionedBytesStore) -> None:
+    """The history both the put and the restore of records moved to an older segment leave."""
     verify_get_value_from_store(store, "k", "vp20", SEGMENT_INTERVAL + 20)
     verify_timestamped_get_value_from_store(
         store, "k", SEGMENT_INTERVAL + 30, "vp20", SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED
@@ -387,6 +394,18 @@ def test_should_move_record_to_older_segment_during_put(store: VersionedBytesSto
     )
 
 
+def test_should_move_record_to_older_segment_during_put(store: VersionedBytesStore) -> None:
+    """shouldMoveRecordToOlderSegmentDuringPut."""
+    put_to_store(store, "k", "vp20", SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+    put_to_store(store, "k", "vp10", SEGMENT_INTERVAL + 10, SEGMENT_INTERVAL + 20)
+    put_to_store(store, "k", "vn10", SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL + 10)
+    put_to_store(store, "k", "vn2", SEGMENT_INTERVAL - 2, SEGMENT_INTERVAL + 10)
+    put_to_store(store, "k", "vn1", SEGMENT_INTERVAL - 1, SEGMENT_INTERVAL + 10)
+    put_to_store(store, "k", "vp1", SEGMENT_INTERVAL + 1, SEGMENT_INTERVAL + 10)
+
+    _verify_history_moved_to_older_segment(store)
+
+
 def test_should_move_record_to_older_segment_with_nulls_during_put(store: VersionedBytesStore) -> None:
     """shouldMoveRecordToOlderSegmentWithNullsDuringPut."""
     put_to_store(store, "k", None, SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED)
@@ -398,22 +417,7 @@ def test_should_move_record_to_older_segment_with_nulls_during_put(store: Versio
     put_to_store(store, "k", "vn5", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1)
     put_to_store(store, "k", "vn6", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5)
 
-    verify_get_null_from_store(store, "k")
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 15)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 6, "vp5", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "vn5", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 6, "vn6", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 8)
+    _verify_history_with_repeat_timestamps(store)
 
 
 def test_should_fall_through_to_existing_older_segment_as_latest_during_put(
@@ -611,22 +615,7 @@ def test_should_distinguish_empty_and_null(store: VersionedBytesStore) -> None:
     put_to_store(store, "k", "", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1)
     put_to_store(store, "k", "", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5)
 
-    verify_get_null_from_store(store, "k")
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 15)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 6, "", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 6, "", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 8)
+    _verify_history_with_repeat_timestamps(store, ("", "", ""))
 
 
 def test_should_get_record_versions_from_older_segments(store: VersionedBytesStore) -> None:
@@ -935,28 +924,7 @@ def test_should_restore(store: VersionedBytesStore) -> None:
 
     restore(store, records)
 
-    verify_get_value_from_store(store, "k", "vp20", SEGMENT_INTERVAL + 20)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 30, "vp20", SEGMENT_INTERVAL + 20, PUT_RETURN_CODE_VALID_TO_UNDEFINED
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 15, "vp10", SEGMENT_INTERVAL + 10, SEGMENT_INTERVAL + 20
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 5, "vp1", SEGMENT_INTERVAL + 1, SEGMENT_INTERVAL + 10
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL, "vn1", SEGMENT_INTERVAL - 1, SEGMENT_INTERVAL + 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 1, "vn1", SEGMENT_INTERVAL - 1, SEGMENT_INTERVAL + 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 2, "vn2", SEGMENT_INTERVAL - 2, SEGMENT_INTERVAL - 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "vn10", SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL - 2
-    )
+    _verify_history_moved_to_older_segment(store)
 
 
 def test_should_restore_with_nulls(store: VersionedBytesStore) -> None:
@@ -973,22 +941,7 @@ def test_should_restore_with_nulls(store: VersionedBytesStore) -> None:
 
     restore(store, records)
 
-    verify_get_null_from_store(store, "k")
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 15)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 6, "vp5", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "vn5", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 6, "vn6", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 8)
+    _verify_history_with_repeat_timestamps(store)
 
 
 def test_should_restore_with_nulls_and_repeat_timestamps(store: VersionedBytesStore) -> None:
@@ -1020,22 +973,7 @@ def test_should_restore_with_nulls_and_repeat_timestamps(store: VersionedBytesSt
 
     restore(store, records)
 
-    verify_get_null_from_store(store, "k")
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 15)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 6, "vp5", SEGMENT_INTERVAL + 5, SEGMENT_INTERVAL + 10
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "vn5", SEGMENT_INTERVAL - 5, SEGMENT_INTERVAL - 1
-    )
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 6, "vn6", SEGMENT_INTERVAL - 6, SEGMENT_INTERVAL - 5
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 8)
+    _verify_history_with_repeat_timestamps(store)
 
 
 def test_should_restore_multiple_batches(store: VersionedBytesStore) -> None:
@@ -1053,19 +991,7 @@ def test_should_restore_multiple_batches(store: VersionedBytesStore) -> None:
     restore(store, records)
     restore(store, moreRecords)
 
-    verify_get_null_from_store(store, "k")
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 30)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL + 15, "vp10", SEGMENT_INTERVAL + 10, SEGMENT_INTERVAL + 20
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 5)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL + 2)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL)
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 1)
-    verify_timestamped_get_value_from_store(
-        store, "k", SEGMENT_INTERVAL - 5, "vn10", SEGMENT_INTERVAL - 10, SEGMENT_INTERVAL - 1
-    )
-    verify_timestamped_get_null_from_store(store, "k", SEGMENT_INTERVAL - 15)
+    _verify_history_in_multiple_segments(store)
 
 
 def test_should_not_restore_expired(store: VersionedBytesStore) -> None:
