@@ -22,7 +22,7 @@ from pathlib import Path
 
 __all__ = ["MARK_VARIABLE", "kill_marked", "marked_env", "marked_pids", "new_mark"]
 
-MARK_VARIABLE = "PLATFORM_STREAMS_TEST_PROCESS_MARK"
+MARK_VARIABLE = "PS_TEST_PROCESS_MARK"  # not PLATFORM_STREAMS_*: workers refuse unknown ones
 
 
 def new_mark() -> str:
