@@ -84,6 +84,7 @@ NOT_SETTINGS = frozenset(
         "DEPLOY_DIR",  # dagster_defs: where local deployments live
         "DEPLOY_TARGET",  # dagster_defs: local or kubernetes
         "DAGSTER_APPS",  # dagster_defs: extra app YAML directory
+        "GRAFANA_URL",  # dagster_defs: Grafana's address, linked from the app asset
         "SECURITY_PROTOCOL",  # dagster_defs: the Kafka resource
         "SASL_MECHANISM",
         "SASL_USERNAME",

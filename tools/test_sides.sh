@@ -17,10 +17,11 @@ shift
 log=$(mktemp -t pytest-kafka-side.XXXXXX)
 trap 'rm -f "$log"' EXIT
 
-PLATFORM_STREAMS_TEST_SIDE=kafka "$python" -m pytest -q -ra -p no:cacheprovider "$@" >"$log" 2>&1 &
+# --durations: every CI log lists each side's slowest tests (where the budget goes)
+PLATFORM_STREAMS_TEST_SIDE=kafka "$python" -m pytest -q -ra --durations=25 -p no:cacheprovider "$@" >"$log" 2>&1 &
 kafka_pid=$!
 started=$SECONDS
-PLATFORM_STREAMS_TEST_SIDE=tansu "$python" -m pytest -q -ra "$@"
+PLATFORM_STREAMS_TEST_SIDE=tansu "$python" -m pytest -q -ra --durations=25 "$@"
 tansu_status=$?
 echo "make test: the Tansu side finished in $((SECONDS - started))s (status $tansu_status)"
 wait "$kafka_pid"

@@ -311,10 +311,13 @@ class LocalProcessLauncher:
         waiting = list(workers)
         while waiting:
             for worker in list(waiting):
+                child = _CHILDREN.get(worker.pid or -1)
+                status = child.poll() if child is not None else None  # before _pid_alive reaps it
                 if not _pid_alive(worker.pid, f"client_id={worker.client_id}"):
                     raise LaunchError(
-                        f"worker {worker.client_id} exited while starting; its log ({worker.log_path}) "
-                        "ends:\n" + _log_tail(worker.log_path)
+                        f"worker {worker.client_id} (pid {worker.pid}) exited while starting"
+                        f"{'' if status is None else f' with status {status}'}; "
+                        f"its log ({worker.log_path}) ends:\n" + _log_tail(worker.log_path)
                     )
                 if self.client(worker).ready():
                     waiting.remove(worker)

@@ -150,7 +150,9 @@ class WorkerHttpServer:
         )
         assert isinstance(server, BaseWSGIServer)  # one socket: one server, never a MultiSocketServer
         self._server = server
-        self._thread = threading.Thread(target=server.run, name="streams-http", daemon=True)
+        self._stopping = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name="streams-http", daemon=True)
         if config.http_auth_token is None and not is_loopback(host):
             log.warning(
                 "the HTTP endpoint listens on %s without http_auth_token: anyone who can reach it "
@@ -169,13 +171,39 @@ class WorkerHttpServer:
         self._thread.start()
         log.info("HTTP endpoint on http://%s", self.address)
 
+    def _serve(self) -> None:
+        """waitress's I/O loop (``server.run``), one poll at a time until :meth:`close` stops it."""
+        server = self._server
+        while server._map and not self._stopping.is_set():
+            wasyncore.loop(timeout=server.adj.asyncore_loop_timeout, use_poll=True, map=server._map, count=1)
+
     def close(self) -> None:
-        """Stop accepting, drop open connections, let requests in flight finish (5 s)."""
+        """Stop the I/O loop, let requests in flight finish (5 s), then close every socket.
+
+        Why in this order, and the sockets closed here rather than on the I/O thread: waitress
+        wakes its loop through a pipe (the trigger) that the pool's threads write to after
+        each response. A close done inside the loop (a thunk handed to ``pull_trigger``)
+        raced with that: the loop, woken by a response, could run the thunk -- closing the
+        pipe -- before ``pull_trigger`` had written its own byte, which then went to a closed
+        descriptor (OSError EBADF at teardown under load) or to whatever had reused its
+        number. Now the pipe is closed last, once no thread is left that could write to it.
+        """
+        if self._closed:
+            return
+        self._closed = True
         server = self._server
         if self._thread.is_alive():
-            # close the sockets on the I/O thread itself: the loop then has nothing to watch and ends
-            server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+            self._stopping.set()
+            server.pull_trigger()  # wake the loop now rather than after its poll timeout
             self._thread.join(5)
+        server.task_dispatcher.shutdown(timeout=5)
+        if self._thread.is_alive() or server.task_dispatcher.threads:
+            # a thread that is still running may pull the trigger: keep its pipe open (two
+            # descriptors) rather than let it write to a closed or reused one
+            log.warning("HTTP endpoint: threads still running after 5 s; its wake-up pipe stays open")
+            for channel in list(server._map.values()):
+                if channel is not server.trigger:
+                    wasyncore.dispatcher.close(channel)
+            server._map.clear()
         else:
             wasyncore.close_all(server._map)
-        server.task_dispatcher.shutdown(timeout=5)

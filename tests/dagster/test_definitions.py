@@ -179,3 +179,17 @@ def test_without_a_broker_the_location_loads_and_the_sensor_says_so_once(
     assert isinstance(result, dg.SkipReason), result
     assert result.skip_message is not None and f"Kafka is unreachable at '{dead}'" in result.skip_message
     assert resources["streams_deployment"].deploy_root == tmp_path
+
+
+def test_every_variable_the_code_location_reads_is_accepted_by_the_workers_it_starts() -> None:
+    """The local launcher starts workers with the code location's environment, and a worker
+    refuses a ``PLATFORM_STREAMS_*`` variable that is neither a setting nor a known other
+    part's (exit status 2). ``PLATFORM_STREAMS_GRAFANA_URL``, read here and set as the README
+    says, made every worker exit while starting."""
+    from dagster_defs.resources import ENV_FALLBACKS
+    from platform_streams.config import StreamsConfig
+    from platform_streams.config_sources import BOOTSTRAP_ENV
+
+    env = {name: "x" for name in ENV_FALLBACKS.values()}
+    env |= {BOOTSTRAP_ENV: "kafka-0:9092", "PLATFORM_STREAMS_APPLICATION_ID": "app"}
+    assert StreamsConfig.load(None, env=env).application_id == "app"

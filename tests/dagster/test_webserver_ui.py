@@ -28,6 +28,7 @@ from dagster_defs.deploy.local import LocalProcessLauncher
 from platform_streams.kafka import KafkaAdmin, find_free_port
 from tests.dagster.support import orders_spec
 from tests.support.kafka import consume_all, new_topic, produce
+from tests.support.processes import kill_marked, marked_env, new_mark
 
 pytestmark = [pytest.mark.dagster, pytest.mark.broker]
 
@@ -110,11 +111,12 @@ def webserver(
     }
     port = find_free_port()
     log = tmp_path / "webserver.log"
+    mark = new_mark()  # the webserver, its code server, the run and the workers all carry it
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [str(binary), "-m", LOCATION, "-h", "127.0.0.1", "-p", str(port)],
             cwd=REPO,
-            env=env,
+            env=marked_env(env, mark),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -131,6 +133,7 @@ def webserver(
             proc.wait()
         if deploy.exists():
             LocalProcessLauncher(deploy).stop(APP)
+        kill_marked(mark)  # whatever is left: the code server, a run still going
 
 
 def _screenshot(

@@ -142,8 +142,9 @@ def live(
     first = KafkaStreams(topology, StreamsConfig(**settings, state_dir=tmp / "state-1"))
     first.start()
     try:
+        # 90 s: a group join and 400 records took over 30 s at load 25
         wait_until(
-            lambda: sum(w.processed_total for w in first.workers) >= 400, 30, "the first run to process"
+            lambda: sum(w.processed_total for w in first.workers) >= 400, 90, "the first run to process"
         )
     finally:
         assert first.close(timeout_s=30)
@@ -156,7 +157,7 @@ def live(
     feeder = threading.Thread(target=_producing, args=(bootstrap_servers, source, stop), daemon=True)
     second.start()
     try:
-        second.wait_for_state(State.RUNNING, timeout_s=30)
+        second.wait_for_state(State.RUNNING, timeout_s=90)
         assert second.http_server is not None
         port = second.http_server.address.port
         instance = f"127.0.0.1:{port}"

@@ -184,7 +184,9 @@ def _address(streams: KafkaStreams) -> str:
 
 
 def _state(streams: KafkaStreams) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://{_address(streams)}/state", timeout=5) as response:
+    # 30 s: the worker answers on a thread of this (busy) process; at load 25 a GET took
+    # over 5 s, and the timeout escaped the poll that called it
+    with urllib.request.urlopen(f"http://{_address(streams)}/state", timeout=30) as response:
         return dict(json.load(response))
 
 

@@ -67,16 +67,21 @@ def test_sigkill_at_random_points_keeps_state_exact(
             if attempt == 0:
                 # the random kill point counts from the first commit here: a fixed 1-2 s after
                 # RUNNING is not always enough for a first commit on a loaded machine, and the
-                # checks below need the first instance to have made progress (the feeder runs
-                # for ~40 s, so progress always comes)
+                # checks below need the first instance to have made progress (20,000 inputs
+                # are fed, so progress always comes)
                 wait_until(lambda: app.committed_total() > 0, 60, "the first instance committed")
             else:
                 # each later instance also commits something before its kill while input is
-                # still coming: its group join (two rebalances with the state-aware assignor)
-                # can outlast the 0.3-3 s below on a loaded machine (seen at load 45 on Kafka)
+                # left: its group join (two rebalances with the state-aware assignor) can
+                # outlast the 0.3-3 s below on a loaded machine (seen at load 45 on Kafka).
+                # Input is left until everything fed was committed, not only while the feeder
+                # runs: at load 25 it was done after the second instance, with 1,200 of 20,000
+                # committed, and the last three were killed before they had joined.
                 before = progress[-1]
                 wait_until(
-                    lambda before=before: app.committed_total() > before or not feeder.is_alive(),
+                    lambda before=before: (
+                        app.committed_total() > before or (not feeder.is_alive() and app.all_committed())
+                    ),
                     90,
                     f"instance {attempt} committed",
                 )
