@@ -27,8 +27,9 @@ advance (somebody holds partitions and commits) all restart the clock.
 Before deleting, the offsets are saved in a second group, ``<application_id>-offsets-backup``
 (:func:`backup_group`), and a worker whose assignment has no committed offset for a
 partition starts from the saved one (:func:`fill_from_backup`), never from
-``auto.offset.reset``: a member that joins the re-created group before the offsets are back
-cannot re-read committed input. The reset tool deletes the backup group with the offsets.
+``auto.offset.reset``. Nothing is written back into the re-created group (its members may
+have committed newer offsets already): a member that joins it at any time cannot re-read
+committed input. The reset tool deletes the backup group with the offsets.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import BrokerError, StreamsError
+from platform_streams.errors import StreamsError
 from platform_streams.kafka import KafkaAdmin, group_membership
 
 __all__ = [
@@ -68,7 +69,8 @@ _SETTLED_STATES = frozenset({"STABLE", "EMPTY", "DEAD"})
 
 
 def backup_group(application_id: str) -> str:
-    """The group that keeps the committed offsets a repair saved (never joined by anyone)."""
+    """The group that keeps the committed offsets a repair saved (never joined by anyone;
+    only ever written by :func:`repair_group`, read by :func:`fill_from_backup`)."""
     return f"{application_id}-offsets-backup"
 
 
@@ -219,7 +221,7 @@ def _write_checked(admin: KafkaAdmin, group: str, offsets: Mapping[TP, int]) -> 
     for _ in range(_READ_ATTEMPTS):
         try:
             admin.alter_committed_offsets(group, offsets)
-        except BrokerError as exc:
+        except StreamsError as exc:  # BrokerError, StreamsTimeoutError: maybe stored all the same
             log.debug("writing the committed offsets of %r: %s (checking what was stored)", group, exc)
         try:
             stored = admin.committed_offsets(group, list(offsets), 30.0)
@@ -247,15 +249,17 @@ def repair_group(
     leave: Callable[[], None],
 ) -> None:
     """Repair a group :meth:`AssignmentWait.wedged` judged wedged: save its committed offsets
-    of ``partitions``, delete it, write them back where the re-created group has none.
+    of ``partitions`` in the backup group, then delete it.
 
     ``leave`` closes the caller's consumer (LeaveGroup); the caller then rejoins with a
     fresh member, which leads the re-created group. The offsets are read once more after
     leaving: if they moved since ``seen``, a member holds partitions and commits, the group
     is not wedged, and nothing is deleted. They are saved (:func:`backup_group`) before the
-    delete, so a member that joins the re-created group before the write-back starts from
-    them (:func:`fill_from_backup`); the write-back only fills partitions the re-created
-    group has no offset for, so it never moves one back.
+    delete, and every member of the re-created group starts a partition it has no committed
+    offset for from the saved one (:func:`fill_from_backup`). They are deliberately not
+    written back into the re-created group: its members may already have joined and
+    committed newer offsets (the soak saw them join within 2 s of the delete), and a
+    write-back would move those back.
     """
     group = config.application_id
     offsets = seen.committed
@@ -287,27 +291,19 @@ def repair_group(
             )
             return
         refused = admin.delete_group(group)
-        if refused is not None:
-            log.warning("group %r did not rebalance and the broker keeps it (%s): rejoining", group, refused)
-            return
-        try:
-            present = admin.committed_offsets(group, list(offsets), 30.0)
-        except StreamsError:
-            present = {}
-        absent = {tp: o for tp, o in offsets.items() if present.get(tp) is None}
-        restored = _write_checked(admin, group, absent) if absent else True
+    if refused is not None:
+        log.warning("group %r did not rebalance and the broker keeps it (%s): rejoining", group, refused)
+        return
     log.warning(
-        "group %r did not rebalance (generation %s, state %s, its committed offsets unchanged, for longer "
-        "than the rebalance timeout): saved its committed offsets of %d partitions in group %r, deleted "
-        "it (the only repair left), %s, rejoining with a fresh member",
+        "group %r did not rebalance (generation %s, state %s and its committed offsets unchanged for "
+        "longer than the rebalance timeout): saved its committed offsets of %d partitions in group %r, "
+        "deleted it (the only repair left), rejoining with a fresh member; members of the re-created "
+        "group start from the saved offsets until they commit their own",
         group,
         seen.generation,
         seen.state,
         len(offsets),
         backup_group(group),
-        "restored its committed offsets"
-        if restored
-        else "could not write them back (members start from the saved ones)",
     )
 
 

@@ -11,7 +11,7 @@ starts rebalancing, waiting for the leader), then the leader closes (LeaveGroup)
 On Tansu a client that got no assignment for a while logs a WARN naming the group, its
 member id, generation and the time waited (before, it sat in REBALANCING without a word),
 then, once the group stayed unchanged for longer than the rebalance timeout, repairs it
-(saves the committed offsets in a backup group, deletes it, restores them, rejoins) and
+(saves the committed offsets in a backup group, deletes it, rejoins) and
 reads on from the committed offsets. On Apache Kafka the same steps complete the rebalance (the
 leader's leave hands the leadership on) and the application just runs.
 """
@@ -104,7 +104,7 @@ def test_a_client_in_a_group_that_does_not_rebalance_says_so_and_repairs_it(
             assert "docs/brokers.md" in message
             assert streams.state() is State.REBALANCING
             # ... and repairs the group once it has seen it unchanged for longer than the
-            # rebalance timeout: offsets saved, group deleted, offsets restored, rejoined
+            # rebalance timeout: offsets saved, group deleted, rejoined
             streams.wait_for_state(State.RUNNING, timeout_s=150)
             assert logged("saved its committed offsets of 2 partitions")
             assert admin.committed_offsets(backup_group(app_id), [(source, 0), (source, 1)]) == {

@@ -10,8 +10,9 @@ Bugs found by the soak run (docs/soak/README.md), each with its test here:
   (the same generation, state and committed offsets for longer than the rebalance timeout);
 * the write-back of the offsets lost to a member that had already joined the re-created
   group, which then re-read its input from ``auto.offset.reset``: the offsets are now saved
-  in a backup group before the delete and a worker starts a partition without a committed
-  offset from the saved one.
+  in a backup group before the delete, a worker starts a partition without a committed
+  offset from the saved one, and nothing is written back (a member of the re-created group
+  may have committed newer offsets within seconds of the delete; seen in the soak).
 
 The admin client is replaced where a broker state cannot be set up on demand (a group
 that answers no offsets, offsets that move between two reads); what is tested is the
@@ -123,8 +124,7 @@ def test_offsets_are_saved_in_the_backup_group_before_the_delete(monkeypatch: py
     assert admin.calls == [
         f"write {backup_group('wedged')} [(('in', 0), 5)]",
         "delete wedged",
-        "write wedged [(('in', 0), 5)]",
-    ]
+    ]  # nothing written into the re-created group: its members may have committed already
     assert left == ["left"]
 
 
@@ -145,7 +145,7 @@ def test_offsets_that_moved_since_the_observation_mean_no_delete(
     assert "committed offsets moved" in caplog.text
 
 
-def test_the_write_back_never_overwrites_an_offset_the_recreated_group_has(
+def test_nothing_is_written_over_what_a_member_of_the_recreated_group_committed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     admin = FakeAdmin({("in", 0): 5, ("in", 1): 6})
@@ -158,7 +158,7 @@ def test_the_write_back_never_overwrites_an_offset_the_recreated_group_has(
 
     admin.delete_group = delete_then_a_member_commits  # type: ignore[method-assign]
     _repair(monkeypatch, admin, _seen({("in", 0): 5, ("in", 1): 6}))
-    assert admin.groups["wedged"] == {("in", 0): 8, ("in", 1): 6}
+    assert admin.groups["wedged"] == {("in", 0): 8}  # in-1 is started from the backup (below)
 
 
 def test_a_slow_rebalance_is_not_a_wedge(clock: Clock) -> None:
