@@ -128,6 +128,7 @@ def _forward_app(source: str, sink: str) -> StreamsBuilder:
     return builder
 
 
+@pytest.mark.apache_kafka  # the worker's guard runs on every broker
 def test_a_member_of_a_recreated_group_starts_from_the_saved_offsets_not_from_auto_offset_reset(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
