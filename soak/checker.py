@@ -150,7 +150,9 @@ class AppChecker:
             emitted[window] = pid
             if list(expected.get(window, (None, None))) != [total, n]:
                 self.tally.wrong += 1
-                self.tally.note("window_wrong", f"{key}: {total}|{n}, expected {expected.get(window)}")
+                self.tally.note(
+                    "window_wrong", f"{key}: {total}|{n} by pid {pid}, expected {expected.get(window)}"
+                )
 
         read = self._scan("SOAK_WINDOWS", on_record)
         for window in self.history.closed_windows():

@@ -42,7 +42,8 @@ apply_bootstrap_alias(os.environ)
 BROKERS_ENV = "PLATFORM_STREAMS_BROKERS"
 BROKER_KINDS = ("tansu", "kafka")
 #: ``make test`` runs the suite as two pytest processes side by side (see the Makefile):
-#: ``kafka`` = every test that talks to Apache Kafka, ``tansu`` = all the rest; unset = all
+#: ``kafka`` = every test that talks to Apache Kafka or is marked ``kafka_side`` (the soak),
+#: ``tansu`` = all the rest; unset = all
 SIDE_ENV = "PLATFORM_STREAMS_TEST_SIDE"
 SIDES = ("tansu", "kafka")
 
@@ -61,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "apache_kafka: also run on Apache Kafka (a [kafka] copy beside [tansu]); needs Java 17 + Maven",
+    )
+    config.addinivalue_line(
+        "markers",
+        "kafka_side: run in make test's Kafka-side process (a CPU/time split only: any broker)",
     )
 
 
@@ -98,7 +103,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"{SIDE_ENV}: unknown side {side!r}; known: {SIDES}")
     keep, drop = [], []
     for item in items:
-        (keep if _on_apache_kafka(item) == (side == "kafka") else drop).append(item)
+        on_kafka_side = _on_apache_kafka(item) or item.get_closest_marker("kafka_side") is not None
+        (keep if on_kafka_side == (side == "kafka") else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -72,6 +72,7 @@ from platform_streams.ops.topics import (
     owned_topic_kinds,
 )
 from platform_streams.process_supervisor import existing_worker_state_dirs
+from platform_streams.runtime.rebalance_wait import backup_group
 from platform_streams.topology import Topology
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -411,6 +412,9 @@ def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, resul
     offsets = {(c.topic, c.partition): c.target for c in result.offsets if c.target is not None}
     admin.alter_committed_offsets(app_id, offsets, timeout=opts.timeout_s)
     log.info("reset %s: committed offsets set: %s", app_id, offsets)
+    # offsets a group repair saved (runtime/rebalance_wait.py) would otherwise outlive the reset
+    if admin.delete_group(backup_group(app_id), timeout=opts.timeout_s) is None:
+        log.info("reset %s: deleted the offsets a group repair had saved", app_id)
     doomed = [t.topic for t in result.internal_topics if t.status == "deleted"]
     if doomed:
         admin.delete_topics(doomed, timeout=max(opts.timeout_s, 30.0))

@@ -1,19 +1,35 @@
-"""``AssignmentWait``: a worker that waits long for the group to assign it partitions says so.
+"""``AssignmentWait``: a worker that waits long for the group to assign it partitions says so,
+and repairs the group when it has evidence the group is wedged, not merely slow.
 
 Without it a client whose group never completes a rebalance sits in REBALANCING without a
 word. On Apache Kafka a rebalance waits at most for the slowest member
-(``max.poll.interval.ms``); on a broker with the group bug of docs/brokers.md a group whose
-leader left or died at the wrong
-moment never completes one, and no client can repair it through the group protocol (see
-docs/brokers.md and tools/group_rejoin_probe.py). The warning names what an operator needs
-to recognise that: the group, this member, its generation, the time waited.
+(``max.poll.interval.ms``, the rebalance timeout) and a member that died is expired after
+``session.timeout.ms``; on a broker with the group bug of docs/brokers.md a group whose
+leader left or died at the wrong moment never completes one, and no client can repair it
+through the group protocol (see docs/brokers.md and tools/group_rejoin_probe.py). The
+warning names what an operator needs to recognise that: the group, this member, its
+generation, the time waited.
 
-After twice that time (plus jitter, so that the workers of one group do not all act at
-once) the worker tries the one repair such a broker allows: :func:`repair_group` deletes the group
-and puts its committed offsets back, then the worker rejoins with a fresh member. Apache
-Kafka refuses to delete a group that has members (a rebalance slow enough to get here
-has other members), so there the attempt only logs the refusal and rejoins -- and a
-Kafka group cannot wedge this way in the first place.
+The repair (:func:`repair_group`: save the committed offsets, delete the group, put them
+back) is destructive, so it acts only on a wedge, never on a slow rebalance (the soak run,
+docs/soak/README.md, saw ordinary rebalances take 53-109 s on a loaded machine, and a
+repair by timing alone then fired as a false alarm, on two workers at once, and made the
+group re-read its input). While it waits, the worker looks at the group every session
+timeout (:class:`GroupObservation`: its own generation, the group's described state and
+members, the committed offsets of its source partitions). The group counts as wedged only
+when that observation stayed the same, in a rebalancing state, for longer than any
+legitimate rebalance can last (the rebalance timeout plus a session timeout, plus jitter so
+that one worker acts first and the others see the group change and stand back). A broker
+that lists the group's members (Apache Kafka) elects a new leader itself: there the repair
+never acts. A member whose generation moves, a group that becomes STABLE, offsets that
+advance (somebody holds partitions and commits) all restart the clock.
+
+Before deleting, the offsets are saved in a second group, ``<application_id>-offsets-backup``
+(:func:`backup_group`), and a worker whose assignment has no committed offset for a
+partition starts from the saved one (:func:`fill_from_backup`), never from
+``auto.offset.reset``. Nothing is written back into the re-created group (its members may
+have committed newer offsets already): a member that joins it at any time cannot re-read
+committed input. The reset tool deletes the backup group with the offsets.
 """
 
 from __future__ import annotations
@@ -21,34 +37,77 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import BrokerError, StreamsError
+from platform_streams.errors import StreamsError
 from platform_streams.kafka import KafkaAdmin, group_membership
 
-__all__ = ["AssignmentWait", "repair_group"]
+__all__ = [
+    "AssignmentWait",
+    "GroupObservation",
+    "backup_group",
+    "fill_from_backup",
+    "observe_group",
+    "repair_group",
+]
 
 log = logging.getLogger(__name__)
 
+TP = tuple[str, int]
+
 #: a worker waiting this long for an assignment says so (at least; else 3 session timeouts)
 _WARNING_MIN_S = 30.0
-#: writes of the committed offsets into a re-created group before giving up
-_RESTORE_ATTEMPTS = 3
+#: the group is looked at at most this often while a worker waits (else every session timeout)
+_CHECK_MIN_S = 5.0
+#: reads of the committed offsets before giving up
+_READ_ATTEMPTS = 3
+#: group states in which a group is not wedged: it completed a rebalance, or has nobody
+_SETTLED_STATES = frozenset({"STABLE", "EMPTY", "DEAD"})
+
+
+def backup_group(application_id: str) -> str:
+    """The group that keeps the committed offsets a repair saved (never joined by anyone;
+    only ever written by :func:`repair_group`, read by :func:`fill_from_backup`)."""
+    return f"{application_id}-offsets-backup"
+
+
+@dataclass(frozen=True)
+class GroupObservation:
+    """What a waiting worker sees of its group; the same observation for longer than a
+    rebalance can last is a wedge (module docstring)."""
+
+    generation: int | None
+    state: str
+    members: int
+    offsets: tuple[tuple[TP, int], ...]
+
+    @property
+    def committed(self) -> dict[TP, int]:
+        return dict(self.offsets)
 
 
 class AssignmentWait:
-    """Tracks since when a worker waits for an assignment; warns every few session timeouts."""
+    """Tracks since when a worker waits for an assignment; warns, and judges a wedge."""
 
     def __init__(self, worker_name: str, config: StreamsConfig) -> None:
         self.worker_name = worker_name
         self.group = config.application_id
-        self.warning_s = max(_WARNING_MIN_S, 3 * config.session_timeout_ms / 1000.0)
+        session_s = config.session_timeout_ms / 1000.0
+        self.warning_s = max(_WARNING_MIN_S, 3 * session_s)
+        self.check_s = max(_CHECK_MIN_S, session_s)
+        #: the longest a legitimate rebalance takes: every member has the rebalance timeout
+        #: (max.poll.interval.ms) to rejoin; one that died is expired after a session timeout
+        self.wedged_after_s = config.max_poll_interval_ms / 1000.0 + session_s
         self.since: float | None = None
         self.warnings = 0
         self._next_warning = 0.0
-        self._repair_at: float | None = None
+        self._next_check = 0.0
+        self._seen: GroupObservation | None = None
+        self._seen_since = 0.0
+        self._jitter_s = 0.0
 
     @property
     def waiting(self) -> bool:
@@ -60,20 +119,45 @@ class AssignmentWait:
             if self.since is None:
                 self.since = time.monotonic()
                 self._next_warning = self.since + self.warning_s
-                self._repair_at = self.since + self.warning_s * (2 + random.random())
+                self._next_check = self.since + min(self.warning_s, self.wedged_after_s)
+                self._seen = None
+                # one worker of a wedged group acts first; the others see the group change
+                self._jitter_s = random.random() * self.warning_s
             return
         since, self.since = self.since, None
+        self._seen = None
         if since is not None and self.warnings:
             log.warning(
                 "%s: the group assigned partitions after %.0fs", self.worker_name, time.monotonic() - since
             )
         self.warnings = 0
 
-    def repair_due(self) -> bool:
-        """True once per wait, after two to three warning periods: time for :func:`repair_group`."""
-        if self._repair_at is None or time.monotonic() < self._repair_at:
+    def check_due(self) -> bool:
+        """True every ``check_s`` while the worker waits (after the first period): time to
+        :func:`observe_group` and pass the result to :meth:`wedged`."""
+        now = time.monotonic()
+        if self.since is None or now < self._next_check:
             return False
-        self._repair_at = None
+        self._next_check = now + self.check_s
+        return True
+
+    def wedged(self, seen: GroupObservation) -> bool:
+        """True when ``seen`` has not changed for longer than any legitimate rebalance lasts.
+
+        A group that lists members (a broker whose coordinator elects a new leader itself)
+        or that is settled (STABLE, EMPTY) is not wedged; any change of generation, state
+        or committed offsets restarts the clock. True once per unchanged stretch.
+        """
+        now = time.monotonic()
+        if seen.members or seen.state in _SETTLED_STATES:
+            self._seen = None
+            return False
+        if seen != self._seen:
+            self._seen, self._seen_since = seen, now
+            return False
+        if now - self._seen_since < self.wedged_after_s + self._jitter_s:
+            return False
+        self._seen = None
         return True
 
     def warn_if_long(self, consumer: Any, state: str) -> None:
@@ -98,13 +182,11 @@ class AssignmentWait:
         )
 
 
-def _read_offsets(
-    admin: KafkaAdmin, group: str, partitions: Sequence[tuple[str, int]]
-) -> dict[tuple[str, int], int]:
+def _read_offsets(admin: KafkaAdmin, group: str, partitions: Sequence[TP]) -> dict[TP, int]:
     """The group's committed offsets of ``partitions`` (those it has), read up to
-    ``_RESTORE_ATTEMPTS`` times while none come back."""
-    offsets: dict[tuple[str, int], int] = {}
-    for attempt in range(_RESTORE_ATTEMPTS):
+    ``_READ_ATTEMPTS`` times while none come back."""
+    offsets: dict[TP, int] = {}
+    for attempt in range(_READ_ATTEMPTS):
         try:
             read = admin.committed_offsets(group, partitions, 30.0)
         except StreamsError as exc:  # BrokerError, StreamsTimeoutError (a slow broker)
@@ -117,27 +199,74 @@ def _read_offsets(
     return offsets
 
 
-def repair_group(
-    config: StreamsConfig, partitions: Sequence[tuple[str, int]], leave: Callable[[], None]
-) -> None:
-    """Delete the application's group and restore its committed offsets of ``partitions``.
-
-    ``leave`` closes the caller's consumer (LeaveGroup) once the offsets are read: a member
-    left in the group would be handed the re-created group while the offsets are not back
-    yet. The caller then rejoins with a fresh member, which leads the re-created group.
-    A broker may answer the offset restore by dropping the connection, usually after storing
-    them, so they are read back (and written again) until they match; offsets that could
-    not be restored are logged for an operator to set before records are read again.
-    """
+def observe_group(
+    config: StreamsConfig, partitions: Sequence[TP], generation: int | None
+) -> GroupObservation:
+    """Describe the application's group and read its committed offsets of ``partitions``."""
     group = config.application_id
     with KafkaAdmin(config.admin_configs()) as admin:
-        offsets = _read_offsets(admin, group, partitions)
+        description = admin.describe_group(group, timeout=30.0)
+        offsets = admin.committed_offsets(group, partitions, 30.0)
+    return GroupObservation(
+        generation,
+        description.state,
+        len(description.members),
+        tuple(sorted((tp, o) for tp, o in offsets.items() if o is not None)),
+    )
+
+
+def _write_checked(admin: KafkaAdmin, group: str, offsets: Mapping[TP, int]) -> bool:
+    """Write ``offsets`` into ``group`` and read them back (a broker may answer the write by
+    dropping the connection after storing them); True when they are stored."""
+    for _ in range(_READ_ATTEMPTS):
+        try:
+            admin.alter_committed_offsets(group, offsets)
+        except StreamsError as exc:  # BrokerError, StreamsTimeoutError: maybe stored all the same
+            log.debug("writing the committed offsets of %r: %s (checking what was stored)", group, exc)
+        try:
+            stored = admin.committed_offsets(group, list(offsets), 30.0)
+        except StreamsError as exc:
+            log.debug("reading back the committed offsets of %r: %s", group, exc)
+            continue
+        if all(stored.get(tp) == o for tp, o in offsets.items()):
+            return True
+    return False
+
+
+def _save(admin: KafkaAdmin, group: str, offsets: Mapping[TP, int]) -> bool:
+    """Keep ``offsets`` in the backup group; an offset saved before is only ever raised
+    (committed offsets move forward), so a repair never puts a partition back."""
+    backup = backup_group(group)
+    saved = admin.committed_offsets(backup, list(offsets), 30.0)
+    merged = {tp: max(o, saved.get(tp) or 0) for tp, o in offsets.items()}
+    return _write_checked(admin, backup, merged)
+
+
+def repair_group(
+    config: StreamsConfig,
+    partitions: Sequence[TP],
+    seen: GroupObservation,
+    leave: Callable[[], None],
+) -> None:
+    """Repair a group :meth:`AssignmentWait.wedged` judged wedged: save its committed offsets
+    of ``partitions`` in the backup group, then delete it.
+
+    ``leave`` closes the caller's consumer (LeaveGroup); the caller then rejoins with a
+    fresh member, which leads the re-created group. The offsets are read once more after
+    leaving: if they moved since ``seen``, a member holds partitions and commits, the group
+    is not wedged, and nothing is deleted. They are saved (:func:`backup_group`) before the
+    delete, and every member of the re-created group starts a partition it has no committed
+    offset for from the saved one (:func:`fill_from_backup`). They are deliberately not
+    written back into the re-created group: its members may already have joined and
+    committed newer offsets (the soak saw them join within 2 s of the delete), and a
+    write-back would move those back.
+    """
+    group = config.application_id
+    offsets = seen.committed
+    with KafkaAdmin(config.admin_configs()) as admin:
         if not offsets:
             # Nothing read back is not proof that nothing was committed (the soak run saw a
-            # wedged group on the broker of docs/brokers.md answer no offsets at all, and the
-            # re-created group then started over from auto.offset.reset: every record processed again, state
-            # counted twice under at-least-once). Stay wedged and say so; never delete a
-            # group's progress we could not save.
+            # wedged group answer no offsets at all). Never delete progress we could not save.
             log.error(
                 "group %r did not rebalance, and none of its committed offsets of %d partitions could "
                 "be read: not deleting it (a re-created group would start over from "
@@ -148,27 +277,66 @@ def repair_group(
             leave()
             return
         leave()
-        refused = admin.delete_group(group)
-        if refused is not None:
-            log.warning("group %r did not rebalance and the broker keeps it (%s): rejoining", group, refused)
+        now = _read_offsets(admin, group, partitions)
+        if now != offsets:
+            log.warning(
+                "group %r did not rebalance, but its committed offsets moved (a member holds partitions): "
+                "not deleting it; rejoining",
+                group,
+            )
             return
-        restored: dict[tuple[str, int], int | None] = {}
-        for _ in range(_RESTORE_ATTEMPTS):
-            try:
-                admin.alter_committed_offsets(group, offsets)
-            except BrokerError as exc:
-                log.debug("restoring the committed offsets of %r: %s (checking what was stored)", group, exc)
-            restored = admin.committed_offsets(group, list(offsets), 30.0) if offsets else {}
-            if restored == offsets:
-                break
-    if restored != offsets:
-        log.error(
-            "group %r re-created, but its committed offsets were not restored: they were %s", group, offsets
-        )
+        if not _save(admin, group, offsets):
+            log.error(
+                "group %r did not rebalance; its committed offsets could not be saved: not deleting it", group
+            )
+            return
+        refused = admin.delete_group(group)
+    if refused is not None:
+        log.warning("group %r did not rebalance and the broker keeps it (%s): rejoining", group, refused)
         return
     log.warning(
-        "group %r did not rebalance: deleted it (the only repair left), restored its committed "
-        "offsets of %d partitions, rejoining with a fresh member",
+        "group %r did not rebalance (generation %s, state %s and its committed offsets unchanged for "
+        "longer than the rebalance timeout): saved its committed offsets of %d partitions in group %r, "
+        "deleted it (the only repair left), rejoining with a fresh member; members of the re-created "
+        "group start from the saved offsets until they commit their own",
         group,
+        seen.generation,
+        seen.state,
         len(offsets),
+        backup_group(group),
     )
+
+
+def fill_from_backup(
+    config: StreamsConfig, committed: Mapping[TP, int | None], worker_name: str
+) -> dict[TP, int | None]:
+    """``committed`` with a repair's saved offset (:func:`backup_group`) wherever the group has none.
+
+    Kafka Streams treats a partition without a committed offset as new and applies the reset
+    policy; after a repair deleted the group that is no longer true, and reading from
+    ``auto.offset.reset`` would process committed input again. Without missing offsets (every
+    rebalance of a running application) this costs nothing; with some (a first start), one
+    offsets read of the backup group.
+    """
+    missing = [tp for tp, o in committed.items() if o is None]
+    if not missing:
+        return dict(committed)
+    try:
+        with KafkaAdmin(config.admin_configs()) as admin:
+            saved = admin.committed_offsets(backup_group(config.application_id), missing, 30.0)
+    except StreamsError as exc:
+        raise StreamsError(
+            f"could not read the offsets a group repair saved for {len(missing)} partitions without a "
+            f"committed offset ({exc}); not starting them from auto.offset.reset"
+        ) from exc
+    found = {tp: o for tp, o in saved.items() if o is not None}
+    if found:
+        log.warning(
+            "%s: %d partitions have no committed offset in group %r but a repair saved one: starting "
+            "there, not from auto.offset.reset: %s",
+            worker_name,
+            len(found),
+            config.application_id,
+            dict(sorted(found.items())),
+        )
+    return {**committed, **found}

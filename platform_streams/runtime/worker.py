@@ -47,6 +47,7 @@ from platform_streams.kafka import (
     KafkaException,
     TopicPartition,
     create_consumer,
+    group_membership,
 )
 from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
@@ -56,7 +57,7 @@ from platform_streams.runtime.broker_features import RepartitionPurger
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
 from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
-from platform_streams.runtime.rebalance_wait import AssignmentWait, repair_group
+from platform_streams.runtime.rebalance_wait import AssignmentWait, observe_group, repair_group
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask, store_changelogs
@@ -275,13 +276,16 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             on_lost=guarded(self._on_lost),
         )
 
-    def _repair_group(self) -> None:
-        """The group never assigned anything: repair it where the broker allows (rebalance_wait.py)."""
+    def _check_group(self) -> None:
+        """While waiting for an assignment: look at the group; repair it once it is wedged
+        (runtime/rebalance_wait.py: never on a rebalance that is merely slow)."""
         partitions = [(t, p) for t in self.source_topics for p in range(self.partition_counts.get(t, 0))]
         try:
-            repair_group(self.config, partitions, leave=self._leave_group)
+            seen = observe_group(self.config, partitions, group_membership(self.consumer)[1])
+            if self.assignment_wait.wedged(seen):
+                repair_group(self.config, partitions, seen, leave=self._leave_group)
         except StreamsError as exc:
-            log.warning("%s: could not repair the group: %s", self.name, exc)
+            log.warning("%s: could not check or repair the group: %s", self.name, exc)
         if self.consumer is None:
             self._join_group()
 
@@ -296,8 +300,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         self.store_guard.yield_point()
         if self.assignment_wait.waiting:
             self.assignment_wait.warn_if_long(self.consumer, self.state.value)
-            if self.assignment_wait.repair_due():
-                self._repair_group()
+            if self.assignment_wait.check_due():
+                self._check_group()
         if self._pending is not None:
             return self._await_assignment()
         if self._member is not None and self._coordinator is not None:

@@ -26,6 +26,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.changelog_filter import fetch_committed
+from platform_streams.runtime.rebalance_wait import fill_from_backup
 from platform_streams.runtime.task import StreamTask
 
 if TYPE_CHECKING:
@@ -153,7 +154,9 @@ class TaskRebalancing:
             self._standbys.claim(task_ids)
         for task_id in task_ids:
             self._create_task(task_id)
-        committed = fetch_committed(consumer, assigned, self._timeout_s)
+        committed = fill_from_backup(
+            self.config, fetch_committed(consumer, assigned, self._timeout_s), self.name
+        )
         self.state_lifecycle.restore(self.tasks.values(), committed)
         for task in self.tasks.values():
             task.initialize_processors()

@@ -10,8 +10,9 @@ starts rebalancing, waiting for the leader), then the leader closes (LeaveGroup)
 
 On Tansu a client that got no assignment for a while logs a WARN naming the group, its
 member id, generation and the time waited (before, it sat in REBALANCING without a word),
-then repairs the group (deletes it, restores its committed offsets, rejoins) and reads on
-from the committed offsets. On Apache Kafka the same steps complete the rebalance (the
+then, once the group stayed unchanged for longer than the rebalance timeout, repairs it
+(saves the committed offsets in a backup group, deletes it, rejoins) and
+reads on from the committed offsets. On Apache Kafka the same steps complete the rebalance (the
 leader's leave hands the leadership on) and the application just runs.
 """
 
@@ -27,6 +28,7 @@ import pytest
 from platform_streams import KafkaStreams, State, StreamsBuilder
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.kafka import KafkaAdmin, create_consumer, group_membership
+from platform_streams.runtime.rebalance_wait import backup_group
 from platform_streams.serde import String
 from tests.conftest import BOOTSTRAP_ENV
 from tests.integration.support_apps import APP_TIMING, app_config, new_app_id, wait_until
@@ -83,11 +85,7 @@ def test_a_client_in_a_group_that_does_not_rebalance_says_so_and_repairs_it(
     admin.alter_committed_offsets(app_id, {(source, 0): 5, (source, 1): 5})  # progress to keep
     _leader_leaves_mid_rebalance(bootstrap_servers, app_id, source)
 
-    builder = StreamsBuilder()
-    builder.stream(source, Consumed(key_serde=String(), value_serde=String())).to(
-        sink, Produced(key_serde=String(), value_serde=String())
-    )
-    streams = KafkaStreams(builder, app_config(bootstrap_servers, tmp_path, app_id))
+    streams = KafkaStreams(_forward_app(source, sink), app_config(bootstrap_servers, tmp_path, app_id))
     caplog.set_level(logging.WARNING, logger="platform_streams.runtime.rebalance_wait")
     streams.start()
 
@@ -105,13 +103,51 @@ def test_a_client_in_a_group_that_does_not_rebalance_says_so_and_repairs_it(
             assert f"group {app_id!r}" in message and "member " in message and "generation " in message
             assert "docs/brokers.md" in message
             assert streams.state() is State.REBALANCING
-            # ... and repairs the group: deleted, committed offsets restored, rejoined
+            # ... and repairs the group once it has seen it unchanged for longer than the
+            # rebalance timeout: offsets saved, group deleted, rejoined
             streams.wait_for_state(State.RUNNING, timeout_s=150)
-            assert logged("restored its committed offsets of 2 partitions")
+            assert logged("saved its committed offsets of 2 partitions")
+            assert admin.committed_offsets(backup_group(app_id), [(source, 0), (source, 1)]) == {
+                (source, 0): 5,
+                (source, 1): 5,
+            }
         # a real cluster: the leader's leave handed the leadership on, nothing to say or repair
         out = consume_all(bootstrap_servers, sink, 10, timeout_s=60)
         assert sorted((r.value or b"").decode() for r in out) == sorted(
             f"p{p}-{i}" for p in (0, 1) for i in range(5, 10)
         )
+    finally:
+        assert streams.close(timeout_s=60)
+
+
+def _forward_app(source: str, sink: str) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=String(), value_serde=String())).to(
+        sink, Produced(key_serde=String(), value_serde=String())
+    )
+    return builder
+
+
+@pytest.mark.apache_kafka  # the worker's guard runs on every broker
+def test_a_member_of_a_recreated_group_starts_from_the_saved_offsets_not_from_auto_offset_reset(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The race the soak run found: a member joined the re-created group before the repair
+    wrote the offsets back, found none, and read everything again from auto.offset.reset
+    (earliest). Here the group is already deleted and the offsets are only in the backup
+    group, as a repair leaves them before its write-back: the application reads on from
+    them. (Broker-independent: the worker's guard, not the repair.)"""
+    source, sink = new_topic(admin, 2, "saved-in"), new_topic(admin, 2, "saved-out")
+    produce(bootstrap_servers, source, [(f"k{p}", f"p{p}-{i}", p) for p in (0, 1) for i in range(10)])
+    app_id = new_app_id("saved")
+    admin.alter_committed_offsets(backup_group(app_id), {(source, 0): 5, (source, 1): 7})
+    caplog.set_level(logging.WARNING, logger="platform_streams.runtime.rebalance_wait")
+    streams = KafkaStreams(_forward_app(source, sink), app_config(bootstrap_servers, tmp_path, app_id))
+    streams.start()
+    try:
+        expected = sorted([f"p0-{i}" for i in range(5, 10)] + [f"p1-{i}" for i in range(7, 10)])
+        out = consume_all(bootstrap_servers, sink, len(expected), timeout_s=90)
+        assert sorted((r.value or b"").decode() for r in out) == expected
+        assert "not from auto.offset.reset" in caplog.text
     finally:
         assert streams.close(timeout_s=60)
