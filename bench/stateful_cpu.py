@@ -120,9 +120,15 @@ def _task(workload_name: str, state_dir: Path, collector: _Collector) -> StreamT
         processing_guarantee="exactly_once_v2" if workload.exactly_once else "at_least_once",
     )
     task = StreamTask(
-        TaskId(0, 0), plan, plan.subtopologies[0], config=config, collector=collector,  # type: ignore[arg-type]
-        clock_ms=lambda: 0, task_dir=state_dir / "0_0", record_cache=RecordCache(config.statestore_cache_max_bytes),
-    )  # fmt: skip
+        TaskId(0, 0),
+        plan,
+        plan.subtopologies[0],
+        config=config,
+        collector=collector,  # type: ignore[arg-type]
+        clock_ms=lambda: 0,
+        task_dir=state_dir / "0_0",
+        record_cache=RecordCache(config.statestore_cache_max_bytes),
+    )
     task.initialize_stores()
     task.initialize_processors()
     return task
@@ -195,7 +201,8 @@ def main() -> None:
         if name == "count_unique_restore":
             messages = _messages("count_unique", args.records)
             best = min(restore_once(messages, args.restore_batch) for _ in range(args.repeats))
-            print(f"{name}: {best / args.records * 1e6:.2f} us CPU per changelog record (best of {args.repeats})")
+            per_record = best / args.records * 1e6
+            print(f"{name}: {per_record:.2f} us CPU per changelog record (best of {args.repeats})")
             continue
         messages = _messages(name, args.records)
         runs = [run_once(name, messages, args.commit_every) for _ in range(args.repeats)]
