@@ -14,7 +14,8 @@ session stores whose retention is ``Materialized.retention_ms`` or, by default, 
 windows need: ``size + grace`` (time windows), ``2 * time difference + grace`` (sliding,
 as Kafka Streams), ``gap + grace`` (sessions). A smaller explicit retention is rejected,
 as Kafka Streams does. ``emit_strategy(EmitStrategy.on_window_close())`` adds a small
-changelogged index store ``<store>-close-index`` (see :mod:`~platform_streams.dsl.internals.window_close`).
+changelogged store ``<store>-close-time``: the close time emitted up to, which Kafka Streams
+keeps in its commit metadata (see :mod:`~platform_streams.dsl.internals.window_close`).
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ class _WindowedKStream:
         value_serde = mat.value_serde or default_value_serde
         sources = [grouped.source_for_aggregation(store) for grouped, _ in inputs]
         spec = self._store_spec(store, mat, key_serde, value_serde)
-        pending = f"{store}-close-index" if self._emit.emit_final else None
+        pending = f"{store}-close-time" if self._emit.emit_final else None
         rule = self._close_rule(key_serde)
         all_params = [
             AggregateParams(store, pending, initializer, agg, self._emit, merger) for _, agg in inputs
@@ -152,7 +153,7 @@ class _WindowedKStream:
             processors.append(node)
         topology.add_state_store(spec, *processors)
         if pending is not None:
-            # the emit-final index: logged like the main store
+            # the emit-final close time (see window_close): logged like the main store
             index_store = bytes_store_builder(pending, mat.store_type, mat.logging_enabled, mat.log_config)
             topology.add_state_store(index_store, *processors)
         table_node = processors[0]

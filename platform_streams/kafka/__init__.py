@@ -59,7 +59,12 @@ from platform_streams.kafka.errors import (
     to_broker_error,
 )
 from platform_streams.kafka.local_broker import BrokerProcess, find_free_port, run_broker_forever
-from platform_streams.kafka.log_reader import LogEndListener, high_watermark_from_fetch, read_partition_range
+from platform_streams.kafka.log_reader import (
+    LogEndListener,
+    high_watermark_from_fetch,
+    read_partition_batches,
+    read_partition_range,
+)
 from platform_streams.kafka.positions import TimeLookup, log_end_offsets, offsets_for_time
 
 __all__ = [
@@ -101,6 +106,7 @@ __all__ = [
     "is_txn_requires_abort",
     "log_end_offsets",
     "offsets_for_time",
+    "read_partition_batches",
     "read_partition_range",
     "redact_config",
     "rejoin_group_once",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -39,7 +39,7 @@ from platform_streams.errors import BrokerError, StreamsTimeoutError
 from platform_streams.kafka.clients import create_consumer
 from platform_streams.kafka.errors import is_fatal, to_broker_error
 
-__all__ = ["LogEndListener", "high_watermark_from_fetch", "read_partition_range"]
+__all__ = ["LogEndListener", "high_watermark_from_fetch", "read_partition_batches", "read_partition_range"]
 
 #: Called with ``(log_start, log_end)`` as fetch responses report them: once the first fetch
 #: answered, and again whenever the end moved (checked once per consumed batch, not per record).
@@ -117,9 +117,43 @@ def read_partition_range(
     the fetch-side log start and end (what a restore has left to read; see
     :data:`LogEndListener`).
     """
-    if end_offset is not None and start_offset >= 0 and end_offset <= start_offset:
-        return
     if max_records is not None and max_records <= 0:
+        return
+    yielded = 0
+    for batch in read_partition_batches(
+        consumer_conf,
+        topic,
+        partition,
+        start_offset,
+        end_offset=end_offset,
+        timeout_s=timeout_s,
+        batch_size=batch_size,
+        on_log_end=on_log_end,
+    ):
+        if max_records is not None and yielded + len(batch) >= max_records:
+            yield from batch[: max_records - yielded]
+            return
+        yield from batch
+        yielded += len(batch)
+
+
+def read_partition_batches(
+    consumer_conf: Mapping[str, Any],
+    topic: str,
+    partition: int,
+    start_offset: int,
+    *,
+    end_offset: int | None = None,
+    timeout_s: float = 30.0,
+    batch_size: int = 1000,
+    on_log_end: LogEndListener | None = None,
+) -> Generator[list[Message], None, None]:
+    """:func:`read_partition_range` without ``max_records``, a non-empty list of records at a time.
+
+    What a restore reads with: the per-record work of the reader (checks, the progress
+    clock) runs once per consumed batch here, and the caller loops over plain lists.
+    """
+    if end_offset is not None and start_offset >= 0 and end_offset <= start_offset:
         return
     conf: dict[str, Any] = {**_READER_DEFAULTS, **consumer_conf}
     conf.setdefault("group.id", f"platform-streams-log-reader-{uuid.uuid4().hex[:12]}")
@@ -134,9 +168,7 @@ def read_partition_range(
             # request: it could create the topic) makes the lookup immediate.
             _warm_metadata(consumer, timeout_s)
         consumer.assign([TopicPartition(topic, partition, start_offset)])
-        yield from _read(
-            consumer, tp, start_offset, end_offset, max_records, timeout_s, batch_size, on_log_end
-        )
+        yield from _read(consumer, tp, start_offset, end_offset, timeout_s, batch_size, on_log_end)
     finally:
         consumer.close()
 
@@ -146,15 +178,13 @@ def _read(
     tp: TopicPartition,
     start_offset: int,
     end_offset: int | None,
-    max_records: int | None,
     timeout_s: float,
     batch_size: int,
     on_log_end: LogEndListener | None = None,
-) -> Iterator[Message]:
-    """The poll loop of :func:`read_partition_range` (the consumer is already assigned)."""
+) -> Iterator[list[Message]]:
+    """The poll loop of :func:`read_partition_batches` (the consumer is already assigned)."""
     where = f"{tp.topic}-{tp.partition}"
     next_offset = start_offset  # only meaningful once >= 0
-    yielded = 0
     last_progress = time.monotonic()
     log_end = -1
     while True:
@@ -170,9 +200,15 @@ def _read(
             if fetched_end >= 0 and fetched_end != log_end:
                 log_end = fetched_end
                 on_log_end(max(log_start, 0), fetched_end)
+        records: list[Message] = []
         for msg in messages:
             err = msg.error()
             if err is not None:
+                if records:  # what came before the event, first
+                    next_offset = (records[-1].offset() or 0) + 1
+                    last_progress = time.monotonic()
+                    yield records
+                    records = []
                 if err.code() == KafkaError._PARTITION_EOF:
                     eof_at = msg.offset() or 0
                     if end_offset is None or eof_at >= end_offset:
@@ -180,15 +216,15 @@ def _read(
                     continue  # the log may still grow up to end_offset
                 _handle_error(err, where)
                 continue
-            offset = msg.offset() or 0
-            if end_offset is not None and offset >= end_offset:
+            if end_offset is not None and (msg.offset() or 0) >= end_offset:
+                if records:
+                    yield records
                 return
-            yield msg
-            yielded += 1
-            next_offset = offset + 1
+            records.append(msg)
+        if records:
+            next_offset = (records[-1].offset() or 0) + 1
             last_progress = time.monotonic()
-            if max_records is not None and yielded >= max_records:
-                return
+            yield records
         if messages:
             continue
         high = high_watermark_from_fetch(consumer, tp)

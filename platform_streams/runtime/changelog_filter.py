@@ -16,11 +16,12 @@ The same judge serves the active restore (skip what is not committed) and standb
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from platform_streams.kafka import TopicPartition
 from platform_streams.processor.source_position import (
+    SOURCE_HEADER,
     canonical_partitions,
     decode_positions,
     find_header,
@@ -101,6 +102,33 @@ class CommittedInputFilter:
             )
             return True
         return is_committed(positions, self._limits)
+
+    def for_partition(self, topic: str, partition: int) -> Callable[[Any], bool]:
+        """This filter for the records of one changelog partition (the restore's per-record test).
+
+        For a changelog that is not a source topic, of a task with one input partition (the
+        common case), the header is found and compared inline: no tuple, lookup or helper
+        call per record. Anything else, or a header of another shape, takes :meth:`__call__`.
+        """
+        if (topic, partition) in self._sources or len(self._limits) != 1:
+            return self
+
+        def judge(msg: Any) -> bool:
+            headers = msg.headers()
+            if not headers:
+                return True
+            for name, value in headers:
+                if name == SOURCE_HEADER:
+                    try:
+                        if int(value) < self._limits[0]:
+                            return True
+                    except (TypeError, ValueError):
+                        return self(msg)  # judged (or reported) there
+                    self.skipped += 1
+                    return False
+            return True
+
+        return judge
 
     def __call__(self, msg: Any) -> bool:
         keep = self.is_committed(msg)

@@ -202,6 +202,11 @@ class ProcessorStateManager:
             if (tp := md.topic_partition) is not None and md.offset is not None
         }
 
+    def restores_with_timestamps(self, store_name: str) -> bool:
+        """Whether :meth:`restore` of this store needs the records' timestamps (versioned stores)."""
+        md = self._stores.get(store_name)
+        return md is not None and isinstance(md.restore_callback, TimestampedRestoreCallback)
+
     def restored_count(self, store_name: str) -> int:
         return self._stores[store_name].restored
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from platform_streams.errors import BrokerError
-from platform_streams.kafka import read_partition_range
+from platform_streams.kafka import read_partition_batches
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
 
 __all__ = ["ChangelogReader", "RecordFilter", "StateRestoreListener"]
@@ -138,9 +138,13 @@ class ChangelogReader:
         total = skipped = 0
         reported_at = 0
         batch: list[tuple[bytes, bytes | None]] = []
-        timestamps: list[int] = []  # record timestamps: a versioned store's version times
+        # record timestamps: a versioned store's version times (only read for those)
+        timestamps: list[int] | None = [] if manager.restores_with_timestamps(store) else None
         last_offset: int | None = None
-        records = read_partition_range(
+        judge = getattr(keep, "for_partition", None)
+        if judge is not None:
+            keep = judge(topic, partition)
+        reads = read_partition_batches(
             self._conf,
             topic,
             partition,
@@ -150,28 +154,33 @@ class ChangelogReader:
             on_log_end=log_end_seen,
         )
         try:
-            for msg in records:
-                last_offset = msg.offset()
-                if keep is not None and not keep(msg):
-                    skipped += 1
-                    continue
-                key = msg.key()
-                if key is None:
-                    log.warning(
-                        "store %s: skipping changelog record without key at %s-%d@%s",
-                        store,
-                        topic,
-                        partition,
-                        last_offset,
-                    )
-                    skipped += 1
-                    continue
-                batch.append((key, msg.value()))
-                timestamps.append(msg.timestamp()[1])
+            # per consumed batch (up to batch_size records): the records of a batch are applied
+            # together, with its last offset (skipped records included) as the store's position
+            for messages in reads:
+                append = batch.append
+                for msg in messages:
+                    if keep is not None and not keep(msg):
+                        skipped += 1
+                        continue
+                    key = msg.key()
+                    if key is None:
+                        log.warning(
+                            "store %s: skipping changelog record without key at %s-%d@%s",
+                            store,
+                            topic,
+                            partition,
+                            msg.offset(),
+                        )
+                        skipped += 1
+                        continue
+                    append((key, msg.value()))
+                    if timestamps is not None:
+                        timestamps.append(msg.timestamp()[1])
+                last_offset = messages[-1].offset()
                 if len(batch) >= batch_size:
                     total += self._apply(manager, store, tp, batch, last_offset, timestamps)
                     batch = []
-                    timestamps = []
+                    timestamps = None if timestamps is None else []
                     now = time.monotonic()
                     if total - reported_at >= self._progress_records or now - last_report >= self._progress_s:
                         log.info(
@@ -184,9 +193,7 @@ class ChangelogReader:
                         )
                         reported_at, last_report = total, now
         finally:
-            close = getattr(records, "close", None)
-            if close is not None:
-                close()  # stops the generator: closes its consumer now, not at GC
+            reads.close()  # stops the generator: closes its consumer now, not at GC
         if batch or last_offset is not None:
             total += self._apply(manager, store, tp, batch, last_offset, timestamps)
         listener.on_restore_end(store, tp, total)
@@ -209,7 +216,7 @@ class ChangelogReader:
         tp: tuple[str, int],
         batch: list[tuple[bytes, bytes | None]],
         last_offset: int | None,
-        timestamps: list[int],
+        timestamps: list[int] | None,
     ) -> int:
         manager.restore(store, batch, last_offset=last_offset, timestamps=timestamps)
         if batch and last_offset is not None:

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.oracle
 PARAMS = {"size": 10, "grace": 5, "advance": 5, "gap": 10, "diff": 10, "after": 10}
 
 _FINAL_INDEX = (
-    "emit-final windowed aggregations add a second store <store>-close-index (the windows still to "
-    "emit, by close time) that Kafka's KStreamWindowAggregate/SessionWindowAggregate do not have: "
-    "Kafka scans the window store from the last emitted close time instead"
+    "emit-final windowed aggregations add a second store <store>-close-time (the close time emitted "
+    "up to) that Kafka's KStreamWindowAggregate/SessionWindowAggregate do not have: Kafka keeps the "
+    "last emitted close time in its commit metadata instead"
 )
 #: catalogue topologies whose describe() text differs today, and why (docs/oracle.md)
 DESCRIBE_DIFFERS: dict[str, str] = {

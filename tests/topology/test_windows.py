@@ -83,7 +83,7 @@ def _count_topology(
     topology = builder.build()
     # an unnamed aggregation has no queryable name (Kafka's queryableStoreName() is null): find its store
     assert table.queryable_store_name() == (materialized.store_name if materialized else None)
-    (name,) = (store for store in topology.stores if not store.endswith("-close-index"))
+    (name,) = (store for store in topology.stores if not store.endswith("-close-time"))
     return topology, name
 
 

@@ -49,6 +49,9 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
         # a window is closed when end < stream time - grace, i.e. due = end + 1 <= stream time - grace
         return stream_time - self.windows.grace_ms
 
+    def due_of(self, start_ms: int, end_ms: int) -> int:
+        return start_ms + self.diff + 1
+
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if self.skip_null(key, value):
             return

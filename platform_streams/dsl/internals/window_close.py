@@ -3,14 +3,28 @@
 :class:`PendingWindows` -- which windows still owe their final result. Kafka Streams'
 ``EmitStrategy.on_window_close()`` range-scans its time-ordered window store whenever the
 close time advances and remembers the last close time it emitted up to in the commit's
-processor metadata. Our window stores are ordered key-first (fast per-key reads for the
-aggregation itself), and commit metadata is not reliable on every broker, so instead each
-emit-final aggregation keeps a small changelogged key-value store of the windows it has
-created and not yet emitted, ordered by the time they close:
-``due (8 bytes) + window start (8 bytes) + key bytes -> b""``. Emitting is reading the
-head of that index up to the close time (cost proportional to what is emitted) and
-deleting the entries; after a restart the index is restored from its changelog, so no
-window is emitted twice or forgotten. A window is *closed* when ``due <= close time``.
+processor metadata (``lastEmitWindowCloseTime``). Our window stores are ordered key-first
+(fast per-key reads for the aggregation itself), and commit metadata is not reliable on
+every broker, so instead:
+
+* the windows created and not yet emitted are kept **in memory**, ordered by the time
+  they close (a heap of ``(due, window start, key bytes)``); emitting is popping its head
+  up to the close time (cost proportional to what is emitted);
+* the last close time emitted up to is written, when it advances, to a small changelogged
+  key-value store ``<store>-close-time`` under one key (``b"t"`` -> 8 bytes): the record
+  cache keeps one changelog record of it per commit, where the index this replaced wrote
+  a put and a tombstone per window (two thirds of a window aggregation's changelog);
+* after a restart (the stores restored from their changelogs) the pending windows are
+  rebuilt from the window store itself: every stored window whose due time is later than
+  the persisted close time. Windows at or before it were emitted: a window is only
+  created while its due time is later than the creating processor's close time, and every
+  emission persists the close time it emitted up to, in the same commit as its output.
+* the one exception: processors of a cogroup share the store but each has its own stream
+  time, so one may create a window at or before the close time another already emitted
+  up to. Such a window is also written to the store as ``due (8) + start (8) + key -> b""``
+  (as the old index did) until it is emitted, so a restart neither forgets nor repeats it.
+
+A window is *closed* when ``due <= close time``.
 
 :class:`WallClockClose` -- our extension over Kafka Streams (and Quix Streams, whose
 windows close only when a newer record arrives): stream time normally advances only with
@@ -44,56 +58,127 @@ stream-time semantics, precisely:
 
 from __future__ import annotations
 
+import heapq
 import struct
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from platform_streams.state.keys import MAX_TIME
 
 if TYPE_CHECKING:
     from platform_streams.state.api import KeyValueStore
 
-__all__ = ["PendingWindows", "WallClockClose", "punctuation_interval_ms"]
+__all__ = ["CLOSE_TIME_KEY", "NO_CLOSE_TIME", "PendingWindows", "WallClockClose", "punctuation_interval_ms"]
 
 _DUE_START = struct.Struct(">qq")
+_TIME = struct.Struct(">q")
+#: the key of the emitted close time in the close-time store (every window entry is >= 16 bytes)
+CLOSE_TIME_KEY = b"t"
+#: the close time before anything was emitted
+NO_CLOSE_TIME = -(2**63)
+
+#: ``(due, window start, key bytes)``
+PendingWindow = tuple[int, int, bytes]
 
 
 class PendingWindows:
-    """Windows created but not yet emitted as final, ordered by close time (see module docs)."""
+    """Windows created but not yet emitted as final, ordered by close time (see module docs).
+
+    One instance per task and close-time store: the processors of a cogroup share it, as
+    they share the window store (:meth:`for_store`).
+    """
 
     def __init__(self, store: KeyValueStore[bytes, bytes]) -> None:
         self._store = store
+        self._heap: list[PendingWindow] = []
+        #: what is pending; the heap may still hold windows removed since (skipped when popped)
+        self._members: set[PendingWindow] = set()
+        #: pending windows also written to the store (created at or before ``emitted``)
+        self._logged: set[PendingWindow] = set()
+        #: the close time emitted up to (persisted)
+        self.emitted = NO_CLOSE_TIME
         #: A lower bound of the earliest due time held: nothing closes before it, so callers
-        #: skip :meth:`pop_closed` (a scan) while the close time is below it.
+        #: skip :meth:`pop_closed` while the close time is below it.
         self.min_due = MAX_TIME
-        for binary, _ in store.all():
-            self.min_due = _DUE_START.unpack_from(binary, 0)[0]
-            break
+        for binary, value in store.all():
+            if binary == CLOSE_TIME_KEY:
+                self.emitted = _TIME.unpack(value)[0]
+            else:
+                due, start = _DUE_START.unpack_from(binary, 0)
+                window = (due, start, binary[_DUE_START.size :])
+                self._logged.add(window)
+                self._push(window)
+
+    @classmethod
+    def for_store(
+        cls,
+        store: KeyValueStore[bytes, bytes],
+        stored_windows: Callable[[], Iterable[tuple[int, int, bytes]]],
+    ) -> PendingWindows:
+        """The task's instance for ``store``; made on first use, with every window of
+        ``stored_windows()`` (the window store's, as ``(due, start, key bytes)``) that is due
+        after the persisted close time."""
+        pending = _SHARED.get(store)
+        if pending is None:
+            pending = cls(store)
+            emitted = pending.emitted
+            for window in stored_windows():
+                if window[0] > emitted:
+                    pending._push(window)
+            _SHARED[store] = pending
+        return pending
+
+    def _push(self, window: PendingWindow) -> None:
+        if window in self._members:
+            return
+        self._members.add(window)
+        heapq.heappush(self._heap, window)
+        if window[0] < self.min_due:
+            self.min_due = window[0]
 
     def add(self, due_ms: int, start_ms: int, key: bytes) -> None:
-        self._store.put(_DUE_START.pack(due_ms, start_ms) + key, b"")
-        if due_ms < self.min_due:
-            self.min_due = due_ms
+        window = (due_ms, start_ms, key)
+        if window in self._members:
+            return
+        if due_ms <= self.emitted:  # created behind what was emitted (module docs): log it
+            self._store.put(_DUE_START.pack(due_ms, start_ms) + key, b"")
+            self._logged.add(window)
+        self._push(window)
 
     def remove(self, due_ms: int, start_ms: int, key: bytes) -> None:
         """Forget a window that will never close as such (a session merged into another)."""
-        self._store.put(_DUE_START.pack(due_ms, start_ms) + key, None)
+        window = (due_ms, start_ms, key)
+        self._members.discard(window)
+        if window in self._logged:
+            self._logged.discard(window)
+            self._store.put(_DUE_START.pack(due_ms, start_ms) + key, None)
 
-    def pop_closed(self, close_time_ms: int) -> list[tuple[int, int, bytes]]:
+    def pop_closed(self, close_time_ms: int) -> list[PendingWindow]:
         """Remove and return ``(due, start, key)`` of every window with ``due <= close_time``."""
         if close_time_ms < self.min_due:
             return []
-        store = self._store
-        closed: list[tuple[int, int, bytes]] = []
-        next_due = MAX_TIME
-        for binary, _ in store.all():
-            due, start = _DUE_START.unpack_from(binary, 0)
-            if due > close_time_ms:
-                next_due = due
-                break
-            closed.append((due, start, binary[_DUE_START.size :]))
-            store.put(binary, None)
-        self.min_due = next_due
+        heap = self._heap
+        members = self._members
+        logged = self._logged
+        closed: list[PendingWindow] = []
+        while heap and heap[0][0] <= close_time_ms:
+            window = heapq.heappop(heap)
+            if window in members:
+                members.remove(window)
+                closed.append(window)
+                if window in logged:
+                    logged.discard(window)
+                    self._store.put(_DUE_START.pack(window[0], window[1]) + window[2], None)
+        self.min_due = heap[0][0] if heap else MAX_TIME
+        if close_time_ms > self.emitted:
+            self.emitted = close_time_ms
+            self._store.put(CLOSE_TIME_KEY, _TIME.pack(close_time_ms))
         return closed
+
+
+#: close-time store -> its task's PendingWindows (the store lives as long as its task)
+_SHARED: WeakKeyDictionary[KeyValueStore[bytes, bytes], PendingWindows] = WeakKeyDictionary()
 
 
 def punctuation_interval_ms(idle_ms: int) -> int:

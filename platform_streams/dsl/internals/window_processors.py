@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,7 @@ from platform_streams.dsl.internals.window_close import (
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
+from platform_streams.state.keys import MAX_TIME
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
 
 if TYPE_CHECKING:
@@ -105,8 +106,10 @@ class WindowAggregateProcessor(NodeProcessor):
         self.store = context.get_state_store(params.store_name)
         if params.emit.emit_final:
             assert params.pending_store_name is not None
-            self.pending = PendingWindows(context.get_state_store(params.pending_store_name))
             self.key_serde: Serde = self.store.key_serde
+            self.pending = PendingWindows.for_store(
+                context.get_state_store(params.pending_store_name), self._stored_windows
+            )
             idle = params.emit.wall_clock_after_ms
             if idle is not None:
                 self.wall_clock = WallClockClose(idle)
@@ -128,6 +131,22 @@ class WindowAggregateProcessor(NodeProcessor):
     @abstractmethod
     def close_time(self, stream_time: int) -> int:
         """Windows whose due time (see ``window_close``) is ``<=`` this are closed."""
+
+    @abstractmethod
+    def due_of(self, start_ms: int, end_ms: int) -> int:
+        """The due time (``track``'s) of the stored window ``[start, end]``."""
+
+    def _stored_windows(self) -> Iterator[tuple[int, int, bytes]]:
+        """``(due, start, key bytes)`` of every window in the store (restart: see ``window_close``)."""
+        due_of = self.due_of
+        raw_key = self.raw_key
+        for windowed, _ in self._all_windows():
+            window = windowed.window
+            yield due_of(window.start_ms, window.end_ms), window.start_ms, raw_key(windowed.key)
+
+    def _all_windows(self) -> Iterator[tuple[Windowed[Any], Any]]:
+        windows: Iterator[tuple[Windowed[Any], Any]] = self.store.all()
+        return windows
 
     @abstractmethod
     def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
@@ -227,6 +246,9 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
     def close_time(self, stream_time: int) -> int:
         return stream_time - self.windows.grace_ms
 
+    def due_of(self, start_ms: int, end_ms: int) -> int:
+        return start_ms + self.windows.size_ms
+
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         # only a null key is skipped: Kafka Streams' KStreamWindowAggregate aggregates null
         # values (tests/oracle/test_regressions.py)
@@ -292,6 +314,12 @@ class SessionWindowAggregateProcessor(WindowAggregateProcessor):
 
     def close_time(self, stream_time: int) -> int:
         return stream_time - self.windows.grace_ms - self.windows.inactivity_gap_ms
+
+    def due_of(self, start_ms: int, end_ms: int) -> int:
+        return end_ms + 1
+
+    def _all_windows(self) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self.store.find_sessions_range(None, None, 0, MAX_TIME)
 
     def _update_timestamp(self, key: Windowed[Any], timestamp: int) -> int:
         return key.window.end_ms
