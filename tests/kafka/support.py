@@ -121,13 +121,65 @@ def task_drops_and_lateness(metrics: Any) -> tuple[float, float, float]:
     return dropped, count, lateness_s / count * 1000 if count else 0.0
 
 
+def dropped_records(driver: Any) -> float:
+    """The task's dropped-records-total of a TopologyTestDriver (its tasks scraped as a worker's)."""
+    from tests.unit.metrics.test_metrics_task_hooks import _samples, _watched
+
+    metrics, _ = _watched(driver, "INFO")
+    return sum(_samples(metrics)["kafka_streams_task_dropped_records_total"].values())
+
+
 #: skip reasons shared by many Java test classes
 JAVA_OPTIONAL_NULL = (
     "passes null for an optional Named or Materialized, which Java refuses; in Python None "
     "means 'not given' (the default), so there is nothing to refuse"
 )
-JAVA_LOG_TEXT = (
-    "asserts Kafka's log text; the skipped record is counted in dropped-records instead "
-    "(tests/topology/test_dropped_records_metric.py)"
-)
 JAVA_TYPE_VARIANCE = "checks Java generics at compile time; Python has no equivalent"
+
+
+def pipe_uncommitted(
+    driver: Any, topic: str, key_serde: Serde, value_serde: Serde, records: list[KVT]
+) -> None:
+    """Process ``(key, value, timestamp)`` records without a commit between them, then commit once.
+
+    The Java processor tests drive a processor through a mock context that never commits: its
+    caches flush only when the test calls ``store.flush()``, so a cached store forwards one
+    update per session for the whole run. Kafka's TopologyTestDriver (and ours) commits after
+    every record instead; this stands in for the mock context where such a test checks the
+    forwarded results of a cached store.
+    """
+    task = driver._task_by_topic[topic]
+    for key, value, timestamp in records:
+        raw_key, raw_value = key_serde.serialize(key), value_serde.serialize(value)
+        record = driver._record(topic, raw_key, raw_value, timestamp, None)
+        task.add_records((topic, 0), [record])
+        while task.process(1_000_000):
+            pass
+    driver._commit_and_drain()  # nothing pending: the stores flush (``sessionStore.flush()``)
+
+
+def check_windowed_null_key_skip(caplog: Any, windows: Any, why: str) -> None:
+    """``shouldLogAndMeterWhenSkippingNullKey`` of the time and sliding window aggregate tests: a
+    record with a null key piped into a windowed aggregation is dropped (dropped-records-total
+    1) and Kafka's warning is logged: "Skipping record due to <why>. topic=[topic] partition=[0]
+    offset=[0]"."""
+    import logging
+
+    from platform_streams.dsl import Consumed, Grouped, Materialized, StreamsBuilder
+    from platform_streams.serde import String
+    from platform_streams.testing import TopologyTestDriver
+
+    s = String()
+    builder = StreamsBuilder()
+    builder.stream("topic", Consumed(key_serde=s, value_serde=s)).group_by_key(
+        Grouped(key_serde=s, value_serde=s)
+    ).windowed_by(windows).aggregate(
+        lambda: "0",
+        lambda k, v, agg: f"{agg}+{v}",
+        Materialized.as_("topic1-Canonicalized").with_value_serde(s),
+    )
+    config = streams_config("string", "string")
+    with caplog.at_level(logging.WARNING), TopologyTestDriver(builder.build(), config) as driver:
+        driver.create_input_topic("topic", s, s).pipe_input(None, "1", 0)
+        assert dropped_records(driver) == 1
+    assert f"Skipping record due to {why}. topic=[topic] partition=[0] offset=[0]" in caplog.messages

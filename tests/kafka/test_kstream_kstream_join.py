@@ -12,6 +12,7 @@ supplier cases (checks of their names, window settings and retained duplicates).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -23,9 +24,9 @@ from platform_streams.serde import Integer, String
 from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
-    JAVA_LOG_TEXT,
     MockApiProcessorSupplier,
     cases_without_python_equivalent,
+    dropped_records,
     expected_description,
 )
 from tests.kafka.test_dsl_store_suppliers import run_join
@@ -341,6 +342,26 @@ def test_should_join_with_custom_store_suppliers() -> None:
     run_join(STRING_INT_INT.with_other_store_supplier(other), windows)
 
 
+def test_should_log_and_meter_on_skipped_records_with_null_value(caplog: pytest.LogCaptureFixture) -> None:
+    """KStreamKStreamJoinTest.shouldLogAndMeterOnSkippedRecordsWithNullValueWithBuiltInMetricsVersionLatest:
+    an inner join skips a record with a null value, counts it in dropped-records and logs Kafka's
+    warning."""
+    builder = StreamsBuilder()
+    left = builder.stream("left", Consumed(key_serde=S, value_serde=INT))
+    right = builder.stream("right", Consumed(key_serde=S, value_serde=INT))
+    left.join(
+        right,
+        lambda v1, v2: v1 + v2,
+        JoinWindows.of_time_difference_with_no_grace(100),
+        StreamJoined(key_serde=S, value_serde=INT, other_value_serde=INT),
+    )
+    with caplog.at_level(logging.WARNING), TopologyTestDriver(builder.build()) as driver:
+        driver.create_input_topic("left", S, INT).pipe_input("A", None)
+        assert dropped_records(driver) == 1
+    kafka_text = "Skipping record due to null key or value. topic=[left] partition=[0] offset=[0]"
+    assert kafka_text in caplog.messages
+
+
 OUTER_JOIN_EMIT_INTERVAL = (
     "sets Kafka's internal "
     "InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX; this engine has "
@@ -351,7 +372,6 @@ OUTER_JOIN_EMIT_INTERVAL = (
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KStreamKStreamJoinTest",
     {
-        "shouldLogAndMeterOnSkippedRecordsWithNullValueWithBuiltInMetricsVersionLatest": JAVA_LOG_TEXT,
         "shouldThrottleEmitNonJoinedOuterRecordsEvenWhenClockDrift": OUTER_JOIN_EMIT_INTERVAL,
     },
 )

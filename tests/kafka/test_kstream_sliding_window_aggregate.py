@@ -34,9 +34,8 @@ from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     EXPECTED_DIR,
-    JAVA_LOG_TEXT,
     MockApiProcessorSupplier,
-    cases_without_python_equivalent,
+    check_windowed_null_key_skip,
     task_drops_and_lateness,
 )
 from tests.unit.metrics.test_metrics_task_hooks import _watched
@@ -372,10 +371,8 @@ def test_should_meter_when_skipping_expired_window_by_grace(emit_final: bool, ca
     assert got == expected + ([] if emit_final else [("k", 390, "0+102", 400)])
 
 
-# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
-test_java_case_without_python_equivalent = cases_without_python_equivalent(
-    "KStreamSlidingWindowAggregateTest",
-    {
-        "shouldLogAndMeterWhenSkippingNullKey": JAVA_LOG_TEXT,
-    },
-)
+def test_should_log_and_meter_when_skipping_null_key(caplog: pytest.LogCaptureFixture) -> None:
+    """KStreamSlidingWindowAggregateTest.shouldLogAndMeterWhenSkippingNullKey: dropped-records 1
+    and Kafka's warning."""
+    windows = SlidingWindows.of_time_difference_and_grace(10, 100)
+    check_windowed_null_key_skip(caplog, windows, "null key or value")

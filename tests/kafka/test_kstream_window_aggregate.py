@@ -4,8 +4,8 @@ with and without caching.
 
 ``showThrowIfEmitFinalUsedWithUnlimitedWindow`` and ``shouldLogAndMeterWhenSkippingExpiredWindow``
 / ``...ByGrace`` (but their log text) translated. Cases with no Python equivalent (the
-internal emit-interval config, log text) are skipped tests at the end, each saying why. Not
-translated yet: ``testJoin`` (KTable-KTable join of windowed tables, covered by tests/topology).
+internal emit-interval config) are skipped tests at the end, each saying why. ``testJoin``
+(the KTable-KTable join of two windowed aggregations) translated too.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from platform_streams.serde import String
 from platform_streams.state.windowed import TimeWindow
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
-    JAVA_LOG_TEXT,
     MockApiProcessorSupplier,
     cases_without_python_equivalent,
+    check_windowed_null_key_skip,
     task_drops_and_lateness,
 )
 from tests.unit.metrics.test_metrics_task_hooks import _watched
@@ -85,6 +85,117 @@ def test_agg_basic(emit_final: bool, caching: bool) -> None:
         _w("B", 0, "0+2+2+2+1", 8), _w("B", 0, "0+2+2+2+1+2", 8), _w("B", 0, "0+2+2+2+1+2+3", 9),
         _w("B", 5, "0+2+2+2+2+3", 13),
     )  # fmt: skip
+
+
+#: testJoin per strategy: steps of (input topic, its (key, value, timestamp) records, then what
+#: table1, table2 and their join forwarded as (key, window start, value, timestamp); None: the
+#: Java test does not check (nor clear) that processor at that step); ``cached``/``uncached``
+#: where the emit-final results differ
+_JOIN_STEPS: dict[str, list[tuple[str, list[tuple[str, str, int]], Any, Any, Any]]] = {
+    "ON_WINDOW_CLOSE": [
+        ("topic1",
+         [("A", "1", 0), ("B", "2", 1), ("C", "3", 2), ("D", "4", 3), ("A", "1", 9), ("A", "1", 15)],
+         [("A", 0, "0+1+1", 9), ("B", 0, "0+2", 1), ("C", 0, "0+3", 2), ("D", 0, "0+4", 3)], [], []),
+        ("topic1",
+         [("A", "1", 10), ("B", "2", 11), ("D", "4", 12), ("B", "2", 13), ("C", "3", 14), ("A", "1", 20)],
+         [("A", 5, "0+1+1", 10), ("B", 5, "0+2+2", 13), ("C", 5, "0+3", 14), ("D", 5, "0+4", 12)], [], []),
+        ("topic2", [("A", "a", 0), ("B", "b", 1), ("C", "c", 2), ("D", "d", 10), ("A", "a", 15)],
+         [],
+         {"cached": [("A", 0, "0+a", 0), ("B", 0, "0+b", 1), ("C", 0, "0+c", 2)], "uncached": None},
+         {"cached": [("A", 0, "0+1+1%0+a", 9), ("B", 0, "0+2%0+b", 1), ("C", 0, "0+3%0+c", 2)],
+          "uncached": []}),
+        ("topic2", [("A", "a", 5), ("B", "b", 6), ("D", "d", 7), ("D", "d", 18), ("A", "a", 21)],
+         [],
+         {"cached": [("A", 5, "0+a", 5), ("B", 5, "0+b", 6), ("D", 5, "0+d+d", 10)],
+          "uncached": [("A", 0, "0+a", 0), ("B", 0, "0+b", 1), ("C", 0, "0+c", 2),
+                       ("A", 5, "0+a", 5), ("B", 5, "0+b", 6), ("D", 5, "0+d+d", 10)]},
+         [("A", 5, "0+1+1%0+a", 10), ("B", 5, "0+2+2%0+b", 13), ("D", 5, "0+4%0+d+d", 12)]),
+    ],
+    "ON_WINDOW_UPDATE": [
+        ("topic1", [("A", "1", 0), ("B", "2", 1), ("C", "3", 2), ("D", "4", 3), ("A", "1", 9)],
+         [("A", 0, "0+1", 0), ("B", 0, "0+2", 1), ("C", 0, "0+3", 2), ("D", 0, "0+4", 3),
+          ("A", 0, "0+1+1", 9), ("A", 5, "0+1", 9)], [], []),
+        ("topic1", [("A", "1", 5), ("B", "2", 6), ("D", "4", 7), ("B", "2", 8), ("C", "3", 9)],
+         [("A", 0, "0+1+1+1", 9), ("A", 5, "0+1+1", 9), ("B", 0, "0+2+2", 6), ("B", 5, "0+2", 6),
+          ("D", 0, "0+4+4", 7), ("D", 5, "0+4", 7), ("B", 0, "0+2+2+2", 8), ("B", 5, "0+2+2", 8),
+          ("C", 0, "0+3+3", 9), ("C", 5, "0+3", 9)], [], []),
+        ("topic2", [("A", "a", 0), ("B", "b", 1), ("C", "c", 2), ("D", "d", 20), ("A", "a", 20)],
+         [],
+         [("A", 0, "0+a", 0), ("B", 0, "0+b", 1), ("C", 0, "0+c", 2), ("D", 15, "0+d", 20),
+          ("D", 20, "0+d", 20), ("A", 15, "0+a", 20), ("A", 20, "0+a", 20)],
+         [("A", 0, "0+1+1+1%0+a", 9), ("B", 0, "0+2+2+2%0+b", 8), ("C", 0, "0+3+3%0+c", 9)]),
+        ("topic2", [("A", "a", 5), ("B", "b", 6), ("D", "d", 7), ("D", "d", 18), ("A", "a", 21)],
+         [],
+         [("A", 0, "0+a+a", 5), ("A", 5, "0+a", 5), ("B", 0, "0+b+b", 6), ("B", 5, "0+b", 6),
+          ("D", 0, "0+d", 7), ("D", 5, "0+d", 7), ("D", 10, "0+d", 18), ("D", 15, "0+d+d", 20),
+          ("A", 15, "0+a+a", 21), ("A", 20, "0+a+a", 21)],
+         [("A", 0, "0+1+1+1%0+a+a", 9), ("A", 5, "0+1+1%0+a", 9), ("B", 0, "0+2+2+2%0+b+b", 8),
+          ("B", 5, "0+2+2%0+b", 8), ("D", 0, "0+4+4%0+d", 7), ("D", 5, "0+4%0+d", 7)]),
+    ],
+}  # fmt: skip
+
+
+#: the one testJoin case that differs from Kafka (an open semantic difference, strict: it fails
+#: once fixed): Kafka's caching window store answers a single-window fetch from the cache even
+#: after the store expired that window, so table2's [0,10] windows, closing at stream time 15,
+#: still join table1's (expired at table1's stream time 20); ours hides expired cached windows
+#: (emit-final relies on that: windows its own write expires are not emitted)
+_CACHED_EXPIRED_FETCH = pytest.mark.xfail(
+    strict=True,
+    reason="Kafka's CachingWindowStore.fetch(key, time) returns cached windows the store expired; "
+    "ours hides them (open semantic difference)",
+)
+
+
+@pytest.mark.parametrize(
+    ("emit_final", "caching"),
+    [
+        (False, True),
+        (False, False),
+        pytest.param(True, True, marks=_CACHED_EXPIRED_FETCH),
+        (True, False),
+    ],
+    ids=[
+        "ON_WINDOW_UPDATE-cached",
+        "ON_WINDOW_UPDATE-uncached",
+        "ON_WINDOW_CLOSE-cached",
+        "ON_WINDOW_CLOSE-uncached",
+    ],
+)
+def test_join(emit_final: bool, caching: bool) -> None:
+    """KStreamWindowAggregateTest.testJoin: two windowed aggregations (grace 5 ms for emit-final,
+    100 ms otherwise) and the KTable-KTable join of them."""
+    builder = StreamsBuilder()
+    strategy = EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update()
+    supplier = MockApiProcessorSupplier()
+    tables = []
+    for topic in ("topic1", "topic2"):
+        materialized = Materialized.as_(f"{topic}-Canonized").with_value_serde(S)
+        table = (
+            builder.stream(topic, Consumed(key_serde=S, value_serde=S))
+            .group_by_key(Grouped(key_serde=S, value_serde=S))
+            .windowed_by(TimeWindows.of_size_and_grace(10, 5 if emit_final else 100).advance_by(5))
+            .emit_strategy(strategy)
+            .aggregate(
+                lambda: "0",
+                lambda k, v, agg: f"{agg}+{v}",
+                materialized if caching else materialized.with_caching_disabled(),
+            )
+        )
+        table.to_stream().process(supplier)
+        tables.append(table)
+    tables[0].join(tables[1], lambda p1, p2: f"{p1}%{p2}").to_stream().process(supplier)
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        inputs = {t: driver.create_input_topic(t, S, S) for t in ("topic1", "topic2")}
+        processors = supplier.captured_processors(3)
+        for topic, records, *expected in _JOIN_STEPS["ON_WINDOW_CLOSE" if emit_final else "ON_WINDOW_UPDATE"]:
+            for key, value, ts in records:
+                inputs[topic].pipe_input(key, value, ts)
+            for processor, want in zip(processors, expected, strict=True):
+                if isinstance(want, dict):
+                    want = want["cached" if caching else "uncached"]
+                if want is not None:
+                    processor.check_and_clear_process_result(*(_w(*output) for output in want))
 
 
 @pytest.mark.parametrize("emit_final", [False, True], ids=["ON_WINDOW_UPDATE", "ON_WINDOW_CLOSE"])
@@ -175,6 +286,12 @@ def test_should_meter_when_skipping_expired_window(java_test: str, emit_final: b
             assert [(r.key, r.value, r.timestamp) for r in output.read_records_to_list()] == expected
 
 
+def test_should_log_and_meter_when_skipping_null_key(caplog: pytest.LogCaptureFixture) -> None:
+    """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingNullKey: dropped-records 1
+    and Kafka's warning."""
+    check_windowed_null_key_skip(caplog, TimeWindows.of_size_with_no_grace(10).advance_by(5), "null key")
+
+
 EMIT_INTERVAL = (
     "sets Kafka's internal InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION (the "
     "emit-final throttle); this engine has no such config and checks for closed windows on "
@@ -185,7 +302,6 @@ EMIT_INTERVAL = (
 test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "KStreamWindowAggregateTest",
     {
-        "shouldLogAndMeterWhenSkippingNullKey": JAVA_LOG_TEXT,
         "shouldNotEmitFinalIfNotProgressEnough": EMIT_INTERVAL,
         "shouldEmitWithInterval0": EMIT_INTERVAL,
         "shouldEmitWithLargeInterval": EMIT_INTERVAL,

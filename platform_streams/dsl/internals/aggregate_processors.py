@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from platform_streams.dsl.internals.change import ChangeSerde
+from platform_streams.dsl.internals.skipped_records import skip_record
 from platform_streams.dsl.internals.table_processors import StoreTableOp, TableProcessor
 from platform_streams.errors import StreamsError
 from platform_streams.processor.context import NodeContext
@@ -67,10 +68,6 @@ class _AggregateProcessor(TableProcessor):
         self.bind_store(context, self.op.store_name, self.op.send_old_values)
         self._get = self.store.get_timestamped  # type: ignore[union-attr]
 
-    def _drop(self, key: Any, value: Any) -> None:
-        self.context.task.dropped_records += 1
-        log.debug("%s: dropping record with null key or value (key=%r)", self.op.store_name, key)
-
 
 class StreamAggregateProcessor(_AggregateProcessor):
     def __init__(self, op: StoreTableOp, initializer: Initializer | None, aggregator: Aggregator) -> None:
@@ -80,7 +77,7 @@ class StreamAggregateProcessor(_AggregateProcessor):
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if key is None or value is None:
-            self._drop(key, value)
+            skip_record(self.context, "null key or value")  # KStreamAggregate, KStreamReduce
             return
         old = self._get(key)
         if old is None:

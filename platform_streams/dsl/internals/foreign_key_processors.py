@@ -39,6 +39,7 @@ from platform_streams.dsl.internals.foreign_key_wire import (
     WrappingSerde,
     murmur3_hash128,
 )
+from platform_streams.dsl.internals.skipped_records import skip_record
 from platform_streams.dsl.internals.table_processors import ValueGetterSupplier
 from platform_streams.errors import StreamsError
 from platform_streams.processor.node import NodeProcessor
@@ -69,21 +70,6 @@ def _resolve(context: NodeContext, *serdes: WrappingSerde) -> None:
     config = context.config
     for serde in serdes:
         serde.set_if_unset(config.default_key_serde, config.default_value_serde)
-
-
-def _drop(context: NodeContext, why: str) -> None:
-    context.task.dropped_records += 1
-    meta = context.record_metadata()
-    if meta is not None:
-        log.warning(
-            "Skipping record due to %s. topic=[%s] partition=[%s] offset=[%s]",
-            why,
-            meta.topic,
-            meta.partition,
-            meta.offset,
-        )
-    else:
-        log.warning("Skipping record due to %s. Topic, partition, and offset not known.", why)
 
 
 class SubscriptionSendProcessor(NodeProcessor):
@@ -141,7 +127,7 @@ class SubscriptionSendProcessor(NodeProcessor):
             return
         new_fk = extract(key, change.new)
         if new_fk is None:
-            _drop(self.context, "null foreign key")
+            skip_record(self.context, "null foreign key")
             if old_fk is not None:
                 self._send(key, change, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE, timestamp, headers)
         elif old_fk is not None and self._changed(new_fk, old_fk):
@@ -189,7 +175,7 @@ class SubscriptionReceiveProcessor(NodeProcessor):
 
     def process(self, key: Any, value: SubscriptionWrapper, timestamp: int, headers: Headers) -> None:
         if key is None and value.instruction != Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            _drop(self.context, "null foreign key")
+            skip_record(self.context, "null foreign key")
             return
         if value.version > CURRENT_VERSION:
             raise StreamsError("SubscriptionWrapper is of an incompatible version.")
@@ -255,7 +241,7 @@ class ForeignTableJoinProcessor(NodeProcessor):
 
     def process(self, key: Any, change: Change, timestamp: int, headers: Headers) -> None:
         if key is None:
-            _drop(self.context, "null key")
+            skip_record(self.context, "null key")
             return
         # the store's keys are raw bytes ({len(fk)}{fk}{pk}): a prefix scan finds exactly this
         # foreign key's subscribers (Kafka: a range to Bytes.increment(prefix), prefix-checked)

@@ -39,6 +39,7 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
     """One record updates/creates at most its left window, right window and the previous right window."""
 
     store: DslWindowStore
+    skip_reason = "null key or value"
 
     def __init__(self, params: AggregateParams, op: TableOp, windows: SlidingWindows) -> None:
         super().__init__(params, op)

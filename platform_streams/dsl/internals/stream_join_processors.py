@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from platform_streams.dsl.internals.skipped_records import skip_record
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
 from platform_streams.processor.task_id import TaskId
@@ -200,8 +201,7 @@ class StreamJoinProcessor(NodeProcessor):
             return
         if key is None or value is None:
             self.dropped_records += 1
-            self.context.task.dropped_records += 1
-            log.debug("%s: skipping record with a null key or value", self.context.node_name)
+            skip_record(self.context, "null key or value")
             return
         outer_store = self.outer_store
         if outer_store is not None and timestamp == tracker.stream_time:
@@ -286,8 +286,7 @@ class StreamSelfJoinProcessor(NodeProcessor):
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if key is None or value is None:
-            self.context.task.dropped_records += 1
-            log.debug("%s: skipping record with a null key or value", self.context.node_name)
+            skip_record(self.context, "null key or value")
             return
         p = self.p
         joiner = p.joiner

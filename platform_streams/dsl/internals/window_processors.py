@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.internals.change import Change
+from platform_streams.dsl.internals.skipped_records import skip_record
 from platform_streams.dsl.internals.window_close import (
     PendingWindows,
     WallClockClose,
@@ -197,17 +198,15 @@ class WindowAggregateProcessor(NodeProcessor):
 
     # -- drops -----------------------------------------------------------------------------
 
+    #: why a skipped record is skipped, in Kafka's log text: the time and session aggregates
+    #: skip only null keys, the sliding one null keys or values
+    skip_reason = "null key"
+
     def skip_null(self, key: Any, value: Any) -> bool:
         """True (and counted) if the record has a null key or value: aggregations skip those."""
         if key is not None and value is not None:
             return False
-        self.context.task.dropped_records += 1
-        meta = self.context.record_metadata()
-        log.warning(
-            "skipping record with a null key or value in %s (%s)",
-            self.context.node_name,
-            meta or "no metadata",
-        )
+        skip_record(self.context, self.skip_reason)
         return True
 
     def drop_late(self, key: Any, timestamp: int, start: int, end: int, close_time: int) -> None:
