@@ -84,7 +84,7 @@ def wait_until(condition: Callable[[], T], timeout_s: float, what: str, interval
 
 @contextmanager
 def running_app(
-    topology: Topology | Any, config: StreamsConfig, *, timeout_s: float = 30.0, close_timeout_s: float = 30.0
+    topology: Topology | Any, config: StreamsConfig, *, timeout_s: float = 90.0, close_timeout_s: float = 60.0
 ) -> Iterator[KafkaStreams]:
     """Start a client, wait until RUNNING (partitions assigned), yield it, always close it."""
     streams = KafkaStreams(topology, config)
