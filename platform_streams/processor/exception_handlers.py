@@ -13,8 +13,8 @@ from __future__ import annotations
 import enum
 import logging
 import traceback
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from platform_streams.processor.record_collector import RecordCollector
