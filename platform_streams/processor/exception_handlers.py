@@ -14,6 +14,7 @@ import enum
 import logging
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from platform_streams.processor.record_collector import RecordCollector
@@ -54,6 +55,7 @@ def dead_letter_headers(raw: Any, exc: BaseException) -> list[tuple[str, bytes |
     ]
 
 
+@dataclass(eq=False, repr=False)
 class RecordExceptionHandler:
     """Applies one configured policy (deserialization or processing) for one task.
 
@@ -62,23 +64,15 @@ class RecordExceptionHandler:
     error type (so the error names what failed: a serde or a processor).
     """
 
-    def __init__(
-        self,
-        kind: str,
-        policy: str | CustomHandler,
-        dead_letter_topic: str | None,
-        collector: RecordCollector,
-        context: Any,
-    ) -> None:
-        self.kind = kind
-        self.policy = policy
-        self.dead_letter_topic = dead_letter_topic
-        self.collector = collector
-        self.context = context
-        #: records this handler saw (the dropped-records metric reads it)
-        self.count = 0
-        #: records it sent to the dead-letter topic (the dead-letter metric reads it)
-        self.dead_lettered = 0
+    kind: str
+    policy: str | CustomHandler
+    dead_letter_topic: str | None
+    collector: RecordCollector
+    context: Any
+    #: records this handler saw (the dropped-records metric reads it)
+    count: int = field(default=0, init=False)
+    #: records it sent to the dead-letter topic (the dead-letter metric reads it)
+    dead_lettered: int = field(default=0, init=False)
 
     def handle(self, raw: Any, exc: BaseException) -> HandlerResponse:
         self.count += 1

@@ -375,3 +375,36 @@ class StreamTask:
     @property
     def commit_requested(self) -> bool:
         return self.context.commit_requested
+
+
+def start_task(
+    task_id: TaskId,
+    plan: TopologyPlan,
+    state_root: Path,
+    global_stores: Mapping[str, Any],
+    config: StreamsConfig,
+    collector: RecordCollector,
+    clock_ms: Callable[[], int],
+    record_cache: Any = None,
+    key_placement: PlacementChecks | None = None,
+) -> StreamTask:
+    """The task ``task_id`` of ``plan`` with its stores initialised, its processors not yet.
+
+    The workers and the test driver build their tasks the same way (state under
+    ``state_root/<task id>``, the client's global stores readable by every task); they then
+    restore (the workers) and initialise the processors once all their tasks exist.
+    """
+    task = StreamTask(
+        task_id,
+        plan,
+        plan.subtopologies[task_id.subtopology],
+        config=config,
+        collector=collector,
+        clock_ms=clock_ms,
+        task_dir=state_root / str(task_id),
+        record_cache=record_cache,
+        key_placement=key_placement,
+    )
+    task.context.global_stores = global_stores
+    task.initialize_stores()
+    return task

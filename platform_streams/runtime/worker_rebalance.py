@@ -27,7 +27,7 @@ from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.rebalance_wait import fill_from_backup
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.task import StreamTask, start_task
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 __all__ = ["TaskRebalancing"]
 
 log = logging.getLogger(__name__)
+
+
+def _wall_clock_ms() -> int:
+    """The workers' task clock: wall-clock milliseconds."""
+    return int(time.time() * 1000)
 
 
 class TaskRebalancing:
@@ -173,21 +178,17 @@ class TaskRebalancing:
 
     def _create_task(self, task_id: TaskId) -> None:
         assert self.collector is not None
-        sub = self.plan.subtopologies[task_id.subtopology]
-        task_dir = self._state_root / str(task_id)
-        task = StreamTask(
+        task = start_task(
             task_id,
             self.plan,
-            sub,
-            config=self.config,
-            collector=self.collector,
-            clock_ms=lambda: int(time.time() * 1000),
-            task_dir=task_dir,
-            record_cache=self.record_cache,
-            key_placement=self.key_placement,
+            self._state_root,
+            self.global_stores,
+            self.config,
+            self.collector,
+            _wall_clock_ms,
+            self.record_cache,
+            self.key_placement,
         )
-        task.context.global_stores = self.global_stores
-        task.initialize_stores()
         self.tasks[task_id] = task
         self._input.add({tp: task.queues.queues[tp] for tp in task.partitions})
 

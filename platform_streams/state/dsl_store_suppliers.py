@@ -48,21 +48,24 @@ class DslKeyValueParams:
 
 
 @dataclass(frozen=True, slots=True)
-class DslWindowParams:
-    """Kafka's ``DslWindowParams`` (the parts this engine uses)."""
+class _DslRetainedParams:
+    """The store name and retention that the window and session params share."""
 
     name: str
     retention_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DslWindowParams(_DslRetainedParams):
+    """Kafka's ``DslWindowParams`` (the parts this engine uses)."""
+
     window_size_ms: int
     retain_duplicates: bool = False
 
 
 @dataclass(frozen=True, slots=True)
-class DslSessionParams:
+class DslSessionParams(_DslRetainedParams):
     """Kafka's ``DslSessionParams`` (the parts this engine uses)."""
-
-    name: str
-    retention_ms: int
 
 
 class DslStoreSuppliers(ABC):

@@ -10,7 +10,7 @@ new backend: one per task.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from platform_streams.state.backend import StorageBackend
 from platform_streams.state.builders import KeyValueStoreBuilder, SessionStoreBuilder, WindowStoreBuilder
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from platform_streams.state.versioned import VersionedBytesStoreSupplier, VersionedKeyValueStoreBuilder
 
 __all__ = [
+    "BytesStoreSupplier",
     "KeyValueBytesStoreSupplier",
     "SessionBytesStoreSupplier",
     "Stores",
@@ -47,23 +48,41 @@ def _check_name(name: str) -> None:
         raise ValueError(f"invalid store name {name!r}: it names a directory and a topic")
 
 
+class BytesStoreSupplier:
+    """What the bytes store suppliers share: the metrics scope and a new backend per store.
+
+    Mixed into the frozen supplier dataclasses, which declare ``name`` and ``persistent``;
+    ``scope_suffix`` tells the store kinds apart in the metrics scope (Kafka's
+    ``rocksdb-window`` etc.).
+    """
+
+    __slots__ = ()
+    name: str
+    persistent: bool
+    scope_suffix: ClassVar[str] = ""
+
+    @property
+    def metrics_scope(self) -> str:
+        return ("rocksdb" if self.persistent else "in-memory") + self.scope_suffix
+
+    def new_backend(self) -> StorageBackend:
+        """A new backend for one task's store (each ``get()`` makes one)."""
+        return storage_backend(self.name, self.persistent)
+
+
 @dataclass(frozen=True, slots=True)
-class KeyValueBytesStoreSupplier:
+class KeyValueBytesStoreSupplier(BytesStoreSupplier):
     """Makes the key-value bytes store of one task."""
 
     name: str
     persistent: bool
 
-    @property
-    def metrics_scope(self) -> str:
-        return "rocksdb" if self.persistent else "in-memory"
-
     def get(self) -> KeyValueBytesStore:
-        return KeyValueBytesStore(self.name, storage_backend(self.name, self.persistent))
+        return KeyValueBytesStore(self.name, self.new_backend())
 
 
 @dataclass(frozen=True, slots=True)
-class WindowBytesStoreSupplier:
+class WindowBytesStoreSupplier(BytesStoreSupplier):
     """Makes the window bytes store of one task."""
 
     name: str
@@ -72,15 +91,12 @@ class WindowBytesStoreSupplier:
     retain_duplicates: bool
     persistent: bool
     segment_interval_ms: int | None = None
-
-    @property
-    def metrics_scope(self) -> str:
-        return "rocksdb-window" if self.persistent else "in-memory-window"
+    scope_suffix: ClassVar[str] = "-window"
 
     def get(self) -> WindowBytesStore:
         return WindowBytesStore(
             self.name,
-            storage_backend(self.name, self.persistent),
+            self.new_backend(),
             self.retention_ms,
             self.window_size_ms,
             self.retain_duplicates,
@@ -89,25 +105,17 @@ class WindowBytesStoreSupplier:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionBytesStoreSupplier:
+class SessionBytesStoreSupplier(BytesStoreSupplier):
     """Makes the session bytes store of one task."""
 
     name: str
     retention_ms: int
     persistent: bool
     segment_interval_ms: int | None = None
-
-    @property
-    def metrics_scope(self) -> str:
-        return "rocksdb-session" if self.persistent else "in-memory-session"
+    scope_suffix: ClassVar[str] = "-session"
 
     def get(self) -> SessionBytesStore:
-        return SessionBytesStore(
-            self.name,
-            storage_backend(self.name, self.persistent),
-            self.retention_ms,
-            self.segment_interval_ms,
-        )
+        return SessionBytesStore(self.name, self.new_backend(), self.retention_ms, self.segment_interval_ms)
 
 
 def _window_supplier(

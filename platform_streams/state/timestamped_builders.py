@@ -189,21 +189,9 @@ class SpecStore(WrappedStore):
     spec: Any
 
     def __init__(self, spec: Any) -> None:
-        super().__init__(None)
+        super().__init__(None, identity=spec)
         self.spec = spec
         self._context: StateStoreContext | None = None
-
-    @property
-    def name(self) -> str:
-        return str(self.spec.name)
-
-    @property
-    def persistent(self) -> bool:
-        return bool(self.spec.persistent)
-
-    @property
-    def is_open(self) -> bool:
-        return self.wrapped is not None and bool(self.wrapped.is_open)
 
     def _require(self) -> Any:
         if self.wrapped is None:

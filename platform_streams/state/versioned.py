@@ -21,6 +21,7 @@ from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Self
 
 from platform_streams.state.builders import SupplierStoreBuilder
+from platform_streams.state.stores import BytesStoreSupplier
 from platform_streams.state.versioned_store import (
     PUT_RETURN_CODE_NOT_PUT,
     PUT_RETURN_CODE_VALID_TO_UNDEFINED,
@@ -53,7 +54,7 @@ VERSIONED_CHANGELOG_ADDITIONAL_COMPACTION_LAG_MS = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
-class VersionedBytesStoreSupplier:
+class VersionedBytesStoreSupplier(BytesStoreSupplier):
     """Makes the versioned bytes store of one task (Kafka's ``VersionedBytesStoreSupplier``)."""
 
     name: str
@@ -61,18 +62,9 @@ class VersionedBytesStoreSupplier:
     segment_interval_ms: int
     persistent: bool = True
 
-    @property
-    def metrics_scope(self) -> str:
-        return "rocksdb" if self.persistent else "in-memory"
-
     def get(self) -> VersionedBytesStore:
-        from platform_streams.state.stores import storage_backend
-
         return VersionedBytesStore(
-            self.name,
-            storage_backend(self.name, self.persistent),
-            self.history_retention_ms,
-            self.segment_interval_ms,
+            self.name, self.new_backend(), self.history_retention_ms, self.segment_interval_ms
         )
 
 

@@ -23,7 +23,7 @@ from platform_streams.errors import TopologyError
 from platform_streams.processor.record import Headers
 from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.task import StreamTask, start_task
 from platform_streams.serde import Serde
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.testing.records import DriverRecord
@@ -72,26 +72,17 @@ class TopologyTestDriver:
         self._pending: deque[DriverRecord] = deque()
         self._tasks: list[StreamTask] = []
         self._task_by_topic: dict[str, StreamTask] = {}
-        app = self.config.application_id
+        # the global stores exist before the tasks, which read them from their context
+        self._global = self._make_global_stores()
+        state_root = Path(self.config.state_dir) / self.config.application_id
         for sub in self.plan.subtopologies:
             task_id = TaskId(sub.id, 0)
-            task = StreamTask(
-                task_id,
-                self.plan,
-                sub,
-                config=self.config,
-                collector=self._collector,
-                clock_ms=self._now,
-                task_dir=Path(self.config.state_dir) / app / str(task_id),
+            task = start_task(
+                task_id, self.plan, state_root, self._global, self.config, self._collector, self._now
             )
             self._tasks.append(task)
             for topic in task.graph.sources:
                 self._task_by_topic[topic] = task
-        self._global = self._make_global_stores()
-        for task in self._tasks:
-            task.context.global_stores = self._global
-        for task in self._tasks:
-            task.initialize_stores()
         for task in self._tasks:
             task.initialize_processors()
             task.refresh_punctuation_flags()

@@ -95,23 +95,29 @@ class WrappedStore(StateStore):
         super().__init_subclass__(**kwargs)
         cls._forwarded = tuple(name for name in dir(cls) if isinstance(getattr_static(cls, name), _Forwarded))
 
-    def __init__(self, wrapped: Any) -> None:
+    def __init__(self, wrapped: Any, *, identity: Any = None) -> None:
+        """``identity`` answers ``name`` and ``persistent``: the store below unless given
+        (a store built late, :class:`~platform_streams.state.timestamped_builders.SpecStore`,
+        passes its spec, as it has no store below until ``init``)."""
         self.wrapped = wrapped
+        self._identity = wrapped if identity is None else identity
         for name in self._forwarded:
             setattr(self, name, getattr(wrapped, name))
 
     @property
     def name(self) -> str:
-        name: str = self.wrapped.name
+        name: str = self._identity.name
         return name
 
     @property
     def persistent(self) -> bool:
-        return bool(self.wrapped.persistent)
+        return bool(self._identity.persistent)
 
     @property
     def is_open(self) -> bool:
-        return bool(self.wrapped.is_open)
+        """Open when the store below is (never, before a late-built store has one)."""
+        wrapped = self.wrapped
+        return wrapped is not None and bool(wrapped.is_open)
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self.wrapped.init(context, root)
