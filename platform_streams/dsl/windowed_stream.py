@@ -316,6 +316,10 @@ class TimeWindowedKStream(_WindowedKStream):
         if isinstance(windows, SlidingWindows):
             size = windows.time_difference_ms
             minimum, what = 2 * size + windows.grace_ms, "2 * time difference plus the grace period"
+            if self._emit.emit_final:
+                # as Kafka's SlidingWindowedKStreamImpl.materialize: "do not enable cache if the
+                # emit final strategy is used" (its windows are read back by the close scan)
+                mat = mat.with_caching_disabled()
         else:
             size = windows.size_ms
             minimum, what = size + windows.grace_ms, "its window size plus the grace period"

@@ -135,24 +135,12 @@ _JOIN_STEPS: dict[str, list[tuple[str, list[tuple[str, str, int]], Any, Any, Any
 }  # fmt: skip
 
 
-#: the one testJoin case that differs from Kafka (an open semantic difference, strict: it fails
-#: once fixed): Kafka's caching window store answers a single-window fetch from the cache even
-#: after the store expired that window, so table2's [0,10] windows, closing at stream time 15,
-#: still join table1's (expired at table1's stream time 20); ours hides expired cached windows
-#: (emit-final relies on that: windows its own write expires are not emitted)
-_CACHED_EXPIRED_FETCH = pytest.mark.xfail(
-    strict=True,
-    reason="Kafka's CachingWindowStore.fetch(key, time) returns cached windows the store expired; "
-    "ours hides them (open semantic difference)",
-)
-
-
 @pytest.mark.parametrize(
     ("emit_final", "caching"),
     [
         (False, True),
         (False, False),
-        pytest.param(True, True, marks=_CACHED_EXPIRED_FETCH),
+        (True, True),
         (True, False),
     ],
     ids=[

@@ -10,7 +10,8 @@ cache; they are not per-record operations of the DSL.
 
 Merged results are ordered like the bytes store's: per key by time; multi-key scans by
 segment, then key, then time. Cached entries of windows already expired by the store's
-stream time are hidden on read and dropped by the bytes store when flushed.
+stream time are hidden by the range reads and dropped by the bytes store when flushed; the
+single-window ``fetch_at`` answers them from the cache, as Kafka's ``fetch(key, time)``.
 """
 
 from __future__ import annotations
@@ -150,9 +151,10 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
         self._cache_put(key, key + window_suffix(window_start_ms, 0), value, window_start_ms)
 
     def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
-        # per record of a windowed aggregation: _min_live_time() and window_key() inlined
-        if window_start_ms < self._observed - self._retention + 1 or window_start_ms < 0:
-            return None
+        """The cache first, then the store, as Kafka's ``CachingWindowStore.fetch(key, time)``:
+        a cached window is answered even when the store's time has expired it (it is dropped
+        at the flush), so a table join's value getter still sees it (KStreamWindowAggregateTest
+        .testJoin); the store itself hides the windows it expired."""
         cache = self._cache
         if cache is None:
             raise InvalidStateStoreError("store is not open", store=self.name)
