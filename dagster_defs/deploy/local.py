@@ -313,7 +313,13 @@ class LocalProcessLauncher:
             for worker in list(waiting):
                 child = _CHILDREN.get(worker.pid or -1)
                 status = child.poll() if child is not None else None  # before _pid_alive reaps it
-                if not _pid_alive(worker.pid, f"client_id={worker.client_id}"):
+                # A child of this process is judged by its exit status alone: its command line
+                # can be read before the new program's is in place (a loaded machine), which
+                # made a starting worker look gone. Others (a record from another run) by PID.
+                exited = status is not None if child is not None else None
+                if exited is None:
+                    exited = not _pid_alive(worker.pid, f"client_id={worker.client_id}")
+                if exited:
                     raise LaunchError(
                         f"worker {worker.client_id} (pid {worker.pid}) exited while starting"
                         f"{'' if status is None else f' with status {status}'}; "
