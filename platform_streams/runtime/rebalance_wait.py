@@ -264,6 +264,13 @@ def repair_group(
     group = config.application_id
     offsets = seen.committed
     with KafkaAdmin(config.admin_configs()) as admin:
+        if not offsets and _saved(admin, group, partitions):
+            # A group re-created by an earlier repair that wedged again before any member
+            # committed: its progress is the saved offsets, which the members start from;
+            # deleting it loses nothing (the 60-minute soak run stayed wedged here).
+            leave()
+            _delete_wedged(admin, group, seen, len(partitions))
+            return
         if not offsets:
             # Nothing read back is not proof that nothing was committed (the soak run saw a
             # wedged group answer no offsets at all). Never delete progress we could not save.
@@ -290,7 +297,20 @@ def repair_group(
                 "group %r did not rebalance; its committed offsets could not be saved: not deleting it", group
             )
             return
-        refused = admin.delete_group(group)
+        _delete_wedged(admin, group, seen, len(offsets))
+
+
+def _saved(admin: KafkaAdmin, group: str, partitions: Sequence[TP]) -> bool:
+    """True if a repair saved offsets of any of ``partitions``."""
+    try:
+        saved = admin.committed_offsets(backup_group(group), partitions, 30.0)
+    except StreamsError:
+        return False
+    return any(o is not None for o in saved.values())
+
+
+def _delete_wedged(admin: KafkaAdmin, group: str, seen: GroupObservation, saved: int) -> None:
+    refused = admin.delete_group(group)
     if refused is not None:
         log.warning("group %r did not rebalance and the broker keeps it (%s): rejoining", group, refused)
         return
@@ -302,7 +322,7 @@ def repair_group(
         group,
         seen.generation,
         seen.state,
-        len(offsets),
+        saved,
         backup_group(group),
     )
 

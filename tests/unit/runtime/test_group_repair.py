@@ -229,3 +229,15 @@ def test_nothing_is_read_when_every_partition_has_a_committed_offset(monkeypatch
 
     monkeypatch.setattr(rebalance_wait, "KafkaAdmin", no_admin)
     assert rebalance_wait.fill_from_backup(CONFIG, {("in", 0): 3}, "w") == {("in", 0): 3}
+
+
+def test_a_recreated_group_that_wedges_before_any_commit_is_deleted_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 60-minute soak run: a group re-created by a repair wedged again before its members
+    committed; it had no offsets, so the repair refused to delete it and it stayed wedged.
+    Its progress is in the backup group, which members start from: deleting loses nothing."""
+    admin = FakeAdmin({})
+    admin.groups[backup_group("wedged")] = {("in", 0): 9}
+    left = _repair(monkeypatch, admin, _seen({}))
+    assert admin.calls == ["delete wedged"] and left == ["left"]
