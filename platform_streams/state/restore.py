@@ -154,10 +154,11 @@ class ChangelogReader:
             on_log_end=log_end_seen,
         )
         try:
-            # per consumed batch (up to batch_size records): the records of a batch are applied
-            # together, with its last offset (skipped records included) as the store's position
+            # read per consumed batch; applied in batches of exactly ``batch_size`` kept records
+            # (Kafka Streams' restore batches: the restore listener and the remaining-records
+            # count step by them), each with its last offset (skipped records included) as the
+            # store's position
             for messages in reads:
-                append = batch.append
                 for msg in messages:
                     if keep is not None and not keep(msg):
                         skipped += 1
@@ -173,11 +174,12 @@ class ChangelogReader:
                         )
                         skipped += 1
                         continue
-                    append((key, msg.value()))
+                    batch.append((key, msg.value()))
                     if timestamps is not None:
                         timestamps.append(msg.timestamp()[1])
-                last_offset = messages[-1].offset()
-                if len(batch) >= batch_size:
+                    if len(batch) < batch_size:
+                        continue
+                    last_offset = msg.offset()
                     total += self._apply(manager, store, tp, batch, last_offset, timestamps)
                     batch = []
                     timestamps = None if timestamps is None else []
@@ -192,6 +194,7 @@ class ChangelogReader:
                             last_offset,
                         )
                         reported_at, last_report = total, now
+                last_offset = messages[-1].offset()
         finally:
             reads.close()  # stops the generator: closes its consumer now, not at GC
         if batch or last_offset is not None:
