@@ -316,8 +316,9 @@ class LocalProcessLauncher:
                 # A child of this process is judged by its exit status alone: its command line
                 # can be read before the new program's is in place (a loaded machine), which
                 # made a starting worker look gone. Others (a record from another run) by PID.
-                exited = status is not None if child is not None else None
-                if exited is None:
+                if child is not None:
+                    exited = status is not None
+                else:
                     exited = not _pid_alive(worker.pid, f"client_id={worker.client_id}")
                 if exited:
                     raise LaunchError(
