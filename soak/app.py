@@ -6,10 +6,11 @@
     input --map_values(parse: poison raises -> dead-letter topic)--+
         +-- group_by_key().count()                      -> counts   "<count>|<pid>"
         +-- windowed 10 s, grace 2 s, emit-final, sum   -> windows  "<sum>|<n>|<pid>"
-        +-- map(key -> group).repartition("by-group")
-                .join(table groups)                     -> joined   "<key>|<seq>|<tv>|<pid>"
+        +-- map(key -> group, "<key>|<seq>|<pid>").repartition("by-group")
+                .join(table groups)                     -> joined   "<key>|<seq>|<pid>|<tv>|<pid>"
 
-Every value written carries the pid of the process that wrote it: the checker traces a
+Every value written carries the pid of the process that wrote it (a join result both: the
+one that wrote it to the repartition topic and the one that joined it): the checker traces a
 duplicate update to the process that first wrote it (a killed process's open transaction,
 which Tansu commits on the next ``init_transactions``, is the broker's doing).
 """
@@ -97,7 +98,7 @@ def build(input_topic: str, table_topic: str, counts: str, windows: str, joined:
     )
     table = builder.table(table_topic, Consumed(key_serde=S, value_serde=S), Materialized.as_(TABLE_STORE))
     (
-        source.map(lambda k, v: (group_of(k), f"{k}|{v}"))
+        source.map(lambda k, v: (group_of(k), _stamp(f"{k}|{v}")))
         .repartition(Repartitioned(name=REPARTITION, key_serde=S, value_serde=S))
         .join(table, lambda v, tv: _stamp(f"{v}|{tv}"))
         .to(joined, Produced(key_serde=S, value_serde=S))

@@ -162,25 +162,32 @@ class AppChecker:
         return read
 
     def check_joined(self) -> int:
-        writers = Writers()
-
-        def on_record(key: str, value: str, partition: int) -> None:
-            name, seq_text, tv, pid_text = value.split("|")
-            seq, pid = int(seq_text), int(pid_text)
-            if key != group_of(name) or tv != table_value(key):
-                self.tally.wrong += 1
-                self.tally.note("join_wrong", f"{key} -> {value}")
-            first = writers.seen(name, seq)
-            if first is not None:
-                self._repeat(
-                    "join", first, f"{name} seq {seq} joined again (first by pid {first}, now {pid})"
-                )
-            else:
-                writers.mark(name, seq, pid)
-
-        read = self._scan("SOAK_JOINED", on_record)
+        writers, upstream = Writers(), Writers()
+        read = self._scan("SOAK_JOINED", lambda k, v, _p: self.on_joined(writers, upstream, k, v))
         self._count_missing(writers, "join")
         return read
+
+    def on_joined(self, writers: Writers, upstream: Writers, key: str, value: str) -> None:
+        """One join result ``<name>|<seq>|<upstream pid>|<tv>|<pid>``. The record crossed the
+        repartition topic: a copy written twice there (by a killed process whose open
+        transaction Tansu committed, then by its replacement) is joined twice by one healthy
+        process, so a repeat is the broker's when either hop's first writer was killed."""
+        name, seq_text, up_text, tv, pid_text = value.split("|")
+        seq, up, pid = int(seq_text), int(up_text), int(pid_text)
+        if key != group_of(name) or tv != table_value(key):
+            self.tally.wrong += 1
+            self.tally.note("join_wrong", f"{key} -> {value}")
+        first = writers.seen(name, seq)
+        if first is None:
+            writers.mark(name, seq, pid)
+            upstream.mark(name, seq, up)
+            return
+        first_up = upstream.seen(name, seq)
+        self._repeat(
+            "join",
+            first_up if first_up in self.leaky else first,
+            f"{name} seq {seq} joined again (first by pid {first} from pid {first_up}, now {pid} from {up})",
+        )
 
     def check_dead_letters(self) -> int:
         seen: Counter[str] = Counter()

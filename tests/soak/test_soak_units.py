@@ -3,9 +3,12 @@ the history knows which windows must have closed, first writers are remembered p
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from soak.app import GRACE_MS, WINDOW_MS, amount, group_of, parse
+from soak.checker import AppChecker
 from soak.output import Writers
 from soak.producer import History
 from soak.report import summary_line
@@ -51,3 +54,24 @@ def test_the_app_functions_and_the_summary_line() -> None:
         == "soak: 5 min, 10 records, 2 faults, lost=0 wrong=0 duplicates=0 stuck=0"
     )
     assert summary_line(5, 10, 2, {**zeros, "broker_leaked": 4}).endswith(" broker_leaked=4")
+
+
+def test_a_join_repeated_upstream_by_a_killed_process_is_the_brokers() -> None:
+    """Finding 7b of the 60-minute run: 36 join results written twice by one healthy process
+    (pid 15656). Their repartition records had been written twice: by a worker killed with
+    its transaction open (Tansu commits it at the next init_transactions) and by its
+    replacement. The repeat is traced through the repartition hop; a repeat whose writers
+    were all alive is still a duplicate."""
+    app = SimpleNamespace(spec=SimpleNamespace(guarantee="exactly_once_v2"))
+    checker = AppChecker(app, History(), 4, leaky={19499: 1.0})  # type: ignore[arg-type]
+    writers, upstream = Writers(), Writers()
+    g = group_of("k4")
+    for value in (f"k4|7|19499|tv-{g}|15656", f"k4|7|30001|tv-{g}|15656"):
+        checker.on_joined(writers, upstream, g, value)
+    assert (checker.tally.broker_leaked, checker.tally.duplicates) == (1, 0)
+    for value in (f"k4|8|30001|tv-{g}|15656", f"k4|8|30001|tv-{g}|15656"):
+        checker.on_joined(writers, upstream, g, value)
+    assert (checker.tally.broker_leaked, checker.tally.duplicates) == (1, 1)
+    assert checker.tally.wrong == 0
+    checker.on_joined(writers, upstream, g, "k4|9|30001|tv-g9|15656")
+    assert checker.tally.wrong == 1
