@@ -10,7 +10,7 @@ column family, or a dict), never a scan.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +47,17 @@ class BytesMap(ABC):
 
     @abstractmethod
     def approximate_num_entries(self) -> int: ...
+
+    def write_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Apply ``entries`` in order (None deletes) as one write, now: the restore path.
+
+        Kafka Streams restores a batch straight into one RocksDB ``WriteBatch``
+        (``RocksDBStore.restoreBatch``); a persistent backend overrides this to skip its
+        write overlay. By default, one :meth:`put` per entry.
+        """
+        put = self.put
+        for key, value in entries:
+            put(key, value)
 
 
 class ClosedBytesMap(BytesMap):

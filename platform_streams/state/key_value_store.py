@@ -38,9 +38,7 @@ class KeyValueBytesStore(BackedStore, KeyValueStore[bytes, bytes]):
 
     def restore_batch(self, batch: list[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records (the restore callback): the last write of a key wins."""
-        put = self._map.put
-        for key, value in batch:
-            put(key, value)
+        self._map.write_all(batch)
 
     # ------------------------------------------------------------------ reads & writes
 

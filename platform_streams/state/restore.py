@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from platform_streams.errors import BrokerError
 from platform_streams.kafka import read_partition_batches
@@ -154,32 +154,31 @@ class ChangelogReader:
             on_log_end=log_end_seen,
         )
         try:
-            # read per consumed batch; applied in batches of exactly ``batch_size`` kept records
-            # (Kafka Streams' restore batches: the restore listener and the remaining-records
-            # count step by them), each with its last offset (skipped records included) as the
-            # store's position
+            # read per consumed batch (the filter, keys and values taken by comprehensions, not
+            # a statement loop per record); applied in batches of exactly ``batch_size`` kept
+            # records (Kafka Streams' restore batches: the restore listener and the
+            # remaining-records count step by them), each with its last offset (skipped
+            # records included) as the store's position
             for messages in reads:
-                for msg in messages:
-                    if keep is not None and not keep(msg):
-                        skipped += 1
-                        continue
-                    key = msg.key()
-                    if key is None:
-                        log.warning(
-                            "store %s: skipping changelog record without key at %s-%d@%s",
-                            store,
-                            topic,
-                            partition,
-                            msg.offset(),
-                        )
-                        skipped += 1
-                        continue
-                    batch.append((key, msg.value()))
+                kept = messages if keep is None else [msg for msg in messages if keep(msg)]
+                skipped += len(messages) - len(kept)
+                read_keys = [msg.key() for msg in kept]
+                if None in read_keys:  # rare: a record without key is skipped, with a warning
+                    kept = self._with_keys(kept, store, topic, partition)
+                    skipped += len(read_keys) - len(kept)
+                    read_keys = [msg.key() for msg in kept]
+                keys = cast("list[bytes]", read_keys)
+                values = [msg.value() for msg in kept]
+                done = 0
+                while done < len(kept):
+                    upto = min(len(kept), done + batch_size - len(batch))
+                    batch.extend(zip(keys[done:upto], values[done:upto], strict=True))
                     if timestamps is not None:
-                        timestamps.append(msg.timestamp()[1])
+                        timestamps.extend(msg.timestamp()[1] for msg in kept[done:upto])
+                    done = upto
                     if len(batch) < batch_size:
-                        continue
-                    last_offset = msg.offset()
+                        break
+                    last_offset = kept[upto - 1].offset()
                     total += self._apply(manager, store, tp, batch, last_offset, timestamps)
                     batch = []
                     timestamps = None if timestamps is None else []
@@ -211,6 +210,23 @@ class ChangelogReader:
             last_offset,
         )
         return total
+
+    @staticmethod
+    def _with_keys(messages: list[Any], store: str, topic: str, partition: int) -> list[Any]:
+        """``messages`` without the records that have no key (a changelog record needs one)."""
+        out = []
+        for msg in messages:
+            if msg.key() is None:
+                log.warning(
+                    "store %s: skipping changelog record without key at %s-%d@%s",
+                    store,
+                    topic,
+                    partition,
+                    msg.offset(),
+                )
+            else:
+                out.append(msg)
+        return out
 
     def _apply(
         self,

@@ -11,6 +11,8 @@ the rest (~1 us per *distinct* key) is paid once per flush when the overlay beco
 column keeps a ``pending`` dict (``None`` = delete) that ``get`` consults first; scans first
 write the pending batch (scans are rare on the hot path, and iterating RocksDB alone keeps
 them simple and snapshot-consistent). The overlay is bounded (``_MAX_PENDING`` entries).
+A restore skips the overlay: each restored batch is one ``WriteBatch`` written at once
+(``RocksDBBytesMap.write_all``, as Kafka Streams' ``RocksDBStore.restoreBatch``).
 
 Durability: like Kafka Streams, the write-ahead log is disabled (the changelog is the log);
 :meth:`RocksDBBackend.flush` writes the batch and flushes memtables to SST files, and only
@@ -170,6 +172,25 @@ class RocksDBBytesMap(BytesMap):
         backend.pending_count += 1
         if backend.pending_count >= _MAX_PENDING:
             backend.write_pending()
+
+    def write_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Apply ``entries`` as one ``WriteBatch`` written now (Kafka Streams'
+        ``RocksDBStore.restoreBatch``): no overlay dict, no per-entry method call.
+
+        The overlay is written first (it holds older writes). Like any write outside
+        :meth:`RocksDBBackend.flush`, the backend's ``on_uncommitted_write`` is told first
+        (the state manager ignores it while restoring: restored records are committed ones).
+        """
+        batch = WriteBatch(raw_mode=True)
+        handle = self.handle
+        put = batch.put
+        delete = batch.delete
+        for key, value in entries:
+            if value is None:
+                delete(key, handle)
+            else:
+                put(key, value, handle)
+        self._backend.write_batch(batch)
 
     def items(
         self, lower: bytes | None = None, upper: bytes | None = None, reverse: bool = False
@@ -333,6 +354,16 @@ class RocksDBBackend(StorageBackend):
             col.pending.clear()
         self._db.write(batch, self._write_opts)
         self.pending_count = 0
+        self._dirty = True
+
+    def write_batch(self, batch: WriteBatch) -> None:
+        """Write ``batch`` now, after the overlay (which holds older writes); outside
+        :meth:`flush`, so :attr:`on_uncommitted_write` is told first."""
+        db = self._require_db()
+        self.write_pending()
+        if self.on_uncommitted_write is not None:
+            self.on_uncommitted_write()
+        db.write(batch, self._write_opts)
         self._dirty = True
 
     def flush(self) -> None:

@@ -122,3 +122,24 @@ def test_pending_overlay_is_bounded(tmp_path: Path) -> None:
         assert backend.default.approximate_num_entries() > 0
     finally:
         backend.close()
+
+
+def test_write_all_goes_to_rocksdb_after_the_overlay(tmp_path: Path) -> None:
+    """The restore path (``RocksDBStore.restoreBatch``: one WriteBatch per restored batch):
+    older overlay writes land first, the batch's own order decides within it."""
+    backend = _open(tmp_path / "db")
+    told: list[bool] = []
+    backend.on_uncommitted_write = lambda: told.append(True)
+    data = backend.default
+    data.put(b"a", b"old")
+    data.put(b"keep", b"k")
+    data.write_all([(b"a", b"1"), (b"b", b"2"), (b"b", None), (b"c", b"3"), (b"c", b"33")])
+    assert backend.pending_count == 0 and told
+    assert list(data.items()) == [(b"a", b"1"), (b"c", b"33"), (b"keep", b"k")]
+    backend.flush()
+    backend.close()
+    again = _open(tmp_path / "db")
+    try:
+        assert list(again.default.items()) == [(b"a", b"1"), (b"c", b"33"), (b"keep", b"k")]
+    finally:
+        again.close()

@@ -1,0 +1,87 @@
+"""How ``ChangelogReader`` cuts what it reads into restore batches (pure logic, no broker).
+
+Kafka Streams restores in batches of the records it keeps (``StoreChangelogReader`` ->
+``ProcessorStateManager.restore``), and the restore listener and the remaining-records
+metric step by them: whatever the consumed batches look like, every applied batch but the
+last holds exactly ``batch_size`` kept records and ends at the offset of its last record;
+skipped records (the filter, records without key) still move the store's position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from platform_streams.state import restore as restore_module
+from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition
+from platform_streams.state.restore import ChangelogReader
+
+
+class _Msg:
+    def __init__(self, offset: int, key: bytes | None, value: bytes | None, skip: bool = False) -> None:
+        self._offset, self._key, self._value, self.skip = offset, key, value, skip
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, 1000 + self._offset
+
+
+class _Manager:
+    def __init__(self, *, timestamps: bool = False) -> None:
+        self.timestamps = timestamps
+        self.applied: list[tuple[list[tuple[bytes, bytes | None]], int | None, list[int] | None]] = []
+
+    def changelog_offsets_to_restore(self) -> list[ChangelogPartition]:
+        return [ChangelogPartition("s", "app-s-changelog", 0, FROM_BEGINNING)]
+
+    def restores_with_timestamps(self, store: str) -> bool:
+        return self.timestamps
+
+    def restore(
+        self, store: str, batch: list[tuple[bytes, bytes | None]], *, last_offset: int | None, timestamps: Any
+    ) -> None:
+        self.applied.append((list(batch), last_offset, None if timestamps is None else list(timestamps)))
+
+
+def _consumed(monkeypatch: pytest.MonkeyPatch, batches: list[list[_Msg]]) -> None:
+    def read(*args: Any, **kwargs: Any) -> Iterator[list[_Msg]]:
+        yield from batches
+
+    monkeypatch.setattr(restore_module, "read_partition_batches", read)
+
+
+def test_batches_hold_exactly_batch_size_kept_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    # offsets 0..11 in uneven consumed batches; 3 and 7 filtered out, 5 has no key
+    msgs = [_Msg(o, None if o == 5 else b"k%d" % o, b"v%d" % o, skip=o in (3, 7)) for o in range(12)]
+    _consumed(monkeypatch, [msgs[0:2], msgs[2:9], msgs[9:10], msgs[10:12]])
+    manager = _Manager(timestamps=True)
+    reader = ChangelogReader({}, batch_size=3, record_filter=lambda m: not m.skip)
+    assert reader.restore(manager) == {"s": 9}  # type: ignore[arg-type]
+    keys = [[k for k, _ in batch] for batch, _, _ in manager.applied]
+    assert keys == [[b"k0", b"k1", b"k2"], [b"k4", b"k6", b"k8"], [b"k9", b"k10", b"k11"], []]
+    # each full batch ends at its last kept record; the final call moves to the last offset read
+    assert [last for _, last, _ in manager.applied] == [2, 8, 11, 11]
+    assert manager.applied[1][2] == [1004, 1006, 1008]  # timestamps stay parallel to records
+
+
+def test_remainder_is_applied_at_the_end_with_the_last_offset_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    msgs = [_Msg(o, b"k%d" % o, None if o == 1 else b"v") for o in range(5)]
+    msgs[4].skip = True
+    _consumed(monkeypatch, [msgs])
+    manager = _Manager()
+    reader = ChangelogReader({}, batch_size=3, record_filter=lambda m: not m.skip)
+    assert reader.restore(manager) == {"s": 4}  # type: ignore[arg-type]
+    assert manager.applied == [
+        ([(b"k0", b"v"), (b"k1", None), (b"k2", b"v")], 2, None),
+        ([(b"k3", b"v")], 4, None),  # the skipped record 4 still moves the position
+    ]
