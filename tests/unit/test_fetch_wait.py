@@ -84,7 +84,9 @@ def test_transient_errors_are_not_progress() -> None:
     assert guard.escalated and len(made) == 2
 
 
-def test_starved_reader_recreates_its_consumer_once_at_its_positions(caplog: pytest.LogCaptureFixture) -> None:
+def test_starved_reader_recreates_its_consumer_once_at_its_positions(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     guard, made, clock = _escalation()
     clock.now += 1.99
     guard.after_consume([None])
