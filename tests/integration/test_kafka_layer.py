@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -357,19 +358,27 @@ def test_log_reader_stops_at_partition_eof(bootstrap_servers: str, log_topic: st
     assert values == [str(i).encode() for i in range(30)]
 
 
-@pytest.mark.broker
-def test_log_reader_waits_for_records_up_to_end_offset(bootstrap_servers: str, log_topic: str) -> None:
+@contextlib.contextmanager
+def _five_more_records_after(bootstrap: str, topic: str, delay_s: float) -> Iterator[None]:
+    """Offsets 30-34 appended to partition 0 of ``log_topic`` ``delay_s`` into the block."""
+
     def later() -> None:
-        time.sleep(0.5)
-        produce(bootstrap_servers, log_topic, [(b"k", f"{30 + i}".encode(), 0) for i in range(5)])
+        time.sleep(delay_s)
+        produce(bootstrap, topic, [(b"k", f"{30 + i}".encode(), 0) for i in range(5)])
 
     writer = threading.Thread(target=later)
     writer.start()
     try:
-        got = _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=20)
-        assert got == list(range(25, 35))
+        yield
     finally:
         writer.join()
+
+
+@pytest.mark.broker
+def test_log_reader_waits_for_records_up_to_end_offset(bootstrap_servers: str, log_topic: str) -> None:
+    with _five_more_records_after(bootstrap_servers, log_topic, 0.5):
+        got = _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=20)
+    assert got == list(range(25, 35))
 
 
 @pytest.mark.broker
@@ -422,17 +431,11 @@ def test_log_reader_escalates_its_fetch_wait_and_reads_on(
     the range exactly; log_end_offsets answers through the same helper."""
     monkeypatch.setattr(fetch_wait, "STARVATION_S", 0.2)
 
-    def later() -> None:
-        time.sleep(1.0)
-        produce(bootstrap_servers, log_topic, [(b"k", f"{30 + i}".encode(), 0) for i in range(5)])
-
-    writer = threading.Thread(target=later)
-    writer.start()
-    try:
-        with caplog.at_level(logging.WARNING, logger="platform_streams.kafka.fetch_wait"):
-            got = _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=30)
-    finally:
-        writer.join()
+    with (
+        _five_more_records_after(bootstrap_servers, log_topic, 1.0),
+        caplog.at_level(logging.WARNING, logger="platform_streams.kafka.fetch_wait"),
+    ):
+        got = _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=30)
     assert got == list(range(25, 35))
     assert any("fetch.wait.max.ms=10" in r.getMessage() for r in caplog.records)
     conf = {"bootstrap.servers": bootstrap_servers}
