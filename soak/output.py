@@ -9,7 +9,7 @@ import uuid
 from array import array
 from collections.abc import Callable
 
-from platform_streams.kafka import OFFSET_BEGINNING, TopicPartition, create_consumer
+from platform_streams.kafka import OFFSET_BEGINNING, FetchWaitEscalation
 
 _PARTITION_EOF = -191
 
@@ -26,21 +26,23 @@ def scan(
     """Call ``on_record(key, value, partition)`` for every record of ``topic`` up to the end
     found by fetching (read_committed: up to the last stable offset); returns the count.
     Raises if no partition advances for ``stall_s``."""
-    consumer = create_consumer(
+    reader = FetchWaitEscalation(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"soak-check-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "isolation.level": "read_committed" if committed_only else "read_uncommitted",
-            "fetch.wait.max.ms": 10,
+            "fetch.wait.max.ms": 10,  # escalated when a large Tansu partition starves it
             "fetch.queue.backoff.ms": 10,
             "allow.auto.create.topics": False,
-        }
+        },
+        {(topic, p): OFFSET_BEGINNING for p in range(partitions)},
+        reader=f"soak scan of {topic}",
     )
     count = 0
     try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        reader.assign()
         at_end: set[int] = set()
         last_progress = time.monotonic()
         while len(at_end) < partitions:
@@ -48,7 +50,9 @@ def scan(
                 raise TimeoutError(
                     f"reading {topic}: no progress for {stall_s:.0f}s (at end: {sorted(at_end)})"
                 )
-            for msg in consumer.consume(5000, 0.5):
+            messages = reader.consumer.consume(5000, 0.5)
+            reader.after_consume(messages)
+            for msg in messages:
                 err, partition = msg.error(), msg.partition() or 0
                 if err is not None:
                     if err.code() == _PARTITION_EOF:
@@ -61,7 +65,7 @@ def scan(
                 on_record(key.decode() if key else "", value.decode() if value else "", partition)
                 count += 1
     finally:
-        consumer.close()
+        reader.close()
     return count
 
 

@@ -58,6 +58,7 @@ from platform_streams.kafka.errors import (
     is_txn_requires_abort,
     to_broker_error,
 )
+from platform_streams.kafka.fetch_wait import FetchWaitEscalation
 from platform_streams.kafka.local_broker import BrokerProcess, find_free_port, run_broker_forever
 from platform_streams.kafka.log_reader import (
     LogEndListener,
@@ -82,6 +83,7 @@ __all__ = [
     "BrokerProcess",
     "Consumer",
     "EmbeddedBroker",
+    "FetchWaitEscalation",
     "GroupDescription",
     "GroupMember",
     "KafkaAdmin",

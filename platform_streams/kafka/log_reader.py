@@ -36,8 +36,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from platform_streams.errors import BrokerError, StreamsTimeoutError
-from platform_streams.kafka.clients import create_consumer
 from platform_streams.kafka.errors import is_fatal, to_broker_error
+from platform_streams.kafka.fetch_wait import FetchWaitEscalation
 
 __all__ = ["LogEndListener", "high_watermark_from_fetch", "read_partition_batches", "read_partition_range"]
 
@@ -68,7 +68,8 @@ _READER_DEFAULTS: dict[str, Any] = {
     # is full; 10 ms more than doubles restore throughput (Tansu, one consumer: ~200k -> ~500k rec/s).
     "fetch.queue.backoff.ms": 10,
     # The fetch that discovers the log end waits up to fetch.wait.max.ms (500 ms default)
-    # for data that will not come; every partition restore pays it once.
+    # for data that will not come; every partition restore pays it once. A reader that
+    # Tansu starves with it (a large partition) escalates, see kafka/fetch_wait.py.
     "fetch.wait.max.ms": 10,
 }
 
@@ -159,22 +160,24 @@ def read_partition_batches(
     conf.setdefault("group.id", f"platform-streams-log-reader-{uuid.uuid4().hex[:12]}")
     conf["enable.partition.eof"] = True  # the end-of-log signal this reader relies on
     tp = TopicPartition(topic, partition)
-    consumer = create_consumer(conf)
+    reader = FetchWaitEscalation(
+        conf, {(topic, partition): start_offset}, reader=f"reading {topic}-{partition}"
+    )
     try:
         if start_offset < 0:
             # A logical start offset is resolved by a ListOffsets request that librdkafka
             # only sends once it knows the partition leader; when metadata is not cached
             # yet it retries on a 500 ms timer. All-topics metadata first (never a named
             # request: it could create the topic) makes the lookup immediate.
-            _warm_metadata(consumer, timeout_s)
-        consumer.assign([TopicPartition(topic, partition, start_offset)])
-        yield from _read(consumer, tp, start_offset, end_offset, timeout_s, batch_size, on_log_end)
+            _warm_metadata(reader.consumer, timeout_s)
+        reader.assign()
+        yield from _read(reader, tp, start_offset, end_offset, timeout_s, batch_size, on_log_end)
     finally:
-        consumer.close()
+        reader.close()
 
 
 def _read(
-    consumer: Consumer,
+    reader: FetchWaitEscalation,
     tp: TopicPartition,
     start_offset: int,
     end_offset: int | None,
@@ -188,6 +191,7 @@ def _read(
     last_progress = time.monotonic()
     log_end = -1
     while True:
+        consumer = reader.consumer
         # What is ready now; when nothing is, wait for the next event only: consume(n, t)
         # waits the whole timeout unless n records arrive, which made every partition pay
         # 50 ms to see its EOF (and a restore pay it per partition, even an empty one).
@@ -195,6 +199,8 @@ def _read(
         if not messages:
             first = consumer.poll(0.05)
             messages = [] if first is None else [first]
+        reader.after_consume(messages)  # starved by short fetch waits: a new consumer
+        consumer = reader.consumer
         if on_log_end is not None and messages:
             log_start, fetched_end = consumer.get_watermark_offsets(tp, cached=True)
             if fetched_end >= 0 and fetched_end != log_end:

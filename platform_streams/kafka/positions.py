@@ -34,12 +34,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from confluent_kafka import OFFSET_END, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_END, KafkaError, KafkaException
 
 from platform_streams.errors import BrokerError, StreamsTimeoutError, UnsupportedBrokerFeatureError
 from platform_streams.kafka.admin import KafkaAdmin
-from platform_streams.kafka.clients import create_consumer
 from platform_streams.kafka.errors import is_fatal, to_broker_error
+from platform_streams.kafka.fetch_wait import FetchWaitEscalation
 from platform_streams.kafka.log_reader import read_partition_range
 
 __all__ = ["TimeLookup", "log_end_offsets", "offsets_for_time"]
@@ -54,7 +54,7 @@ _POSITION_READER: dict[str, Any] = {
     "enable.auto.commit": False,
     "enable.auto.offset.store": False,
     "isolation.level": "read_uncommitted",
-    "fetch.wait.max.ms": 10,
+    "fetch.wait.max.ms": 10,  # a fast EOF; escalated when Tansu starves it (kafka/fetch_wait.py)
     "fetch.queue.backoff.ms": 10,
 }
 
@@ -96,22 +96,24 @@ def log_end_offsets(
         return {tp: offset for tp, (offset, _ts) in admin.list_offsets(wanted, "latest", timeout_s).items()}
     conf = _reader_conf(consumer_conf)
     conf["enable.partition.eof"] = True
-    consumer = create_consumer(conf)
+    reader = FetchWaitEscalation(conf, dict.fromkeys(wanted, OFFSET_END), reader="log end offsets")
     ends: dict[TP, int] = {}
     try:
         try:
             # All-topics metadata first (a named lookup could create the topic on Tansu);
             # it also spares librdkafka its 500 ms leader-wait timer for OFFSET_END.
-            consumer.list_topics(timeout=min(timeout_s, 10.0))
+            reader.consumer.list_topics(timeout=min(timeout_s, 10.0))
         except KafkaException as exc:
             raise to_broker_error(exc, "fetch metadata for log end offsets") from exc
-        consumer.assign([TopicPartition(t, p, OFFSET_END) for t, p in wanted])
+        reader.assign()
         deadline = time.monotonic() + timeout_s
         while len(ends) < len(wanted):
             if time.monotonic() > deadline:
                 missing = sorted(set(wanted) - set(ends))
                 raise StreamsTimeoutError(f"no log end offset within {timeout_s:.0f}s for {missing}")
-            for msg in consumer.consume(num_messages=1000, timeout=0.05):
+            messages = reader.consumer.consume(num_messages=1000, timeout=0.05)
+            reader.after_consume(messages)  # starved by short fetch waits: a new consumer
+            for msg in messages:
                 err = msg.error()
                 if err is None:
                     continue  # a record before the end (Tansu's early logical end)
@@ -123,7 +125,7 @@ def log_end_offsets(
                 else:
                     _log.debug("transient error while looking up log end offsets: %s", err)
     finally:
-        consumer.close()
+        reader.close()
     return ends
 
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from platform_streams.errors import BrokerError, StreamsConfigError, StreamsTime
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
     EmbeddedBroker,
+    FetchWaitEscalation,
     KafkaAdmin,
     KafkaError,
     KafkaException,
@@ -33,16 +35,19 @@ from platform_streams.kafka import (
     TopicSpec,
     create_consumer,
     create_producer,
+    fetch_wait,
     find_free_port,
     high_watermark_from_fetch,
     is_fatal,
     is_fenced,
     is_retriable,
     is_txn_requires_abort,
+    log_end_offsets,
     read_partition_range,
     redact_config,
     to_broker_error,
 )
+from platform_streams.kafka.fetch_wait import LONG_FETCH_WAIT_MS
 from platform_streams.processor.partitioner import default_partition
 from tests.support.kafka import GROUP_TIMING, consume_all, new_group_id, new_topic, produce
 
@@ -353,19 +358,27 @@ def test_log_reader_stops_at_partition_eof(bootstrap_servers: str, log_topic: st
     assert values == [str(i).encode() for i in range(30)]
 
 
-@pytest.mark.broker
-def test_log_reader_waits_for_records_up_to_end_offset(bootstrap_servers: str, log_topic: str) -> None:
+@contextlib.contextmanager
+def _five_more_records_after(bootstrap: str, topic: str, delay_s: float) -> Iterator[None]:
+    """Offsets 30-34 appended to partition 0 of ``log_topic`` ``delay_s`` into the block."""
+
     def later() -> None:
-        time.sleep(0.5)
-        produce(bootstrap_servers, log_topic, [(b"k", f"{30 + i}".encode(), 0) for i in range(5)])
+        time.sleep(delay_s)
+        produce(bootstrap, topic, [(b"k", f"{30 + i}".encode(), 0) for i in range(5)])
 
     writer = threading.Thread(target=later)
     writer.start()
     try:
-        got = _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=20)
-        assert got == list(range(25, 35))
+        yield
     finally:
         writer.join()
+
+
+@pytest.mark.broker
+def test_log_reader_waits_for_records_up_to_end_offset(bootstrap_servers: str, log_topic: str) -> None:
+    with _five_more_records_after(bootstrap_servers, log_topic, 0.5):
+        got = _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=20)
+    assert got == list(range(25, 35))
 
 
 @pytest.mark.broker
@@ -379,6 +392,54 @@ def test_log_reader_fails_instead_of_hanging(bootstrap_servers: str, log_topic: 
         _offsets(bootstrap_servers, log_topic, 0, 40, timeout_s=10.0)
     assert info.value.code == "OFFSET_OUT_OF_RANGE"
     assert time.monotonic() - started < 8
+
+
+@pytest.mark.broker
+def test_fetch_wait_escalation_keeps_positions(bootstrap_servers: str, log_topic: str) -> None:
+    """A consumer recreated with the long fetch wait resumes where the old one was: no
+    record lost or repeated (idle_s=0 escalates at the first empty round, i.e. before,
+    during or after the first fetch, whatever the broker's speed)."""
+    conf = {"bootstrap.servers": bootstrap_servers, "group.id": new_group_id(), "enable.partition.eof": True}
+    starts = {(log_topic, 0): OFFSET_BEGINNING, (log_topic, 1): OFFSET_BEGINNING}
+    guard = FetchWaitEscalation({**conf, "fetch.wait.max.ms": 10}, starts, reader="test", idle_s=0.0)
+    offsets: list[int] = []
+    at_end: set[int] = set()
+    try:
+        guard.assign()
+        deadline = time.monotonic() + 60
+        while at_end != {0, 1} and time.monotonic() < deadline:
+            messages = guard.consumer.consume(5, 0.05)
+            guard.after_consume(messages)
+            for msg in messages:
+                err = msg.error()
+                if err is None:
+                    offsets.append(msg.offset() or 0)
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition() or 0)
+    finally:
+        guard.close()
+    assert guard.escalated and guard.conf["fetch.wait.max.ms"] == LONG_FETCH_WAIT_MS
+    assert offsets == list(range(30)) and at_end == {0, 1}
+
+
+@pytest.mark.broker
+def test_log_reader_escalates_its_fetch_wait_and_reads_on(
+    bootstrap_servers: str, log_topic: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reader that sees neither a record nor an EOF for STARVATION_S (here: waiting for
+    records up to end_offset) switches to the long fetch wait once, warns, and still reads
+    the range exactly; log_end_offsets answers through the same helper."""
+    monkeypatch.setattr(fetch_wait, "STARVATION_S", 0.2)
+
+    with (
+        _five_more_records_after(bootstrap_servers, log_topic, 1.0),
+        caplog.at_level(logging.WARNING, logger="platform_streams.kafka.fetch_wait"),
+    ):
+        got = _offsets(bootstrap_servers, log_topic, 0, 25, end_offset=35, timeout_s=30)
+    assert got == list(range(25, 35))
+    assert any("fetch.wait.max.ms=10" in r.getMessage() for r in caplog.records)
+    conf = {"bootstrap.servers": bootstrap_servers}
+    assert log_end_offsets(conf, [(log_topic, 0), (log_topic, 1)]) == {(log_topic, 0): 35, (log_topic, 1): 0}
 
 
 @pytest.mark.broker
