@@ -14,26 +14,14 @@ from typing import Any
 
 import pytest
 
+from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.state import restore as restore_module
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition
 from platform_streams.state.restore import ChangelogReader
 
 
-class _Msg:
-    def __init__(self, offset: int, key: bytes | None, value: bytes | None, skip: bool = False) -> None:
-        self._offset, self._key, self._value, self.skip = offset, key, value, skip
-
-    def offset(self) -> int:
-        return self._offset
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def timestamp(self) -> tuple[int, int]:
-        return 1, 1000 + self._offset
+def _msg(offset: int, key: bytes | None, value: bytes | None) -> SerializedRecord:
+    return SerializedRecord("c", 0, offset, key, value, 1000 + offset)
 
 
 class _Manager:
@@ -53,8 +41,8 @@ class _Manager:
         self.applied.append((list(batch), last_offset, None if timestamps is None else list(timestamps)))
 
 
-def _consumed(monkeypatch: pytest.MonkeyPatch, batches: list[list[_Msg]]) -> None:
-    def read(*args: Any, **kwargs: Any) -> Iterator[list[_Msg]]:
+def _consumed(monkeypatch: pytest.MonkeyPatch, batches: list[list[SerializedRecord]]) -> None:
+    def read(*args: Any, **kwargs: Any) -> Iterator[list[SerializedRecord]]:
         yield from batches
 
     monkeypatch.setattr(restore_module, "read_partition_batches", read)
@@ -62,10 +50,10 @@ def _consumed(monkeypatch: pytest.MonkeyPatch, batches: list[list[_Msg]]) -> Non
 
 def test_batches_hold_exactly_batch_size_kept_records(monkeypatch: pytest.MonkeyPatch) -> None:
     # offsets 0..11 in uneven consumed batches; 3 and 7 filtered out, 5 has no key
-    msgs = [_Msg(o, None if o == 5 else b"k%d" % o, b"v%d" % o, skip=o in (3, 7)) for o in range(12)]
+    msgs = [_msg(o, None if o == 5 else b"k%d" % o, b"v%d" % o) for o in range(12)]
     _consumed(monkeypatch, [msgs[0:2], msgs[2:9], msgs[9:10], msgs[10:12]])
     manager = _Manager(timestamps=True)
-    reader = ChangelogReader({}, batch_size=3, record_filter=lambda m: not m.skip)
+    reader = ChangelogReader({}, batch_size=3, record_filter=lambda m: m.offset() not in (3, 7))
     assert reader.restore(manager) == {"s": 9}  # type: ignore[arg-type]
     keys = [[k for k, _ in batch] for batch, _, _ in manager.applied]
     assert keys == [[b"k0", b"k1", b"k2"], [b"k4", b"k6", b"k8"], [b"k9", b"k10", b"k11"], []]
@@ -75,11 +63,10 @@ def test_batches_hold_exactly_batch_size_kept_records(monkeypatch: pytest.Monkey
 
 
 def test_remainder_is_applied_at_the_end_with_the_last_offset_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    msgs = [_Msg(o, b"k%d" % o, None if o == 1 else b"v") for o in range(5)]
-    msgs[4].skip = True
+    msgs = [_msg(o, b"k%d" % o, None if o == 1 else b"v") for o in range(5)]
     _consumed(monkeypatch, [msgs])
     manager = _Manager()
-    reader = ChangelogReader({}, batch_size=3, record_filter=lambda m: not m.skip)
+    reader = ChangelogReader({}, batch_size=3, record_filter=lambda m: m.offset() != 4)
     assert reader.restore(manager) == {"s": 4}  # type: ignore[arg-type]
     assert manager.applied == [
         ([(b"k0", b"v"), (b"k1", None), (b"k2", b"v")], 2, None),
