@@ -18,14 +18,16 @@ def scan(
     bootstrap: str,
     topic: str,
     partitions: int,
-    on_record: Callable[[str, str, int], None],
+    on_record: Callable[..., None],
     *,
     committed_only: bool,
     stall_s: float = 120.0,
+    with_offsets: bool = False,
 ) -> int:
     """Call ``on_record(key, value, partition)`` for every record of ``topic`` up to the end
     found by fetching (read_committed: up to the last stable offset); returns the count.
-    Raises if no partition advances for ``stall_s``."""
+    ``with_offsets``: ``on_record(key, value, partition, offset)``. Raises if no partition
+    advances for ``stall_s``."""
     reader = FetchWaitEscalation(
         {
             "bootstrap.servers": bootstrap,
@@ -62,7 +64,11 @@ def scan(
                 at_end.discard(partition)
                 last_progress = time.monotonic()
                 key, value = msg.key(), msg.value()
-                on_record(key.decode() if key else "", value.decode() if value else "", partition)
+                fields = (key.decode() if key else "", value.decode() if value else "", partition)
+                if with_offsets:
+                    on_record(*fields, msg.offset())
+                else:
+                    on_record(*fields)
                 count += 1
     finally:
         reader.close()
@@ -104,3 +110,10 @@ class Writers:
         if first is None:
             return upto
         return sum(1 for i in range(1, upto + 1) if i >= len(first) or first[i] == 0)
+
+    def missing_updates(self, key: str, upto: int, limit: int) -> list[int]:
+        """The first ``limit`` of updates ``1..upto`` of ``key`` never seen (what a lost-record
+        trace follows)."""
+        first = self._first.get(key)
+        gone = (i for i in range(1, upto + 1) if first is None or i >= len(first) or first[i] == 0)
+        return [i for _, i in zip(range(limit), gone, strict=False)]

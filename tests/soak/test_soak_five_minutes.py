@@ -58,6 +58,26 @@ def _run_soak(env: dict[str, str], timeout_s: float) -> tuple[str, str, int]:
     return stdout, stderr, soak.returncode
 
 
+def _details(run_dir: Path, lines_per_log: int = 60) -> str:
+    """What the checker noted per application (the lost keys and updates, their trace through
+    the repartition topic) and the workers' warnings and errors: CI keeps no run directory,
+    so a failure must carry them."""
+    found = []
+    try:
+        apps = json.loads((run_dir / "report.json").read_text())["apps"]
+        found += [f"{name}: {app.get('details')}" for name, app in apps.items()]
+    except (OSError, ValueError, KeyError):
+        pass
+    for log in sorted(run_dir.glob("*.log")):
+        said = [
+            line[:300]
+            for line in log.read_text(errors="replace").splitlines()
+            if " WARNING " in line or " ERROR " in line
+        ]
+        found += [f"--- {log.name}", *said[:lines_per_log]]
+    return "\n" + "\n".join(found)
+
+
 @pytest.mark.timeout(1140)
 def test_five_minutes_of_faults_lose_nothing(tmp_path: Path) -> None:
     env = {
@@ -71,7 +91,7 @@ def test_five_minutes_of_faults_lose_nothing(tmp_path: Path) -> None:
         "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
     }
     stdout, stderr, status = _run_soak(env, timeout_s=1100)
-    tail = stdout[-4000:] + stderr[-4000:]
+    tail = stdout[-4000:] + stderr[-4000:] + _details(tmp_path / "run")
     assert status == 0, tail
     found = SUMMARY.search(stdout)
     assert found, tail

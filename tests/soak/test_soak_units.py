@@ -41,6 +41,9 @@ def test_writers_remember_the_first_pid_of_each_update() -> None:
     assert writers.seen("k1", 1) == 100 and writers.seen("k1", 3) == 200
     assert writers.seen("k1", 2) is None and writers.seen("k9", 1) is None
     assert writers.missing("k1", 3) == 1 and writers.missing("k9", 2) == 2
+    # a lost update is named, so that its trace can follow it through the repartition topic
+    assert writers.missing_updates("k1", 6, limit=2) == [2, 4]
+    assert writers.missing_updates("k9", 2, limit=5) == [1, 2]
 
 
 def test_the_app_functions_and_the_summary_line() -> None:
