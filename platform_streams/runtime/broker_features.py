@@ -62,11 +62,7 @@ class RepartitionPurger:
 
     def __init__(self, plan: TopologyPlan, config: StreamsConfig) -> None:
         app = config.application_id
-        self._topics = frozenset(
-            plan.physical_topic(name, app)
-            for name, t in plan.internal_topics.items()
-            if t.kind == "repartition"
-        )
+        self._topics = plan.repartition_topics(app)
         self._config = config
         self._interval_s = config.repartition_purge_interval_ms / 1000.0
         self._next = time.monotonic() + self._interval_s

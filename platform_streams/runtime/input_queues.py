@@ -11,6 +11,10 @@ It also counts what each partition received (Kafka Streams' topic-level
 ``records-consumed-total``, KIP-613): one addition per run of a partition's records, none
 per record. Bytes (``bytes-consumed-total``) need a length per record, so they are counted
 only when ``count_bytes`` is on (metrics at DEBUG).
+
+With a ``gap_guard``, each run of a guarded topic's records is checked for skipped offsets
+first (:mod:`~platform_streams.runtime.offset_gaps`: a broker that answers a fetch before
+storing an earlier batch).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from platform_streams.kafka import TopicPartition
+from platform_streams.runtime.offset_gaps import OffsetGapGuard
 
 __all__ = ["InputQueues"]
 
@@ -32,8 +37,11 @@ TP = tuple[str, int]
 class InputQueues:
     """The assigned partitions' queues and which of them are paused."""
 
-    def __init__(self, max_buffered: int, *, count_bytes: bool = False) -> None:
+    def __init__(
+        self, max_buffered: int, *, count_bytes: bool = False, gap_guard: OffsetGapGuard | None = None
+    ) -> None:
         self._max_buffered = max_buffered
+        self._gap_guard = gap_guard
         self.queues: dict[TP, deque[Any]] = {}
         self.paused: set[TP] = set()
         #: records (and, with ``count_bytes``, key + value bytes) received per partition since
@@ -44,11 +52,15 @@ class InputQueues:
     def add(self, queues: dict[TP, deque[Any]]) -> None:
         """Route the records of these partitions to these queues (a new task's)."""
         self.queues.update(queues)
+        if self._gap_guard is not None:
+            self._gap_guard.forget(queues)
 
     def clear(self) -> None:
         """Forget every partition (the tasks were closed)."""
         self.queues.clear()
         self.paused.clear()
+        if self._gap_guard is not None:
+            self._gap_guard.forget()
 
     def backlog(self) -> bool:
         """True when a queue still holds records (then the loop must not wait in a poll)."""
@@ -91,10 +103,14 @@ class InputQueues:
                 log.warning("dropping %d record(s) of unassigned partition %s-%d", end - start, *tp)
             return
         run = messages if start == 0 and end == len(messages) else messages[start:end]
+        if self._gap_guard is not None:
+            run = self._gap_guard.admit(tp, run)
+            if not run:
+                return
         queue.extend(run)
         touched.add(tp)
         consumed = self.consumed
-        consumed[tp] = consumed.get(tp, 0) + (end - start)
+        consumed[tp] = consumed.get(tp, 0) + len(run)
         sizes = self.consumed_bytes
         if sizes is not None:
             sizes[tp] = sizes.get(tp, 0) + sum(len(m.key() or b"") + len(m.value() or b"") for m in run)

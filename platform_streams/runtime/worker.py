@@ -57,6 +57,7 @@ from platform_streams.runtime.broker_features import RepartitionPurger
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
 from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
+from platform_streams.runtime.offset_gaps import OffsetGapGuard
 from platform_streams.runtime.rebalance_wait import AssignmentWait, observe_group, repair_group
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
@@ -110,7 +111,9 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         self.state = WorkerState.CREATED
         self.tasks: dict[TaskId, StreamTask] = {}
         self._input = InputQueues(
-            config.buffered_records_per_partition, count_bytes=config.metrics_recording_level != "INFO"
+            config.buffered_records_per_partition,
+            count_bytes=config.metrics_recording_level != "INFO",
+            gap_guard=self._gap_guard(plan, config),
         )
         self._stop_event = threading.Event()
         self.failure: BaseException | None = None
@@ -355,6 +358,18 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         if time.monotonic() >= self._next_commit:
             self.commit()
         return 0
+
+    def _gap_guard(self, plan: TopologyPlan, config: StreamsConfig) -> OffsetGapGuard | None:
+        """At-least-once reads its repartition topics with read_uncommitted; they are written
+        without transactions, so their offsets follow on and a gap is a skipping broker."""
+        if config.exactly_once:
+            return None
+        topics = plan.repartition_topics(config.application_id)
+        if not topics:
+            return None
+        return OffsetGapGuard(
+            topics, lambda tp, offset: self.consumer.seek(TopicPartition(tp[0], tp[1], offset))
+        )
 
     def _poll_batch(self) -> list[Any]:
         """What librdkafka has ready; when idle, wait up to ``poll_ms`` for the first record.

@@ -46,6 +46,14 @@ class TopologyPlan:
         """Internal topics are named ``<application_id>-<name>``; user topics as given."""
         return f"{application_id}-{topic}" if topic in self.internal_topics else topic
 
+    def repartition_topics(self, application_id: str) -> frozenset[str]:
+        """The physical names of this application's repartition topics."""
+        return frozenset(
+            self.physical_topic(name, application_id)
+            for name, t in self.internal_topics.items()
+            if t.kind == "repartition"
+        )
+
     def external_source_topics(self) -> list[str]:
         return sorted(
             {t for s in self.subtopologies for t in s.source_topics if t not in self.internal_topics}
