@@ -29,6 +29,7 @@ import pytest
 from platform_streams.config import StreamsConfig
 from platform_streams.runtime import rebalance_wait
 from platform_streams.runtime.rebalance_wait import AssignmentWait, GroupObservation, backup_group
+from tests.support.manual_clock import ManualClock
 
 PARTITIONS = [("in", 0), ("in", 1)]
 CONFIG = StreamsConfig(
@@ -85,23 +86,15 @@ def _repair(monkeypatch: pytest.MonkeyPatch, admin: FakeAdmin, seen: GroupObserv
     return left
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    clock = Clock()
+def clock(monkeypatch: pytest.MonkeyPatch) -> ManualClock:
+    clock = ManualClock()
     monkeypatch.setattr(rebalance_wait.time, "monotonic", clock)
     monkeypatch.setattr(rebalance_wait.random, "random", lambda: 0.0)
     return clock
 
 
-def _waiting(clock: Clock) -> AssignmentWait:
+def _waiting(clock: ManualClock) -> AssignmentWait:
     wait = AssignmentWait("w", CONFIG)
     wait.on_state(True)
     return wait
@@ -161,7 +154,7 @@ def test_nothing_is_written_over_what_a_member_of_the_recreated_group_committed(
     assert admin.groups["wedged"] == {("in", 0): 8}  # in-1 is started from the backup (below)
 
 
-def test_a_slow_rebalance_is_not_a_wedge(clock: Clock) -> None:
+def test_a_slow_rebalance_is_not_a_wedge(clock: ManualClock) -> None:
     """Ordinary rebalances of 53-109 s (the soak's loaded machine): the generation or the
     offsets change, or the wait is shorter than the rebalance timeout + a session timeout."""
     wait = _waiting(clock)
@@ -176,7 +169,7 @@ def test_a_slow_rebalance_is_not_a_wedge(clock: Clock) -> None:
         assert not wait.wedged(seen)
 
 
-def test_a_settled_group_or_one_with_members_is_never_wedged(clock: Clock) -> None:
+def test_a_settled_group_or_one_with_members_is_never_wedged(clock: ManualClock) -> None:
     wait = _waiting(clock)
     for seen in (
         _seen({("in", 0): 5}, state="STABLE"),
@@ -187,7 +180,7 @@ def test_a_settled_group_or_one_with_members_is_never_wedged(clock: Clock) -> No
             assert not wait.wedged(seen)
 
 
-def test_an_unchanged_group_past_the_rebalance_timeout_is_wedged_once(clock: Clock) -> None:
+def test_an_unchanged_group_past_the_rebalance_timeout_is_wedged_once(clock: ManualClock) -> None:
     wait = _waiting(clock)
     seen = _seen({("in", 0): 5})
     assert not wait.wedged(seen)
@@ -199,7 +192,7 @@ def test_an_unchanged_group_past_the_rebalance_timeout_is_wedged_once(clock: Clo
     assert not wait.wedged(seen)  # a second repair needs another unchanged stretch
 
 
-def test_checks_start_after_the_first_warning_period(clock: Clock) -> None:
+def test_checks_start_after_the_first_warning_period(clock: ManualClock) -> None:
     wait = _waiting(clock)
     assert not wait.check_due()
     clock.now += wait.warning_s

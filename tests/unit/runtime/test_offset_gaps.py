@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from platform_streams.runtime.offset_gaps import OffsetGapGuard
+from tests.support.manual_clock import ManualClock
 
 TOPIC = "app-by-key-repartition"
 TP = (TOPIC, 0)
@@ -29,26 +30,18 @@ def recs(*offsets: int) -> list[Rec]:
     return [Rec(o) for o in offsets]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def seeks() -> list[tuple[tuple[str, int], int]]:
     return []
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-def guard(seeks: list[tuple[tuple[str, int], int]], clock: Clock) -> OffsetGapGuard:
+def guard(seeks: list[tuple[tuple[str, int], int]], clock: ManualClock) -> OffsetGapGuard:
     return OffsetGapGuard(frozenset({TOPIC}), lambda tp, o: seeks.append((tp, o)), settle_s=0.5, clock=clock)
 
 
@@ -85,7 +78,7 @@ def test_a_gap_inside_a_run_keeps_the_records_before_it(guard: OffsetGapGuard, s
 
 
 def test_a_gap_still_there_after_the_settle_time_is_real(
-    guard: OffsetGapGuard, seeks: list, clock: Clock
+    guard: OffsetGapGuard, seeks: list, clock: ManualClock
 ) -> None:
     """Transaction markers an earlier exactly-once run left: the offsets never come."""
     guard.admit(TP, recs(0, 1))
