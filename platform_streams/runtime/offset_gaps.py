@@ -146,6 +146,13 @@ class OffsetGapGuard:
                 found,
             )
             return True
+        try:
+            self._seek(tp, missing)
+        except Exception as exc:  # the records after the gap must not be dropped unseen
+            self._waiting.pop(tp, None)
+            log.warning(
+                "%s-%d: could not seek back to %d (%s); going on from %d", tp[0], tp[1], missing, exc, found
+            )
+            return True
         self.refetches += 1
-        self._seek(tp, missing)
         return False

@@ -101,3 +101,15 @@ def test_forget_and_a_position_before_the_next_offset_start_over(guard: OffsetGa
     guard.forget()
     assert offsets(guard.admit(TP, recs(50))) == [50]
     assert seeks == []
+
+
+def test_a_failed_seek_keeps_the_records_after_the_gap(clock: ManualClock) -> None:
+    """Dropping them without the seek would lose them too: the consumer fetches on."""
+
+    def failing(tp: tuple[str, int], offset: int) -> None:
+        raise RuntimeError("Local: Erroneous state")
+
+    guard = OffsetGapGuard(frozenset({TOPIC}), failing, clock=clock)
+    guard.admit(TP, recs(0))
+    assert offsets(guard.admit(TP, recs(2, 3))) == [2, 3]
+    assert guard.refetches == 0
