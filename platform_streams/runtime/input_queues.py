@@ -55,6 +55,12 @@ class InputQueues:
         if self._gap_guard is not None:
             self._gap_guard.forget(queues)
 
+    def expect_positions(self, starts: dict[TP, int | None]) -> None:
+        """The consumer was positioned at these offsets (None: not known): the gap guard
+        checks that the first records start there."""
+        if self._gap_guard is not None:
+            self._gap_guard.expect(starts)
+
     def clear(self) -> None:
         """Forget every partition (the tasks were closed)."""
         self.queues.clear()
@@ -76,6 +82,8 @@ class InputQueues:
         instead of a lookup and an ``append`` per record. Error events go to ``on_error``.
         """
         touched: set[TP] = set()
+        if self._gap_guard is not None:
+            self._gap_guard.new_batch()
         run_tp: TP | None = None
         run_start = 0
         for i, msg in enumerate(messages):
@@ -103,8 +111,9 @@ class InputQueues:
                 log.warning("dropping %d record(s) of unassigned partition %s-%d", end - start, *tp)
             return
         run = messages if start == 0 and end == len(messages) else messages[start:end]
-        if self._gap_guard is not None:
-            run = self._gap_guard.admit(tp, run)
+        guard = self._gap_guard
+        if guard is not None and tp[0] in guard.topics:
+            run = guard.admit(tp, run)
             if not run:
                 return
         queue.extend(run)

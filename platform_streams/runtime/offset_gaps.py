@@ -67,12 +67,28 @@ class OffsetGapGuard:
         self._clock = clock
         #: the next offset each guarded partition must deliver (absent: not known yet)
         self._next: dict[TP, int] = {}
-        #: partitions re-fetching from a gap: the missing offset and when it was first seen
-        self._waiting: dict[TP, tuple[int, float]] = {}
+        #: partitions re-fetching from a gap: the missing offset, when the gap was first seen,
+        #: and the consumed batch of the first seek made once ``settle_s`` had passed
+        self._waiting: dict[TP, tuple[int, float, int | None]] = {}
+        #: consumed batches so far (:meth:`new_batch`): a run of a later batch than a seek's
+        #: was fetched after that seek (a seek is synchronous and drops what was prefetched)
+        self._batch = 0
         #: how many times a gap was re-fetched, and how many gaps were accepted as real
         self.refetches = 0
         self.accepted = 0
         self._warned = False
+
+    def new_batch(self) -> None:
+        """A new consumed batch begins (called before its runs are admitted)."""
+        self._batch += 1
+
+    def expect(self, starts: Any) -> None:
+        """The consumer was positioned at these ``{tp: offset}``: the first records must start
+        there (a fetch from the committed offset can skip, too)."""
+        for tp, offset in starts.items():
+            if tp[0] in self.topics and offset is not None and offset >= 0:
+                self._next[tp] = offset
+                self._waiting.pop(tp, None)
 
     def forget(self, tps: Any = None) -> None:
         """Forget the expected offsets of ``tps`` (all partitions when None)."""
@@ -95,12 +111,14 @@ class OffsetGapGuard:
         expected = self._next.get(tp)
         first = run[0].offset()
         if expected is None or first < expected:
-            # the first records after an assignment, or a position this guard did not set:
-            # nothing to compare the start with, but a gap inside the run still counts
+            # the first records after an assignment without a committed offset, or a
+            # position this guard did not set: nothing to compare the start with, but a gap
+            # inside the run still counts
             expected = first
         if first == expected and run[-1].offset() - first == len(run) - 1:
             self._next[tp] = first + len(run)
-            self._waiting.pop(tp, None)
+            if self._waiting:
+                self._waiting.pop(tp, None)
             return run
         for i, msg in enumerate(run):
             offset = msg.offset()
@@ -113,26 +131,26 @@ class OffsetGapGuard:
         return run
 
     def _gap_is_real(self, tp: TP, missing: int, found: int) -> bool:
-        """True when offsets ``missing``..``found - 1`` stayed missing for ``settle_s``;
-        otherwise seek back to ``missing`` so that the next fetch reads them."""
+        """True when offsets ``missing``..``found - 1`` are still missing from a fetch made
+        after they had been missing for ``settle_s``; otherwise seek back to ``missing`` so
+        that the next fetch reads them."""
         now = self._clock()
         waiting = self._waiting.get(tp)
         if waiting is None or waiting[0] != missing:
-            self._waiting[tp] = (missing, now)
+            waiting = (missing, now, None)
             level = logging.DEBUG if self._warned else logging.WARNING
             self._warned = True
             log.log(
                 level,
                 "%s-%d: the broker returned offset %d when %d was next (it answered a fetch "
-                "before storing an earlier batch, see docs/brokers.md); "
-                "fetching again from %d",
+                "before storing an earlier batch, see docs/brokers.md); fetching again from %d",
                 tp[0],
                 tp[1],
                 found,
                 missing,
                 missing,
             )
-        elif now - waiting[1] >= self._settle_s:
+        elif waiting[2] is not None and self._batch > waiting[2]:
             del self._waiting[tp]
             self.accepted += 1
             log.info(
@@ -146,13 +164,15 @@ class OffsetGapGuard:
                 found,
             )
             return True
+        elif waiting[2] is None and now - waiting[1] >= self._settle_s:
+            waiting = (missing, waiting[1], self._batch)  # the fetch after this seek decides
+        self._waiting[tp] = waiting
         try:
             self._seek(tp, missing)
-        except Exception as exc:  # the records after the gap must not be dropped unseen
-            self._waiting.pop(tp, None)
-            log.warning(
-                "%s-%d: could not seek back to %d (%s); going on from %d", tp[0], tp[1], missing, exc, found
-            )
-            return True
+        except Exception as exc:
+            # the records after the gap are dropped but never committed: retried next time
+            log.warning("%s-%d: could not seek back to %d (%s); trying again", tp[0], tp[1], missing, exc)
+            self._waiting[tp] = (missing, waiting[1], None)
+            return False
         self.refetches += 1
         return False

@@ -174,6 +174,7 @@ class TaskRebalancing:
             nothing = OFFSET_BEGINNING if reset in ("earliest", "smallest", "beginning") else OFFSET_END
             for t, p, o in starts:
                 consumer.seek(TopicPartition(t, p, nothing if o is None else o))
+        self._input.expect_positions({(t, p): o for t, p, o in starts})
         self._set_state(WorkerState.RUNNING)
 
     def _create_task(self, task_id: TaskId) -> None:

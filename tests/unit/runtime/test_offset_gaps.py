@@ -80,17 +80,39 @@ def test_a_gap_inside_a_run_keeps_the_records_before_it(guard: OffsetGapGuard, s
 def test_a_gap_still_there_after_the_settle_time_is_real(
     guard: OffsetGapGuard, seeks: list, clock: ManualClock
 ) -> None:
-    """Transaction markers an earlier exactly-once run left: the offsets never come."""
+    """Transaction markers an earlier exactly-once run left: the offsets never come. Only a
+    fetch made after the settle time counts (a batch after the seek made past it): an
+    early answer that arrives late, or a stale run of the same batch, does not."""
+    guard.new_batch()
     guard.admit(TP, recs(0, 1))
     assert guard.admit(TP, recs(3, 4)) == []
     clock.now += 0.2
+    guard.new_batch()
     assert guard.admit(TP, recs(3, 4)) == []  # still within the settle time: fetch again
     clock.now += 0.4
+    guard.new_batch()
+    assert guard.admit(TP, recs(3, 4)) == []  # past it, but this fetch may be from before
+    assert guard.admit(TP, recs(3, 4)) == []  # a stale run of the same batch decides nothing
+    guard.new_batch()
     assert offsets(guard.admit(TP, recs(3, 4, 6))) == [3, 4]  # offset 2 accepted; 5 is a new gap
-    assert guard.accepted == 1 and seeks == [(TP, 2), (TP, 2), (TP, 5)]
+    assert guard.accepted == 1 and seeks == [(TP, 2)] * 4 + [(TP, 5)]
     clock.now += 0.6
+    guard.new_batch()
+    assert guard.admit(TP, recs(6, 7)) == []
+    guard.new_batch()
     assert offsets(guard.admit(TP, recs(6, 7))) == [6, 7]
     assert guard.accepted == 2
+
+
+def test_the_first_records_must_start_at_the_position_the_consumer_was_given(
+    guard: OffsetGapGuard, seeks: list
+) -> None:
+    """A fetch from the committed offset can skip too (the soak's loss came right after
+    the workers started)."""
+    guard.expect({TP: 457, ("user-input", 0): 3, (TOPIC, 1): None})
+    assert guard.admit(TP, recs(460)) == []
+    assert seeks == [(TP, 457)]
+    assert offsets(guard.admit((TOPIC, 1), recs(9, 10))) == [9, 10]  # no committed offset
 
 
 def test_forget_and_a_position_before_the_next_offset_start_over(guard: OffsetGapGuard, seeks: list) -> None:
@@ -103,13 +125,18 @@ def test_forget_and_a_position_before_the_next_offset_start_over(guard: OffsetGa
     assert seeks == []
 
 
-def test_a_failed_seek_keeps_the_records_after_the_gap(clock: ManualClock) -> None:
-    """Dropping them without the seek would lose them too: the consumer fetches on."""
+def test_a_failed_seek_drops_the_records_after_the_gap_and_tries_again(clock: ManualClock) -> None:
+    """Dropped records are never committed (the commit is the last queued and processed
+    record's); accepting the gap instead would lose the missing ones."""
+    calls: list[int] = []
 
     def failing(tp: tuple[str, int], offset: int) -> None:
-        raise RuntimeError("Local: Erroneous state")
+        calls.append(offset)
+        if len(calls) == 1:
+            raise RuntimeError("Local: Erroneous state")
 
     guard = OffsetGapGuard(frozenset({TOPIC}), failing, clock=clock)
     guard.admit(TP, recs(0))
-    assert offsets(guard.admit(TP, recs(2, 3))) == [2, 3]
-    assert guard.refetches == 0
+    assert guard.admit(TP, recs(2, 3)) == []
+    assert guard.admit(TP, recs(2, 3)) == []
+    assert calls == [1, 1] and guard.refetches == 1 and guard.accepted == 0
