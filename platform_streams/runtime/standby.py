@@ -260,6 +260,9 @@ class StandbyUpdater:
             starts = [TopicPartition(t, p, o) for (t, p), o in task.start_offsets.items()]
             if starts:
                 self._consumer.incremental_assign(starts)
+                # librdkafka keeps a pause through unassign and assign: a partition this task
+                # held paused when it last closed would otherwise never be read again
+                self._consumer.resume([TopicPartition(t.topic, t.partition) for t in starts])
             self._next_refresh = 0.0
             log.info("standby task %s opened (changelogs from %s)", task_id, task.start_offsets)
 

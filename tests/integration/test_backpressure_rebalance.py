@@ -11,16 +11,17 @@ b086cb2; ``platform_streams/runtime/worker_rebalance.py``, ``_start_tasks``).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from platform_streams import KafkaStreams, State, StreamsBuilder
 from platform_streams.dsl import Consumed, Produced
-from platform_streams.kafka import KafkaAdmin
+from platform_streams.kafka import KafkaAdmin, TopicPartition, create_consumer
 from platform_streams.serde import String
 from tests.integration.support_apps import active_tasks, app_config, running_app, wait_until
-from tests.support.kafka import consume_all, new_topic, produce
+from tests.support.kafka import consume_all, new_group_id, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
@@ -81,3 +82,40 @@ def test_partitions_paused_by_backpressure_are_read_after_a_rebalance_hands_them
                 break
             expected = len(records) + len(missing)
     assert not missing, f"{len(missing)} of {len(want)} records never came out, e.g. {sorted(missing)[:3]}"
+
+
+@pytest.mark.parametrize("incremental", [False, True], ids=["assign", "incremental_assign"])
+def test_librdkafka_keeps_a_pause_through_unassign_and_assign(
+    bootstrap_servers: str, admin: KafkaAdmin, incremental: bool
+) -> None:
+    """The premise of the resume on every assignment (worker) and on every standby task
+    opened (``runtime/standby.py``, incremental assignment): without ``resume`` a partition
+    paused before it was unassigned delivers nothing after it is assigned again."""
+    topic = new_topic(admin, 1)
+    produce(bootstrap_servers, topic, [(b"k", f"v{i}".encode(), 0) for i in range(10)])
+    consumer = create_consumer({"bootstrap.servers": bootstrap_servers, "group.id": new_group_id()})
+    assign = consumer.incremental_assign if incremental else consumer.assign
+    unassign = (
+        (lambda: consumer.incremental_unassign([TopicPartition(topic, 0)]))
+        if incremental
+        else consumer.unassign
+    )
+
+    def read(seconds: float) -> list[int]:
+        got: list[int] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            got += [m.offset() for m in consumer.consume(10, 0.2) if m.error() is None]
+        return got
+
+    try:
+        assign([TopicPartition(topic, 0, 0)])
+        wait_until(lambda: read(0.2), 30, "the first records")
+        consumer.pause([TopicPartition(topic, 0)])
+        unassign()
+        assign([TopicPartition(topic, 0, 5)])
+        assert read(3.0) == []  # still paused
+        consumer.resume([TopicPartition(topic, 0)])
+        assert read(3.0) == [5, 6, 7, 8, 9]
+    finally:
+        consumer.close()
