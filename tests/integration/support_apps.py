@@ -109,6 +109,25 @@ def active_tasks(streams: KafkaStreams) -> list[str]:
     return sorted(t for thread in streams.metadata_for_local_threads() for t in thread["active_tasks"])
 
 
+def join_then_leave(
+    first: KafkaStreams, second: KafkaStreams, *, first_keeps: int, total: int, timeout_s: float = 30
+) -> None:
+    """Start ``second`` beside the running ``first`` until both run and ``first`` is down to
+    ``first_keeps`` tasks, then close ``second`` until ``first`` runs all ``total`` again."""
+    second.start()
+    wait_until(
+        lambda: len(active_tasks(first)) == first_keeps and second.state() is State.RUNNING,
+        timeout_s,
+        "the second instance took its tasks",
+    )
+    assert second.close(timeout_s=30)
+    wait_until(
+        lambda: len(active_tasks(first)) == total and first.state() is State.RUNNING,
+        timeout_s,
+        "the first instance took all tasks back",
+    )
+
+
 def committed(
     admin: KafkaAdmin, group: str, ends: Mapping[tuple[str, int], int]
 ) -> dict[tuple[str, int], int | None]:

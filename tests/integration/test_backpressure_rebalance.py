@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from platform_streams import KafkaStreams, State, StreamsBuilder
+from platform_streams import KafkaStreams, StreamsBuilder
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.kafka import KafkaAdmin, TopicPartition, create_consumer
 from platform_streams.serde import String
-from tests.integration.support_apps import active_tasks, app_config, running_app, wait_until
+from tests.integration.support_apps import app_config, join_then_leave, running_app, wait_until
 from tests.support.kafka import consume_all, new_group_id, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
@@ -57,18 +57,7 @@ def test_partitions_paused_by_backpressure_are_read_after_a_rebalance_hands_them
     )
     with running_app(_app(source, other, sink), first_config) as first:
         wait_until(lambda: len(_paused(first)) == 2, 30, "backpressure paused both input partitions")
-        second.start()
-        wait_until(
-            lambda: len(active_tasks(first)) == 1 and second.state() is State.RUNNING,
-            60,
-            "the second instance took one task",
-        )
-        assert second.close(timeout_s=30)
-        wait_until(
-            lambda: len(active_tasks(first)) == 2 and first.state() is State.RUNNING,
-            60,
-            "the first instance took both tasks back",
-        )
+        join_then_leave(first, second, first_keeps=1, total=2, timeout_s=60)
         # records on the other topic let the tasks process the waiting ones (by timestamp,
         # the first topic's come first; the other's then wait in turn, so only the first
         # topic's are checked)

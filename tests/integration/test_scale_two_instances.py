@@ -11,7 +11,14 @@ from platform_streams import KafkaStreams, State, StreamsBuilder
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.serde import String
-from tests.integration.support_apps import active_tasks, app_config, log_ends, running_app, wait_until
+from tests.integration.support_apps import (
+    active_tasks,
+    app_config,
+    join_then_leave,
+    log_ends,
+    running_app,
+    wait_until,
+)
 from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
@@ -87,17 +94,6 @@ def test_an_instance_leaving_hands_its_partitions_over(
         _app(source, sink), app_config(bootstrap_servers, tmp_path / "b", app_id=first_config.application_id)
     )
     with running_app(_app(source, sink), first_config) as first:
-        second.start()
-        wait_until(
-            lambda: len(active_tasks(first)) == 2 and second.state() is State.RUNNING,
-            30,
-            "the second instance took two tasks",
-        )
-        assert second.close(timeout_s=30)
-        wait_until(
-            lambda: len(active_tasks(first)) == 4 and first.state() is State.RUNNING,
-            30,
-            "the first instance took all tasks back",
-        )
+        join_then_leave(first, second, first_keeps=2, total=4)
         produce(bootstrap_servers, source, [(f"k{i}", f"v{i}") for i in range(500)])
         assert len(consume_all(bootstrap_servers, sink, 500, timeout_s=30)) == 500
