@@ -135,6 +135,9 @@ class StreamTask:
         self.queues = PartitionGroup(self.partitions, config.max_task_idle_ms)
         #: (topic, partition) -> offset of the last record processed
         self.consumed: dict[TopicPartitionKey, int] = {}
+        #: offsets to commit although nothing was processed: the group lost them (a repair
+        #: deleted it) and the task started from the repair's saved copy instead
+        self.recommit: dict[TopicPartitionKey, int] = {}
         # changelog writes carry the input position they were made for (see source_position)
         self.context.source_position = SourcePositionHeader(self.partitions, self.consumed)
         #: (topic, partition) -> offset last committed (next offset to read)
@@ -339,13 +342,17 @@ class StreamTask:
     # -- commit ---------------------------------------------------------------------------
 
     def offsets_to_commit(self) -> dict[TopicPartitionKey, int]:
-        """Next offsets to read for partitions that progressed since the last commit."""
-        return {
-            tp: offset + 1 for tp, offset in self.consumed.items() if self.committed.get(tp) != offset + 1
-        }
+        """Next offsets to read for partitions that progressed since the last commit, and the
+        ones to commit again (:attr:`recommit`)."""
+        out = {tp: offset + 1 for tp, offset in self.consumed.items() if self.committed.get(tp) != offset + 1}
+        for tp, offset in self.recommit.items():
+            out.setdefault(tp, offset)
+        return out
 
     def mark_committed(self, offsets: dict[TopicPartitionKey, int]) -> None:
         self.committed.update(offsets)
+        for tp in offsets:
+            self.recommit.pop(tp, None)
 
     def flush_caches(self) -> None:
         """Push dirty cache entries downstream (upstream stores first), keeping disk as it is.

@@ -429,7 +429,9 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             committed = bool(positions)
         if offsets:
             for task in tasks:
-                task.mark_committed({tp: o for tp, o in offsets.items() if tp in task.consumed})
+                task.mark_committed(
+                    {tp: o for tp, o in offsets.items() if tp in task.consumed or tp in task.recommit}
+                )
         for task in tasks:
             task.context.commit_requested = False
         if committed:

@@ -159,9 +159,16 @@ class TaskRebalancing:
             self._standbys.claim(task_ids)
         for task_id in task_ids:
             self._create_task(task_id)
-        committed = fill_from_backup(
-            self.config, fetch_committed(consumer, assigned, self._timeout_s), self.name
-        )
+        in_group = fetch_committed(consumer, assigned, self._timeout_s)
+        committed = fill_from_backup(self.config, in_group, self.name)
+        for task in self.tasks.values():
+            # offsets a repair saved are committed again at the next commit, even with no new
+            # input: otherwise the group holds none for them until input arrives
+            task.recommit = {
+                tp: o
+                for tp in task.partitions
+                if in_group.get(tp) is None and (o := committed.get(tp)) is not None
+            }
         self.state_lifecycle.restore(self.tasks.values(), committed)
         for task in self.tasks.values():
             task.initialize_processors()
