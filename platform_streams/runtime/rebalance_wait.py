@@ -259,7 +259,8 @@ def repair_group(
     offset for from the saved one (:func:`fill_from_backup`). They are deliberately not
     written back into the re-created group: its members may already have joined and
     committed newer offsets (the soak saw them join within 2 s of the delete), and a
-    write-back would move those back.
+    write-back would move those back. Instead each member commits the saved offsets of its
+    own partitions at its next commit (``StreamTask.recommit``), input or not.
     """
     group = config.application_id
     offsets = seen.committed
