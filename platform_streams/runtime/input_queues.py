@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from platform_streams.kafka import TopicPartition
@@ -55,9 +55,16 @@ class InputQueues:
         if self._gap_guard is not None:
             self._gap_guard.forget(queues)
 
-    def expect_positions(self, starts: dict[TP, int | None]) -> None:
-        """The consumer was positioned at these offsets (None: not known): the gap guard
-        checks that the first records start there."""
+    def positioned(self, consumer: Any, starts: Mapping[TP, int | None]) -> None:
+        """The consumer was just assigned (or sought to) these offsets (None: not known).
+
+        Every partition is resumed: librdkafka keeps a pause through unassign and assign
+        (Java's consumer drops it for revoked partitions), but :meth:`clear` forgot it with
+        the tasks, so nothing would resume it and the partition would never be read again.
+        The gap guard checks that the first records start at the given offsets.
+        """
+        if starts:
+            consumer.resume([TopicPartition(t, p) for t, p in starts])
         if self._gap_guard is not None:
             self._gap_guard.expect(starts)
 

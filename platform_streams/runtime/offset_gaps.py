@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = ["OffsetGapGuard"]
@@ -82,7 +82,7 @@ class OffsetGapGuard:
         """A new consumed batch begins (called before its runs are admitted)."""
         self._batch += 1
 
-    def expect(self, starts: Any) -> None:
+    def expect(self, starts: Mapping[TP, int | None]) -> None:
         """The consumer was positioned at these ``{tp: offset}``: the first records must start
         there (a fetch from the committed offset can skip, too)."""
         for tp, offset in starts.items():
@@ -90,7 +90,7 @@ class OffsetGapGuard:
                 self._next[tp] = offset
                 self._waiting.pop(tp, None)
 
-    def forget(self, tps: Any = None) -> None:
+    def forget(self, tps: Iterable[TP] | None = None) -> None:
         """Forget the expected offsets of ``tps`` (all partitions when None)."""
         if tps is None:
             self._next.clear()

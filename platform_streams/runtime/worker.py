@@ -429,9 +429,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             committed = bool(positions)
         if offsets:
             for task in tasks:
-                task.mark_committed(
-                    {tp: o for tp, o in offsets.items() if tp in task.consumed or tp in task.recommit}
-                )
+                task.mark_committed({tp: offsets[tp] for tp in task.partitions if tp in offsets})
         for task in tasks:
             task.context.commit_requested = False
         if committed:

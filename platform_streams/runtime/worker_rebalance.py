@@ -181,12 +181,7 @@ class TaskRebalancing:
             nothing = OFFSET_BEGINNING if reset in ("earliest", "smallest", "beginning") else OFFSET_END
             for t, p, o in starts:
                 consumer.seek(TopicPartition(t, p, nothing if o is None else o))
-        if starts:
-            # librdkafka keeps a partition's pause through unassign and assign (Java's consumer
-            # drops it for revoked partitions), but the queues that paused it are gone, so
-            # nothing would resume it: the partition would never be read again, silently
-            consumer.resume([TopicPartition(t, p) for t, p, _ in starts])
-        self._input.expect_positions({(t, p): o for t, p, o in starts})
+        self._input.positioned(consumer, {(t, p): o for t, p, o in starts})
         self._set_state(WorkerState.RUNNING)
 
     def _create_task(self, task_id: TaskId) -> None:

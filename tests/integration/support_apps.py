@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from platform_streams import KafkaStreams, State, StreamsConfig, Topology
+from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig, Topology
+from platform_streams.dsl import Consumed, Produced
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 from platform_streams.processor import Processor, PunctuationType, Record
+from platform_streams.serde import String
 from tests.support.kafka import ConsumedRecord, consume_all, new_topic
 
 T = TypeVar("T")
@@ -51,6 +53,16 @@ class Ticking(Processor):
 
     def tick(self, timestamp: int) -> None:
         pass
+
+
+def upper_case_app(source: str, sink: str) -> StreamsBuilder:
+    """The smallest stateless application: ``source`` -> upper-cased values -> ``sink`` (strings)."""
+    strings = String()
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=strings, value_serde=strings)).map_values(str.upper).to(
+        sink, Produced(key_serde=strings, value_serde=strings)
+    )
+    return builder
 
 
 def new_app_id(prefix: str = "app") -> str:

@@ -16,25 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from platform_streams import StreamsBuilder
-from platform_streams.dsl import Consumed, Produced
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.runtime.rebalance_wait import backup_group
-from platform_streams.serde import String
-from tests.integration.support_apps import app_config, log_ends, running_app, wait_until
+from tests.integration.support_apps import app_config, log_ends, running_app, upper_case_app, wait_until
 from tests.support.kafka import new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
-
-S = String()
-
-
-def _app(source: str, sink: str) -> StreamsBuilder:
-    builder = StreamsBuilder()
-    builder.stream(source, Consumed(key_serde=S, value_serde=S)).map_values(str.upper).to(
-        sink, Produced(key_serde=S, value_serde=S)
-    )
-    return builder
 
 
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
@@ -46,14 +33,14 @@ def test_members_commit_the_saved_offsets_of_a_repaired_group_without_new_input(
     ends = log_ends(placed, source, 2)
     config = app_config(bootstrap_servers, tmp_path, processing_guarantee=guarantee)
     group = config.application_id
-    with running_app(_app(source, sink), config):
+    with running_app(upper_case_app(source, sink), config):
         wait_until(lambda: admin.committed_offsets(group, list(ends)) == ends, 60, "input committed")
     # the repair: offsets saved in the backup group, the group deleted
     admin.alter_committed_offsets(backup_group(group), ends)
     assert admin.committed_offsets(backup_group(group), list(ends)) == ends
     admin.delete_group(group)
     assert all(o is None for o in admin.committed_offsets(group, list(ends)).values())
-    with running_app(_app(source, sink), config):
+    with running_app(upper_case_app(source, sink), config):
         wait_until(
             lambda: admin.committed_offsets(group, list(ends)) == ends,
             60,

@@ -7,31 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from platform_streams import KafkaStreams, State, StreamsBuilder
-from platform_streams.dsl import Consumed, Produced
+from platform_streams import KafkaStreams, State
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.serde import String
 from tests.integration.support_apps import (
     active_tasks,
     app_config,
     join_then_leave,
     log_ends,
     running_app,
+    upper_case_app,
     wait_until,
 )
 from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
-
-S = String()
-
-
-def _app(source: str, sink: str) -> StreamsBuilder:
-    builder = StreamsBuilder()
-    builder.stream(source, Consumed(key_serde=S, value_serde=S)).map_values(str.upper).to(
-        sink, Produced(key_serde=S, value_serde=S)
-    )
-    return builder
 
 
 def test_two_instances_split_four_partitions_and_output_is_complete(
@@ -41,10 +30,10 @@ def test_two_instances_split_four_partitions_and_output_is_complete(
     first_config = app_config(bootstrap_servers, tmp_path / "a")
     second_config = app_config(bootstrap_servers, tmp_path / "b", app_id=first_config.application_id)
     placed = produce(bootstrap_servers, source, [(f"k{i}", f"v{i}") for i in range(2_000)])
-    with running_app(_app(source, sink), first_config) as first:
+    with running_app(upper_case_app(source, sink), first_config) as first:
         assert active_tasks(first) == ["0_0", "0_1", "0_2", "0_3"]
         assert len(consume_all(bootstrap_servers, sink, 2_000, timeout_s=30)) == 2_000
-        with running_app(_app(source, sink), second_config) as second:
+        with running_app(upper_case_app(source, sink), second_config) as second:
 
             def split() -> bool:
                 a, b = active_tasks(first), active_tasks(second)
@@ -72,7 +61,7 @@ def test_two_workers_in_one_client_split_the_partitions(
     source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
     produce(bootstrap_servers, source, [(f"k{i}", f"v{i}") for i in range(1_000)])
     config = app_config(bootstrap_servers, tmp_path, num_stream_threads=2)
-    with running_app(_app(source, sink), config) as streams:
+    with running_app(upper_case_app(source, sink), config) as streams:
         wait_until(
             lambda: sorted(len(t["active_tasks"]) for t in streams.metadata_for_local_threads()) == [2, 2],
             30,
@@ -91,9 +80,10 @@ def test_an_instance_leaving_hands_its_partitions_over(
     source, sink = new_topic(admin, 4, "in"), new_topic(admin, 4, "out")
     first_config = app_config(bootstrap_servers, tmp_path / "a")
     second = KafkaStreams(
-        _app(source, sink), app_config(bootstrap_servers, tmp_path / "b", app_id=first_config.application_id)
+        upper_case_app(source, sink),
+        app_config(bootstrap_servers, tmp_path / "b", app_id=first_config.application_id),
     )
-    with running_app(_app(source, sink), first_config) as first:
+    with running_app(upper_case_app(source, sink), first_config) as first:
         join_then_leave(first, second, first_keeps=2, total=4)
         produce(bootstrap_servers, source, [(f"k{i}", f"v{i}") for i in range(500)])
         assert len(consume_all(bootstrap_servers, sink, 500, timeout_s=30)) == 500
