@@ -101,6 +101,10 @@ class AssignmentWait:
         #: the longest a legitimate rebalance takes: every member has the rebalance timeout
         #: (max.poll.interval.ms) to rejoin; one that died is expired after a session timeout
         self.wedged_after_s = config.max_poll_interval_ms / 1000.0 + session_s
+        #: state-aware placement: a member that has not reported this long after the group
+        #: assigned (reports take milliseconds) is left out by the leader; well before the
+        #: unplaced members give up on the generation (``wedged_after_s``)
+        self.partial_after_s = max(session_s, min(self.warning_s, self.wedged_after_s) / 2)
         self.since: float | None = None
         self.warnings = 0
         self._next_warning = 0.0

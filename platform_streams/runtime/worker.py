@@ -137,6 +137,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         #: state-aware placement: the group only gives membership, the coordinator the tasks
         self._coordinator = coordinator
         self._pending: Pending | None = None
+        #: this consumer's last join (the previous generation's Pending), None after a new consumer
+        self._joined: Pending | None = None
         self._member: str | None = None
         self._previous_tasks: list[TaskId] = []
         #: deletes consumed repartition records after commits (brokers with DeleteRecords)
@@ -266,6 +268,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         consumer_conf = self.config.consumer_configs(self.index)
         self._route_statistics(consumer_conf, "consumer")
         self.consumer = create_consumer(consumer_conf)
+        self._joined = None
         coordinator = self._coordinator
         self._subscribe(self.source_topics if coordinator is None else [coordinator.members_topic])
 

@@ -15,6 +15,7 @@ below for the type checker).
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,8 +27,9 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.changelog_filter import fetch_committed
-from platform_streams.runtime.rebalance_wait import fill_from_backup
+from platform_streams.runtime.rebalance_wait import AssignmentWait, fill_from_backup
 from platform_streams.runtime.task import StreamTask, start_task
+from platform_streams.runtime.task_assignment.coordinator import slot_ranges
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
@@ -76,6 +78,8 @@ class TaskRebalancing:
         _standbys: StandbyUpdater | None
         _coordinator: AssignmentCoordinator | None
         _pending: Pending | None
+        _joined: Pending | None
+        assignment_wait: AssignmentWait
         _member: str | None
         _previous_tasks: list[TaskId]
         _rejoin_deadline: float | None
@@ -83,6 +87,10 @@ class TaskRebalancing:
         def commit(self) -> None: ...
 
         def _set_state(self, state: WorkerState) -> None: ...
+
+        def _leave_group(self) -> None: ...
+
+        def _join_group(self) -> None: ...
 
     def _on_task_migrated(self, exc: TaskMigratedError) -> None:
         """The group (or a newer producer) took our tasks: drop them dirty, wait for the rebalance."""
@@ -128,21 +136,77 @@ class TaskRebalancing:
         coordinator = self._coordinator
         slots = [tp.partition for tp in partitions if tp.topic == coordinator.members_topic]
         instance = self.config.consumer_configs(self.index).get("group.instance.id")
-        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance)
+        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance, self._joined)
+        self._joined = self._pending
         self._member = self._pending.member
 
     def _await_assignment(self) -> int:
-        """Serve the group (heartbeats, rebalances) until this generation's assignment arrives."""
+        """Serve the group (heartbeats, rebalances) until this generation's assignment arrives.
+
+        Waiting has bounds, like the wait for the group (runtime/rebalance_wait.py): after
+        ``partial_after_s`` the leader places the tasks over the members that reported; after
+        ``warning_s`` the worker says what it waits for; a member still without an assignment
+        after the longest legitimate rebalance (``wedged_after_s``, plus jitter) rejoins the
+        group with a fresh member, which starts a new generation (the soak's finding 13: a
+        group re-created by a repair kept a member that never reported, and both workers
+        idled for 23 minutes).
+        """
         assert self._coordinator is not None and self._pending is not None
-        tasks = self._coordinator.assignment_for(self._pending, self.consumer)
+        pending, wait = self._pending, self.assignment_wait
+        waited = time.monotonic() - pending.joined
+        self._coordinator.remind(pending)
+        tasks = self._coordinator.assignment_for(
+            pending, self.consumer, partial=waited >= wait.partial_after_s
+        )
         if tasks is None:
+            if pending.rejoin_at is None:
+                pending.rejoin_at = pending.joined + wait.wedged_after_s + random.random() * wait.warning_s
+                pending.next_warning = pending.joined + wait.warning_s
+            if time.monotonic() >= pending.rejoin_at:
+                self._rejoin_unplaced(pending, waited)
+                return 0
+            if pending.next_warning is not None and time.monotonic() >= pending.next_warning:
+                pending.next_warning = time.monotonic() + wait.warning_s
+                self._warn_unplaced(pending, waited)
             with self.store_guard.released():
                 self.consumer.poll(min(self._poll_s, 0.05))
             return 0
         self._pending = None
+        if pending.next_warning is not None and waited >= wait.warning_s:
+            log.warning("%s: generation %d was placed after %.0fs", self.name, pending.generation, waited)
         log.info("%s: assignment received: tasks %s", self.name, [str(t) for t in tasks])
         self._start_tasks(self.consumer, self._coordinator.partitions_of(tasks), rebalance=True)
         return 0
+
+    def _warn_unplaced(self, pending: Pending, waited: float) -> None:
+        assert self._coordinator is not None
+        missing = self._coordinator.missing_slots(pending)
+        log.warning(
+            "%s: no assignment for generation %d of group %r after %.0fs (member %s); %s",
+            self.name,
+            pending.generation,
+            self.config.application_id,
+            waited,
+            pending.member,
+            f"member slots {slot_ranges(missing)} have not reported"
+            if missing
+            else "every member reported: waiting for the leader's placement",
+        )
+
+    def _rejoin_unplaced(self, pending: Pending, waited: float) -> None:
+        """Leave the group and join again with a fresh member: a new generation, new reports."""
+        log.warning(
+            "%s: no assignment for generation %d of group %r after %.0fs, longer than a rebalance "
+            "can last: rejoining the group with a fresh member (a new generation)",
+            self.name,
+            pending.generation,
+            self.config.application_id,
+            waited,
+        )
+        self._pending = None
+        self._leave_group()
+        self._join_group()
+        self._set_state(WorkerState.STARTING)
 
     def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
         """Create, restore and initialise the tasks of an assignment, then read it exactly from

@@ -29,33 +29,48 @@ from platform_streams.runtime.task_assignment.protocol import (
     Assignment,
     Positions,
     Report,
-    complete_members,
     compute_assignment,
     group_generation,
     members_topic_name,
+    missing_slots,
+    reported_members,
     tp_key,
 )
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
 from platform_streams.topology.compiler import TopologyPlan
 
-__all__ = ["AssignmentCoordinator", "Pending"]
+__all__ = ["AssignmentCoordinator", "Pending", "slot_ranges"]
 
 log = logging.getLogger(__name__)
 
 #: reports written longer than this before a member joined belong to an earlier group
 _REPORT_HORIZON_MS = 60_000
+#: a waiting member publishes its report again this often
+_REMIND_S = 5.0
 
 
 class Pending:
-    """A member waiting for its generation's assignment."""
+    """A member waiting for its generation's assignment (one per join: per ``on_assign``)."""
 
-    def __init__(self, generation: int, member: str, slots: list[int], instance_id: str | None) -> None:
-        self.generation = generation
-        self.member = member
-        self.slots = sorted(slots)
+    def __init__(self, report: Report, instance_id: str | None, earlier: Pending | None = None) -> None:
+        self.report = report
+        self.generation = report.generation
+        self.member = report.member
+        self.slots = sorted(report.slots)
         self.instance_id = instance_id
         self.joined = time.monotonic()
         self.joined_ms = int(time.time() * 1000)
+        #: when the report is published again (a reader may have missed it: docs/brokers.md)
+        self.next_reminder = self.joined + _REMIND_S
+        #: set by the worker: when it gives up on this generation and rejoins the group
+        self.rejoin_at: float | None = None
+        self.next_warning: float | None = None
+        #: the report times an assignment for this member may have been made from: this
+        #: join's, and those of the member's earlier joins of the same generation (a broker
+        #: may re-sync a generation without a new number; its assignment still holds)
+        self.reports = {report.time_ms}
+        if earlier is not None and (earlier.generation, earlier.member) == (self.generation, self.member):
+            self.reports |= earlier.reports
 
 
 class AssignmentCoordinator:
@@ -82,7 +97,11 @@ class AssignmentCoordinator:
         self._lock = threading.Lock()
         self._reports: dict[str, Report] = {}
         self._assignments: dict[int, list[Assignment]] = {}
-        self._published: set[int] = set()
+        #: the newest assignment read (a static member's rejoin without a rebalance)
+        self._newest: Assignment | None = None
+        #: generation -> when this client last led it (generation numbers repeat when a
+        #: repair deleted the group: a lead older than the report horizon was another group's)
+        self._published: dict[int, int] = {}
         #: the last assignment that named this client (its standbys and warm-ups come from it)
         self.current: Assignment | None = None
         self.configs = AssignmentConfigs(
@@ -138,6 +157,8 @@ class AssignmentCoordinator:
                 assignment = Assignment.from_json(value)
                 with self._lock:
                     self._assignments.setdefault(assignment.generation, []).append(assignment)
+                    if self._newest is None or assignment.time_ms >= self._newest.time_ms:
+                        self._newest = assignment
                     if self.process_id in assignment.clients and (
                         self.current is None or assignment.time_ms >= self.current.time_ms
                     ):
@@ -149,9 +170,15 @@ class AssignmentCoordinator:
     # -- a worker joins a generation -----------------------------------------------------------
 
     def join(
-        self, consumer: Any, slots: list[int], prev_active: list[TaskId], instance_id: str | None = None
+        self,
+        consumer: Any,
+        slots: list[int],
+        prev_active: list[TaskId],
+        instance_id: str | None = None,
+        earlier: Pending | None = None,
     ) -> Pending:
-        """Publish this member's report for the generation it just joined."""
+        """Publish this member's report for the generation it just joined (``earlier``: the
+        same consumer's previous join, whose generation's assignment may still be ours)."""
         generation, member = group_generation(consumer.consumer_group_metadata())
         report = Report(
             generation=generation,
@@ -170,31 +197,87 @@ class AssignmentCoordinator:
         log.info(
             "member %s joined generation %d (slots %s); waiting for its assignment", member, generation, slots
         )
-        return Pending(generation, member, slots, instance_id)
+        return Pending(report, instance_id, earlier)
 
-    def assignment_for(self, pending: Pending, consumer: Any) -> list[TaskId] | None:
+    def assignment_for(
+        self, pending: Pending, consumer: Any, *, partial: bool = False
+    ) -> list[TaskId] | None:
         """The tasks of ``pending``'s member in its generation, once published; the leader
-        computes and publishes the assignment here."""
+        computes and publishes the assignment here.
+
+        The leader waits for the reports of every member slot; with ``partial`` (the worker
+        waited longer than a member needs to report) it places the tasks over the members
+        that did report. A member that never reports -- one the broker kept in the group
+        after it died, or whose report the broker lost -- would otherwise hold every other
+        member without tasks for as long as the generation lasts (the soak's finding 13).
+        """
         with self._lock:
-            found = next(
-                (
-                    tasks
-                    for a in self._assignments.get(pending.generation, [])
-                    if (tasks := a.tasks_of(pending.member, pending.slots, pending.instance_id)) is not None
-                ),
-                None,
-            )
+            found = self._tasks_in(pending)
             reports = list(self._reports.values())
         if found is not None:
             self.rebalance_latencies.append(time.monotonic() - pending.joined)
             del self.rebalance_latencies[:-100]
             return found
-        members = complete_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
-        if members is None or min(r.member for r in members) != pending.member:
+        not_before = pending.joined_ms - _REPORT_HORIZON_MS
+        members = reported_members(reports, pending.generation, not_before)
+        missing = missing_slots(members)
+        if missing and not partial:
             return None
-        if pending.generation not in self._published:
+        if min((r.member for r in members), default=None) != pending.member:
+            return None
+        if self._published.get(pending.generation, -1) < not_before:
+            if missing:
+                log.warning(
+                    "leader of generation %d: member slots %s have no report %.0fs after the rebalance "
+                    "(a member the broker keeps in the group without it running, or a lost report): "
+                    "placing the tasks over the %d members that reported",
+                    pending.generation,
+                    slot_ranges(missing),
+                    time.monotonic() - pending.joined,
+                    len(members),
+                )
             self._lead(pending.generation, members, consumer)
         return None
+
+    def _tasks_in(self, pending: Pending) -> list[TaskId] | None:
+        """The tasks an assignment made from ``pending``'s own report gives it (the newest
+        such), or, for a static member that rejoined without a rebalance, the tasks of its
+        previous incarnation in the newest assignment; caller holds the lock."""
+        found: tuple[int, list[TaskId]] | None = None
+        for a in self._assignments.get(pending.generation, []):
+            tasks = a.members.get(pending.member)
+            if tasks is None:
+                continue
+            if a.reports:
+                made_for_us = a.reports.get(pending.member) in pending.reports
+            else:  # an assignment of a version without report times
+                made_for_us = a.time_ms >= pending.joined_ms - _REPORT_HORIZON_MS
+            if made_for_us and (found is None or a.time_ms >= found[0]):
+                found = (a.time_ms, list(tasks))
+        if found is not None:
+            return found[1]
+        newest = self._newest
+        if newest is None or newest.generation != pending.generation or pending.member in newest.members:
+            return None
+        return newest.tasks_of(pending.member, pending.slots, pending.instance_id)
+
+    def remind(self, pending: Pending) -> None:
+        """Publish ``pending``'s report again every few seconds while it waits: a broker that
+        lets a fetch skip a record (docs/brokers.md, two producers on one partition) can hide
+        a report from the leader, and then nobody would ever place the generation."""
+        now = time.monotonic()
+        if now < pending.next_reminder:
+            return
+        pending.next_reminder = now + _REMIND_S
+        self._publish(REPORT_PREFIX + pending.member, pending.report.to_json())
+
+    def missing_slots(self, pending: Pending) -> list[int]:
+        """The member slots of ``pending``'s generation that no report claims yet."""
+        with self._lock:
+            reports = list(self._reports.values())
+        return missing_slots(
+            reported_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
+        )
 
     def maybe_probe(self, member: str, consumer: Any, subscribe: Callable[[list[str]], None]) -> None:
         """The leader starts a probing rebalance ``probing_rebalance_interval_ms`` after an
@@ -221,7 +304,7 @@ class AssignmentCoordinator:
             generation, members, self.all_tasks, self.changelogs, ends, self.configs, self.current
         )
         self._publish(ASSIGNMENT_KEY, assignment.to_json())
-        self._published.add(generation)
+        self._published[generation] = assignment.time_ms
         log.info(
             "leader of generation %d: %d members, %d tasks placed%s",
             generation,
@@ -293,3 +376,14 @@ class AssignmentCoordinator:
             for task in tasks
             for t in self.plan.subtopologies[task.subtopology].source_topics
         ]
+
+
+def slot_ranges(slots: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0-2, 5`` (log lines)."""
+    parts: list[str] = []
+    for slot in slots:
+        if parts and slot == int(parts[-1].rpartition("-")[2]) + 1:
+            parts[-1] = f"{parts[-1].partition('-')[0]}-{slot}"
+        else:
+            parts.append(str(slot))
+    return ", ".join(parts)

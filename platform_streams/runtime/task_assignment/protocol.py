@@ -50,6 +50,8 @@ __all__ = [
     "compute_assignment",
     "group_generation",
     "members_topic_name",
+    "missing_slots",
+    "reported_members",
 ]
 
 #: partitions of the members topic: the most group members (stream threads) an application
@@ -142,6 +144,10 @@ class Assignment:
     slots: dict[str, list[int]] = field(default_factory=dict)
     #: per client, the lag the leader computed for each stateful task it gave that client
     lags: dict[str, dict[TaskId, int]] = field(default_factory=dict)
+    #: each member's report time, as the leader read it: a member takes an assignment only if
+    #: it was computed from the report of this join (generation numbers repeat when a group is
+    #: deleted and re-created, and a member can join one generation twice)
+    reports: dict[str, int] = field(default_factory=dict)
 
     def tasks_of(self, member: str, slots: Iterable[int], instance_id: str | None) -> list[TaskId] | None:
         """The member's tasks, by member id, else (a static member, ``instance_id``) by the
@@ -172,6 +178,7 @@ class Assignment:
             "lags": {
                 pid: {str(t): n for t, n in sorted(ls.items())} for pid, ls in sorted(self.lags.items())
             },
+            "reports": dict(sorted(self.reports.items())),
         }
 
     @classmethod
@@ -191,16 +198,15 @@ class Assignment:
                 pid: {TaskId.parse(t): int(n) for t, n in ls.items()}
                 for pid, ls in data.get("lags", {}).items()
             },
+            reports={m: int(t) for m, t in data.get("reports", {}).items()},
         )
 
     def role_of(self, process: str, role: str) -> set[TaskId]:
         return set(self.clients.get(process, {}).get(role, []))
 
 
-def complete_members(
-    reports: Iterable[Report], generation: int, not_before_ms: int = 0
-) -> list[Report] | None:
-    """The reports of ``generation`` once their slots tile the members topic, else None.
+def reported_members(reports: Iterable[Report], generation: int, not_before_ms: int = 0) -> list[Report]:
+    """The reports of ``generation`` by member, newest first claiming each slot.
 
     A slot claimed twice (a report left from an earlier run that reused the generation
     number) goes to the newest report; reports older than ``not_before_ms`` are ignored.
@@ -210,11 +216,23 @@ def complete_members(
     for report in sorted(current, key=lambda r: (r.time_ms, r.member)):
         for slot in report.slots:
             owner[slot] = report
-    if len(owner) < MEMBER_SLOTS:
-        return None
     chosen = {r.member: r for r in owner.values()}
     chosen.update({r.member: r for r in current if not r.slots})  # beyond MEMBER_SLOTS members
     return sorted(chosen.values(), key=lambda r: r.member)
+
+
+def missing_slots(members: Iterable[Report]) -> list[int]:
+    """The member slots no report of ``members`` claims: members that have not reported."""
+    claimed = {slot for r in members for slot in r.slots}
+    return [slot for slot in range(MEMBER_SLOTS) if slot not in claimed]
+
+
+def complete_members(
+    reports: Iterable[Report], generation: int, not_before_ms: int = 0
+) -> list[Report] | None:
+    """The reports of ``generation`` once their slots tile the members topic, else None."""
+    members = reported_members(reports, generation, not_before_ms)
+    return None if missing_slots(members) else members
 
 
 def _lags(
@@ -297,6 +315,7 @@ def compute_assignment(
             pid: {t: n for t, n in lags.get(pid, {}).items() if t in s.active or t in s.standby}
             for pid, s in clients.items()
         },
+        reports={r.member: r.time_ms for r in reports},
     )
 
 
