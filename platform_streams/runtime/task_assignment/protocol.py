@@ -16,8 +16,12 @@ assigns its own work over a group) the group is used only for what the broker do
 * once the reports of G tile the slots, the member with the lowest member id is the
   *leader* of G: it computes the placement (:func:`compute_assignment`, the KIP-441
   assignor) and publishes it once (``assignment``), tagged with G and the member ids;
-* a member runs the tasks the first assignment of its *current* generation gives it, and
-  nothing before that assignment arrives.
+* a member runs the tasks the assignment of its *current* generation made from its own
+  report gives it (each assignment lists the report times it used: generation numbers
+  repeat when a group is deleted and re-created), and nothing before that arrives;
+* the wait is bounded (docs/scale-out.md, "Bounded wait"): reports are re-published while
+  a member waits, the lowest member that reported places the tasks over the reporters
+  once the rest had ample time, and an unplaced member rejoins with a fresh member.
 
 Safety (docs/scale-out.md, "State-aware assignment"): the group protocol is eager, so a
 member revokes (commits and closes) every task before it joins a new generation; within a
