@@ -88,9 +88,7 @@ class TaskRebalancing:
 
         def _set_state(self, state: WorkerState) -> None: ...
 
-        def _leave_group(self) -> None: ...
-
-        def _join_group(self) -> None: ...
+        def _subscribe(self, topics: list[str]) -> None: ...
 
     def _on_task_migrated(self, exc: TaskMigratedError) -> None:
         """The group (or a newer producer) took our tasks: drop them dirty, wait for the rebalance."""
@@ -145,9 +143,9 @@ class TaskRebalancing:
 
         Waiting has bounds, like the wait for the group (runtime/rebalance_wait.py): after
         ``partial_after_s`` the leader places the tasks over the members that reported; after
-        ``warning_s`` the worker says what it waits for; a member still without an assignment
-        after the longest legitimate rebalance (``wedged_after_s``, plus jitter) rejoins the
-        group with a fresh member, which starts a new generation (the soak's finding 13: a
+        ``warning_s`` the worker says what it waits for; a member the generation's assignment
+        left out, or still without one after the longest legitimate rebalance
+        (``wedged_after_s``, plus jitter), starts a new generation (the soak's finding 13: a
         group re-created by a repair kept a member that never reported, and both workers
         idled for 23 minutes).
         """
@@ -159,20 +157,24 @@ class TaskRebalancing:
             pending, self.consumer, partial=waited >= wait.partial_after_s
         )
         if tasks is None:
+            now = time.monotonic()
             if pending.rejoin_at is None:
                 pending.rejoin_at = pending.joined + wait.wedged_after_s + random.random() * wait.warning_s
                 pending.next_warning = pending.joined + wait.warning_s
-            if time.monotonic() >= pending.rejoin_at:
-                self._rejoin_unplaced(pending, waited)
-                return 0
-            if pending.next_warning is not None and time.monotonic() >= pending.next_warning:
-                pending.next_warning = time.monotonic() + wait.warning_s
+            if pending.unplaced and not pending.resubscribed:
+                self._new_generation(pending, "its assignment does not name this member")
+            elif now >= pending.rejoin_at:
+                self._new_generation(
+                    pending, f"no assignment after {waited:.0f}s, longer than a rebalance lasts"
+                )
+            elif pending.next_warning is not None and now >= pending.next_warning:
+                pending.next_warning = now + wait.warning_s
                 self._warn_unplaced(pending, waited)
             with self.store_guard.released():
                 self.consumer.poll(min(self._poll_s, 0.05))
             return 0
         self._pending = None
-        if pending.next_warning is not None and waited >= wait.warning_s:
+        if waited >= wait.warning_s:
             log.warning("%s: generation %d was placed after %.0fs", self.name, pending.generation, waited)
         log.info("%s: assignment received: tasks %s", self.name, [str(t) for t in tasks])
         self._start_tasks(self.consumer, self._coordinator.partitions_of(tasks), rebalance=True)
@@ -193,20 +195,22 @@ class TaskRebalancing:
             else "every member reported: waiting for the leader's placement",
         )
 
-    def _rejoin_unplaced(self, pending: Pending, waited: float) -> None:
-        """Leave the group and join again with a fresh member: a new generation, new reports."""
+    def _new_generation(self, pending: Pending, why: str) -> None:
+        """Make the group rebalance (a changed subscription; a static member's close and
+        rejoin would not, on Kafka): every member revokes and reports again. Again after
+        another rebalance bound if no generation follows."""
+        assert self._coordinator is not None
         log.warning(
-            "%s: no assignment for generation %d of group %r after %.0fs, longer than a rebalance "
-            "can last: rejoining the group with a fresh member (a new generation)",
+            "%s: generation %d of group %r: %s; starting a new generation (member %s)",
             self.name,
             pending.generation,
             self.config.application_id,
-            waited,
+            why,
+            pending.member,
         )
-        self._pending = None
-        self._leave_group()
-        self._join_group()
-        self._set_state(WorkerState.STARTING)
+        pending.resubscribed = True
+        pending.rejoin_at = time.monotonic() + self.assignment_wait.wedged_after_s
+        self._coordinator.resubscribe(self._subscribe)
 
     def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
         """Create, restore and initialise the tasks of an assignment, then read it exactly from
@@ -266,8 +270,9 @@ class TaskRebalancing:
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
+        if self._pending is None:  # an unplaced member keeps reporting the tasks it had before
+            self._previous_tasks = list(self.tasks)
         self._pending = None
-        self._previous_tasks = list(self.tasks)
         if self.tasks:
             try:
                 self.commit()

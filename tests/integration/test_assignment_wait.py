@@ -6,13 +6,13 @@ id publishes the placement. In the 60-minute soak of 2026-11-24 (20:48 UTC) a gr
 re-created by a repair kept a member that never reported: both workers waited for the
 placement for 23 minutes, silently, with no task. Now a waiting worker warns, the leader
 places the tasks over the members that reported once a member has had ample time to
-report, and a member still unplaced after the longest legitimate rebalance rejoins the
-group with a fresh member (a new generation).
+report, and a member still unplaced after the longest legitimate rebalance makes the group
+start a new generation (a changed subscription).
 
 The broken member is played by a plain consumer of the application's group ("ghost"): it
 holds member slots, and in its first generation it publishes a report with the lowest
 member id, so it is that generation's leader, and never places anything. The worker must
-rejoin (the first bound), lead the next generation without the ghost's report (the
+start a new generation (the first bound), lead the next generation without the ghost's report (the
 second), and process its input. Both brokers.
 """
 
@@ -117,7 +117,7 @@ def test_a_member_that_reports_and_never_leads_does_not_hold_the_group(
         ghost.start()
         wait_until(lambda: ghost.reported, 90, "the ghost joined and reported as leader")
         wait_until(
-            lambda: "rejoining the group with a fresh member" in caplog.text, 120, "the worker rejoins"
+            lambda: "starting a new generation" in caplog.text, 120, "the worker starts a new generation"
         )
         wait_until(
             lambda: "placing the tasks over the 1 members that reported" in caplog.text, 120, "partial lead"

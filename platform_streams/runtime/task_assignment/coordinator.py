@@ -62,9 +62,13 @@ class Pending:
         self.joined_ms = int(time.time() * 1000)
         #: when the report is published again (a reader may have missed it: docs/brokers.md)
         self.next_reminder = self.joined + _REMIND_S
-        #: set by the worker: when it gives up on this generation and rejoins the group
+        #: set by the worker: when it gives up on this generation and starts a new one
         self.rejoin_at: float | None = None
         self.next_warning: float | None = None
+        #: the generation's final assignment does not name this member: it must rejoin
+        self.unplaced = False
+        #: the worker started a new generation for this one
+        self.resubscribed = False
         #: the report times an assignment for this member may have been made from: this
         #: join's, and those of the member's earlier joins of the same generation (a broker
         #: may re-sync a generation without a new number; its assignment still holds)
@@ -97,7 +101,7 @@ class AssignmentCoordinator:
         self._lock = threading.Lock()
         self._reports: dict[str, Report] = {}
         self._assignments: dict[int, list[Assignment]] = {}
-        #: the newest assignment read (a static member's rejoin without a rebalance)
+        #: the last assignment read (a static member's rejoin without a rebalance)
         self._newest: Assignment | None = None
         #: generation -> when this client last led it (generation numbers repeat when a
         #: repair deleted the group: a lead older than the report horizon was another group's)
@@ -157,8 +161,7 @@ class AssignmentCoordinator:
                 assignment = Assignment.from_json(value)
                 with self._lock:
                     self._assignments.setdefault(assignment.generation, []).append(assignment)
-                    if self._newest is None or assignment.time_ms >= self._newest.time_ms:
-                        self._newest = assignment
+                    self._newest = assignment
                     if self.process_id in assignment.clients and (
                         self.current is None or assignment.time_ms >= self.current.time_ms
                     ):
@@ -205,20 +208,28 @@ class AssignmentCoordinator:
         """The tasks of ``pending``'s member in its generation, once published; the leader
         computes and publishes the assignment here.
 
-        The leader waits for the reports of every member slot; with ``partial`` (the worker
-        waited longer than a member needs to report) it places the tasks over the members
-        that did report. A member that never reports -- one the broker kept in the group
-        after it died, or whose report the broker lost -- would otherwise hold every other
-        member without tasks for as long as the generation lasts (the soak's finding 13).
+        The first assignment of the generation on the control topic (one partition: every
+        client reads the same order) that belongs to this group is final: nobody leads the
+        generation again, and a member it does not name is marked ``unplaced`` (the worker
+        starts a new generation). Until one exists, the leader waits for the reports of
+        every member slot; with ``partial`` (the worker waited longer than a member needs to
+        report) the lowest member that reported places the tasks over the members that
+        reported. A member that never reports -- one the broker kept in the group after it
+        died, or whose report the broker lost -- would otherwise hold every other member
+        without tasks for as long as the generation lasts (the soak's finding 13).
         """
+        not_before = pending.joined_ms - _REPORT_HORIZON_MS
         with self._lock:
-            found = self._tasks_in(pending)
+            final = self._final(pending, not_before)
+            tasks = self._tasks_in(final, pending) if final is not None else self._static_rejoin(pending)
             reports = list(self._reports.values())
-        if found is not None:
+        if tasks is not None:
             self.rebalance_latencies.append(time.monotonic() - pending.joined)
             del self.rebalance_latencies[:-100]
-            return found
-        not_before = pending.joined_ms - _REPORT_HORIZON_MS
+            return tasks
+        if final is not None:
+            pending.unplaced = True
+            return None
         members = reported_members(reports, pending.generation, not_before)
         missing = missing_slots(members)
         if missing and not partial:
@@ -239,27 +250,66 @@ class AssignmentCoordinator:
             self._lead(pending.generation, members, consumer)
         return None
 
-    def _tasks_in(self, pending: Pending) -> list[TaskId] | None:
-        """The tasks an assignment made from ``pending``'s own report gives it (the newest
-        such), or, for a static member that rejoined without a rebalance, the tasks of its
-        previous incarnation in the newest assignment; caller holds the lock."""
-        found: tuple[int, list[TaskId]] | None = None
+    def _final(self, pending: Pending, not_before: int) -> Assignment | None:
+        """The first assignment of ``pending``'s generation, in read order, made from a report
+        of this group: this member's, or any member's report of the generation written within
+        the report horizon (an assignment of another group's generation of the same number --
+        generations restart when a repair re-creates the group -- was made from old reports
+        only); caller holds the lock."""
         for a in self._assignments.get(pending.generation, []):
-            tasks = a.members.get(pending.member)
-            if tasks is None:
+            if not a.reports:  # an assignment of a version without report times
+                if a.time_ms >= not_before:
+                    return a
                 continue
-            if a.reports:
-                made_for_us = a.reports.get(pending.member) in pending.reports
-            else:  # an assignment of a version without report times
-                made_for_us = a.time_ms >= pending.joined_ms - _REPORT_HORIZON_MS
-            if made_for_us and (found is None or a.time_ms >= found[0]):
-                found = (a.time_ms, list(tasks))
-        if found is not None:
-            return found[1]
+            if a.reports.get(pending.member) in pending.reports:
+                return a
+            for member, time_ms in a.reports.items():
+                report = self._reports.get(member)
+                if (
+                    report is not None
+                    and report.generation == pending.generation
+                    and report.time_ms == time_ms >= not_before
+                ):
+                    return a
+        return None
+
+    @staticmethod
+    def _tasks_in(final: Assignment, pending: Pending) -> list[TaskId] | None:
+        """``pending``'s tasks in its generation's final assignment: by member id and report,
+        else (a static member that rejoined without a rebalance) by its slots."""
+        if pending.member in final.members:
+            if final.reports and final.reports.get(pending.member) not in pending.reports:
+                return None
+            return list(final.members[pending.member])
+        return final.tasks_of(pending.member, pending.slots, pending.instance_id)
+
+    def _static_rejoin(self, pending: Pending) -> list[TaskId] | None:
+        """A static member that rejoined without a rebalance (Kafka: same generation, same
+        slots, a new member id): its previous incarnation's tasks in the newest assignment,
+        if that is of this generation and no other member has reported in this generation
+        since it was made (then the group re-formed, or another group reused the number);
+        only after a reminder period, so that such reports have had time to arrive; caller
+        holds the lock."""
         newest = self._newest
-        if newest is None or newest.generation != pending.generation or pending.member in newest.members:
+        if (
+            newest is None
+            or pending.instance_id is None
+            or newest.generation != pending.generation
+            or time.monotonic() - pending.joined < _REMIND_S
+        ):
+            return None
+        if any(
+            member != pending.member and r.generation == pending.generation and r.time_ms > newest.time_ms
+            for member, r in self._reports.items()
+        ):
             return None
         return newest.tasks_of(pending.member, pending.slots, pending.instance_id)
+
+    def resubscribe(self, subscribe: Callable[[list[str]], None]) -> None:
+        """Start a new generation: a changed subscription makes the group rebalance (the
+        probing rebalance's toggle; a static member's close would not, on Kafka)."""
+        self._probe_toggle = not self._probe_toggle
+        subscribe([self.members_topic] + ([self.control_topic] if self._probe_toggle else []))
 
     def remind(self, pending: Pending) -> None:
         """Publish ``pending``'s report again every few seconds while it waits: a broker that
@@ -292,11 +342,9 @@ class AssignmentCoordinator:
         if age_ms < self.configs.probing_rebalance_interval_ms:
             return
         self._probed.add(current.generation)
-        self._probe_toggle = not self._probe_toggle
-        topics = [self.members_topic] + ([self.control_topic] if self._probe_toggle else [])
         log.info("probing rebalance after generation %d: warm-ups may have caught up", current.generation)
         self.probing_rebalances += 1
-        subscribe(topics)
+        self.resubscribe(subscribe)
 
     def _lead(self, generation: int, members: list[Report], consumer: Any) -> None:
         ends = self._end_offsets(consumer)

@@ -21,7 +21,8 @@ assigns its own work over a group) the group is used only for what the broker do
   repeat when a group is deleted and re-created), and nothing before that arrives;
 * the wait is bounded (docs/scale-out.md, "Bounded wait"): reports are re-published while
   a member waits, the lowest member that reported places the tasks over the reporters
-  once the rest had ample time, and an unplaced member rejoins with a fresh member.
+  once the rest had ample time, the first assignment of a generation is final, and a
+  member it leaves out, or that waits too long, makes the group start a new generation.
 
 Safety (docs/scale-out.md, "State-aware assignment"): the group protocol is eager, so a
 member revokes (commits and closes) every task before it joins a new generation; within a

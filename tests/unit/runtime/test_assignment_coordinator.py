@@ -149,11 +149,45 @@ def test_the_leader_places_the_tasks_over_the_members_that_reported_only_when_to
 def test_only_the_lowest_member_that_reported_leads_a_partial_generation(tmp_path: Path) -> None:
     client = Client(tmp_path, "p1")
     now = int(time.time() * 1000)
-    client.coordinator.on_record(REPORT_PREFIX + "m-0", _report(2, "m-0", range(HALF, MEMBER_SLOTS), now))
-    pending = client.coordinator.join(GroupMember(2, "m-1"), list(range(HALF)), [])
-    assert client.coordinator.missing_slots(pending) == []
+    client.coordinator.on_record(REPORT_PREFIX + "m-0", _report(2, "m-0", range(16, HALF), now))
+    pending = client.coordinator.join(GroupMember(2, "m-1"), list(range(16)), [])
+    assert client.coordinator.missing_slots(pending) == list(range(HALF, MEMBER_SLOTS))
     assert client.coordinator.assignment_for(pending, GroupMember(2, "m-1"), partial=True) is None
-    assert client.assignments() == [], "m-0 reported and leads: m-1 waits (and in the end rejoins)"
+    assert client.assignments() == [], "m-0 reported and is lower: it leads, m-1 waits"
+
+
+def test_a_member_that_reports_after_a_partial_lead_does_not_lead_again(tmp_path: Path) -> None:
+    """The reviewer's case: X placed the tasks over the reporters; W (a lower member id)
+    reports late and completes the slots. W must not place the generation a second time
+    (two owners of a task): it is left out and starts a new generation."""
+    x, w = Client(tmp_path, "px"), Client(tmp_path, "pw")
+    at_x = x.coordinator.join(GroupMember(3, "m-2"), list(range(HALF)), [])
+    x.coordinator.assignment_for(at_x, GroupMember(3, "m-2"), partial=True)
+    x.read_back()
+    assert x.coordinator.assignment_for(at_x, GroupMember(3, "m-2")) == [TaskId(0, 0), TaskId(0, 1)]
+    at_w = w.coordinator.join(GroupMember(3, "m-1"), list(range(HALF, MEMBER_SLOTS)), [])
+    w.read_back(x)
+    assert w.coordinator.missing_slots(at_w) == [], "every slot has reported now"
+    assert w.coordinator.assignment_for(at_w, GroupMember(3, "m-1"), partial=True) is None
+    assert w.assignments() == [], "the generation has its assignment: nobody leads it again"
+    assert at_w.unplaced, "left out: the worker starts a new generation"
+
+
+def test_of_two_partial_leads_the_first_on_the_topic_is_final(tmp_path: Path) -> None:
+    one, two = Client(tmp_path, "p1"), Client(tmp_path, "p2")
+    at_one = one.coordinator.join(GroupMember(4, "m-1"), list(range(HALF)), [])
+    at_two = two.coordinator.join(GroupMember(4, "m-2"), list(range(HALF, MEMBER_SLOTS)), [])
+    # each saw only its own report at its deadline: each leads over itself
+    one.coordinator.assignment_for(at_one, GroupMember(4, "m-1"), partial=True)
+    two.coordinator.assignment_for(at_two, GroupMember(4, "m-2"), partial=True)
+    assert len(one.assignments()) == len(two.assignments()) == 1
+    topic = [*one.published, *two.published]  # one partition: one order for every reader
+    for client in (one, two):
+        for key, value in topic:
+            client.coordinator.on_record(key, value)
+    assert one.coordinator.assignment_for(at_one, GroupMember(4, "m-1")) == [TaskId(0, 0), TaskId(0, 1)]
+    assert two.coordinator.assignment_for(at_two, GroupMember(4, "m-2")) is None
+    assert at_two.unplaced, "m-2's own assignment came second: it starts a new generation instead"
 
 
 def test_a_waiting_member_publishes_its_report_again(tmp_path: Path) -> None:
@@ -167,21 +201,67 @@ def test_a_waiting_member_publishes_its_report_again(tmp_path: Path) -> None:
     assert client.published[0][1] == client.published[1][1], "the same report: the same assignment is ours"
 
 
-def test_a_static_member_takes_its_old_incarnations_tasks_only_from_the_newest_assignment(
+def test_a_static_member_that_rejoined_without_a_rebalance_takes_its_old_incarnations_tasks(
     tmp_path: Path,
 ) -> None:
+    """Kafka: a static member restarted within the session timeout rejoins the same
+    generation with a new member id and the same slots; the generation may be hours old."""
     client = Client(tmp_path, "p1")
-    now = int(time.time() * 1000)
-    older = Assignment(5, "i1-a", {"i1-a": [TaskId(0, 1)]}, {}, time_ms=now - 10, slots={"i1-a": [0]})
-    newer = Assignment(6, "i2-b", {"i2-b": [TaskId(0, 0)]}, {}, time_ms=now, slots={"i2-b": [0]})
-    for assignment in (older, newer):
+    long_ago = int(time.time() * 1000) - 7_200_000
+    older = Assignment(5, "i1-a", {"i1-a": [TaskId(0, 1)]}, {}, time_ms=long_ago - 10, slots={"i1-a": [0]})
+    newest = Assignment(
+        6,
+        "i2-b",
+        {"i2-b": [TaskId(0, 0)], "i3-c": [TaskId(0, 1)]},
+        {},
+        time_ms=long_ago,
+        slots={"i2-b": [0], "i3-c": [1]},
+        reports={"i2-b": long_ago - 5, "i3-c": long_ago - 5},
+    )
+    for assignment in (older, newest):
         client.coordinator.on_record(ASSIGNMENT_KEY, assignment.to_json())
+    client.coordinator.on_record(REPORT_PREFIX + "i3-c", _report(6, "i3-c", range(1, 2), long_ago - 5))
     at_5 = client.coordinator.join(GroupMember(5, "i1-new"), [0], [], instance_id="i1")
+    at_5.joined -= 10
     assert client.coordinator.assignment_for(at_5, GroupMember(5, "i1-new")) is None, (
         "generation 5 is history"
     )
     at_6 = client.coordinator.join(GroupMember(6, "i2-new"), [0], [], instance_id="i2")
+    assert client.coordinator.assignment_for(at_6, GroupMember(6, "i2-new")) is None, (
+        "not before the other members' fresh reports (if the group re-formed) had time to arrive"
+    )
+    at_6.joined -= 10
     assert client.coordinator.assignment_for(at_6, GroupMember(6, "i2-new")) == [TaskId(0, 0)]
+
+
+def test_a_static_member_does_not_take_tasks_from_another_groups_generation_of_the_same_number(
+    tmp_path: Path,
+) -> None:
+    """The soak at 21:36: a repair re-created the group at generation 0; the last assignment
+    read was the old group's generation 0, with the same instance's slots."""
+    client = Client(tmp_path, "p1")
+    an_hour_ago = int(time.time() * 1000) - 3_600_000
+    old = Assignment(
+        0,
+        "w0-old",
+        {"w0-old": [TaskId(0, 0), TaskId(0, 1)], "w1-old": []},
+        {},
+        time_ms=an_hour_ago,
+        slots={"w0-old": list(range(HALF)), "w1-old": list(range(HALF, MEMBER_SLOTS))},
+        reports={"w0-old": an_hour_ago - 5, "w1-old": an_hour_ago - 5},
+    )
+    client.coordinator.on_record(ASSIGNMENT_KEY, old.to_json())
+    now = int(time.time() * 1000)
+    client.coordinator.on_record(
+        REPORT_PREFIX + "w1-new", _report(0, "w1-new", range(HALF, MEMBER_SLOTS), now)
+    )
+    pending = client.coordinator.join(GroupMember(0, "w0-new"), list(range(HALF)), [], instance_id="w0")
+    pending.joined -= 10
+    client.published.clear()
+    assert client.coordinator.assignment_for(pending, GroupMember(0, "w0-new")) is None
+    assert not pending.unplaced, "the old group's assignment is not this generation's"
+    [placed] = client.assignments()
+    assert placed.reports == {"w0-new": pending.report.time_ms, "w1-new": now}, "it leads the new generation"
 
 
 def test_slot_ranges_reads_like_an_operator_writes() -> None:
