@@ -251,6 +251,7 @@ def repair_group(
     partitions: Sequence[TP],
     seen: GroupObservation,
     leave: Callable[[], None],
+    on_deleted: Callable[[], None] | None = None,
 ) -> None:
     """Repair a group :meth:`AssignmentWait.wedged` judged wedged: save its committed offsets
     of ``partitions`` in the backup group, then delete it.
@@ -265,6 +266,8 @@ def repair_group(
     committed newer offsets (the soak saw them join within 2 s of the delete), and a
     write-back would move those back. Instead each member commits the saved offsets of its
     own partitions at its next commit (``StreamTask.recommit``), input or not.
+    ``on_deleted`` is called once the group is deleted (state-aware placement: the old
+    group's assignments become void, ``AssignmentCoordinator.group_recreated``).
     """
     group = config.application_id
     offsets = seen.committed
@@ -274,7 +277,7 @@ def repair_group(
             # committed: its progress is the saved offsets, which the members start from;
             # deleting it loses nothing (the 60-minute soak run stayed wedged here).
             leave()
-            _delete_wedged(admin, group, seen, len(partitions))
+            _delete_wedged(admin, group, seen, len(partitions), on_deleted)
             return
         if not offsets:
             # Nothing read back is not proof that nothing was committed (the soak run saw a
@@ -302,7 +305,7 @@ def repair_group(
                 "group %r did not rebalance; its committed offsets could not be saved: not deleting it", group
             )
             return
-        _delete_wedged(admin, group, seen, len(offsets))
+        _delete_wedged(admin, group, seen, len(offsets), on_deleted)
 
 
 def _saved(admin: KafkaAdmin, group: str, partitions: Sequence[TP]) -> bool:
@@ -314,11 +317,19 @@ def _saved(admin: KafkaAdmin, group: str, partitions: Sequence[TP]) -> bool:
     return any(o is not None for o in saved.values())
 
 
-def _delete_wedged(admin: KafkaAdmin, group: str, seen: GroupObservation, saved: int) -> None:
+def _delete_wedged(
+    admin: KafkaAdmin,
+    group: str,
+    seen: GroupObservation,
+    saved: int,
+    on_deleted: Callable[[], None] | None,
+) -> None:
     refused = admin.delete_group(group)
     if refused is not None:
         log.warning("group %r did not rebalance and the broker keeps it (%s): rejoining", group, refused)
         return
+    if on_deleted is not None:
+        on_deleted()
     log.warning(
         "group %r did not rebalance (generation %s, state %s and its committed offsets unchanged for "
         "longer than the rebalance timeout): saved its committed offsets of %d partitions in group %r, "

@@ -137,8 +137,6 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         #: state-aware placement: the group only gives membership, the coordinator the tasks
         self._coordinator = coordinator
         self._pending: Pending | None = None
-        #: this consumer's last join (the previous generation's Pending), None after a new consumer
-        self._joined: Pending | None = None
         self._member: str | None = None
         self._previous_tasks: list[TaskId] = []
         #: deletes consumed repartition records after commits (brokers with DeleteRecords)
@@ -268,7 +266,6 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         consumer_conf = self.config.consumer_configs(self.index)
         self._route_statistics(consumer_conf, "consumer")
         self.consumer = create_consumer(consumer_conf)
-        self._joined = None
         coordinator = self._coordinator
         self._subscribe(self.source_topics if coordinator is None else [coordinator.members_topic])
 
@@ -289,7 +286,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         try:
             seen = observe_group(self.config, partitions, group_membership(self.consumer)[1])
             if self.assignment_wait.wedged(seen):
-                repair_group(self.config, partitions, seen, leave=self._leave_group)
+                recreated = self._coordinator.group_recreated if self._coordinator is not None else None
+                repair_group(self.config, partitions, seen, leave=self._leave_group, on_deleted=recreated)
         except StreamsError as exc:
             log.warning("%s: could not check or repair the group: %s", self.name, exc)
         if self.consumer is None:

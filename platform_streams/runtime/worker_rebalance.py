@@ -78,7 +78,6 @@ class TaskRebalancing:
         _standbys: StandbyUpdater | None
         _coordinator: AssignmentCoordinator | None
         _pending: Pending | None
-        _joined: Pending | None
         assignment_wait: AssignmentWait
         _member: str | None
         _previous_tasks: list[TaskId]
@@ -134,8 +133,7 @@ class TaskRebalancing:
         coordinator = self._coordinator
         slots = [tp.partition for tp in partitions if tp.topic == coordinator.members_topic]
         instance = self.config.consumer_configs(self.index).get("group.instance.id")
-        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance, self._joined)
-        self._joined = self._pending
+        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance)
         self._member = self._pending.member
 
     def _await_assignment(self) -> int:
@@ -210,7 +208,7 @@ class TaskRebalancing:
         )
         pending.resubscribed = True
         pending.rejoin_at = time.monotonic() + self.assignment_wait.wedged_after_s
-        self._coordinator.resubscribe(self._subscribe)
+        self._coordinator.resubscribe(self.consumer, self._subscribe)
 
     def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
         """Create, restore and initialise the tasks of an assignment, then read it exactly from

@@ -25,6 +25,7 @@ from platform_streams.runtime.task import store_changelogs
 from platform_streams.runtime.task_assignment.client_state import AssignmentConfigs
 from platform_streams.runtime.task_assignment.protocol import (
     ASSIGNMENT_KEY,
+    EPOCH_KEY,
     REPORT_PREFIX,
     Assignment,
     Positions,
@@ -52,7 +53,7 @@ _REMIND_S = 5.0
 class Pending:
     """A member waiting for its generation's assignment (one per join: per ``on_assign``)."""
 
-    def __init__(self, report: Report, instance_id: str | None, earlier: Pending | None = None) -> None:
+    def __init__(self, report: Report, instance_id: str | None) -> None:
         self.report = report
         self.generation = report.generation
         self.member = report.member
@@ -69,12 +70,6 @@ class Pending:
         self.unplaced = False
         #: the worker started a new generation for this one
         self.resubscribed = False
-        #: the report times an assignment for this member may have been made from: this
-        #: join's, and those of the member's earlier joins of the same generation (a broker
-        #: may re-sync a generation without a new number; its assignment still holds)
-        self.reports = {report.time_ms}
-        if earlier is not None and (earlier.generation, earlier.member) == (self.generation, self.member):
-            self.reports |= earlier.reports
 
 
 class AssignmentCoordinator:
@@ -100,12 +95,10 @@ class AssignmentCoordinator:
         self._on_assignment = on_assignment
         self._lock = threading.Lock()
         self._reports: dict[str, Report] = {}
+        #: per generation, the assignments read since the last epoch record, in read order
         self._assignments: dict[int, list[Assignment]] = {}
-        #: the last assignment read (a static member's rejoin without a rebalance)
-        self._newest: Assignment | None = None
-        #: generation -> when this client last led it (generation numbers repeat when a
-        #: repair deleted the group: a lead older than the report horizon was another group's)
-        self._published: dict[int, int] = {}
+        #: the generations this client led since the last epoch record
+        self._published: set[int] = set()
         #: the last assignment that named this client (its standbys and warm-ups come from it)
         self.current: Assignment | None = None
         self.configs = AssignmentConfigs(
@@ -127,7 +120,6 @@ class AssignmentCoordinator:
         self.members_topic = members_topic_name(config.application_id)
         self.control_topic = control_topic_name(config.application_id)
         self._probed: set[int] = set()
-        self._probe_toggle = False
         self.probing_rebalances = 0
 
     def start(self, partition_counts: Mapping[str, int]) -> None:
@@ -157,11 +149,14 @@ class AssignmentCoordinator:
                         self._reports.pop(member, None)
                     else:
                         self._reports[member] = Report.from_json(value)
+            elif key == EPOCH_KEY and value is not None:
+                log.info("control topic: the group was re-created at %s; earlier assignments void", value)
+                with self._lock:
+                    self._forget_group()
             elif key == ASSIGNMENT_KEY and value is not None:
                 assignment = Assignment.from_json(value)
                 with self._lock:
                     self._assignments.setdefault(assignment.generation, []).append(assignment)
-                    self._newest = assignment
                     if self.process_id in assignment.clients and (
                         self.current is None or assignment.time_ms >= self.current.time_ms
                     ):
@@ -170,18 +165,27 @@ class AssignmentCoordinator:
         except (KeyError, ValueError, TypeError) as exc:
             log.warning("control topic: ignoring malformed %s record: %s", key, exc)
 
+    def _forget_group(self) -> None:
+        """The group was deleted and re-created: its generation numbers start again, so every
+        report, assignment and lead of the old group is void; caller holds the lock."""
+        self._reports.clear()
+        self._assignments.clear()
+        self._published.clear()
+
+    def group_recreated(self) -> None:
+        """Called by the worker whose repair deleted the group (before anyone can join the new
+        one: a join takes seconds, this write milliseconds): tell every client, on the
+        topic the assignments travel on, that what came before belongs to the old group."""
+        with self._lock:
+            self._forget_group()
+        self._publish(EPOCH_KEY, {"time": int(time.time() * 1000), "by": self.process_id})
+
     # -- a worker joins a generation -----------------------------------------------------------
 
     def join(
-        self,
-        consumer: Any,
-        slots: list[int],
-        prev_active: list[TaskId],
-        instance_id: str | None = None,
-        earlier: Pending | None = None,
+        self, consumer: Any, slots: list[int], prev_active: list[TaskId], instance_id: str | None = None
     ) -> Pending:
-        """Publish this member's report for the generation it just joined (``earlier``: the
-        same consumer's previous join, whose generation's assignment may still be ours)."""
+        """Publish this member's report for the generation it just joined."""
         generation, member = group_generation(consumer.consumer_group_metadata())
         report = Report(
             generation=generation,
@@ -200,7 +204,7 @@ class AssignmentCoordinator:
         log.info(
             "member %s joined generation %d (slots %s); waiting for its assignment", member, generation, slots
         )
-        return Pending(report, instance_id, earlier)
+        return Pending(report, instance_id)
 
     def assignment_for(
         self, pending: Pending, consumer: Any, *, partial: bool = False
@@ -209,34 +213,35 @@ class AssignmentCoordinator:
         computes and publishes the assignment here.
 
         The first assignment of the generation on the control topic (one partition: every
-        client reads the same order) that belongs to this group is final: nobody leads the
-        generation again, and a member it does not name is marked ``unplaced`` (the worker
-        starts a new generation). Until one exists, the leader waits for the reports of
-        every member slot; with ``partial`` (the worker waited longer than a member needs to
-        report) the lowest member that reported places the tasks over the members that
-        reported. A member that never reports -- one the broker kept in the group after it
-        died, or whose report the broker lost -- would otherwise hold every other member
-        without tasks for as long as the generation lasts (the soak's finding 13).
+        client reads the same order) since the last epoch record is final: nobody leads the
+        generation again, a member finds its tasks in it by member id (a static member that
+        rejoined without a rebalance, by its slots), and a member it does not name is marked
+        ``unplaced`` (the worker starts a new generation). Until it exists, the leader waits
+        for the reports of every member slot; with ``partial`` (the worker waited longer
+        than a member needs to report) the lowest member that reported places the tasks
+        over the members that reported. A member that never reports -- one the broker kept
+        in the group after it died, or whose report the broker lost -- would otherwise hold
+        every other member without tasks for as long as the generation lasts (the soak's
+        finding 13).
         """
-        not_before = pending.joined_ms - _REPORT_HORIZON_MS
         with self._lock:
-            final = self._final(pending, not_before)
-            tasks = self._tasks_in(final, pending) if final is not None else self._static_rejoin(pending)
+            final = next(iter(self._assignments.get(pending.generation, [])), None)
             reports = list(self._reports.values())
-        if tasks is not None:
+        if final is not None:
+            tasks = final.tasks_of(pending.member, pending.slots, pending.instance_id)
+            if tasks is None:
+                pending.unplaced = True
+                return None
             self.rebalance_latencies.append(time.monotonic() - pending.joined)
             del self.rebalance_latencies[:-100]
             return tasks
-        if final is not None:
-            pending.unplaced = True
-            return None
-        members = reported_members(reports, pending.generation, not_before)
+        members = reported_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
         missing = missing_slots(members)
         if missing and not partial:
             return None
         if min((r.member for r in members), default=None) != pending.member:
             return None
-        if self._published.get(pending.generation, -1) < not_before:
+        if pending.generation not in self._published:
             if missing:
                 log.warning(
                     "leader of generation %d: member slots %s have no report %.0fs after the rebalance "
@@ -250,66 +255,13 @@ class AssignmentCoordinator:
             self._lead(pending.generation, members, consumer)
         return None
 
-    def _final(self, pending: Pending, not_before: int) -> Assignment | None:
-        """The first assignment of ``pending``'s generation, in read order, made from a report
-        of this group: this member's, or any member's report of the generation written within
-        the report horizon (an assignment of another group's generation of the same number --
-        generations restart when a repair re-creates the group -- was made from old reports
-        only); caller holds the lock."""
-        for a in self._assignments.get(pending.generation, []):
-            if not a.reports:  # an assignment of a version without report times
-                if a.time_ms >= not_before:
-                    return a
-                continue
-            if a.reports.get(pending.member) in pending.reports:
-                return a
-            for member, time_ms in a.reports.items():
-                report = self._reports.get(member)
-                if (
-                    report is not None
-                    and report.generation == pending.generation
-                    and report.time_ms == time_ms >= not_before
-                ):
-                    return a
-        return None
-
-    @staticmethod
-    def _tasks_in(final: Assignment, pending: Pending) -> list[TaskId] | None:
-        """``pending``'s tasks in its generation's final assignment: by member id and report,
-        else (a static member that rejoined without a rebalance) by its slots."""
-        if pending.member in final.members:
-            if final.reports and final.reports.get(pending.member) not in pending.reports:
-                return None
-            return list(final.members[pending.member])
-        return final.tasks_of(pending.member, pending.slots, pending.instance_id)
-
-    def _static_rejoin(self, pending: Pending) -> list[TaskId] | None:
-        """A static member that rejoined without a rebalance (Kafka: same generation, same
-        slots, a new member id): its previous incarnation's tasks in the newest assignment,
-        if that is of this generation and no other member has reported in this generation
-        since it was made (then the group re-formed, or another group reused the number);
-        only after a reminder period, so that such reports have had time to arrive; caller
-        holds the lock."""
-        newest = self._newest
-        if (
-            newest is None
-            or pending.instance_id is None
-            or newest.generation != pending.generation
-            or time.monotonic() - pending.joined < _REMIND_S
-        ):
-            return None
-        if any(
-            member != pending.member and r.generation == pending.generation and r.time_ms > newest.time_ms
-            for member, r in self._reports.items()
-        ):
-            return None
-        return newest.tasks_of(pending.member, pending.slots, pending.instance_id)
-
-    def resubscribe(self, subscribe: Callable[[list[str]], None]) -> None:
+    def resubscribe(self, consumer: Any, subscribe: Callable[[list[str]], None]) -> None:
         """Start a new generation: a changed subscription makes the group rebalance (the
-        probing rebalance's toggle; a static member's close would not, on Kafka)."""
-        self._probe_toggle = not self._probe_toggle
-        subscribe([self.members_topic] + ([self.control_topic] if self._probe_toggle else []))
+        control topic toggled in or out of this consumer's subscription; its partition is
+        never read). A static member's close and rejoin would not rebalance on Kafka."""
+        current = set(consumer.subscription())
+        topics = [self.members_topic] + ([] if self.control_topic in current else [self.control_topic])
+        subscribe(topics)
 
     def remind(self, pending: Pending) -> None:
         """Publish ``pending``'s report again every few seconds while it waits: a broker that
@@ -344,7 +296,7 @@ class AssignmentCoordinator:
         self._probed.add(current.generation)
         log.info("probing rebalance after generation %d: warm-ups may have caught up", current.generation)
         self.probing_rebalances += 1
-        self.resubscribe(subscribe)
+        self.resubscribe(consumer, subscribe)
 
     def _lead(self, generation: int, members: list[Report], consumer: Any) -> None:
         ends = self._end_offsets(consumer)
@@ -352,7 +304,7 @@ class AssignmentCoordinator:
             generation, members, self.all_tasks, self.changelogs, ends, self.configs, self.current
         )
         self._publish(ASSIGNMENT_KEY, assignment.to_json())
-        self._published[generation] = assignment.time_ms
+        self._published.add(generation)
         log.info(
             "leader of generation %d: %d members, %d tasks placed%s",
             generation,

@@ -16,13 +16,13 @@ assigns its own work over a group) the group is used only for what the broker do
 * once the reports of G tile the slots, the member with the lowest member id is the
   *leader* of G: it computes the placement (:func:`compute_assignment`, the KIP-441
   assignor) and publishes it once (``assignment``), tagged with G and the member ids;
-* a member runs the tasks the assignment of its *current* generation made from its own
-  report gives it (each assignment lists the report times it used: generation numbers
-  repeat when a group is deleted and re-created), and nothing before that arrives;
+* the first assignment of a generation on the topic is final: a member runs the tasks it
+  gives it, and nothing before it arrives; a repair that re-creates the group (generation
+  numbers restart) writes an epoch record, and what came before it belongs to the old group;
 * the wait is bounded (docs/scale-out.md, "Bounded wait"): reports are re-published while
   a member waits, the lowest member that reported places the tasks over the reporters
-  once the rest had ample time, the first assignment of a generation is final, and a
-  member it leaves out, or that waits too long, makes the group start a new generation.
+  once the rest had ample time, and a member the final assignment leaves out, or that
+  waits too long, makes the group start a new generation.
 
 Safety (docs/scale-out.md, "State-aware assignment"): the group protocol is eager, so a
 member revokes (commits and closes) every task before it joins a new generation; within a
@@ -48,6 +48,7 @@ from platform_streams.runtime.task_assignment.high_availability import assign
 from platform_streams.runtime.task_assignment.members import distribute_over_members
 
 __all__ = [
+    "EPOCH_KEY",
     "MEMBER_SLOTS",
     "Assignment",
     "Report",
@@ -65,6 +66,9 @@ MEMBER_SLOTS = 64
 
 REPORT_PREFIX = "report/"
 ASSIGNMENT_KEY = "assignment"
+#: written by a worker that deleted and so re-created the group (runtime/rebalance_wait.py):
+#: every report and assignment before it on the control topic belongs to the old group
+EPOCH_KEY = "assignment-epoch"
 
 #: changelog partition "topic/partition" -> position (the next offset the store needs)
 Positions = dict[str, int]
@@ -149,9 +153,7 @@ class Assignment:
     slots: dict[str, list[int]] = field(default_factory=dict)
     #: per client, the lag the leader computed for each stateful task it gave that client
     lags: dict[str, dict[TaskId, int]] = field(default_factory=dict)
-    #: each member's report time, as the leader read it: a member takes an assignment only if
-    #: it was computed from the report of this join (generation numbers repeat when a group is
-    #: deleted and re-created, and a member can join one generation twice)
+    #: each member's report time, as the leader read it (what the placement was made from)
     reports: dict[str, int] = field(default_factory=dict)
 
     def tasks_of(self, member: str, slots: Iterable[int], instance_id: str | None) -> list[TaskId] | None:

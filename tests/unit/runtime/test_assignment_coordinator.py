@@ -5,9 +5,11 @@ that generation numbers repeat when a repair deletes and re-creates the group (T
 the new group at generation 0 again), that a worker then took tasks from an assignment of
 the *old* group's generation 0, that a client which had led an old generation of that
 number never led the new one, and that a member slot nobody reported held the whole group
-without tasks. The broker-level case (a member that never leads) is
-tests/integration/test_assignment_wait.py. The consumer here is a stand-in that only
-serves librdkafka's group metadata and watermarks: the coordinator's logic, not Kafka.
+without tasks. Two reviews added the cases where a fix could give a task two owners in one
+generation (a late reporter, two partial leads, static members restarting one by one).
+The broker-level case (a member that never leads) is tests/integration/test_assignment_wait.py.
+The consumer here is a stand-in that only serves librdkafka's group metadata, watermarks and
+subscription: the coordinator's logic, not Kafka.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, slot_ranges
 from platform_streams.runtime.task_assignment.protocol import (
     ASSIGNMENT_KEY,
+    EPOCH_KEY,
     MEMBER_SLOTS,
     REPORT_PREFIX,
     Assignment,
@@ -46,6 +49,9 @@ class GroupMember:
 
     def get_watermark_offsets(self, _tp: Any, timeout: float = 0.0) -> tuple[int, int]:
         return 0, 0
+
+    def subscription(self) -> list[str]:
+        return ["app-members"]
 
 
 class Client:
@@ -81,53 +87,50 @@ def _report(generation: int, member: str, slots: range, time_ms: int) -> dict[st
     return Report(generation, member, "other", tuple(slots), time_ms).to_json()
 
 
-def test_an_assignment_of_an_earlier_group_with_the_same_generation_is_not_taken(tmp_path: Path) -> None:
-    client = Client(tmp_path, "p1")
-    old = int(time.time() * 1000) - 3_600_000
-    stale = Assignment(0, "m-1", {"m-1": [TaskId(0, 0)]}, {}, time_ms=old, reports={"m-1": old})
-    client.coordinator.on_record(ASSIGNMENT_KEY, stale.to_json())
-    pending = client.coordinator.join(GroupMember(0, "m-1"), list(range(MEMBER_SLOTS)), [])
-    client.read_back()
-    tasks = client.coordinator.assignment_for(pending, GroupMember(0, "m-1"))
-    assert tasks is None, "the stale generation-0 assignment names this member, but not this join's report"
-    # this client leads the new generation 0 (alone: every slot reported) and takes its own
-    assert len(client.assignments()) == 1
-    client.read_back()
-    assert client.coordinator.assignment_for(pending, GroupMember(0, "m-1")) == [TaskId(0, 0), TaskId(0, 1)]
+def _tasks(*partitions: int) -> list[TaskId]:
+    return [TaskId(0, p) for p in partitions]
 
 
-def test_a_client_that_led_a_generation_of_an_earlier_group_leads_the_new_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_epoch_record_voids_the_old_groups_generations(tmp_path: Path) -> None:
+    """After a repair the group starts at generation 0 again: the old group's generation-0
+    assignment (here naming this very member id and instance slots, as Tansu let w0 keep
+    its member id through the delete) must neither be taken nor stop this client leading."""
     client = Client(tmp_path, "p1")
-    an_hour_ago = time.time() - 3600
-    with monkeypatch.context() as then:  # the old group, an hour ago
-        then.setattr(time, "time", lambda: an_hour_ago)
-        first = client.coordinator.join(GroupMember(0, "m-1"), list(range(MEMBER_SLOTS)), [])
-        client.coordinator.assignment_for(first, GroupMember(0, "m-1"))
-    assert len(client.assignments()) == 1
-    # the group is deleted and re-created: generation 0 again, with a new member
+    old = Assignment(0, "w0-a", {"w0-a": _tasks(1)}, {}, slots={"w0-a": list(range(MEMBER_SLOTS))})
+    client.coordinator.on_record(ASSIGNMENT_KEY, old.to_json())
+    client.coordinator._published.add(0)
+    client.coordinator.on_record(EPOCH_KEY, {"time": 1, "by": "p2"})
+    pending = client.coordinator.join(GroupMember(0, "w0-a"), list(range(MEMBER_SLOTS)), [], instance_id="w0")
+    assert client.coordinator.assignment_for(pending, GroupMember(0, "w0-a")) is None
+    [placed] = client.assignments()
+    assert placed.reports == {"w0-a": pending.report.time_ms}, "it leads the new generation 0"
+    client.read_back()
+    assert client.coordinator.assignment_for(pending, GroupMember(0, "w0-a")) == _tasks(0, 1)
+
+
+def test_the_repairing_worker_writes_the_epoch_and_forgets_the_old_group(tmp_path: Path) -> None:
+    client = Client(tmp_path, "p1")
+    first = client.coordinator.join(GroupMember(0, "m-1"), list(range(MEMBER_SLOTS)), [])
+    client.coordinator.assignment_for(first, GroupMember(0, "m-1"))
+    client.read_back()
+    client.published.clear()
+    client.coordinator.group_recreated()
+    assert [k for k, _v in client.published] == [EPOCH_KEY]
     again = client.coordinator.join(GroupMember(0, "m-2"), list(range(MEMBER_SLOTS)), [])
     client.coordinator.assignment_for(again, GroupMember(0, "m-2"))
-    assert len(client.assignments()) == 2, "the generation-0 lead of the old group does not block this one"
+    assert len(client.assignments()) == 1, "the old group's lead of generation 0 does not block this one"
 
 
 def test_a_generation_synced_again_keeps_its_assignment(tmp_path: Path) -> None:
     """Tansu re-syncs a generation without a new number (seen in the soak): the member's
-    second join still takes the assignment made from its first report, and the leader does
-    not place the same generation twice."""
+    second join takes the same assignment, and nobody places the generation twice."""
     client = Client(tmp_path, "p1")
     first = client.coordinator.join(GroupMember(4, "m-1"), list(range(MEMBER_SLOTS)), [])
     client.coordinator.assignment_for(first, GroupMember(4, "m-1"))
     client.read_back()
-    time.sleep(0.002)
-    second = client.coordinator.join(GroupMember(4, "m-1"), list(range(MEMBER_SLOTS)), [], earlier=first)
-    assert client.coordinator.assignment_for(second, GroupMember(4, "m-1")) == [TaskId(0, 0), TaskId(0, 1)]
+    second = client.coordinator.join(GroupMember(4, "m-1"), list(range(MEMBER_SLOTS)), [])
+    assert client.coordinator.assignment_for(second, GroupMember(4, "m-1"), partial=True) == _tasks(0, 1)
     assert len(client.assignments()) == 1
-    fresh = client.coordinator.join(GroupMember(4, "m-1"), list(range(MEMBER_SLOTS)), [])
-    assert client.coordinator.assignment_for(fresh, GroupMember(4, "m-1")) is None, (
-        "without the earlier join (a new consumer), an assignment of another report is not ours"
-    )
 
 
 def test_the_leader_places_the_tasks_over_the_members_that_reported_only_when_told(
@@ -140,10 +143,10 @@ def test_the_leader_places_the_tasks_over_the_members_that_reported_only_when_to
     assert client.assignments() == [], "slots 32-63 have not reported: no placement yet"
     assert client.coordinator.assignment_for(pending, GroupMember(2, "m-1"), partial=True) is None
     [placed] = client.assignments()
-    assert placed.members == {"m-1": [TaskId(0, 0), TaskId(0, 1)]}
+    assert placed.members == {"m-1": _tasks(0, 1)}
     assert "member slots 32-63 have no report" in caplog.text
     client.read_back()
-    assert client.coordinator.assignment_for(pending, GroupMember(2, "m-1")) == [TaskId(0, 0), TaskId(0, 1)]
+    assert client.coordinator.assignment_for(pending, GroupMember(2, "m-1")) == _tasks(0, 1)
 
 
 def test_only_the_lowest_member_that_reported_leads_a_partial_generation(tmp_path: Path) -> None:
@@ -157,14 +160,14 @@ def test_only_the_lowest_member_that_reported_leads_a_partial_generation(tmp_pat
 
 
 def test_a_member_that_reports_after_a_partial_lead_does_not_lead_again(tmp_path: Path) -> None:
-    """The reviewer's case: X placed the tasks over the reporters; W (a lower member id)
-    reports late and completes the slots. W must not place the generation a second time
-    (two owners of a task): it is left out and starts a new generation."""
+    """X placed the tasks over the reporters; W (a lower member id) reports late and
+    completes the slots. W must not place the generation a second time (two owners of a
+    task): it is left out and starts a new generation."""
     x, w = Client(tmp_path, "px"), Client(tmp_path, "pw")
     at_x = x.coordinator.join(GroupMember(3, "m-2"), list(range(HALF)), [])
     x.coordinator.assignment_for(at_x, GroupMember(3, "m-2"), partial=True)
     x.read_back()
-    assert x.coordinator.assignment_for(at_x, GroupMember(3, "m-2")) == [TaskId(0, 0), TaskId(0, 1)]
+    assert x.coordinator.assignment_for(at_x, GroupMember(3, "m-2")) == _tasks(0, 1)
     at_w = w.coordinator.join(GroupMember(3, "m-1"), list(range(HALF, MEMBER_SLOTS)), [])
     w.read_back(x)
     assert w.coordinator.missing_slots(at_w) == [], "every slot has reported now"
@@ -185,7 +188,7 @@ def test_of_two_partial_leads_the_first_on_the_topic_is_final(tmp_path: Path) ->
     for client in (one, two):
         for key, value in topic:
             client.coordinator.on_record(key, value)
-    assert one.coordinator.assignment_for(at_one, GroupMember(4, "m-1")) == [TaskId(0, 0), TaskId(0, 1)]
+    assert one.coordinator.assignment_for(at_one, GroupMember(4, "m-1")) == _tasks(0, 1)
     assert two.coordinator.assignment_for(at_two, GroupMember(4, "m-2")) is None
     assert at_two.unplaced, "m-2's own assignment came second: it starts a new generation instead"
 
@@ -198,70 +201,43 @@ def test_a_waiting_member_publishes_its_report_again(tmp_path: Path) -> None:
     pending.next_reminder = 0.0
     client.coordinator.remind(pending)
     assert [k for k, _v in client.published] == [REPORT_PREFIX + "m-1"] * 2
-    assert client.published[0][1] == client.published[1][1], "the same report: the same assignment is ours"
+    assert client.published[0][1] == client.published[1][1]
 
 
-def test_a_static_member_that_rejoined_without_a_rebalance_takes_its_old_incarnations_tasks(
+def test_static_members_restarting_one_by_one_keep_their_tasks_and_nobody_leads_again(
     tmp_path: Path,
 ) -> None:
     """Kafka: a static member restarted within the session timeout rejoins the same
-    generation with a new member id and the same slots; the generation may be hours old."""
+    generation with a new member id and the same slots, however old the generation. A
+    rolling restart (the Helm chart's pods, one after another) must not place it again."""
     client = Client(tmp_path, "p1")
     long_ago = int(time.time() * 1000) - 7_200_000
-    older = Assignment(5, "i1-a", {"i1-a": [TaskId(0, 1)]}, {}, time_ms=long_ago - 10, slots={"i1-a": [0]})
-    newest = Assignment(
+    placed = Assignment(
         6,
-        "i2-b",
-        {"i2-b": [TaskId(0, 0)], "i3-c": [TaskId(0, 1)]},
+        "i1-a",
+        {"i1-a": _tasks(0), "i2-b": _tasks(1)},
         {},
         time_ms=long_ago,
-        slots={"i2-b": [0], "i3-c": [1]},
-        reports={"i2-b": long_ago - 5, "i3-c": long_ago - 5},
+        slots={"i1-a": list(range(HALF)), "i2-b": list(range(HALF, MEMBER_SLOTS))},
     )
-    for assignment in (older, newest):
-        client.coordinator.on_record(ASSIGNMENT_KEY, assignment.to_json())
-    client.coordinator.on_record(REPORT_PREFIX + "i3-c", _report(6, "i3-c", range(1, 2), long_ago - 5))
-    at_5 = client.coordinator.join(GroupMember(5, "i1-new"), [0], [], instance_id="i1")
-    at_5.joined -= 10
-    assert client.coordinator.assignment_for(at_5, GroupMember(5, "i1-new")) is None, (
-        "generation 5 is history"
+    client.coordinator.on_record(ASSIGNMENT_KEY, placed.to_json())
+    one = client.coordinator.join(GroupMember(6, "i1-new"), list(range(HALF)), [], instance_id="i1")
+    assert client.coordinator.assignment_for(one, GroupMember(6, "i1-new"), partial=True) == _tasks(0)
+    two = client.coordinator.join(
+        GroupMember(6, "i2-new"), list(range(HALF, MEMBER_SLOTS)), [], instance_id="i2"
     )
-    at_6 = client.coordinator.join(GroupMember(6, "i2-new"), [0], [], instance_id="i2")
-    assert client.coordinator.assignment_for(at_6, GroupMember(6, "i2-new")) is None, (
-        "not before the other members' fresh reports (if the group re-formed) had time to arrive"
-    )
-    at_6.joined -= 10
-    assert client.coordinator.assignment_for(at_6, GroupMember(6, "i2-new")) == [TaskId(0, 0)]
+    assert client.coordinator.assignment_for(two, GroupMember(6, "i2-new"), partial=True) == _tasks(1)
+    assert client.assignments() == []
+    other = client.coordinator.join(GroupMember(6, "i3-new"), list(range(HALF)), [], instance_id="i3")
+    assert client.coordinator.assignment_for(other, GroupMember(6, "i3-new")) is None
+    assert other.unplaced, "another instance's slots are not its own"
 
 
-def test_a_static_member_does_not_take_tasks_from_another_groups_generation_of_the_same_number(
-    tmp_path: Path,
-) -> None:
-    """The soak at 21:36: a repair re-created the group at generation 0; the last assignment
-    read was the old group's generation 0, with the same instance's slots."""
+def test_the_new_generation_toggles_the_control_topic_in_this_consumers_subscription(tmp_path: Path) -> None:
     client = Client(tmp_path, "p1")
-    an_hour_ago = int(time.time() * 1000) - 3_600_000
-    old = Assignment(
-        0,
-        "w0-old",
-        {"w0-old": [TaskId(0, 0), TaskId(0, 1)], "w1-old": []},
-        {},
-        time_ms=an_hour_ago,
-        slots={"w0-old": list(range(HALF)), "w1-old": list(range(HALF, MEMBER_SLOTS))},
-        reports={"w0-old": an_hour_ago - 5, "w1-old": an_hour_ago - 5},
-    )
-    client.coordinator.on_record(ASSIGNMENT_KEY, old.to_json())
-    now = int(time.time() * 1000)
-    client.coordinator.on_record(
-        REPORT_PREFIX + "w1-new", _report(0, "w1-new", range(HALF, MEMBER_SLOTS), now)
-    )
-    pending = client.coordinator.join(GroupMember(0, "w0-new"), list(range(HALF)), [], instance_id="w0")
-    pending.joined -= 10
-    client.published.clear()
-    assert client.coordinator.assignment_for(pending, GroupMember(0, "w0-new")) is None
-    assert not pending.unplaced, "the old group's assignment is not this generation's"
-    [placed] = client.assignments()
-    assert placed.reports == {"w0-new": pending.report.time_ms, "w1-new": now}, "it leads the new generation"
+    subscribed: list[list[str]] = []
+    client.coordinator.resubscribe(GroupMember(1, "m-1"), subscribed.append)
+    assert subscribed == [["app-members", "app-control"]]
 
 
 def test_slot_ranges_reads_like_an_operator_writes() -> None:

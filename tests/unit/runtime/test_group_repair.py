@@ -82,7 +82,13 @@ def _repair(monkeypatch: pytest.MonkeyPatch, admin: FakeAdmin, seen: GroupObserv
     monkeypatch.setattr(rebalance_wait, "KafkaAdmin", lambda conf: admin)
     monkeypatch.setattr(rebalance_wait.time, "sleep", lambda s: None)
     left: list[str] = []
-    rebalance_wait.repair_group(CONFIG, PARTITIONS, seen, leave=lambda: left.append("left"))
+    rebalance_wait.repair_group(
+        CONFIG,
+        PARTITIONS,
+        seen,
+        leave=lambda: left.append("left"),
+        on_deleted=lambda: admin.calls.append("told the clients: group re-created"),
+    )
     return left
 
 
@@ -117,6 +123,7 @@ def test_offsets_are_saved_in_the_backup_group_before_the_delete(monkeypatch: py
     assert admin.calls == [
         f"write {backup_group('wedged')} [(('in', 0), 5)]",
         "delete wedged",
+        "told the clients: group re-created",  # the old group's assignments void (finding 13)
     ]  # nothing written into the re-created group: its members may have committed already
     assert left == ["left"]
 
@@ -233,4 +240,4 @@ def test_a_recreated_group_that_wedges_before_any_commit_is_deleted_again(
     admin = FakeAdmin({})
     admin.groups[backup_group("wedged")] = {("in", 0): 9}
     left = _repair(monkeypatch, admin, _seen({}))
-    assert admin.calls == ["delete wedged"] and left == ["left"]
+    assert admin.calls == ["delete wedged", "told the clients: group re-created"] and left == ["left"]
