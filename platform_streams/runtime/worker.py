@@ -272,6 +272,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
     def _subscribe(self, topics: list[str]) -> None:
         """Join the group (again: a changed subscription is how a probing rebalance starts)."""
         guarded = self.store_guard.wrap
+        self.subscribed = list(topics)  # librdkafka's Python client cannot be asked
         self.consumer.subscribe(
             topics,
             on_assign=guarded(self._on_assign if self._coordinator is None else self._on_generation),
@@ -309,7 +310,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         if self._pending is not None:
             return self._await_assignment()
         if self._member is not None and self._coordinator is not None:
-            self._coordinator.maybe_probe(self._member, self.consumer, self._subscribe)
+            self._coordinator.maybe_probe(self._member, self.subscribed, self._subscribe)
         if self.pause_requested:
             return self._run_paused()
         if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:

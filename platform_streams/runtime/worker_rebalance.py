@@ -87,6 +87,8 @@ class TaskRebalancing:
 
         def _set_state(self, state: WorkerState) -> None: ...
 
+        subscribed: list[str]
+
         def _subscribe(self, topics: list[str]) -> None: ...
 
     def _on_task_migrated(self, exc: TaskMigratedError) -> None:
@@ -208,7 +210,7 @@ class TaskRebalancing:
         )
         pending.resubscribed = True
         pending.rejoin_at = time.monotonic() + self.assignment_wait.wedged_after_s
-        self._coordinator.resubscribe(self.consumer, self._subscribe)
+        self._coordinator.resubscribe(self.subscribed, self._subscribe)
 
     def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
         """Create, restore and initialise the tasks of an assignment, then read it exactly from

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -255,11 +255,11 @@ class AssignmentCoordinator:
             self._lead(pending.generation, members, consumer)
         return None
 
-    def resubscribe(self, consumer: Any, subscribe: Callable[[list[str]], None]) -> None:
+    def resubscribe(self, current: Sequence[str], subscribe: Callable[[list[str]], None]) -> None:
         """Start a new generation: a changed subscription makes the group rebalance (the
-        control topic toggled in or out of this consumer's subscription; its partition is
-        never read). A static member's close and rejoin would not rebalance on Kafka."""
-        current = set(consumer.subscription())
+        control topic toggled in or out of the consumer's ``current`` subscription; its
+        partition is never read). A static member's close and rejoin would not rebalance on
+        Kafka."""
         topics = [self.members_topic] + ([] if self.control_topic in current else [self.control_topic])
         subscribe(topics)
 
@@ -281,7 +281,9 @@ class AssignmentCoordinator:
             reported_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
         )
 
-    def maybe_probe(self, member: str, consumer: Any, subscribe: Callable[[list[str]], None]) -> None:
+    def maybe_probe(
+        self, member: str, subscribed: Sequence[str], subscribe: Callable[[list[str]], None]
+    ) -> None:
         """The leader starts a probing rebalance ``probing_rebalance_interval_ms`` after an
         assignment that left warm-ups behind: a changed subscription makes the group
         rebalance (toggling the control topic in and out of it; its partition is never read)."""
@@ -296,7 +298,7 @@ class AssignmentCoordinator:
         self._probed.add(current.generation)
         log.info("probing rebalance after generation %d: warm-ups may have caught up", current.generation)
         self.probing_rebalances += 1
-        self.resubscribe(consumer, subscribe)
+        self.resubscribe(subscribed, subscribe)
 
     def _lead(self, generation: int, members: list[Report], consumer: Any) -> None:
         ends = self._end_offsets(consumer)

@@ -8,8 +8,8 @@ number never led the new one, and that a member slot nobody reported held the wh
 without tasks. Two reviews added the cases where a fix could give a task two owners in one
 generation (a late reporter, two partial leads, static members restarting one by one).
 The broker-level case (a member that never leads) is tests/integration/test_assignment_wait.py.
-The consumer here is a stand-in that only serves librdkafka's group metadata, watermarks and
-subscription: the coordinator's logic, not Kafka.
+The consumer here is a stand-in that only serves librdkafka's group metadata and
+watermarks: the coordinator's logic, not Kafka.
 """
 
 from __future__ import annotations
@@ -49,9 +49,6 @@ class GroupMember:
 
     def get_watermark_offsets(self, _tp: Any, timeout: float = 0.0) -> tuple[int, int]:
         return 0, 0
-
-    def subscription(self) -> list[str]:
-        return ["app-members"]
 
 
 class Client:
@@ -236,8 +233,9 @@ def test_static_members_restarting_one_by_one_keep_their_tasks_and_nobody_leads_
 def test_the_new_generation_toggles_the_control_topic_in_this_consumers_subscription(tmp_path: Path) -> None:
     client = Client(tmp_path, "p1")
     subscribed: list[list[str]] = []
-    client.coordinator.resubscribe(GroupMember(1, "m-1"), subscribed.append)
-    assert subscribed == [["app-members", "app-control"]]
+    client.coordinator.resubscribe(["app-members"], subscribed.append)
+    client.coordinator.resubscribe(subscribed[-1], subscribed.append)
+    assert subscribed == [["app-members", "app-control"], ["app-members"]]
 
 
 def test_slot_ranges_reads_like_an_operator_writes() -> None:
