@@ -226,7 +226,6 @@ class AssignmentCoordinator:
         """
         with self._lock:
             final = next(iter(self._assignments.get(pending.generation, [])), None)
-            reports = list(self._reports.values())
         if final is not None:
             tasks = final.tasks_of(pending.member, pending.slots, pending.instance_id)
             if tasks is None:
@@ -235,7 +234,7 @@ class AssignmentCoordinator:
             self.rebalance_latencies.append(time.monotonic() - pending.joined)
             del self.rebalance_latencies[:-100]
             return tasks
-        members = reported_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
+        members = self._reported(pending)
         missing = missing_slots(members)
         if missing and not partial:
             return None
@@ -275,11 +274,13 @@ class AssignmentCoordinator:
 
     def missing_slots(self, pending: Pending) -> list[int]:
         """The member slots of ``pending``'s generation that no report claims yet."""
+        return missing_slots(self._reported(pending))
+
+    def _reported(self, pending: Pending) -> list[Report]:
+        """The members that reported in ``pending``'s generation (within the report horizon)."""
         with self._lock:
             reports = list(self._reports.values())
-        return missing_slots(
-            reported_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
-        )
+        return reported_members(reports, pending.generation, pending.joined_ms - _REPORT_HORIZON_MS)
 
     def maybe_probe(
         self, member: str, subscribed: Sequence[str], subscribe: Callable[[list[str]], None]

@@ -52,7 +52,6 @@ __all__ = [
     "MEMBER_SLOTS",
     "Assignment",
     "Report",
-    "complete_members",
     "compute_assignment",
     "group_generation",
     "members_topic_name",
@@ -232,14 +231,6 @@ def missing_slots(members: Iterable[Report]) -> list[int]:
     """The member slots no report of ``members`` claims: members that have not reported."""
     claimed = {slot for r in members for slot in r.slots}
     return [slot for slot in range(MEMBER_SLOTS) if slot not in claimed]
-
-
-def complete_members(
-    reports: Iterable[Report], generation: int, not_before_ms: int = 0
-) -> list[Report] | None:
-    """The reports of ``generation`` once their slots tile the members topic, else None."""
-    members = reported_members(reports, generation, not_before_ms)
-    return None if missing_slots(members) else members
 
 
 def _lags(

@@ -15,9 +15,10 @@ from platform_streams.runtime.task_assignment.protocol import (
     MEMBER_SLOTS,
     Assignment,
     Report,
-    complete_members,
     compute_assignment,
     group_generation,
+    missing_slots,
+    reported_members,
 )
 from platform_streams.runtime.task_assignment.standby_assignors import assign_standby_tasks
 
@@ -152,13 +153,15 @@ def _report(member: str, process: str, slots: range, generation: int = 3, **more
     return Report(generation, member, process, tuple(slots), 1_000, **more)  # type: ignore[arg-type]
 
 
-def test_complete_members_needs_every_slot_of_the_generation() -> None:
+def test_a_generation_is_complete_once_its_reports_claim_every_slot() -> None:
     half = MEMBER_SLOTS // 2
     a, b = _report("m-a", "p1", range(half)), _report("m-b", "p2", range(half, MEMBER_SLOTS))
-    assert complete_members([a], 3) is None
-    assert complete_members([a, _report("m-x", "p3", range(half, MEMBER_SLOTS), generation=2)], 3) is None
-    assert [r.member for r in complete_members([b, a], 3) or []] == ["m-a", "m-b"]
-    assert complete_members([a, b], 3, not_before_ms=2_000) is None, "old reports are ignored"
+    assert missing_slots(reported_members([a], 3)) == list(range(half, MEMBER_SLOTS))
+    other_generation = _report("m-x", "p3", range(half, MEMBER_SLOTS), generation=2)
+    assert missing_slots(reported_members([a, other_generation], 3)), "another generation's report"
+    assert [r.member for r in reported_members([b, a], 3)] == ["m-a", "m-b"]
+    assert missing_slots(reported_members([b, a], 3)) == []
+    assert missing_slots(reported_members([a, b], 3, not_before_ms=2_000)), "old reports are ignored"
 
 
 def test_compute_assignment_prefers_caught_up_clients_and_round_trips() -> None:
