@@ -168,8 +168,20 @@ def ensure_quix_python() -> str:
 
 
 def run_child(spec: RunSpec, python: str) -> RunResult:
+    """One measured run in a fresh child. ``BENCH_PROFILE_DIR`` (optional) runs each
+    platform_streams child under ``py-spy record`` (``BENCH_PY_SPY``, default ``py-spy`` on the
+    PATH) and writes its raw stacks per run there (``BENCH_PY_SPY_ARGS``: more py-spy options,
+    e.g. ``--idle``): how the profiles of bench/RESULTS.md's issue 17 sections were made."""
+    command = [python, "-m", "bench.child", json.dumps(asdict(spec))]
+    profile_dir = os.environ.get("BENCH_PROFILE_DIR")
+    if profile_dir and spec.engine == "platform_streams":
+        out = Path(profile_dir, f"{spec.workload}-{spec.phase}-{uuid.uuid4().hex[:6]}.txt")
+        spy = os.environ.get("BENCH_PY_SPY", "py-spy")
+        extra = os.environ.get("BENCH_PY_SPY_ARGS", "").split()  # e.g. --idle
+        record = [spy, "record", "--format", "raw", "--threads", "-r", "250", *extra, "-o", str(out)]
+        command = [*record, "--", *command]
     proc = subprocess.run(
-        [python, "-m", "bench.child", json.dumps(asdict(spec))],
+        command,
         capture_output=True,
         text=True,
         timeout=1800,
@@ -180,7 +192,8 @@ def run_child(spec: RunSpec, python: str) -> RunResult:
         raise RuntimeError(
             f"{spec.engine} {spec.phase} run failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
         )
-    return RunResult(**json.loads(proc.stdout.strip().splitlines()[-1]))
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]  # py-spy prints too
+    return RunResult(**json.loads(lines[-1]))
 
 
 def changelog_records(bootstrap: str, admin: KafkaAdmin, app_id: str) -> int:
