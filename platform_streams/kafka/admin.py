@@ -357,7 +357,8 @@ class KafkaAdmin(GroupAdminMixin):
         """Whether the broker supports ``feature``, found by a probe (:mod:`.capabilities`).
 
         Known features: ``"delete_records"``, ``"txn_offset_commit_fencing"``,
-        ``"exact_list_offsets"``; probed once per process and broker, then cached.
+        ``"exact_list_offsets"``, ``"aborts_fenced_transactions"``; probed once per process and
+        broker, then cached.
         """
         from platform_streams.kafka.capabilities import broker_supports
 

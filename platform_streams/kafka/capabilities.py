@@ -10,6 +10,10 @@ the smallest request that shows the difference, on a scratch topic it deletes ag
   member is rejected (KIP-447: ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID on Kafka; Tansu
   accepts it). Where it is, the broker alone fences a zombie and the worker's extra
   membership-check commits are unnecessary.
+* ``aborts_fenced_transactions`` -- when a new producer initialises a transactional.id, the
+  coordinator aborts the transaction its previous incarnation left open (Kafka; Tansu
+  commits it). Where it does, a record sent in an open transaction can always be taken back,
+  so exactly-once workers send records as they come instead of holding them until the commit.
 * ``exact_list_offsets`` -- ListOffsets(latest) is the log end and ListOffsets(timestamp)
   matches record timestamps (Tansu answers the last batch's start + 1, and matches its own
   write time). Where it is, log ends and time lookups come from ListOffsets directly.
@@ -31,11 +35,11 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from platform_streams.errors import StreamsTimeoutError
 from platform_streams.kafka.admin_groups import wait_result
-from platform_streams.kafka.clients import create_admin, create_producer
+from platform_streams.kafka.clients import create_admin, create_consumer, create_producer
 from platform_streams.kafka.errors import as_kafka_error
 
 if TYPE_CHECKING:
@@ -159,6 +163,58 @@ def _probe_txn_offset_commit_fencing(admin: KafkaAdmin) -> bool:
         _drop(admin, scratch)
 
 
+def _probe_aborts_fenced_transactions(admin: KafkaAdmin) -> bool:
+    """A producer leaves a record in an open transaction; a new one takes its transactional.id.
+
+    Kafka's coordinator aborts the open transaction (a read_committed reader sees nothing);
+    Tansu commits it (the reader sees the record).
+    """
+    scratch = _scratch_topic(admin, "aborts_fenced_transactions")
+    transactional_id = f"platform-streams-probe-{uuid.uuid4().hex}"
+    conf = {**admin.conf, "transactional.id": transactional_id, "log_level": 0}
+    try:
+        first = create_producer(conf)
+        first.init_transactions(_TXN_TIMEOUT_S)
+        first.begin_transaction()
+        first.produce(scratch, b"left open", partition=0)
+        if first.flush(10.0):
+            raise StreamsTimeoutError("probe record not acknowledged")
+        create_producer(conf).init_transactions(_TXN_TIMEOUT_S)  # fences `first`
+        return _committed_records(admin, scratch) == 0
+    finally:
+        _drop(admin, scratch)
+
+
+def _committed_records(admin: KafkaAdmin, topic: str) -> int:
+    """Records a read_committed reader finds in partition 0 of ``topic`` (read to its end)."""
+    consumer = create_consumer(
+        {
+            **admin.conf,
+            "group.id": f"platform-streams-probe-{uuid.uuid4().hex[:12]}",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        found = 0
+        deadline = time.monotonic() + 15.0
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is None:
+                found += 1
+            elif err.code() == KafkaError._PARTITION_EOF:
+                return found
+        raise StreamsTimeoutError(f"probe topic {topic}: no end of partition within 15 s")
+    finally:
+        consumer.close()
+
+
 def _probe_exact_list_offsets(admin: KafkaAdmin) -> bool:
     """20 records in 5 batches, timestamps an hour ago + 1..20 s: ListOffsets must say 20 and 7.
 
@@ -185,4 +241,5 @@ FEATURES: dict[str, Callable[[Any], bool]] = {
     "delete_records": _probe_delete_records,
     "txn_offset_commit_fencing": _probe_txn_offset_commit_fencing,
     "exact_list_offsets": _probe_exact_list_offsets,
+    "aborts_fenced_transactions": _probe_aborts_fenced_transactions,
 }

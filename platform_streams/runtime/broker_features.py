@@ -1,6 +1,6 @@
 """What the runtime does differently on a broker that has Kafka's features (probed, not named).
 
-Two places where a broker without a Kafka feature needs a workaround; both features are
+Three places where a broker without a Kafka feature needs a workaround; the features are
 probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred from a name:
 
 * **Fencing a zombie under exactly_once_v2.** Kafka rejects a transactional offset commit
@@ -9,6 +9,11 @@ probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred fro
   commit to the control topic, which the group coordinator checks against the membership
   (``StreamWorker._check_membership``). :func:`membership_check_topic` switches those
   extra commits off where the broker fences by itself.
+* **Sending under exactly_once_v2.** Where the broker aborts the open transaction of a
+  producer whose transactional.id is taken over (Kafka), records are sent as they come in an
+  always open transaction, as Kafka Streams does; elsewhere they wait in memory for the
+  commit, so that nothing a crash leaves open can become visible
+  (``StreamsProducer``, :func:`sends_eagerly`).
 * **Purging repartition topics.** Kafka Streams deletes consumed repartition records after
   a commit (``TaskManager.maybePurgeCommittedRecords``, every
   ``repartition.purge.interval.ms``): :class:`RepartitionPurger`. On a broker without
@@ -26,7 +31,7 @@ from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.topology.compiler import TopologyPlan
 
-__all__ = ["RepartitionPurger", "membership_check_topic"]
+__all__ = ["RepartitionPurger", "membership_check_topic", "sends_eagerly"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +55,22 @@ def membership_check_topic(config: StreamsConfig, control_topic: str | None) -> 
         return None
     log.info("the broker accepts stale transactional offset commits: EOS commits check membership first")
     return control_topic
+
+
+def sends_eagerly(config: StreamsConfig) -> bool:
+    """Whether exactly-once workers may send records before their commit (see the module docstring)."""
+    if not config.exactly_once:
+        return False
+    with KafkaAdmin(config.admin_configs()) as admin:
+        aborts = admin.supports("aborts_fenced_transactions")
+    if aborts:
+        log.info("the broker aborts a fenced producer's open transaction: EOS records are sent as they come")
+    else:
+        log.warning(
+            "the broker does not abort a fenced producer's open transaction (it commits it): EOS "
+            "records wait in memory until their commit (slower commits, see the README)"
+        )
+    return aborts
 
 
 class RepartitionPurger:

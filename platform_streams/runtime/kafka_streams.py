@@ -19,7 +19,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import IllegalStateError, StreamsStateError, StreamsTimeoutError
 from platform_streams.runtime.api import ClientAddOn, WorkerState
-from platform_streams.runtime.broker_features import membership_check_topic
+from platform_streams.runtime.broker_features import membership_check_topic, sends_eagerly
 from platform_streams.runtime.global_worker import GlobalStreamWorker
 from platform_streams.runtime.global_worker import bootstrap as bootstrap_global_stores
 from platform_streams.runtime.internal_topics import prepare_topics
@@ -69,6 +69,7 @@ class StreamsRuntime:
         #: where EOS workers prove membership before committing (None: the broker fences; see
         #: runtime/broker_features.py)
         self._membership_check_topic: str | None = None
+        self._eager_sends = False
         self._next_worker_index = 0
         self._paused = False
         #: global stores' bootstrap/tail thread (None when the topology has no global stores)
@@ -114,6 +115,7 @@ class StreamsRuntime:
             self.partition_counts = prepare_topics(self.plan, self.config)
             self.membership.start(self.partition_counts)
             self._membership_check_topic = membership_check_topic(self.config, self.membership.control_topic)
+            self._eager_sends = sends_eagerly(self.config)
             self.global_worker = bootstrap_global_stores(
                 self.config, self.plan, self.partition_counts, on_failure=self._on_global_failure
             )
@@ -274,6 +276,7 @@ class StreamsRuntime:
             standbys=self.membership.standbys,
             control_topic=self._membership_check_topic,
             coordinator=self.membership.coordinator,
+            eager_sends=self._eager_sends,
         )
         worker.pause_requested = self._paused
         for add_on in self.add_ons:

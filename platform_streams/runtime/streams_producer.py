@@ -17,6 +17,12 @@ an open transaction behind to the few milliseconds of the commit itself. The pri
 memory for one commit interval of records (100 ms by default under EOS); when more than
 ``max_buffered`` records wait, the producer asks the worker for an early commit.
 
+Where the broker aborts a fenced producer's open transaction (probed at start:
+``aborts_fenced_transactions``, Apache Kafka), a sent record can always be taken back, so
+``eager`` producers work as Kafka Streams does: a transaction is open at all times and each
+record is produced as it comes, overlapping the sends with processing; the commit then only
+waits for the acknowledgements, adds the offsets and commits.
+
 Failures are sorted by :mod:`platform_streams.runtime.broker_calls`: transient ones are
 retried for ``task_timeout_ms``; on a fenced producer or a fatal error the producer must be
 :meth:`reset` (a new instance, ``init_transactions`` again) before the worker rejoins.
@@ -56,10 +62,15 @@ class StreamsProducer:
         on_send_error: Callable[[OutgoingRecord, BaseException], None],
         timeout_s: float,
         max_buffered: int = 100_000,
+        eager: bool = False,
     ) -> None:
         self._conf = dict(conf)
         self.transactional_id = transactional_id
         self.eos = transactional_id is not None
+        #: EOS sends as records come, in an always open transaction (see the module docstring)
+        self.eager = self.eos and eager
+        #: records produced in the open transaction (eager only): a commit without any is skipped
+        self._sent_in_transaction = 0
         self._on_delivery = on_delivery
         self._on_send_error = on_send_error
         self._timeout_s = timeout_s
@@ -78,7 +89,7 @@ class StreamsProducer:
         self._create()
         #: the collector's send: buffered for the next transaction, or produced now
         self.send: Callable[[Unpack[OutgoingRecord]], None] = (
-            self._buffer_record if self.eos else self._produce_now
+            self._buffer_record if self.eos and not self.eager else self._produce_now
         )
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -93,6 +104,14 @@ class StreamsProducer:
             )
         self.producer = producer
         self._produce = producer.produce
+        if self.eager:
+            self._begin()
+
+    def _begin(self) -> None:
+        """Open the next transaction (eager EOS): local to librdkafka, no broker call."""
+        self.producer.begin_transaction()
+        self._in_transaction = True
+        self._sent_in_transaction = 0
 
     def reset(self) -> None:
         """Replace a fenced or failed producer (records not yet sent are dropped)."""
@@ -138,6 +157,7 @@ class StreamsProducer:
         self._buffer.append(record)
 
     def _produce_now(self, *record: *OutgoingRecord) -> None:
+        self._sent_in_transaction += 1
         topic = record[0]
         try:  # a dict item, not a Counter: a dict subclass is 3x slower to update per record
             self.sent_by_topic[topic] += 1
@@ -203,6 +223,8 @@ class StreamsProducer:
         """
         if not self.eos:
             raise StreamsError("commit() is the exactly-once path; at-least-once commits through flush()")
+        if self.eager:
+            return self._commit_open(offsets, group_metadata, before_commit, check_delivery)
         buffer, self._buffer = self._buffer, []
         if not buffer and not offsets:
             return False
@@ -216,32 +238,68 @@ class StreamsProducer:
                 for topic, count in Counter(map(itemgetter(0), buffer)).items():  # counted in C
                     sent[topic] = sent.get(topic, 0) + count
                 buffer, self._buffer = self._buffer, []  # dead-letter records added meanwhile
-            self.flush()
-            check_delivery()
-            if offsets:
-                retrying(
-                    lambda: self.producer.send_offsets_to_transaction(
-                        offsets, group_metadata, _CALL_TIMEOUT_S
-                    ),
-                    "send_offsets_to_transaction",
-                    self._timeout_s,
-                )
-            before_commit()
-            retrying(
-                lambda: self.producer.commit_transaction(_CALL_TIMEOUT_S),
-                "commit_transaction",
-                self._timeout_s,
-            )
+            self._finish(offsets, group_metadata, before_commit, check_delivery)
         except BaseException as exc:
-            if is_fatal_for_producer(exc):
-                self._in_transaction = False  # nothing to abort with: the producer is replaced
-                self.needs_reset = True
-            else:
-                self.abort()
+            self._failed(exc)
             raise
         self._in_transaction = False
         self.transactions_committed += 1
         return True
+
+    def _commit_open(
+        self,
+        offsets: Sequence[Any],
+        group_metadata: Any,
+        before_commit: Callable[[], None],
+        check_delivery: Callable[[], None],
+    ) -> bool:
+        """:meth:`commit` of an eager producer: the records are sent already; then the next
+        transaction is opened at once."""
+        if not self._sent_in_transaction and not offsets:
+            return False
+        try:
+            if not self._in_transaction:  # an earlier commit failed after its commit_transaction
+                self._begin()
+            self._sent_in_transaction += 1  # the offsets join it too: an abort must reach the broker
+            self._finish(offsets, group_metadata, before_commit, check_delivery)
+        except BaseException as exc:
+            self._failed(exc)
+            raise
+        self._in_transaction = False
+        self.transactions_committed += 1
+        self._begin()
+        return True
+
+    def _finish(
+        self,
+        offsets: Sequence[Any],
+        group_metadata: Any,
+        before_commit: Callable[[], None],
+        check_delivery: Callable[[], None],
+    ) -> None:
+        """The open transaction's last steps: acknowledged records, offsets, fencing check, commit."""
+        self.flush()
+        check_delivery()
+        if offsets:
+            retrying(
+                lambda: self.producer.send_offsets_to_transaction(offsets, group_metadata, _CALL_TIMEOUT_S),
+                "send_offsets_to_transaction",
+                self._timeout_s,
+            )
+        before_commit()
+        retrying(
+            lambda: self.producer.commit_transaction(_CALL_TIMEOUT_S),
+            "commit_transaction",
+            self._timeout_s,
+        )
+
+    def _failed(self, exc: BaseException) -> None:
+        """A commit failed: abort, or mark a fenced or fatally failed producer for :meth:`reset`."""
+        if is_fatal_for_producer(exc):
+            self._in_transaction = False  # nothing to abort with: the producer is replaced
+            self.needs_reset = True
+        else:
+            self.abort()
 
     def _produce_record(self, record: OutgoingRecord) -> None:
         """Hand one record to librdkafka: at once under at-least-once, at the commit under EOS.
@@ -270,6 +328,8 @@ class StreamsProducer:
         self._buffer = []
         if not self._in_transaction:
             return
+        if self.eager and not self._sent_in_transaction:
+            return  # an eager producer's open transaction holds nothing yet: keep it
         self._in_transaction = False
         self.transactions_aborted += 1
         try:
@@ -282,6 +342,8 @@ class StreamsProducer:
         except KafkaException as exc:  # pragma: no cover - retrying translates these
             log.warning("could not abort the transaction (%s)", translate(exc, "abort_transaction"))
             self.needs_reset = True
+        if self.eager and not self.needs_reset:
+            self._begin()
 
 
 def is_fatal_for_producer(exc: BaseException) -> bool:

@@ -99,6 +99,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         standbys: StandbyUpdater | None = None,
         control_topic: str | None = None,
         coordinator: AssignmentCoordinator | None = None,
+        eager_sends: bool = False,
     ) -> None:
         super().__init__(name=f"{config.effective_client_id}-StreamThread-{index + 1}", daemon=True)
         self.index = index
@@ -134,6 +135,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         )
         self._standbys = standbys
         self._control_topic = control_topic
+        self._eager_sends = eager_sends  # EOS: send before the commit (runtime/broker_features.py)
         #: state-aware placement: the group only gives membership, the coordinator the tasks
         self._coordinator = coordinator
         self._pending: Pending | None = None
@@ -247,7 +249,11 @@ class StreamWorker(TaskRebalancing, threading.Thread):
 
         def producer_factory(**callbacks: Any) -> StreamsProducer:
             return StreamsProducer(
-                producer_conf, transactional_id=self.transactional_id, timeout_s=self._timeout_s, **callbacks
+                producer_conf,
+                transactional_id=self.transactional_id,
+                timeout_s=self._timeout_s,
+                eager=self._eager_sends,
+                **callbacks,
             )
 
         self.collector = KafkaRecordCollector(

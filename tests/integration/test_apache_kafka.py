@@ -58,7 +58,7 @@ from tests.support.kafka import GROUP_TIMING, consume_all, new_group_id, new_top
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 S, L = String(), Long()
-FEATURES = ("delete_records", "txn_offset_commit_fencing", "exact_list_offsets")
+FEATURES = ("delete_records", "txn_offset_commit_fencing", "exact_list_offsets", "aborts_fenced_transactions")
 
 
 @pytest.fixture(scope="module")

@@ -165,6 +165,51 @@ def test_exactly_once_sends_nothing_before_the_commit_and_an_abort_drops_it(
     assert fake.calls[-1] == "abort" and producer.transactions_aborted == 1
 
 
+def test_an_eager_producer_sends_as_records_come_in_an_always_open_transaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kafka Streams' own EOS send path (``StreamsProducer.send`` inside the open transaction,
+    apache/kafka streams/.../processor/internals/StreamsProducer.java), used where the broker
+    aborts a fenced producer's open transaction (probed: ``aborts_fenced_transactions``)."""
+    fake = FakeProducer()
+    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: fake)
+    producer = StreamsProducer(
+        {},
+        transactional_id="app-p-1",
+        on_delivery=lambda e, m: None,
+        on_send_error=lambda r, e: None,
+        timeout_s=5,
+        eager=True,
+    )
+    assert fake.calls == ["init", "begin"], "a transaction is open before the first record"
+    assert not producer.commit([], "meta", before_commit=lambda: None, check_delivery=lambda: None)
+    producer.abort()
+    assert "abort" not in fake.calls, "an open transaction that holds nothing is kept"
+    producer.send("out", b"k", b"v1", 0, None, None)
+    assert fake.produced == [("out", b"k", b"v1")] and producer.buffered == 0, "sent at once"
+    checks: list[str] = []
+    assert producer.commit(
+        ["offset"],
+        "meta",
+        before_commit=lambda: checks.append("member"),
+        check_delivery=lambda: checks.append("acked"),
+    )
+    assert fake.calls == ["init", "begin", "offsets", "commit", "begin"] and checks == ["acked", "member"]
+    assert producer.sent_by_topic == {"out": 1} and producer.transactions_committed == 1
+    # offsets alone are a transaction too
+    assert producer.commit(["offset"], "meta", before_commit=lambda: None, check_delivery=lambda: None)
+    assert fake.calls[-3:] == ["offsets", "commit", "begin"]
+
+    def expelled() -> None:
+        raise TaskMigratedError("expelled")
+
+    producer.send("out", b"k", b"v2", 0, None, None)
+    with pytest.raises(TaskMigratedError):
+        producer.commit(["offset"], "meta", before_commit=expelled, check_delivery=lambda: None)
+    assert fake.calls[-2:] == ["abort", "begin"], "the sent record is taken back; a new transaction opens"
+    assert producer.transactions_aborted == 1
+
+
 def test_a_spill_of_uncommitted_writes_removes_the_checkpoint(tmp_path: Path) -> None:
     config = StreamsConfig(application_id="app", bootstrap_servers="localhost:9092", state_dir=tmp_path)
     task_dir = tmp_path / "0_0"
