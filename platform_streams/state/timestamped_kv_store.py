@@ -21,12 +21,13 @@ Two more things happen here because they can only happen at task start-up:
 Everything a processor or an interactive query sees (``get``, ``all``, ``range``, ...)
 speaks plain values, as Kafka Streams' ``KeyValueStoreFacade`` does for the
 TopologyTestDriver; the DSL's processors use :meth:`get_timestamped` /
-:meth:`put_timestamped`.
+:meth:`put_timestamped` (with a record cache, straight to it: :meth:`_bind_direct_path`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
@@ -35,6 +36,7 @@ from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import SpecStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
+from platform_streams.state.wrappers.direct_cache_path import direct_cache_path
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -86,6 +88,17 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         )
         self._key_serde = self.wrapped.key_serde
         self._caching = bool(self.wrapped.caching_enabled)
+        self._bind_direct_path()
+
+    def _bind_direct_path(self) -> None:
+        """Point reads and writes of the DSL straight to the record cache where the stack has one
+        (:mod:`~platform_streams.state.wrappers.direct_cache_path`): instance attributes over the
+        layered methods below, which stay the fallback."""
+        cls = TimestampedKeyValueStore
+        layered = (MethodType(cls.get_timestamped, self), MethodType(cls.put_timestamped, self))
+        direct = direct_cache_path(self.wrapped, *layered)
+        get, put = direct if direct is not None else layered
+        vars(self).update(get_timestamped=get, put_timestamped=put)
 
     def flush(self) -> None:
         self._require().flush()
