@@ -1,7 +1,8 @@
-"""A DSL key-value store's point reads and writes straight to its record cache.
+"""A DSL store's point reads and writes straight to its record cache.
 
 Every record of a DSL aggregation reads its key's aggregate and writes the new one
-(``TimestampedKeyValueStore.get_timestamped`` / ``put_timestamped``). Through the layers
+(``TimestampedKeyValueStore.get_timestamped`` / ``put_timestamped``; for windows
+``DslWindowStore.fetch_timestamped`` / ``put_timestamped``). Through the layers
 that is five Python calls each way (timestamped -> metered -> caching -> record cache, plus
 the serde), for what is, with metrics at INFO, a key encode, a cache lookup and a value
 decode. :func:`direct_cache_path` builds the two calls as closures that do exactly that
@@ -23,11 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from platform_streams.state.keys import window_suffix
 from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
+from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
+from platform_streams.state.wrappers.metered_windowed import MeteredWindowStore
 
-__all__ = ["DirectCachePath", "direct_cache_path"]
+__all__ = ["DirectCachePath", "DirectWindowCachePath", "direct_cache_path", "direct_window_cache_path"]
 
 _new_tuple = tuple.__new__
 
@@ -35,6 +39,11 @@ _new_tuple = tuple.__new__
 DirectCachePath = tuple[
     Callable[[Any], ValueAndTimestamp | None],
     Callable[[Any, Any, int], None],
+]
+#: ``(fetch_timestamped, put_timestamped)`` of a window store
+DirectWindowCachePath = tuple[
+    Callable[[Any, int], ValueAndTimestamp | None],
+    Callable[[Any, Any, int, int], None],
 ]
 
 
@@ -87,3 +96,42 @@ def direct_cache_path(
         cache.put(raw_key, raw_value, written_at)
 
     return get_timestamped, put_timestamped
+
+
+def direct_window_cache_path(
+    metered: Any,
+    layered_fetch: Callable[[Any, int], ValueAndTimestamp | None],
+    layered_put: Callable[[Any, Any, int, int], None],
+) -> DirectWindowCachePath | None:
+    """:func:`direct_cache_path` for a timestamped window store (metered -> caching window)."""
+    if type(metered) is not MeteredWindowStore or type(metered.wrapped) is not CachingWindowStore:
+        return None
+    caching: CachingWindowStore = metered.wrapped
+    serialize_key = metered._serialize_key
+    bytes_keys = metered._bytes_keys
+    serialize_value = metered._serialize_value
+    deserialize_value = metered._deserialize_value
+    below = caching.wrapped
+
+    def fetch_timestamped(key: Any, window_start_ms: int) -> ValueAndTimestamp | None:
+        cache = caching._cache
+        if cache is None or metered._hook is not None or caching.reads is not None:
+            return layered_fetch(key, window_start_ms)
+        raw_key = key if type(key) is bytes and bytes_keys else serialize_key(key)
+        entry = cache.get(raw_key + window_suffix(window_start_ms, 0))
+        raw = entry[0] if entry is not None else below.fetch_at(raw_key, window_start_ms)
+        if raw is None:
+            return None
+        vat: ValueAndTimestamp = deserialize_value(raw)
+        return vat
+
+    def put_timestamped(key: Any, value: Any, timestamp: int, window_start_ms: int) -> None:
+        layered = caching._cache is None or metered._hook is not None or metered._forward is not None
+        if value is None or layered:
+            layered_put(key, value, timestamp, window_start_ms)
+            return
+        raw_key = key if type(key) is bytes and bytes_keys else serialize_key(key)
+        raw_value = serialize_value(_new_tuple(ValueAndTimestamp, (value, timestamp)))
+        caching._cache_put(raw_key, raw_key + window_suffix(window_start_ms, 0), raw_value, window_start_ms)
+
+    return fetch_timestamped, put_timestamped
