@@ -141,9 +141,14 @@ class ChangelogReader:
         # record timestamps: a versioned store's version times (only read for those)
         timestamps: list[int] | None = [] if manager.restores_with_timestamps(store) else None
         last_offset: int | None = None
-        judge = getattr(keep, "for_partition", None)
-        if judge is not None:
-            keep = judge(topic, partition)
+        select: Callable[[list[Any]], list[Any]] | None = None
+        if keep is not None:
+            batch_judge = getattr(keep, "batch_for_partition", None)
+            judge = getattr(keep, "for_partition", None)
+            if batch_judge is not None:  # a batch at a time (CommittedInputFilter)
+                select = batch_judge(topic, partition)
+            elif judge is not None:
+                keep = judge(topic, partition)
         reads = read_partition_batches(
             self._conf,
             topic,
@@ -160,7 +165,10 @@ class ChangelogReader:
             # remaining-records count step by them), each with its last offset (skipped
             # records included) as the store's position
             for messages in reads:
-                kept = messages if keep is None else [msg for msg in messages if keep(msg)]
+                if select is not None:
+                    kept = select(messages)
+                else:
+                    kept = messages if keep is None else [msg for msg in messages if keep(msg)]
                 skipped += len(messages) - len(kept)
                 read_keys = [msg.key() for msg in kept]
                 if None in read_keys:  # rare: a record without key is skipped, with a warning

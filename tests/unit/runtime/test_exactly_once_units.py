@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,30 @@ def test_the_filter_keeps_only_records_written_for_committed_input() -> None:
     assert not joined(_msg("cl", 1, 1, [(SOURCE_HEADER, b"9,5")]))
     source_as_changelog = CommittedInputFilter([("table", 2)], {("table", 2): 3})
     assert source_as_changelog(_msg("table", 2, 2)) and not source_as_changelog(_msg("table", 2, 3))
+
+
+def test_a_batch_is_judged_as_its_records_one_by_one() -> None:
+    """``batch_for_partition`` (the restore's per-batch filter) keeps and skips exactly what
+    the per-record judge does, for every header shape, and counts the same skips."""
+    rng = random.Random(17)
+    shapes: list[Any] = [
+        None,
+        [],
+        [(SOURCE_HEADER, b"5")],
+        [(SOURCE_HEADER, b"99")],
+        [(SOURCE_HEADER, b"100")],
+        [(SOURCE_HEADER, b"x")],
+        [("other", b"1")],
+        [("other", b"1"), (SOURCE_HEADER, b"150")],
+    ]
+    for _ in range(200):
+        batch = [_msg("cl", 0, i, rng.choice(shapes)) for i in range(rng.randrange(1, 12))]
+        one_by_one = CommittedInputFilter([("in", 0)], {("in", 0): 100})
+        batched = CommittedInputFilter([("in", 0)], {("in", 0): 100})
+        judge = one_by_one.for_partition("cl", 0)
+        expected = [msg for msg in batch if judge(msg)]
+        assert batched.batch_for_partition("cl", 0)(batch) == expected
+        assert batched.skipped == one_by_one.skipped
 
 
 @pytest.mark.parametrize(
