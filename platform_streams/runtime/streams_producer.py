@@ -223,52 +223,37 @@ class StreamsProducer:
         """
         if not self.eos:
             raise StreamsError("commit() is the exactly-once path; at-least-once commits through flush()")
-        if self.eager:
-            return self._commit_open(offsets, group_metadata, before_commit, check_delivery)
         buffer, self._buffer = self._buffer, []
-        if not buffer and not offsets:
+        if not (buffer or offsets or (self.eager and self._sent_in_transaction)):
             return False
         try:
-            self.producer.begin_transaction()
-            self._in_transaction = True
-            while buffer:
-                for record in buffer:
-                    self._produce_record(record)
-                sent = self.sent_by_topic
-                for topic, count in Counter(map(itemgetter(0), buffer)).items():  # counted in C
-                    sent[topic] = sent.get(topic, 0) + count
-                buffer, self._buffer = self._buffer, []  # dead-letter records added meanwhile
+            if self.eager:  # the records are sent already, in the open transaction
+                if not self._in_transaction:  # an earlier commit failed after its commit_transaction
+                    self._begin()
+                self._sent_in_transaction += 1  # the offsets join it too: an abort must reach the broker
+            else:
+                self.producer.begin_transaction()
+                self._in_transaction = True
+                self._send_buffered(buffer)
             self._finish(offsets, group_metadata, before_commit, check_delivery)
         except BaseException as exc:
             self._failed(exc)
             raise
         self._in_transaction = False
         self.transactions_committed += 1
+        if self.eager:
+            self._begin()  # the next transaction opens at once
         return True
 
-    def _commit_open(
-        self,
-        offsets: Sequence[Any],
-        group_metadata: Any,
-        before_commit: Callable[[], None],
-        check_delivery: Callable[[], None],
-    ) -> bool:
-        """:meth:`commit` of an eager producer: the records are sent already; then the next
-        transaction is opened at once."""
-        if not self._sent_in_transaction and not offsets:
-            return False
-        try:
-            if not self._in_transaction:  # an earlier commit failed after its commit_transaction
-                self._begin()
-            self._sent_in_transaction += 1  # the offsets join it too: an abort must reach the broker
-            self._finish(offsets, group_metadata, before_commit, check_delivery)
-        except BaseException as exc:
-            self._failed(exc)
-            raise
-        self._in_transaction = False
-        self.transactions_committed += 1
-        self._begin()
-        return True
+    def _send_buffered(self, buffer: list[OutgoingRecord]) -> None:
+        """Produce the records held for this transaction (and dead letters added meanwhile)."""
+        while buffer:
+            for record in buffer:
+                self._produce_record(record)
+            sent = self.sent_by_topic
+            for topic, count in Counter(map(itemgetter(0), buffer)).items():  # counted in C
+                sent[topic] = sent.get(topic, 0) + count
+            buffer, self._buffer = self._buffer, []
 
     def _finish(
         self,

@@ -47,6 +47,13 @@ DirectWindowCachePath = tuple[
 ]
 
 
+def _serdes(
+    metered: Any,
+) -> tuple[Callable[[Any], bytes], bool, Callable[[Any], bytes], Callable[[bytes], Any]]:
+    """The metered layer's key and value serde calls, and whether its keys are raw bytes."""
+    return metered._serialize_key, metered._bytes_keys, metered._serialize_value, metered._deserialize_value
+
+
 def direct_cache_path(
     metered: Any,
     layered_get: Callable[[Any], ValueAndTimestamp | None],
@@ -59,10 +66,7 @@ def direct_cache_path(
     if type(metered) is not MeteredKeyValueStore or type(metered.wrapped) is not CachingKeyValueStore:
         return None
     caching: CachingKeyValueStore = metered.wrapped
-    serialize_key = metered._serialize_key
-    bytes_keys = metered._bytes_keys
-    serialize_value = metered._serialize_value
-    deserialize_value = metered._deserialize_value
+    serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
     context = caching._context
     below = caching.wrapped
 
@@ -107,10 +111,7 @@ def direct_window_cache_path(
     if type(metered) is not MeteredWindowStore or type(metered.wrapped) is not CachingWindowStore:
         return None
     caching: CachingWindowStore = metered.wrapped
-    serialize_key = metered._serialize_key
-    bytes_keys = metered._bytes_keys
-    serialize_value = metered._serialize_value
-    deserialize_value = metered._deserialize_value
+    serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
     below = caching.wrapped
 
     def fetch_timestamped(key: Any, window_start_ms: int) -> ValueAndTimestamp | None:

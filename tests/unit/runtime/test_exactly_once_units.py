@@ -152,9 +152,9 @@ class FakeProducer:
         self.calls.append("abort")
 
 
-def test_exactly_once_sends_nothing_before_the_commit_and_an_abort_drops_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _transactional_producer(
+    monkeypatch: pytest.MonkeyPatch, *, eager: bool
+) -> tuple[FakeProducer, StreamsProducer]:
     fake = FakeProducer()
     monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: fake)
     producer = StreamsProducer(
@@ -163,12 +163,13 @@ def test_exactly_once_sends_nothing_before_the_commit_and_an_abort_drops_it(
         on_delivery=lambda e, m: None,
         on_send_error=lambda r, e: None,
         timeout_s=5,
+        eager=eager,
     )
-    producer.send("out", b"k", b"v1", 0, None, None)
-    assert fake.produced == [] and producer.buffered == 1
-    producer.abort()
-    assert producer.buffered == 0 and "abort" not in fake.calls, "nothing was open: nothing to abort"
-    producer.send("out", b"k", b"v2", 0, None, None)
+    return fake, producer
+
+
+def _commit_checked(producer: StreamsProducer) -> list[str]:
+    """Commit with offsets; returns the order in which the delivery and membership checks ran."""
     checks: list[str] = []
     assert producer.commit(
         ["offset"],
@@ -176,6 +177,19 @@ def test_exactly_once_sends_nothing_before_the_commit_and_an_abort_drops_it(
         before_commit=lambda: checks.append("member"),
         check_delivery=lambda: checks.append("acked"),
     )
+    return checks
+
+
+def test_exactly_once_sends_nothing_before_the_commit_and_an_abort_drops_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake, producer = _transactional_producer(monkeypatch, eager=False)
+    producer.send("out", b"k", b"v1", 0, None, None)
+    assert fake.produced == [] and producer.buffered == 1
+    producer.abort()
+    assert producer.buffered == 0 and "abort" not in fake.calls, "nothing was open: nothing to abort"
+    producer.send("out", b"k", b"v2", 0, None, None)
+    checks = _commit_checked(producer)
     assert fake.produced == [("out", b"k", b"v2")]
     assert fake.calls == ["init", "begin", "offsets", "commit"] and checks == ["acked", "member"]
     # what was sent is counted per topic at the commit (the topic-level records-produced)
@@ -196,29 +210,14 @@ def test_an_eager_producer_sends_as_records_come_in_an_always_open_transaction(
     """Kafka Streams' own EOS send path (``StreamsProducer.send`` inside the open transaction,
     apache/kafka streams/.../processor/internals/StreamsProducer.java), used where the broker
     aborts a fenced producer's open transaction (probed: ``aborts_fenced_transactions``)."""
-    fake = FakeProducer()
-    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: fake)
-    producer = StreamsProducer(
-        {},
-        transactional_id="app-p-1",
-        on_delivery=lambda e, m: None,
-        on_send_error=lambda r, e: None,
-        timeout_s=5,
-        eager=True,
-    )
+    fake, producer = _transactional_producer(monkeypatch, eager=True)
     assert fake.calls == ["init", "begin"], "a transaction is open before the first record"
     assert not producer.commit([], "meta", before_commit=lambda: None, check_delivery=lambda: None)
     producer.abort()
     assert "abort" not in fake.calls, "an open transaction that holds nothing is kept"
     producer.send("out", b"k", b"v1", 0, None, None)
     assert fake.produced == [("out", b"k", b"v1")] and producer.buffered == 0, "sent at once"
-    checks: list[str] = []
-    assert producer.commit(
-        ["offset"],
-        "meta",
-        before_commit=lambda: checks.append("member"),
-        check_delivery=lambda: checks.append("acked"),
-    )
+    checks = _commit_checked(producer)
     assert fake.calls == ["init", "begin", "offsets", "commit", "begin"] and checks == ["acked", "member"]
     assert producer.sent_by_topic == {"out": 1} and producer.transactions_committed == 1
     # offsets alone are a transaction too
