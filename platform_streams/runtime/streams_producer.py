@@ -242,7 +242,13 @@ class StreamsProducer:
         self._in_transaction = False
         self.transactions_committed += 1
         if self.eager:
-            self._begin()  # the next transaction opens at once
+            try:
+                self._begin()  # the next transaction opens at once
+            except KafkaException as exc:
+                # committed, but nothing may be sent before the producer is replaced: the
+                # worker handles this like a failed commit (its tasks' state is consistent)
+                self.needs_reset = True
+                raise translate(exc, "begin_transaction") from exc
         return True
 
     def _send_buffered(self, buffer: list[OutgoingRecord]) -> None:
@@ -328,7 +334,11 @@ class StreamsProducer:
             log.warning("could not abort the transaction (%s)", translate(exc, "abort_transaction"))
             self.needs_reset = True
         if self.eager and not self.needs_reset:
-            self._begin()
+            try:
+                self._begin()
+            except KafkaException as exc:
+                log.warning("could not open the next transaction (%s); the producer will be replaced", exc)
+                self.needs_reset = True
 
 
 def is_fatal_for_producer(exc: BaseException) -> bool:

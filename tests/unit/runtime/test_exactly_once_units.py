@@ -234,6 +234,25 @@ def test_an_eager_producer_sends_as_records_come_in_an_always_open_transaction(
     assert producer.transactions_aborted == 1
 
 
+def test_an_eager_producer_that_cannot_open_the_next_transaction_is_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Committed, but fenced before the next transaction opens: nothing may be sent with it
+    (a send outside a transaction would be refused and could be dropped by the handler), so
+    the commit raises for the worker, which replaces the producer (``needs_reset``)."""
+    fake, producer = _transactional_producer(monkeypatch, eager=True)
+    producer.send("out", b"k", b"v1", 0, None, None)
+
+    def fenced() -> None:
+        raise KafkaException(KafkaError(KafkaError.PRODUCER_FENCED))
+
+    monkeypatch.setattr(fake, "begin_transaction", fenced)
+    with pytest.raises(ProducerFencedError):
+        _commit_checked(producer)
+    assert fake.calls[-1] == "commit" and producer.transactions_committed == 1
+    assert producer.needs_reset
+
+
 def test_a_spill_of_uncommitted_writes_removes_the_checkpoint(tmp_path: Path) -> None:
     config = StreamsConfig(application_id="app", bootstrap_servers="localhost:9092", state_dir=tmp_path)
     task_dir = tmp_path / "0_0"
