@@ -61,6 +61,7 @@ log = logging.getLogger(__name__)
 
 #: Pending writes per instance before they are pushed to RocksDB between flushes.
 _MAX_PENDING = 20_000
+_NUM_KEYS = "rocksdb.estimate-num-keys"
 _WRITE_BUFFER_BYTES = 8 * 1024 * 1024
 _MAX_WRITE_BUFFERS = 3
 _BLOCK_SIZE = 16 * 1024
@@ -402,6 +403,10 @@ class RocksDBBackend(StorageBackend):
     def property_values(self, names: Iterable[str]) -> dict[str, int]:
         """Integer RocksDB properties (``rocksdb.estimate-num-keys`` ...) for metrics.
 
+        The key estimate counts the writes still in the overlays too, as
+        :meth:`RocksDBBytesMap.approximate_num_entries` does: between checkpoints a store's
+        latest writes may be there only (``TaskStateLifecycle.persist``).
+
         Per-column properties are summed over the default column and every segment; the
         instance-wide ones (block cache, background errors) are read once. Properties
         RocksDB does not know are left out. Call on the thread that owns the store.
@@ -418,6 +423,8 @@ class RocksDBBackend(StorageBackend):
                     total = (total or 0) + int(value)
             if total is not None:
                 out[name] = total
+        if _NUM_KEYS in out:  # writes still in the overlays are entries too (as RocksDB's memtable)
+            out[_NUM_KEYS] += len(self._default.pending) + sum(len(c.pending) for c in self._columns.values())
         return out
 
     def close(self) -> None:
