@@ -34,25 +34,6 @@ log = logging.getLogger(__name__)
 
 #: a read_committed restore without progress for this long is blocked by an open transaction
 _STALL_S = 10.0
-#: changelog records a task's stores may take between two checkpoints (Kafka Streams'
-#: ``StateManagerUtil.OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT``)
-CHECKPOINT_DELTA_RECORDS = 10_000
-
-
-def _changelog_offsets(
-    task: StreamTask, written: Mapping[tuple[str, int], int]
-) -> dict[tuple[str, int], int]:
-    """Where the task's changelogs stand: the last offset written to each, or, for a store whose
-    changelog is its source topic, the last offset consumed (what its checkpoint records)."""
-    offsets = {tp: off for tp, off in written.items() if tp in task.changelog_partitions}
-    for tp in task.changelog_partitions.intersection(task.consumed):
-        offsets[tp] = task.consumed[tp]
-    return offsets
-
-
-def _offset_delta(old: Mapping[tuple[str, int], int], new: Mapping[tuple[str, int], int]) -> int:
-    """Records the changelogs moved by (``StateManagerUtil.checkpointNeeded``'s total delta)."""
-    return sum(offset - old.get(tp, 0) for tp, offset in new.items())
 
 
 class TaskStateLifecycle:
@@ -67,8 +48,8 @@ class TaskStateLifecycle:
         self.last_skipped: dict[TaskId, int] = {}
         #: records replayed by all restores of this worker
         self.total_restored = 0
-        #: task -> (task object, changelog offsets) of its last checkpoint
-        self._persisted: dict[TaskId, tuple[int, dict[tuple[str, int], int]]] = {}
+        #: task -> (task object, offsets) of its last checkpoint
+        self._persisted: dict[TaskId, tuple[int, object]] = {}
         #: ingests state snapshots before the changelog tail is replayed (when configured)
         self.snapshots = (
             SnapshotRestorer(config.state_snapshot_location, config.application_id)
@@ -142,41 +123,30 @@ class TaskStateLifecycle:
                 else:
                     log.warning("task %s: restore interrupted (%s); retrying", task.task_id, exc)
 
-    def persist(
-        self, tasks: Iterable[StreamTask], written: Mapping[tuple[str, int], int], *, enforce: bool = False
-    ) -> None:
+    def persist(self, tasks: Iterable[StreamTask], written: Mapping[tuple[str, int], int]) -> None:
         """After a commit: write the stores to disk, then record how far they reflect the changelogs.
 
         The order is what makes a checkpoint trustworthy after a crash: it exists only when the
         disk holds exactly the committed state it names (a store spilling uncommitted writes
         removes it, see ``ProcessorStateManager``).
-
-        Not at every commit: like Kafka Streams (``StreamTask.maybeCheckpoint``), a task's
-        stores are flushed and checkpointed once its changelogs moved more than
-        :data:`CHECKPOINT_DELTA_RECORDS` records since its last checkpoint, and always when
-        ``enforce`` (a clean close or a revocation). In between the writes stay in the stores'
-        write overlays (RocksDB: up to its own bound, past which it spills and the checkpoint
-        goes), so the disk still holds the state of the last checkpoint and a crash restores
-        from it: a longer changelog tail, the same state. A memtable flush per store per
-        commit was most of an exactly-once commit every 100 ms (bench/RESULTS.md, issue 17).
         """
         for task in tasks:
-            offsets = _changelog_offsets(task, written)
-            last = self._persisted.get(task.task_id)
-            if last is not None and last[0] == id(task):
-                if last[1] == offsets:
-                    continue  # no store wrote since the last checkpoint: no flush, no file write
-                if not enforce and _offset_delta(last[1], offsets) <= CHECKPOINT_DELTA_RECORDS:
-                    continue
             task.flush_stores()
-            task.checkpoint(written, enforce=True)
-            self._persisted[task.task_id] = (id(task), offsets)
+            # unchanged offsets mean no store wrote since the last checkpoint (so none spilled
+            # and removed it): an idle commit costs no file write (100 ms commits under EOS)
+            mark = (
+                tuple(sorted((tp, o) for tp, o in written.items() if tp in task.changelog_partitions)),
+                tuple(sorted(task.consumed.items())),
+            )
+            if self._persisted.get(task.task_id) != (id(task), mark):
+                task.checkpoint(written, enforce=True)
+                self._persisted[task.task_id] = (id(task), mark)
 
     def close_task(self, task: StreamTask, written: Mapping[tuple[str, int], int], *, clean: bool) -> None:
         """Close a task; a clean close writes a final checkpoint (also under exactly-once)."""
         try:
             if clean:
-                self.persist([task], written, enforce=True)
+                self.persist([task], written)
         finally:
             self._persisted.pop(task.task_id, None)
             task.close()
