@@ -404,8 +404,8 @@ class RocksDBBackend(StorageBackend):
         """Integer RocksDB properties (``rocksdb.estimate-num-keys`` ...) for metrics.
 
         The key estimate counts the writes still in the overlays too, as
-        :meth:`RocksDBBytesMap.approximate_num_entries` does: between checkpoints a store's
-        latest writes may be there only (``TaskStateLifecycle.persist``).
+        :meth:`RocksDBBytesMap.approximate_num_entries` does: until the next commit flushes
+        them (or the overlay's bound spills them) a store's latest writes are there only.
 
         Per-column properties are summed over the default column and every segment; the
         instance-wide ones (block cache, background errors) are read once. Properties
@@ -423,7 +423,7 @@ class RocksDBBackend(StorageBackend):
                     total = (total or 0) + int(value)
             if total is not None:
                 out[name] = total
-        if _NUM_KEYS in out:  # writes still in the overlays are entries too (as RocksDB's memtable)
+        if _NUM_KEYS in out:  # writes still in the overlays are entries too (as in a memtable)
             out[_NUM_KEYS] += len(self._default.pending) + sum(len(c.pending) for c in self._columns.values())
         return out
 
