@@ -20,6 +20,7 @@ from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeployme
 from platform_streams.kafka import KafkaAdmin
 from tests.dagster.support import PARTITIONS
 from tests.support.kafka import new_topic
+from tests.support.spark_connector import fetch_connector_once
 
 
 @pytest.fixture
@@ -60,9 +61,13 @@ def resources(bootstrap_servers: str, tmp_path: Path) -> Iterator[dict[str, Any]
 @pytest.fixture
 def spark_job_session() -> Iterator[None]:
     """For tests running a Spark job in process: the SparkSession the job's SparkResource
-    starts is stopped afterwards, unless one was active before (the Spark suite's)."""
+    starts is stopped afterwards, unless one was active before (the Spark suite's). The
+    Kafka connector is fetched first: the first session fixes the JVM's jars for the whole
+    process (tests/support/spark_connector.py)."""
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
+
+    fetch_connector_once()
 
     had_session = SparkSession.getActiveSession() is not None
     yield

@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark")
+from tests.support.spark_connector import fetch_connector_once
 
-#: why the connector could not be fetched ("" when it was)
-CONNECTOR_PROBLEM: list[str] = []
+pytest.importorskip("pyspark")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,13 +33,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from platform_streams.ops.spark.connector import fetch_connector
     from platform_streams.ops.spark.session import spark_session
 
-    try:
-        fetch_connector()
-    except RuntimeError as exc:
-        CONNECTOR_PROBLEM.append(str(exc))
+    fetch_connector_once()
     session = spark_session(
         "local[2]",
         "platform-streams-tests",

@@ -24,9 +24,9 @@ from platform_streams.ops.spark.kafka_source import kafka_source_available, reso
 from platform_streams.serde import String
 from tests.integration.support_apps import app_config, new_app_id
 from tests.spark.apps import CountByCustomer
-from tests.spark.conftest import CONNECTOR_PROBLEM
 from tests.spark.support import snapshot_content
 from tests.support.kafka import new_topic, produce
+from tests.support.spark_connector import CONNECTOR_PROBLEM
 
 # Each test runs a job twice (several Spark jobs each) and the first one also starts the
 # shared session: generous time on a loaded 2-core machine.
