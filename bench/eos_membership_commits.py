@@ -15,7 +15,11 @@ Kafka both ways, alternating, each run a fresh child process and application:
 
 * ``probed`` -- as shipped: the broker fences, no membership-check commits;
 * ``membership_commits`` -- the Tansu workaround forced on
-  (``membership_check_topic`` patched to return the control topic).
+  (``membership_check_topic`` patched to return the control topic);
+* ``deferred_sends`` -- the other Tansu workaround forced on: records held in memory until
+  the commit instead of sent as they come in the open transaction (``sends_eagerly``
+  patched to return False; the broker probe ``aborts_fenced_transactions`` says Kafka needs
+  neither).
 
 It reports the latency of each commit that committed something (``StreamWorker.commit``:
 flush caches, membership checks if on, ``commit_transaction`` with the input offsets) --
@@ -47,7 +51,7 @@ from bench.workloads import WORKLOADS  # noqa: E402
 from platform_streams.kafka import KafkaAdmin  # noqa: E402
 
 WORKLOAD = WORKLOADS["count_eos_100ms"]
-MODES = ("probed", "membership_commits")
+MODES = ("probed", "membership_commits", "deferred_sends")
 
 
 def child(spec_json: str, mode: str) -> dict[str, Any]:
@@ -60,8 +64,10 @@ def child(spec_json: str, mode: str) -> dict[str, Any]:
     spec = RunSpec(**json.loads(spec_json))
     if mode == "membership_commits":
         runtime_client.membership_check_topic = lambda config, topic: topic  # type: ignore[assignment]
+    if mode == "deferred_sends":
+        runtime_client.sends_eagerly = lambda config: False  # type: ignore[assignment]
     latencies: list[float] = []
-    checks = {"on": False}
+    checks = {"on": False, "eager": False}
     original = StreamWorker.commit
 
     def timed(self: StreamWorker) -> None:
@@ -70,6 +76,7 @@ def child(spec_json: str, mode: str) -> dict[str, Any]:
         if self.committed_total > before:
             latencies.append(time.perf_counter() - started)
         checks["on"] = self._control_topic is not None
+        checks["eager"] = self.collector is not None and self.collector.streams_producer.eager
 
     StreamWorker.commit = timed  # type: ignore[method-assign]
     streams = KafkaStreams(build(WORKLOAD, spec), streams_config(WORKLOAD, spec))
@@ -82,7 +89,12 @@ def child(spec_json: str, mode: str) -> dict[str, Any]:
         time.sleep(0.01)
     streams.close(timeout_s=120)
     wall = time.perf_counter() - started
-    return {"latencies": latencies, "wall_s": wall, "membership_commits": checks["on"]}
+    return {
+        "latencies": latencies,
+        "wall_s": wall,
+        "membership_commits": checks["on"],
+        "eager_sends": checks["eager"],
+    }
 
 
 def run_mode(
@@ -106,6 +118,8 @@ def run_mode(
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     if result["membership_commits"] != (mode == "membership_commits"):
         raise AssertionError(f"{mode}: membership-check commits were {result['membership_commits']}")
+    if result["eager_sends"] != (mode != "deferred_sends"):
+        raise AssertionError(f"{mode}: records sent as they come was {result['eager_sends']}")
     verify.Answer(WORKLOAD, args.records, source.base_ts).check(bootstrap, sink, args.partitions, mode)
     return result
 
