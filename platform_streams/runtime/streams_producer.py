@@ -69,8 +69,10 @@ class StreamsProducer:
         self.eos = transactional_id is not None
         #: EOS sends as records come, in an always open transaction (see the module docstring)
         self.eager = self.eos and eager
-        #: records produced in the open transaction (eager only): a commit without any is skipped
-        self._sent_in_transaction = 0
+        #: eager only: records sent when the open transaction began (see ``_holds_anything``)
+        self._sent_at_begin = 0
+        #: eager only: the open transaction has offsets in it (an abort must reach the broker)
+        self._offsets_in_transaction = False
         self._on_delivery = on_delivery
         self._on_send_error = on_send_error
         self._timeout_s = timeout_s
@@ -111,7 +113,14 @@ class StreamsProducer:
         """Open the next transaction (eager EOS): local to librdkafka, no broker call."""
         self.producer.begin_transaction()
         self._in_transaction = True
-        self._sent_in_transaction = 0
+        self._sent_at_begin = self.sent
+        self._offsets_in_transaction = False
+
+    @property
+    def _holds_anything(self) -> bool:
+        """Eager only: whether the open transaction has records or offsets in it (derived from
+        the per-topic counts, so the at-least-once send path counts nothing extra)."""
+        return self._offsets_in_transaction or self.sent > self._sent_at_begin
 
     def reset(self) -> None:
         """Replace a fenced or failed producer (records not yet sent are dropped)."""
@@ -157,7 +166,6 @@ class StreamsProducer:
         self._buffer.append(record)
 
     def _produce_now(self, *record: *OutgoingRecord) -> None:
-        self._sent_in_transaction += 1
         topic = record[0]
         try:  # a dict item, not a Counter: a dict subclass is 3x slower to update per record
             self.sent_by_topic[topic] += 1
@@ -224,13 +232,13 @@ class StreamsProducer:
         if not self.eos:
             raise StreamsError("commit() is the exactly-once path; at-least-once commits through flush()")
         buffer, self._buffer = self._buffer, []
-        if not (buffer or offsets or (self.eager and self._sent_in_transaction)):
+        if not (buffer or offsets or (self.eager and self._holds_anything)):
             return False
         try:
             if self.eager:  # the records are sent already, in the open transaction
                 if not self._in_transaction:  # an earlier commit failed after its commit_transaction
                     self._begin()
-                self._sent_in_transaction += 1  # the offsets join it too: an abort must reach the broker
+                self._offsets_in_transaction = True  # an abort must reach the broker
             else:
                 self.producer.begin_transaction()
                 self._in_transaction = True
@@ -319,7 +327,7 @@ class StreamsProducer:
         self._buffer = []
         if not self._in_transaction:
             return
-        if self.eager and not self._sent_in_transaction:
+        if self.eager and not self._holds_anything:
             return  # an eager producer's open transaction holds nothing yet: keep it
         self._in_transaction = False
         self.transactions_aborted += 1
