@@ -27,7 +27,6 @@ TopologyTestDriver; the DSL's processors use :meth:`get_timestamped` /
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
@@ -36,7 +35,7 @@ from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import SpecStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
-from platform_streams.state.wrappers.direct_cache_path import direct_cache_path
+from platform_streams.state.wrappers.direct_cache_path import bind_direct_path, direct_cache_path
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -94,11 +93,12 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         """Point reads and writes of the DSL straight to the record cache where the stack has one
         (:mod:`~platform_streams.state.wrappers.direct_cache_path`): instance attributes over the
         layered methods below, which stay the fallback."""
-        cls = TimestampedKeyValueStore
-        layered = (MethodType(cls.get_timestamped, self), MethodType(cls.put_timestamped, self))
-        direct = direct_cache_path(self.wrapped, *layered)
-        get, put = direct if direct is not None else layered
-        vars(self).update(get_timestamped=get, put_timestamped=put)
+        bind_direct_path(
+            self,
+            TimestampedKeyValueStore,
+            ("get_timestamped", "put_timestamped"),
+            lambda get, put: direct_cache_path(self.wrapped, get, put),
+        )
 
     def flush(self) -> None:
         self._require().flush()

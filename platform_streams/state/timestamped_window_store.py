@@ -18,7 +18,6 @@ The window-store twin of :mod:`platform_streams.state.timestamped_kv_store`:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from platform_streams.errors import InvalidStateStoreError
@@ -38,7 +37,7 @@ from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, Win
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import DslStoreBuilder, SpecStore
 from platform_streams.state.windowed import Windowed
-from platform_streams.state.wrappers.direct_cache_path import direct_window_cache_path
+from platform_streams.state.wrappers.direct_cache_path import bind_direct_path, direct_window_cache_path
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -175,11 +174,14 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
         self._finish_init(builder, context, root)
         # the DSL's per-record window reads and writes straight to the record cache, where
         # there is one (state/wrappers/direct_cache_path.py); the methods below are the fallback
-        cls = DslWindowStore
-        layered = (MethodType(cls.fetch_timestamped, self), MethodType(cls.put_timestamped, self))
-        direct = direct_window_cache_path(self.wrapped, *layered) if spec.timestamped else None
-        fetch, put = direct if direct is not None else layered
-        vars(self).update(fetch_timestamped=fetch, put_timestamped=put)
+        bind_direct_path(
+            self,
+            DslWindowStore,
+            ("fetch_timestamped", "put_timestamped"),
+            lambda fetch, put: (
+                direct_window_cache_path(self.wrapped, fetch, put) if spec.timestamped else None
+            ),
+        )
 
     @property
     def retention_ms(self) -> int:

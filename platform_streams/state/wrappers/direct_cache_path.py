@@ -22,6 +22,7 @@ dict entry per record for the garbage collector to walk), bench/RESULTS.md.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MethodType
 from typing import Any
 
 from platform_streams.state.keys import window_suffix
@@ -31,7 +32,13 @@ from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 from platform_streams.state.wrappers.metered_windowed import MeteredWindowStore
 
-__all__ = ["DirectCachePath", "DirectWindowCachePath", "direct_cache_path", "direct_window_cache_path"]
+__all__ = [
+    "DirectCachePath",
+    "DirectWindowCachePath",
+    "bind_direct_path",
+    "direct_cache_path",
+    "direct_window_cache_path",
+]
 
 _new_tuple = tuple.__new__
 
@@ -45,6 +52,17 @@ DirectWindowCachePath = tuple[
     Callable[[Any, int], ValueAndTimestamp | None],
     Callable[[Any, Any, int, int], None],
 ]
+
+
+def bind_direct_path(
+    store: Any, cls: type, names: tuple[str, str], build: Callable[..., tuple[Any, Any] | None]
+) -> None:
+    """Set ``store``'s two point methods ``names`` to the direct calls ``build`` makes from the
+    layered ones (``cls``'s methods, bound to ``store``), or back to the layered ones when
+    ``build`` answers None: instance attributes, rebound at every ``init``."""
+    layered = tuple(MethodType(getattr(cls, name), store) for name in names)
+    direct = build(*layered)
+    vars(store).update(zip(names, direct if direct is not None else layered, strict=True))
 
 
 def _serdes(
