@@ -36,6 +36,23 @@ log = logging.getLogger(__name__)
 RecordFilter = Callable[[Any], bool]
 
 
+def _batch_filter(
+    keep: RecordFilter | None, topic: str, partition: int
+) -> Callable[[list[Any]], list[Any]] | None:
+    """``keep`` over a consumed batch of one changelog partition (None: apply everything).
+
+    A filter with ``batch_for_partition`` (``CommittedInputFilter``) judges a batch itself;
+    any other is asked record by record.
+    """
+    if keep is None:
+        return None
+    batch_for_partition = getattr(keep, "batch_for_partition", None)
+    if batch_for_partition is not None:
+        select: Callable[[list[Any]], list[Any]] = batch_for_partition(topic, partition)
+        return select
+    return lambda messages: [msg for msg in messages if keep(msg)]
+
+
 class StateRestoreListener:
     """Restore progress callbacks (Kafka Streams' ``StateRestoreListener``); no-ops by default.
 
@@ -141,14 +158,7 @@ class ChangelogReader:
         # record timestamps: a versioned store's version times (only read for those)
         timestamps: list[int] | None = [] if manager.restores_with_timestamps(store) else None
         last_offset: int | None = None
-        select: Callable[[list[Any]], list[Any]] | None = None
-        if keep is not None:
-            batch_judge = getattr(keep, "batch_for_partition", None)
-            judge = getattr(keep, "for_partition", None)
-            if batch_judge is not None:  # a batch at a time (CommittedInputFilter)
-                select = batch_judge(topic, partition)
-            elif judge is not None:
-                keep = judge(topic, partition)
+        select = _batch_filter(keep, topic, partition)
         reads = read_partition_batches(
             self._conf,
             topic,
@@ -165,10 +175,7 @@ class ChangelogReader:
             # remaining-records count step by them), each with its last offset (skipped
             # records included) as the store's position
             for messages in reads:
-                if select is not None:
-                    kept = select(messages)
-                else:
-                    kept = messages if keep is None else [msg for msg in messages if keep(msg)]
+                kept = messages if select is None else select(messages)
                 skipped += len(messages) - len(kept)
                 read_keys = [msg.key() for msg in kept]
                 if None in read_keys:  # rare: a record without key is skipped, with a warning
