@@ -39,8 +39,9 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicP
 
 from platform_streams.errors import StreamsTimeoutError
 from platform_streams.kafka.admin_groups import wait_result
-from platform_streams.kafka.clients import create_admin, create_consumer, create_producer
+from platform_streams.kafka.clients import create_admin, create_producer
 from platform_streams.kafka.errors import as_kafka_error
+from platform_streams.kafka.log_reader import read_partition_range
 
 if TYPE_CHECKING:
     from platform_streams.kafka.admin import KafkaAdmin
@@ -180,39 +181,11 @@ def _probe_aborts_fenced_transactions(admin: KafkaAdmin) -> bool:
         if first.flush(10.0):
             raise StreamsTimeoutError("probe record not acknowledged")
         create_producer(conf).init_transactions(_TXN_TIMEOUT_S)  # fences `first`
-        return _committed_records(admin, scratch) == 0
+        committed = {**admin.conf, "isolation.level": "read_committed", "log_level": 0}
+        visible = read_partition_range(committed, scratch, 0, OFFSET_BEGINNING, max_records=1, timeout_s=15.0)
+        return not list(visible)
     finally:
         _drop(admin, scratch)
-
-
-def _committed_records(admin: KafkaAdmin, topic: str) -> int:
-    """Records a read_committed reader finds in partition 0 of ``topic`` (read to its end)."""
-    consumer = create_consumer(
-        {
-            **admin.conf,
-            "group.id": f"platform-streams-probe-{uuid.uuid4().hex[:12]}",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-            "log_level": 0,
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        found = 0
-        deadline = time.monotonic() + 15.0
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is None:
-                found += 1
-            elif err.code() == KafkaError._PARTITION_EOF:
-                return found
-        raise StreamsTimeoutError(f"probe topic {topic}: no end of partition within 15 s")
-    finally:
-        consumer.close()
 
 
 def _probe_exact_list_offsets(admin: KafkaAdmin) -> bool:
