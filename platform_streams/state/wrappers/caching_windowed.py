@@ -64,7 +64,8 @@ class _IndexedCache(CachingLayer):
 
     def __init__(self, wrapped: Any) -> None:
         super().__init__(wrapped)
-        self._index: dict[bytes, set[bytes]] = {}
+        #: record key -> its cache keys; built at the first read that needs it (None: not yet)
+        self._index: dict[bytes, set[bytes]] | None = None
         self._observed = -1
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
@@ -76,8 +77,7 @@ class _IndexedCache(CachingLayer):
             retention
         )
         self._observed = getattr(inner, "observed_stream_time", -1)
-        self._require().set_remove_hook(self._forget)
-        self._index = {}
+        self._drop_index()
 
     def _cache_put(self, key: bytes, binary: bytes, value: bytes | None, time_ms: int) -> None:
         cache = self._cache
@@ -85,19 +85,49 @@ class _IndexedCache(CachingLayer):
             raise InvalidStateStoreError("store is not open", store=self.name)
         if time_ms > self._observed:
             self._observed = time_ms
-        keys = self._index.get(key)
-        if keys is None:
-            keys = self._index[key] = set()
-        keys.add(binary)
+        index = self._index
+        if index is not None:
+            keys = index.get(key)
+            if keys is None:
+                keys = index[key] = set()
+            keys.add(binary)
         cache.put(binary, value, record_timestamp(self._context))
 
+    def _key_index(self) -> dict[bytes, set[bytes]]:
+        """The per-record-key index of the cache keys, built from the cache on first use.
+
+        Only key and range reads need it (session merges, sliding windows, ``fetch_between``,
+        interactive queries); a tumbling or hopping aggregation reads single windows and
+        never pays for keeping it (12 % of a windowed sum's CPU per record, bench/RESULTS.md).
+        """
+        index = self._index
+        if index is None:
+            cache = self._require()
+            index = self._index = {}
+            cut = self._suffix_len
+            for binary, _ in cache.items():
+                keys = index.get(binary[: len(binary) - cut])
+                if keys is None:
+                    keys = index[binary[: len(binary) - cut]] = set()
+                keys.add(binary)
+            cache.set_remove_hook(self._forget)
+        return index
+
+    def _drop_index(self) -> None:
+        self._index = None
+        if self._cache is not None:
+            self._cache.set_remove_hook(None)
+
     def _forget(self, binary: bytes) -> None:
+        index = self._index
+        if index is None:
+            return
         key = binary[: len(binary) - self._suffix_len]
-        keys = self._index.get(key)
+        keys = index.get(key)
         if keys is not None:
             keys.discard(binary)
             if not keys:
-                del self._index[key]
+                del index[key]
 
     def _min_live_time(self) -> int:
         return max(self._observed - self._retention + 1, 0)
@@ -106,10 +136,10 @@ class _IndexedCache(CachingLayer):
         try:
             super().close()
         finally:
-            self._index = {}
+            self._drop_index()
 
     def wipe(self) -> None:
-        self._index = {}
+        self._drop_index()
         super().wipe()
         self._observed = getattr(innermost(self.wrapped), "observed_stream_time", -1)
 
@@ -176,7 +206,7 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
         if time_from_ms > time_to_ms:
             return iter(())
         cached: list[tuple[int, bytes | None]] = []
-        for binary in self._index.get(key, ()):
+        for binary in self._key_index().get(key, ()):
             start = window_start_of(binary)
             entry = cache.peek(binary)
             if entry is not None and time_from_ms <= start <= time_to_ms:
@@ -297,7 +327,7 @@ class CachingSessionStore(_IndexedCache, DelegatedRetention, SessionStore[bytes,
         cache = self._require()
         earliest_end = max(earliest_session_end_ms, self._min_live_time())
         cached: list[tuple[tuple[int, int], tuple[Windowed[bytes], bytes] | None]] = []
-        for binary in self._index.get(key, ()):
+        for binary in self._key_index().get(key, ()):
             _, start, end = split_session_key(binary)
             entry = cache.peek(binary)
             if entry is None or end < earliest_end or start > latest_session_start_ms:
@@ -335,7 +365,7 @@ class CachingSessionStore(_IndexedCache, DelegatedRetention, SessionStore[bytes,
             key_from, key_to, earliest_end, latest_session_start_ms
         ):
             found[(windowed.window.end_ms, windowed.key, windowed.window.start_ms)] = (windowed, value)
-        for key, binaries in self._index.items():
+        for key, binaries in self._key_index().items():
             if not in_key_range(key, key_from, key_to):
                 continue
             for binary in binaries:
