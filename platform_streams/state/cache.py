@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
 
 __all__ = [
+    "DECODED_OVERHEAD_BYTES",
     "DEFAULT_CACHE_MAX_BYTES",
     "ENTRY_OVERHEAD_BYTES",
+    "CacheEntry",
     "CacheFlushCallback",
     "NamedCache",
     "RecordCache",
@@ -44,6 +46,11 @@ DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024
 #: Measured CPython bytes per cache entry beyond key and value payload.
 ENTRY_OVERHEAD_BYTES = 240
 
+#: Measured CPython bytes of an entry's decoded form (a 2-tuple and two new ints), see put.
+DECODED_OVERHEAD_BYTES = 120
+
+#: A cached entry: ``(value bytes or None, timestamp, decoded value or None)``.
+CacheEntry = tuple[bytes | None, int, Any]
 #: Receives the dirty entries leaving a named cache: ``[(key, value or None, timestamp)]``.
 CacheFlushCallback = Callable[[list[tuple[bytes, bytes | None, int]]], None]
 
@@ -57,7 +64,8 @@ class NamedCache:
         self.name = name
         self._parent = parent
         self.flush_callback = flush_callback
-        self._entries: OrderedDict[bytes, tuple[bytes | None, int]] = OrderedDict()
+        #: key -> ``(value bytes or None, timestamp, decoded or None)``; see :meth:`put`
+        self._entries: OrderedDict[bytes, CacheEntry] = OrderedDict()
         self._dirty: dict[bytes, None] = {}
         self._on_remove: Callable[[bytes], None] | None = None
         self.size_bytes = 0
@@ -79,34 +87,43 @@ class NamedCache:
     def dirty_count(self) -> int:
         return len(self._dirty)
 
-    def get(self, key: bytes) -> tuple[bytes | None, int] | None:
-        """``(value, timestamp)`` if cached (value None = deleted, not yet flushed); marks it recent."""
+    def get(self, key: bytes) -> CacheEntry | None:
+        """The cached :data:`CacheEntry` (value None: deleted, not flushed yet); marks it recent."""
         entries = self._entries
         entry = entries.get(key)
         if entry is not None:
             entries.move_to_end(key)
         return entry
 
-    def peek(self, key: bytes) -> tuple[bytes | None, int] | None:
+    def peek(self, key: bytes) -> CacheEntry | None:
         """Like :meth:`get` without touching the LRU order (for scans)."""
         return self._entries.get(key)
 
-    def put(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+    def put(self, key: bytes, value: bytes | None, timestamp: int, decoded: Any = None) -> None:
         """Write-back put: the entry is dirty until the next flush.
+
+        ``decoded``, if given, is what the store's deserializer makes of ``value`` (a plain
+        tuple of immutable objects, so the entry stays untracked by the garbage collector):
+        readers that know it take it instead of decoding the bytes again. It is charged
+        :data:`DECODED_OVERHEAD_BYTES` more; only the bytes are flushed.
 
         The hottest method of the cache: size accounting and the eviction check are inlined.
         """
         entries = self._entries
         old = entries.get(key)
+        delta = len(value) if value is not None else 0
+        if decoded is not None:
+            delta += DECODED_OVERHEAD_BYTES
         if old is None:
-            delta = len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD_BYTES
+            delta += len(key) + ENTRY_OVERHEAD_BYTES
         else:
             old_value = old[0]
-            delta = (len(value) if value is not None else 0) - (
-                len(old_value) if old_value is not None else 0
-            )
+            if old_value is not None:
+                delta -= len(old_value)
+            if old[2] is not None:
+                delta -= DECODED_OVERHEAD_BYTES
             entries.move_to_end(key)
-        entries[key] = (value, timestamp)
+        entries[key] = (value, timestamp, decoded)
         if key not in self._dirty:
             self._dirty[key] = None
         self.size_bytes += delta
@@ -120,7 +137,7 @@ class NamedCache:
         entries = self._entries
         if key in entries:
             return
-        entries[key] = (value, -1)
+        entries[key] = (value, -1, None)
         delta = len(key) + len(value) + ENTRY_OVERHEAD_BYTES
         self.size_bytes += delta
         parent = self._parent
@@ -139,8 +156,8 @@ class NamedCache:
         entries = self._entries
         dirty: list[tuple[bytes, bytes | None, int]] = []
         for key in self._dirty:
-            value, timestamp = entries[key]
-            dirty.append((key, value, timestamp))
+            entry = entries[key]
+            dirty.append((key, entry[0], entry[1]))
         self._dirty = {}
         try:
             self.flush_callback(dirty)
@@ -161,9 +178,11 @@ class NamedCache:
             self._remove(key)
 
     def _remove(self, key: bytes) -> None:
-        value, _ = self._entries.pop(key)
+        value, _, decoded = self._entries.pop(key)
         self._dirty.pop(key, None)
         delta = len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD_BYTES
+        if decoded is not None:
+            delta += DECODED_OVERHEAD_BYTES
         self.size_bytes -= delta
         self._parent.size_bytes -= delta
         if self._on_remove is not None:

@@ -67,6 +67,8 @@ class _AggregateProcessor(TableProcessor):
     def init(self, context: NodeContext) -> None:
         self.bind_store(context, self.op.store_name, self.op.send_old_values)
         self._get = self.store.get_timestamped  # type: ignore[union-attr]
+        #: the store's own put when it caches (then :meth:`TableProcessor.put` only adds a call)
+        self._cached_put = self.store.put_timestamped if self._caching else None  # type: ignore[union-attr]
 
 
 class StreamAggregateProcessor(_AggregateProcessor):
@@ -81,12 +83,17 @@ class StreamAggregateProcessor(_AggregateProcessor):
             return
         old = self._get(key)
         if old is None:
-            self.put(key, self._first(key, value), timestamp, headers)
-            return
-        aggregate, old_timestamp = old
-        if old_timestamp > timestamp:
-            timestamp = old_timestamp
-        self.put(key, self.aggregator(key, value, aggregate), timestamp, headers)
+            new = self._first(key, value)
+        else:
+            aggregate, old_timestamp = old
+            if old_timestamp > timestamp:
+                timestamp = old_timestamp
+            new = self.aggregator(key, value, aggregate)
+        cached_put = self._cached_put
+        if cached_put is not None:
+            cached_put(key, new, timestamp)
+        else:
+            self.put(key, new, timestamp, headers)
 
     def _first(self, key: Any, value: Any) -> Any:
         """The aggregate of a key's first value."""

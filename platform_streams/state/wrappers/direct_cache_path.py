@@ -14,9 +14,17 @@ of a count's CPU per record (bench/RESULTS.md, issue 17).
 Each call first checks that the layers it skips have nothing to do: no metrics hook on
 the metered layer (latency recording), no hit/miss counting on the caching layer (metrics
 at DEBUG), the store open. Otherwise, and for deletes (their timestamps and listener
-handling live in the store), it takes the layered path. Kept out on purpose: a decoded
-value memo. It made a count 5 % cheaper but every-key-new workloads 30 % dearer (one more
-dict entry per record for the garbage collector to walk), bench/RESULTS.md.
+handling live in the store), it takes the layered path.
+
+The decoded aggregate is kept in the cache entry beside its bytes (``NamedCache.put``'s
+``decoded``), so the next record of the key skips the decode: only for immutable types the
+store's serde gives back unchanged (:func:`exact_value_types`; a count's int, a sum's
+float), as a plain tuple inside the entry. An earlier memo in a dict of its own made
+every-key-new workloads 30 % dearer (one more dict entry per record for the garbage
+collector to walk); inside the entry it costs nothing there (bench/RESULTS.md). Window
+stores keep no decoded form: the cache charges it (``DECODED_OVERHEAD_BYTES``), so fewer
+windows fit, and the dirty evictions that costs outweigh the decodes saved (their values
+decode with one ``struct`` call).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from collections.abc import Callable
 from types import MethodType
 from typing import Any
 
+from platform_streams.serde import Bytes, Double, Integer, Json, Long, Short, String
 from platform_streams.state.keys import window_suffix
 from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
@@ -72,6 +81,30 @@ def _serdes(
     return metered._serialize_key, metered._bytes_keys, metered._serialize_value, metered._deserialize_value
 
 
+#: built-in serdes -> the value types they decode back to an equal value of the same type
+_EXACT_TYPES: dict[type, frozenset[type]] = {
+    Long: frozenset({int}),
+    Integer: frozenset({int}),
+    Short: frozenset({int}),
+    Double: frozenset({float}),
+    String: frozenset({str}),
+    Bytes: frozenset({bytes}),
+    Json: frozenset({int, str, bool}),
+}
+
+
+def exact_value_types(metered: Any) -> frozenset[type]:
+    """The aggregate types whose decoded form the cache may keep beside the bytes.
+
+    Only immutable types (an aggregator may change a dict it was given, and the cached
+    value must stay what the bytes say) whose round trip through the store's inner serde
+    gives back an equal value of the same type: a ``Double`` store given an int decodes
+    it as a float, a ``Json`` float NaN comes back as None, so neither is kept.
+    """
+    inner = getattr(metered.value_serde, "inner", None)
+    return _EXACT_TYPES.get(type(inner), frozenset())
+
+
 def direct_cache_path(
     metered: Any,
     layered_get: Callable[[Any], ValueAndTimestamp | None],
@@ -85,6 +118,7 @@ def direct_cache_path(
         return None
     caching: CachingKeyValueStore = metered.wrapped
     serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
+    exact = exact_value_types(metered)
     context = caching._context
     below = caching.wrapped
 
@@ -93,8 +127,14 @@ def direct_cache_path(
         if cache is None or metered._hook is not None or caching.reads is not None:
             return layered_get(key)
         raw_key = key if type(key) is bytes and bytes_keys else serialize_key(key)
-        entry = cache.get(raw_key)
+        entries = cache._entries  # NamedCache.get, inlined: this runs once per record
+        entry = entries.get(raw_key)
         if entry is not None:
+            entries.move_to_end(raw_key)
+            decoded = entry[2]
+            if decoded is not None:
+                kept: ValueAndTimestamp = _new_tuple(ValueAndTimestamp, decoded)
+                return kept
             raw = entry[0]
         else:
             raw = below.get(raw_key)
@@ -111,11 +151,12 @@ def direct_cache_path(
             layered_put(key, value, timestamp)
             return
         raw_key = key if type(key) is bytes and bytes_keys else serialize_key(key)
-        raw_value = serialize_value(_new_tuple(ValueAndTimestamp, (value, timestamp)))
+        pair = (value, timestamp)
+        raw_value = serialize_value(pair)
         written_at = context.current_stream_time_ms()
         if written_at < 0:
             written_at = context.current_system_time_ms()
-        cache.put(raw_key, raw_value, written_at)
+        cache.put(raw_key, raw_value, written_at, pair if type(value) in exact else None)
 
     return get_timestamped, put_timestamped
 
@@ -150,7 +191,7 @@ def direct_window_cache_path(
             layered_put(key, value, timestamp, window_start_ms)
             return
         raw_key = key if type(key) is bytes and bytes_keys else serialize_key(key)
-        raw_value = serialize_value(_new_tuple(ValueAndTimestamp, (value, timestamp)))
+        raw_value = serialize_value((value, timestamp))
         caching._cache_put(raw_key, raw_key + window_suffix(window_start_ms, 0), raw_value, window_start_ms)
 
     return fetch_timestamped, put_timestamped

@@ -10,7 +10,7 @@ import pytest
 
 from platform_streams.serde import Long, String
 from platform_streams.state import RecordCache, SessionWindow, Stores, TimeWindow, Windowed
-from platform_streams.state.cache import ENTRY_OVERHEAD_BYTES, merge_sorted
+from platform_streams.state.cache import DECODED_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES, merge_sorted
 
 from .conftest import FakeContext
 
@@ -192,6 +192,23 @@ def test_merge_sorted() -> None:
     assert list(merge_sorted(store, cached, False)) == [(b"a", 1), (b"b", 2), (b"c", 30), (b"f", 6)]
     rev = iter([(b"e", 5), (b"c", 3), (b"a", 1)])
     assert list(merge_sorted(rev, [(b"d", 4), (b"a", None)], True)) == [(b"e", 5), (b"d", 4), (b"c", 3)]
+
+
+def test_a_kept_decoded_value_is_charged_and_given_back() -> None:
+    """An entry keeping its decoded form (issue 17) costs DECODED_OVERHEAD_BYTES more while it
+    does: replacing it by a plain put, evicting or removing it gives the bytes back."""
+    cache = RecordCache(max_bytes=10_000)
+    named = cache.named("0_0-s", lambda entries: None)
+    plain = ENTRY_OVERHEAD_BYTES + 1 + 16
+    named.put(b"a", b"x" * 16, 1, (7, 1))
+    assert cache.size_bytes == plain + DECODED_OVERHEAD_BYTES and named.get(b"a") == (b"x" * 16, 1, (7, 1))
+    named.put(b"a", b"y" * 16, 2)
+    assert cache.size_bytes == plain and named.get(b"a") == (b"y" * 16, 2, None)
+    named.put(b"a", b"z" * 8, 3, (8, 3))
+    assert cache.size_bytes == plain - 8 + DECODED_OVERHEAD_BYTES
+    named.flush()
+    named.evict()
+    assert cache.size_bytes == 0 and named.size_bytes == 0 and len(named) == 0
 
 
 def test_record_cache_rejects_negative_size() -> None:
