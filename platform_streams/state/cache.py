@@ -104,7 +104,9 @@ class NamedCache:
 
         ``decoded``, if given, is what the store's deserializer makes of ``value`` (a plain
         tuple of immutable objects, so the entry stays untracked by the garbage collector):
-        readers that know it take it instead of decoding the bytes again. It is charged
+        readers that know it take it instead of decoding the bytes again. It is kept only
+        for a key already cached (read or written before): a key seen once, as every key of
+        an every-key-new workload, would pay for it and never read it. It is charged
         :data:`DECODED_OVERHEAD_BYTES` more; only the bytes are flushed.
 
         The hottest method of the cache: size accounting and the eviction check are inlined.
@@ -112,16 +114,17 @@ class NamedCache:
         entries = self._entries
         old = entries.get(key)
         delta = len(value) if value is not None else 0
-        if decoded is not None:
-            delta += DECODED_OVERHEAD_BYTES
         if old is None:
             delta += len(key) + ENTRY_OVERHEAD_BYTES
+            decoded = None
         else:
             old_value = old[0]
             if old_value is not None:
                 delta -= len(old_value)
             if old[2] is not None:
                 delta -= DECODED_OVERHEAD_BYTES
+            if decoded is not None:
+                delta += DECODED_OVERHEAD_BYTES
             entries.move_to_end(key)
         entries[key] = (value, timestamp, decoded)
         if key not in self._dirty:

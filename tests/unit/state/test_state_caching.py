@@ -196,10 +196,13 @@ def test_merge_sorted() -> None:
 
 def test_a_kept_decoded_value_is_charged_and_given_back() -> None:
     """An entry keeping its decoded form (issue 17) costs DECODED_OVERHEAD_BYTES more while it
-    does: replacing it by a plain put, evicting or removing it gives the bytes back."""
+    does: replacing it by a plain put, evicting or removing it gives the bytes back. A key's
+    first put keeps no decoded form (a key seen once would pay for it and never read it)."""
     cache = RecordCache(max_bytes=10_000)
     named = cache.named("0_0-s", lambda entries: None)
     plain = ENTRY_OVERHEAD_BYTES + 1 + 16
+    named.put(b"a", b"w" * 16, 0, (6, 0))
+    assert cache.size_bytes == plain and named.get(b"a") == (b"w" * 16, 0, None)
     named.put(b"a", b"x" * 16, 1, (7, 1))
     assert cache.size_bytes == plain + DECODED_OVERHEAD_BYTES and named.get(b"a") == (b"x" * 16, 1, (7, 1))
     named.put(b"a", b"y" * 16, 2)
