@@ -403,6 +403,10 @@ class SessionWindowedKStream(_WindowedKStream):
         windows = self.windows
         minimum = windows.inactivity_gap_ms + windows.grace_ms
         what = "its inactivity gap plus the grace period"
+        if self._emit.emit_final:
+            # as Kafka's SessionStoreMaterializer.build: "do not enable cache if the emit final
+            # strategy is used" (every session update reaches the store and its changelog)
+            mat = mat.with_caching_disabled()
         return self._spec(DslSessionStoreBuilder, store, mat, key_serde, value_serde, minimum, what)
 
     def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
