@@ -52,5 +52,7 @@ def _store_caches(windows: Any, emit_final: bool) -> bool:
     ],
     ids=["time", "time-final", "sliding", "sliding-final", "session", "session-final"],
 )
-def test_emit_final_stores_cache_as_kafka_materializes_them(windows: Any, emit_final: bool, caches: bool) -> None:
+def test_emit_final_stores_cache_as_kafka_materializes_them(
+    windows: Any, emit_final: bool, caches: bool
+) -> None:
     assert _store_caches(windows, emit_final) is caches
