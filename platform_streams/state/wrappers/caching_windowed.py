@@ -106,9 +106,10 @@ class _IndexedCache(CachingLayer):
             index = self._index = {}
             cut = self._suffix_len
             for binary, _ in cache.items():
-                keys = index.get(binary[: len(binary) - cut])
+                key = binary[: len(binary) - cut]
+                keys = index.get(key)
                 if keys is None:
-                    keys = index[binary[: len(binary) - cut]] = set()
+                    keys = index[key] = set()
                 keys.add(binary)
             cache.set_remove_hook(self._forget)
         return index
