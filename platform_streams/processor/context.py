@@ -122,6 +122,21 @@ class TaskContext(StateStoreContext):
         headers = source.headers(self.current) if source is not None else None
         self.collector.send(topic, key, value, timestamp, headers, self._task_id.partition)
 
+    def change_logger(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:
+        """:meth:`log_change` with the topic, partition and headers resolved once (per flush)."""
+        topic = self.changelog_topics.get(store_name)
+        if topic is None:
+            raise TopologyError(f"store {store_name!r} logs changes but has no changelog topic")
+        source = self.source_position
+        headers = source.headers(self.current) if source is not None else None
+        send = self.collector.send
+        partition = self._task_id.partition
+
+        def log(key: bytes, value: bytes | None, timestamp: int) -> None:
+            send(topic, key, value, timestamp, headers, partition)
+
+        return log
+
     def record_metadata(self) -> RecordMetadata | None:
         msg = self.current
         if msg is None:

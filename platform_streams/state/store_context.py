@@ -74,6 +74,20 @@ class StateStoreContext(TaskIdentity):
         was made for) and tracks the written offset for checkpoints.
         """
 
+    def change_logger(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:
+        """:meth:`log_change` for ``store_name``, for the changes of one cache flush.
+
+        Why: a flush logs thousands of changes made while the same input record (or none)
+        is current; the runtime resolves the topic, partition and headers once for all of
+        them. Valid only until the current record changes (use it within one flush).
+        """
+        log_change = self.log_change
+
+        def log(key: bytes, value: bytes | None, timestamp: int) -> None:
+            log_change(store_name, key, value, timestamp)
+
+        return log
+
     @abstractmethod
     def record_metadata(self) -> RecordMetadata | None:
         """The input record being processed (None inside punctuation or restore)."""

@@ -34,8 +34,10 @@ from platform_streams.state.api import CachedStateStore, FlushListener, KeyValue
 from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import SpecStore
+from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 from platform_streams.state.wrappers.direct_cache_path import bind_direct_path, direct_cache_path
+from platform_streams.state.wrappers.direct_flush_path import direct_flush
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -141,7 +143,10 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
             listener(key, None, old.value if old is not None else None, ts)
 
         self._listener = listener
-        self._caching = bool(self._require().set_flush_listener(on_change, send_old_values))
+        metered = self._require()
+        self._caching = bool(metered.set_flush_listener(on_change, send_old_values))
+        if self._caching and isinstance(metered.wrapped, CachingKeyValueStore):
+            metered.wrapped.direct_flush = direct_flush(metered, listener, send_old_values)
         return self._caching
 
     def _require_key_serde(self) -> Serde:

@@ -100,9 +100,18 @@ class WindowBytesStore(SegmentedBytesStore, WindowStore[bytes, bytes]):
     def put(self, key: bytes, value: bytes | None, window_start_ms: int) -> None:
         if value is None and self._retain_duplicates:
             return
-        seqnum = self.next_seqnum()
+        self._put_binary(window_key(key, window_start_ms, self.next_seqnum()), value, window_start_ms)
+
+    def put_binary(self, binary: bytes, value: bytes | None, window_start_ms: int) -> None:
+        """:meth:`put` of a window given as its binary key (seqnum 0), as the record cache holds
+        it: a cache flush need not split the key and build it again. Not for duplicates."""
+        if self._retain_duplicates:
+            raise ValueError(f"store {self.name}: put_binary cannot number retained duplicates")
+        self._put_binary(binary, value, window_start_ms)
+
+    def _put_binary(self, binary: bytes, value: bytes | None, window_start_ms: int) -> None:
         if self._advance(window_start_ms):
-            self._segment_for_write(window_start_ms).put(window_key(key, window_start_ms, seqnum), value)
+            self._segment_for_write(window_start_ms).put(binary, value)
         else:
             self.expired_records_dropped += 1
 

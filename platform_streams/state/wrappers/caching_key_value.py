@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
-from platform_streams.state.api import KeyValueStore
+from platform_streams.state.api import FlushListener, KeyValueStore
 from platform_streams.state.cache import merge_sorted
 from platform_streams.state.wrappers.base import CachingLayer
 
@@ -31,8 +31,23 @@ class CachingKeyValueStore(CachingLayer, KeyValueStore[bytes, bytes]):
 
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
+        #: the one-loop flush the timestamped store above sets for the DSL's stack
+        #: (:mod:`~platform_streams.state.wrappers.direct_flush_path`); None: :meth:`layered_flush`
+        self.direct_flush: Callable[[list[tuple[bytes, bytes | None, int]]], None] | None = None
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> None:
+        super().set_flush_listener(listener, send_old_values)
+        self.direct_flush = None  # built for the previous listener
 
     def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        direct = self.direct_flush
+        if direct is not None:
+            direct(entries)
+        else:
+            self.layered_flush(entries)
+
+    def layered_flush(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Each entry through the layers below, then to the listener (the general flush)."""
         wrapped = self.wrapped
         listener = self._listener
         if listener is None:

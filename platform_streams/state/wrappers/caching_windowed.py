@@ -17,7 +17,7 @@ single-window ``fetch_at`` answers them from the cache, as Kafka's ``fetch(key, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import SessionStore, StateStore, WindowStore
@@ -38,6 +38,7 @@ from platform_streams.state.keys import (
     session_key as session_binary,
 )
 from platform_streams.state.segments import default_segment_interval, live_segment_start
+from platform_streams.state.window_store import WindowBytesStore
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
 from platform_streams.state.wrappers.base import (
     CachingLayer,
@@ -46,6 +47,7 @@ from platform_streams.state.wrappers.base import (
     innermost,
     record_timestamp,
 )
+from platform_streams.state.wrappers.change_logging import ChangeLoggingWindowStore
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
@@ -161,6 +163,39 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
         return False
 
     def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Write the windows below and tell the listener; for the usual stack (change-logging
+        over the window bytes store) in one loop: the cache key is already the binary window
+        key that both the bytes store and the changelog use (seqnum 0), so it is neither
+        split nor built again, and the changelog's topic, partition, timestamp and headers
+        are resolved once per flush. Deletes and old values take the layered path."""
+        below = self.wrapped
+        changelog = cast(ChangeLoggingWindowStore, below) if type(below) is ChangeLoggingWindowStore else None
+        inner = changelog.wrapped if changelog is not None else below
+        if type(inner) is not WindowBytesStore or self._send_old_values:
+            self._layered_flush(entries)
+            return
+        put = inner.put_binary
+        log = None
+        if changelog is not None:
+            context = changelog._context
+            log = context.change_logger(changelog.name)
+            log_timestamp = record_timestamp(context)
+        listener = self._listener
+        size = inner.window_size_ms
+        for entry in entries:
+            binary, value, timestamp = entry
+            if value is None:
+                self._layered_flush([entry])
+                continue
+            start = window_start_of(binary)
+            put(binary, value, start)
+            if log is not None:
+                log(binary, value, log_timestamp)
+            if listener is not None:
+                key = binary[: len(binary) - WINDOW_SUFFIX_LEN]
+                listener(Windowed(key, TimeWindow(start, start + size)), value, None, timestamp)
+
+    def _layered_flush(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
         wrapped = self.wrapped
         listener = self._listener
         send_old = self._send_old_values

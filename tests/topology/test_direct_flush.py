@@ -1,0 +1,169 @@
+"""The one-loop cache flushes send exactly what the layered flushes send.
+
+``state/wrappers/direct_flush_path.py`` (issue 17) replaces, for the DSL's usual store stack,
+the flush that goes entry by entry down the layers (caching -> change-logging -> bytes
+store) and back up to the processor (metered listener -> timestamped store -> ``emit``).
+The layered flush is Kafka Streams' (``CachingKeyValueStore.putAndMaybeForward`` ->
+``ChangeLoggingKeyValueBytesStore.put`` -> ``TimestampedCacheFlushListener``); the direct one
+must not differ in any record: these tests run the same topology and input twice, with
+the direct flush and with it switched off, and compare every record sent to every topic
+(output, changelog, repartition) with its key, value, timestamp and headers, in order.
+Window stores flush the same way (``CachingWindowStore._flush_entries`` writes the cache's
+binary window key straight to the bytes store and the changelog, Kafka's
+``CachingWindowStore.putAndMaybeForward`` -> ``ChangeLoggingWindowBytesStore.put``).
+
+The topologies make flushes of many entries (a flat_map fanning one record out to several
+keys; a cache so small that puts evict dirty entries mid-record) and cover the entries the
+direct loop hands back to the layered path (deletes, a table's tombstones) and the old
+values a ``KTable.groupBy`` needs (``send_old_values``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import platform_streams.state.timestamped_kv_store as timestamped_kv_store
+from platform_streams.dsl import (
+    Consumed,
+    EmitStrategy,
+    Grouped,
+    Materialized,
+    Produced,
+    StreamsBuilder,
+    TimeWindows,
+)
+from platform_streams.serde import Bytes, Long, String
+from platform_streams.state.window_store import WindowBytesStore
+from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
+from platform_streams.testing import TopologyTestDriver
+
+S = String()
+Topology = Callable[[StreamsBuilder], None]
+
+
+def _fan_out_count(builder: StreamsBuilder) -> None:
+    (
+        builder.stream("in", Consumed(key_serde=S, value_serde=S))
+        .flat_map(lambda k, v: [(f"{k}-{i}", v) for i in range(4)])
+        .group_by_key()
+        .count(materialized=Materialized.as_("counts"))
+        .to_stream()
+        .to("out", Produced(key_serde=S, value_serde=Long()))
+    )
+
+
+def _reduce(builder: StreamsBuilder) -> None:
+    (
+        builder.stream("in", Consumed(key_serde=S, value_serde=S))
+        .flat_map(lambda k, v: [(k, v), (v, k)])
+        .group_by_key()
+        .reduce(lambda agg, v: agg + v if len(agg) < 20 else v, materialized=Materialized.as_("joined"))
+        .to_stream()
+        .to("out", Produced(key_serde=S, value_serde=S))
+    )
+
+
+def _table_regroup(builder: StreamsBuilder) -> None:
+    """A cached source table with tombstones, re-grouped: its flushes need old values."""
+    table = builder.table("in", Consumed(key_serde=S, value_serde=S), Materialized.as_("source"))
+    (
+        table.group_by(lambda k, v: (v[:1], v), Grouped(key_serde=S, value_serde=S))
+        .aggregate(
+            lambda: "",
+            lambda k, v, agg: (agg + v)[-30:],
+            lambda k, v, agg: agg.replace(v, "", 1),
+            materialized=Materialized.as_("by-initial").with_value_serde(S),
+        )
+        .to_stream()
+        .to("out", Produced(key_serde=S, value_serde=S))
+    )
+
+
+def _windowed_count(builder: StreamsBuilder, final: bool) -> None:
+    windowed = (
+        builder.stream("in", Consumed(key_serde=S, value_serde=S))
+        .flat_map(lambda k, v: [(f"{k}-{i}", v) for i in range(3)] if v is not None else [])
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(100, 50))
+    )
+    if final:
+        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+    (
+        windowed.count(materialized=Materialized.as_("windows"))
+        .to_stream()
+        .map(lambda w, n: (f"{w.key}@{w.window.start_ms}", str(n)))
+        .to("out", Produced(key_serde=S, value_serde=S))
+    )
+
+
+def _windowed_eager(builder: StreamsBuilder) -> None:
+    _windowed_count(builder, final=False)
+
+
+def _windowed_final(builder: StreamsBuilder) -> None:
+    _windowed_count(builder, final=True)
+
+
+def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    windowed = topology in (_windowed_eager, _windowed_final)
+    if not direct:
+        monkeypatch.setattr(timestamped_kv_store, "direct_flush", lambda *args: None)
+        monkeypatch.setattr(CachingWindowStore, "_flush_entries", CachingWindowStore._layered_flush)
+    binary_puts = []
+    put_binary = WindowBytesStore.put_binary
+    monkeypatch.setattr(
+        WindowBytesStore, "put_binary", lambda store, *a: (binary_puts.append(1), put_binary(store, *a))
+    )
+    builder = StreamsBuilder()
+    topology(builder)
+    config = {
+        "application_id": "direct-flush",
+        "statestore_cache_max_bytes": cache_bytes,
+        "default_key_serde": "string",
+        "default_value_serde": "string",
+    }
+    rng = random.Random(17)
+    with TopologyTestDriver(builder.build(), config) as driver:
+        source = driver.create_input_topic("in", S, S)
+        for i in range(200):
+            key = f"k{rng.randrange(12)}"
+            value = None if rng.random() < 0.1 else rng.choice("abcde") + str(rng.randrange(5))
+            source.pipe_input(key, value, timestamp_ms=1_000 + i * 7)
+        used = bool(binary_puts) if windowed else _uses_direct_flush(driver)
+        sent = []
+        for topic in sorted(driver.produced_topic_names()):
+            for record in driver.create_output_topic(topic, Bytes(), Bytes()).read_records_to_list():
+                sent.append((topic, record.key, record.value, record.timestamp, record.headers))
+    assert used is direct
+    return sent
+
+
+def _uses_direct_flush(driver: TopologyTestDriver) -> bool:
+    caching = []
+    for task in driver._tasks:
+        for store in task.context.stores.values():
+            metered = getattr(store, "wrapped", None)
+            below = getattr(metered, "wrapped", None)
+            if hasattr(below, "direct_flush"):
+                caching.append(below.direct_flush is not None)
+    assert caching and len(set(caching)) == 1
+    return caching[0]
+
+
+@pytest.mark.parametrize("cache_bytes", [10 * 1024 * 1024, 700])
+@pytest.mark.parametrize(
+    "topology", [_fan_out_count, _reduce, _table_regroup, _windowed_eager, _windowed_final]
+)
+def test_the_direct_flush_sends_what_the_layered_flush_sends(
+    topology: Topology, cache_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    direct = _run(topology, cache_bytes, True, monkeypatch)
+    layered = _run(topology, cache_bytes, False, monkeypatch)
+    topics = {record[0] for record in direct}
+    assert any(topic.endswith("-changelog") for topic in topics) and "out" in topics
+    assert len(direct) > 200
+    assert direct == layered
