@@ -127,11 +127,11 @@ class NamedCache:
                 delta += DECODED_OVERHEAD_BYTES
             entries.move_to_end(key)
         entries[key] = (value, timestamp, decoded)
-        if key not in self._dirty:
-            self._dirty[key] = None
-        self.size_bytes += delta
+        self._dirty[key] = None  # a key already dirty keeps its place (first-dirty order)
         parent = self._parent
-        parent.size_bytes += delta
+        if delta:  # an update of the same size (a count's) leaves the sizes as they were
+            self.size_bytes += delta
+            parent.size_bytes += delta
         if parent.size_bytes > parent.max_bytes:
             parent.evict_from(self)
 

@@ -31,13 +31,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import MethodType
-from typing import Any
+from typing import Any, cast
 
 from platform_streams.serde import Bytes, Double, Integer, Json, Long, Short, String
+from platform_streams.state.key_value_store import KeyValueBytesStore
 from platform_streams.state.keys import window_suffix
 from platform_streams.state.timestamped import ValueAndTimestamp
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
+from platform_streams.state.wrappers.change_logging import ChangeLoggingKeyValueStore
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 from platform_streams.state.wrappers.metered_windowed import MeteredWindowStore
 
@@ -47,6 +49,7 @@ __all__ = [
     "bind_direct_path",
     "direct_cache_path",
     "direct_window_cache_path",
+    "kv_layers_below",
 ]
 
 _new_tuple = tuple.__new__
@@ -105,6 +108,19 @@ def exact_value_types(metered: Any) -> frozenset[type]:
     return _EXACT_TYPES.get(type(inner), frozenset())
 
 
+def kv_layers_below(
+    caching: CachingKeyValueStore,
+) -> tuple[ChangeLoggingKeyValueStore | None, KeyValueBytesStore | None]:
+    """The change-logging layer (None: logging off) and the bytes store below ``caching``, for
+    the DSL's usual stack; ``(None, None)`` for any other stack."""
+    below = caching.wrapped
+    changelog = cast(ChangeLoggingKeyValueStore, below) if type(below) is ChangeLoggingKeyValueStore else None
+    inner = changelog.wrapped if changelog is not None else below
+    if type(inner) is not KeyValueBytesStore:
+        return None, None
+    return changelog, cast(KeyValueBytesStore, inner)
+
+
 def direct_cache_path(
     metered: Any,
     layered_get: Callable[[Any], ValueAndTimestamp | None],
@@ -121,6 +137,7 @@ def direct_cache_path(
     exact = exact_value_types(metered)
     context = caching._context
     below = caching.wrapped
+    bytes_store = kv_layers_below(caching)[1]  # a miss reads its map, past the layers that delegate
 
     def get_timestamped(key: Any) -> ValueAndTimestamp | None:
         cache = caching._cache
@@ -137,7 +154,7 @@ def direct_cache_path(
                 return kept
             raw = entry[0]
         else:
-            raw = below.get(raw_key)
+            raw = bytes_store._map.get(raw_key) if bytes_store is not None else below.get(raw_key)
             if raw is not None:
                 cache.put_clean(raw_key, raw)
         if raw is None:

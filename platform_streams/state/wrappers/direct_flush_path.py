@@ -25,13 +25,12 @@ any other stack keeps the layered flush.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from platform_streams.state.api import FlushListener
-from platform_streams.state.key_value_store import KeyValueBytesStore
 from platform_streams.state.wrappers.base import record_timestamp
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
-from platform_streams.state.wrappers.change_logging import ChangeLoggingKeyValueStore
+from platform_streams.state.wrappers.direct_cache_path import kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 
 __all__ = ["FlushEntries", "direct_flush"]
@@ -49,10 +48,8 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
     if type(metered) is not MeteredKeyValueStore or type(metered.wrapped) is not CachingKeyValueStore:
         return None
     caching: CachingKeyValueStore = metered.wrapped
-    below = caching.wrapped
-    changelog = cast(ChangeLoggingKeyValueStore, below) if type(below) is ChangeLoggingKeyValueStore else None
-    inner = changelog.wrapped if changelog is not None else below
-    if type(inner) is not KeyValueBytesStore:
+    changelog, inner = kv_layers_below(caching)
+    if inner is None:
         return None
     layered = caching.layered_flush
 
