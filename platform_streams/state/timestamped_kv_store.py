@@ -27,6 +27,7 @@ TopologyTestDriver; the DSL's processors use :meth:`get_timestamped` /
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
@@ -36,7 +37,12 @@ from platform_streams.state.timestamped import ValueAndTimestamp, value_and_time
 from platform_streams.state.timestamped_builders import SpecStore
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
-from platform_streams.state.wrappers.direct_cache_path import bind_direct_path, direct_cache_path
+from platform_streams.state.wrappers.direct_cache_path import (
+    AggregateStep,
+    bind_direct_path,
+    direct_aggregate,
+    direct_cache_path,
+)
 from platform_streams.state.wrappers.direct_flush_path import direct_flush
 
 if TYPE_CHECKING:
@@ -101,6 +107,15 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
             ("get_timestamped", "put_timestamped"),
             lambda get, put: direct_cache_path(self.wrapped, get, put),
         )
+
+    def aggregate_step(
+        self, first: Callable[[Any, Any], Any], aggregator: Callable[[Any, Any, Any], Any]
+    ) -> AggregateStep | None:
+        """A stream aggregation's read-compute-write of one record in one call, straight on the
+        record cache (:func:`~platform_streams.state.wrappers.direct_cache_path.direct_aggregate`),
+        or None where the stack has no cache; bound to the stack of the latest ``init``."""
+        layered_put = MethodType(TimestampedKeyValueStore.put_timestamped, self)
+        return direct_aggregate(self._require(), first, aggregator, layered_put)
 
     def flush(self) -> None:
         self._require().flush()

@@ -77,9 +77,17 @@ class StreamAggregateProcessor(_AggregateProcessor):
         self.initializer = initializer
         self.aggregator = aggregator
 
+    def init(self, context: NodeContext) -> None:
+        super().init(context)
+        #: read-compute-write in one call on the store's record cache (None: no cache)
+        self._step = self.store.aggregate_step(self._first, self.aggregator) if self._caching else None  # type: ignore[union-attr]
+
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if key is None or value is None:
             skip_record(self.context, "null key or value")  # KStreamAggregate, KStreamReduce
+            return
+        step = self._step
+        if step is not None and step(key, value, timestamp):
             return
         old = self._get(key)
         if old is None:

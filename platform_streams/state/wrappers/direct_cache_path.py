@@ -44,9 +44,11 @@ from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueSto
 from platform_streams.state.wrappers.metered_windowed import MeteredWindowStore
 
 __all__ = [
+    "AggregateStep",
     "DirectCachePath",
     "DirectWindowCachePath",
     "bind_direct_path",
+    "direct_aggregate",
     "direct_cache_path",
     "direct_window_cache_path",
     "kv_layers_below",
@@ -176,6 +178,80 @@ def direct_cache_path(
         cache.put(raw_key, raw_value, written_at, pair if type(value) in exact else None)
 
     return get_timestamped, put_timestamped
+
+
+#: ``step(key, value, timestamp) -> done``: one record of a stream aggregation; False when
+#: the store's layers have work to do (the caller then takes its general path)
+AggregateStep = Callable[[Any, Any, int], bool]
+
+
+def direct_aggregate(
+    metered: Any,
+    first: Callable[[Any, Any], Any],
+    aggregator: Callable[[Any, Any, Any], Any],
+    layered_put: Callable[[Any, Any, int], None],
+) -> AggregateStep | None:
+    """One record of a grouped-stream aggregation (``KStreamAggregate``/``KStreamReduce``) in
+    one call: read the key's aggregate, compute the new one (``first(key, value)`` for a key
+    with none, else ``aggregator(key, value, aggregate)``), write it with the larger of the two
+    timestamps. The reads and the write are :func:`direct_cache_path`'s, the same cache
+    entries and bytes; what it saves is per record: two closure calls, their checks, and the
+    ``ValueAndTimestamp`` handed between them (about a fifth of an in-process count).
+
+    None for any stack :func:`direct_cache_path` does not serve. ``layered_put`` writes a
+    None aggregate (a delete) through the layers.
+    """
+    if type(metered) is not MeteredKeyValueStore or type(metered.wrapped) is not CachingKeyValueStore:
+        return None
+    caching: CachingKeyValueStore = metered.wrapped
+    serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
+    exact = exact_value_types(metered)
+    context = caching._context
+    below = caching.wrapped
+    bytes_store = kv_layers_below(caching)[1]
+
+    def step(key: Any, value: Any, timestamp: int) -> bool:
+        cache = caching._cache
+        if (
+            cache is None
+            or metered._hook is not None
+            or metered._forward is not None
+            or caching.reads is not None
+        ):
+            return False
+        raw_key = key if type(key) is bytes and bytes_keys else serialize_key(key)
+        entries = cache._entries
+        entry = entries.get(raw_key)
+        if entry is not None:
+            entries.move_to_end(raw_key)
+            old = entry[2]
+            if old is None and entry[0] is not None:
+                old = deserialize_value(entry[0])
+        else:
+            raw = bytes_store._map.get(raw_key) if bytes_store is not None else below.get(raw_key)
+            old = None
+            if raw is not None:
+                cache.put_clean(raw_key, raw)
+                old = deserialize_value(raw)
+        if old is None:
+            new = first(key, value)
+        else:
+            aggregate, old_timestamp = old
+            if old_timestamp > timestamp:
+                timestamp = old_timestamp
+            new = aggregator(key, value, aggregate)
+        if new is None:
+            layered_put(key, None, timestamp)
+            return True
+        pair = (new, timestamp)
+        raw_value = serialize_value(pair)
+        written_at = context.current_stream_time_ms()
+        if written_at < 0:
+            written_at = context.current_system_time_ms()
+        cache.put(raw_key, raw_value, written_at, pair if type(new) in exact else None)
+        return True
+
+    return step
 
 
 def direct_window_cache_path(

@@ -1,4 +1,4 @@
-"""The one-loop cache flushes send exactly what the layered flushes send.
+"""The direct cache paths send exactly what the layered paths send.
 
 ``state/wrappers/direct_flush_path.py`` (issue 17) replaces, for the DSL's usual store stack,
 the flush that goes entry by entry down the layers (caching -> change-logging -> bytes
@@ -8,7 +8,9 @@ The layered flush is Kafka Streams' (``CachingKeyValueStore.putAndMaybeForward``
 must not differ in any record: these tests run the same topology and input twice, with
 the direct flush and with it switched off, and compare every record sent to every topic
 (output, changelog, repartition) with its key, value, timestamp and headers, in order.
-Window stores flush the same way (``CachingWindowStore._flush_entries`` writes the cache's
+The stream aggregations' one-call read-compute-write (``direct_aggregate``, Kafka's
+``KStreamAggregateProcessor.process``: ``store.get`` -> aggregator -> ``store.put``) is
+switched off with it. Window stores flush the same way (``CachingWindowStore._flush_entries`` writes the cache's
 binary window key straight to the bytes store and the changelog, Kafka's
 ``CachingWindowStore.putAndMaybeForward`` -> ``ChangeLoggingWindowBytesStore.put``).
 
@@ -67,6 +69,22 @@ def _reduce(builder: StreamsBuilder) -> None:
     )
 
 
+def _aggregate_with_deletes(builder: StreamsBuilder) -> None:
+    """An aggregate that becomes None (a delete) and starts again from the initializer."""
+    (
+        builder.stream("in", Consumed(key_serde=S, value_serde=S))
+        .filter(lambda k, v: v is not None)
+        .group_by_key()
+        .aggregate(
+            lambda: 0,
+            lambda k, v, agg: None if agg is not None and agg >= 3 and v.startswith("a") else (agg or 0) + 1,
+            materialized=Materialized.as_("sums").with_value_serde(Long()),
+        )
+        .to_stream()
+        .to("out", Produced(key_serde=S, value_serde=Long()))
+    )
+
+
 def _table_regroup(builder: StreamsBuilder) -> None:
     """A cached source table with tombstones, re-grouped: its flushes need old values."""
     table = builder.table("in", Consumed(key_serde=S, value_serde=S), Materialized.as_("source"))
@@ -112,6 +130,7 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
     windowed = topology in (_windowed_eager, _windowed_final)
     if not direct:
         monkeypatch.setattr(timestamped_kv_store, "direct_flush", lambda *args: None)
+        monkeypatch.setattr(timestamped_kv_store, "direct_aggregate", lambda *args: None)
         monkeypatch.setattr(CachingWindowStore, "_flush_entries", CachingWindowStore._layered_flush)
     binary_puts = []
     put_binary = WindowBytesStore.put_binary
@@ -132,7 +151,7 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
         for i in range(200):
             key = f"k{rng.randrange(12)}"
             value = None if rng.random() < 0.1 else rng.choice("abcde") + str(rng.randrange(5))
-            source.pipe_input(key, value, timestamp_ms=1_000 + i * 7)
+            source.pipe_input(key, value, timestamp_ms=1_000 + i * 7 + rng.randrange(-40, 40))
         used = bool(binary_puts) if windowed else _uses_direct_flush(driver)
         sent = []
         for topic in sorted(driver.produced_topic_names()):
@@ -156,9 +175,10 @@ def _uses_direct_flush(driver: TopologyTestDriver) -> bool:
 
 @pytest.mark.parametrize("cache_bytes", [10 * 1024 * 1024, 700])
 @pytest.mark.parametrize(
-    "topology", [_fan_out_count, _reduce, _table_regroup, _windowed_eager, _windowed_final]
+    "topology",
+    [_fan_out_count, _reduce, _aggregate_with_deletes, _table_regroup, _windowed_eager, _windowed_final],
 )
-def test_the_direct_flush_sends_what_the_layered_flush_sends(
+def test_the_direct_paths_send_what_the_layered_paths_send(
     topology: Topology, cache_bytes: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     direct = _run(topology, cache_bytes, True, monkeypatch)
