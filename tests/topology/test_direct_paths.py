@@ -10,8 +10,8 @@ the direct flush and with it switched off, and compare every record sent to ever
 (output, changelog, repartition) with its key, value, timestamp and headers, in order.
 The stream aggregations' one-call read-compute-write (``direct_aggregate``, Kafka's
 ``KStreamAggregateProcessor.process``: ``store.get`` -> aggregator -> ``store.put``) is
-switched off with it. Window stores flush the same way (``CachingWindowStore._flush_entries`` writes the cache's
-binary window key straight to the bytes store and the changelog, Kafka's
+switched off with it. Window stores flush the same way (``CachingWindowStore._flush_entries``
+writes the cache's binary window key straight to the bytes store and the changelog, Kafka's
 ``CachingWindowStore.putAndMaybeForward`` -> ``ChangeLoggingWindowBytesStore.put``).
 
 The topologies make flushes of many entries (a flat_map fanning one record out to several
