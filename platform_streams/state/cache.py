@@ -232,7 +232,8 @@ class RecordCache:
         Only the growing cache is evicted from: flushing it may put into other caches
         downstream, and those evict from themselves.
         """
-        while self.size_bytes > self.max_bytes and len(cache):
+        entries = cache._entries  # not len(cache): an every-key-new workload evicts per record
+        while self.size_bytes > self.max_bytes and entries:
             cache.evict()
             self.evictions += 1
 

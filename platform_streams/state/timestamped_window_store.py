@@ -17,7 +17,8 @@ The window-store twin of :mod:`platform_streams.state.timestamped_kv_store`:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from platform_streams.errors import InvalidStateStoreError
@@ -37,7 +38,12 @@ from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, Win
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import DslStoreBuilder, SpecStore
 from platform_streams.state.windowed import Windowed
-from platform_streams.state.wrappers.direct_cache_path import bind_direct_path, direct_window_cache_path
+from platform_streams.state.wrappers.direct_cache_path import (
+    WindowAggregateStep,
+    bind_direct_path,
+    direct_window_aggregate,
+    direct_window_cache_path,
+)
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -194,6 +200,17 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
     @property
     def retain_duplicates(self) -> bool:
         return self.spec.retain_duplicates
+
+    def aggregate_step(
+        self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any]
+    ) -> WindowAggregateStep | None:
+        """A windowed aggregation's fetch-aggregate-put of one window in one call, straight on
+        the record cache (:func:`~platform_streams.state.wrappers.direct_cache_path.direct_window_aggregate`),
+        or None where the stack has no cache; bound to the stack of the latest ``init``."""
+        if not self.spec.timestamped or self.wrapped is None:
+            return None
+        layered_put = MethodType(DslWindowStore.put_timestamped, self)
+        return direct_window_aggregate(self.wrapped, initializer, aggregator, layered_put)
 
     # -- timestamped access (the DSL's processors) ---------------------------------------
 

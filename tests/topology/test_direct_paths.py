@@ -9,9 +9,10 @@ must not differ in any record: these tests run the same topology and input twice
 the direct flush and with it switched off, and compare every record sent to every topic
 (output, changelog, repartition) with its key, value, timestamp and headers, in order.
 The stream aggregations' one-call read-compute-write (``direct_aggregate``, Kafka's
-``KStreamAggregateProcessor.process``: ``store.get`` -> aggregator -> ``store.put``) is
-switched off with it. Window stores flush the same way (``CachingWindowStore._flush_entries``
-writes the cache's binary window key straight to the bytes store and the changelog, Kafka's
+``KStreamAggregateProcessor.process``: ``store.get`` -> aggregator -> ``store.put``; and
+``direct_window_aggregate``, ``KStreamWindowAggregate``) is switched off with it. Window
+stores flush the same way (``CachingWindowStore._flush_entries`` writes the cache's binary
+window key straight to the bytes store and the changelog, Kafka's
 ``CachingWindowStore.putAndMaybeForward`` -> ``ChangeLoggingWindowBytesStore.put``).
 
 The topologies make flushes of many entries (a flat_map fanning one record out to several
@@ -29,6 +30,7 @@ from typing import Any
 import pytest
 
 import platform_streams.state.timestamped_kv_store as timestamped_kv_store
+import platform_streams.state.timestamped_window_store as timestamped_window_store
 from platform_streams.dsl import (
     Consumed,
     EmitStrategy,
@@ -101,17 +103,22 @@ def _table_regroup(builder: StreamsBuilder) -> None:
     )
 
 
-def _windowed_count(builder: StreamsBuilder, final: bool) -> None:
+def _windowed_aggregate(builder: StreamsBuilder, final: bool) -> None:
+    windows = TimeWindows.of_size_and_grace(100, 50)
     windowed = (
         builder.stream("in", Consumed(key_serde=S, value_serde=S))
         .flat_map(lambda k, v: [(f"{k}-{i}", v) for i in range(3)] if v is not None else [])
         .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(100, 50))
+        .windowed_by(windows if final else windows.advance_by(40))  # hopping: 3 windows a record
     )
     if final:
         windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
     (
-        windowed.count(materialized=Materialized.as_("windows"))
+        windowed.aggregate(
+            lambda: "",
+            lambda k, v, agg: None if len(agg) > 8 and v.startswith("a") else agg + v[:1],
+            materialized=Materialized.as_("windows").with_value_serde(S),
+        )
         .to_stream()
         .map(lambda w, n: (f"{w.key}@{w.window.start_ms}", str(n)))
         .to("out", Produced(key_serde=S, value_serde=S))
@@ -119,11 +126,11 @@ def _windowed_count(builder: StreamsBuilder, final: bool) -> None:
 
 
 def _windowed_eager(builder: StreamsBuilder) -> None:
-    _windowed_count(builder, final=False)
+    _windowed_aggregate(builder, final=False)
 
 
 def _windowed_final(builder: StreamsBuilder) -> None:
-    _windowed_count(builder, final=True)
+    _windowed_aggregate(builder, final=True)
 
 
 def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
@@ -131,6 +138,7 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
     if not direct:
         monkeypatch.setattr(timestamped_kv_store, "direct_flush", lambda *args: None)
         monkeypatch.setattr(timestamped_kv_store, "direct_aggregate", lambda *args: None)
+        monkeypatch.setattr(timestamped_window_store, "direct_window_aggregate", lambda *args: None)
         monkeypatch.setattr(CachingWindowStore, "_flush_entries", CachingWindowStore._layered_flush)
     binary_puts = []
     put_binary = WindowBytesStore.put_binary

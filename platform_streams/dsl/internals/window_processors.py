@@ -241,6 +241,8 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
     def init(self, context: NodeContext) -> None:
         super().init(context)
         self.emit_before_write = self.pending is not None and self.store.caching_enabled
+        #: fetch-aggregate-put of one window in one call on the store's record cache (or None)
+        self._step = self.store.aggregate_step(self.params.initializer, self.params.aggregator)
 
     def close_time(self, stream_time: int) -> int:
         return stream_time - self.windows.grace_ms
@@ -268,11 +270,18 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
                 if size == windows.advance_ms and timestamp >= 0
                 else windows.window_starts(timestamp)
             )
+            step = self._step
             for start in starts:
                 end = start + size
                 if end <= close_time:
                     self.drop_late(key, timestamp, start, end, close_time)
                     continue
+                if step is not None:
+                    created = step(key, value, timestamp, start)
+                    if created is not None:
+                        if created:
+                            self.track(end, start, key)
+                        continue
                 old = store.fetch_timestamped(key, start)
                 if old is None:
                     agg, new_ts = params.initializer(), timestamp
