@@ -175,11 +175,7 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
             self._layered_flush(entries)
             return
         put = inner.put_binary
-        log = None
-        if changelog is not None:
-            context = changelog._context
-            log = context.change_logger(changelog.name)
-            log_timestamp = record_timestamp(context)
+        log, log_timestamp = changelog.flush_logger() if changelog is not None else (None, 0)
         listener = self._listener
         size = inner.window_size_ms
         for entry in entries:

@@ -10,7 +10,7 @@ one that registers).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,13 @@ class _ChangeLogging(WrappedStore):
     def _log(self, key: bytes, value: bytes | None) -> None:
         context = self._context
         context.log_change(self._store_name, key, value, record_timestamp(context))
+
+    def flush_logger(self) -> tuple[Callable[[bytes, bytes | None, int], None], int]:
+        """``(log(key, value, timestamp), timestamp)`` for the changes of one cache flush: what
+        :meth:`_log` resolves per change (topic, partition, headers, stream time) resolved once,
+        for the caching layers' one-loop flushes. Valid within that flush only."""
+        context = self._context
+        return context.change_logger(self._store_name), record_timestamp(context)
 
 
 class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):

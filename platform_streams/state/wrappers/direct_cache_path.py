@@ -13,8 +13,9 @@ of a count's CPU per record (bench/RESULTS.md, issue 17).
 
 Each call first checks that the layers it skips have nothing to do: no metrics hook on
 the metered layer (latency recording), no hit/miss counting on the caching layer (metrics
-at DEBUG), the store open. Otherwise, and for deletes (their timestamps and listener
-handling live in the store), it takes the layered path.
+at DEBUG), the store open. (A metered layer over a caching layer never forwards writes
+itself, ``_forward``: its flush listener goes to the cache.) Otherwise, and for deletes
+(their timestamps and listener handling live in the store), it takes the layered path.
 
 The decoded aggregate is kept in the cache entry beside its bytes (``NamedCache.put``'s
 ``decoded``), so the next record of the key skips the decode: only for immutable types the
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import MethodType
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from platform_streams.serde import Bytes, Double, Integer, Json, Long, Short, String
 from platform_streams.state.key_value_store import KeyValueBytesStore
@@ -125,6 +126,27 @@ def kv_layers_below(
     return changelog, cast(KeyValueBytesStore, inner)
 
 
+class _KvStack(NamedTuple):
+    """What the direct calls of a metered -> caching key-value stack bind once."""
+
+    caching: CachingKeyValueStore
+    serialize_key: Callable[[Any], bytes]
+    bytes_keys: bool
+    serialize_value: Callable[[Any], bytes]
+    deserialize_value: Callable[[bytes], Any]
+    exact: frozenset[type]
+    #: the bytes store below (a miss reads its map, past the layers that delegate), or None
+    bytes_store: KeyValueBytesStore | None
+
+
+def _kv_stack(metered: Any) -> _KvStack | None:
+    """The parts of ``metered``'s stack, or None unless it is metered -> caching key-value."""
+    if type(metered) is not MeteredKeyValueStore or type(metered.wrapped) is not CachingKeyValueStore:
+        return None
+    caching: CachingKeyValueStore = metered.wrapped
+    return _KvStack(caching, *_serdes(metered), exact_value_types(metered), kv_layers_below(caching)[1])
+
+
 def direct_cache_path(
     metered: Any,
     layered_get: Callable[[Any], ValueAndTimestamp | None],
@@ -134,14 +156,12 @@ def direct_cache_path(
 
     ``layered_get``/``layered_put`` are the store's own methods: the fallback.
     """
-    if type(metered) is not MeteredKeyValueStore or type(metered.wrapped) is not CachingKeyValueStore:
+    stack = _kv_stack(metered)
+    if stack is None:
         return None
-    caching: CachingKeyValueStore = metered.wrapped
-    serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
-    exact = exact_value_types(metered)
+    caching, serialize_key, bytes_keys, serialize_value, deserialize_value, exact, bytes_store = stack
     context = caching._context
     below = caching.wrapped
-    bytes_store = kv_layers_below(caching)[1]  # a miss reads its map, past the layers that delegate
 
     def get_timestamped(key: Any) -> ValueAndTimestamp | None:
         cache = caching._cache
@@ -203,23 +223,16 @@ def direct_aggregate(
     None for any stack :func:`direct_cache_path` does not serve. ``layered_put`` writes a
     None aggregate (a delete) through the layers.
     """
-    if type(metered) is not MeteredKeyValueStore or type(metered.wrapped) is not CachingKeyValueStore:
+    stack = _kv_stack(metered)
+    if stack is None:
         return None
-    caching: CachingKeyValueStore = metered.wrapped
-    serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
-    exact = exact_value_types(metered)
+    caching, serialize_key, bytes_keys, serialize_value, deserialize_value, exact, bytes_store = stack
     context = caching._context
     below = caching.wrapped
-    bytes_store = kv_layers_below(caching)[1]
 
     def step(key: Any, value: Any, timestamp: int) -> bool:
         cache = caching._cache
-        if (
-            cache is None
-            or metered._hook is not None
-            or metered._forward is not None
-            or caching.reads is not None
-        ):
+        if cache is None or metered._hook is not None or caching.reads is not None:
             return False
         raw_key = key if type(key) is bytes and bytes_keys else serialize_key(key)
         entries = cache._entries
@@ -316,12 +329,7 @@ def direct_window_aggregate(
 
     def step(key: Any, value: Any, timestamp: int, window_start_ms: int) -> bool | None:
         cache = caching._cache
-        if (
-            cache is None
-            or metered._hook is not None
-            or metered._forward is not None
-            or caching.reads is not None
-        ):
+        if cache is None or metered._hook is not None or caching.reads is not None:
             return None
         raw_key = key if type(key) is bytes and bytes_keys else serialize_key(key)
         binary = raw_key + window_suffix(window_start_ms, 0)

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Any
 
 from platform_streams.state.api import FlushListener
-from platform_streams.state.wrappers.base import record_timestamp
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.direct_cache_path import kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
@@ -57,11 +56,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         cached_entries = caching._require()._entries
         put = inner._map.put
         get = inner._map.get
-        log = None
-        if changelog is not None:
-            context = changelog._context
-            log = context.change_logger(changelog.name)
-            log_timestamp = record_timestamp(context)
+        log, log_timestamp = changelog.flush_logger() if changelog is not None else (None, 0)
         deserialize_key = metered._deserialize_flushed_key
         deserialize_value = metered._deserialize_value
         for entry in entries:
