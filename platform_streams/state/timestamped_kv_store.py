@@ -35,7 +35,6 @@ from platform_streams.state.api import CachedStateStore, FlushListener, KeyValue
 from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import SpecStore
-from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 from platform_streams.state.wrappers.direct_cache_path import (
     AggregateStep,
@@ -160,8 +159,9 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         self._listener = listener
         metered = self._require()
         self._caching = bool(metered.set_flush_listener(on_change, send_old_values))
-        if self._caching and isinstance(metered.wrapped, CachingKeyValueStore):
-            metered.wrapped.direct_flush = direct_flush(metered, listener, send_old_values)
+        flush = direct_flush(metered, listener, send_old_values) if self._caching else None
+        if flush is not None:  # only built over a CachingKeyValueStore (direct_flush checks)
+            metered.wrapped.direct_flush = flush
         return self._caching
 
     def _require_key_serde(self) -> Serde:
