@@ -23,6 +23,16 @@ Where the broker aborts a fenced producer's open transaction (probed at start:
 record is produced as it comes, overlapping the sends with processing; the commit then only
 waits for the acknowledgements, adds the offsets and commits.
 
+At-least-once with changelogs, the worker may hand over a second configuration
+(``changelog_conf``): changelog records then go to a producer of their own that reports every
+delivery (a checkpoint needs the offset written), while sinks, repartition topics and dead
+letters go to a producer that reports failures only (``delivery.report.only.error``). A
+success report costs a Python callback per record (~1 us with librdkafka's own work); a sink
+record's success tells nothing anyone reads. Kafka Streams uses one producer per thread; the
+split changes no order that Kafka keeps (order is per partition, and a partition's records
+all go through one of the two). Exactly-once keeps one producer: a transaction is one
+producer's.
+
 Failures are sorted by :mod:`platform_streams.runtime.broker_calls`: transient ones are
 retried for ``task_timeout_ms``; on a fenced producer or a fatal error the producer must be
 :meth:`reset` (a new instance, ``init_transactions`` again) before the worker rejoins.
@@ -32,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Unpack
 
 from platform_streams.errors import ProducerFencedError, StreamsError, StreamsTimeoutError
@@ -62,8 +72,15 @@ class StreamsProducer:
         timeout_s: float,
         max_buffered: int = 100_000,
         eager: bool = False,
+        changelog_conf: Mapping[str, Any] | None = None,
+        changelog_topics: Collection[str] = (),
     ) -> None:
+        if changelog_conf is not None and transactional_id is not None:
+            raise StreamsError("a transaction is one producer's: changelog_conf is at-least-once only")
         self._conf = dict(conf)
+        self._changelog_conf = None if changelog_conf is None else dict(changelog_conf)
+        #: topics sent through the changelog producer (empty: one producer for everything)
+        self._changelog_topics = frozenset(changelog_topics) if changelog_conf is not None else frozenset()
         self.transactional_id = transactional_id
         self.eos = transactional_id is not None
         #: EOS sends as records come, in an always open transaction (see the module docstring)
@@ -87,6 +104,9 @@ class StreamsProducer:
         self.transactions_aborted = 0
         self.producer: Any = None
         self._produce: Any = None
+        #: the changelog records' producer: ``producer`` itself unless ``changelog_conf`` was given
+        self.changelog_producer: Any = None
+        self._produce_changelog: Any = None
         self._create()
         #: the collector's send: buffered for the next transaction, or produced now
         self.send: Callable[[Unpack[OutgoingRecord]], None] = (
@@ -105,6 +125,12 @@ class StreamsProducer:
             )
         self.producer = producer
         self._produce = producer.produce
+        if self._changelog_conf is None:
+            self.changelog_producer = producer
+        else:
+            changelog_conf = {**self._changelog_conf, "on_delivery": self._on_delivery}
+            self.changelog_producer = create_producer(changelog_conf)
+        self._produce_changelog = self.changelog_producer.produce
         if self.eager:
             self._begin()
 
@@ -126,22 +152,32 @@ class StreamsProducer:
         self._buffer = []
         self._in_transaction = False
         self.needs_reset = False
-        old = self.producer
-        try:
-            old.purge()
-            old.flush(0)
-        except Exception as exc:  # a fatal producer may refuse anything
-            log.debug("discarding the old producer: %s", exc)
+        for old in self._producers:
+            try:
+                old.purge()
+                old.flush(0)
+            except Exception as exc:  # a fatal producer may refuse anything
+                log.debug("discarding the old producer: %s", exc)
         self._create()
+
+    @property
+    def _producers(self) -> list[Any]:
+        """The librdkafka producers: one, or the sinks' and the changelogs' (see the module
+        docstring); none once closed."""
+        if self.producer is None:
+            return []
+        if self.changelog_producer is self.producer or self.changelog_producer is None:
+            return [self.producer]
+        return [self.producer, self.changelog_producer]
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Abort what is not committed (EOS) or wait for outstanding records (at-least-once),
         then let the librdkafka producer go.
 
-        Dropping both references (the producer and its bound ``produce``) destroys the client
-        now: it holds this object's delivery callback, so left in place it would live (and
-        keep reconnecting to a broker that may be gone) until the garbage collector breaks
-        the cycle. Sending after ``close`` is an error; closing twice does nothing.
+        Dropping every reference (the producers and their bound ``produce``) destroys the
+        clients now: they hold this object's delivery callback, so left in place they would
+        live (and keep reconnecting to a broker that may be gone) until the garbage collector
+        breaks the cycle. Sending after ``close`` is an error; closing twice does nothing.
         """
         if self.producer is None:
             return
@@ -149,10 +185,11 @@ class StreamsProducer:
             if self.eos:
                 self.abort()
             else:
-                self.producer.flush(timeout_s)
+                for producer in self._producers:
+                    producer.flush(timeout_s)
         finally:
-            self.producer = None
-            self._produce = None
+            self.producer = self.changelog_producer = None
+            self._produce = self._produce_changelog = None
 
     @property
     def sent(self) -> int:
@@ -186,11 +223,12 @@ class StreamsProducer:
             self.sent_by_topic[topic] += 1
         except KeyError:
             self.sent_by_topic[topic] = 1
+        produce = self._produce_changelog if topic in self._changelog_topics else self._produce
         try:
             if partition is None:
-                self._produce(topic, value, key, timestamp=timestamp, headers=headers)
+                produce(topic, value, key, timestamp=timestamp, headers=headers)
             else:
-                self._produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+                produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
         except BufferError:
             self._produce_when_room((topic, key, value, timestamp, headers, partition))
         except KafkaException as exc:
@@ -200,10 +238,11 @@ class StreamsProducer:
         """The local queue is full: serve delivery reports until the record fits."""
         topic, key, value, timestamp, headers, partition = record
         args = (topic, value, key) if partition is None else (topic, value, key, partition)
+        producer = self.changelog_producer if topic in self._changelog_topics else self.producer
         while True:
-            self.producer.poll(0.05)
+            producer.poll(0.05)
             try:
-                self._produce(*args, timestamp=timestamp, headers=headers)
+                producer.produce(*args, timestamp=timestamp, headers=headers)
                 return
             except BufferError:
                 continue
@@ -221,12 +260,18 @@ class StreamsProducer:
     def poll(self) -> None:
         """Serve delivery reports without waiting."""
         self.producer.poll(0)
+        if self.changelog_producer is not self.producer:
+            self.changelog_producer.poll(0)
 
     def flush(self) -> None:
         """Wait until every produced record is acknowledged (retrying through broker outages)."""
+        for producer in self._producers:
+            self._flush_one(producer)
+
+    def _flush_one(self, producer: Any) -> None:
         deadline = time.monotonic() + self._timeout_s
         while True:
-            remaining = self.producer.flush(min(5.0, max(0.1, deadline - time.monotonic())))
+            remaining = producer.flush(min(5.0, max(0.1, deadline - time.monotonic())))
             if not remaining:
                 return
             if time.monotonic() >= deadline:

@@ -238,12 +238,19 @@ class StreamWorker(TaskRebalancing, threading.Thread):
 
     def _start_clients(self) -> None:
         producer_conf = self.config.producer_configs(self.index, self.transactional_id)
-        if not self._changelogs:
-            # Success reports only feed changelog offset tracking: without changelogs, report
-            # errors only and spare a Python callback per record (~8% of a stateless app's CPU).
-            producer_conf.setdefault("delivery.report.only.error", True)
+        count_bytes = self.config.metrics_recording_level != "INFO"
+        changelog_conf: dict[str, Any] | None = None
         if self.transactional_id is not None:
             producer_conf.setdefault("transaction.timeout.ms", 10_000)  # as Kafka Streams under EOS
+        elif not count_bytes:
+            # Success reports only feed changelog offset tracking (and the DEBUG byte counts):
+            # the sinks' producer reports errors only, sparing a Python callback per record
+            # (~8% of a stateless app's CPU); changelogs get a producer of their own that
+            # reports every delivery (StreamsProducer's docstring).
+            if self._changelogs:
+                changelog_conf = {**producer_conf, "client.id": f"{producer_conf['client.id']}-changelog"}
+                self._route_statistics(changelog_conf, "changelog-producer")
+            producer_conf.setdefault("delivery.report.only.error", True)
 
         self._route_statistics(producer_conf, "producer")
 
@@ -253,6 +260,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
                 transactional_id=self.transactional_id,
                 timeout_s=self._timeout_s,
                 eager=self._eager_sends,
+                changelog_conf=changelog_conf,
+                changelog_topics=self._changelogs,
                 **callbacks,
             )
 
@@ -262,7 +271,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             tracked_topics=self._changelogs,
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
-            count_bytes=self.config.metrics_recording_level != "INFO",
+            count_bytes=count_bytes,
         )
         self._join_group()
         self._next_commit = time.monotonic() + self._commit_interval_s

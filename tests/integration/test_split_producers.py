@@ -1,0 +1,128 @@
+"""At-least-once with changelogs: sinks and changelogs go through two librdkafka producers.
+
+The sinks' producer reports failures only (``delivery.report.only.error``): a success report
+is a Python callback per record that nobody reads. The changelogs' producer reports every
+delivery: a checkpoint needs the offset of the last changelog record written. Kafka Streams'
+``RecordCollectorImpl.send`` (streams/src/main/java/org/apache/kafka/streams/processor/
+internals/RecordCollectorImpl.java) keeps the offsets of acknowledged records in
+``offsets`` and hands a failed send to the production exception handler; these tests pin
+both halves on the real librdkafka: offsets come only from changelog reports, and a sink
+record that fails after the send still reaches the handler.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from platform_streams import StreamsBuilder
+from platform_streams.dsl import Consumed, Materialized, Produced
+from platform_streams.kafka import KafkaAdmin, log_end_offsets
+from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, ProductionError
+from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.serde import Long, String
+from platform_streams.state import OffsetCheckpoint
+from tests.integration.support_apps import app_config, running_app, wait_until
+from tests.support.kafka import consume_all, new_topic, produce
+
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
+
+S, L = String(), Long()
+
+
+def _split_producer(bootstrap: str, changelogs: set[str], **callbacks: Any) -> StreamsProducer:
+    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "message.timeout.ms": 2_000}
+    return StreamsProducer(
+        {**conf, "delivery.report.only.error": True},
+        transactional_id=None,
+        timeout_s=10,
+        changelog_conf=conf,
+        changelog_topics=changelogs,
+        **callbacks,
+    )
+
+
+def test_only_changelog_records_report_success_and_sink_records_arrive(
+    bootstrap_servers: str, admin: KafkaAdmin
+) -> None:
+    sink, changelog = new_topic(admin, 1, "sink"), new_topic(admin, 1, "changelog")
+    reports: list[tuple[Any, str, int]] = []
+    producer = _split_producer(
+        bootstrap_servers,
+        {changelog},
+        on_delivery=lambda err, msg: reports.append((err, msg.topic(), msg.offset())),
+        on_send_error=lambda record, exc: pytest.fail(f"refused: {exc}"),
+    )
+    try:
+        assert producer.changelog_producer is not producer.producer
+        for i in range(5):
+            producer.send(sink, b"k%d" % i, b"s%d" % i, 1_000 + i, None, None)
+            producer.send(changelog, b"k%d" % i, b"c%d" % i, 1_000 + i, [("h", b"1")], 0)
+        producer.flush()
+        producer.poll()
+    finally:
+        producer.close()
+    assert reports == [(None, changelog, offset) for offset in range(5)]
+    assert producer.sent_by_topic == {sink: 5, changelog: 5}
+    assert [r.value for r in consume_all(bootstrap_servers, sink, 5)] == [b"s%d" % i for i in range(5)]
+    assert [r.headers for r in consume_all(bootstrap_servers, changelog, 5)] == [[("h", b"1")]] * 5
+
+
+def _unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_sink_record_that_fails_after_the_send_reaches_the_production_handler() -> None:
+    """No broker listens: both records time out in librdkafka (a delivery report with an
+    error). The sink record is the production handler's (log_and_continue: skipped and
+    counted); the changelog record's failure is fatal at the flush, as in Kafka Streams."""
+    bootstrap = f"127.0.0.1:{_unused_port()}"
+    collector = KafkaRecordCollector(
+        lambda **callbacks: _split_producer(bootstrap, {"app-counts-changelog"}, **callbacks),
+        partition_count=lambda topic: 1,
+        tracked_topics={"app-counts-changelog"},
+        production_policy="log_and_continue",
+    )
+    collector.send("out", b"k", b"v", 1_000, None, 0)
+    collector.send("app-counts-changelog", b"k", b"1", 1_000, None, 0)
+    with pytest.raises(ProductionError, match="app-counts-changelog"):
+        collector.flush()
+    assert collector.records_skipped == 1
+    assert collector.offsets == {}
+    collector.streams_producer.close(0)
+
+
+def test_a_stateful_app_splits_its_producers_and_checkpoints_what_the_changelog_reported(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """A count app: the worker runs the two producers, and the checkpoints a clean close writes
+    hold the last changelog offset of each partition (the log end minus one): the offsets
+    came from the changelog producer's reports alone."""
+    source, sink = new_topic(admin, 2, "in"), new_topic(admin, 2, "out")
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=S, value_serde=S)).group_by_key().count(
+        materialized=Materialized.as_("counts")
+    ).to_stream().to(sink, Produced(key_serde=S, value_serde=L))
+    produce(bootstrap_servers, source, [(f"k{i % 7}", "v") for i in range(70)])
+    config = app_config(bootstrap_servers, tmp_path / "state", commit_interval_ms=200)
+    changelog = f"{config.application_id}-counts-changelog"
+    with running_app(builder, config) as streams:
+        worker = streams.workers[0]
+        split = worker.collector.streams_producer
+        assert split.changelog_producer is not split.producer
+
+        def counted() -> dict[bytes | None, int]:
+            latest = {r.key: L.deserialize(r.value) for r in consume_all(bootstrap_servers, sink, 7, 5)}
+            return latest if sum(latest.values()) == 70 else {}
+
+        wait_until(counted, 60, "every record counted")
+    ends = log_end_offsets({"bootstrap.servers": bootstrap_servers}, [(changelog, p) for p in range(2)])
+    root = Path(config.state_dir) / config.application_id
+    checkpoints = [OffsetCheckpoint(path).read() for path in root.glob("*/.checkpoint")]
+    checkpointed = {tp: offset for offsets in checkpoints for tp, offset in offsets.items()}
+    assert {tp: offset + 1 for tp, offset in checkpointed.items()} == {tp: e for tp, e in ends.items() if e}
