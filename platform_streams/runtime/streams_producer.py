@@ -33,6 +33,14 @@ split changes no order that Kafka keeps (order is per partition, and a partition
 all go through one of the two). Exactly-once keeps one producer: a transaction is one
 producer's.
 
+Exactly-once with ``changelog_reports_only``: the producer asks for a delivery report only
+for changelog records (a per-record callback, not the producer's), so a sink record costs no
+Python callback either. A failed sink record still fails the commit: librdkafka puts the
+transaction in an abortable state and the commit raises (the worker rebuilds its tasks).
+What is lost is the record's own error text; so the first abortable failure switches the
+producer back to a report per record (it is replaced), and a record that fails again is
+reported by name, fatally, as before.
+
 Failures are sorted by :mod:`platform_streams.runtime.broker_calls`: transient ones are
 retried for ``task_timeout_ms``; on a fenced producer or a fatal error the producer must be
 :meth:`reset` (a new instance, ``init_transactions`` again) before the worker rejoins.
@@ -43,9 +51,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from typing import Any, Unpack
 
-from platform_streams.errors import ProducerFencedError, StreamsError, StreamsTimeoutError
+from platform_streams.errors import ProducerFencedError, StreamsError, StreamsTimeoutError, TaskCorruptedError
 from platform_streams.kafka import KafkaException, create_producer
 from platform_streams.processor.record import Headers
 from platform_streams.processor.record_collector import OutgoingRecord
@@ -74,13 +83,20 @@ class StreamsProducer:
         eager: bool = False,
         changelog_conf: Mapping[str, Any] | None = None,
         changelog_topics: Collection[str] = (),
+        changelog_reports_only: bool = False,
     ) -> None:
         if changelog_conf is not None and transactional_id is not None:
             raise StreamsError("a transaction is one producer's: changelog_conf is at-least-once only")
         self._conf = dict(conf)
         self._changelog_conf = None if changelog_conf is None else dict(changelog_conf)
-        #: topics sent through the changelog producer (empty: one producer for everything)
-        self._changelog_topics = frozenset(changelog_topics) if changelog_conf is not None else frozenset()
+        #: exactly-once: delivery reports for changelog records only (see the module docstring)
+        self._changelog_reports_only = changelog_reports_only and transactional_id is not None
+        #: topics sent through ``_produce_changelog`` (empty: every record the same way)
+        self._changelog_topics = (
+            frozenset(changelog_topics)
+            if changelog_conf is not None or self._changelog_reports_only
+            else frozenset()
+        )
         self.transactional_id = transactional_id
         self.eos = transactional_id is not None
         #: EOS sends as records come, in an always open transaction (see the module docstring)
@@ -116,7 +132,10 @@ class StreamsProducer:
     # -- lifecycle --------------------------------------------------------------------------
 
     def _create(self) -> None:
-        producer = create_producer({**self._conf, "on_delivery": self._on_delivery})
+        reports_only_changelogs = self._changelog_reports_only
+        producer = create_producer(
+            self._conf if reports_only_changelogs else {**self._conf, "on_delivery": self._on_delivery}
+        )
         if self.eos:
             # Kafka aborts (some brokers commit) whatever a previous incarnation with this
             # transactional.id left open, and fences that incarnation if it is still alive.
@@ -130,7 +149,11 @@ class StreamsProducer:
         else:
             changelog_conf = {**self._changelog_conf, "on_delivery": self._on_delivery}
             self.changelog_producer = create_producer(changelog_conf)
-        self._produce_changelog = self.changelog_producer.produce
+        self._produce_changelog = (
+            partial(producer.produce, on_delivery=self._on_delivery)
+            if reports_only_changelogs
+            else self.changelog_producer.produce
+        )
         if self.eager:
             self._begin()
 
@@ -238,11 +261,13 @@ class StreamsProducer:
         """The local queue is full: serve delivery reports until the record fits."""
         topic, key, value, timestamp, headers, partition = record
         args = (topic, value, key) if partition is None else (topic, value, key, partition)
-        producer = self.changelog_producer if topic in self._changelog_topics else self.producer
+        changelog = topic in self._changelog_topics
+        producer = self.changelog_producer if changelog else self.producer
+        produce = self._produce_changelog if changelog else self._produce
         while True:
             producer.poll(0.05)
             try:
-                producer.produce(*args, timestamp=timestamp, headers=headers)
+                produce(*args, timestamp=timestamp, headers=headers)
                 return
             except BufferError:
                 continue
@@ -359,12 +384,26 @@ class StreamsProducer:
         )
 
     def _failed(self, exc: BaseException) -> None:
-        """A commit failed: abort, or mark a fenced or fatally failed producer for :meth:`reset`."""
+        """A commit failed: abort, or mark a fenced or fatally failed producer for :meth:`reset`.
+
+        With delivery reports for changelog records only, an abortable failure may be a sink
+        record the broker refused, unreported: the producer is replaced by one reporting
+        every record, so that a record failing again is named (the module docstring).
+        """
         if is_fatal_for_producer(exc):
             self._in_transaction = False  # nothing to abort with: the producer is replaced
             self.needs_reset = True
         else:
             self.abort()
+            if self._changelog_reports_only and isinstance(exc, TaskCorruptedError):
+                log.warning(
+                    "the transaction failed (%s); a record without a delivery report may have been "
+                    "refused: reporting every delivery from now on (the producer is replaced)",
+                    exc,
+                )
+                # the routing stays as it is (consistent) until reset() creates the new producer
+                self._changelog_reports_only = False
+                self.needs_reset = True
 
     def abort(self) -> None:
         """Drop the records of the next transaction and abort the open one, if any.

@@ -241,6 +241,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         count_bytes = self.config.metrics_recording_level != "INFO"
         changelog_conf: dict[str, Any] | None = None
         if self.transactional_id is not None:
+            # one producer (a transaction is one producer's), reporting the deliveries of
+            # changelog records only unless DEBUG counts sink bytes (StreamsProducer's docstring)
             producer_conf.setdefault("transaction.timeout.ms", 10_000)  # as Kafka Streams under EOS
         elif not count_bytes:
             # Success reports only feed changelog offset tracking (and the DEBUG byte counts):
@@ -262,6 +264,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
                 eager=self._eager_sends,
                 changelog_conf=changelog_conf,
                 changelog_topics=self._changelogs,
+                changelog_reports_only=not count_bytes,
                 **callbacks,
             )
 

@@ -26,7 +26,7 @@ from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.serde import Long, String
 from platform_streams.state import OffsetCheckpoint
 from tests.integration.support_apps import app_config, running_app, wait_until
-from tests.support.kafka import consume_all, new_topic, produce
+from tests.support.kafka import consume_all, new_group_id, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
@@ -126,3 +126,37 @@ def test_a_stateful_app_splits_its_producers_and_checkpoints_what_the_changelog_
     checkpoints = [OffsetCheckpoint(path).read() for path in root.glob("*/.checkpoint")]
     checkpointed = {tp: offset for offsets in checkpoints for tp, offset in offsets.items()}
     assert {tp: offset + 1 for tp, offset in checkpointed.items()} == {tp: e for tp, e in ends.items() if e}
+
+
+@pytest.mark.parametrize("eager", [False, True], ids=["deferred", "eager"])
+def test_exactly_once_reports_the_deliveries_of_changelog_records_only(
+    bootstrap_servers: str, admin: KafkaAdmin, eager: bool
+) -> None:
+    """Exactly-once keeps one (transactional) producer; its delivery reports are asked for per
+    changelog record, so sink records cost no callback, and the committed transaction holds
+    both. (Kafka Streams' ``StreamsProducer`` under EOS v2: one producer per thread.)"""
+    sink, changelog = new_topic(admin, 1, "sink"), new_topic(admin, 1, "changelog")
+    reports: list[tuple[Any, str, int]] = []
+    transactional_id = new_group_id("txn")
+    producer = StreamsProducer(
+        {"bootstrap.servers": bootstrap_servers, "linger.ms": 5, "transactional.id": transactional_id},
+        transactional_id=transactional_id,
+        timeout_s=30,
+        eager=eager,
+        changelog_topics={changelog},
+        changelog_reports_only=True,
+        on_delivery=lambda err, msg: reports.append((err, msg.topic(), msg.offset())),
+        on_send_error=lambda record, exc: pytest.fail(f"refused: {exc}"),
+    )
+    try:
+        for i in range(4):
+            producer.send(sink, b"k%d" % i, b"s%d" % i, 1_000 + i, None, None)
+            producer.send(changelog, b"k%d" % i, b"c%d" % i, 1_000 + i, None, 0)
+        assert producer.commit([], None, before_commit=lambda: None, check_delivery=lambda: None)
+        producer.poll()
+    finally:
+        producer.close()
+    assert [(err, topic) for err, topic, _ in reports] == [(None, changelog)] * 4
+    assert [offset for _, _, offset in reports] == sorted({offset for _, _, offset in reports})
+    committed = consume_all(bootstrap_servers, sink, 4, isolation="read_committed")
+    assert [r.value for r in committed] == [b"s%d" % i for i in range(4)]

@@ -128,6 +128,7 @@ def _raise(err: KafkaError) -> None:
 class FakeProducer:
     def __init__(self) -> None:
         self.produced: list[tuple[Any, ...]] = []
+        self.produce_kwargs: list[dict[str, Any]] = []
         self.calls: list[str] = []
 
     def init_transactions(self, timeout: float) -> None:
@@ -138,6 +139,7 @@ class FakeProducer:
 
     def produce(self, topic: str, value: Any, key: Any, *args: Any, **kwargs: Any) -> None:
         self.produced.append((topic, key, value))
+        self.produce_kwargs.append(kwargs)
 
     def flush(self, timeout: float) -> int:
         return 0
@@ -288,3 +290,47 @@ class _Collector:
 
     def partition_count(self, topic: str) -> int:
         return 1
+
+
+def test_reports_for_changelog_records_only_until_a_transaction_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``changelog_reports_only``: no producer-wide delivery callback; changelog records carry
+    their own. A failed sink record is unreported, but librdkafka fails the transaction
+    (abortable): after that the producer is replaced by one reporting every record, so a
+    record failing again is named (the collector makes that fatal, as before)."""
+    confs: list[dict[str, Any]] = []
+    fakes: list[FakeProducer] = []
+
+    def create(conf: dict[str, Any]) -> FakeProducer:
+        confs.append(conf)
+        fakes.append(FakeProducer())
+        return fakes[-1]
+
+    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", create)
+    producer = StreamsProducer(
+        {},
+        transactional_id="app-p-1",
+        on_delivery=lambda e, m: None,
+        on_send_error=lambda r, e: None,
+        timeout_s=5,
+        changelog_topics={"app-counts-changelog"},
+        changelog_reports_only=True,
+    )
+    assert "on_delivery" not in confs[0]
+    producer.send("out", b"k", b"1", 0, None, None)
+    producer.send("app-counts-changelog", b"k", b"1", 0, None, 0)
+
+    def refused(timeout: float) -> None:
+        err = KafkaError(KafkaError._STATE, "a message failed", txn_requires_abort=True)
+        raise KafkaException(err)
+
+    monkeypatch.setattr(fakes[0], "commit_transaction", refused)
+    with pytest.raises(TaskCorruptedError):
+        _commit_checked(producer)
+    sent = fakes[0].produce_kwargs
+    assert ["on_delivery" in kw for kw in sent] == [False, True], "a callback on the changelog record only"
+    assert fakes[0].calls[-1] == "abort" and producer.needs_reset
+    producer.reset()
+    assert "on_delivery" in confs[1], "the new producer reports every record"
+    producer.send("app-counts-changelog", b"k", b"2", 0, None, 0)
+    _commit_checked(producer)
+    assert fakes[1].produced == [("app-counts-changelog", b"k", b"2")] and not producer.needs_reset
