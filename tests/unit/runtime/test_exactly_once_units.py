@@ -292,7 +292,9 @@ class _Collector:
         return 1
 
 
-def test_reports_for_changelog_records_only_until_a_transaction_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reports_for_changelog_records_only_until_a_transaction_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """``changelog_reports_only``: no producer-wide delivery callback; changelog records carry
     their own. A failed sink record is unreported, but librdkafka fails the transaction
     (abortable): after that the producer is replaced by one reporting every record, so a
