@@ -35,7 +35,8 @@ producer's.
 
 Exactly-once with ``changelog_reports_only``: the producer asks for a delivery report only
 for changelog records (a per-record callback, not the producer's), so a sink record costs no
-Python callback either. A failed sink record still fails the commit: librdkafka puts the
+Python callback either; records held for the commit ask for one per changelog partition
+(its last record). A failed sink record still fails the commit: librdkafka puts the
 transaction in an abortable state and the commit raises (the worker rebuilds its tasks).
 What is lost is the record's own error text; so the first abortable failure switches the
 producer back to a report per record (it is replaced), and a record that fails again is
@@ -356,9 +357,32 @@ class StreamsProducer:
         """Produce the records held for this transaction (and dead letters added meanwhile)."""
         send = self._produce_now
         while buffer:
-            for record in buffer:
-                send(*record)
+            if self._changelog_reports_only and self._changelog_topics:
+                self._send_reporting_last(buffer)
+            else:
+                for record in buffer:
+                    send(*record)
             buffer, self._buffer = self._buffer, []
+
+    def _send_reporting_last(self, buffer: list[OutgoingRecord]) -> None:
+        """Produce ``buffer`` with a delivery report for the last record of each changelog
+        partition only: the offset a checkpoint needs is that one's. The others are in the
+        same transaction of the same producer, so they are all written or the commit fails.
+
+        ``_produce_now`` takes changelog records' produce from ``_produce_changelog``; it is
+        the reporting one for those last records and the plain one for the rest (restored
+        afterwards, also on failure).
+        """
+        changelogs = self._changelog_topics
+        last = {(record[0], record[5]): i for i, record in enumerate(buffer) if record[0] in changelogs}
+        reported = set(last.values())
+        send, reporting, plain = self._produce_now, self._produce_changelog, self._produce
+        try:
+            for i, record in enumerate(buffer):
+                self._produce_changelog = reporting if i in reported else plain
+                send(*record)
+        finally:
+            self._produce_changelog = reporting
 
     def _finish(
         self,
