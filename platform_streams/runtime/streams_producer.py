@@ -33,14 +33,15 @@ split changes no order that Kafka keeps (order is per partition, and a partition
 all go through one of the two). Exactly-once keeps one producer: a transaction is one
 producer's.
 
-Exactly-once with ``changelog_reports_only``: the producer asks for a delivery report only
-for changelog records (a per-record callback, not the producer's), so a sink record costs no
-Python callback either; records held for the commit ask for one per changelog partition
-(its last record). A failed sink record still fails the commit: librdkafka puts the
-transaction in an abortable state and the commit raises (the worker rebuilds its tasks).
+Exactly-once with ``changelog_reports_only`` and records held for the commit: the producer
+has no delivery callback of its own; the last record of each changelog partition in a
+commit carries one (the checkpoint needs that offset), so the other records cost no Python
+callback. A failed record still fails the commit: librdkafka counts it and puts the
+transaction in an abortable state, and the commit raises (the worker rebuilds its tasks).
 What is lost is the record's own error text; so the first abortable failure switches the
 producer back to a report per record (it is replaced), and a record that fails again is
-reported by name, fatally, as before.
+named, fatally, as before. An eager producer reports every record: it keeps sending after a
+failed record, and the transaction refuses those sends before a commit could name it.
 
 Failures are sorted by :mod:`platform_streams.runtime.broker_calls`: transient ones are
 retried for ``task_timeout_ms``; on a fenced producer or a fatal error the producer must be
@@ -91,7 +92,9 @@ class StreamsProducer:
         self._conf = dict(conf)
         self._changelog_conf = None if changelog_conf is None else dict(changelog_conf)
         #: exactly-once: delivery reports for changelog records only (see the module docstring)
-        self._changelog_reports_only = changelog_reports_only and transactional_id is not None
+        # deferred sends only: an eager producer keeps sending after a failed record, and the
+        # transaction then refuses every send (_STATE) before the commit could name the record
+        self._changelog_reports_only = changelog_reports_only and transactional_id is not None and not eager
         #: topics sent through ``_produce_changelog`` (empty: every record the same way)
         self._changelog_topics = (
             frozenset(changelog_topics)
@@ -209,11 +212,19 @@ class StreamsProducer:
             if self.eos:
                 self.abort()
             else:
-                for producer in self._producers:
-                    producer.flush(timeout_s)
+                self._flush_all(self._producers, timeout_s)
         finally:
             self.producer = self.changelog_producer = None
             self._produce = self._produce_changelog = None
+
+    @staticmethod
+    def _flush_all(producers: list[Any], timeout_s: float) -> None:
+        """Flush each producer, the next one even if one raised (the first error is raised)."""
+        if producers:
+            try:
+                producers[0].flush(timeout_s)
+            finally:
+                StreamsProducer._flush_all(producers[1:], timeout_s)
 
     @property
     def sent(self) -> int:
@@ -290,12 +301,13 @@ class StreamsProducer:
             self.changelog_producer.poll(0)
 
     def flush(self) -> None:
-        """Wait until every produced record is acknowledged (retrying through broker outages)."""
-        for producer in self._producers:
-            self._flush_one(producer)
-
-    def _flush_one(self, producer: Any) -> None:
+        """Wait until every produced record is acknowledged (retrying through broker outages);
+        one deadline for both producers of a split."""
         deadline = time.monotonic() + self._timeout_s
+        for producer in self._producers:
+            self._flush_one(producer, deadline)
+
+    def _flush_one(self, producer: Any, deadline: float) -> None:
         while True:
             remaining = producer.flush(min(5.0, max(0.1, deadline - time.monotonic())))
             if not remaining:

@@ -58,6 +58,7 @@ from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
 from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
 from platform_streams.runtime.offset_gaps import OffsetGapGuard
+from platform_streams.runtime.producer_settings import producer_settings
 from platform_streams.runtime.rebalance_wait import AssignmentWait, observe_group, repair_group
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
@@ -237,34 +238,19 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             conf["stats_cb"] = lambda document: self.observer.on_client_statistics(client, document)
 
     def _start_clients(self) -> None:
-        producer_conf = self.config.producer_configs(self.index, self.transactional_id)
-        count_bytes = self.config.metrics_recording_level != "INFO"
-        changelog_conf: dict[str, Any] | None = None
-        if self.transactional_id is not None:
-            # one producer (a transaction is one producer's), reporting the deliveries of
-            # changelog records only unless DEBUG counts sink bytes (StreamsProducer's docstring)
-            producer_conf.setdefault("transaction.timeout.ms", 10_000)  # as Kafka Streams under EOS
-        elif not count_bytes:
-            # Success reports only feed changelog offset tracking (and the DEBUG byte counts):
-            # the sinks' producer reports errors only, sparing a Python callback per record
-            # (~8% of a stateless app's CPU); changelogs get a producer of their own that
-            # reports every delivery (StreamsProducer's docstring).
-            if self._changelogs:
-                changelog_conf = {**producer_conf, "client.id": f"{producer_conf['client.id']}-changelog"}
-                self._route_statistics(changelog_conf, "changelog-producer")
-            producer_conf.setdefault("delivery.report.only.error", True)
-
-        self._route_statistics(producer_conf, "producer")
+        settings = producer_settings(
+            self.config, self.index, self.transactional_id, self._changelogs, self._route_statistics
+        )
 
         def producer_factory(**callbacks: Any) -> StreamsProducer:
             return StreamsProducer(
-                producer_conf,
+                settings.conf,
                 transactional_id=self.transactional_id,
                 timeout_s=self._timeout_s,
                 eager=self._eager_sends,
-                changelog_conf=changelog_conf,
+                changelog_conf=settings.changelog_conf,
                 changelog_topics=self._changelogs,
-                changelog_reports_only=not count_bytes,
+                changelog_reports_only=settings.changelog_reports_only,
                 **callbacks,
             )
 
@@ -274,7 +260,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             tracked_topics=self._changelogs,
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
-            count_bytes=count_bytes,
+            count_bytes=self.config.metrics_recording_level != "INFO",
         )
         self._join_group()
         self._next_commit = time.monotonic() + self._commit_interval_s

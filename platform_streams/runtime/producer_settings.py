@@ -1,0 +1,73 @@
+"""Which librdkafka producers a worker runs, and which delivery reports each one sends.
+
+A success report is a Python callback per record (about 1 us with librdkafka's own work);
+only two things read them: the changelogs' checkpoint offsets and, at DEBUG recording, the
+sink byte counts. So (details in :mod:`platform_streams.runtime.streams_producer`):
+
+* at-least-once without changelogs: one producer reporting failures only;
+* at-least-once with changelogs: the sinks' producer reports failures only, the changelogs'
+  (a second producer) every delivery;
+* exactly-once: one transactional producer; records held for the commit ask for a report on
+  the last record of each changelog partition only;
+* DEBUG recording: one producer reporting every delivery, as before any of this.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from platform_streams.config import StreamsConfig
+
+__all__ = ["ProducerSettings", "producer_settings"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    """The keyword arguments of :class:`StreamsProducer` that say how it reports deliveries."""
+
+    conf: dict[str, Any]
+    #: at-least-once with changelogs: the changelog producer's settings (None: one producer)
+    changelog_conf: dict[str, Any] | None
+    #: exactly-once: reports for changelog records only
+    changelog_reports_only: bool
+
+
+def producer_settings(
+    config: StreamsConfig,
+    worker_index: int,
+    transactional_id: str | None,
+    changelogs: Collection[str],
+    route_statistics: Callable[[dict[str, Any], str], None],
+) -> ProducerSettings:
+    """The settings of worker ``worker_index``'s producer(s); ``route_statistics(conf, client)``
+    adds the statistics callback of one client."""
+    conf = config.producer_configs(worker_index, transactional_id)
+    count_bytes = config.metrics_recording_level != "INFO"
+    if changelogs or count_bytes:
+        _report_successes(conf)  # the changelogs' copy below inherits it
+    changelog_conf: dict[str, Any] | None = None
+    if transactional_id is not None:
+        conf.setdefault("transaction.timeout.ms", 10_000)  # as Kafka Streams under EOS
+    elif not count_bytes:
+        if changelogs:
+            changelog_conf = {**conf, "client.id": f"{conf['client.id']}-changelog"}
+            route_statistics(changelog_conf, "changelog-producer")
+        conf["delivery.report.only.error"] = True
+    route_statistics(conf, "producer")
+    return ProducerSettings(conf, changelog_conf, changelog_reports_only=not count_bytes)
+
+
+def _report_successes(conf: dict[str, Any]) -> None:
+    """A ``delivery.report.only.error`` in ``producer_config`` would silently lose the
+    checkpoint offsets (and the DEBUG byte counts): it is overridden, with a warning."""
+    if str(conf.get("delivery.report.only.error", False)).lower() == "true":
+        log.warning(
+            "producer_config delivery.report.only.error=true is ignored: the changelogs' "
+            "checkpoint offsets come from delivery reports"
+        )
+    conf["delivery.report.only.error"] = False
