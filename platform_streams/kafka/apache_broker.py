@@ -351,10 +351,20 @@ class ApacheKafkaBroker(BrokerProcess):
 
 
 def _random_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as StorageTool's)."""
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as StorageTool's).
+
+    Never one that starts with a dash: ``kafka-storage format -t -x...`` reads it as an
+    option and fails (1 id in 64; CI met it). Kafka's own ``Uuid.randomUuid()``
+    (clients/src/main/java/org/apache/kafka/common/Uuid.java) draws again for the same
+    reason, and never returns the reserved ids 0 and 1.
+    """
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        raw = uuid.uuid4().bytes
+        text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if not text.startswith("-") and int.from_bytes(raw, "big") > 1:
+            return text
 
 
 class ApacheKafkaCluster:
