@@ -35,6 +35,8 @@ class ProducerSettings:
     changelog_conf: dict[str, Any] | None
     #: exactly-once: reports for changelog records only
     changelog_reports_only: bool
+    #: DEBUG recording: the collector counts sink bytes from the reports (all are reported)
+    count_bytes: bool
 
 
 def producer_settings(
@@ -59,7 +61,9 @@ def producer_settings(
             route_statistics(changelog_conf, "changelog-producer")
         conf["delivery.report.only.error"] = True
     route_statistics(conf, "producer")
-    return ProducerSettings(conf, changelog_conf, changelog_reports_only=not count_bytes)
+    return ProducerSettings(
+        conf, changelog_conf, changelog_reports_only=not count_bytes, count_bytes=count_bytes
+    )
 
 
 def _report_successes(conf: dict[str, Any]) -> None:

@@ -260,7 +260,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             tracked_topics=self._changelogs,
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
-            count_bytes=self.config.metrics_recording_level != "INFO",
+            count_bytes=settings.count_bytes,  # the producer reports what the collector counts
         )
         self._join_group()
         self._next_commit = time.monotonic() + self._commit_interval_s

@@ -56,7 +56,7 @@ def test_exactly_once_keeps_one_producer_reporting_changelog_records_only(tmp_pa
 def test_debug_recording_keeps_one_producer_reporting_everything(tmp_path: Path) -> None:
     settings, _ = _settings(tmp_path, {"app-counts-changelog"}, metrics_recording_level="DEBUG")
     assert settings.changelog_conf is None and not settings.changelog_reports_only
-    assert settings.conf["delivery.report.only.error"] is False
+    assert settings.conf["delivery.report.only.error"] is False and settings.count_bytes
 
 
 def test_a_user_setting_that_would_lose_checkpoint_offsets_is_overridden_with_a_warning(
