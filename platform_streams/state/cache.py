@@ -58,7 +58,16 @@ CacheFlushCallback = Callable[[list[tuple[bytes, bytes | None, int]]], None]
 class NamedCache:
     """One store's entries in the shared budget; LRU order plus dirty keys in first-dirty order."""
 
-    __slots__ = ("_dirty", "_entries", "_on_remove", "_parent", "flush_callback", "name", "size_bytes")
+    __slots__ = (
+        "_dirty",
+        "_entries",
+        "_final",
+        "_on_remove",
+        "_parent",
+        "flush_callback",
+        "name",
+        "size_bytes",
+    )
 
     def __init__(self, name: str, parent: RecordCache, flush_callback: CacheFlushCallback) -> None:
         self.name = name
@@ -67,6 +76,8 @@ class NamedCache:
         #: key -> ``(value bytes or None, timestamp, decoded or None)``; see :meth:`put`
         self._entries: OrderedDict[bytes, CacheEntry] = OrderedDict()
         self._dirty: dict[bytes, None] = {}
+        #: keys marked final (:meth:`mark_final`), evicted first when the budget overflows
+        self._final: list[bytes] = []
         self._on_remove: Callable[[bytes], None] | None = None
         self.size_bytes = 0
 
@@ -169,6 +180,52 @@ class NamedCache:
                 if value is None and key in entries and entries[key][0] is None:
                     self._remove(key)
 
+    def mark_final(self, keys: list[bytes]) -> None:
+        """Note cache keys their store will not change again (an emit-final aggregation's
+        closed windows): when the budget overflows they leave first (:meth:`evict_final`).
+
+        Nothing changes while the budget holds: a final entry stays cached and readable, as
+        in Kafka Streams, whose ``fetch(key, time)`` answers a cached window even after the
+        store expired it (KStreamWindowAggregateTest.testJoin). The list holds at most about
+        as many keys as the cache has entries (compacted when it grows past them).
+        """
+        final = self._final
+        final.extend(keys)
+        if len(final) > 2 * len(self._entries) + 64:
+            entries = self._entries
+            self._final = [key for key in final if key in entries]
+
+    def evict_final(self) -> int:
+        """Evict every entry marked final, writing the dirty ones below first (one flush
+        call, in the order marked); the other dirty entries stay cached. Returns how many left.
+
+        An overflowing cache thus drops the entries no record will update before any live
+        one, and their eviction does not take every dirty entry along as an LRU eviction of a
+        dirty entry does (open windows would reach the changelog once more at the next
+        flush; bench/RESULTS.md, issue 17 session thirteen). Only for stores whose flush
+        forwards nothing downstream, where an early write of one key cannot overtake
+        another key's forwarded update.
+        """
+        keys, self._final = self._final, []
+        entries = self._entries
+        dirty = self._dirty
+        out: list[tuple[bytes, bytes | None, int]] = []
+        for key in keys:
+            if key in dirty:
+                del dirty[key]
+                entry = entries[key]
+                out.append((key, entry[0], entry[1]))
+        evicted = 0
+        try:
+            if out:
+                self.flush_callback(out)
+        finally:
+            for key in keys:
+                if key in entries:
+                    self._remove(key)
+                    evicted += 1
+        return evicted
+
     def evict(self) -> None:
         """Evict the least recently used entry, flushing all dirty entries first if it is dirty."""
         entries = self._entries
@@ -197,6 +254,7 @@ class NamedCache:
         self.size_bytes = 0
         self._entries.clear()
         self._dirty = {}
+        self._final = []
 
 
 class RecordCache:
@@ -227,11 +285,14 @@ class RecordCache:
             cache.clear()
 
     def evict_from(self, cache: NamedCache) -> None:
-        """Evict from the cache that grew until the budget holds (Kafka Streams' ``maybeEvict``).
+        """Evict from the cache that grew until the budget holds (Kafka Streams' ``maybeEvict``):
+        first its entries marked final (:meth:`NamedCache.mark_final`), then by LRU order.
 
         Only the growing cache is evicted from: flushing it may put into other caches
         downstream, and those evict from themselves.
         """
+        if cache._final:
+            self.evictions += cache.evict_final()
         entries = cache._entries  # not len(cache): an every-key-new workload evicts per record
         while self.size_bytes > self.max_bytes and entries:
             cache.evict()

@@ -41,6 +41,7 @@ from platform_streams.state.windowed import Windowed
 from platform_streams.state.wrappers.direct_cache_path import (
     WindowAggregateStep,
     bind_direct_path,
+    closed_window_marker,
     direct_window_aggregate,
     direct_window_cache_path,
 )
@@ -211,6 +212,13 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
             return None
         layered_put = MethodType(DslWindowStore.put_timestamped, self)
         return direct_window_aggregate(self.wrapped, initializer, aggregator, layered_put)
+
+    def closed_window_marker(self) -> Callable[[list[tuple[bytes, int]]], None] | None:
+        """How an emit-final aggregation tells the record cache which windows (``(key bytes,
+        start)``) it emitted, to be evicted first (see
+        :func:`~platform_streams.state.wrappers.direct_cache_path.closed_window_marker`), or
+        None where the stack has no such cache; bound to the stack of the latest ``init``."""
+        return None if self.wrapped is None else closed_window_marker(self.wrapped)
 
     # -- timestamped access (the DSL's processors) ---------------------------------------
 

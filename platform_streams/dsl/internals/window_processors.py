@@ -100,6 +100,9 @@ class WindowAggregateProcessor(NodeProcessor):
         #: records dropped because all their windows were closed (a metric later)
         self.late_records_dropped = 0
         self._headers: Headers = None
+        #: emit-final over a record cache: tells the cache which windows were emitted (a
+        #: closed window is never updated again: evicted first, see ``NamedCache.mark_final``)
+        self._mark_final: Callable[[list[tuple[bytes, int]]], None] | None = None
 
     def init(self, context: NodeContext) -> None:
         super().init(context)
@@ -174,8 +177,12 @@ class WindowAggregateProcessor(NodeProcessor):
     def _emit_closed(self, close_time: int, headers: Headers) -> None:
         assert self.pending is not None
         deserialize = self.key_serde.deserialize
-        for due, start, raw_key in self.pending.pop_closed(close_time):
+        closed = self.pending.pop_closed(close_time)
+        for due, start, raw_key in closed:
             self.emit_final(deserialize(raw_key), due, start, headers)
+        mark_final = self._mark_final
+        if mark_final is not None and closed:
+            mark_final([(raw_key, start) for _, start, raw_key in closed])
 
     def _on_wall_clock(self, now_ms: int) -> None:
         assert self.wall_clock is not None
@@ -241,6 +248,8 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
     def init(self, context: NodeContext) -> None:
         super().init(context)
         self.emit_before_write = self.pending is not None and self.store.caching_enabled
+        if self.pending is not None:
+            self._mark_final = self.store.closed_window_marker()
         #: fetch-aggregate-put of one window in one call on the store's record cache (or None)
         self._step = self.store.aggregate_step(self.params.initializer, self.params.aggregator)
 

@@ -50,6 +50,7 @@ __all__ = [
     "DirectWindowCachePath",
     "WindowAggregateStep",
     "bind_direct_path",
+    "closed_window_marker",
     "direct_aggregate",
     "direct_cache_path",
     "direct_window_aggregate",
@@ -355,3 +356,16 @@ def direct_window_aggregate(
         return created
 
     return step
+
+
+def closed_window_marker(metered: Any) -> Callable[[list[tuple[bytes, int]]], None] | None:
+    """``mark([(key bytes, window start), ...])`` of a metered -> caching window stack whose
+    flush forwards nothing (an emit-final aggregation's store): :meth:`CachingWindowStore.mark_final`.
+    None for any other stack (no cache, or a flush listener whose forwarding order an early
+    write could change)."""
+    if type(metered) is not MeteredWindowStore or type(metered.wrapped) is not CachingWindowStore:
+        return None
+    caching: CachingWindowStore = metered.wrapped
+    if caching._listener is not None:
+        return None
+    return caching.mark_final
