@@ -387,11 +387,18 @@ class StreamsProducer:
         """
         changelogs = self._changelog_topics
         last = {(record[0], record[5]): i for i, record in enumerate(buffer) if record[0] in changelogs}
-        reported = set(last.values())
         send, reporting, plain = self._produce_now, self._produce_changelog, self._produce
+        start = 0
         try:
-            for i, record in enumerate(buffer):
-                self._produce_changelog = reporting if i in reported else plain
+            for i in sorted(last.values()):  # the plain runs between them without a check per record
+                self._produce_changelog = plain
+                for record in buffer[start:i]:
+                    send(*record)
+                self._produce_changelog = reporting
+                send(*buffer[i])
+                start = i + 1
+            self._produce_changelog = plain
+            for record in buffer[start:]:
                 send(*record)
         finally:
             self._produce_changelog = reporting
