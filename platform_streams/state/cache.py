@@ -7,7 +7,10 @@ dirty entries at once, in the order they first became dirty -- on commit (``flus
 when the least-recently-used entry of that cache is evicted while dirty. Leaving the cache
 means the store's flush callback writes them to the layer below (changelog + bytes store)
 and forwards them downstream. Hot keys thus cost one changelog record and one downstream
-update per commit interval, whatever their update rate.
+update per commit interval, whatever their update rate. One addition to Kafka's rules:
+entries a store marks final (an emit-final aggregation's closed windows, which nothing
+updates again) are evicted first when the budget overflows, each written alone
+(:meth:`NamedCache.mark_final`).
 
 Sizing: each entry is charged ``len(key) + len(value) + ENTRY_OVERHEAD_BYTES``; the overhead
 is the measured CPython footprint of an entry (OrderedDict node, tuple, timestamp int,
