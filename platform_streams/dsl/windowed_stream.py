@@ -139,7 +139,10 @@ class _WindowedKStream:
         pending = f"{store}-close-time" if self._emit.emit_final else None
         rule = self._close_rule(key_serde)
         all_params = [
-            AggregateParams(store, pending, initializer, agg, self._emit, merger) for _, agg in inputs
+            AggregateParams(
+                store, pending, initializer, agg, self._emit, merger, sole_writer=len(inputs) == 1
+            )
+            for _, agg in inputs
         ]
         op = WindowedTableOp(store, lambda table_op: make(all_params[0], table_op), rule)
         topology = builder.plan

@@ -8,9 +8,9 @@ when the least-recently-used entry of that cache is evicted while dirty. Leaving
 means the store's flush callback writes them to the layer below (changelog + bytes store)
 and forwards them downstream. Hot keys thus cost one changelog record and one downstream
 update per commit interval, whatever their update rate. One addition to Kafka's rules:
-entries a store marks final (an emit-final aggregation's closed windows, which nothing
-updates again) are evicted first when the budget overflows, each written alone
-(:meth:`NamedCache.mark_final`).
+entries a store marks final (the closed windows of an emit-final aggregation that is its
+store's only writer: nothing updates them again) are evicted first when the budget
+overflows, each written alone (:meth:`NamedCache.mark_final`).
 
 Sizing: each entry is charged ``len(key) + len(value) + ENTRY_OVERHEAD_BYTES``; the overhead
 is the measured CPython footprint of an entry (OrderedDict node, tuple, timestamp int,
@@ -189,8 +189,10 @@ class NamedCache:
 
         Nothing changes while the budget holds: a final entry stays cached and readable, as
         in Kafka Streams, whose ``fetch(key, time)`` answers a cached window even after the
-        store expired it (KStreamWindowAggregateTest.testJoin). The list holds at most about
-        as many keys as the cache has entries (compacted when it grows past them).
+        store expired it (KStreamWindowAggregateTest.testJoin). Only for a store whose sole
+        writer marks (a windowed cogroup's other processors may still update a window one of
+        them closed). The list is not charged to the budget: about 60 B a mark (the key and
+        its slot), at most ``2 * entries + 64`` marks before it is compacted.
         """
         final = self._final
         final.extend(keys)
@@ -218,15 +220,14 @@ class NamedCache:
                 del dirty[key]
                 entry = entries[key]
                 out.append((key, entry[0], entry[1]))
+        if out:
+            # a failing write leaves the entries cached (clean), as a failed flush does
+            self.flush_callback(out)
         evicted = 0
-        try:
-            if out:
-                self.flush_callback(out)
-        finally:
-            for key in keys:
-                if key in entries:
-                    self._remove(key)
-                    evicted += 1
+        for key in keys:
+            if key in entries:
+                self._remove(key)
+                evicted += 1
         return evicted
 
     def evict(self) -> None:

@@ -50,14 +50,21 @@ class Collector:
         return 1
 
 
-def _run(tmp_path: Path) -> tuple[Collector, RecordCache]:
-    builder = StreamsBuilder()
-    (
-        builder.stream("in", Consumed(key_serde=S, value_serde=S))
+def _final_counts(builder: StreamsBuilder, topic: str) -> Any:
+    """An emit-final count per key and 100 ms window of ``topic`` (the store ``counts``)."""
+    return (
+        builder.stream(topic, Consumed(key_serde=S, value_serde=S))
         .group_by_key()
         .windowed_by(TimeWindows.of_size_with_no_grace(WINDOW_MS))
         .emit_strategy(EmitStrategy.on_window_close())
         .count(materialized=Materialized.as_("counts"))
+    )
+
+
+def _run(tmp_path: Path) -> tuple[Collector, RecordCache]:
+    builder = StreamsBuilder()
+    (
+        _final_counts(builder, "in")
         .to_stream()
         .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start_ms}", count))
         .to("out", Produced(key_serde=S, value_serde=L))
@@ -104,3 +111,34 @@ def test_without_the_marks_lru_eviction_writes_open_windows_twice(
     assert outputs == {f"k{k:02d}@{w * WINDOW_MS}": 5 for k in range(KEYS) for w in range(9)}
     writes = _changelog_writes(collector)
     assert max(writes.values()) > 1
+
+
+def test_a_cogroup_does_not_mark_its_windows(tmp_path: Path) -> None:
+    """A windowed cogroup's processors share one store, and one may still update a window
+    another closed (its stream time lags): none of them marks windows final."""
+    builder = StreamsBuilder()
+    grouped = [
+        builder.stream(topic, Consumed(key_serde=S, value_serde=S)).group_by_key() for topic in ("a", "b")
+    ]
+    (
+        grouped[0]
+        .cogroup(lambda key, value, agg: agg + 1)
+        .cogroup(grouped[1], lambda key, value, agg: agg + 10)
+        .windowed_by(TimeWindows.of_size_with_no_grace(WINDOW_MS))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .aggregate(lambda: 0, materialized=Materialized.as_("sums").with_value_serde(L))
+    )
+    single = StreamsBuilder()
+    _final_counts(single, "a")
+    config = StreamsConfig(application_id="marks", bootstrap_servers="x:1", state_dir=tmp_path)
+    marks = {}
+    for name, topology in (("cogroup", builder.build()), ("single", single.build())):
+        plan = compile_topology(topology)
+        task = start_task(
+            TaskId(0, 0), plan, tmp_path / name, {}, config, Collector(), lambda: 0, RecordCache()
+        )  # type: ignore[arg-type]
+        task.initialize_processors()
+        aggregates = [p for n, p in task.graph.processors.items() if "AGGREGATE" in n]
+        marks[name] = [getattr(p, "_mark_final", None) is not None for p in aggregates]
+        task.close()
+    assert marks == {"cogroup": [False, False], "single": [True]}

@@ -84,6 +84,9 @@ class AggregateParams:
     emit: EmitStrategy
     #: sessions only: merges two session aggregates ``(key, agg1, agg2) -> agg``
     merger: Callable[[Any, Any, Any], Any] | None = None
+    #: the only processor writing the store (False for a cogroup's processors: a window one
+    #: of them closed may still be updated by another whose stream time lags)
+    sole_writer: bool = True
 
 
 class WindowAggregateProcessor(NodeProcessor):
@@ -100,8 +103,9 @@ class WindowAggregateProcessor(NodeProcessor):
         #: records dropped because all their windows were closed (a metric later)
         self.late_records_dropped = 0
         self._headers: Headers = None
-        #: emit-final over a record cache: tells the cache which windows were emitted (a
-        #: closed window is never updated again: evicted first, see ``NamedCache.mark_final``)
+        #: emit-final over a record cache, sole writer of its store: tells the cache which
+        #: windows were emitted (a closed window is never updated again: evicted first, see
+        #: ``NamedCache.mark_final``)
         self._mark_final: Callable[[list[tuple[bytes, int]]], None] | None = None
 
     def init(self, context: NodeContext) -> None:
@@ -248,7 +252,7 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
     def init(self, context: NodeContext) -> None:
         super().init(context)
         self.emit_before_write = self.pending is not None and self.store.caching_enabled
-        if self.pending is not None:
+        if self.pending is not None and self.params.sole_writer:
             self._mark_final = self.store.closed_window_marker()
         #: fetch-aggregate-put of one window in one call on the store's record cache (or None)
         self._step = self.store.aggregate_step(self.params.initializer, self.params.aggregator)

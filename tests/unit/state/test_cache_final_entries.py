@@ -87,3 +87,23 @@ def test_clear_forgets_the_marks() -> None:
     named.put(b"b", b"vbbb", 1)
     named.put(b"c", b"vccc", 1)  # over: LRU (b is dirty: flush all), no stale final key
     assert flushed == [[(b"b", b"vbbb", 1), (b"c", b"vccc", 1)]]
+
+
+def test_a_failing_write_leaves_the_final_entries_cached() -> None:
+    """As after a failed ``flush``: the entries stay readable (clean) and the error propagates."""
+    cache = RecordCache(max_bytes=2 * ENTRY)
+
+    def fail(batch: list[tuple[bytes, bytes | None, int]]) -> None:
+        raise RuntimeError("changelog send refused")
+
+    named = cache.named("0_0-windows", fail)
+    named.put(b"a", b"vaaa", 1)
+    named.put(b"b", b"vbbb", 1)
+    named.mark_final([b"a"])
+    try:
+        named.put(b"c", b"vccc", 1)
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the write's failure was swallowed")
+    assert named.get(b"a") == (b"vaaa", 1, None) and named.dirty_count == 2
