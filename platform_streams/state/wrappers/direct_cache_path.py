@@ -270,15 +270,24 @@ def direct_aggregate(
     return step
 
 
+def _window_caching(metered: Any) -> CachingWindowStore | None:
+    """The caching layer of a metered -> caching window stack, or None for any other stack
+    (the window twin of :func:`_kv_stack`)."""
+    if type(metered) is not MeteredWindowStore or type(metered.wrapped) is not CachingWindowStore:
+        return None
+    caching: CachingWindowStore = metered.wrapped
+    return caching
+
+
 def direct_window_cache_path(
     metered: Any,
     layered_fetch: Callable[[Any, int], ValueAndTimestamp | None],
     layered_put: Callable[[Any, Any, int, int], None],
 ) -> DirectWindowCachePath | None:
     """:func:`direct_cache_path` for a timestamped window store (metered -> caching window)."""
-    if type(metered) is not MeteredWindowStore or type(metered.wrapped) is not CachingWindowStore:
+    caching = _window_caching(metered)
+    if caching is None:
         return None
-    caching: CachingWindowStore = metered.wrapped
     serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
     below = caching.wrapped
 
@@ -322,9 +331,9 @@ def direct_window_aggregate(
     (``KStreamWindowAggregate``: fetch the window, aggregate, put it with the larger timestamp):
     the reads and the write are :func:`direct_window_cache_path`'s, with the window's binary
     key built once instead of once per call. None for any other stack."""
-    if type(metered) is not MeteredWindowStore or type(metered.wrapped) is not CachingWindowStore:
+    caching = _window_caching(metered)
+    if caching is None:
         return None
-    caching: CachingWindowStore = metered.wrapped
     serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
     below = caching.wrapped
 
@@ -363,9 +372,7 @@ def closed_window_marker(metered: Any) -> Callable[[list[tuple[bytes, int]]], No
     flush forwards nothing (an emit-final aggregation's store): :meth:`CachingWindowStore.mark_final`.
     None for any other stack (no cache, or a flush listener whose forwarding order an early
     write could change)."""
-    if type(metered) is not MeteredWindowStore or type(metered.wrapped) is not CachingWindowStore:
-        return None
-    caching: CachingWindowStore = metered.wrapped
-    if caching._listener is not None:
+    caching = _window_caching(metered)
+    if caching is None or caching._listener is not None:
         return None
     return caching.mark_final
