@@ -21,7 +21,7 @@ from platform_streams.processor.record_collector import RecordCollector
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.state.private_files import make_private_dirs
-from platform_streams.state.store_context import RestoreCallback, StateStoreContext
+from platform_streams.state.store_context import ChangeSender, RestoreCallback, StateStoreContext
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
@@ -122,20 +122,15 @@ class TaskContext(StateStoreContext):
         headers = source.headers(self.current) if source is not None else None
         self.collector.send(topic, key, value, timestamp, headers, self._task_id.partition)
 
-    def change_logger(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:
-        """:meth:`log_change` with the topic, partition and headers resolved once (per flush)."""
+    def change_sender(self, store_name: str) -> ChangeSender:
+        """:meth:`log_change`'s topic, headers and partition resolved once (per flush), with
+        the collector's own send."""
         topic = self.changelog_topics.get(store_name)
         if topic is None:
             raise TopologyError(f"store {store_name!r} logs changes but has no changelog topic")
         source = self.source_position
         headers = source.headers(self.current) if source is not None else None
-        send = self.collector.send
-        partition = self._task_id.partition
-
-        def log(key: bytes, value: bytes | None, timestamp: int) -> None:
-            send(topic, key, value, timestamp, headers, partition)
-
-        return log
+        return ChangeSender(self.collector.send, topic, headers, self._task_id.partition)
 
     def record_metadata(self) -> RecordMetadata | None:
         msg = self.current

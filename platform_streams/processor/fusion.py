@@ -135,6 +135,20 @@ class PassBytes:
         self.serialize = serialize
 
 
+class FastSerializer:
+    """A sink serializer with a C-level twin (:meth:`Serde.fast_serializer`).
+
+    Fused code calls ``fast`` for a non-None object (no Python call of ours per record) and,
+    if it raises, ``serialize`` on the same object, which reports the serde's own error.
+    """
+
+    __slots__ = ("fast", "serialize")
+
+    def __init__(self, fast: Callable[[Any], bytes], serialize: Callable[[Any], Any]) -> None:
+        self.fast = fast
+        self.serialize = serialize
+
+
 class _Emitter:
     """Accumulates generated lines, bound objects and the line -> node map."""
 
@@ -184,11 +198,11 @@ class _Emitter:
             if parts is not None:
                 send_fn, topic_name, key_ser, value_ser = parts
                 send, topic = self.bind(send_fn, "send"), self.bind(topic_name, "t", name)
-                key_expr = self.serialized(key_ser, k, "ks")
-                value_expr = self.serialized(value_ser, v, "vs")
                 mark = self.bind(mark_sink_failure, "sinkfail")
                 # zero-cost unless it raises (CPython 3.11): the explicit sink-failure path
                 self.line(indent, "try:", name)
+                key_expr = self.serialized(key_ser, k, "ks", indent + 1, name)
+                value_expr = self.serialized(value_ser, v, "vs", indent + 1, name)
                 self.line(indent + 1, f"{send}({topic}, {key_expr}, {value_expr}, ts, h, None)", name)
                 self.line(indent, "except Exception as sx:", name)
                 self.line(indent + 1, f"{mark}(sx, {name!r})", name)
@@ -197,10 +211,20 @@ class _Emitter:
         entry = self.bind(self.entry_of(name), "e", name)
         self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
 
-    def serialized(self, serializer: Any, var: str, prefix: str) -> str:
-        """The expression serializing ``var`` (a :class:`PassBytes` is inlined as a type test)."""
+    def serialized(self, serializer: Any, var: str, prefix: str, indent: int, node: str) -> str:
+        """The expression serializing ``var`` (a :class:`PassBytes` is inlined as a type test;
+        a :class:`FastSerializer` is statements at ``indent`` that leave the bytes in a new
+        variable, the expression then)."""
         if serializer is None:
             return var
+        if isinstance(serializer, FastSerializer):
+            fast, slow = self.bind(serializer.fast, prefix + "f"), self.bind(serializer.serialize, prefix)
+            out = f"s{next(self._vars)}"
+            self.line(indent, "try:", node)
+            self.line(indent + 1, f"{out} = None if {var} is None else {fast}({var})", node)
+            self.line(indent, "except Exception:", node)
+            self.line(indent + 1, f"{out} = {slow}({var})", node)
+            return out
         if isinstance(serializer, PassBytes):
             fn, is_bytes = self.bind(serializer.serialize, prefix), self.bind(bytes, "bytes")
             return f"({var} if {var}.__class__ is {is_bytes} else {fn}({var}))"

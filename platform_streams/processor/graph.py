@@ -13,7 +13,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from platform_streams.processor.context import NodeContext, TaskContext
-from platform_streams.processor.fusion import PassBytes, compile_entry, compile_source, mark_sink_failure
+from platform_streams.processor.fusion import (
+    FastSerializer,
+    PassBytes,
+    compile_entry,
+    compile_source,
+    mark_sink_failure,
+)
 from platform_streams.processor.node import Forward, NodeProcessor, as_node_processor
 from platform_streams.processor.partitioner import PlacementCheck
 from platform_streams.processor.plain_nodes import plain_entry, plain_source
@@ -26,8 +32,12 @@ from platform_streams.topology.nodes import ProcessorNode, SinkNode, SourceNode
 
 def _serializer(serde: Serde) -> Any:
     """A call, except that the bytes serde's identity for ``bytes`` is inlined by fused code
-    (:class:`PassBytes`); other types still go through it (a str key is a bug)."""
-    return PassBytes(serde.serialize) if type(serde) is Bytes else serde.serialize
+    (:class:`PassBytes`); other types still go through it (a str key is a bug). A serde with
+    a C-level serializer gives it to fused code (:class:`FastSerializer`)."""
+    if type(serde) is Bytes:
+        return PassBytes(serde.serialize)
+    fast = serde.fast_serializer()
+    return FastSerializer(fast, serde.serialize) if fast is not None else serde.serialize
 
 
 def _deserializer(serde: Serde) -> Callable[[Any], Any] | None:

@@ -49,6 +49,15 @@ class Serde(ABC):
         """
         return None
 
+    def fast_serializer(self) -> Callable[[Any], bytes] | None:
+        """A C-level function equal to :meth:`serialize` on the non-None objects it accepts.
+
+        Fused sink code (one call per record sent) calls it instead of the method and, when
+        it raises, calls :meth:`serialize` on the same object, so failures are still
+        reported with this serde's own error. None (the default): no such function.
+        """
+        return None
+
     def _params(self) -> tuple[Any, ...]:
         """Constructor arguments that distinguish two instances of the same class.
 

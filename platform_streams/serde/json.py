@@ -66,6 +66,10 @@ class Json(Serde):
         """``orjson.loads`` itself: decoding takes no options, so it is ``deserialize`` minus the call."""
         return _loads
 
+    def fast_serializer(self) -> Callable[[Any], bytes] | None:
+        """``orjson.dumps`` itself when this serde adds no options and no ``default``."""
+        return _dumps if self._option == 0 and self._default is None else None
+
     def _params(self) -> tuple[Any, ...]:
         return (self.sort_keys, self.option, self.default)
 

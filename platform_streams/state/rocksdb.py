@@ -174,6 +174,14 @@ class RocksDBBytesMap(BytesMap):
         if backend.pending_count >= _MAX_PENDING:
             backend.write_pending()
 
+    def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        """:meth:`put` of every entry with one overlay update (a cache flush's writes)."""
+        self.pending.update(entries)
+        backend = self._backend
+        backend.pending_count += len(entries)
+        if backend.pending_count >= _MAX_PENDING:
+            backend.write_pending()
+
     def write_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Apply ``entries`` as one ``WriteBatch`` written now (Kafka Streams'
         ``RocksDBStore.restoreBatch``): no overlay dict, no per-entry method call.

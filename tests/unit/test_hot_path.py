@@ -13,7 +13,7 @@ import pytest
 
 from platform_streams import StreamsBuilder
 from platform_streams.dsl import Consumed, Produced, TimeWindows
-from platform_streams.errors import DeserializationError, SerializationError
+from platform_streams.errors import DeserializationError, ProcessorError, SerializationError
 from platform_streams.runtime.changelog_filter import CommittedInputFilter
 from platform_streams.serde import Bytes, Double, Integer, Json, Long, String
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
@@ -88,6 +88,38 @@ def test_fused_bytes_sink_passes_bytes_converts_bytearray_and_rejects_str() -> N
     out = driver.create_output_topic("out", Bytes(), String()).read_key_values_to_list()
     assert out == [(b"raw", "b"), (b"arr", "ba")]
     assert type(out[1][0]) is bytes
+
+
+def _json_sink(values: list[Any], serde: Json, handler: str) -> TopologyTestDriver:
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed(key_serde=Bytes(), value_serde=String())).map_values(
+        lambda v: {"none": None, "set": {1}, "map": {"b": 1, "a": 2}}[v]
+    ).to("out", Produced(key_serde=Bytes(), value_serde=serde))
+    driver = TopologyTestDriver(builder.build(), {**CONFIG, "production_exception_handler": handler})
+    topic = driver.create_input_topic("in", Bytes(), String())
+    for value in values:
+        topic.pipe_input(b"k", value)
+    return driver
+
+
+def test_fused_json_sink_encodes_in_c_keeps_tombstones_and_reports_the_serde_error() -> None:
+    """The fused sink calls ``orjson.dumps`` itself (Json.fast_serializer); a None value stays a
+    tombstone, and a value it cannot encode is encoded again by ``Json.serialize``, whose
+    SerializationError reaches the production handler (processor/fusion.py FastSerializer)."""
+    driver = _json_sink(["map", "none", "set", "map"], Json(), "log_and_continue")
+    out = driver.create_output_topic("out", Bytes(), Bytes()).read_values_to_list()
+    assert out == [b'{"b":1,"a":2}', None, b'{"b":1,"a":2}']
+    assert "<fused" in driver._tasks[0].graph.sources["in"].__code__.co_filename
+    with pytest.raises(ProcessorError, match="SerializationError: Json serde cannot encode set"):
+        _json_sink(["set"], Json(), "log_and_fail")
+
+
+def test_json_sink_with_options_keeps_the_serde_method() -> None:
+    assert Json().fast_serializer() is not None
+    assert Json(sort_keys=True).fast_serializer() is None
+    assert Json(default=str).fast_serializer() is None
+    driver = _json_sink(["map"], Json(sort_keys=True), "log_and_fail")
+    assert driver.create_output_topic("out", Bytes(), Bytes()).read_values_to_list() == [b'{"a":2,"b":1}']
 
 
 def _changelog_record(header: bytes | None) -> Any:

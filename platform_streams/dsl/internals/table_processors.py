@@ -18,6 +18,7 @@ unmaterialized node forwards directly.
 from __future__ import annotations
 
 import logging
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -50,6 +51,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: builds a NamedTuple (``Change``) without its Python-level ``__new__``
+_new_tuple = tuple.__new__
 
 
 # ---------------------------------------------------------------------------- value getters
@@ -313,7 +317,8 @@ class TableProcessor(NodeProcessor):
         forward = self.forward
 
         def emit(key: Any, new: Any, old: Any, timestamp: int) -> None:
-            forward(key, Change(new, old), timestamp, self._headers)
+            # ``Change(new, old)`` without the NamedTuple's Python-level ``__new__``: once per update
+            forward(key, _new_tuple(Change, (new, old)), timestamp, self._headers)
 
         store.set_flush_listener(emit, send_old_values)
         if isinstance(store, VersionedTableStore):
@@ -442,6 +447,6 @@ def group_by_processor(
     return lambda: GroupByProcessor(selector, value_serde)
 
 
-def new_value(change: Change) -> Any:
-    """``KTable.to_stream``: a table update becomes a record with the new value (None: delete)."""
-    return change.new
+#: ``KTable.to_stream``: a table update becomes a record with the new value (None: delete).
+#: ``change.new`` as a C-level getter: the op runs once per update, with no Python call.
+new_value: Callable[[Change], Any] = operator.attrgetter("new")

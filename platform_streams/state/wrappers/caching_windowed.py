@@ -175,7 +175,9 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
             self._layered_flush(entries)
             return
         put = inner.put_binary
-        log, log_timestamp = changelog.flush_logger() if changelog is not None else (None, 0)
+        logging = changelog is not None
+        if changelog is not None:
+            (send, topic, headers, partition), log_timestamp = changelog.flush_sender()
         listener = self._listener
         size = inner.window_size_ms
         for entry in entries:
@@ -185,8 +187,8 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
                 continue
             start = window_start_of(binary)
             put(binary, value, start)
-            if log is not None:
-                log(binary, value, log_timestamp)
+            if logging:
+                send(topic, binary, value, log_timestamp, headers, partition)
             if listener is not None:
                 key = binary[: len(binary) - WINDOW_SUFFIX_LEN]
                 listener(Windowed(key, TimeWindow(start, start + size)), value, None, timestamp)

@@ -10,7 +10,7 @@ one that registers).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from platform_streams.processor.record import RecordMetadata
 from platform_streams.processor.task_id import TaskId
 from platform_streams.state.api import KeyValueStore, SessionStore, StateStore, WindowStore
 from platform_streams.state.keys import MAX_SEQNUM, session_key, window_key
-from platform_streams.state.store_context import RestoreCallback, StateStoreContext
+from platform_streams.state.store_context import ChangeSender, RestoreCallback, StateStoreContext
 from platform_streams.state.windowed import Windowed
 from platform_streams.state.wrappers.base import (
     DelegatedSessionReads,
@@ -104,12 +104,12 @@ class _ChangeLogging(WrappedStore):
         context = self._context
         context.log_change(self._store_name, key, value, record_timestamp(context))
 
-    def flush_logger(self) -> tuple[Callable[[bytes, bytes | None, int], None], int]:
-        """``(log(key, value, timestamp), timestamp)`` for the changes of one cache flush: what
-        :meth:`_log` resolves per change (topic, partition, headers, stream time) resolved once,
-        for the caching layers' one-loop flushes. Valid within that flush only."""
+    def flush_sender(self) -> tuple[ChangeSender, int]:
+        """``(sender, timestamp)`` for the changes of one cache flush: what :meth:`_log`
+        resolves per change (topic, partition, headers, stream time) resolved once, for the
+        caching layers' one-loop flushes. Valid within that flush only."""
         context = self._context
-        return context.change_logger(self._store_name), record_timestamp(context)
+        return context.change_sender(self._store_name), record_timestamp(context)
 
 
 class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
