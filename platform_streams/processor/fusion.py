@@ -157,10 +157,12 @@ class _Emitter:
         nodes: Mapping[str, Node],
         entry_of: Callable[[str], Callable[..., None]],
         sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
+        step_of: Callable[[str], Callable[[Any, Any, int], bool] | None] | None = None,
     ) -> None:
         self.nodes = nodes
         self.entry_of = entry_of
         self.sink_parts = sink_parts
+        self.step_of = step_of
         self.lines: list[str] = []
         self.bound: dict[str, Any] = {}
         self.line_nodes: dict[int, str] = {}
@@ -209,6 +211,12 @@ class _Emitter:
                 self.line(indent + 1, "raise", name)
                 return
         entry = self.bind(self.entry_of(name), "e", name)
+        step = self.step_of(name) if self.step_of is not None else None
+        if step is not None:  # NodeProcessor.fused_step: process only what it leaves
+            call = self.bind(step, "step", name)
+            self.line(indent, f"if {k} is None or {v} is None or not {call}({k}, {v}, ts):", name)
+            self.line(indent + 1, f"{entry}({k}, {v}, ts, h)", name)
+            return
         self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
 
     def serialized(self, serializer: Any, var: str, prefix: str, indent: int, node: str) -> str:
@@ -343,6 +351,7 @@ def compile_source(
     entry_of: Callable[[str], Callable[..., None]],
     sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
     hooks: SourceHooks,
+    step_of: Callable[[str], Callable[[Any, Any, int], bool] | None] | None = None,
 ) -> Callable[[Any], None]:
     """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run children.
 
@@ -353,9 +362,10 @@ def compile_source(
     INFO code has no trace of it) receives stream time minus the record's timestamp, 0 for
     a record that advances stream time, as Kafka Streams' record-lateness sensor.
     ``placement_check`` checks the raw key is in the partition murmur2 gives it: one set
-    lookup per record, the hash only for keys not seen in place yet.
+    lookup per record, the hash only for keys not seen in place yet. ``step_of(node)``: the
+    initialised processor's ``fused_step``, if any (None before the processors' ``init``).
     """
-    em = _Emitter(nodes, entry_of, sink_parts)
+    em = _Emitter(nodes, entry_of, sink_parts, step_of)
     name = source.name
     key_deserializer, value_deserializer = hooks.key_deserializer, hooks.value_deserializer
     value_fast_deserializer, placement_check = hooks.value_fast_deserializer, hooks.placement_check

@@ -72,26 +72,35 @@ class TaskGraph:
         for node in sub.nodes:
             if isinstance(node, ProcessorNode) and node.supplier is not None:
                 self.processors[node.name] = as_node_processor(node.supplier(), node.name)
+        self._source_callbacks = (on_deserialization_error, on_invalid_timestamp, on_record_lateness)
+        self._placement_checks = placement_checks or {}
         #: physical topic -> function taking one raw record
         self.sources: dict[str, Callable[[Any], None]] = {}
-        checks = placement_checks or {}
-        for topic, source in sub.sources_by_topic.items():
-            physical = plan.physical_topic(topic, self._app)
+        self._compile_sources()
+
+    def _compile_sources(self) -> None:
+        for topic, source in self.sub.sources_by_topic.items():
+            physical = self.plan.physical_topic(topic, self._app)
             self.sources[physical] = self._compile_source(
-                source,
-                on_deserialization_error,
-                on_invalid_timestamp,
-                on_record_lateness,
-                checks.get(physical),
+                source, *self._source_callbacks, self._placement_checks.get(physical)
             )
 
     def init(self) -> None:
-        """Initialise processors (stores must be initialised first: processors look them up)."""
+        """Initialise processors (stores must be initialised first: processors look them up).
+
+        Fused sources are compiled again once a processor offers a ``fused_step``: it exists
+        only now, bound to the stores this ``init`` opened."""
         for name, processor in self.processors.items():
             node = self.nodes[name]
             assert isinstance(node, ProcessorNode)
             children = {child: self.entry(child) for child in node.children}
             processor.init(NodeContext(self.task, name, children, node.stores))
+        if self._fusion and any(p.fused_step is not None for p in self.processors.values()):
+            self._compile_sources()
+
+    def _step_of(self, name: str) -> Callable[[Any, Any, int], bool] | None:
+        processor = self.processors.get(name)
+        return processor.fused_step if processor is not None else None
 
     def close(self) -> None:
         for processor in self.processors.values():
@@ -137,7 +146,7 @@ class TaskGraph:
         )
         if not self._fusion:
             return plain_source(source, self.entry, hooks)
-        return compile_source(source, self.nodes, self.entry, self._sink_parts, hooks)
+        return compile_source(source, self.nodes, self.entry, self._sink_parts, hooks, self._step_of)
 
     def _sink_parts(self, sink: SinkNode) -> tuple[Any, ...] | None:
         """(send, topic, key serializer, value serializer) for sinks simple enough to inline."""

@@ -28,6 +28,11 @@ class NodeProcessor(ABC):
 
     context: NodeContext
     forward: Forward
+    #: set by ``init`` where a record with a non-None key and value can be processed by one
+    #: call, ``fused_step(key, value, timestamp) -> done``: the task's fused code then calls it
+    #: instead of ``process`` and calls ``process`` only when it returns False
+    #: (:mod:`~platform_streams.processor.fusion`). It must do all that ``process`` would.
+    fused_step: Callable[[Any, Any, int], bool] | None = None
 
     def init(self, context: NodeContext) -> None:
         """Bind the context and the children fan-out; override to fetch stores."""

@@ -15,6 +15,7 @@ own constructor is a Python function, twice as slow), and a fixed-width inner se
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from platform_streams.errors import DeserializationError
@@ -39,6 +40,10 @@ def value_and_timestamp(value: Any, timestamp: int) -> ValueAndTimestamp:
     return vat
 
 
+#: what a fixed-width ``struct`` pack raises for a value of the wrong type or range
+PACK_ERRORS = (struct.error, TypeError, OverflowError)
+
+
 class ValueAndTimestampSerde(Serde):
     """``timestamp(8) + inner bytes``; a None value (a delete) stays None."""
 
@@ -60,6 +65,12 @@ class ValueAndTimestampSerde(Serde):
     def _params(self) -> tuple[Any, ...]:
         return (self.inner,)
 
+    def fixed_packer(self) -> Callable[[int, Any], bytes] | None:
+        """``pack(timestamp, value)``, C-level, for an inner serde of one fixed-width number
+        (else None): :meth:`serialize` of a non-None value where it does not raise one of
+        :data:`PACK_ERRORS` (then :meth:`serialize` takes the inner serde's path)."""
+        return self._fixed.pack if self._fixed is not None else None
+
     def serialize(self, obj: Any) -> bytes | None:
         if obj is None:
             return None
@@ -68,7 +79,7 @@ class ValueAndTimestampSerde(Serde):
         if fixed is not None and value is not None:
             try:
                 return fixed.pack(timestamp, value)
-            except (struct.error, TypeError, OverflowError):
+            except PACK_ERRORS:
                 pass  # let the inner serde report it in its own words
         raw = self._inner_serialize(value)
         return _LONG.pack(timestamp) + (raw if raw is not None else b"")

@@ -195,3 +195,32 @@ def test_the_direct_paths_send_what_the_layered_paths_send(
     assert any(topic.endswith("-changelog") for topic in topics) and "out" in topics
     assert len(direct) > 200
     assert direct == layered
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_an_aggregate_the_fixed_pack_refuses_gets_the_serde_error(
+    direct: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``direct_aggregate`` packs a Long aggregate with its timestamp in C
+    (``ValueAndTimestampSerde.fixed_packer``); one out of range, or not a number, takes the
+    serde's own path and error, as ``ValueAndTimestampSerde.serialize`` does."""
+    if not direct:
+        monkeypatch.setattr(timestamped_kv_store, "direct_aggregate", lambda *args: None)
+    for bad in (2**63, "many"):
+        builder = StreamsBuilder()
+        (
+            builder.stream("in", Consumed(key_serde=S, value_serde=S))
+            .group_by_key()
+            .aggregate(
+                lambda: 0,
+                lambda k, v, agg, bad=bad: bad if v == "big" else agg + 1,
+                materialized=Materialized.as_("sums").with_value_serde(Long()),
+            )
+            .to_stream()
+            .to("out", Produced(key_serde=S, value_serde=Long()))
+        )
+        with TopologyTestDriver(builder.build(), {"application_id": "pack"}) as driver:
+            source = driver.create_input_topic("in", S, S)
+            source.pipe_input("k", "one")
+            with pytest.raises(Exception, match="Long serde cannot encode"):
+                source.pipe_input("k", "big")

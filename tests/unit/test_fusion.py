@@ -208,3 +208,26 @@ def test_deserialization_failure_in_generated_source_goes_to_the_task_handler(tm
     with pytest.raises(DeserializationError):
         task.process(1)
     assert collector.sent == []
+
+
+def test_a_stream_aggregation_is_one_step_call_from_the_fused_source(tmp_path: Path) -> None:
+    """``NodeProcessor.fused_step``: the source, compiled again after the processors' init,
+    calls the aggregation's one-call step (``direct_aggregate``) and its ``process`` only
+    for what the step leaves: here a None value, which ``process`` drops (KStreamAggregate)."""
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed(key_serde=S, value_serde=INT)).group_by_key().count().to_stream().to(
+        "out", Produced(key_serde=S, value_serde=INT)
+    )
+    (task,), collector = _tasks(builder.build(), tmp_path)
+    source = _source_text(task.graph.sources["in"])
+    lines = [line.strip() for line in source.splitlines()]
+    assert "if k is None or v is None or not _step6(k, v, ts):" in lines, source
+    assert "_e5(k, v, ts, h)" in lines
+    values = [INT.serialize(1), None, INT.serialize(2)]
+    records = [DriverRecord("in", 0, i, b"k", v, 10 + i) for i, v in enumerate(values)]
+    task.add_records(("in", 0), records)
+    task.process(3)
+    assert task.context.dropped_records == 1
+    task.flush_caches()
+    sent = [(t, k, INT.deserialize(v)) for t, k, v, _ts, _h, _p in collector.sent if t == "out"]
+    assert sent == [("out", b"k", 2)]

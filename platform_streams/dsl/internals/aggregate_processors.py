@@ -81,6 +81,8 @@ class StreamAggregateProcessor(_AggregateProcessor):
         super().init(context)
         #: read-compute-write in one call on the store's record cache (None: no cache)
         self._step = self.store.aggregate_step(self._first, self.aggregator) if self._caching else None  # type: ignore[union-attr]
+        #: the fused source calls the step itself (``process`` below adds only the None checks)
+        self.fused_step = self._step
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if key is None or value is None:

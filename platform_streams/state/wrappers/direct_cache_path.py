@@ -37,7 +37,7 @@ from typing import Any, NamedTuple, cast
 from platform_streams.serde import Bytes, Double, Integer, Json, Long, Short, String
 from platform_streams.state.key_value_store import KeyValueBytesStore
 from platform_streams.state.keys import window_suffix
-from platform_streams.state.timestamped import ValueAndTimestamp
+from platform_streams.state.timestamped import PACK_ERRORS, ValueAndTimestamp, ValueAndTimestampSerde
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
 from platform_streams.state.wrappers.change_logging import ChangeLoggingKeyValueStore
@@ -230,6 +230,9 @@ def direct_aggregate(
     caching, serialize_key, bytes_keys, serialize_value, deserialize_value, exact, bytes_store = stack
     context = caching._context
     below = caching.wrapped
+    value_serde = metered.value_serde
+    #: a count's or a sum's ``(timestamp, number)`` packed without the serde's Python call
+    pack = value_serde.fixed_packer() if type(value_serde) is ValueAndTimestampSerde else None
 
     def step(key: Any, value: Any, timestamp: int) -> bool:
         cache = caching._cache
@@ -260,7 +263,13 @@ def direct_aggregate(
             layered_put(key, None, timestamp)
             return True
         pair = (new, timestamp)
-        raw_value = serialize_value(pair)
+        if pack is None:
+            raw_value = serialize_value(pair)
+        else:
+            try:
+                raw_value = pack(timestamp, new)
+            except PACK_ERRORS:
+                raw_value = serialize_value(pair)  # the inner serde's bytes, or its error
         written_at = context.current_stream_time_ms()
         if written_at < 0:
             written_at = context.current_system_time_ms()
