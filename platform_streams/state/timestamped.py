@@ -71,6 +71,13 @@ class ValueAndTimestampSerde(Serde):
         :data:`PACK_ERRORS` (then :meth:`serialize` takes the inner serde's path)."""
         return self._fixed.pack if self._fixed is not None else None
 
+    def fixed_unpacker(self) -> tuple[Callable[[bytes], tuple[int, Any]], int] | None:
+        """``(unpack, size)``: ``unpack(data) -> (timestamp, value)``, C-level, for data of
+        ``size`` bytes of an inner serde of one fixed-width number (else None), what
+        :meth:`deserialize` does with such data."""
+        fixed = self._fixed
+        return (fixed.unpack, fixed.size) if fixed is not None else None
+
     def serialize(self, obj: Any) -> bytes | None:
         if obj is None:
             return None

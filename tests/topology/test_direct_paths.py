@@ -40,7 +40,7 @@ from platform_streams.dsl import (
     StreamsBuilder,
     TimeWindows,
 )
-from platform_streams.serde import Bytes, Long, String
+from platform_streams.serde import Bytes, Double, Long, String
 from platform_streams.state.window_store import WindowBytesStore
 from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
 from platform_streams.testing import TopologyTestDriver
@@ -125,6 +125,25 @@ def _windowed_aggregate(builder: StreamsBuilder, final: bool) -> None:
     )
 
 
+def _windowed_double_sum(builder: StreamsBuilder) -> None:
+    """A Double sum, emitted final: the window step's C pack and unpack of ``(timestamp, sum)``
+    (``ValueAndTimestampSerde.fixed_packer``/``fixed_unpacker``)."""
+    (
+        builder.stream("in", Consumed(key_serde=S, value_serde=S))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(100, 20))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .aggregate(
+            lambda: 0.0,
+            lambda k, v, agg: agg + (len(v) if v is not None else 0.5),
+            materialized=Materialized.as_("sums").with_value_serde(Double()),
+        )
+        .to_stream()
+        .map(lambda w, total: (f"{w.key}@{w.window.start_ms}", str(total)))
+        .to("out", Produced(key_serde=S, value_serde=S))
+    )
+
+
 def _windowed_eager(builder: StreamsBuilder) -> None:
     _windowed_aggregate(builder, final=False)
 
@@ -134,7 +153,7 @@ def _windowed_final(builder: StreamsBuilder) -> None:
 
 
 def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    windowed = topology in (_windowed_eager, _windowed_final)
+    windowed = topology in (_windowed_eager, _windowed_final, _windowed_double_sum)
     if not direct:
         monkeypatch.setattr(timestamped_kv_store, "direct_flush", lambda *args: None)
         monkeypatch.setattr(timestamped_kv_store, "direct_aggregate", lambda *args: None)
@@ -184,7 +203,15 @@ def _uses_direct_flush(driver: TopologyTestDriver) -> bool:
 @pytest.mark.parametrize("cache_bytes", [10 * 1024 * 1024, 700])
 @pytest.mark.parametrize(
     "topology",
-    [_fan_out_count, _reduce, _aggregate_with_deletes, _table_regroup, _windowed_eager, _windowed_final],
+    [
+        _fan_out_count,
+        _reduce,
+        _aggregate_with_deletes,
+        _table_regroup,
+        _windowed_eager,
+        _windowed_final,
+        _windowed_double_sum,
+    ],
 )
 def test_the_direct_paths_send_what_the_layered_paths_send(
     topology: Topology, cache_bytes: int, monkeypatch: pytest.MonkeyPatch

@@ -269,8 +269,12 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
         if key is None and self.skip_null(key, value):
             return
         close_time = self.advance(timestamp)
-        if self.emit_before_write:
-            self.emit_closed(headers)
+        # emit_closed, inlined (a call per record): stream time does not move while this
+        # record is applied, so the close time stays this one
+        pending = self.pending
+        due = pending is not None and close_time >= pending.min_due
+        if due and self.emit_before_write:
+            self._emit_closed(close_time, headers)
         store = self.store
         params = self.params
         windows = self.windows
@@ -306,8 +310,8 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
                 store.put_timestamped(key, params.aggregator(key, value, agg), new_ts, start)
         finally:
             self._headers = None
-        if not self.emit_before_write:
-            self.emit_closed(headers)
+        if due and not self.emit_before_write:
+            self._emit_closed(close_time, headers)
 
     def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
         vat = self.store.fetch_timestamped(key, start_ms)

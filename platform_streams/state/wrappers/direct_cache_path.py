@@ -230,9 +230,8 @@ def direct_aggregate(
     caching, serialize_key, bytes_keys, serialize_value, deserialize_value, exact, bytes_store = stack
     context = caching._context
     below = caching.wrapped
-    value_serde = metered.value_serde
     #: a count's or a sum's ``(timestamp, number)`` packed without the serde's Python call
-    pack = value_serde.fixed_packer() if type(value_serde) is ValueAndTimestampSerde else None
+    pack = _fixed_codec(metered)[0]
 
     def step(key: Any, value: Any, timestamp: int) -> bool:
         cache = caching._cache
@@ -277,6 +276,21 @@ def direct_aggregate(
         return True
 
     return step
+
+
+def _fixed_codec(
+    metered: Any,
+) -> tuple[Callable[[int, Any], bytes] | None, Callable[[bytes], tuple[int, Any]] | None, int]:
+    """``(pack, unpack, size)`` of the store's ``ValueAndTimestampSerde`` over one fixed-width
+    number (:meth:`~ValueAndTimestampSerde.fixed_packer`, ``fixed_unpacker``); Nones (and 0)
+    for any other value serde."""
+    value_serde = metered.value_serde
+    if type(value_serde) is not ValueAndTimestampSerde:
+        return None, None, 0
+    unpacker = value_serde.fixed_unpacker()
+    if unpacker is None:
+        return None, None, 0
+    return value_serde.fixed_packer(), unpacker[0], unpacker[1]
 
 
 def _window_caching(metered: Any) -> CachingWindowStore | None:
@@ -345,6 +359,8 @@ def direct_window_aggregate(
         return None
     serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
     below = caching.wrapped
+    context = caching._context
+    pack, unpack, fixed_size = _fixed_codec(metered)
 
     def step(key: Any, value: Any, timestamp: int, window_start_ms: int) -> bool | None:
         cache = caching._cache
@@ -362,15 +378,33 @@ def direct_window_aggregate(
         if raw is None:
             aggregate, new_timestamp, created = initializer(), timestamp, True
         else:
-            aggregate, new_timestamp = deserialize_value(raw)
+            if unpack is not None and len(raw) == fixed_size:
+                new_timestamp, aggregate = unpack(raw)
+            else:
+                aggregate, new_timestamp = deserialize_value(raw)
             if timestamp > new_timestamp:
                 new_timestamp = timestamp
             created = False
         new = aggregator(key, value, aggregate)
         if new is None:
             layered_put(key, None, new_timestamp, window_start_ms)
+            return created
+        if pack is None:
+            raw_value = serialize_value((new, new_timestamp))
         else:
-            caching._cache_put(raw_key, binary, serialize_value((new, new_timestamp)), window_start_ms)
+            try:
+                raw_value = pack(new_timestamp, new)
+            except PACK_ERRORS:
+                raw_value = serialize_value((new, new_timestamp))  # the inner serde's bytes, or its error
+        if caching._index is not None:  # a key index to keep (range reads): the layer's own put
+            caching._cache_put(raw_key, binary, raw_value, window_start_ms)
+            return created
+        if window_start_ms > caching._observed:  # CachingWindowStore._cache_put, inlined
+            caching._observed = window_start_ms
+        written_at = context.current_stream_time_ms()
+        if written_at < 0:
+            written_at = context.current_system_time_ms()
+        cache.put(binary, raw_value, written_at)
         return created
 
     return step
