@@ -10,7 +10,9 @@ and forwards them downstream. Hot keys thus cost one changelog record and one do
 update per commit interval, whatever their update rate. One addition to Kafka's rules:
 entries a store marks final (the closed windows of an emit-final aggregation that is its
 store's only writer: nothing updates them again) are evicted first when the budget
-overflows, each written alone (:meth:`NamedCache.mark_final`).
+overflows, each written alone (:meth:`NamedCache.mark_final`). A second: a cache whose
+least recently used entry is dirty first takes room from another cache's clean LRU entry,
+if there is one, before it flushes (:meth:`RecordCache.evict_from`).
 
 Sizing: each entry is charged ``len(key) + len(value) + ENTRY_OVERHEAD_BYTES``; the overhead
 is the measured CPython footprint of an entry (OrderedDict node, tuple, timestamp int,
@@ -230,6 +232,11 @@ class NamedCache:
                 evicted += 1
         return evicted
 
+    def lru_is_clean(self) -> bool:
+        """True if the least recently used entry exists and is clean (equal to the store's)."""
+        entries = self._entries
+        return bool(entries) and next(iter(entries)) not in self._dirty
+
     def evict(self) -> None:
         """Evict the least recently used entry, flushing all dirty entries first if it is dirty."""
         entries = self._entries
@@ -272,6 +279,8 @@ class RecordCache:
         self._caches: dict[str, NamedCache] = {}
         #: Entries evicted so far (a metric later).
         self.evictions = 0
+        #: the cache that last gave a clean entry to another (:meth:`_evict_clean_elsewhere`)
+        self._donor: NamedCache | None = None
 
     def named(self, name: str, flush_callback: CacheFlushCallback) -> NamedCache:
         """The named cache of one store of one task (``<task id>-<store name>``), created once."""
@@ -287,20 +296,52 @@ class RecordCache:
         cache = self._caches.pop(name, None)
         if cache is not None:
             cache.clear()
+            if self._donor is cache:
+                self._donor = None
 
     def evict_from(self, cache: NamedCache) -> None:
         """Evict from the cache that grew until the budget holds (Kafka Streams' ``maybeEvict``):
         first its entries marked final (:meth:`NamedCache.mark_final`), then by LRU order.
 
-        Only the growing cache is evicted from: flushing it may put into other caches
-        downstream, and those evict from themselves.
+        Only the growing cache is flushed: flushing it may put into other caches downstream,
+        and those evict from themselves. One addition to Kafka's rule: when the growing
+        cache's LRU entry is dirty (its eviction would flush the cache), the LRU entry of
+        another cache is dropped instead if it is clean (equal to its store: nothing is
+        written or forwarded, only a later read goes to the store). Why: the budget is
+        shared, and a cache only shrinks by its own evictions, so a task that filled the
+        budget first (a worker reads partitions in turns: its first polls may all be one
+        partition's) kept it, and every other task's cache, one entry large, flushed at
+        every record (an every-key-new count: a flush per record on three tasks of four).
         """
         if cache._final:
             self.evictions += cache.evict_final()
         entries = cache._entries  # not len(cache): an every-key-new workload evicts per record
+        dirty = cache._dirty
         while self.size_bytes > self.max_bytes and entries:
+            if next(iter(entries)) in dirty and self._evict_clean_elsewhere(cache):
+                continue
             cache.evict()
             self.evictions += 1
+
+    def _evict_clean_elsewhere(self, cache: NamedCache) -> bool:
+        """Drop the LRU entry of a cache other than ``cache`` if it is clean: the last donor's
+        if it has one, else the largest such cache's. False if no cache has one."""
+        donor = self._donor
+        if donor is None or donor is cache or not donor.lru_is_clean():
+            donor = None
+            for other in self._caches.values():
+                if (
+                    other is not cache
+                    and other.lru_is_clean()
+                    and (donor is None or other.size_bytes > donor.size_bytes)
+                ):
+                    donor = other
+            self._donor = donor
+            if donor is None:
+                return False
+        donor._remove(next(iter(donor._entries)))
+        self.evictions += 1
+        return True
 
     def flush_all(self) -> None:
         for cache in list(self._caches.values()):

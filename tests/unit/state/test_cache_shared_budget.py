@@ -1,0 +1,82 @@
+"""A cache about to flush takes room from another cache's clean entry first (issue 17, session 14).
+
+Kafka Streams' ``ThreadCache.maybeEvict`` evicts only from the named cache that grew, and a
+cache only shrinks by its own evictions. On a worker that read one partition first (its
+first polls held nothing else), that task's cache took the whole budget and kept it, and the
+other tasks' caches, one entry large, flushed at every record: an every-key-new count
+flushed 750,000 times a million records on three tasks of four. Our ``evict_from`` drops
+another cache's least recently used entry instead when it is clean (equal to its store:
+nothing is written or forwarded); with none clean, Kafka's rule applies.
+"""
+
+from __future__ import annotations
+
+from platform_streams.state.cache import ENTRY_OVERHEAD_BYTES, NamedCache, RecordCache
+
+#: one entry of the keys and values below (2-byte key, 3-byte value)
+ENTRY = ENTRY_OVERHEAD_BYTES + 2 + 3
+
+Flushed = list[list[bytes]]
+
+
+def _named(cache: RecordCache, name: str) -> tuple[NamedCache, Flushed]:
+    flushed: Flushed = []
+    return cache.named(name, lambda batch: flushed.append([key for key, _, _ in batch])), flushed
+
+
+def test_a_growing_cache_takes_clean_entries_of_a_full_one_instead_of_flushing() -> None:
+    cache = RecordCache(max_bytes=4 * ENTRY)
+    hog, hog_flushed = _named(cache, "0_0-counts")
+    late, late_flushed = _named(cache, "0_1-counts")
+    for key in (b"a1", b"a2", b"a3", b"a4"):
+        hog.put(key, b"vvv", 1)
+    hog.flush()  # a commit: all clean, still cached
+    for key in (b"b1", b"b2", b"b3"):
+        late.put(key, b"vvv", 1)
+    # no flush of the late cache: the hog's eldest clean entries made room, in LRU order
+    assert late_flushed == [] and late.dirty_count == 3
+    assert [key for key in (b"a1", b"a2", b"a3", b"a4") if key in hog] == [b"a4"]
+    assert cache.size_bytes == 4 * ENTRY and cache.evictions == 3
+    assert hog_flushed == [[b"a1", b"a2", b"a3", b"a4"]]  # only the commit's
+
+
+def test_with_no_clean_entry_elsewhere_kafkas_rule_applies() -> None:
+    cache = RecordCache(max_bytes=3 * ENTRY)
+    hog, hog_flushed = _named(cache, "0_0-counts")
+    late, late_flushed = _named(cache, "0_1-counts")
+    hog.put(b"a1", b"vvv", 1)
+    hog.put(b"a2", b"vvv", 1)  # dirty: not given away
+    late.put(b"b1", b"vvv", 1)
+    late.put(b"b2", b"vvv", 1)  # over: late's eldest is dirty, hog's too -> late flushes all
+    assert late_flushed == [[b"b1", b"b2"]] and hog_flushed == []
+    assert b"b1" not in late and b"b2" in late and len(hog) == 2
+    late.flush()
+    late_flushed.clear()
+    hog.put(b"a3", b"vvv", 1)  # hog's eldest is dirty; late's eldest (b2) is clean: taken
+    assert hog_flushed == [] and b"b2" not in late and len(hog) == 3
+
+
+def test_a_clean_eldest_is_evicted_from_the_growing_cache_itself() -> None:
+    cache = RecordCache(max_bytes=2 * ENTRY)
+    one, _ = _named(cache, "0_0-counts")
+    other, _ = _named(cache, "0_1-counts")
+    other.put(b"b1", b"vvv", 1)
+    other.flush()
+    one.put(b"a1", b"vvv", 1)
+    one.flush()
+    one.put(b"a2", b"vvv", 1)  # one's eldest is clean: one evicts itself, as in Kafka
+    assert b"a1" not in one and b"b1" in other
+
+
+def test_a_closed_cache_is_no_donor() -> None:
+    cache = RecordCache(max_bytes=2 * ENTRY)
+    donor, _ = _named(cache, "0_0-counts")
+    late, late_flushed = _named(cache, "0_1-counts")
+    donor.put(b"a1", b"vvv", 1)
+    donor.put(b"a2", b"vvv", 1)
+    donor.flush()
+    late.put(b"b1", b"vvv", 1)  # takes a1
+    cache.close_named("0_0-counts")
+    late.put(b"b2", b"vvv", 1)
+    late.put(b"b3", b"vvv", 1)  # over again: no donor left, late flushes itself
+    assert late_flushed == [[b"b1", b"b2", b"b3"]] and cache.size_bytes == 2 * ENTRY
