@@ -81,7 +81,8 @@ class PlacementCheck:
         if key in self.bad:
             self.on_mismatch(self.topic, self.partition)
             return
-        placed = (_murmur2_unsigned(key) & 0x7FFFFFFF) % self.partitions == self.partition
+        # the C hash called directly: once per record of an every-key-new input
+        placed = (_murmurhash2(key, _SEED) & 0x7FFFFFFF) % self.partitions == self.partition
         seen = self.good if placed else self.bad
         if len(seen) >= _GOOD_KEYS_MAX:
             seen.clear()
