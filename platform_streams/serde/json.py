@@ -63,12 +63,15 @@ class Json(Serde):
             raise DeserializationError(f"Json serde: invalid JSON: {exc}") from exc
 
     def fast_deserializer(self) -> Callable[[bytes], Any] | None:
-        """``orjson.loads`` itself: decoding takes no options, so it is ``deserialize`` minus the call."""
-        return _loads
+        """``orjson.loads`` itself: decoding takes no options, so it is ``deserialize`` minus
+        the call. None for a subclass that decodes in its own way (overrides ``deserialize``)."""
+        return _loads if type(self).deserialize is Json.deserialize else None
 
     def fast_serializer(self) -> Callable[[Any], bytes] | None:
-        """``orjson.dumps`` itself when this serde adds no options and no ``default``."""
-        return _dumps if self._option == 0 and self._default is None else None
+        """``orjson.dumps`` itself when this serde adds no options and no ``default``. None for a
+        subclass that encodes in its own way (overrides ``serialize``)."""
+        plain = self._option == 0 and self._default is None and type(self).serialize is Json.serialize
+        return _dumps if plain else None
 
     def _params(self) -> tuple[Any, ...]:
         return (self.sort_keys, self.option, self.default)

@@ -39,13 +39,6 @@ class BytesMap(ABC):
     def put(self, key: bytes, value: bytes | None) -> None:
         """Insert or replace; None deletes."""
 
-    def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
-        """:meth:`put` each entry, in order; a persistent backend overrides this to take a
-        cache flush's writes in one call (they are then written as :meth:`put`'s are)."""
-        put = self.put
-        for key, value in entries:
-            put(key, value)
-
     @abstractmethod
     def items(
         self, lower: bytes | None = None, upper: bytes | None = None, reverse: bool = False

@@ -12,7 +12,7 @@ entries a store marks final (the closed windows of an emit-final aggregation tha
 store's only writer: nothing updates them again) are evicted first when the budget
 overflows, each written alone (:meth:`NamedCache.mark_final`). A second: a cache whose
 least recently used entry is dirty first takes room from another cache's clean LRU entry,
-if there is one, before it flushes (:meth:`RecordCache.evict_from`).
+if there is one, before it flushes (:meth:`RecordCache.evict_from`; key-value caches give).
 
 Sizing: each entry is charged ``len(key) + len(value) + ENTRY_OVERHEAD_BYTES``; the overhead
 is the measured CPython footprint of an entry (OrderedDict node, tuple, timestamp int,
@@ -67,9 +67,11 @@ class NamedCache:
         "_dirty",
         "_entries",
         "_final",
+        "_flushing",
         "_on_remove",
         "_parent",
         "flush_callback",
+        "may_donate",
         "name",
         "size_bytes",
     )
@@ -85,6 +87,12 @@ class NamedCache:
         self._final: list[bytes] = []
         self._on_remove: Callable[[bytes], None] | None = None
         self.size_bytes = 0
+        #: whether a clean entry always equals what its store answers, so another cache may
+        #: drop it (:meth:`RecordCache.evict_from`): a key-value store's, set by its caching
+        #: layer. Not a window store's: its cache still answers a window the store expired.
+        self.may_donate = False
+        #: true while the flush callback runs: the entries look clean and are not written yet
+        self._flushing = False
 
     def set_remove_hook(self, hook: Callable[[bytes], None] | None) -> None:
         """Called with each key that leaves the cache (evicted, or a flushed tombstone).
@@ -178,9 +186,11 @@ class NamedCache:
             entry = entries[key]
             dirty.append((key, entry[0], entry[1]))
         self._dirty = {}
+        self._flushing = True
         try:
             self.flush_callback(dirty)
         finally:
+            self._flushing = False
             for key, value, _ in dirty:
                 if value is None and key in entries and entries[key][0] is None:
                     self._remove(key)
@@ -224,7 +234,11 @@ class NamedCache:
                 out.append((key, entry[0], entry[1]))
         if out:
             # a failing write leaves the entries cached (clean), as a failed flush does
-            self.flush_callback(out)
+            self._flushing = True
+            try:
+                self.flush_callback(out)
+            finally:
+                self._flushing = False
         evicted = 0
         for key in keys:
             if key in entries:
@@ -232,10 +246,17 @@ class NamedCache:
                 evicted += 1
         return evicted
 
-    def lru_is_clean(self) -> bool:
-        """True if the least recently used entry exists and is clean (equal to the store's)."""
+    def can_donate(self) -> bool:
+        """True if another cache may drop this one's least recently used entry: a cache whose
+        clean entries equal its store's (:attr:`may_donate`), not flushing, whose LRU entry
+        exists and is clean."""
         entries = self._entries
-        return bool(entries) and next(iter(entries)) not in self._dirty
+        return (
+            self.may_donate
+            and not self._flushing
+            and bool(entries)
+            and next(iter(entries)) not in self._dirty
+        )
 
     def evict(self) -> None:
         """Evict the least recently used entry, flushing all dirty entries first if it is dirty."""
@@ -306,7 +327,8 @@ class RecordCache:
         Only the growing cache is flushed: flushing it may put into other caches downstream,
         and those evict from themselves. One addition to Kafka's rule: when the growing
         cache's LRU entry is dirty (its eviction would flush the cache), the LRU entry of
-        another cache is dropped instead if it is clean (equal to its store: nothing is
+        another key-value cache is dropped instead if it is clean and that cache is not
+        flushing (:meth:`NamedCache.can_donate`: the entry equals its store, so nothing is
         written or forwarded, only a later read goes to the store). Why: the budget is
         shared, and a cache only shrinks by its own evictions, so a task that filled the
         budget first (a worker reads partitions in turns: its first polls may all be one
@@ -327,12 +349,12 @@ class RecordCache:
         """Drop the LRU entry of a cache other than ``cache`` if it is clean: the last donor's
         if it has one, else the largest such cache's. False if no cache has one."""
         donor = self._donor
-        if donor is None or donor is cache or not donor.lru_is_clean():
+        if donor is None or donor is cache or not donor.can_donate():
             donor = None
             for other in self._caches.values():
                 if (
                     other is not cache
-                    and other.lru_is_clean()
+                    and other.can_donate()
                     and (donor is None or other.size_bytes > donor.size_bytes)
                 ):
                     donor = other

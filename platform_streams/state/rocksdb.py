@@ -174,17 +174,6 @@ class RocksDBBytesMap(BytesMap):
         if backend.pending_count >= _MAX_PENDING:
             backend.write_pending()
 
-    def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
-        """:meth:`put` of every entry with one overlay update (a cache flush's writes), when
-        they fit below ``_MAX_PENDING``; else put by put, so the overlay is written out at
-        the very put it would have been (the write's timing is the memtable's)."""
-        backend = self._backend
-        if backend.pending_count + len(entries) < _MAX_PENDING:
-            self.pending.update(entries)
-            backend.pending_count += len(entries)
-            return
-        BytesMap.put_all(self, entries)
-
     def write_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Apply ``entries`` as one ``WriteBatch`` written now (Kafka Streams'
         ``RocksDBStore.restoreBatch``): no overlay dict, no per-entry method call.

@@ -122,6 +122,31 @@ def test_json_sink_with_options_keeps_the_serde_method() -> None:
     assert driver.create_output_topic("out", Bytes(), Bytes()).read_values_to_list() == [b'{"a":2,"b":1}']
 
 
+class _Enveloped(Json):
+    """A user's serde: JSON in an envelope (its own ``serialize``/``deserialize``)."""
+
+    def serialize(self, obj: Any) -> bytes | None:
+        return None if obj is None else super().serialize({"v": 1, "data": obj})
+
+    def deserialize(self, data: bytes | None) -> Any:
+        decoded = super().deserialize(data)
+        return None if decoded is None else decoded["data"]
+
+
+def test_a_json_subclass_with_its_own_codec_keeps_it_in_fused_code() -> None:
+    """The C-level shortcuts are Json's own: a subclass overriding ``serialize`` or
+    ``deserialize`` is called (a review found the first fast sink serializer skipped it)."""
+    assert _Enveloped().fast_serializer() is None and _Enveloped().fast_deserializer() is None
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed(key_serde=Bytes(), value_serde=_Enveloped())).map_values(
+        lambda v: {"x": v["x"] + 1}
+    ).to("out", Produced(key_serde=Bytes(), value_serde=_Enveloped()))
+    driver = TopologyTestDriver(builder.build(), CONFIG)
+    driver.create_input_topic("in", Bytes(), Bytes()).pipe_input(b"k", b'{"v":1,"data":{"x":1}}')
+    out = driver.create_output_topic("out", Bytes(), Bytes()).read_values_to_list()
+    assert out == [b'{"v":1,"data":{"x":2}}']
+
+
 def _changelog_record(header: bytes | None) -> Any:
     headers = None if header is None else [("__ps_src", header)]
     return ck.Message(

@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
-from platform_streams.state.api import FlushListener, KeyValueStore
+from platform_streams.state.api import FlushListener, KeyValueStore, StateStore
 from platform_streams.state.cache import merge_sorted
 from platform_streams.state.wrappers.base import CachingLayer
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
+    from platform_streams.state.store_context import StateStoreContext
 
 __all__ = ["CachingKeyValueStore"]
 
@@ -34,6 +35,11 @@ class CachingKeyValueStore(CachingLayer, KeyValueStore[bytes, bytes]):
         #: the one-loop flush the timestamped store above sets for the DSL's stack
         #: (:mod:`~platform_streams.state.wrappers.direct_flush_path`); None: :meth:`layered_flush`
         self.direct_flush: Callable[[list[tuple[bytes, bytes | None, int]]], None] | None = None
+
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        super().init(context, root)
+        # a clean entry is what the store below answers: another cache may drop it
+        self._require().may_donate = True
 
     def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> None:
         super().set_flush_listener(listener, send_old_values)

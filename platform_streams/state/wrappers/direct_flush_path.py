@@ -9,15 +9,14 @@ and a flush is thousands of entries: for an exactly-once count (100 ms commits) 
 is a third of the worker's time, and an every-key-new count flushes every record.
 
 :func:`direct_flush` builds the flush callback that does the same work per entry in one
-loop: the same bytes-store writes (all of them in one call when no old values are read),
-the same changelog record (topic, partition, timestamp and headers resolved once per
-flush through ``StateStoreContext.change_sender``, whose ``send`` the loop calls itself:
-none of them can change within a flush), the same listener call with the same decoded
-key, value, old value and timestamp, in the same order. A value whose decoded form the
-cache kept beside these very bytes (``direct_cache_path``) is not decoded again, nor is
-a key of a ``Bytes`` key serde. Entries whose value is None (deletes: their reported
-timestamp lives in the timestamped store) take the layered path, one at a time, so the
-order of the flush is kept.
+loop: the same bytes-store put, the same changelog record (topic, partition, timestamp
+and headers resolved once per flush through ``StateStoreContext.change_sender``, whose
+``send`` the loop calls itself: none of them can change within a flush), the same
+listener call with the same decoded key, value, old value and timestamp, in the same
+order. A value whose decoded form the cache kept beside these very bytes
+(``direct_cache_path``) is not decoded again, nor is a key of a ``Bytes`` key serde.
+Entries whose value is None (deletes: their reported timestamp lives in the timestamped
+store) take the layered path, one at a time, so the order of the flush is kept.
 
 It applies only to the exact stack it knows (``MeteredKeyValueStore`` ->
 ``CachingKeyValueStore`` -> [``ChangeLoggingKeyValueStore`` ->] ``KeyValueBytesStore``);
@@ -58,13 +57,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
 
     def flush(entries: list[tuple[bytes, bytes | None, int]]) -> None:
         cached_entries = caching._require()._entries
-        bytes_map = inner._map
-        put, get = bytes_map.put, bytes_map.get
-        if not send_old_values:
-            # every write in one call, before the listeners hear of any (Kafka puts and
-            # forwards one entry at a time): no one reads below the cache, which holds each
-            # flushed entry, so the order cannot be seen. An old value must be read first.
-            bytes_map.put_all([(key, value) for key, value, _ in entries if value is not None])
+        put, get = inner._map.put, inner._map.get
         logging = changelog is not None
         if changelog is not None:
             (send, topic, headers, partition), log_timestamp = changelog.flush_sender()
@@ -79,7 +72,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                 old_raw = get(key)
                 if old_raw is not None:
                     old = deserialize_value(old_raw)[0]
-                put(key, value)
+            put(key, value)
             if logging:
                 send(topic, key, value, log_timestamp, headers, partition)
             cached = cached_entries.get(key)  # the decoded form kept for these bytes, if any

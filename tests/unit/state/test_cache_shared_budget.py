@@ -5,8 +5,10 @@ cache only shrinks by its own evictions. On a worker that read one partition fir
 first polls held nothing else), that task's cache took the whole budget and kept it, and the
 other tasks' caches, one entry large, flushed at every record: an every-key-new count
 flushed 750,000 times a million records on three tasks of four. Our ``evict_from`` drops
-another cache's least recently used entry instead when it is clean (equal to its store:
-nothing is written or forwarded); with none clean, Kafka's rule applies.
+another key-value cache's least recently used entry instead when it is clean (equal to its
+store: nothing is written or forwarded); with none clean, Kafka's rule applies. Window
+caches never give (a clean window may be one the store expired and only the cache still
+answers), nor does a cache while it flushes (its entries look clean, unwritten).
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ ENTRY = ENTRY_OVERHEAD_BYTES + 2 + 3
 Flushed = list[list[bytes]]
 
 
-def _named(cache: RecordCache, name: str) -> tuple[NamedCache, Flushed]:
+def _named(cache: RecordCache, name: str, may_donate: bool = True) -> tuple[NamedCache, Flushed]:
+    """A named cache as a key-value store's caching layer makes it (``may_donate``)."""
     flushed: Flushed = []
-    return cache.named(name, lambda batch: flushed.append([key for key, _, _ in batch])), flushed
+    named = cache.named(name, lambda batch: flushed.append([key for key, _, _ in batch]))
+    named.may_donate = may_donate
+    return named, flushed
 
 
 def test_a_growing_cache_takes_clean_entries_of_a_full_one_instead_of_flushing() -> None:
@@ -80,3 +85,40 @@ def test_a_closed_cache_is_no_donor() -> None:
     late.put(b"b2", b"vvv", 1)
     late.put(b"b3", b"vvv", 1)  # over again: no donor left, late flushes itself
     assert late_flushed == [[b"b1", b"b2", b"b3"]] and cache.size_bytes == 2 * ENTRY
+
+
+def test_a_window_cache_gives_nothing() -> None:
+    """A clean cached window may be one its store expired (CachingWindowStore.fetch_at answers
+    it, as Kafka's cache does: KStreamWindowAggregateTest.testJoin): only its own growth
+    evicts it, as in Kafka."""
+    cache = RecordCache(max_bytes=3 * ENTRY)
+    windows, _ = _named(cache, "0_0-windows", may_donate=False)
+    late, late_flushed = _named(cache, "0_1-counts")
+    windows.put(b"w1", b"vvv", 1)
+    windows.put(b"w2", b"vvv", 1)
+    windows.flush()
+    late.put(b"b1", b"vvv", 1)
+    late.put(b"b2", b"vvv", 1)  # over: late flushes itself, the clean windows stay
+    assert late_flushed == [[b"b1", b"b2"]] and len(windows) == 2
+
+
+def test_a_cache_gives_nothing_while_it_flushes() -> None:
+    """Its entries are out of the dirty set before they are written below: a put that its
+    flush makes into another cache must not drop them (they would be read from the store,
+    still old, for the rest of the flush)."""
+    cache = RecordCache(max_bytes=3 * ENTRY)
+    downstream, down_flushed = _named(cache, "0_0-down")
+    seen: list[list[bytes]] = []
+
+    def forward(batch: list[tuple[bytes, bytes | None, int]]) -> None:
+        for key, _, _ in batch:
+            downstream.put(b"d" + key[1:], b"vvv", 1)  # over the budget on the second entry
+            seen.append([k for k in (b"a1", b"a2") if k in upstream])
+
+    upstream = cache.named("0_1-up", forward)
+    upstream.may_donate = True
+    upstream.put(b"a1", b"vvv", 1)
+    upstream.put(b"a2", b"vvv", 1)
+    upstream.flush()
+    assert seen == [[b"a1", b"a2"], [b"a1", b"a2"]]  # nothing taken mid-flush
+    assert down_flushed == [[b"d1", b"d2"]]  # the downstream cache flushed itself instead

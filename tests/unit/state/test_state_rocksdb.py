@@ -143,36 +143,3 @@ def test_write_all_goes_to_rocksdb_after_the_overlay(tmp_path: Path) -> None:
         assert list(again.default.items()) == [(b"a", b"1"), (b"c", b"33"), (b"keep", b"k")]
     finally:
         again.close()
-
-
-def test_put_all_is_puts_in_one_overlay_update(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A cache flush's writes (state/wrappers/direct_flush_path.py): the overlay takes them
-    as ``put`` would, counted the same, and a full overlay is written out the same way."""
-    from platform_streams.state import rocksdb
-    from platform_streams.state.backend import BytesMap
-
-    backend = _open(tmp_path / "db")
-    try:
-        data = backend.default
-        data.put(b"a", b"old")
-        data.put_all([(b"a", b"1"), (b"b", b"2"), (b"c", None)])
-        assert backend.pending_count == 4
-        assert [data.get(k) for k in (b"a", b"b", b"c")] == [b"1", b"2", None]
-        monkeypatch.setattr(rocksdb, "_MAX_PENDING", 7)
-        data.put_all([(b"d", b"4"), (b"e", b"5"), (b"f", b"6"), (b"g", b"7")])
-        # written out at the seventh put, as seven puts would have been; the last one waits
-        assert backend.pending_count == 1 and data.pending == {b"g": b"7"}
-        assert list(data.items()) == [
-            (b"a", b"1"),
-            (b"b", b"2"),
-            (b"d", b"4"),
-            (b"e", b"5"),
-            (b"f", b"6"),
-            (b"g", b"7"),
-        ]
-        puts: list[tuple[bytes, bytes | None]] = []
-        monkeypatch.setattr(type(data), "put", lambda self, k, v: puts.append((k, v)))
-        BytesMap.put_all(data, [(b"x", b"1"), (b"y", None)])  # the default: one put each, in order
-        assert puts == [(b"x", b"1"), (b"y", None)]
-    finally:
-        backend.close()
