@@ -338,9 +338,9 @@ class RecordCache:
         if cache._final:
             self.evictions += cache.evict_final()
         entries = cache._entries  # not len(cache): an every-key-new workload evicts per record
-        dirty = cache._dirty
         while self.size_bytes > self.max_bytes and entries:
-            if next(iter(entries)) in dirty and self._evict_clean_elsewhere(cache):
+            # ``_dirty`` read each time: a flush replaces it
+            if next(iter(entries)) in cache._dirty and self._evict_clean_elsewhere(cache):
                 continue
             cache.evict()
             self.evictions += 1

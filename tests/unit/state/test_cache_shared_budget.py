@@ -122,3 +122,27 @@ def test_a_cache_gives_nothing_while_it_flushes() -> None:
     upstream.flush()
     assert seen == [[b"a1", b"a2"], [b"a1", b"a2"]]  # nothing taken mid-flush
     assert down_flushed == [[b"d1", b"d2"]]  # the downstream cache flushed itself instead
+
+
+def test_after_its_own_flush_a_cache_evicts_its_own_clean_entries() -> None:
+    """In one eviction loop the growing cache flushes (no clean entry elsewhere yet), then
+    its eldest is clean and it evicts that, even though the other cache has clean entries
+    by then (here its flush's forwarding flushed the other): a flush replaces the dirty set."""
+    cache = RecordCache(max_bytes=4 * ENTRY)
+    other, _ = _named(cache, "0_0-counts")
+    flushed: Flushed = []
+
+    def forward(batch: list[tuple[bytes, bytes | None, int]]) -> None:
+        flushed.append([key for key, _, _ in batch])
+        other.flush()
+
+    growing = cache.named("0_1-counts", forward)
+    growing.may_donate = True
+    growing.put(b"b1", b"vvv", 1)
+    growing.put(b"b2", b"vvv", 1)
+    other.put(b"a1", b"vvv", 1)  # dirty: no donor yet
+    other.put(b"a2", b"vvv", 1)
+    growing.put(b"b3", b"vvv" + b"x" * ENTRY, 1)  # needs two entries' room
+    assert flushed == [[b"b1", b"b2", b"b3"]]
+    assert b"b1" not in growing and b"b2" not in growing
+    assert b"a1" in other and b"a2" in other  # clean now, but the grower had its own
