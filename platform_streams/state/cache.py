@@ -91,7 +91,7 @@ class NamedCache:
         #: drop it (:meth:`RecordCache.evict_from`): a key-value store's, set by its caching
         #: layer. Not a window store's: its cache still answers a window the store expired.
         self.may_donate = False
-        #: true while the flush callback runs: the entries look clean and are not written yet
+        #: true while :meth:`_write_out` runs the flush callback
         self._flushing = False
 
     def set_remove_hook(self, hook: Callable[[bytes], None] | None) -> None:
@@ -186,11 +186,9 @@ class NamedCache:
             entry = entries[key]
             dirty.append((key, entry[0], entry[1]))
         self._dirty = {}
-        self._flushing = True
         try:
-            self.flush_callback(dirty)
+            self._write_out(dirty)
         finally:
-            self._flushing = False
             for key, value, _ in dirty:
                 if value is None and key in entries and entries[key][0] is None:
                     self._remove(key)
@@ -233,18 +231,22 @@ class NamedCache:
                 entry = entries[key]
                 out.append((key, entry[0], entry[1]))
         if out:
-            # a failing write leaves the entries cached (clean), as a failed flush does
-            self._flushing = True
-            try:
-                self.flush_callback(out)
-            finally:
-                self._flushing = False
+            self._write_out(out)  # a failing write leaves them cached (clean), as a failed flush does
         evicted = 0
         for key in keys:
             if key in entries:
                 self._remove(key)
                 evicted += 1
         return evicted
+
+    def _write_out(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Hand entries already out of the dirty set to the flush callback; while it runs they
+        look clean but are not written yet, so no other cache may take them (:meth:`can_donate`)."""
+        self._flushing = True
+        try:
+            self.flush_callback(entries)
+        finally:
+            self._flushing = False
 
     def can_donate(self) -> bool:
         """True if another cache may drop this one's least recently used entry: a cache whose

@@ -175,7 +175,6 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
             self._layered_flush(entries)
             return
         put = inner.put_binary
-        logging = changelog is not None
         if changelog is not None:
             (send, topic, headers, partition), log_timestamp = changelog.flush_sender()
         listener = self._listener
@@ -187,7 +186,7 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
                 continue
             start = window_start_of(binary)
             put(binary, value, start)
-            if logging:
+            if changelog is not None:
                 send(topic, binary, value, log_timestamp, headers, partition)
             if listener is not None:
                 key = binary[: len(binary) - WINDOW_SUFFIX_LEN]

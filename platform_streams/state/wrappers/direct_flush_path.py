@@ -58,7 +58,6 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
     def flush(entries: list[tuple[bytes, bytes | None, int]]) -> None:
         cached_entries = caching._require()._entries
         put, get = inner._map.put, inner._map.get
-        logging = changelog is not None
         if changelog is not None:
             (send, topic, headers, partition), log_timestamp = changelog.flush_sender()
         deserialize_value = metered._deserialize_value
@@ -73,7 +72,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                 if old_raw is not None:
                     old = deserialize_value(old_raw)[0]
             put(key, value)
-            if logging:
+            if changelog is not None:
                 send(topic, key, value, log_timestamp, headers, partition)
             cached = cached_entries.get(key)  # the decoded form kept for these bytes, if any
             new = cached[2] if cached is not None and cached[0] is value else None
