@@ -62,6 +62,7 @@ from platform_streams.kafka.fetch_wait import FetchWaitEscalation
 from platform_streams.kafka.local_broker import BrokerProcess, find_free_port, run_broker_forever
 from platform_streams.kafka.log_reader import (
     LogEndListener,
+    PartitionReader,
     high_watermark_from_fetch,
     read_partition_batches,
     read_partition_range,
@@ -91,6 +92,7 @@ __all__ = [
     "KafkaException",
     "LogEndListener",
     "Message",
+    "PartitionReader",
     "Producer",
     "TimeLookup",
     "TopicPartition",

@@ -90,6 +90,11 @@ class FetchWaitEscalation:
         elif not self.escalated and self._clock() - self._last_progress >= self._idle_s:
             self._escalate()
 
+    def watch_from_now(self) -> None:
+        """Start the starvation watch over: a reader opened ahead of its use (a restore's
+        next partition) did not starve while nobody consumed from it."""
+        self._last_progress = self._clock()
+
     def close(self) -> None:
         self.consumer.close()
 

@@ -39,7 +39,13 @@ from platform_streams.errors import BrokerError, StreamsTimeoutError
 from platform_streams.kafka.errors import is_fatal, to_broker_error
 from platform_streams.kafka.fetch_wait import FetchWaitEscalation
 
-__all__ = ["LogEndListener", "high_watermark_from_fetch", "read_partition_batches", "read_partition_range"]
+__all__ = [
+    "LogEndListener",
+    "PartitionReader",
+    "high_watermark_from_fetch",
+    "read_partition_batches",
+    "read_partition_range",
+]
 
 #: Called with ``(log_start, log_end)`` as fetch responses report them: once the first fetch
 #: answered, and again whenever the end moved (checked once per consumed batch, not per record).
@@ -156,24 +162,69 @@ def read_partition_batches(
     """
     if end_offset is not None and start_offset >= 0 and end_offset <= start_offset:
         return
-    conf: dict[str, Any] = {**_READER_DEFAULTS, **consumer_conf}
-    conf.setdefault("group.id", f"platform-streams-log-reader-{uuid.uuid4().hex[:12]}")
-    conf["enable.partition.eof"] = True  # the end-of-log signal this reader relies on
-    tp = TopicPartition(topic, partition)
-    reader = FetchWaitEscalation(
-        conf, {(topic, partition): start_offset}, reader=f"reading {topic}-{partition}"
-    )
+    reader = PartitionReader(consumer_conf, topic, partition, start_offset, timeout_s=timeout_s)
     try:
-        if start_offset < 0:
-            # A logical start offset is resolved by a ListOffsets request that librdkafka
-            # only sends once it knows the partition leader; when metadata is not cached
-            # yet it retries on a 500 ms timer. All-topics metadata first (never a named
-            # request: it could create the topic) makes the lookup immediate.
-            _warm_metadata(reader.consumer, timeout_s)
-        reader.assign()
-        yield from _read(reader, tp, start_offset, end_offset, timeout_s, batch_size, on_log_end)
+        yield from reader.batches(end_offset=end_offset, batch_size=batch_size, on_log_end=on_log_end)
     finally:
         reader.close()
+
+
+class PartitionReader:
+    """One partition's reader, opened: the consumer exists and is assigned at ``start_offset``.
+
+    Opening is where a read's fixed cost is (a consumer, its connection, metadata and the
+    first fetch: ~50-100 ms on Tansu), and librdkafka fetches in the background from the
+    moment of :meth:`__init__`. A restore opens the next changelog partition's reader while
+    it applies the current one (``platform_streams.state.restore``'s read-ahead), so only the
+    first partition waits for it. :meth:`batches` reads as :func:`read_partition_batches`;
+    :meth:`close` closes the consumer (the owner's job, also for a reader never read).
+    """
+
+    def __init__(
+        self,
+        consumer_conf: Mapping[str, Any],
+        topic: str,
+        partition: int,
+        start_offset: int,
+        *,
+        timeout_s: float,
+    ) -> None:
+        conf: dict[str, Any] = {**_READER_DEFAULTS, **consumer_conf}
+        conf.setdefault("group.id", f"platform-streams-log-reader-{uuid.uuid4().hex[:12]}")
+        conf["enable.partition.eof"] = True  # the end-of-log signal this reader relies on
+        self.tp = TopicPartition(topic, partition)
+        self.start_offset = start_offset
+        self.timeout_s = timeout_s
+        self._fetch = FetchWaitEscalation(
+            conf, {(topic, partition): start_offset}, reader=f"reading {topic}-{partition}"
+        )
+        try:
+            if start_offset < 0:
+                # A logical start offset is resolved by a ListOffsets request that librdkafka
+                # only sends once it knows the partition leader; when metadata is not cached
+                # yet it retries on a 500 ms timer. All-topics metadata first (never a named
+                # request: it could create the topic) makes the lookup immediate.
+                _warm_metadata(self._fetch.consumer, timeout_s)
+            self._fetch.assign()
+        except BaseException:
+            self._fetch.close()
+            raise
+
+    def batches(
+        self,
+        *,
+        end_offset: int | None = None,
+        batch_size: int = 1000,
+        on_log_end: LogEndListener | None = None,
+    ) -> Iterator[list[Message]]:
+        """Non-empty lists of records up to ``end_offset`` or the log end (read once)."""
+        self._fetch.watch_from_now()  # an opened reader may have waited its turn: not starvation
+        return _read(
+            self._fetch, self.tp, self.start_offset, end_offset, self.timeout_s, batch_size, on_log_end
+        )
+
+    def close(self) -> None:
+        self._fetch.close()
 
 
 def _read(

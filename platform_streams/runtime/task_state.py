@@ -25,6 +25,7 @@ from platform_streams.errors import BrokerError, StreamsTimeoutError
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter
 from platform_streams.state.restore import ChangelogReader, StateRestoreListener
+from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from platform_streams.state.snapshot_restore import SnapshotRestore, SnapshotRestorer
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class TaskStateLifecycle:
         nothing was committed): changelog records written for input at or beyond them are
         skipped.
         """
+        todo = []
         for task in tasks:
             self._persisted.pop(task.task_id, None)
             if self.snapshots is not None:
@@ -74,33 +76,55 @@ class TaskStateLifecycle:
                 self.last_restore[task.task_id] = {}
                 self.last_skipped[task.task_id] = 0
                 continue
-            started = time.monotonic()
-            record_filter = CommittedInputFilter(task.partitions, committed)
-            self._restore_task(task, record_filter)
-            counts = {
-                name: task.state_manager.restored_count(name) for name in task.state_manager.store_names
-            }
-            counts = {name: n for name, n in counts.items() if n}
-            self.last_restore[task.task_id] = counts
-            self.last_skipped[task.task_id] = record_filter.skipped
-            replayed = sum(counts.values())
-            self.total_restored += replayed
-            log.info(
-                "task %s restored %d changelog records (%d skipped: for uncommitted input) in %.2fs (%s)",
-                task.task_id,
-                replayed,
-                record_filter.skipped,
-                time.monotonic() - started,
-                ", ".join(f"{s}={n}" for s, n in sorted(counts.items())) or "nothing to replay",
-            )
+            todo.append(task)
+        # every task's partitions in restore order: each is opened while the one before is read
+        read_ahead = RestoreReadAhead(
+            [
+                (p.topic, p.partition, p.start_offset)
+                for t in todo
+                for p in t.state_manager.changelog_offsets_to_restore()
+            ]
+        )
+        try:
+            for task in todo:
+                self._restore_and_log(task, committed, read_ahead)
+        finally:
+            read_ahead.close()
 
-    def _restore_task(self, task: StreamTask, record_filter: CommittedInputFilter) -> None:
+    def _restore_and_log(
+        self, task: StreamTask, committed: Mapping[tuple[str, int], int | None], read_ahead: RestoreReadAhead
+    ) -> None:
+        started = time.monotonic()
+        record_filter = CommittedInputFilter(task.partitions, committed)
+        self._restore_task(task, record_filter, read_ahead)
+        counts = {name: task.state_manager.restored_count(name) for name in task.state_manager.store_names}
+        counts = {name: n for name, n in counts.items() if n}
+        self.last_restore[task.task_id] = counts
+        self.last_skipped[task.task_id] = record_filter.skipped
+        replayed = sum(counts.values())
+        self.total_restored += replayed
+        log.info(
+            "task %s restored %d changelog records (%d skipped: for uncommitted input) in %.2fs (%s)",
+            task.task_id,
+            replayed,
+            record_filter.skipped,
+            time.monotonic() - started,
+            ", ".join(f"{s}={n}" for s, n in sorted(counts.items())) or "nothing to replay",
+        )
+
+    def _restore_task(
+        self, task: StreamTask, record_filter: CommittedInputFilter, read_ahead: RestoreReadAhead
+    ) -> None:
         conf = self.config.restore_consumer_configs()
         deadline = time.monotonic() + self.config.task_timeout_ms / 1000.0
         stall_s = _STALL_S if conf.get("isolation.level") == "read_committed" else 30.0
         while True:
             reader = ChangelogReader(
-                conf, listener=self.listener, record_filter=record_filter, timeout_s=stall_s
+                conf,
+                listener=self.listener,
+                record_filter=record_filter,
+                timeout_s=stall_s,
+                read_ahead=read_ahead,
             )
             try:
                 reader.restore(task.state_manager)  # resumes after whatever an earlier attempt applied

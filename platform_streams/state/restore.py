@@ -25,8 +25,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from platform_streams.errors import BrokerError
-from platform_streams.kafka import read_partition_batches
+from platform_streams.kafka import PartitionReader
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
+from platform_streams.state.restore_read_ahead import RestoreReadAhead
 
 __all__ = ["ChangelogReader", "RecordFilter", "StateRestoreListener"]
 
@@ -88,7 +89,8 @@ class ChangelogReader:
 
     ``consumer_conf`` is a librdkafka config from the runtime: ``bootstrap.servers``, no
     group, ``isolation.level=read_committed`` under exactly-once. Reading is sequential,
-    one partition after another.
+    one partition after another; with ``read_ahead`` (the runtime's, across a rebalance's
+    tasks) each partition's reader is opened while the one before it is read.
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class ChangelogReader:
         record_filter: RecordFilter | None = None,
         progress_every_records: int = 100_000,
         progress_every_s: float = 10.0,
+        read_ahead: RestoreReadAhead | None = None,
     ) -> None:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
@@ -111,6 +114,7 @@ class ChangelogReader:
         self._record_filter = record_filter
         self._progress_records = progress_every_records
         self._progress_s = progress_every_s
+        self._read_ahead = read_ahead
 
     def restore(self, manager: ProcessorStateManager) -> dict[str, int]:
         """Replay every changelog the manager lists; returns records applied per store."""
@@ -159,15 +163,11 @@ class ChangelogReader:
         timestamps: list[int] | None = [] if manager.restores_with_timestamps(store) else None
         last_offset: int | None = None
         select = _batch_filter(keep, topic, partition)
-        reads = read_partition_batches(
-            self._conf,
-            topic,
-            partition,
-            start,
-            timeout_s=self._timeout_s,
-            batch_size=batch_size,
-            on_log_end=log_end_seen,
-        )
+        if self._read_ahead is not None:
+            reader = self._read_ahead.take(self._conf, topic, partition, start, timeout_s=self._timeout_s)
+        else:
+            reader = PartitionReader(self._conf, topic, partition, start, timeout_s=self._timeout_s)
+        reads = reader.batches(batch_size=batch_size, on_log_end=log_end_seen)
         try:
             # read per consumed batch (the filter, keys and values taken by comprehensions, not
             # a statement loop per record); applied in batches of exactly ``batch_size`` kept
@@ -210,7 +210,7 @@ class ChangelogReader:
                         reported_at, last_report = total, now
                 last_offset = messages[-1].offset()
         finally:
-            reads.close()  # stops the generator: closes its consumer now, not at GC
+            reader.close()
         if batch or last_offset is not None:
             total += self._apply(manager, store, tp, batch, last_offset, timestamps)
         listener.on_restore_end(store, tp, total)

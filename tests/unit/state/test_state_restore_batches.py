@@ -42,10 +42,17 @@ class _Manager:
 
 
 def _consumed(monkeypatch: pytest.MonkeyPatch, batches: list[list[SerializedRecord]]) -> None:
-    def read(*args: Any, **kwargs: Any) -> Iterator[list[SerializedRecord]]:
-        yield from batches
+    class _Reader:  # stands in for kafka.PartitionReader: what one partition's consumer returns
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
 
-    monkeypatch.setattr(restore_module, "read_partition_batches", read)
+        def batches(self, **kwargs: Any) -> Iterator[list[SerializedRecord]]:
+            yield from batches
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(restore_module, "PartitionReader", _Reader)
 
 
 def test_batches_hold_exactly_batch_size_kept_records(monkeypatch: pytest.MonkeyPatch) -> None:
