@@ -7,9 +7,12 @@ its connection, metadata and the first fetch, 50-100 ms on the embedded broker. 
 Kafka Streams hides it with one restore consumer assigned every changelog partition it
 restores. Here each partition keeps its own reader -- its starvation escalation
 (``kafka/fetch_wait.py``), its offset-out-of-range reset, its end found from fetches -- and
-the next partition of the restore's plan is opened one ahead, in a background thread, so
-librdkafka is already fetching it when its turn comes. At most two readers (two
-consumers, two fetch queues) exist at a time.
+the next partitions of the restore's plan are opened ahead (:data:`DEPTH` of them), in a
+background thread, so librdkafka is already fetching them when their turn comes. A
+partition with few records (a fresh application's empty changelogs: a reader's start is
+all it costs) is then read in the time another one starts, so a task's turn does not cost
+a reader's start each. At most ``DEPTH + 1`` readers (consumers, fetch queues: librdkafka's
+``queued.min.messages`` / ``queued.max.messages.kbytes`` bound each) exist at a time.
 """
 
 from __future__ import annotations
@@ -21,29 +24,35 @@ from typing import Any
 
 from platform_streams.kafka import PartitionReader
 
-__all__ = ["RestoreReadAhead"]
+__all__ = ["DEPTH", "RestoreReadAhead"]
 
 log = logging.getLogger(__name__)
+
+#: partitions opened ahead of the one being read
+DEPTH = 3
 
 #: (topic, partition, start offset)
 _Read = tuple[str, int, int]
 
 
 class RestoreReadAhead:
-    """Readers for a restore's ``plan``, each opened while the one before it is read.
+    """Readers for a restore's ``plan``, each opened while the ones before it are read.
 
     :meth:`take` returns the reader of one partition (the one opened ahead when it matches
     the partition, start offset and consumer settings, else a new one) and opens the plan's
-    next partition in the background. A reader opened ahead but never taken (the restore
-    failed, or restarted the partition elsewhere) is closed by :meth:`close`, which the
-    owner must call. Not thread-safe: one restoring thread uses it.
+    next ``depth`` partitions in the background. A reader opened ahead but never taken (the
+    restore failed, or restarted the partition elsewhere) is closed by :meth:`close`, which
+    the owner must call. Not thread-safe: one restoring thread uses it.
     """
 
-    def __init__(self, plan: Sequence[_Read]) -> None:
+    def __init__(self, plan: Sequence[_Read], *, depth: int = DEPTH) -> None:
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1, got {depth}")
         self._plan = list(plan)
+        self._depth = depth
         self._executor: ThreadPoolExecutor | None = None
-        #: the reader opened ahead: what it reads, its settings, the opening
-        self._ahead: tuple[_Read, dict[str, Any], Future[PartitionReader]] | None = None
+        #: readers opened ahead, in plan order: what each reads, its settings, the opening
+        self._ahead: list[tuple[_Read, dict[str, Any], Future[PartitionReader]]] = []
 
     def take(
         self, conf: Mapping[str, Any], topic: str, partition: int, start_offset: int, *, timeout_s: float
@@ -57,49 +66,57 @@ class RestoreReadAhead:
         return reader
 
     def close(self) -> None:
-        """Close a reader opened ahead and not taken, and stop the opening thread."""
-        self._discard_ahead()
+        """Close the readers opened ahead and not taken, and stop the opening thread."""
+        self._discard(self._ahead)
+        self._ahead = []
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
 
     def _take_ahead(self, read: _Read, conf: Mapping[str, Any]) -> PartitionReader | None:
-        ahead = self._ahead
-        if ahead is None or ahead[0] != read or ahead[1] != conf:
-            return None
-        self._ahead = None
-        try:
-            return ahead[2].result()
-        except Exception as exc:  # the caller opens it again and meets the error itself
-            log.debug("opening %s-%d ahead failed (%s); opening it again", read[0], read[1], exc)
-            return None
-
-    def _open_next(self, read: _Read, conf: Mapping[str, Any], timeout_s: float) -> None:
-        following = self._after(read)
-        if following is None:
-            return
-        if self._ahead is not None and self._ahead[0] == following and self._ahead[1] == conf:
-            return
-        self._discard_ahead()
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="restore-read-ahead")
-        topic, partition, start = following
-        opening = self._executor.submit(PartitionReader, conf, topic, partition, start, timeout_s=timeout_s)
-        self._ahead = (following, dict(conf), opening)
-
-    def _after(self, read: _Read) -> _Read | None:
-        """The plan's partition after ``read``'s (a retry from another offset is the same turn)."""
-        for i, (topic, partition, _) in enumerate(self._plan[:-1]):
-            if (topic, partition) == read[:2]:
-                return self._plan[i + 1]
+        for i, (what, settings, opening) in enumerate(self._ahead):
+            if what == read and settings == conf:
+                del self._ahead[i]
+                try:
+                    return opening.result()
+                except Exception as exc:  # the caller opens it again and meets the error itself
+                    log.debug("opening %s-%d ahead failed (%s); opening it again", read[0], read[1], exc)
+                    return None
         return None
 
-    def _discard_ahead(self) -> None:
-        ahead, self._ahead = self._ahead, None
-        if ahead is None:
-            return
-        try:
-            reader = ahead[2].result()
-        except Exception:  # nothing was opened; nobody needs the error
-            return
-        reader.close()
+    def _open_next(self, read: _Read, conf: Mapping[str, Any], timeout_s: float) -> None:
+        """Keep the plan's ``depth`` partitions after ``read``'s opened (with ``conf``), no others."""
+        wanted = self._following(read)
+        keep = [a for a in self._ahead if a[0] in wanted and a[1] == conf]
+        self._discard([a for a in self._ahead if a not in keep])
+        opened = {a[0] for a in keep}
+        for following in wanted:
+            if following in opened:
+                continue
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self._depth, thread_name_prefix="restore-read-ahead"
+                )
+            topic, partition, start = following
+            opening = self._executor.submit(
+                PartitionReader, conf, topic, partition, start, timeout_s=timeout_s
+            )
+            keep.append((following, dict(conf), opening))
+        self._ahead = keep
+
+    def _following(self, read: _Read) -> list[_Read]:
+        """The plan's ``depth`` partitions after ``read``'s (a retry from another offset is the
+        same turn); none for a partition not in the plan."""
+        for i, (topic, partition, _) in enumerate(self._plan):
+            if (topic, partition) == read[:2]:
+                return self._plan[i + 1 : i + 1 + self._depth]
+        return []
+
+    @staticmethod
+    def _discard(ahead: list[tuple[_Read, dict[str, Any], Future[PartitionReader]]]) -> None:
+        for _, _, opening in ahead:
+            try:
+                reader = opening.result()
+            except Exception:  # nothing was opened; nobody needs the error
+                continue
+            reader.close()

@@ -13,6 +13,7 @@ is left open.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,26 +69,32 @@ class _Opened:
 # -- the plan's logic (no broker: readers stand in) -----------------------------------------
 
 
-def test_each_take_opens_the_next_partition_of_the_plan_in_the_background(
+def test_each_take_opens_the_next_partitions_of_the_plan_in_the_background(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     opened = _Opened(monkeypatch, real=False)
-    ahead = RestoreReadAhead([("c", 0, -2), ("c", 1, 5), ("d", 0, -2)])
-    first = ahead.take({"x": 1}, "c", 0, -2, timeout_s=1)
-    second = ahead.take({"x": 1}, "c", 1, 5, timeout_s=1)
+    plan = [("c", 0, -2), ("c", 1, 5), ("d", 0, -2), ("d", 1, -2)]
+    ahead = RestoreReadAhead(plan, depth=2)
+    first = ahead.take({"x": 1}, "c", 0, -2, timeout_s=1)  # opens c-1 and d-0 ahead
+    deadline = time.monotonic() + 10
+    while len(opened.opened) < 3 and time.monotonic() < deadline:  # opened in the background
+        time.sleep(0.01)
+    assert sorted(o[:3] for o in opened.opened) == sorted(plan[:3])
+    second = ahead.take({"x": 1}, "c", 1, 5, timeout_s=1)  # d-0 stays, d-1 is opened
     third = ahead.take({"x": 1}, "d", 0, -2, timeout_s=1)
+    fourth = ahead.take({"x": 1}, "d", 1, -2, timeout_s=1)
     ahead.close()
-    assert [o[:3] for o in opened.opened] == [("c", 0, -2), ("c", 1, 5), ("d", 0, -2)]
-    # the first is opened by the caller, the others ahead of their turn, by the read-ahead's thread
+    assert sorted(o[:3] for o in opened.opened) == sorted(plan)  # each opened once
+    # the first is opened by the caller, the others ahead of their turn, by the read-ahead's threads
     assert opened.opened[0][3] == threading.current_thread().name
     assert all(o[3].startswith("restore-read-ahead") for o in opened.opened[1:])
-    assert [first.what, second.what, third.what] == [("c", 0, -2), ("c", 1, 5), ("d", 0, -2)]
+    assert [r.what for r in (first, second, third, fourth)] == plan
     assert opened.closed == []  # taken readers are the caller's to close
 
 
 def test_another_start_offset_or_other_settings_get_a_fresh_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     opened = _Opened(monkeypatch, real=False)
-    ahead = RestoreReadAhead([("c", 0, -2), ("c", 1, -2), ("c", 2, -2)])
+    ahead = RestoreReadAhead([("c", 0, -2), ("c", 1, -2), ("c", 2, -2)], depth=1)
     ahead.take({"iso": "committed"}, "c", 0, -2, timeout_s=1)  # opens c-1 ahead
     # c-0 again from the beginning (an out-of-range reset): fresh, and c-1 stays opened ahead
     ahead.take({"iso": "committed"}, "c", 0, -2, timeout_s=1)
@@ -105,6 +112,11 @@ def test_another_start_offset_or_other_settings_get_a_fresh_reader(monkeypatch: 
     ]
     # the c-1 opened ahead with the old settings, and c-2 opened ahead but never taken
     assert opened.closed == [("c", 1, -2), ("c", 2, -2)]
+
+
+def test_depth_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="depth must be >= 1, got 0"):
+        RestoreReadAhead([], depth=0)
 
 
 def test_a_failed_opening_ahead_is_retried_by_the_taker_who_gets_its_error(
