@@ -1,7 +1,7 @@
 """``ChangelogReader``: replays changelog partitions into the stores of a task.
 
 Each changelog partition the state manager lists is read from its start offset to the end
-of the log with :func:`platform_streams.kafka.read_partition_range`, which finds the end
+of the log with a :class:`platform_streams.kafka.PartitionReader`, which finds the end
 from fetch responses (partition EOF / fetch high watermark), never from ListOffsets: on
 some brokers ListOffsets(latest) is wrong and a restore that trusted it would stop early. The
 loop counts records and tracks the last offset seen; it never assumes offsets are dense
@@ -107,7 +107,11 @@ class ChangelogReader:
     ) -> None:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
-        self._conf = dict(consumer_conf)
+        # A start outside the log must raise (the store is then wiped and restored from the
+        # beginning, as Kafka Streams' TaskCorruptedException does), never silently restart at
+        # the log's start on top of the stale store: the runtime's restore settings name
+        # ``auto.offset.reset=earliest``, and Apache Kafka answers OFFSET_OUT_OF_RANGE.
+        self._conf = {**consumer_conf, "auto.offset.reset": "error"}
         self._batch_size = batch_size
         self._timeout_s = timeout_s
         self._listener = listener or StateRestoreListener()

@@ -109,3 +109,16 @@ def test_a_long_wait_is_never_escalated() -> None:
     clock.now += 60.0
     guard.after_consume([])
     assert len(made) == 1 and guard.escalated
+
+
+def test_a_reader_opened_ahead_starts_its_watch_when_it_is_read() -> None:
+    """A restore opens readers ahead of their turn (state/restore_read_ahead.py): the time
+    nobody consumed from one is not starvation (``watch_from_now``)."""
+    guard, made, clock = _escalation()
+    clock.now += 30.0  # waited its turn
+    guard.watch_from_now()
+    guard.after_consume([])
+    assert len(made) == 1 and not guard.escalated
+    clock.now += 2.0  # and starves from there on
+    guard.after_consume([])
+    assert len(made) == 2 and guard.escalated

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from platform_streams.config import StreamsConfig
 from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin, PartitionReader, TopicSpec
 from platform_streams.processor.task_id import TaskId
@@ -40,6 +41,7 @@ class _Opened:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, real: bool) -> None:
         self.opened: list[tuple[str, int, int, str]] = []
+        self.confs: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
         self.closed: list[tuple[str, int, int]] = []
         self.fail: set[tuple[str, int]] = set()
         record = self
@@ -49,6 +51,7 @@ class _Opened:
                 self, conf: Any, topic: str, partition: int, start: int, *, timeout_s: float
             ) -> None:
                 record.opened.append((topic, partition, start, threading.current_thread().name))
+                record.confs.setdefault((topic, partition, start), []).append(dict(conf))
                 if (topic, partition) in record.fail:
                     raise BrokerError(f"{topic}-{partition}: cannot open", code="BROKER_NOT_AVAILABLE")
                 self.what = (topic, partition, start)
@@ -66,6 +69,13 @@ class _Opened:
         monkeypatch.setattr(read_ahead_module, "PartitionReader", Recording)
 
 
+def _wait_opened(opened: _Opened, n: int) -> None:
+    """Until ``n`` readers were opened (openings ahead run in the background)."""
+    deadline = time.monotonic() + 10
+    while len(opened.opened) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 # -- the plan's logic (no broker: readers stand in) -----------------------------------------
 
 
@@ -76,9 +86,7 @@ def test_each_take_opens_the_next_partitions_of_the_plan_in_the_background(
     plan = [("c", 0, -2), ("c", 1, 5), ("d", 0, -2), ("d", 1, -2)]
     ahead = RestoreReadAhead(plan, depth=2)
     first = ahead.take({"x": 1}, "c", 0, -2, timeout_s=1)  # opens c-1 and d-0 ahead
-    deadline = time.monotonic() + 10
-    while len(opened.opened) < 3 and time.monotonic() < deadline:  # opened in the background
-        time.sleep(0.01)
+    _wait_opened(opened, 3)
     assert sorted(o[:3] for o in opened.opened) == sorted(plan[:3])
     second = ahead.take({"x": 1}, "c", 1, 5, timeout_s=1)  # d-0 stays, d-1 is opened
     third = ahead.take({"x": 1}, "d", 0, -2, timeout_s=1)
@@ -103,15 +111,86 @@ def test_another_start_offset_or_other_settings_get_a_fresh_reader(monkeypatch: 
     reader = ahead.take({"iso": "uncommitted"}, "c", 1, -2, timeout_s=1)
     ahead.close()
     assert reader.what == ("c", 1, -2)
-    assert [o[:3] for o in opened.opened] == [
-        ("c", 0, -2),
-        ("c", 1, -2),
-        ("c", 0, -2),
-        ("c", 1, -2),
-        ("c", 2, -2),
-    ]
-    # the c-1 opened ahead with the old settings, and c-2 opened ahead but never taken
-    assert opened.closed == [("c", 1, -2), ("c", 2, -2)]
+    # (openings ahead run in the background: compared without their order)
+    got = sorted(o[:3] for o in opened.opened)
+    # c-2 is opened ahead with the new settings, unless close() dropped its opening first
+    opened_c2 = [("c", 2, -2)] if ("c", 2, -2) in got else []
+    assert got == sorted([("c", 0, -2), ("c", 1, -2), ("c", 0, -2), ("c", 1, -2), *opened_c2])
+    # closed: the c-1 opened ahead with the old settings, and c-2 (if opened) never taken
+    assert sorted(opened.closed) == [("c", 1, -2), *opened_c2]
+
+
+def test_a_reader_opened_ahead_at_another_start_offset_is_closed_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    opened = _Opened(monkeypatch, real=False)
+    ahead = RestoreReadAhead([("c", 0, -2), ("c", 1, -2)], depth=1)
+    ahead.take({}, "c", 0, -2, timeout_s=1)  # opens c-1 from the beginning, ahead
+    reader = ahead.take({}, "c", 1, 500, timeout_s=1)  # c-1's start moved (a retry, a snapshot)
+    ahead.close()
+    assert reader.what == ("c", 1, 500)
+    # the one opened ahead at -2 is closed, or was dropped before its opening started
+    at_start = [("c", 1, -2)] if ("c", 1, -2) in [o[:3] for o in opened.opened] else []
+    assert sorted(o[:3] for o in opened.opened) == [("c", 0, -2), *at_start, ("c", 1, 500)]
+    assert opened.closed == at_start
+
+
+def test_a_partition_taken_once_is_not_opened_ahead_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task's restore retried: its partitions restart where the last attempt stopped, which
+    the plan's start offsets do not know."""
+    opened = _Opened(monkeypatch, real=False)
+    ahead = RestoreReadAhead([("c", 0, -2), ("c", 1, -2), ("c", 2, -2)], depth=2)
+    ahead.take({}, "c", 0, -2, timeout_s=1)  # opens c-1, c-2
+    ahead.take({}, "c", 1, -2, timeout_s=1)
+    ahead.take({}, "c", 0, 40, timeout_s=1)  # the retry: c-1 is not opened again at -2
+    ahead.take({}, "c", 1, 30, timeout_s=1)
+    ahead.take({}, "c", 2, -2, timeout_s=1)  # still the one opened ahead
+    ahead.close()
+    assert [o[:3] for o in opened.opened if o[3].startswith("restore-read-ahead")] in (
+        [("c", 1, -2), ("c", 2, -2)],
+        [("c", 2, -2), ("c", 1, -2)],
+    )
+    assert sorted(o[:3] for o in opened.opened) == sorted(
+        [("c", 0, -2), ("c", 1, -2), ("c", 2, -2), ("c", 0, 40), ("c", 1, 30)]
+    )
+    assert opened.closed == []
+
+
+def test_readers_opened_ahead_bound_their_fetch_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = _Opened(monkeypatch, real=False)
+    ahead = RestoreReadAhead([("c", 0, -2), ("c", 1, -2), ("d", 0, -2)], depth=2)
+    ahead.take({"bootstrap.servers": "b"}, "c", 0, -2, timeout_s=1)
+    _wait_opened(opened, 3)
+    ahead.close()
+    assert opened.confs[("c", 0, -2)] == [{"bootstrap.servers": "b"}]  # the caller's own reader
+    assert opened.confs[("c", 1, -2)] == [{"bootstrap.servers": "b", "queued.max.messages.kbytes": 16384}]
+    ahead = RestoreReadAhead([("c", 0, -2), ("c", 1, -2)], depth=1)  # the settings' own bound wins
+    ahead.take({"queued.max.messages.kbytes": 1024}, "c", 0, -2, timeout_s=1)
+    _wait_opened(opened, 5)
+    ahead.close()
+    assert opened.confs[("c", 1, -2)][-1] == {"queued.max.messages.kbytes": 1024}
+
+
+def test_a_take_that_cannot_open_ahead_closes_its_own_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """E.g. a stream thread restoring while the interpreter exits: the executor refuses work."""
+    opened = _Opened(monkeypatch, real=False)
+
+    class Refusing:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+        def shutdown(self, **kwargs: Any) -> None:
+            pass
+
+    monkeypatch.setattr(read_ahead_module, "ThreadPoolExecutor", Refusing)
+    ahead = RestoreReadAhead([("c", 0, -2), ("c", 1, -2)])
+    with pytest.raises(RuntimeError, match="cannot schedule"):
+        ahead.take({}, "c", 0, -2, timeout_s=1)
+    ahead.close()
+    assert opened.closed == [("c", 0, -2)]
 
 
 def test_depth_must_be_positive() -> None:
@@ -130,6 +209,7 @@ def test_a_failed_opening_ahead_is_retried_by_the_taker_who_gets_its_error(
         ahead.take({}, "c", 1, -2, timeout_s=1)
     ahead.close()
     assert [o[:3] for o in opened.opened] == [("c", 0, -2), ("c", 1, -2), ("c", 1, -2)]
+    assert opened.closed == []  # the failed opening left nothing open; the rest is the caller's
 
 
 # -- against the broker ---------------------------------------------------------------------
@@ -204,3 +284,31 @@ def test_tasks_restore_exactly_with_readers_opened_ahead(
         (topic, 2, -2): False,
     }
     assert sorted(opened.closed) == sorted(o[:3] for o in opened.opened)  # every reader closed
+
+
+@pytest.mark.broker
+@pytest.mark.apache_kafka
+def test_a_checkpoint_beyond_the_log_end_wipes_the_store_with_the_runtimes_settings(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """The runtime's restore settings name ``auto.offset.reset=earliest``; a restore must still
+    see the out-of-range start (Apache Kafka answers OFFSET_OUT_OF_RANGE) and wipe the store,
+    not restart at the log's start on top of it (Kafka Streams: ``StoreChangelogReader``
+    turns ``InvalidOffsetException`` into ``TaskCorruptedException``, which wipes the store)."""
+    app = f"read-ahead-oor-{uuid.uuid4().hex[:10]}"
+    topic = changelog_topic_name(app, "kv")
+    admin.create_topics([TopicSpec(topic, 1, config={"cleanup.policy": "compact"})])
+    produce(bootstrap_servers, topic, [("a", "1", 0), ("b", "2", 0)])
+    manager, store = _manager(tmp_path, app, 0)
+    store.put("stale", "local only")
+    manager.flush()
+    manager.checkpoint({(topic, 0): 1000})  # the log was recreated since
+    manager.close()
+
+    conf = StreamsConfig(application_id=app, bootstrap_servers=bootstrap_servers).restore_consumer_configs()
+    assert conf["auto.offset.reset"] == "earliest"
+    manager, store = _manager(tmp_path, app, 0)
+    assert manager.changelog_offsets_to_restore()[0].start_offset == 1001
+    assert ChangelogReader(conf, timeout_s=20).restore(manager) == {"kv": 2}
+    assert dict(store.all()) == {"a": "1", "b": "2"}
+    manager.close()
