@@ -68,23 +68,20 @@ class TaskStateLifecycle:
         skipped.
         """
         todo = []
+        #: every task's partitions in restore order: each is opened while the one before is read
+        plan: list[tuple[str, int, int]] = []
         for task in tasks:
             self._persisted.pop(task.task_id, None)
             if self.snapshots is not None:
                 self.last_snapshots[task.task_id] = self.snapshots.restore(task.state_manager)
-            if not task.state_manager.changelog_offsets_to_restore():
+            parts = task.state_manager.changelog_offsets_to_restore()
+            if not parts:
                 self.last_restore[task.task_id] = {}
                 self.last_skipped[task.task_id] = 0
                 continue
             todo.append(task)
-        # every task's partitions in restore order: each is opened while the one before is read
-        read_ahead = RestoreReadAhead(
-            [
-                (p.topic, p.partition, p.start_offset)
-                for t in todo
-                for p in t.state_manager.changelog_offsets_to_restore()
-            ]
-        )
+            plan.extend((p.topic, p.partition, p.start_offset) for p in parts)
+        read_ahead = RestoreReadAhead(plan)
         try:
             for task in todo:
                 self._restore_and_log(task, committed, read_ahead)

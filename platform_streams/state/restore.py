@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from platform_streams.errors import BrokerError
-from platform_streams.kafka import PartitionReader
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
 
@@ -118,7 +117,8 @@ class ChangelogReader:
         self._record_filter = record_filter
         self._progress_records = progress_every_records
         self._progress_s = progress_every_s
-        self._read_ahead = read_ahead
+        #: without one, a read-ahead with no plan: it opens each reader when it is taken
+        self._read_ahead = read_ahead if read_ahead is not None else RestoreReadAhead([])
 
     def restore(self, manager: ProcessorStateManager) -> dict[str, int]:
         """Replay every changelog the manager lists; returns records applied per store."""
@@ -167,10 +167,7 @@ class ChangelogReader:
         timestamps: list[int] | None = [] if manager.restores_with_timestamps(store) else None
         last_offset: int | None = None
         select = _batch_filter(keep, topic, partition)
-        if self._read_ahead is not None:
-            reader = self._read_ahead.take(self._conf, topic, partition, start, timeout_s=self._timeout_s)
-        else:
-            reader = PartitionReader(self._conf, topic, partition, start, timeout_s=self._timeout_s)
+        reader = self._read_ahead.take(self._conf, topic, partition, start, timeout_s=self._timeout_s)
         reads = reader.batches(batch_size=batch_size, on_log_end=log_end_seen)
         try:
             # read per consumed batch (the filter, keys and values taken by comprehensions, not

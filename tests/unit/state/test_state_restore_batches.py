@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from platform_streams.processor.serialized_record import SerializedRecord
-from platform_streams.state import restore as restore_module
+from platform_streams.state import restore_read_ahead
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition
 from platform_streams.state.restore import ChangelogReader
 
@@ -52,7 +52,7 @@ def _consumed(monkeypatch: pytest.MonkeyPatch, batches: list[list[SerializedReco
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(restore_module, "PartitionReader", _Reader)
+    monkeypatch.setattr(restore_read_ahead, "PartitionReader", _Reader)  # where the restore opens it
 
 
 def test_batches_hold_exactly_batch_size_kept_records(monkeypatch: pytest.MonkeyPatch) -> None:
