@@ -69,6 +69,11 @@ class CommittedInputFilter:
         self.update(committed)
         #: records judged not committed so far
         self.skipped = 0
+        #: changelog partition -> ``[start, end)`` applied without reading headers
+        #: (:mod:`platform_streams.runtime.restore_ranges`)
+        self.trusted: dict[TopicPartitionKey, tuple[int, int]] = {}
+        #: records applied unread because a trusted range held them
+        self.trusted_records = 0
 
     def update(self, committed: Mapping[TopicPartitionKey, int | None]) -> None:
         """Take newer committed offsets (standby tasks refresh them as the owner commits);
@@ -130,7 +135,43 @@ class CommittedInputFilter:
 
         return judge
 
+    def trust(self, ranges: Mapping[TopicPartitionKey, tuple[int, int]]) -> None:
+        """Apply the records of these changelog offset ranges without judging them (a restore's
+        trusted commit ranges; see :mod:`platform_streams.runtime.restore_ranges`)."""
+        self.trusted = {tp: (start, end) for tp, (start, end) in ranges.items() if start < end}
+
     def batch_for_partition(self, topic: str, partition: int) -> Callable[[list[Any]], list[Any]]:
+        """:meth:`_judged_batches` of one changelog partition, with the records of a trusted
+        range (:meth:`trust`) applied unread: a whole batch inside it by one comparison of its
+        first and last offsets."""
+        judged = self._judged_batches(topic, partition)
+        trusted = self.trusted.get((topic, partition))
+        if trusted is None:
+            return judged
+        start, end = trusted
+        judge = self.for_partition(topic, partition)
+
+        def select(messages: list[Any]) -> list[Any]:
+            if not messages:
+                return messages
+            first, last = messages[0].offset(), messages[-1].offset()
+            if start <= first and last < end:
+                self.trusted_records += len(messages)
+                return messages
+            if last < start or first >= end:
+                return judged(messages)
+            kept = []
+            for msg in messages:  # the batch that crosses a bound of the range
+                if start <= msg.offset() < end:
+                    self.trusted_records += 1
+                    kept.append(msg)
+                elif judge(msg):
+                    kept.append(msg)
+            return kept
+
+        return select
+
+    def _judged_batches(self, topic: str, partition: int) -> Callable[[list[Any]], list[Any]]:
         """:meth:`for_partition` over a consumed batch: the records to apply, in order.
 
         In the common case every record carries just the source header with a position below

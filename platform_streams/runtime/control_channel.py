@@ -15,6 +15,9 @@ client (one :class:`KafkaStreams`, i.e. one process) tails ``<application_id>-co
 
 * ``report/<member id>`` and ``assignment``: the state-aware assignment protocol
   (:mod:`platform_streams.runtime.task_assignment.protocol`), handed to its coordinator.
+* ``range/<task id>``: the changelog ranges a task wrote for committed input, which a
+  restore applies without reading each record's header
+  (:mod:`platform_streams.runtime.restore_ranges`).
 
 The worker also uses this topic for its exactly-once fencing check (an offset commit of
 partition 0 in the application's group; see ``StreamWorker``).
@@ -40,6 +43,7 @@ from platform_streams.kafka import (
 )
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.placement import MemberInfo
+from platform_streams.runtime.restore_ranges import RANGE_KEY_PREFIX
 
 __all__ = ["ControlChannel", "control_topic_name"]
 
@@ -68,6 +72,7 @@ class ControlChannel:
         on_shutdown_request: Callable[[str], None],
         on_members_changed: Callable[[], None] | None = None,
         on_assignment_record: Callable[[str, dict[str, Any] | None], None] | None = None,
+        on_range_record: Callable[[str, dict[str, Any] | None], None] | None = None,
     ) -> None:
         self.config = config
         self.process_id = process_id
@@ -77,6 +82,8 @@ class ControlChannel:
         self._on_members_changed = on_members_changed
         #: state-aware assignment (runtime/task_assignment): its reports and assignments
         self._on_assignment_record = on_assignment_record
+        #: changelog ranges written for committed input (runtime/restore_ranges.py)
+        self._on_range_record = on_range_record
         self.interval_s = max(0.5, 2 * config.heartbeat_interval_ms / 1000.0)
         self.expiry_ms = max(config.session_timeout_ms, int(3 * self.interval_s * 1000))
         self._lock = threading.Lock()
@@ -140,6 +147,15 @@ class ControlChannel:
         if self._producer is not None:
             self._producer.flush(5)
 
+    @property
+    def caught_up(self) -> bool:
+        """True once the topic was read to its end (what was written before the start is known)."""
+        return self._caught_up
+
+    def send_record(self, key: str, value: dict[str, Any] | None) -> None:
+        """Write one record without waiting for it (flushed at the latest by :meth:`close`)."""
+        self._send(key, value)
+
     def request_shutdown(self, reason: str) -> None:
         """Ask every client of the application to shut down (SHUTDOWN_APPLICATION)."""
         self._send(_SHUTDOWN, {"by": self.process_id, "reason": reason})
@@ -201,6 +217,10 @@ class ControlChannel:
             return False
         if self._on_assignment_record is not None and key.startswith(_ASSIGNMENT_KEYS):
             self._on_assignment_record(key, None if value is None else _json(value))
+            return False
+        if key.startswith(RANGE_KEY_PREFIX):
+            if self._on_range_record is not None:
+                self._on_range_record(key, None if value is None else _json(value))
             return False
         if not key.startswith(_MEMBER):
             return False

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from platform_streams.errors import StreamsError
@@ -38,6 +38,9 @@ from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.runtime.streams_producer import StreamsProducer
 
 log = logging.getLogger(__name__)
+
+#: a first offset no acknowledgement reaches: the instance claims no range of its own
+_NEVER = 2**63 - 1
 
 
 class ProductionError(StreamsError):
@@ -106,6 +109,9 @@ class KafkaRecordCollector:
         self.tracked_topics: set[str] = set(tracked_topics or ())
         #: (topic, partition) -> offset of the last acknowledged record, for tracked topics
         self.offsets: dict[tuple[str, int], int] = {}
+        #: (topic, partition) -> offset of the first record acknowledged since
+        #: :meth:`forget_first_offsets` (a task instance's first changelog write: restore_ranges)
+        self.first_offsets: dict[tuple[str, int], int] = {}
         self.errors: list[str] = []
         #: production failures seen outside a task (delivery reports, EOS commit)
         self.production_handler = RecordExceptionHandler(
@@ -138,6 +144,8 @@ class KafkaRecordCollector:
             offset = msg.offset()
             if offset > self.offsets.get(key, -1):
                 self.offsets[key] = offset
+                if key not in self.first_offsets:
+                    self.first_offsets[key] = offset
 
     def _on_delivery_counting_bytes(self, err: Any, msg: Any) -> None:
         """``on_delivery`` that also counts the key and value bytes of sink records (DEBUG)."""
@@ -199,6 +207,22 @@ class KafkaRecordCollector:
         """Wait until every record is acknowledged; raise if any failed."""
         self.streams_producer.flush()
         self.raise_if_failed()
+
+    def forget_first_offsets(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """A task instance begins: its first writes to ``partitions`` are the next ones
+        acknowledged. Records still in flight (an earlier instance closed dirty) are waited
+        for first, so that none of theirs is taken for the new instance's."""
+        try:
+            self.streams_producer.flush()
+            first = None
+        except StreamsError as exc:  # unknown which reports are still to come: claim nothing
+            log.warning("could not wait for records in flight (%s): no changelog ranges this time", exc)
+            first = _NEVER
+        for tp in partitions:
+            if first is None:
+                self.first_offsets.pop(tp, None)
+            else:
+                self.first_offsets[tp] = first
 
     def raise_if_failed(self) -> None:
         if self.errors:

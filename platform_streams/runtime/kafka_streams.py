@@ -277,6 +277,7 @@ class StreamsRuntime:
             control_topic=self._membership_check_topic,
             coordinator=self.membership.coordinator,
             eager_sends=self._eager_sends,
+            restore_ranges=self.membership.restore_ranges,
         )
         worker.pause_requested = self._paused
         for add_on in self.add_ons:

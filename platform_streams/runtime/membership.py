@@ -23,6 +23,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.control_channel import ControlChannel, control_topic_name
 from platform_streams.runtime.placement import standby_tasks_of
 from platform_streams.runtime.process_identity import ProcessIdentity
+from platform_streams.runtime.restore_ranges import RestoreRanges
 from platform_streams.runtime.standby import StandbyUpdater, stateful_tasks
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
 from platform_streams.runtime.task_assignment.protocol import MEMBER_SLOTS, members_topic_name
@@ -56,6 +57,10 @@ class ClientMembership:
         if config.num_standby_replicas > 0 or state_aware:  # warm-ups are standbys too
             self.standbys = StandbyUpdater(plan, config, state_root)
         self.channel: ControlChannel | None = None
+        #: changelog ranges written for committed input: read and written on the control topic
+        self.restore_ranges = RestoreRanges(
+            publish=self._send_record, caught_up=lambda: self.channel is None or self.channel.caught_up
+        )
         #: state-aware placement (runtime/task_assignment), None under the range assignor
         self.coordinator: AssignmentCoordinator | None = None
         if state_aware:
@@ -99,6 +104,7 @@ class ClientMembership:
                 on_shutdown_request=self._on_shutdown_request,
                 on_members_changed=self.replace_standbys,
                 on_assignment_record=self.coordinator.on_record if self.coordinator is not None else None,
+                on_range_record=self.restore_ranges.on_record,
             )
             self.channel.start()
             if self.standbys is not None:
@@ -111,6 +117,10 @@ class ClientMembership:
         if self.channel is None:
             raise RuntimeError("the control channel is not running")
         self.channel.publish_record(key, value)
+
+    def _send_record(self, key: str, value: dict[str, Any] | None) -> None:
+        if self.channel is not None:
+            self.channel.send_record(key, value)
 
     def _standby_positions(self) -> Mapping[TaskId, Mapping[tuple[str, int], int]]:
         return self.standbys.positions() if self.standbys is not None else {}

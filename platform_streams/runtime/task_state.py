@@ -24,6 +24,7 @@ from platform_streams.config import StreamsConfig
 from platform_streams.errors import BrokerError, StreamsTimeoutError
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter
+from platform_streams.runtime.restore_ranges import RestoreRanges
 from platform_streams.state.restore import ChangelogReader, StateRestoreListener
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from platform_streams.state.snapshot_restore import SnapshotRestore, SnapshotRestorer
@@ -40,13 +41,24 @@ _STALL_S = 10.0
 class TaskStateLifecycle:
     """Drives restore/checkpoint/close of a worker's tasks and remembers what restore cost."""
 
-    def __init__(self, config: StreamsConfig, listener: StateRestoreListener | None = None) -> None:
+    def __init__(
+        self,
+        config: StreamsConfig,
+        listener: StateRestoreListener | None = None,
+        restore_ranges: RestoreRanges | None = None,
+    ) -> None:
         self.config = config
         self.listener = listener
+        #: changelog ranges a restore applies unread, and the tasks' new instances that continue them
+        self.restore_ranges = restore_ranges
         #: task -> store -> records replayed by the last restore of that task
         self.last_restore: dict[TaskId, dict[str, int]] = {}
         #: task -> changelog records skipped by the last restore (written for uncommitted input)
         self.last_skipped: dict[TaskId, int] = {}
+        #: task -> changelog records its last restore applied without reading their headers
+        self.last_trusted: dict[TaskId, int] = {}
+        #: task -> the trusted ranges of the restore under way
+        self._trusted: dict[TaskId, dict[tuple[str, int], tuple[int, int]]] = {}
         #: records replayed by all restores of this worker
         self.total_restored = 0
         #: task -> (task object, offsets) of its last checkpoint
@@ -70,8 +82,12 @@ class TaskStateLifecycle:
         todo = []
         #: every task's partitions in restore order: each is opened while the one before is read
         plan: list[tuple[str, int, int]] = []
+        self._trusted = {}
         for task in tasks:
             self._persisted.pop(task.task_id, None)
+            if self.restore_ranges is not None:
+                ranges = self.restore_ranges.for_restore(task.task_id, task.partitions, committed)
+                self._trusted[task.task_id] = {tp: (r.start, r.end) for tp, r in ranges.items()}
             if self.snapshots is not None:
                 self.last_snapshots[task.task_id] = self.snapshots.restore(task.state_manager)
             parts = task.state_manager.changelog_offsets_to_restore()
@@ -93,6 +109,7 @@ class TaskStateLifecycle:
     ) -> None:
         started = time.monotonic()
         record_filter = CommittedInputFilter(task.partitions, committed)
+        record_filter.trust(self._trusted.get(task.task_id, {}))
         self._restore_task(task, record_filter, read_ahead)
         counts = {name: task.state_manager.restored_count(name) for name in task.state_manager.store_names}
         counts = {name: n for name, n in counts.items() if n}
@@ -100,11 +117,14 @@ class TaskStateLifecycle:
         self.last_skipped[task.task_id] = record_filter.skipped
         replayed = sum(counts.values())
         self.total_restored += replayed
+        self.last_trusted[task.task_id] = record_filter.trusted_records
         log.info(
-            "task %s restored %d changelog records (%d skipped: for uncommitted input) in %.2fs (%s)",
+            "task %s restored %d changelog records (%d skipped: for uncommitted input; %d in committed"
+            " ranges, unread) in %.2fs (%s)",
             task.task_id,
             replayed,
             record_filter.skipped,
+            record_filter.trusted_records,
             time.monotonic() - started,
             ", ".join(f"{s}={n}" for s, n in sorted(counts.items())) or "nothing to replay",
         )

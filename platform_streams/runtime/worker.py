@@ -60,6 +60,7 @@ from platform_streams.runtime.observer import WorkerObserver, chain_observer, ch
 from platform_streams.runtime.offset_gaps import OffsetGapGuard
 from platform_streams.runtime.producer_settings import producer_settings
 from platform_streams.runtime.rebalance_wait import AssignmentWait, observe_group, repair_group
+from platform_streams.runtime.restore_ranges import RestoreRanges, Written
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask, store_changelogs
@@ -101,6 +102,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         control_topic: str | None = None,
         coordinator: AssignmentCoordinator | None = None,
         eager_sends: bool = False,
+        restore_ranges: RestoreRanges | None = None,
     ) -> None:
         super().__init__(name=f"{config.effective_client_id}-StreamThread-{index + 1}", daemon=True)
         self.index = index
@@ -146,7 +148,9 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
-        self.state_lifecycle = TaskStateLifecycle(config)
+        #: the client's changelog ranges written for committed input (runtime/restore_ranges.py)
+        self.restore_ranges = restore_ranges
+        self.state_lifecycle = TaskStateLifecycle(config, restore_ranges=restore_ranges)
         self.record_cache = RecordCache(config.statestore_cache_max_bytes)
         #: the client's global stores (GlobalKTable), readable by every task
         self.global_stores: Mapping[str, Any] = {}
@@ -442,8 +446,18 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             self.committed_total += 1
             self.repartition_purger.after_commit(offsets)
         self.state_lifecycle.persist(tasks, collector.offsets)
+        self.publish_restore_ranges(tasks)
         self._next_commit = time.monotonic() + self._commit_interval_s
         self.observer.on_commit(started)
+
+    def publish_restore_ranges(self, tasks: list[StreamTask], *, force: bool = False) -> None:
+        """After a commit: the changelog ranges the tasks wrote for committed input (at most
+        every few seconds a task; ``force``: a clean close)."""
+        collector = self.collector
+        if self.restore_ranges is None or collector is None:
+            return
+        written = Written(collector.first_offsets, collector.offsets, collector.eos)
+        self.restore_ranges.after_commit(tasks, written, force=force)
 
     def _commit_offsets(self, positions: list[Any]) -> None:
         result = self.consumer.commit(offsets=positions, asynchronous=False)

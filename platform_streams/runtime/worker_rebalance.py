@@ -85,6 +85,8 @@ class TaskRebalancing:
 
         def commit(self) -> None: ...
 
+        def publish_restore_ranges(self, tasks: list[StreamTask], *, force: bool = False) -> None: ...
+
         def _set_state(self, state: WorkerState) -> None: ...
 
         subscribed: list[str]
@@ -227,6 +229,10 @@ class TaskRebalancing:
             self._standbys.claim(task_ids)
         for task_id in task_ids:
             self._create_task(task_id)
+        if self.collector is not None:  # the tasks' first changelog writes are the next ones
+            self.collector.forget_first_offsets(
+                tp for t in self.tasks.values() for tp in t.changelog_partitions
+            )
         in_group = fetch_committed(consumer, assigned, self._timeout_s)
         committed = fill_from_backup(self.config, in_group, self.name)
         for task in self.tasks.values():
@@ -292,7 +298,11 @@ class TaskRebalancing:
 
     def _close_tasks(self, *, clean: bool) -> None:
         written = self.collector.offsets if self.collector is not None else {}
+        if clean:  # after its final commit: what the next instance may restore unread
+            self.publish_restore_ranges(list(self.tasks.values()), force=True)
         for task in self.tasks.values():
+            if self.state_lifecycle.restore_ranges is not None:
+                self.state_lifecycle.restore_ranges.closed(task.task_id)
             try:
                 self.state_lifecycle.close_task(task, written, clean=clean)
             except Exception:

@@ -63,6 +63,11 @@ def _restored(streams: KafkaStreams) -> int:
     return sum(worker.state_lifecycle.total_restored for worker in streams.workers)
 
 
+def _trusted(streams: KafkaStreams) -> int:
+    """Changelog records restored without reading their headers (runtime/restore_ranges.py)."""
+    return sum(sum(w.state_lifecycle.last_trusted.values()) for w in streams.workers)
+
+
 def _checkpoints(config: StreamsConfig) -> dict[Path, dict[tuple[str, int], int]]:
     root = Path(config.state_dir) / config.application_id
     return {path: OffsetCheckpoint(path).read() for path in root.glob("*/.checkpoint")}
@@ -97,6 +102,9 @@ def test_count_is_exact_and_survives_state_loss_and_restores_only_the_tail(
     produce(bootstrap_servers, source, [(f"k{i}", "x") for i in range(KEYS)])
     with running_app(app, config) as streams:
         assert _restored(streams) == changelog_records
+        # the first run closed cleanly: its changelog ranges (written for committed input) are
+        # restored without reading each record's source-position header
+        assert _trusted(streams) == changelog_records
         counts = _wait_for_counts(bootstrap_servers, sink, 21)
     assert set(counts.values()) == {21}
 
@@ -111,6 +119,8 @@ def test_count_is_exact_and_survives_state_loss_and_restores_only_the_tail(
     produce(bootstrap_servers, source, [(f"k{i}", "x") for i in range(KEYS)])
     with running_app(app, config) as streams:
         assert _restored(streams) == tail
+        # the second run continued the first one's ranges: the tail is in them too
+        assert _trusted(streams) == tail
         counts = _wait_for_counts(bootstrap_servers, sink, 22)
     assert set(counts.values()) == {22}
 
