@@ -68,6 +68,7 @@ from platform_streams.ops.topics import (
     admin_for,
     as_plan,
     coordination_clashes,
+    forget_ranges_of_deleted_changelogs,
     orphan_topics,
     owned_topic_kinds,
 )
@@ -419,6 +420,8 @@ def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, resul
     if doomed:
         admin.delete_topics(doomed, timeout=max(opts.timeout_s, 30.0))
         log.info("reset %s: deleted internal topics %s", app_id, doomed)
+        kinds = {t.topic: t.kind for t in result.internal_topics}
+        forget_ranges_of_deleted_changelogs(config, doomed, kinds)
         # the control topic's committed offset is the fencing check's (nobody reads from it)
         grouped = {
             t.topic for t in result.internal_topics if t.status == "deleted" and t.kind != "coordination"

@@ -30,7 +30,7 @@ requested topic is refused.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from platform_streams.config import StreamsConfig
@@ -45,6 +45,7 @@ from platform_streams.ops.results import (
 from platform_streams.query.directory import metadata_topic
 from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.internal_topics import internal_topic_specs
+from platform_streams.runtime.restore_ranges import forget_published_ranges
 from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
@@ -59,6 +60,7 @@ __all__ = [
     "coordination_topics",
     "create_internal_topics",
     "delete_internal_topics",
+    "forget_ranges_of_deleted_changelogs",
     "internal_topic_kinds",
     "orphan_topics",
     "owned_topic_kinds",
@@ -363,4 +365,21 @@ def delete_internal_topics(
     if not include_orphans and result.orphans:
         result.warnings.append(f"left alone (not in the topology): {', '.join(result.orphans)}")
     log.info("delete internal topics of %s: %s", app_id, {t.topic: t.status for t in result.topics})
+    forget_ranges_of_deleted_changelogs(
+        config, [t.topic for t in result.topics if t.status == "deleted"], kinds
+    )
     return result
+
+
+def forget_ranges_of_deleted_changelogs(
+    config: StreamsConfig, deleted: Iterable[str], kinds: Mapping[str, str]
+) -> None:
+    """Changelogs deleted while the control topic stays: forget the changelog ranges published
+    there (:func:`~platform_streams.runtime.restore_ranges.forget_published_ranges`), which
+    name offsets of the deleted topics."""
+    deleted = set(deleted)
+    control = control_topic_name(config.application_id)
+    if control in deleted or not any(kinds.get(t) == "changelog" for t in deleted):
+        return
+    forgotten = forget_published_ranges(config)
+    log.info("%s: forgot %d tasks' changelog ranges (changelogs deleted)", config.application_id, forgotten)

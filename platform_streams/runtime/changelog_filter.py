@@ -138,7 +138,10 @@ class CommittedInputFilter:
     def trust(self, ranges: Mapping[TopicPartitionKey, tuple[int, int]]) -> None:
         """Apply the records of these changelog offset ranges without judging them (a restore's
         trusted commit ranges; see :mod:`platform_streams.runtime.restore_ranges`)."""
-        self.trusted = {tp: (start, end) for tp, (start, end) in ranges.items() if start < end}
+        # a source topic reused as changelog is judged by its committed offset alone (cheap)
+        self.trusted = {
+            tp: (start, end) for tp, (start, end) in ranges.items() if start < end and tp not in self._sources
+        }
 
     def batch_for_partition(self, topic: str, partition: int) -> Callable[[list[Any]], list[Any]]:
         """:meth:`_judged_batches` of one changelog partition, with the records of a trusted

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 #: a first offset no acknowledgement reaches: the instance claims no range of its own
 _NEVER = 2**63 - 1
+#: how long a task's start waits for records in flight before it claims no range instead
+_IN_FLIGHT_WAIT_S = 5.0
 
 
 class ProductionError(StreamsError):
@@ -212,8 +214,8 @@ class KafkaRecordCollector:
         """A task instance begins: its first writes to ``partitions`` are the next ones
         acknowledged. Records still in flight (an earlier instance closed dirty) are waited
         for first, so that none of theirs is taken for the new instance's."""
-        try:
-            self.streams_producer.flush()
+        try:  # bounded: this runs in the rebalance callback
+            self.streams_producer.flush(timeout_s=_IN_FLIGHT_WAIT_S)
             first = None
         except StreamsError as exc:  # unknown which reports are still to come: claim nothing
             log.warning("could not wait for records in flight (%s): no changelog ranges this time", exc)

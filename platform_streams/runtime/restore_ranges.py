@@ -21,14 +21,25 @@ commit marker of the range's last transaction). Anything else between them -- an
 instance's uncommitted writes, an open or aborted transaction -- breaks the chain, and the
 new range starts at the new instance's first write: records outside every range are still
 judged by their headers, so a crashed instance's uncommitted tail is skipped as before.
+The first write is the first *acknowledged* one: where only a transaction's last changelog
+record is reported (deferred exactly-once, Tansu) a range rarely continues, which costs
+restore speed only.
 
 Where ranges live: the control topic (``range/<task id>``, compacted; a reset deletes it
-with the changelogs), written after a commit at most every :data:`PUBLISH_EVERY_S` per task
-and at every clean close, read by every client's control channel. A restore trusts a range
-only when its input partitions are the task's and the committed offsets are at least the
-range's (an offsets reset moves them back: the range is then ignored). Not covered: a
-second writer of the same changelog partition at the same time (a zombie instance under
-at-least-once, which Kafka Streams does not guard against either; exactly-once fences it).
+with the changelogs; deleting changelogs alone writes tombstones for the ranges:
+:func:`forget_published_ranges`), written after a commit at most every
+:data:`PUBLISH_EVERY_S` per task and at every clean close, without waiting for the broker
+(a range lost to a crash costs restore speed only), read by every client's control
+channel. A restore trusts a range only when its input partitions are the task's and the
+committed offsets are at least the range's (an offsets reset moves them back: the range is
+then ignored). A restore that falls back to read_uncommitted (task_state.py) trusts none.
+
+Not covered: a second writer of the same changelog partition at the same time, i.e. a
+zombie instance in another client under at-least-once (Kafka Streams does not guard
+against it either; exactly-once fences it). Within a client, an instance that takes a
+task another worker thread closed dirty claims none of its own writes for
+:data:`IN_FLIGHT_S`: the closed instance's records may still land. A source topic reused
+as a changelog gets no range (its restore compares offsets, which costs nothing).
 """
 
 from __future__ import annotations
@@ -40,6 +51,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from platform_streams.config import StreamsConfig
+from platform_streams.errors import StreamsTimeoutError
+from platform_streams.kafka import (
+    OFFSET_BEGINNING,
+    KafkaError,
+    TopicPartition,
+    create_consumer,
+    create_producer,
+)
 from platform_streams.processor.task_id import TaskId
 
 __all__ = [
@@ -49,6 +69,7 @@ __all__ = [
     "RestoreRanges",
     "TaskRanges",
     "Written",
+    "forget_published_ranges",
 ]
 
 log = logging.getLogger(__name__)
@@ -58,6 +79,9 @@ RANGE_KEY_PREFIX = "range/"
 PUBLISH_EVERY_S = 10.0
 #: how long a restore waits for the control channel's first read of the topic
 CATCH_UP_S = 5.0
+#: after a dirty close, how long its records may still be in flight (librdkafka's default
+#: delivery timeout): an instance of the task begun in this client meanwhile claims nothing
+IN_FLIGHT_S = 300.0
 
 TopicPartitionKey = tuple[str, int]
 
@@ -131,8 +155,11 @@ class _Instance:
         self,
         inherited: Mapping[TopicPartitionKey, ChangelogRange],
         committed: Mapping[TopicPartitionKey, int],
+        claims: bool,
     ) -> None:
         self.inherited = dict(inherited)
+        #: False: it publishes what it inherited, never a range of its own writes
+        self.claims = claims
         #: the input offsets committed when it began (its own commits come on top)
         self.committed_at_start = dict(committed)
         self.published_at = 0.0
@@ -149,11 +176,17 @@ class _Instance:
             out[tp] = offset
         return out
 
-    def ranges(
-        self, changelogs: Iterable[TopicPartitionKey], written: Written
-    ) -> dict[TopicPartitionKey, ChangelogRange]:
+    def ranges(self, task: Any, written: Written) -> dict[TopicPartitionKey, ChangelogRange]:
         out = {}
-        for tp in changelogs:
+        inputs = set(task.partitions)
+        for tp in task.changelog_partitions:
+            if tp in inputs or not self.claims:
+                # a source topic reused as changelog is written by sinks, not by the store
+                # (its restore judges offsets alone); an instance that may share its changelog
+                # with records still in flight claims nothing of its own
+                if tp not in inputs and tp in self.inherited:
+                    out[tp] = self.inherited[tp]
+                continue
             before = self.inherited.get(tp)
             start, end = written.first.get(tp), written.last.get(tp)
             if start is None or end is None or end < start:
@@ -186,6 +219,8 @@ class RestoreRanges:
         self._lock = threading.Lock()
         self._latest: dict[TaskId, TaskRanges] = {}
         self._instances: dict[TaskId, _Instance] = {}
+        #: task -> when and by which thread an instance of it was closed dirty in this client
+        self._dirty_closes: dict[TaskId, tuple[float, int]] = {}
 
     def on_record(self, key: str, value: Mapping[str, Any] | None) -> None:
         """A ``range/<task id>`` record of the control topic (None: a tombstone)."""
@@ -200,6 +235,11 @@ class RestoreRanges:
             else:
                 self._latest[task_id] = ranges
 
+    def latest(self, task_id: TaskId) -> TaskRanges | None:
+        """The last ranges of ``task_id`` published (by any client) or read from the control topic."""
+        with self._lock:
+            return self._latest.get(task_id)
+
     def for_restore(
         self,
         task_id: TaskId,
@@ -213,7 +253,11 @@ class RestoreRanges:
         a range missed here is not only unread, the new instance cannot continue it either.
         """
         deadline = time.monotonic() + CATCH_UP_S
-        while self._caught_up is not None and not self._caught_up() and time.monotonic() < deadline:
+        while self._caught_up is not None and not self._caught_up():
+            if time.monotonic() >= deadline:
+                log.warning("the control channel has not read its topic yet: restoring without ranges")
+                self._caught_up = None  # waited once for this client: not again
+                break
             time.sleep(0.05)
         with self._lock:
             latest = self._latest.get(task_id)
@@ -223,7 +267,13 @@ class RestoreRanges:
         )
         at_start = {tp: offset for tp in inputs if (offset := committed.get(tp)) is not None}
         with self._lock:
-            self._instances[task_id] = _Instance(inherited, at_start)
+            dirty = self._dirty_closes.get(task_id)
+            claims = (
+                dirty is None
+                or dirty[1] == threading.get_ident()  # its records were waited for (forget_first_offsets)
+                or time.monotonic() - dirty[0] > IN_FLIGHT_S
+            )
+            self._instances[task_id] = _Instance(inherited, at_start, claims)
         return inherited
 
     def after_commit(self, tasks: Iterable[Any], written: Written, *, force: bool = False) -> None:
@@ -240,12 +290,14 @@ class RestoreRanges:
         for task in tasks:
             with self._lock:
                 instance = self._instances.get(task.task_id)
-            if instance is None or (not force and now - instance.published_at < PUBLISH_EVERY_S):
+            if instance is None or instance.owner != threading.get_ident():
+                continue  # another thread's instance (the task moved): that thread publishes it
+            if not force and now - instance.published_at < PUBLISH_EVERY_S:
                 continue
             inputs = instance.committed(task)
             if inputs is None:
                 continue  # a partition never committed: no claim can be made for it
-            changelogs = instance.ranges(task.changelog_partitions, written)
+            changelogs = instance.ranges(task, written)
             if not changelogs:
                 continue
             ranges = TaskRanges(inputs, changelogs)
@@ -257,10 +309,54 @@ class RestoreRanges:
             except Exception as exc:  # a lost range costs only restore speed
                 log.warning("could not publish the changelog ranges of task %s: %s", task.task_id, exc)
 
-    def closed(self, task_id: TaskId) -> None:
+    def closed(self, task_id: TaskId, *, clean: bool) -> None:
         """The calling worker thread closed its instance of ``task_id`` (another thread's, begun
-        meanwhile, is kept)."""
+        meanwhile, is kept). After a dirty close its records may still land: another thread
+        of this client that takes the task must not count them as its own first writes (a
+        worker's own next instance waits for them: ``forget_first_offsets``)."""
         with self._lock:
+            if not clean:
+                self._dirty_closes[task_id] = (time.monotonic(), threading.get_ident())
             instance = self._instances.get(task_id)
             if instance is not None and instance.owner == threading.get_ident():
                 del self._instances[task_id]
+
+
+def forget_published_ranges(config: StreamsConfig, timeout_s: float = 30.0) -> int:
+    """Write a tombstone for every ``range/`` record of the application's control topic;
+    returns how many. For the operations that delete changelog topics but keep the control
+    topic: a range names offsets, and a re-created changelog would give them other records.
+    Call it only while the control topic exists."""
+    from platform_streams.runtime.control_channel import control_topic_name  # it imports this module
+
+    topic = control_topic_name(config.application_id)
+    consumer = create_consumer(
+        {**config.restore_consumer_configs(), "group.id": f"{config.application_id}-ops"}
+    )
+    live: set[str] = set()
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    break
+                continue
+            key = (msg.key() or b"").decode("utf-8", "replace")
+            if key.startswith(RANGE_KEY_PREFIX):
+                (live.add if msg.value() is not None else live.discard)(key)
+        else:
+            raise StreamsTimeoutError(f"could not read {topic} to its end within {timeout_s:.0f}s")
+    finally:
+        consumer.close()
+    if live:
+        producer = create_producer(config.producer_configs())
+        for key in sorted(live):
+            producer.produce(topic, None, key.encode(), partition=0)
+        if producer.flush(timeout_s):
+            raise StreamsTimeoutError(f"could not write the range tombstones to {topic}")
+    return len(live)

@@ -300,10 +300,10 @@ class StreamsProducer:
         if self.changelog_producer is not self.producer:
             self.changelog_producer.poll(0)
 
-    def flush(self) -> None:
+    def flush(self, timeout_s: float | None = None) -> None:
         """Wait until every produced record is acknowledged (retrying through broker outages);
-        one deadline for both producers of a split."""
-        deadline = time.monotonic() + self._timeout_s
+        one deadline (``timeout_s``, else task_timeout_ms) for both producers of a split."""
+        deadline = time.monotonic() + (self._timeout_s if timeout_s is None else timeout_s)
         for producer in self._producers:
             self._flush_one(producer, deadline)
 

@@ -161,6 +161,9 @@ class TaskStateLifecycle:
                     )
                     conf = {**conf, "isolation.level": "read_uncommitted"}
                     stall_s = 30.0
+                    # aborted records become visible, and another writer's may lie inside a
+                    # range: every record is judged by its header from here on
+                    record_filter.trust({})
                 else:
                     log.warning("task %s: restore interrupted (%s); retrying", task.task_id, exc)
 

@@ -302,7 +302,7 @@ class TaskRebalancing:
             self.publish_restore_ranges(list(self.tasks.values()), force=True)
         for task in self.tasks.values():
             if self.state_lifecycle.restore_ranges is not None:
-                self.state_lifecycle.restore_ranges.closed(task.task_id)
+                self.state_lifecycle.restore_ranges.closed(task.task_id, clean=clean)
             try:
                 self.state_lifecycle.close_task(task, written, clean=clean)
             except Exception:

@@ -9,11 +9,15 @@ tests/integration/test_stateful_counts.py and tests/integration/test_eos_crash.p
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from platform_streams.processor.source_position import SOURCE_HEADER
 from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime import restore_ranges
 from platform_streams.runtime.changelog_filter import CommittedInputFilter
 from platform_streams.runtime.restore_ranges import (
     RANGE_KEY_PREFIX,
@@ -174,11 +178,50 @@ def test_the_filter_applies_a_trusted_range_unread_and_judges_the_rest() -> None
 def test_a_thread_closing_its_instance_keeps_the_one_another_thread_began() -> None:
     ranges, sent = _published()
     ranges.for_restore(TASK, [IN], {IN: 50})  # this thread's instance
-    other = threading.Thread(target=ranges.closed, args=(TASK,))
+    other = threading.Thread(target=lambda: ranges.closed(TASK, clean=True))
     other.start()
     other.join()
     ranges.after_commit([_Task(committed={IN: 60})], Written({CL: 0}, {CL: 9}, False))
     assert sent[-1][1]["changelogs"] == [[*CL, 0, 10, False]]
-    ranges.closed(TASK)
+    ranges.closed(TASK, clean=True)
     ranges.after_commit([_Task(committed={IN: 70})], Written({CL: 0}, {CL: 12}, False), force=True)
     assert len(sent) == 1, "a closed instance publishes nothing"
+
+
+def test_after_a_dirty_close_on_another_thread_an_instance_claims_none_of_its_writes() -> None:
+    """The closed instance's records may still land (in flight in the other thread's producer)."""
+    ranges, sent = _published()
+    _restored_with(ranges)
+    closer = threading.Thread(target=lambda: ranges.closed(TASK, clean=False))
+    closer.start()
+    closer.join()
+    ranges.for_restore(TASK, [IN], {IN: 50})
+    ranges.after_commit([_Task(committed={IN: 60})], Written({CL: 30}, {CL: 39}, False))
+    assert sent[-1][1]["changelogs"] == [[*CL, 0, 30, False]], "only what it restored with"
+    ranges.closed(TASK, clean=False)  # the same thread: its next instance waited for its records
+    ranges.for_restore(TASK, [IN], {IN: 60})
+    ranges.after_commit([_Task(committed={IN: 70})], Written({CL: 45}, {CL: 49}, False))
+    assert sent[-1][1]["changelogs"] == [[*CL, 45, 50, False]]
+
+
+def test_a_source_topic_reused_as_changelog_gets_no_range() -> None:
+    """Sinks write it, not the store; its restore judges offsets against the committed one."""
+    ranges, sent = _published()
+    ranges.for_restore(TASK, [IN], {IN: 50})
+    task = _Task(committed={IN: 60}, changelog_partitions=frozenset({CL, IN}))
+    ranges.after_commit([task], Written({CL: 0, IN: 55}, {CL: 9, IN: 80}, False))
+    assert sent[-1][1]["changelogs"] == [[*CL, 0, 10, False]]
+    record_filter = CommittedInputFilter([IN], {IN: 60})
+    record_filter.trust({IN: (55, 81), CL: (0, 10)})
+    assert record_filter.trusted == {CL: (0, 10)}
+
+
+def test_a_restore_waits_once_for_a_control_channel_that_never_catches_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(restore_ranges, "CATCH_UP_S", 0.3)
+    ranges = RestoreRanges(publish=lambda key, value: None, caught_up=lambda: False)
+    started = time.monotonic()
+    ranges.for_restore(TASK, [IN], {IN: 50})
+    ranges.for_restore(TaskId(0, 1), [("in", 1)], {("in", 1): 50})
+    assert time.monotonic() - started < 0.5, "the second restore did not wait again"
