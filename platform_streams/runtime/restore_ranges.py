@@ -53,13 +53,7 @@ from typing import Any, NamedTuple
 
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsTimeoutError
-from platform_streams.kafka import (
-    OFFSET_BEGINNING,
-    KafkaError,
-    TopicPartition,
-    create_consumer,
-    create_producer,
-)
+from platform_streams.kafka import OFFSET_BEGINNING, create_producer, read_partition_batches
 from platform_streams.processor.task_id import TaskId
 
 __all__ = [
@@ -330,29 +324,13 @@ def forget_published_ranges(config: StreamsConfig, timeout_s: float = 30.0) -> i
     from platform_streams.runtime.control_channel import control_topic_name  # it imports this module
 
     topic = control_topic_name(config.application_id)
-    consumer = create_consumer(
-        {**config.restore_consumer_configs(), "group.id": f"{config.application_id}-ops"}
-    )
+    reader = {**config.restore_consumer_configs(), "group.id": f"{config.application_id}-ops"}
     live: set[str] = set()
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    break
-                continue
+    for batch in read_partition_batches(reader, topic, 0, OFFSET_BEGINNING, timeout_s=timeout_s):
+        for msg in batch:
             key = (msg.key() or b"").decode("utf-8", "replace")
             if key.startswith(RANGE_KEY_PREFIX):
                 (live.add if msg.value() is not None else live.discard)(key)
-        else:
-            raise StreamsTimeoutError(f"could not read {topic} to its end within {timeout_s:.0f}s")
-    finally:
-        consumer.close()
     if live:
         producer = create_producer(config.producer_configs())
         for key in sorted(live):
