@@ -381,5 +381,8 @@ def forget_ranges_of_deleted_changelogs(
     control = control_topic_name(config.application_id)
     if control in deleted or not any(kinds.get(t) == "changelog" for t in deleted):
         return
+    with KafkaAdmin(config.admin_configs()) as admin:
+        if control not in admin.list_topics():
+            return  # the application never ran: nothing was published
     forgotten = forget_published_ranges(config)
     log.info("%s: forgot %d tasks' changelog ranges (changelogs deleted)", config.application_id, forgotten)
