@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -164,7 +164,7 @@ def reset_application(
             return result
         if confirm is not None and not confirm(_actions(result)):
             raise OperationRefusedError("the reset was not confirmed", result)
-        _execute(client, config, opts, result)
+        _execute(client, config, opts, result, owned_topic_kinds(plan, app_id), existing)
     finally:
         if owned:
             client.close()
@@ -401,7 +401,14 @@ def _wiped(result: ResetResult) -> list[LocalStateAction]:
     return [s for s in [*states, *result.worker_local_states] if s.action == "deleted"]
 
 
-def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult) -> None:
+def _execute(
+    admin: KafkaAdmin,
+    config: StreamsConfig,
+    opts: ResetOptions,
+    result: ResetResult,
+    kinds: Mapping[str, str],
+    existing: Iterable[str],
+) -> None:
     """Do it; the group is checked again first (some brokers accept writes next to live members)."""
     app_id = config.application_id
     group = admin.describe_group(app_id, timeout=opts.timeout_s)
@@ -420,8 +427,7 @@ def _execute(admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, resul
     if doomed:
         admin.delete_topics(doomed, timeout=max(opts.timeout_s, 30.0))
         log.info("reset %s: deleted internal topics %s", app_id, doomed)
-        kinds = {t.topic: t.kind for t in result.internal_topics}
-        forget_ranges_of_deleted_changelogs(config, doomed, kinds)
+        forget_ranges_of_deleted_changelogs(config, doomed, kinds, existing)
         # the control topic's committed offset is the fencing check's (nobody reads from it)
         grouped = {
             t.topic for t in result.internal_topics if t.status == "deleted" and t.kind != "coordination"

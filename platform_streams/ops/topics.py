@@ -365,24 +365,24 @@ def delete_internal_topics(
     if not include_orphans and result.orphans:
         result.warnings.append(f"left alone (not in the topology): {', '.join(result.orphans)}")
     log.info("delete internal topics of %s: %s", app_id, {t.topic: t.status for t in result.topics})
-    forget_ranges_of_deleted_changelogs(
-        config, [t.topic for t in result.topics if t.status == "deleted"], kinds
-    )
+    deleted = [t.topic for t in result.topics if t.status == "deleted"]
+    forget_ranges_of_deleted_changelogs(config, deleted, kinds, existing)
     return result
 
 
 def forget_ranges_of_deleted_changelogs(
-    config: StreamsConfig, deleted: Iterable[str], kinds: Mapping[str, str]
+    config: StreamsConfig, deleted: Iterable[str], kinds: Mapping[str, str], existing: Iterable[str]
 ) -> None:
     """Changelogs deleted while the control topic stays: forget the changelog ranges published
     there (:func:`~platform_streams.runtime.restore_ranges.forget_published_ranges`), which
-    name offsets of the deleted topics."""
+    name offsets of the deleted topics. ``kinds``: the owned topics' kinds (a user topic
+    named like the control topic is not ours to write to); ``existing``: the topics there
+    were before the deletion (an application that never ran has no control topic)."""
     deleted = set(deleted)
     control = control_topic_name(config.application_id)
-    if control in deleted or not any(kinds.get(t) == "changelog" for t in deleted):
+    if control in deleted or kinds.get(control) != "coordination" or control not in set(existing):
         return
-    with KafkaAdmin(config.admin_configs()) as admin:
-        if control not in admin.list_topics():
-            return  # the application never ran: nothing was published
+    if not any(kinds.get(t) == "changelog" for t in deleted):
+        return
     forgotten = forget_published_ranges(config)
     log.info("%s: forgot %d tasks' changelog ranges (changelogs deleted)", config.application_id, forgotten)

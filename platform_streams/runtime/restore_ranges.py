@@ -22,8 +22,8 @@ instance's uncommitted writes, an open or aborted transaction -- breaks the chai
 new range starts at the new instance's first write: records outside every range are still
 judged by their headers, so a crashed instance's uncommitted tail is skipped as before.
 The first write is the first *acknowledged* one: where only a transaction's last changelog
-record is reported (deferred exactly-once, Tansu) a range rarely continues, which costs
-restore speed only.
+record is reported (deferred exactly-once, on a broker that needs it) a range rarely
+continues, which costs restore speed only.
 
 Where ranges live: the control topic (``range/<task id>``, compacted; a reset deletes it
 with the changelogs; deleting changelogs alone writes tombstones for the ranges:
