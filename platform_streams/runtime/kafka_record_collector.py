@@ -214,6 +214,9 @@ class KafkaRecordCollector:
         """A task instance begins: its first writes to ``partitions`` are the next ones
         acknowledged. Records still in flight (an earlier instance closed dirty) are waited
         for first, so that none of theirs is taken for the new instance's."""
+        partitions = list(partitions)
+        if not partitions:
+            return  # no changelog: nothing to wait for
         try:  # bounded: this runs in the rebalance callback
             self.streams_producer.flush(timeout_s=_IN_FLIGHT_WAIT_S)
             first = None

@@ -157,6 +157,8 @@ class _Instance:
         #: the input offsets committed when it began (its own commits come on top)
         self.committed_at_start = dict(committed)
         self.published_at = 0.0
+        #: what it published last (unchanged ranges are not written again)
+        self.published: TaskRanges | None = None
         #: the worker thread that runs it (a task may move to another thread of the client)
         self.owner = threading.get_ident()
 
@@ -295,7 +297,9 @@ class RestoreRanges:
             if not changelogs:
                 continue
             ranges = TaskRanges(inputs, changelogs)
-            instance.published_at = now
+            if ranges == instance.published:
+                continue  # e.g. a clean close right after a commit that published the same
+            instance.published_at, instance.published = now, ranges
             with self._lock:
                 self._latest[task.task_id] = ranges
             try:

@@ -57,8 +57,6 @@ class TaskStateLifecycle:
         self.last_skipped: dict[TaskId, int] = {}
         #: task -> changelog records its last restore applied without reading their headers
         self.last_trusted: dict[TaskId, int] = {}
-        #: task -> the trusted ranges of the restore under way
-        self._trusted: dict[TaskId, dict[tuple[str, int], tuple[int, int]]] = {}
         #: records replayed by all restores of this worker
         self.total_restored = 0
         #: task -> (task object, offsets) of its last checkpoint
@@ -82,12 +80,13 @@ class TaskStateLifecycle:
         todo = []
         #: every task's partitions in restore order: each is opened while the one before is read
         plan: list[tuple[str, int, int]] = []
-        self._trusted = {}
+        #: task -> the changelog ranges its restore applies unread
+        trusted: dict[TaskId, dict[tuple[str, int], tuple[int, int]]] = {}
         for task in tasks:
             self._persisted.pop(task.task_id, None)
             if self.restore_ranges is not None:
                 ranges = self.restore_ranges.for_restore(task.task_id, task.partitions, committed)
-                self._trusted[task.task_id] = {tp: (r.start, r.end) for tp, r in ranges.items()}
+                trusted[task.task_id] = {tp: (r.start, r.end) for tp, r in ranges.items()}
             if self.snapshots is not None:
                 self.last_snapshots[task.task_id] = self.snapshots.restore(task.state_manager)
             parts = task.state_manager.changelog_offsets_to_restore()
@@ -100,16 +99,20 @@ class TaskStateLifecycle:
         read_ahead = RestoreReadAhead(plan)
         try:
             for task in todo:
-                self._restore_and_log(task, committed, read_ahead)
+                self._restore_and_log(task, committed, read_ahead, trusted.get(task.task_id, {}))
         finally:
             read_ahead.close()
 
     def _restore_and_log(
-        self, task: StreamTask, committed: Mapping[tuple[str, int], int | None], read_ahead: RestoreReadAhead
+        self,
+        task: StreamTask,
+        committed: Mapping[tuple[str, int], int | None],
+        read_ahead: RestoreReadAhead,
+        trusted: Mapping[tuple[str, int], tuple[int, int]],
     ) -> None:
         started = time.monotonic()
         record_filter = CommittedInputFilter(task.partitions, committed)
-        record_filter.trust(self._trusted.get(task.task_id, {}))
+        record_filter.trust(trusted)
         self._restore_task(task, record_filter, read_ahead)
         counts = {name: task.state_manager.restored_count(name) for name in task.state_manager.store_names}
         counts = {name: n for name, n in counts.items() if n}

@@ -148,8 +148,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None
         self.collector: KafkaRecordCollector | None = None
-        #: the client's changelog ranges written for committed input (runtime/restore_ranges.py)
-        self.restore_ranges = restore_ranges
+        #: restore_ranges: the client's changelog ranges written for committed input
+        #: (runtime/restore_ranges.py), read and published through the state lifecycle
         self.state_lifecycle = TaskStateLifecycle(config, restore_ranges=restore_ranges)
         self.record_cache = RecordCache(config.statestore_cache_max_bytes)
         #: the client's global stores (GlobalKTable), readable by every task
@@ -453,11 +453,12 @@ class StreamWorker(TaskRebalancing, threading.Thread):
     def publish_restore_ranges(self, tasks: list[StreamTask], *, force: bool = False) -> None:
         """After a commit: the changelog ranges the tasks wrote for committed input (at most
         every few seconds a task; ``force``: a clean close)."""
-        collector = self.collector
-        if self.restore_ranges is None or collector is None:
+        collector, ranges = self.collector, self.state_lifecycle.restore_ranges
+        if ranges is None or collector is None:
             return
-        written = Written(collector.first_offsets, collector.offsets, collector.eos)
-        self.restore_ranges.after_commit(tasks, written, force=force)
+        ranges.after_commit(
+            tasks, Written(collector.first_offsets, collector.offsets, collector.eos), force=force
+        )
 
     def _commit_offsets(self, positions: list[Any]) -> None:
         result = self.consumer.commit(offsets=positions, asynchronous=False)
