@@ -159,6 +159,23 @@ class NamedCache:
         if parent.size_bytes > parent.max_bytes:
             parent.evict_from(self)
 
+    def replace(
+        self, key: bytes, old_value: bytes | None, value: bytes, timestamp: int, decoded: Any
+    ) -> None:
+        """:meth:`put` of a key whose entry the caller has just read and moved to the end
+        (``old_value`` its bytes) and that keeps its kind of entry: ``decoded`` given if and
+        only if the old entry had one (the charge for it stays as it was). What aggregation
+        steps call for every record of a cached key: no second lookup, no second move."""
+        self._entries[key] = (value, timestamp, decoded)
+        self._dirty[key] = None
+        delta = len(value) - (len(old_value) if old_value is not None else 0)
+        parent = self._parent
+        if delta:
+            self.size_bytes += delta
+            parent.size_bytes += delta
+        if parent.size_bytes > parent.max_bytes:
+            parent.evict_from(self)
+
     def put_clean(self, key: bytes, value: bytes) -> None:
         """Cache a value read from the store below (never overwrites a cached entry)."""
         entries = self._entries

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from types import MethodType
 from typing import Any, NamedTuple, cast
 
+from platform_streams.processor.context import TaskContext
 from platform_streams.serde import Bytes, Double, Integer, Json, Long, Short, String
 from platform_streams.state.key_value_store import KeyValueBytesStore
 from platform_streams.state.keys import window_suffix
@@ -232,6 +233,8 @@ def direct_aggregate(
     below = caching.wrapped
     #: a count's or a sum's ``(timestamp, number)`` packed without the serde's Python call
     pack = _fixed_codec(metered)[0]
+    #: the stream time as the task context's attribute (its ``current_stream_time_ms``)
+    task_context = context if type(context) is TaskContext else None
 
     def step(key: Any, value: Any, timestamp: int) -> bool:
         cache = caching._cache
@@ -269,10 +272,16 @@ def direct_aggregate(
                 raw_value = pack(timestamp, new)
             except PACK_ERRORS:
                 raw_value = serialize_value(pair)  # the inner serde's bytes, or its error
-        written_at = context.current_stream_time_ms()
+        written_at = context.current_stream_time_ms() if task_context is None else task_context.stream_time
         if written_at < 0:
             written_at = context.current_system_time_ms()
-        cache.put(raw_key, raw_value, written_at, pair if type(new) in exact else None)
+        decoded = pair if type(new) in exact else None
+        if entry is not None and (entry[2] is None) == (decoded is None):
+            # the entry read above, moved to the end: its put without a second lookup (a
+            # count's or a sum's every record of a key but its first)
+            cache.replace(raw_key, entry[0], raw_value, written_at, decoded)
+        else:
+            cache.put(raw_key, raw_value, written_at, decoded)
         return True
 
     return step
@@ -361,6 +370,7 @@ def direct_window_aggregate(
     below = caching.wrapped
     context = caching._context
     pack, unpack, fixed_size = _fixed_codec(metered)
+    task_context = context if type(context) is TaskContext else None
 
     def step(key: Any, value: Any, timestamp: int, window_start_ms: int) -> bool | None:
         cache = caching._cache
@@ -401,10 +411,13 @@ def direct_window_aggregate(
             return created
         if window_start_ms > caching._observed:  # CachingWindowStore._cache_put, inlined
             caching._observed = window_start_ms
-        written_at = context.current_stream_time_ms()
+        written_at = context.current_stream_time_ms() if task_context is None else task_context.stream_time
         if written_at < 0:
             written_at = context.current_system_time_ms()
-        cache.put(binary, raw_value, written_at)
+        if entry is not None and entry[2] is None:
+            cache.replace(binary, raw, raw_value, written_at, None)  # read and moved above
+        else:
+            cache.put(binary, raw_value, written_at)
         return created
 
     return step

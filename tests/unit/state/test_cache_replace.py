@@ -1,0 +1,71 @@
+"""``NamedCache.replace``: the put of an entry the caller has just read (issue 17, session 17).
+
+The aggregation steps of ``state/wrappers/direct_cache_path.py`` read a cached key's entry
+(which moves it to the end of the LRU order), compute the new aggregate and write it back
+with ``replace`` instead of ``put``: no second lookup, no second move. It must leave the
+cache exactly as ``put`` would -- entries and their LRU order, the dirty keys in
+first-dirty order, both byte counts, and what an overflow flushes. Kafka Streams'
+``NamedCache.put`` (streams/src/main/java/org/apache/kafka/streams/state/internals/NamedCache.java)
+is the model of the put both follow.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from platform_streams.state.cache import DECODED_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES, RecordCache
+
+
+def _run(use_replace: bool, seed: int) -> dict[str, Any]:
+    """One random sequence of reads and writes over two named caches sharing a small budget."""
+    rng = random.Random(seed)
+    flushed: list[list[tuple[bytes, bytes | None]]] = []
+    cache = RecordCache(max_bytes=12 * (ENTRY_OVERHEAD_BYTES + 12) + 3 * DECODED_OVERHEAD_BYTES)
+    caches = [
+        cache.named(f"0_{i}-agg", lambda batch: flushed.append([(k, v) for k, v, _ in batch])) for i in (0, 1)
+    ]
+    for step in range(600):
+        named = rng.choice(caches)
+        key = b"k%d" % rng.randrange(20)
+        value = b"v" * rng.randrange(1, 9)
+        decoded = (len(value), step) if rng.random() < 0.5 else None
+        if rng.random() < 0.05:
+            named.flush()
+            continue
+        entry = named.get(key)  # a step's read: moves the entry to the end
+        keeps_kind = entry is not None and (entry[2] is None) == (decoded is None)
+        if use_replace and keeps_kind:
+            assert entry is not None
+            named.replace(key, entry[0], value, step, decoded)
+        else:
+            named.put(key, value, step, decoded)
+    return {
+        "entries": [list(named._entries.items()) for named in caches],
+        "dirty": [list(named._dirty) for named in caches],
+        "sizes": [named.size_bytes for named in caches],
+        "total": cache.size_bytes,
+        "flushed": flushed,
+    }
+
+
+def test_replace_leaves_the_cache_as_put_does() -> None:
+    for seed in range(20):
+        assert _run(True, seed) == _run(False, seed), seed
+
+
+def test_replace_of_a_grown_value_overflows_and_flushes_as_put() -> None:
+    cache = RecordCache(max_bytes=2 * (ENTRY_OVERHEAD_BYTES + 2 + 1))
+    flushed: list[list[bytes]] = []
+    named = cache.named("0_0-agg", lambda batch: flushed.append([key for key, _, _ in batch]))
+    named.put(b"k1", b"1", 1)
+    named.put(b"k2", b"1", 2)
+    assert flushed == []
+    entry = named.get(b"k1")
+    assert entry is not None
+    named.replace(b"k1", entry[0], b"22", 3, None)  # one byte more: over the budget
+    # the least recently used entry (k2) is dirty: its eviction flushes every dirty key, in
+    # first-dirty order, then k2 leaves
+    assert flushed == [[b"k1", b"k2"]]
+    assert list(named._entries) == [b"k1"]
+    assert cache.size_bytes == named.size_bytes == ENTRY_OVERHEAD_BYTES + 2 + 2
