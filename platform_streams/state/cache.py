@@ -165,7 +165,9 @@ class NamedCache:
         """:meth:`put` of a key whose entry the caller has just read and moved to the end
         (``old_value`` its bytes) and that keeps its kind of entry: ``decoded`` given if and
         only if the old entry had one (the charge for it stays as it was). What aggregation
-        steps call for every record of a cached key: no second lookup, no second move."""
+        steps call for every record of a cached key: no second lookup, no second move.
+        Precondition: nothing evicted or removed the entry since it was read (between the
+        two the steps call only serdes and the user's aggregator); the sizes would be wrong."""
         self._entries[key] = (value, timestamp, decoded)
         self._dirty[key] = None
         delta = len(value) - (len(old_value) if old_value is not None else 0)

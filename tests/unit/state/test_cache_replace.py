@@ -12,45 +12,65 @@ is the model of the put both follow.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from platform_streams.state.cache import DECODED_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES, RecordCache
 
 
-def _run(use_replace: bool, seed: int) -> dict[str, Any]:
-    """One random sequence of reads and writes over two named caches sharing a small budget."""
+def _logger(log: list[Any], what: str, cache: int) -> Callable[[Any], None]:
+    def record(item: Any) -> None:
+        log.append((what, cache, list(item) if isinstance(item, list) else item))
+
+    return record
+
+
+def _run(use_replace: bool, seed: int) -> tuple[Any, ...]:
+    """One random sequence over three named caches sharing a small budget: reads with writes
+    (``replace`` where a step would call it, else ``put``), pending deletes, clean entries
+    read from a store (``put_clean``), final marks and flushes; two caches may donate clean
+    entries, and every flush and removal is logged."""
     rng = random.Random(seed)
-    flushed: list[list[tuple[bytes, bytes | None]]] = []
-    cache = RecordCache(max_bytes=12 * (ENTRY_OVERHEAD_BYTES + 12) + 3 * DECODED_OVERHEAD_BYTES)
-    caches = [
-        cache.named(f"0_{i}-agg", lambda batch: flushed.append([(k, v) for k, v, _ in batch])) for i in (0, 1)
-    ]
-    for step in range(600):
+    log: list[Any] = []
+    cache = RecordCache(max_bytes=10 * (ENTRY_OVERHEAD_BYTES + 10) + 2 * DECODED_OVERHEAD_BYTES)
+    caches = []
+    for i in range(3):
+        named = cache.named(f"0_{i}-agg", _logger(log, "flush", i))
+        named.may_donate = i != 2  # key-value caches give clean entries; a window cache does not
+        named.set_remove_hook(_logger(log, "removed", i))
+        caches.append(named)
+    for step in range(800):
         named = rng.choice(caches)
-        key = b"k%d" % rng.randrange(20)
-        value = b"v" * rng.randrange(1, 9)
-        decoded = (len(value), step) if rng.random() < 0.5 else None
-        if rng.random() < 0.05:
+        key = b"k%d" % rng.randrange(15)
+        draw = rng.random()
+        if draw < 0.04:
             named.flush()
-            continue
-        entry = named.get(key)  # a step's read: moves the entry to the end
-        keeps_kind = entry is not None and (entry[2] is None) == (decoded is None)
-        if use_replace and keeps_kind:
-            assert entry is not None
-            named.replace(key, entry[0], value, step, decoded)
+        elif draw < 0.10:
+            named.put(key, None, step)  # a delete, pending until the flush
+        elif draw < 0.18:
+            named.put_clean(key, b"c" * rng.randrange(1, 9))  # a miss read from the store
+        elif draw < 0.22:
+            named.mark_final([key])
         else:
-            named.put(key, value, step, decoded)
-    return {
-        "entries": [list(named._entries.items()) for named in caches],
-        "dirty": [list(named._dirty) for named in caches],
-        "sizes": [named.size_bytes for named in caches],
-        "total": cache.size_bytes,
-        "flushed": flushed,
-    }
+            value = b"v" * rng.randrange(1, 9)
+            decoded = (len(value), step) if rng.random() < 0.5 else None
+            entry = named.get(key)  # a step's read: moves the entry to the end
+            if use_replace and entry is not None and (entry[2] is None) == (decoded is None):
+                named.replace(key, entry[0], value, step, decoded)
+            else:
+                named.put(key, value, step, decoded)
+    return (
+        [list(named._entries.items()) for named in caches],
+        [list(named._dirty) for named in caches],
+        [named.size_bytes for named in caches],
+        cache.size_bytes,
+        cache.evictions,
+        log,
+    )
 
 
 def test_replace_leaves_the_cache_as_put_does() -> None:
-    for seed in range(20):
+    for seed in range(100):
         assert _run(True, seed) == _run(False, seed), seed
 
 
