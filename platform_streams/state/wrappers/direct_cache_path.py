@@ -56,6 +56,7 @@ __all__ = [
     "direct_cache_path",
     "direct_window_aggregate",
     "direct_window_cache_path",
+    "fixed_codec",
     "kv_layers_below",
 ]
 
@@ -232,7 +233,7 @@ def direct_aggregate(
     context = caching._context
     below = caching.wrapped
     #: a count's or a sum's ``(timestamp, number)`` packed without the serde's Python call
-    pack = _fixed_codec(metered)[0]
+    pack = fixed_codec(metered)[0]
     #: the stream time as the task context's attribute (its ``current_stream_time_ms``)
     task_context = context if type(context) is TaskContext else None
 
@@ -287,7 +288,7 @@ def direct_aggregate(
     return step
 
 
-def _fixed_codec(
+def fixed_codec(
     metered: Any,
 ) -> tuple[Callable[[int, Any], bytes] | None, Callable[[bytes], tuple[int, Any]] | None, int]:
     """``(pack, unpack, size)`` of the store's ``ValueAndTimestampSerde`` over one fixed-width
@@ -369,7 +370,7 @@ def direct_window_aggregate(
     serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
     below = caching.wrapped
     context = caching._context
-    pack, unpack, fixed_size = _fixed_codec(metered)
+    pack, unpack, fixed_size = fixed_codec(metered)
     task_context = context if type(context) is TaskContext else None
 
     def step(key: Any, value: Any, timestamp: int, window_start_ms: int) -> bool | None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from platform_streams.state.api import FlushListener
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
-from platform_streams.state.wrappers.direct_cache_path import kv_layers_below
+from platform_streams.state.wrappers.direct_cache_path import fixed_codec, kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 
 __all__ = ["FlushEntries", "direct_flush"]
@@ -54,6 +54,9 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
     layered = caching.layered_flush
     #: a ``Bytes`` key serde decodes a key to itself: no call per entry
     deserialize_key = None if metered._bytes_keys else metered._deserialize_flushed_key
+    #: a fixed-width number's value decoded by one C call (a key seen once, as every key of
+    #: an every-key-new count, has no decoded form in the cache: NamedCache.put)
+    _, unpack, fixed_size = fixed_codec(metered)
 
     def flush(entries: list[tuple[bytes, bytes | None, int]]) -> None:
         cached_entries = caching._require()._entries
@@ -75,9 +78,12 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
             if changelog is not None:
                 send(topic, key, value, log_timestamp, headers, partition)
             cached = cached_entries.get(key)  # the decoded form kept for these bytes, if any
-            new = cached[2] if cached is not None and cached[0] is value else None
-            if new is None:
-                new = deserialize_value(value)
-            listener(key if deserialize_key is None else deserialize_key(key), new[0], old, new[1])
+            if cached is not None and cached[0] is value and cached[2] is not None:
+                new_value, timestamp = cached[2]
+            elif unpack is not None and len(value) == fixed_size:
+                timestamp, new_value = unpack(value)  # what deserialize_value does, in C
+            else:
+                new_value, timestamp = deserialize_value(value)
+            listener(key if deserialize_key is None else deserialize_key(key), new_value, old, timestamp)
 
     return flush
