@@ -47,6 +47,7 @@ from pathlib import Path
 from types import CodeType, TracebackType
 from typing import Any
 
+from platform_streams.processor.node import FusedFragment
 from platform_streams.processor.source_hooks import SourceHooks
 from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode, SourceNode
 
@@ -158,11 +159,13 @@ class _Emitter:
         entry_of: Callable[[str], Callable[..., None]],
         sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
         step_of: Callable[[str], Callable[[Any, Any, int], bool] | None] | None = None,
+        fragment_of: Callable[[str], FusedFragment | None] | None = None,
     ) -> None:
         self.nodes = nodes
         self.entry_of = entry_of
         self.sink_parts = sink_parts
         self.step_of = step_of
+        self.fragment_of = fragment_of
         self.lines: list[str] = []
         self.bound: dict[str, Any] = {}
         self.line_nodes: dict[int, str] = {}
@@ -214,10 +217,24 @@ class _Emitter:
         step = self.step_of(name) if self.step_of is not None else None
         if step is not None:  # NodeProcessor.fused_step: process only what it leaves
             call = self.bind(step, "step", name)
+            fragment = self.fragment_of(name) if self.fragment_of is not None else None
+            if fragment is not None:
+                self.fragment(fragment, name, k, v, indent, call, entry)
+                return
             self.line(indent, f"if {k} is None or {v} is None or not {call}({k}, {v}, ts):", name)
             self.line(indent + 1, f"{entry}({k}, {v}, ts, h)", name)
             return
         self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
+
+    def fragment(
+        self, fragment: FusedFragment, node: str, k: str, v: str, indent: int, step: str, process: str
+    ) -> None:
+        """Emit ``fragment`` (a processor's step in line) for the record ``k``, ``v``."""
+        fields = {name: self.bind(obj, name, node) for name, obj in fragment.bound.items()}
+        fields |= {"k": k, "v": v, "ts": "ts", "n": f"_{next(self._vars)}", "step": step, "process": process}
+        for text in fragment.template.format(**fields).splitlines():
+            stripped = text.lstrip(" ")
+            self.line(indent + (len(text) - len(stripped)) // 4, stripped, node)
 
     def serialized(self, serializer: Any, var: str, prefix: str, indent: int, node: str) -> str:
         """The expression serializing ``var`` (a :class:`PassBytes` is inlined as a type test;
@@ -352,6 +369,7 @@ def compile_source(
     sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
     hooks: SourceHooks,
     step_of: Callable[[str], Callable[[Any, Any, int], bool] | None] | None = None,
+    fragment_of: Callable[[str], FusedFragment | None] | None = None,
 ) -> Callable[[Any], None]:
     """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run children.
 
@@ -363,9 +381,10 @@ def compile_source(
     a record that advances stream time, as Kafka Streams' record-lateness sensor.
     ``placement_check`` checks the raw key is in the partition murmur2 gives it: one set
     lookup per record, the hash only for keys not seen in place yet. ``step_of(node)``: the
-    initialised processor's ``fused_step``, if any (None before the processors' ``init``).
+    initialised processor's ``fused_step``, if any (None before the processors' ``init``);
+    ``fragment_of(node)`` its ``fused_fragment``, run in line instead of the step's call.
     """
-    em = _Emitter(nodes, entry_of, sink_parts, step_of)
+    em = _Emitter(nodes, entry_of, sink_parts, step_of, fragment_of)
     name = source.name
     key_deserializer, value_deserializer = hooks.key_deserializer, hooks.value_deserializer
     value_fast_deserializer, placement_check = hooks.value_fast_deserializer, hooks.placement_check

@@ -20,7 +20,7 @@ from platform_streams.processor.fusion import (
     compile_source,
     mark_sink_failure,
 )
-from platform_streams.processor.node import Forward, NodeProcessor, as_node_processor
+from platform_streams.processor.node import Forward, FusedFragment, NodeProcessor, as_node_processor
 from platform_streams.processor.partitioner import PlacementCheck
 from platform_streams.processor.plain_nodes import plain_entry, plain_source
 from platform_streams.processor.record import Headers
@@ -102,6 +102,10 @@ class TaskGraph:
         processor = self.processors.get(name)
         return processor.fused_step if processor is not None else None
 
+    def _fragment_of(self, name: str) -> FusedFragment | None:
+        processor = self.processors.get(name)
+        return processor.fused_fragment if processor is not None else None
+
     def close(self) -> None:
         for processor in self.processors.values():
             processor.close()
@@ -146,7 +150,9 @@ class TaskGraph:
         )
         if not self._fusion:
             return plain_source(source, self.entry, hooks)
-        return compile_source(source, self.nodes, self.entry, self._sink_parts, hooks, self._step_of)
+        return compile_source(
+            source, self.nodes, self.entry, self._sink_parts, hooks, self._step_of, self._fragment_of
+        )
 
     def _sink_parts(self, sink: SinkNode) -> tuple[Any, ...] | None:
         """(send, topic, key serializer, value serializer) for sinks simple enough to inline."""

@@ -10,7 +10,8 @@ user-written :class:`~platform_streams.processor.api.Processor` is adapted by
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.processor.api import Processor
@@ -23,6 +24,23 @@ if TYPE_CHECKING:
 Forward = Callable[[Any, Any, int, Headers], None]
 
 
+@dataclass(frozen=True)
+class FusedFragment:
+    """A processor's per-record work as source text, for fused code to run in line.
+
+    ``template`` is Python statements at indent 0 (``str.format`` fields ``{k}``, ``{v}``,
+    ``{ts}``: the record's variables, ``{n}``: a suffix that keeps the fragment's own
+    variables unique, ``{step}``/``{process}``: the processor's ``fused_step`` and its
+    entry, and one field per object of ``bound``). It must do exactly what
+    ``if k is None or v is None or not step(k, v, ts): process(k, v, ts, h)`` does.
+    Why: the calls it spares (the step, the cache's ``replace``, the closure's set-up)
+    are a sixth of a count's CPU per record (bench/RESULTS.md, issue 17 session eighteen).
+    """
+
+    template: str
+    bound: Mapping[str, Any]
+
+
 class NodeProcessor(ABC):
     """A processor that works on fields; ``self.forward`` sends to all children."""
 
@@ -33,6 +51,9 @@ class NodeProcessor(ABC):
     #: instead of ``process`` and calls ``process`` only when it returns False
     #: (:mod:`~platform_streams.processor.fusion`). It must do all that ``process`` would.
     fused_step: Callable[[Any, Any, int], bool] | None = None
+    #: set by ``init`` beside ``fused_step``, where the step's work can be written in line
+    #: (:class:`FusedFragment`); fused code then runs it instead of calling the step
+    fused_fragment: FusedFragment | None = None
 
     def init(self, context: NodeContext) -> None:
         """Bind the context and the children fan-out; override to fetch stores."""

@@ -31,10 +31,12 @@ from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError
+from platform_streams.processor.node import FusedFragment
 from platform_streams.state.api import CachedStateStore, FlushListener, KeyValueStore, StateStore
 from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import SpecStore
+from platform_streams.state.wrappers.aggregate_fragment import aggregate_fragment
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 from platform_streams.state.wrappers.direct_cache_path import (
     AggregateStep,
@@ -115,6 +117,12 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         or None where the stack has no cache; bound to the stack of the latest ``init``."""
         layered_put = MethodType(TimestampedKeyValueStore.put_timestamped, self)
         return direct_aggregate(self._require(), first, aggregator, layered_put)
+
+    def aggregate_fragment(self, aggregator: Callable[[Any, Any, Any], Any]) -> FusedFragment | None:
+        """:meth:`aggregate_step`'s work on a key cached decoded, as source text the fused source
+        runs in line (:mod:`~platform_streams.state.wrappers.aggregate_fragment`), or None; bound
+        to the stack of the latest ``init``, like the step."""
+        return aggregate_fragment(self._require(), aggregator, self.put_timestamped)
 
     def flush(self) -> None:
         self._require().flush()

@@ -15,6 +15,11 @@ stores flush the same way (``CachingWindowStore._flush_entries`` writes the cach
 window key straight to the bytes store and the changelog, Kafka's
 ``CachingWindowStore.putAndMaybeForward`` -> ``ChangeLoggingWindowBytesStore.put``).
 
+A stream aggregation's step on a key cached decoded also runs in line in the fused source
+(``state/wrappers/aggregate_fragment.py``, for ``Bytes`` keys): the topologies keyed by
+``Bytes`` check that it sends what the step and the layered path send, and that the fused
+source really holds it; switched off, the source calls the step.
+
 The topologies make flushes of many entries (a flat_map fanning one record out to several
 keys; a cache so small that puts evict dirty entries mid-record) and cover the entries the
 direct loop hands back to the layered path (deletes, a table's tombstones) and the old
@@ -40,12 +45,13 @@ from platform_streams.dsl import (
     StreamsBuilder,
     TimeWindows,
 )
-from platform_streams.serde import Bytes, Double, Long, String
+from platform_streams.serde import Bytes, Double, Json, Long, String
 from platform_streams.state.window_store import WindowBytesStore
 from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
 from platform_streams.testing import TopologyTestDriver
 
 S = String()
+B = Bytes()
 Topology = Callable[[StreamsBuilder], None]
 
 
@@ -85,6 +91,54 @@ def _aggregate_with_deletes(builder: StreamsBuilder) -> None:
         .to_stream()
         .to("out", Produced(key_serde=S, value_serde=Long()))
     )
+
+
+def _bytes_key_count(builder: StreamsBuilder) -> None:
+    """A count keyed by raw bytes: the fragment's usual case (a Long aggregate packed in C)."""
+    (
+        builder.stream("in", Consumed(key_serde=B, value_serde=S))
+        .flat_map(lambda k, v: [(k + b"-%d" % i, v) for i in range(3)])
+        .group_by_key(Grouped(key_serde=B, value_serde=S))
+        .count(materialized=Materialized.as_("counts"))
+        .to_stream()
+        .to("out", Produced(key_serde=B, value_serde=Long()))
+    )
+
+
+def _bytes_key_json_aggregate(builder: StreamsBuilder) -> None:
+    """A Json aggregate that is an int (kept decoded), then a list (not kept: the store's put)
+    or None (a delete), then starts again: every branch of the fragment."""
+
+    def add(k: bytes, v: str, agg: Any) -> Any:
+        if isinstance(agg, int) and agg >= 4:
+            return None if v.startswith("a") else [agg, v]
+        return 1 if isinstance(agg, list) else agg + 1
+
+    (
+        builder.stream("in", Consumed(key_serde=B, value_serde=S))
+        .group_by_key(Grouped(key_serde=B, value_serde=S))
+        .aggregate(lambda: 0, add, materialized=Materialized.as_("json").with_value_serde(Json()))
+        .to_stream()
+        .to("out", Produced(key_serde=B, value_serde=Json()))
+    )
+
+
+def _bytes_key_double_sum(builder: StreamsBuilder) -> None:
+    (
+        builder.stream("in", Consumed(key_serde=B, value_serde=S))
+        .group_by_key(Grouped(key_serde=B, value_serde=S))
+        .aggregate(
+            lambda: 0.0,
+            lambda k, v, agg: agg + len(v) / 4,
+            materialized=Materialized.as_("sums").with_value_serde(Double()),
+        )
+        .to_stream()
+        .to("out", Produced(key_serde=B, value_serde=Double()))
+    )
+
+
+#: the topologies whose aggregation the fused source runs in line (``aggregate_fragment``)
+_IN_LINE = (_bytes_key_count, _bytes_key_json_aggregate, _bytes_key_double_sum)
 
 
 def _table_regroup(builder: StreamsBuilder) -> None:
@@ -157,6 +211,7 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
     if not direct:
         monkeypatch.setattr(timestamped_kv_store, "direct_flush", lambda *args: None)
         monkeypatch.setattr(timestamped_kv_store, "direct_aggregate", lambda *args: None)
+        monkeypatch.setattr(timestamped_kv_store, "aggregate_fragment", lambda *args: None)
         monkeypatch.setattr(timestamped_window_store, "direct_window_aggregate", lambda *args: None)
         monkeypatch.setattr(CachingWindowStore, "_flush_entries", CachingWindowStore._layered_flush)
     binary_puts = []
@@ -180,6 +235,8 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
             value = None if rng.random() < 0.1 else rng.choice("abcde") + str(rng.randrange(5))
             source.pipe_input(key, value, timestamp_ms=1_000 + i * 7 + rng.randrange(-40, 40))
         used = bool(binary_puts) if windowed else _uses_direct_flush(driver)
+        if topology in _IN_LINE:
+            assert _runs_in_line(driver) is direct
         sent = []
         for topic in sorted(driver.produced_topic_names()):
             for record in driver.create_output_topic(topic, Bytes(), Bytes()).read_records_to_list():
@@ -200,6 +257,12 @@ def _uses_direct_flush(driver: TopologyTestDriver) -> bool:
     return caching[0]
 
 
+def _runs_in_line(driver: TopologyTestDriver) -> bool:
+    """Whether the fused sources hold an aggregation's step in line (its cache's move)."""
+    sources = [fn for task in driver._tasks for fn in task.graph.sources.values()]
+    return any("._entries.move_to_end(" in fn.__ps_source__ for fn in sources)
+
+
 @pytest.mark.parametrize("cache_bytes", [10 * 1024 * 1024, 700])
 @pytest.mark.parametrize(
     "topology",
@@ -207,6 +270,7 @@ def _uses_direct_flush(driver: TopologyTestDriver) -> bool:
         _fan_out_count,
         _reduce,
         _aggregate_with_deletes,
+        *_IN_LINE,
         _table_regroup,
         _windowed_eager,
         _windowed_final,

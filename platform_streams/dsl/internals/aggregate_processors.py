@@ -81,8 +81,10 @@ class StreamAggregateProcessor(_AggregateProcessor):
         super().init(context)
         #: read-compute-write in one call on the store's record cache (None: no cache)
         self._step = self.store.aggregate_step(self._first, self.aggregator) if self._caching else None  # type: ignore[union-attr]
-        #: the fused source calls the step itself (``process`` below adds only the None checks)
+        #: the fused source calls the step itself (``process`` below adds only the None checks),
+        #: or runs its work in line for a key cached decoded
         self.fused_step = self._step
+        self.fused_fragment = self.store.aggregate_fragment(self.aggregator) if self._step else None  # type: ignore[union-attr]
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if key is None or value is None:

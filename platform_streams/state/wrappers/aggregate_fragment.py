@@ -1,0 +1,109 @@
+"""A stream aggregation's step on a cached key, as source text for the fused source.
+
+:func:`~platform_streams.state.wrappers.direct_cache_path.direct_aggregate` made a record
+of a grouped-stream aggregation one call. For a key whose aggregate the record cache holds
+decoded (every record of a count's or a sum's key but its first), what is left of that call
+is the call itself: its frame, the closure's dozen cells, the checks, and the cache's
+``replace``. :func:`aggregate_fragment` writes the same work as statements
+(:class:`~platform_streams.processor.node.FusedFragment`) that the fused source runs in
+line: read the entry, move it to the end, call the user's aggregator on the decoded
+aggregate, pack the new one, write the entry in place and mark it dirty, account its size,
+evict if the budget overflows -- the same entry, bytes, timestamps, dirty order and sizes as
+the step and ``NamedCache.replace``. Everything else (a miss, a key not cached decoded, a
+stack with metrics to record, a key that is not ``bytes``) calls the step, and an aggregate
+the cache cannot keep decoded (None: a delete; a type not exact) is written by the store's
+own ``put_timestamped``, as the step's tail would. Measured in process: a count -15 % CPU
+per record (bench/RESULTS.md, issue 17 session eighteen).
+
+Only for the stack the step serves with raw ``bytes`` keys (the ``Bytes`` key serde) and a
+task context whose stream time the fragment reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from platform_streams.processor.context import TaskContext
+from platform_streams.processor.node import FusedFragment
+from platform_streams.state.timestamped import PACK_ERRORS
+from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
+from platform_streams.state.wrappers.direct_cache_path import exact_value_types, fixed_codec
+from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
+
+__all__ = ["aggregate_fragment"]
+
+#: ``{pack}`` the fixed-width codec (the serde's bytes when it raises), or the serde alone
+_PACKED = """\
+    try:
+        r{n} = {pack}(t{n}, a{n})
+    except {pack_errors}:
+        r{n} = {serialize}((a{n}, t{n}))
+"""
+_SERIALIZED = """\
+    r{n} = {serialize}((a{n}, t{n}))
+"""
+
+#: the step (``direct_aggregate``) for an entry cached decoded, then ``NamedCache.replace``
+_TEMPLATE = """\
+c{n} = {caching}._cache
+e{n} = None
+if c{n} is not None and {k}.__class__ is {bytes} and {v} is not None:
+    if {metered}._hook is None and {caching}.reads is None:
+        e{n} = c{n}._entries.get({k})
+if e{n} is not None and e{n}[2] is not None:
+    c{n}._entries.move_to_end({k})
+    a{n}, t{n} = e{n}[2]
+    if t{n} < {ts}:
+        t{n} = {ts}
+    a{n} = {aggregator}({k}, {v}, a{n})
+if e{n} is None or e{n}[2] is None:
+    if {k} is None or {v} is None or not {step}({k}, {v}, {ts}):
+        {process}({k}, {v}, {ts}, h)
+elif a{n}.__class__ not in {exact}:
+    {finish}({k}, a{n}, t{n})
+else:
+{encode}\
+    w{n} = {task}.stream_time
+    if w{n} < 0:
+        w{n} = {task}.current_system_time_ms()
+    c{n}._entries[{k}] = (r{n}, w{n}, (a{n}, t{n}))
+    c{n}._dirty[{k}] = None
+    w{n} = len(r{n}) - len(e{n}[0])
+    p{n} = c{n}._parent
+    if w{n}:
+        c{n}.size_bytes += w{n}
+        p{n}.size_bytes += w{n}
+    if p{n}.size_bytes > p{n}.max_bytes:
+        p{n}.evict_from(c{n})
+"""
+
+
+def aggregate_fragment(
+    metered: Any, aggregator: Callable[[Any, Any, Any], Any], finish: Callable[[Any, Any, int], None]
+) -> FusedFragment | None:
+    """The fragment of ``metered``'s stack, or None where it does not apply (see the module
+    docstring). ``finish(key, aggregate, timestamp)`` writes an aggregate the cache does not
+    keep decoded (the store's ``put_timestamped``)."""
+    if type(metered) is not MeteredKeyValueStore or type(metered.wrapped) is not CachingKeyValueStore:
+        return None
+    caching: CachingKeyValueStore = metered.wrapped
+    context = caching._context
+    exact = exact_value_types(metered)
+    if not metered._bytes_keys or type(context) is not TaskContext or not exact:
+        return None
+    pack = fixed_codec(metered)[0]
+    bound = {
+        "caching": caching,
+        "metered": metered,
+        "bytes": bytes,
+        "aggregator": aggregator,
+        "exact": exact,
+        "finish": finish,
+        "serialize": metered._serialize_value,
+        "task": context,
+    }
+    if pack is not None:
+        bound |= {"pack": pack, "pack_errors": PACK_ERRORS}
+    encode = _PACKED if pack is not None else _SERIALIZED
+    return FusedFragment(_TEMPLATE.replace("{encode}", encode), bound)
