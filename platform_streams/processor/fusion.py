@@ -48,8 +48,7 @@ from types import CodeType, TracebackType
 from typing import Any
 
 from platform_streams.processor.node import FusedFragment
-from platform_streams.processor.source_hooks import SourceHooks
-from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode, SourceNode
+from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode
 
 _counter = itertools.count()
 #: pseudo file name -> {line number -> node name} (one per compiled source text)
@@ -85,7 +84,7 @@ def _release(source: str) -> None:
     """A function compiled from ``source`` is gone (a :func:`weakref.finalize` callback).
 
     It only queues the source: finalizers run inside garbage collection, which may start
-    while this thread holds ``_COMPILED_LOCK`` in :meth:`_Emitter.compile` -- taking the
+    while this thread holds ``_COMPILED_LOCK`` in :meth:`Emitter.compile` -- taking the
     lock here would deadlock. The queue is drained under the lock."""
     _RELEASED.append(source)
 
@@ -150,7 +149,7 @@ class FastSerializer:
         self.serialize = serialize
 
 
-class _Emitter:
+class Emitter:
     """Accumulates generated lines, bound objects and the line -> node map."""
 
     def __init__(
@@ -166,9 +165,12 @@ class _Emitter:
         self.sink_parts = sink_parts
         self.step_of = step_of
         self.fragment_of = fragment_of
-        self.lines: list[str] = []
+        #: ``(indent, text, node)``: rendered (with the line -> node map) by :meth:`compile`
+        self.lines: list[tuple[int, str, str]] = []
         self.bound: dict[str, Any] = {}
-        self.line_nodes: dict[int, str] = {}
+        #: where fragments' prologues go when the code is a batch loop (run once a batch);
+        #: None: in line, before their fragment
+        self.prologue: list[tuple[int, str, str]] | None = None
         self._vars = itertools.count(1)
 
     def bind(self, obj: Any, prefix: str, node: str | None = None) -> str:
@@ -178,9 +180,7 @@ class _Emitter:
         return name
 
     def line(self, indent: int, text: str, node: str) -> None:
-        self.lines.append(f"{'    ' * indent}{text}  # {node}")
-        # +1: the generated 'def' line comes first
-        self.line_nodes[len(self.lines) + 1] = node
+        self.lines.append((indent, text, node))
 
     def block(self, indent: int, node: str, body: Callable[[], None]) -> None:
         """Emit ``body`` at ``indent``; a ``pass`` keeps an empty block valid."""
@@ -232,9 +232,18 @@ class _Emitter:
         """Emit ``fragment`` (a processor's step in line) for the record ``k``, ``v``."""
         fields = {name: self.bind(obj, name, node) for name, obj in fragment.bound.items()}
         fields |= {"k": k, "v": v, "ts": "ts", "n": f"_{next(self._vars)}", "step": step, "process": process}
-        for text in fragment.template.format(**fields).splitlines():
-            stripped = text.lstrip(" ")
-            self.line(indent + (len(text) - len(stripped)) // 4, stripped, node)
+        prologue = self.prologue
+        if prologue is None:
+            self._lines(fragment.prologue.format(**fields), indent, node, self.lines)
+        else:
+            self._lines(fragment.prologue.format(**fields), 1, node, prologue)
+        self._lines(fragment.template.format(**fields), indent, node, self.lines)
+
+    @staticmethod
+    def _lines(text: str, indent: int, node: str, out: list[tuple[int, str, str]]) -> None:
+        for line in text.splitlines():
+            stripped = line.lstrip(" ")
+            out.append((indent + (len(line) - len(stripped)) // 4, stripped, node))
 
     def serialized(self, serializer: Any, var: str, prefix: str, indent: int, node: str) -> str:
         """The expression serializing ``var`` (a :class:`PassBytes` is inlined as a type test;
@@ -319,12 +328,15 @@ class _Emitter:
 
         self.block(indent, node_name, body)
 
-    def compile(self, header: str, label: str) -> Callable[..., None]:
+    def compile(self, header: str, label: str) -> Callable[..., Any]:
         """The function for this task: the shared code of this source text (compiled on
         first use, see the module docstring) executed with this task's bound objects."""
         defaults = "".join(f", {name}={name}" for name in self.bound)
         params = header.replace(")", f"{defaults})", 1)
-        body = "\n".join(self.lines) if self.lines else "    pass"
+        lines = self.lines or [(1, "pass", label)]
+        body = "\n".join(f"{'    ' * indent}{text}  # {node}" for indent, text, node in lines)
+        # +2: line numbers count from 1, and the generated 'def' line comes first
+        line_nodes = {number + 2: node for number, (_, _, node) in enumerate(lines)}
         source = f"def {params}:\n{body}\n"
         with _COMPILED_LOCK:
             _drain_released()
@@ -332,7 +344,7 @@ class _Emitter:
             if compiled is None:
                 filename = f"<fused {label} #{next(_counter)}>"
                 compiled = _COMPILED[source] = _Compiled(compile(source, filename, "exec"), filename)
-                _LINE_MAPS[filename] = dict(self.line_nodes)
+                _LINE_MAPS[filename] = line_nodes
             # (re-)registered on every use: linecache.clearcache() may have dropped it
             linecache.cache[compiled.filename] = (
                 len(source),
@@ -357,83 +369,9 @@ def compile_entry(
     sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
 ) -> Callable[..., None]:
     """A ``(key, value, timestamp, headers)`` function running ``node`` and its fusable descendants."""
-    em = _Emitter(nodes, entry_of, sink_parts)
+    em = Emitter(nodes, entry_of, sink_parts)
     em.op(node, "k", "v", 1)
     return em.compile("_entry(k, v, ts, h)", node.name)
-
-
-def compile_source(
-    source: SourceNode,
-    nodes: Mapping[str, Node],
-    entry_of: Callable[[str], Callable[..., None]],
-    sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
-    hooks: SourceHooks,
-    step_of: Callable[[str], Callable[[Any, Any, int], bool] | None] | None = None,
-    fragment_of: Callable[[str], FusedFragment | None] | None = None,
-) -> Callable[[Any], None]:
-    """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run children.
-
-    ``hooks`` (:class:`SourceHooks`) carries the task whose ``stream_time`` is advanced, the
-    deserializers and the callbacks. ``value_fast_deserializer`` replaces the value
-    deserializer for non-None values; when it raises, the deserializer runs on the same
-    bytes to raise the serde's own error. ``on_record_lateness`` (DEBUG metrics only, so
-    INFO code has no trace of it) receives stream time minus the record's timestamp, 0 for
-    a record that advances stream time, as Kafka Streams' record-lateness sensor.
-    ``placement_check`` checks the raw key is in the partition murmur2 gives it: one set
-    lookup per record, the hash only for keys not seen in place yet. ``step_of(node)``: the
-    initialised processor's ``fused_step``, if any (None before the processors' ``init``);
-    ``fragment_of(node)`` its ``fused_fragment``, run in line instead of the step's call.
-    """
-    em = _Emitter(nodes, entry_of, sink_parts, step_of, fragment_of)
-    name = source.name
-    key_deserializer, value_deserializer = hooks.key_deserializer, hooks.value_deserializer
-    value_fast_deserializer, placement_check = hooks.value_fast_deserializer, hooks.placement_check
-    ctx, err, bad_ts = (
-        em.bind(hooks.task, "ctx"),
-        em.bind(hooks.on_deserialization_error, "err"),
-        em.bind(hooks.on_invalid_timestamp, "badts"),
-    )
-    raw_key = "msg.key()"
-    if placement_check is not None:
-        good, check = em.bind(placement_check.good, "good"), em.bind(placement_check.check, "place")
-        em.line(1, "kb = msg.key()", name)
-        em.line(1, f"if kb not in {good}:", name)
-        em.line(2, f"{check}(kb)", name)
-        raw_key = "kb"
-    key_expr = f"{em.bind(key_deserializer, 'kd')}({raw_key})" if key_deserializer else raw_key
-    em.line(1, "try:", name)
-    em.line(2, f"k = {key_expr}", name)
-    if value_fast_deserializer is not None and value_deserializer is not None:
-        vd, vf = em.bind(value_deserializer, "vd"), em.bind(value_fast_deserializer, "vf")
-        em.line(2, "v = msg.value()", name)
-        em.line(2, "if v is not None:", name)
-        em.line(3, "try:", name)
-        em.line(4, f"v = {vf}(v)", name)
-        em.line(3, "except Exception:", name)
-        em.line(4, f"v = {vd}(v)", name)
-    else:
-        value = f"{em.bind(value_deserializer, 'vd')}(msg.value())" if value_deserializer else "msg.value()"
-        em.line(2, f"v = {value}", name)
-    em.line(1, "except Exception as exc:", name)
-    em.line(2, f"{err}(msg, exc)", name)
-    em.line(2, "return", name)
-    em.line(1, "ts = msg.timestamp()[1]", name)
-    if source.timestamp_extractor is not None:
-        tsx = em.bind(source.timestamp_extractor, "tsx")
-        em.line(1, f"ts = {tsx}(k, v, ts, {ctx}.stream_time)", name)
-    em.line(1, "if ts < 0:", name)
-    em.line(2, f"{bad_ts}(msg, ts)", name)
-    em.line(2, "return", name)
-    em.line(1, f"if ts > {ctx}.stream_time:", name)
-    em.line(2, f"{ctx}.stream_time = ts", name)
-    if hooks.on_record_lateness is not None:
-        late = em.bind(hooks.on_record_lateness, "late")
-        em.line(2, f"{late}(0)", name)
-        em.line(1, "else:", name)
-        em.line(2, f"{late}({ctx}.stream_time - ts)", name)
-    em.line(1, "h = msg.headers()", name)
-    em.children(source, "k", "v", 1)
-    return em.compile("_source(msg)", name)
 
 
 def node_of_traceback(tb: TracebackType | None) -> str | None:

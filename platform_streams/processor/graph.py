@@ -13,18 +13,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from platform_streams.processor.context import NodeContext, TaskContext
-from platform_streams.processor.fusion import (
-    FastSerializer,
-    PassBytes,
-    compile_entry,
-    compile_source,
-    mark_sink_failure,
-)
+from platform_streams.processor.fused_source import Batch, compile_batch, compile_source
+from platform_streams.processor.fusion import FastSerializer, PassBytes, compile_entry, mark_sink_failure
 from platform_streams.processor.node import Forward, FusedFragment, NodeProcessor, as_node_processor
 from platform_streams.processor.partitioner import PlacementCheck
 from platform_streams.processor.plain_nodes import plain_entry, plain_source
 from platform_streams.processor.record import Headers
-from platform_streams.processor.source_hooks import SourceHooks
+from platform_streams.processor.source_hooks import BatchHooks, SourceHooks
 from platform_streams.serde import Bytes, Serde
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
 from platform_streams.topology.nodes import ProcessorNode, SinkNode, SourceNode
@@ -58,6 +53,7 @@ class TaskGraph:
         on_invalid_timestamp: Callable[[Any, int], None],
         on_record_lateness: Callable[[int], None] | None = None,
         placement_checks: Mapping[str, PlacementCheck] | None = None,
+        batch_hooks: BatchHooks | None = None,
     ) -> None:
         self.plan = plan
         self.sub = sub
@@ -74,16 +70,27 @@ class TaskGraph:
                 self.processors[node.name] = as_node_processor(node.supplier(), node.name)
         self._source_callbacks = (on_deserialization_error, on_invalid_timestamp, on_record_lateness)
         self._placement_checks = placement_checks or {}
+        self._batch_hooks = batch_hooks
         #: physical topic -> function taking one raw record
         self.sources: dict[str, Callable[[Any], None]] = {}
+        #: physical topic -> ``(queue, n)`` running the source's record code over ``n`` records
+        #: of its queue (fused code and ``batch_hooks`` only: :func:`compile_batch`)
+        self.batches: dict[str, Batch] = {}
         self._compile_sources()
 
     def _compile_sources(self) -> None:
         for topic, source in self.sub.sources_by_topic.items():
             physical = self.plan.physical_topic(topic, self._app)
-            self.sources[physical] = self._compile_source(
-                source, *self._source_callbacks, self._placement_checks.get(physical)
-            )
+            hooks = self._hooks(source, self._placement_checks.get(physical))
+            if not self._fusion:
+                self.sources[physical] = plain_source(source, self.entry, hooks)
+                continue
+            parts = (source, self.nodes, self.entry, self._sink_parts, hooks)
+            self.sources[physical] = compile_source(*parts, self._step_of, self._fragment_of)
+            if self._batch_hooks is not None:
+                self.batches[physical] = compile_batch(
+                    *parts, self._batch_hooks, self._step_of, self._fragment_of
+                )
 
     def init(self) -> None:
         """Initialise processors (stores must be initialised first: processors look them up).
@@ -129,16 +136,10 @@ class TaskGraph:
             return self.processors[name].process
         raise TypeError(f"node {name!r} ({type(node).__name__}) cannot receive records")
 
-    def _compile_source(
-        self,
-        source: SourceNode,
-        on_deserialization_error: Callable[[Any, BaseException], None],
-        on_invalid_timestamp: Callable[[Any, int], None],
-        on_record_lateness: Callable[[int], None] | None,
-        placement_check: PlacementCheck | None,
-    ) -> Callable[[Any], None]:
+    def _hooks(self, source: SourceNode, placement_check: PlacementCheck | None) -> SourceHooks:
+        on_deserialization_error, on_invalid_timestamp, on_record_lateness = self._source_callbacks
         value_serde = source.value_serde or self._default_value
-        hooks = SourceHooks(
+        return SourceHooks(
             self.task,
             _deserializer(source.key_serde or self._default_key),
             _deserializer(value_serde),
@@ -147,11 +148,6 @@ class TaskGraph:
             on_record_lateness,
             placement_check,
             value_serde.fast_deserializer(),
-        )
-        if not self._fusion:
-            return plain_source(source, self.entry, hooks)
-        return compile_source(
-            source, self.nodes, self.entry, self._sink_parts, hooks, self._step_of, self._fragment_of
         )
 
     def _sink_parts(self, sink: SinkNode) -> tuple[Any, ...] | None:

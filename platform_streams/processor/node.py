@@ -39,6 +39,9 @@ class FusedFragment:
 
     template: str
     bound: Mapping[str, Any]
+    #: statements (same fields) whose results stay valid while the task processes a batch of
+    #: records: a batch runs them once, before its first record; one record's code, before it
+    prologue: str = ""
 
 
 class NodeProcessor(ABC):

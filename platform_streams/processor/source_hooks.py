@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.partitioner import PlacementCheck
 
-__all__ = ["SourceHooks"]
+__all__ = ["BatchHooks", "SourceHooks"]
 
 
 class SourceHooks(NamedTuple):
@@ -37,3 +37,16 @@ class SourceHooks(NamedTuple):
     #: ``Serde.fast_deserializer`` for non-None values (fused code only; the value
     #: deserializer runs on the same bytes when it raises, for the serde's own error)
     value_fast_deserializer: Callable[[bytes], Any] | None = None
+
+
+class BatchHooks(NamedTuple):
+    """What a fused batch (:func:`~platform_streams.processor.fused_source.compile_batch`)
+    calls its task for: the per-record work of ``StreamTask.process`` around the source."""
+
+    #: ``(raw_record, exc)``: the processing exception handler; returns to skip, raises to stop
+    on_failure: Callable[[Any, Exception], None]
+    #: ``(raw_record)`` after each record while the task has stream-time punctuators
+    on_stream_punctuation: Callable[[Any], None]
+    #: ``(last record processed or None, records processed)``: once, at the batch's end,
+    #: also when it ends by an exception
+    on_progress: Callable[[Any, int], None]

@@ -24,6 +24,7 @@ from platform_streams.processor.graph import TaskGraph
 from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.punctuation import PunctuationSchedule
 from platform_streams.processor.record_collector import RecordCollector
+from platform_streams.processor.source_hooks import BatchHooks
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.partition_group import PartitionGroup, TopicPartitionKey
@@ -128,6 +129,7 @@ class StreamTask:
             on_invalid_timestamp=self._on_invalid_timestamp,
             on_record_lateness=self._record_lateness if debug else None,
             placement_checks=key_placement.checks_for(topics, task_id.partition) if key_placement else None,
+            batch_hooks=BatchHooks(self._handle_failure, self._punctuate_after, self._batch_done),
         )
         self.partitions: list[TopicPartitionKey] = [
             (topic, task_id.partition) for topic in self.graph.sources
@@ -218,6 +220,9 @@ class StreamTask:
         if single is not None:
             if not single:
                 return 0
+            batch = self.graph.batches.get(self.partitions[0][0])
+            if batch is not None:  # the loop below, fused with the source (fused_source.py)
+                return batch(single, min(len(single), max_records))
             process_one = sources[self.partitions[0][0]]
             popleft = single.popleft
             last = None
@@ -232,14 +237,9 @@ class StreamTask:
                     last = msg
                     done += 1
                     if ctx.has_stream_punctuation:
-                        consumed[self.partitions[0]] = msg.offset()  # punctuators' writes name it
-                        self.punctuate_stream_time()
+                        self._punctuate_after(msg)
             finally:
-                if last is not None:
-                    consumed[self.partitions[0]] = last.offset()
-                    ctx.last_record = last
-                ctx.current = None
-                self.records_processed += done
+                self._batch_done(last, done)
             return done
         now = self.clock_ms()
         while done < max_records and self.queues.processable(now):
@@ -260,6 +260,21 @@ class StreamTask:
         ctx.current = None
         self.records_processed += done
         return done
+
+    def _punctuate_after(self, msg: Any) -> None:
+        """A fused batch's record is done and the task has stream-time punctuators."""
+        self.consumed[self.partitions[0]] = msg.offset()  # punctuators' writes name it
+        self.punctuate_stream_time()
+
+    def _batch_done(self, last: Any, done: int) -> None:
+        """A fused batch ended (returning or raising): what the loop of :meth:`process` does
+        in its ``finally``."""
+        ctx = self.context
+        if last is not None:
+            self.consumed[self.partitions[0]] = last.offset()
+            ctx.last_record = last
+        ctx.current = None
+        self.records_processed += done
 
     def _handle_failure(self, msg: Any, exc: Exception) -> None:
         """Apply the processing exception handler: return to skip the record, or raise."""

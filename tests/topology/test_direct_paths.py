@@ -258,9 +258,13 @@ def _uses_direct_flush(driver: TopologyTestDriver) -> bool:
 
 
 def _runs_in_line(driver: TopologyTestDriver) -> bool:
-    """Whether the fused sources hold an aggregation's step in line (its cache's move)."""
-    sources = [fn for task in driver._tasks for fn in task.graph.sources.values()]
-    return any("._entries.move_to_end(" in fn.__ps_source__ for fn in sources)
+    """Whether the fused sources (a record's function and the batch) hold an aggregation's
+    step in line (the cache's move, bound before the records)."""
+    graphs = [task.graph for task in driver._tasks]
+    return any(
+        all(".move_to_end" in fn.__ps_source__ for fn in [*graph.sources.values(), *graph.batches.values()])
+        for graph in graphs
+    )
 
 
 @pytest.mark.parametrize("cache_bytes", [10 * 1024 * 1024, 700])

@@ -106,11 +106,13 @@ def test_generated_code_is_compiled_once_per_subtopology_and_freed_with_its_task
     before = fusion.compiled_sources()
     drivers = [_driver(True) for _ in range(5)]
     sources = [d._tasks[0].graph.sources["in"] for d in drivers]
+    batches = [d._tasks[0].graph.batches["in"] for d in drivers]
     assert len({fn.__code__ for fn in sources}) == 1  # one compilation, five tasks
-    assert fusion.compiled_sources() == before + 1
+    assert len({fn.__code__ for fn in batches}) == 1
+    assert fusion.compiled_sources() == before + 2  # the record's function and the batch's
     filename = sources[0].__code__.co_filename
     assert linecache.getline(filename, 2).strip()  # registered for tracebacks
-    del sources
+    del sources, batches
     for one in drivers:
         one.close()
     del drivers, one

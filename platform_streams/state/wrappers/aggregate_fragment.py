@@ -44,15 +44,25 @@ _SERIALIZED = """\
     r{n} = {serialize}((a{n}, t{n}))
 """
 
+#: what a batch of records cannot change: the store's named cache (set at its ``init``), the
+#: layers' metrics switches, the cache's entries (one OrderedDict for the cache's life)
+_PROLOGUE = """\
+c{n} = {caching}._cache
+g{n} = m{n} = None
+if c{n} is not None and {metered}._hook is None and {caching}.reads is None:
+    x{n} = c{n}._entries
+    g{n} = x{n}.get
+    m{n} = x{n}.move_to_end
+    p{n} = c{n}._parent
+"""
+
 #: the step (``direct_aggregate``) for an entry cached decoded, then ``NamedCache.replace``
 _TEMPLATE = """\
-c{n} = {caching}._cache
 e{n} = None
-if c{n} is not None and {k}.__class__ is {bytes} and {v} is not None:
-    if {metered}._hook is None and {caching}.reads is None:
-        e{n} = c{n}._entries.get({k})
+if g{n} is not None and {k}.__class__ is {bytes} and {v} is not None:
+    e{n} = g{n}({k})
 if e{n} is not None and e{n}[2] is not None:
-    c{n}._entries.move_to_end({k})
+    m{n}({k})
     a{n}, t{n} = e{n}[2]
     if t{n} < {ts}:
         t{n} = {ts}
@@ -67,10 +77,9 @@ else:
     w{n} = {task}.stream_time
     if w{n} < 0:
         w{n} = {task}.current_system_time_ms()
-    c{n}._entries[{k}] = (r{n}, w{n}, (a{n}, t{n}))
+    x{n}[{k}] = (r{n}, w{n}, (a{n}, t{n}))
     c{n}._dirty[{k}] = None
     w{n} = len(r{n}) - len(e{n}[0])
-    p{n} = c{n}._parent
     if w{n}:
         c{n}.size_bytes += w{n}
         p{n}.size_bytes += w{n}
@@ -106,4 +115,4 @@ def aggregate_fragment(
     if pack is not None:
         bound |= {"pack": pack, "pack_errors": PACK_ERRORS}
     encode = _PACKED if pack is not None else _SERIALIZED
-    return FusedFragment(_TEMPLATE.replace("{encode}", encode), bound)
+    return FusedFragment(_TEMPLATE.replace("{encode}", encode), bound, _PROLOGUE)
