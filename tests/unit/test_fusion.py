@@ -8,30 +8,16 @@ from typing import Any
 
 import pytest
 
-from platform_streams import StreamsBuilder, StreamsConfig, Topology
+from platform_streams import StreamsBuilder, Topology
 from platform_streams.dsl import Consumed, Produced
-from platform_streams.processor import TaskId
 from platform_streams.processor.fusion import node_of_traceback
 from platform_streams.runtime.task import StreamTask
 from platform_streams.serde import Integer, String
 from platform_streams.testing.records import DriverRecord
-from platform_streams.topology import compile_topology
+from tests.support.tasks import Collector, build_tasks
 
 S, INT = String(), Integer()
 ENTRY_CALL = re.compile(r"\b_e\d+\(")
-
-
-class Collector:
-    """Records what sinks send: (topic, key bytes, value bytes, timestamp, headers, partition)."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[Any, ...]] = []
-
-    def send(self, *args: Any) -> None:
-        self.sent.append(args)
-
-    def partition_count(self, topic: str) -> int:
-        return 3
 
 
 def _source_text(fn: Any) -> str:
@@ -43,30 +29,7 @@ def _source_text(fn: Any) -> str:
 
 
 def _tasks(topology: Topology, tmp_path: Path) -> tuple[list[StreamTask], Collector]:
-    plan = compile_topology(topology)
-    config = StreamsConfig(
-        application_id="fuse",
-        bootstrap_servers="x:1",
-        state_dir=tmp_path,
-        default_key_serde=S,
-        default_value_serde=INT,
-    )
-    collector = Collector()
-    tasks = []
-    for sub in plan.subtopologies:
-        task = StreamTask(
-            TaskId(sub.id, 0),
-            plan,
-            sub,
-            config=config,
-            collector=collector,
-            clock_ms=lambda: 0,
-            task_dir=tmp_path / str(sub.id),
-        )
-        task.initialize_stores()
-        task.initialize_processors()
-        tasks.append(task)
-    return tasks, collector
+    return build_tasks(topology, tmp_path, "fuse", default_key_serde=S, default_value_serde=INT)
 
 
 def _feed(task: StreamTask, topic: str, *values: int) -> None:

@@ -45,7 +45,10 @@ _SERIALIZED = """\
 """
 
 #: what a batch of records cannot change: the store's named cache (set at its ``init``), the
-#: layers' metrics switches, the cache's entries (one OrderedDict for the cache's life)
+#: layers' metrics switches (installed on the worker thread at its state changes, between
+#: batches: ``ThreadRecorder.sync_tasks``), the cache's entries (one
+#: OrderedDict for the cache's life, emptied in place) and its budget; not its dirty keys
+#: (a flush replaces that dict)
 _PROLOGUE = """\
 c{n} = {caching}._cache
 g{n} = m{n} = None
@@ -59,18 +62,18 @@ if c{n} is not None and {metered}._hook is None and {caching}.reads is None:
 #: the step (``direct_aggregate``) for an entry cached decoded, then ``NamedCache.replace``
 _TEMPLATE = """\
 e{n} = None
-if g{n} is not None and {k}.__class__ is {bytes} and {v} is not None:
+if g{n} is not None and {type}({k}) is {bytes} and {v} is not None:
     e{n} = g{n}({k})
 if e{n} is not None and e{n}[2] is not None:
     m{n}({k})
     a{n}, t{n} = e{n}[2]
-    if t{n} < {ts}:
+    if t{n} <= {ts}:  # the step's rule: the record's timestamp unless the stored one is later
         t{n} = {ts}
     a{n} = {aggregator}({k}, {v}, a{n})
 if e{n} is None or e{n}[2] is None:
     if {k} is None or {v} is None or not {step}({k}, {v}, {ts}):
         {process}({k}, {v}, {ts}, h)
-elif a{n}.__class__ not in {exact}:
+elif {type}(a{n}) not in {exact}:
     {finish}({k}, a{n}, t{n})
 else:
 {encode}\
@@ -106,6 +109,7 @@ def aggregate_fragment(
         "caching": caching,
         "metered": metered,
         "bytes": bytes,
+        "type": type,
         "aggregator": aggregator,
         "exact": exact,
         "finish": finish,
