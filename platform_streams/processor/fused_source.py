@@ -73,23 +73,24 @@ def _record(em: Emitter, source: SourceNode, hooks: SourceHooks, indent: int) ->
     else:
         value = f"{em.bind(value_deserializer, 'vd')}(msg.value())" if value_deserializer else "msg.value()"
         em.line(i + 1, f"v = {value}", name)
-    em.line(i, "except Exception as exc:", name)
-    em.line(i + 1, f"{err}(msg, exc)", name)
-    em.line(i, "else:", name)
+    em.rows(name, [(i, "except Exception as exc:"), (i + 1, f"{err}(msg, exc)"), (i, "else:")])
     em.line(i + 1, "ts = msg.timestamp()[1]", name)
     if source.timestamp_extractor is not None:
         tsx = em.bind(source.timestamp_extractor, "tsx")
         em.line(i + 1, f"ts = {tsx}(k, v, ts, {ctx}.stream_time)", name)
-    em.line(i + 1, "if ts < 0:", name)
-    em.line(i + 2, f"{bad_ts}(msg, ts)", name)
-    em.line(i + 1, "else:", name)
-    em.line(i + 2, f"if ts > {ctx}.stream_time:", name)
-    em.line(i + 3, f"{ctx}.stream_time = ts", name)
+    em.rows(
+        name,
+        [
+            (i + 1, "if ts < 0:"),
+            (i + 2, f"{bad_ts}(msg, ts)"),
+            (i + 1, "else:"),
+            (i + 2, f"if ts > {ctx}.stream_time:"),
+            (i + 3, f"{ctx}.stream_time = ts"),
+        ],
+    )
     if hooks.on_record_lateness is not None:
         late = em.bind(hooks.on_record_lateness, "late")
-        em.line(i + 3, f"{late}(0)", name)
-        em.line(i + 2, "else:", name)
-        em.line(i + 3, f"{late}({ctx}.stream_time - ts)", name)
+        em.rows(name, [(i + 3, f"{late}(0)"), (i + 2, "else:"), (i + 3, f"{late}({ctx}.stream_time - ts)")])
     em.line(i + 2, "h = msg.headers()", name)
     em.children(source, "k", "v", i + 2)
 
@@ -135,28 +136,32 @@ def compile_batch(
     _record(em, source, hooks, 4)
     body, em.lines = em.lines, [(1, "popleft = queue.popleft", name)]
     em.lines += em.prologue
-    for indent, text in (
-        (1, "done = 0"),
-        (1, "last = None"),
-        (1, "try:"),
-        (2, "while done < n:"),
-        (3, "msg = popleft()"),
-        (3, f"{ctx}.current = msg"),
-        (3, "try:"),
-    ):
-        em.line(indent, text, name)
+    em.rows(
+        name,
+        [
+            (1, "done = 0"),
+            (1, "last = None"),
+            (1, "try:"),
+            (2, "while done < n:"),
+            (3, "msg = popleft()"),
+            (3, f"{ctx}.current = msg"),
+            (3, "try:"),
+        ],
+    )
     em.lines += body
-    for indent, text in (
-        (3, "except Exception as exc:"),
-        (4, f"{fail}(msg, exc)"),
-        (3, "last = msg"),
-        (3, "done += 1"),
-        (3, f"if {ctx}.has_stream_punctuation:"),
-        (4, f"{punctuate}(msg)"),
-        (1, "finally:"),
-        (2, f"{progress}(last, done)"),
-        (1, "return done"),
-    ):
-        em.line(indent, text, name)
+    em.rows(
+        name,
+        [
+            (3, "except Exception as exc:"),
+            (4, f"{fail}(msg, exc)"),
+            (3, "last = msg"),
+            (3, "done += 1"),
+            (3, f"if {ctx}.has_stream_punctuation:"),
+            (4, f"{punctuate}(msg)"),
+            (1, "finally:"),
+            (2, f"{progress}(last, done)"),
+            (1, "return done"),
+        ],
+    )
     batch: Batch = em.compile("_batch(queue, n)", name)
     return batch

@@ -182,6 +182,11 @@ class Emitter:
     def line(self, indent: int, text: str, node: str) -> None:
         self.lines.append((indent, text, node))
 
+    def rows(self, node: str, rows: list[tuple[int, str]]) -> None:
+        """Emit ``(indent, text)`` rows, all of node ``node``."""
+        for indent, text in rows:
+            self.line(indent, text, node)
+
     def block(self, indent: int, node: str, body: Callable[[], None]) -> None:
         """Emit ``body`` at ``indent``; a ``pass`` keeps an empty block valid."""
         before = len(self.lines)
