@@ -6,7 +6,9 @@ sink below it are emitted as straight-line Python (``if pred(k, v):``,
 ``v1 = mapper(v)``, ``send(...)``) and compiled once per task; user functions are
 bound as default arguments so each is a local-variable call. Nodes that cannot be
 inlined (stateful processors, merges with several parents, sinks with custom
-partitioners) are called through their entry function.
+partitioners) are called through their entry function, or run in line where their
+processor offers the source text (a ``FusedFragment``). The source's own record code, and
+the batch loop around it, are :mod:`~platform_streams.processor.fused_source`'s.
 
 Debugging generated code: every generated line ends with a comment naming its node,
 bound objects carry their node's name (``_f1_KSTREAM_FILTER_0000000001``), and the source

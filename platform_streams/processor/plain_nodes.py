@@ -113,7 +113,7 @@ def plain_source(
     entry_of: Callable[[str], Forward],
     hooks: SourceHooks,
 ) -> Callable[[Any], None]:
-    """A ``(raw_record)`` function doing what the fused source does (see fusion.compile_source)."""
+    """A ``(raw_record)`` function doing what the fused source does (see fused_source.compile_source)."""
     forward = _fan_out([entry_of(child) for child in source.children])
     (
         task,

@@ -1,7 +1,7 @@
 """What a source function needs from its task besides the topology: one value, built once.
 
 A task's source topics each get a ``(raw_record)`` function, fused
-(:func:`~platform_streams.processor.fusion.compile_source`) or plain
+(:func:`~platform_streams.processor.fused_source.compile_source`) or plain
 (:func:`~platform_streams.processor.plain_nodes.plain_source`, ``fusion=False``). Both take
 the same deserializers and callbacks; they are listed here once so the two stay in step.
 """
