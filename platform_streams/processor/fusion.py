@@ -222,12 +222,13 @@ class Emitter:
                 return
         entry = self.bind(self.entry_of(name), "e", name)
         step = self.step_of(name) if self.step_of is not None else None
+        fragment = self.fragment_of(name) if self.fragment_of is not None else None
+        if fragment is not None:  # NodeProcessor.fused_fragment: its work in line
+            call = self.bind(step, "step", name) if step is not None else "None"
+            self.fragment(fragment, name, k, v, indent, call, entry)
+            return
         if step is not None:  # NodeProcessor.fused_step: process only what it leaves
             call = self.bind(step, "step", name)
-            fragment = self.fragment_of(name) if self.fragment_of is not None else None
-            if fragment is not None:
-                self.fragment(fragment, name, k, v, indent, call, entry)
-                return
             self.line(indent, f"if {k} is None or {v} is None or not {call}({k}, {v}, ts):", name)
             self.line(indent + 1, f"{entry}({k}, {v}, ts, h)", name)
             return

@@ -95,14 +95,16 @@ class TaskGraph:
     def init(self) -> None:
         """Initialise processors (stores must be initialised first: processors look them up).
 
-        Fused sources are compiled again once a processor offers a ``fused_step``: it exists
-        only now, bound to the stores this ``init`` opened."""
+        Fused sources are compiled again once a processor offers a ``fused_step`` or a
+        ``fused_fragment``: they exist only now, bound to the stores this ``init`` opened."""
         for name, processor in self.processors.items():
             node = self.nodes[name]
             assert isinstance(node, ProcessorNode)
             children = {child: self.entry(child) for child in node.children}
             processor.init(NodeContext(self.task, name, children, node.stores))
-        if self._fusion and any(p.fused_step is not None for p in self.processors.values()):
+        if self._fusion and any(
+            p.fused_step is not None or p.fused_fragment is not None for p in self.processors.values()
+        ):
             self._compile_sources()
 
     def _step_of(self, name: str) -> Callable[[Any, Any, int], bool] | None:

@@ -30,9 +30,10 @@ class FusedFragment:
 
     ``template`` is Python statements at indent 0 (``str.format`` fields ``{k}``, ``{v}``,
     ``{ts}``: the record's variables, ``{n}``: a suffix that keeps the fragment's own
-    variables unique, ``{step}``/``{process}``: the processor's ``fused_step`` and its
-    entry, and one field per object of ``bound``). It must do exactly what
-    ``if k is None or v is None or not step(k, v, ts): process(k, v, ts, h)`` does.
+    variables unique, ``{step}``/``{process}``: the processor's ``fused_step`` (``None``
+    without one) and its entry, and one field per object of ``bound``). It must do exactly
+    what the processor does with the record (``process(k, v, ts, h)``, or with a step
+    ``if k is None or v is None or not step(k, v, ts): process(k, v, ts, h)``).
     Why: the calls it spares (the step, the cache's ``replace``, the closure's set-up)
     are a sixth of a count's CPU per record (bench/RESULTS.md, issue 17 session eighteen).
     """
@@ -54,7 +55,7 @@ class NodeProcessor(ABC):
     #: instead of ``process`` and calls ``process`` only when it returns False
     #: (:mod:`~platform_streams.processor.fusion`). It must do all that ``process`` would.
     fused_step: Callable[[Any, Any, int], bool] | None = None
-    #: set by ``init`` beside ``fused_step``, where the step's work can be written in line
+    #: set by ``init`` where the processor's work on a record can be written in line
     #: (:class:`FusedFragment`); fused code then runs it instead of calling the step
     fused_fragment: FusedFragment | None = None
 

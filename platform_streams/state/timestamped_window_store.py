@@ -44,6 +44,7 @@ from platform_streams.state.wrappers.direct_cache_path import (
     closed_window_marker,
     direct_window_aggregate,
     direct_window_cache_path,
+    window_step_parts,
 )
 
 if TYPE_CHECKING:
@@ -212,6 +213,17 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
             return None
         layered_put = MethodType(DslWindowStore.put_timestamped, self)
         return direct_window_aggregate(self.wrapped, initializer, aggregator, layered_put)
+
+    def aggregate_fragment_parts(self) -> dict[str, Any] | None:
+        """:meth:`aggregate_step`'s work on a cached window as in-line code needs it (see
+        :func:`~platform_streams.state.wrappers.direct_cache_path.window_step_parts`, plus
+        ``layered_put``, the store's own put for a None aggregate), or None."""
+        if not self.spec.timestamped or self.wrapped is None:
+            return None
+        parts = window_step_parts(self.wrapped)
+        if parts is not None:
+            parts["layered_put"] = MethodType(DslWindowStore.put_timestamped, self)
+        return parts
 
     def closed_window_marker(self) -> Callable[[list[tuple[bytes, int]]], None] | None:
         """How an emit-final aggregation tells the record cache which windows (``(key bytes,

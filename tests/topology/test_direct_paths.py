@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+import platform_streams.dsl.internals.window_processors as window_processors
 import platform_streams.state.timestamped_kv_store as timestamped_kv_store
 import platform_streams.state.timestamped_window_store as timestamped_window_store
 from platform_streams.dsl import (
@@ -137,8 +138,45 @@ def _bytes_key_double_sum(builder: StreamsBuilder) -> None:
     )
 
 
-#: the topologies whose aggregation the fused source runs in line (``aggregate_fragment``)
-_IN_LINE = (_bytes_key_count, _bytes_key_json_aggregate, _bytes_key_double_sum)
+def _bytes_key_windowed_sum(builder: StreamsBuilder, final: bool) -> None:
+    """Tumbling windows keyed by raw bytes, a Long sum that becomes None (a delete) and
+    starts again: the window fragment's every branch (window_fragment.py)."""
+    windowed = (
+        builder.stream("in", Consumed(key_serde=B, value_serde=S))
+        .group_by_key(Grouped(key_serde=B, value_serde=S))
+        .windowed_by(TimeWindows.of_size_and_grace(100, 30))
+    )
+    if final:
+        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+    (
+        windowed.aggregate(
+            lambda: 0,
+            lambda k, v, agg: None if agg > 6 and v is not None and v.startswith("a") else agg + 2,
+            materialized=Materialized.as_("windows").with_value_serde(Long()),
+        )
+        .to_stream()
+        .map(lambda w, n: (w.key + b"@%d" % w.window.start_ms, str(n)))
+        .to("out", Produced(key_serde=B, value_serde=S))
+    )
+
+
+def _bytes_key_windowed_final(builder: StreamsBuilder) -> None:
+    _bytes_key_windowed_sum(builder, final=True)
+
+
+def _bytes_key_windowed_eager(builder: StreamsBuilder) -> None:
+    _bytes_key_windowed_sum(builder, final=False)
+
+
+#: the topologies whose aggregation the fused source runs in line (``aggregate_fragment``,
+#: ``window_fragment``)
+_IN_LINE = (
+    _bytes_key_count,
+    _bytes_key_json_aggregate,
+    _bytes_key_double_sum,
+    _bytes_key_windowed_final,
+    _bytes_key_windowed_eager,
+)
 
 
 def _table_regroup(builder: StreamsBuilder) -> None:
@@ -207,11 +245,18 @@ def _windowed_final(builder: StreamsBuilder) -> None:
 
 
 def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    windowed = topology in (_windowed_eager, _windowed_final, _windowed_double_sum)
+    windowed = topology in (
+        _windowed_eager,
+        _windowed_final,
+        _windowed_double_sum,
+        _bytes_key_windowed_final,
+        _bytes_key_windowed_eager,
+    )
     if not direct:
         monkeypatch.setattr(timestamped_kv_store, "direct_flush", lambda *args: None)
         monkeypatch.setattr(timestamped_kv_store, "direct_aggregate", lambda *args: None)
         monkeypatch.setattr(timestamped_kv_store, "aggregate_fragment", lambda *args: None)
+        monkeypatch.setattr(window_processors, "window_fragment", lambda *args: None)
         monkeypatch.setattr(timestamped_window_store, "direct_window_aggregate", lambda *args: None)
         monkeypatch.setattr(CachingWindowStore, "_flush_entries", CachingWindowStore._layered_flush)
     binary_puts = []

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from platform_streams import StreamsBuilder, Topology
-from platform_streams.dsl import Consumed, Grouped, Materialized, Produced
+from platform_streams.dsl import Consumed, EmitStrategy, Grouped, Materialized, Produced, TimeWindows
 from platform_streams.errors import ProcessorError
 from platform_streams.processor.api import Processor, PunctuationType, Record
 from platform_streams.serde import Bytes, Long, String
@@ -52,6 +52,26 @@ def _topology() -> Topology:
     return builder.build()
 
 
+def _windowed_topology() -> Topology:
+    """Tumbling windows, emitted when they close: the window fragment (window_fragment.py)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", Consumed(key_serde=B, value_serde=S))
+        .group_by_key(Grouped(key_serde=B, value_serde=S))
+        .windowed_by(TimeWindows.of_size_and_grace(60, 10))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .aggregate(
+            lambda: 0,
+            lambda k, v, agg: _count_raising(v, agg),
+            materialized=Materialized.as_("windows").with_value_serde(LONG),
+        )
+        .to_stream()
+        .map(lambda w, n: (w.key + b"@%d" % w.window.start_ms, n))
+        .to("out", Produced(key_serde=B, value_serde=LONG))
+    )
+    return builder.build()
+
+
 def _records(count: int) -> list[DriverRecord]:
     rng = random.Random(7)
     records = []
@@ -63,9 +83,9 @@ def _records(count: int) -> list[DriverRecord]:
     return records
 
 
-def _run(tmp_path: Path, fusion: bool, cache_bytes: int, batch: int) -> tuple[Any, ...]:
+def _run(tmp_path: Path, fusion: bool, cache_bytes: int, batch: int, topology: Topology) -> tuple[Any, ...]:
     (task,), collector = build_tasks(
-        _topology(),
+        topology,
         tmp_path,
         fusion=fusion,
         statestore_cache_max_bytes=cache_bytes,
@@ -84,14 +104,23 @@ def _run(tmp_path: Path, fusion: bool, cache_bytes: int, batch: int) -> tuple[An
 
 @pytest.mark.parametrize("cache_bytes", [10 * 1024 * 1024, 700, 300])
 @pytest.mark.parametrize("batch", [1, 50, 400])
-def test_a_fused_batch_does_what_the_plain_loop_does(tmp_path: Path, cache_bytes: int, batch: int) -> None:
-    fused = _run(tmp_path / "fused", True, cache_bytes, batch)
-    plain = _run(tmp_path / "plain", False, cache_bytes, 1)
+@pytest.mark.parametrize("topology", [_topology, _windowed_topology])
+def test_a_fused_batch_does_what_the_plain_loop_does(
+    tmp_path: Path, cache_bytes: int, batch: int, topology: Any
+) -> None:
+    fused = _run(tmp_path / "fused", True, cache_bytes, batch, topology())
+    plain = _run(tmp_path / "plain", False, cache_bytes, 1, topology())
+    assert all(".move_to_end" in fn.__ps_source__ for fn in _fused_functions(tmp_path, topology()))
     sent, processed, skipped, consumed, current = fused
     assert processed == 400 and consumed == {("in", 0): 399} and current is None
     assert skipped > 20  # the aggregator's failures and the undecodable values
     assert any(topic == "out" for topic, *_ in sent) and any(t.endswith("-changelog") for t, *_ in sent)
     assert fused == plain
+
+
+def _fused_functions(tmp_path: Path, topology: Topology) -> list[Any]:
+    (task,), _collector = build_tasks(topology, tmp_path / "shape")
+    return [*task.graph.sources.values(), *task.graph.batches.values()]
 
 
 @pytest.mark.parametrize("fusion", [True, False])

@@ -48,6 +48,7 @@ from platform_streams.dsl.internals.window_close import (
     WallClockClose,
     punctuation_interval_ms,
 )
+from platform_streams.dsl.internals.window_fragment import window_fragment
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
@@ -256,6 +257,8 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
             self._mark_final = self.store.closed_window_marker()
         #: fetch-aggregate-put of one window in one call on the store's record cache (or None)
         self._step = self.store.aggregate_step(self.params.initializer, self.params.aggregator)
+        #: the whole of ``process`` for a tumbling window, in line in the fused source
+        self.fused_fragment = window_fragment(self)
 
     def close_time(self, stream_time: int) -> int:
         return stream_time - self.windows.grace_ms
@@ -281,8 +284,6 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
         due = pending is not None and close_time >= pending.min_due
         if due and self.emit_before_write:
             self._emit_closed(close_time, headers)
-        store = self.store
-        params = self.params
         size = windows.size_ms
         self._headers = headers
         try:
@@ -304,19 +305,25 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
                         if created:
                             self.track(end, start, key)
                         continue
-                old = store.fetch_timestamped(key, start)
-                if old is None:
-                    agg, new_ts = params.initializer(), timestamp
-                    self.track(end, start, key)
-                else:
-                    agg, new_ts = old
-                    if timestamp > new_ts:
-                        new_ts = timestamp
-                store.put_timestamped(key, params.aggregator(key, value, agg), new_ts, start)
+                self.layered_window(key, value, timestamp, start)
         finally:
             self._headers = None
         if due and not self.emit_before_write:
             self._emit_closed(close_time, headers)
+
+    def layered_window(self, key: Any, value: Any, timestamp: int, start: int) -> None:
+        """One window's fetch-aggregate-put through the store's layers (where the one-call
+        step does not serve: no record cache, metrics on)."""
+        store, params = self.store, self.params
+        old = store.fetch_timestamped(key, start)
+        if old is None:
+            agg, new_ts = params.initializer(), timestamp
+            self.track(start + self.windows.size_ms, start, key)
+        else:
+            agg, new_ts = old
+            if timestamp > new_ts:
+                new_ts = timestamp
+        store.put_timestamped(key, params.aggregator(key, value, agg), new_ts, start)
 
     def emit_final(self, key: Any, due_ms: int, start_ms: int, headers: Headers) -> None:
         vat = self.store.fetch_timestamped(key, start_ms)

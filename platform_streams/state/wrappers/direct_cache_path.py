@@ -58,6 +58,7 @@ __all__ = [
     "direct_window_cache_path",
     "fixed_codec",
     "kv_layers_below",
+    "window_step_parts",
 ]
 
 _new_tuple = tuple.__new__
@@ -422,6 +423,33 @@ def direct_window_aggregate(
         return created
 
     return step
+
+
+def window_step_parts(metered: Any) -> dict[str, Any] | None:
+    """What in-line code needs to do :func:`direct_window_aggregate`'s step on a cached window
+    of a fixed-width number (a fused fragment's bound objects: the caching layer, the metered
+    layer, the codec, the serde, the task context, the key suffix), or None where the stack,
+    the key serde (not ``Bytes``), the value serde (not one fixed-width number) or the
+    context (not a task's) leaves nothing to write in line."""
+    caching = _window_caching(metered)
+    if caching is None or not metered._bytes_keys or type(caching._context) is not TaskContext:
+        return None
+    pack, unpack, fixed_size = fixed_codec(metered)
+    if pack is None:
+        return None
+    return {
+        "caching": caching,
+        "metered": metered,
+        "pack": pack,
+        "unpack": unpack,
+        "fixed_size": fixed_size,
+        "pack_errors": PACK_ERRORS,
+        "serialize": metered._serialize_value,
+        "task": caching._context,
+        "suffix": window_suffix,
+        "bytes": bytes,
+        "type": type,
+    }
 
 
 def closed_window_marker(metered: Any) -> Callable[[list[tuple[bytes, int]]], None] | None:
