@@ -50,6 +50,7 @@ from platform_streams.serde import Bytes, Double, Json, Long, String
 from platform_streams.state.window_store import WindowBytesStore
 from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
 from platform_streams.testing import TopologyTestDriver
+from tests.support.windowed_apps import bytes_windowed_long
 
 S = String()
 B = Bytes()
@@ -141,22 +142,14 @@ def _bytes_key_double_sum(builder: StreamsBuilder) -> None:
 def _bytes_key_windowed_sum(builder: StreamsBuilder, final: bool) -> None:
     """Tumbling windows keyed by raw bytes, a Long sum that becomes None (a delete) and
     starts again: the window fragment's every branch (window_fragment.py)."""
-    windowed = (
-        builder.stream("in", Consumed(key_serde=B, value_serde=S))
-        .group_by_key(Grouped(key_serde=B, value_serde=S))
-        .windowed_by(TimeWindows.of_size_and_grace(100, 30))
-    )
-    if final:
-        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
-    (
-        windowed.aggregate(
-            lambda: 0,
-            lambda k, v, agg: None if agg > 6 and v is not None and v.startswith("a") else agg + 2,
-            materialized=Materialized.as_("windows").with_value_serde(Long()),
-        )
-        .to_stream()
-        .map(lambda w, n: (w.key + b"@%d" % w.window.start_ms, str(n)))
-        .to("out", Produced(key_serde=B, value_serde=S))
+    bytes_windowed_long(
+        builder,
+        lambda k, v, agg: None if agg > 2 and v is not None and v.startswith("a") else agg + 2,
+        size_ms=100,
+        grace_ms=30,
+        final=final,
+        out_serde=S,
+        out_value=str,
     )
 
 
@@ -167,6 +160,10 @@ def _bytes_key_windowed_final(builder: StreamsBuilder) -> None:
 def _bytes_key_windowed_eager(builder: StreamsBuilder) -> None:
     _bytes_key_windowed_sum(builder, final=False)
 
+
+#: the topologies whose input records carry headers (the window fragment sets the
+#: processor's current headers around its write, as ``process`` does)
+_WITH_HEADERS = (_bytes_key_windowed_final, _bytes_key_windowed_eager)
 
 #: the topologies whose aggregation the fused source runs in line (``aggregate_fragment``,
 #: ``window_fragment``)
@@ -278,7 +275,8 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
         for i in range(200):
             key = f"k{rng.randrange(12)}"
             value = None if rng.random() < 0.1 else rng.choice("abcde") + str(rng.randrange(5))
-            source.pipe_input(key, value, timestamp_ms=1_000 + i * 7 + rng.randrange(-40, 40))
+            headers = [("n", b"%d" % i)] if topology in _WITH_HEADERS else None
+            source.pipe_input(key, value, 1_000 + i * 7 + rng.randrange(-40, 40), headers)
         used = bool(binary_puts) if windowed else _uses_direct_flush(driver)
         if topology in _IN_LINE:
             assert _runs_in_line(driver) is direct
@@ -331,36 +329,60 @@ def test_the_direct_paths_send_what_the_layered_paths_send(
 ) -> None:
     direct = _run(topology, cache_bytes, True, monkeypatch)
     layered = _run(topology, cache_bytes, False, monkeypatch)
+    if topology in _WITH_HEADERS:  # the aggregate turned None (a delete) at least once
+        assert any(topic.endswith("-changelog") and value is None for topic, _, value, *_ in direct)
     topics = {record[0] for record in direct}
     assert any(topic.endswith("-changelog") for topic in topics) and "out" in topics
     assert len(direct) > 200
     assert direct == layered
 
 
+def _grouped_pack_sum(key_serde: Any, windowed: bool) -> Callable[[StreamsBuilder, Any], None]:
+    """A Long aggregate that becomes ``bad`` on the value "big": grouped by key, or in
+    tumbling windows (the window fragment's pack, with Bytes keys)."""
+
+    def topology(builder: StreamsBuilder, bad: Any) -> None:
+        grouped = builder.stream("in", Consumed(key_serde=key_serde, value_serde=S)).group_by_key(
+            Grouped(key_serde=key_serde, value_serde=S)
+        )
+        aggregated = (
+            grouped.windowed_by(TimeWindows.of_size_and_grace(100, 0)) if windowed else grouped
+        ).aggregate(
+            lambda: 0,
+            lambda k, v, agg: bad if v == "big" else agg + 1,
+            materialized=Materialized.as_("sums").with_value_serde(Long()),
+        )
+        stream = aggregated.to_stream()
+        if windowed:
+            stream = stream.select_key(lambda w, n: w.key)
+        stream.to("out", Produced(key_serde=key_serde, value_serde=Long()))
+
+    return topology
+
+
 @pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("case", ["grouped", "grouped-bytes", "windowed-bytes"])
 def test_an_aggregate_the_fixed_pack_refuses_gets_the_serde_error(
-    direct: bool, monkeypatch: pytest.MonkeyPatch
+    direct: bool, case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``direct_aggregate`` packs a Long aggregate with its timestamp in C
-    (``ValueAndTimestampSerde.fixed_packer``); one out of range, or not a number, takes the
-    serde's own path and error, as ``ValueAndTimestampSerde.serialize`` does."""
+    """``direct_aggregate`` (and the fragments in line, for Bytes keys) pack a Long aggregate
+    with its timestamp in C (``ValueAndTimestampSerde.fixed_packer``); one out of range, or
+    not a number, takes the serde's own path and error, as ``ValueAndTimestampSerde.serialize``
+    does."""
     if not direct:
         monkeypatch.setattr(timestamped_kv_store, "direct_aggregate", lambda *args: None)
+        monkeypatch.setattr(timestamped_kv_store, "aggregate_fragment", lambda *args: None)
+        monkeypatch.setattr(timestamped_window_store, "direct_window_aggregate", lambda *args: None)
+        monkeypatch.setattr(window_processors, "window_fragment", lambda *args: None)
+    key_serde = S if case == "grouped" else B
+    key: Any = "k" if case == "grouped" else b"k"
+    topology = _grouped_pack_sum(key_serde, windowed=case == "windowed-bytes")
     for bad in (2**63, "many"):
         builder = StreamsBuilder()
-        (
-            builder.stream("in", Consumed(key_serde=S, value_serde=S))
-            .group_by_key()
-            .aggregate(
-                lambda: 0,
-                lambda k, v, agg, bad=bad: bad if v == "big" else agg + 1,
-                materialized=Materialized.as_("sums").with_value_serde(Long()),
-            )
-            .to_stream()
-            .to("out", Produced(key_serde=S, value_serde=Long()))
-        )
+        topology(builder, bad)
         with TopologyTestDriver(builder.build(), {"application_id": "pack"}) as driver:
-            source = driver.create_input_topic("in", S, S)
-            source.pipe_input("k", "one")
+            source = driver.create_input_topic("in", key_serde, S)
+            source.pipe_input(key, "one", 10)
+            source.pipe_input(key, "two", 20)  # the window is cached now: the fragment's path
             with pytest.raises(Exception, match="Long serde cannot encode"):
-                source.pipe_input("k", "big")
+                source.pipe_input(key, "big", 30)

@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from platform_streams import StreamsBuilder, Topology
-from platform_streams.dsl import Consumed, EmitStrategy, Grouped, Materialized, Produced, TimeWindows
+from platform_streams.dsl import Consumed, Grouped, Materialized, Produced
 from platform_streams.errors import ProcessorError
 from platform_streams.processor.api import Processor, PunctuationType, Record
 from platform_streams.serde import Bytes, Long, String
 from platform_streams.testing.records import DriverRecord
 from tests.support.tasks import build_tasks
+from tests.support.windowed_apps import bytes_windowed_long
 
 B, S, LONG = Bytes(), String(), Long()
 
@@ -52,24 +53,24 @@ def _topology() -> Topology:
     return builder.build()
 
 
-def _windowed_topology() -> Topology:
-    """Tumbling windows, emitted when they close: the window fragment (window_fragment.py)."""
+def _windowed_topology(final: bool = True) -> Topology:
+    """Tumbling windows, emitted when they close or at every update: the window fragment
+    (window_fragment.py)."""
     builder = StreamsBuilder()
-    (
-        builder.stream("in", Consumed(key_serde=B, value_serde=S))
-        .group_by_key(Grouped(key_serde=B, value_serde=S))
-        .windowed_by(TimeWindows.of_size_and_grace(60, 10))
-        .emit_strategy(EmitStrategy.on_window_close())
-        .aggregate(
-            lambda: 0,
-            lambda k, v, agg: _count_raising(v, agg),
-            materialized=Materialized.as_("windows").with_value_serde(LONG),
-        )
-        .to_stream()
-        .map(lambda w, n: (w.key + b"@%d" % w.window.start_ms, n))
-        .to("out", Produced(key_serde=B, value_serde=LONG))
+    bytes_windowed_long(
+        builder,
+        lambda k, v, agg: _count_raising(v, agg),
+        size_ms=60,
+        grace_ms=10,
+        final=final,
+        out_serde=LONG,
+        out_value=lambda n: n,
     )
     return builder.build()
+
+
+def _eager_windowed_topology() -> Topology:
+    return _windowed_topology(final=False)
 
 
 def _records(count: int) -> list[DriverRecord]:
@@ -79,7 +80,8 @@ def _records(count: int) -> list[DriverRecord]:
         draw = rng.random()
         value = b"boom" if draw < 0.05 else b"\xff\xfe" if draw < 0.08 else b"x"
         key = b"k%d" % rng.randrange(30)
-        records.append(DriverRecord("in", 0, offset, key, value, 1_000 + offset * 3 - rng.randrange(20)))
+        timestamp = 1_000 + offset * 3 - rng.randrange(20)
+        records.append(DriverRecord("in", 0, offset, key, value, timestamp, [("n", b"%d" % offset)]))
     return records
 
 
@@ -98,13 +100,15 @@ def _run(tmp_path: Path, fusion: bool, cache_bytes: int, batch: int, topology: T
         task.add_records(("in", 0), records[start : start + batch])
         assert task.process(batch) == len(records[start : start + batch])
     task.flush_caches()
-    sent = [(topic, key, value, ts) for topic, key, value, ts, _h, _p in collector.sent]
+    sent = [(topic, key, value, ts, headers) for topic, key, value, ts, headers, _p in collector.sent]
+    # no processor keeps the headers of a record it is done with (the window fragment's finally)
+    assert all(getattr(p, "_headers", None) is None for p in task.graph.processors.values())
     return sent, task.records_processed, task.records_skipped, dict(task.consumed), task.context.current
 
 
 @pytest.mark.parametrize("cache_bytes", [10 * 1024 * 1024, 700, 300])
 @pytest.mark.parametrize("batch", [1, 50, 400])
-@pytest.mark.parametrize("topology", [_topology, _windowed_topology])
+@pytest.mark.parametrize("topology", [_topology, _windowed_topology, _eager_windowed_topology])
 def test_a_fused_batch_does_what_the_plain_loop_does(
     tmp_path: Path, cache_bytes: int, batch: int, topology: Any
 ) -> None:

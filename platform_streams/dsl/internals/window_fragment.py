@@ -17,29 +17,26 @@ record of window_sum in process (bench/RESULTS.md, issue 17 session eighteen).
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 from platform_streams.processor.node import FusedFragment
+from platform_streams.state.wrappers.aggregate_fragment import CACHE_PROLOGUE, PACKED, cache_write
 
 if TYPE_CHECKING:
     from platform_streams.dsl.internals.window_processors import TimeWindowAggregateProcessor
 
 __all__ = ["window_fragment"]
 
-#: bound once a batch (see aggregate_fragment.py's prologue: the same rules)
-_PROLOGUE = """\
-c{n} = {caching}._cache
-g{n} = None
-if c{n} is not None and {metered}._hook is None and {caching}.reads is None:
-    x{n} = c{n}._entries
-    g{n} = x{n}.get
-    m{n} = x{n}.move_to_end
-    p{n} = c{n}._parent
+#: ``CachingWindowStore._cache_put``'s stream of window starts, as the step keeps it
+_OBSERVED = """\
+if s{n} > {caching}._observed:
+    {caching}._observed = s{n}
 """
 
 #: TimeWindowAggregateProcessor.process for one tumbling window, its step on a cached window
 _TEMPLATE = """\
-if g{n} is None or {k} is None or {type}({k}) is not {bytes}:
+if g{n} is None or {k} is None or {type}({k}) is not {bytes} or {ts} < 0:
     {process}({k}, {v}, {ts}, h)
 else:
     if {ts} > {proc}.observed_stream_time:
@@ -68,23 +65,7 @@ else:
                 if a{n} is None:
                     {layered_put}({k}, None, t{n}, s{n})
                 else:
-                    try:
-                        r{n} = {pack}(t{n}, a{n})
-                    except {pack_errors}:
-                        r{n} = {serialize}((a{n}, t{n}))
-                    if s{n} > {caching}._observed:
-                        {caching}._observed = s{n}
-                    w{n} = {task}.stream_time
-                    if w{n} < 0:
-                        w{n} = {task}.current_system_time_ms()
-                    x{n}[b{n}] = (r{n}, w{n}, None)
-                    c{n}._dirty[b{n}] = None
-                    w{n} = len(r{n}) - len(e{n}[0])
-                    if w{n}:
-                        c{n}.size_bytes += w{n}
-                        p{n}.size_bytes += w{n}
-                    if p{n}.size_bytes > p{n}.max_bytes:
-                        p{n}.evict_from(c{n})
+{write}\
             else:
                 e{n} = {window_step}({k}, {v}, {ts}, s{n})
                 if e{n} is None:
@@ -117,4 +98,5 @@ def window_fragment(processor: TimeWindowAggregateProcessor) -> FusedFragment | 
         "size": windows.size_ms,
         "grace": windows.grace_ms,
     }
-    return FusedFragment(_TEMPLATE, bound, _PROLOGUE)
+    write = textwrap.indent(PACKED + _OBSERVED, "    " * 5) + cache_write("b{n}", "None", 5)
+    return FusedFragment(_TEMPLATE.replace("{write}", write), bound, CACHE_PROLOGUE)

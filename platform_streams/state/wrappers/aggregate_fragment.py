@@ -21,6 +21,7 @@ task context whose stream time the fragment reads.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -31,25 +32,26 @@ from platform_streams.state.wrappers.caching_key_value import CachingKeyValueSto
 from platform_streams.state.wrappers.direct_cache_path import exact_value_types, fixed_codec
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 
-__all__ = ["aggregate_fragment"]
+__all__ = ["CACHE_PROLOGUE", "PACKED", "SERIALIZED", "aggregate_fragment", "cache_write"]
 
 #: ``{pack}`` the fixed-width codec (the serde's bytes when it raises), or the serde alone
-_PACKED = """\
-    try:
-        r{n} = {pack}(t{n}, a{n})
-    except {pack_errors}:
-        r{n} = {serialize}((a{n}, t{n}))
-"""
-_SERIALIZED = """\
+PACKED = """\
+try:
+    r{n} = {pack}(t{n}, a{n})
+except {pack_errors}:
     r{n} = {serialize}((a{n}, t{n}))
+"""
+SERIALIZED = """\
+r{n} = {serialize}((a{n}, t{n}))
 """
 
 #: what a batch of records cannot change: the store's named cache (set at its ``init``), the
 #: layers' metrics switches (installed on the worker thread at its state changes, between
 #: batches: ``ThreadRecorder.sync_tasks``), the cache's entries (one
 #: OrderedDict for the cache's life, emptied in place) and its budget; not its dirty keys
-#: (a flush replaces that dict)
-_PROLOGUE = """\
+#: (a flush replaces that dict). Fields ``{caching}`` and ``{metered}``; ``g`` is None when
+#: the fragment must not touch the cache
+CACHE_PROLOGUE = """\
 c{n} = {caching}._cache
 g{n} = m{n} = None
 if c{n} is not None and {metered}._hook is None and {caching}.reads is None:
@@ -58,6 +60,27 @@ if c{n} is not None and {metered}._hook is None and {caching}.reads is None:
     m{n} = x{n}.move_to_end
     p{n} = c{n}._parent
 """
+
+
+def cache_write(key: str, decoded: str, indent: int) -> str:
+    """``NamedCache.replace`` of the entry ``e{n}`` read (and moved) under ``key``, in line:
+    the new bytes ``r{n}`` written at the task's stream time with ``decoded``, the dirty mark,
+    the size accounting and the eviction check; at ``indent`` levels."""
+    text = f"""\
+w{{n}} = {{task}}.stream_time
+if w{{n}} < 0:
+    w{{n}} = {{task}}.current_system_time_ms()
+x{{n}}[{key}] = (r{{n}}, w{{n}}, {decoded})
+c{{n}}._dirty[{key}] = None
+w{{n}} = len(r{{n}}) - len(e{{n}}[0])
+if w{{n}}:
+    c{{n}}.size_bytes += w{{n}}
+    p{{n}}.size_bytes += w{{n}}
+if p{{n}}.size_bytes > p{{n}}.max_bytes:
+    p{{n}}.evict_from(c{{n}})
+"""
+    return textwrap.indent(text, "    " * indent)
+
 
 #: the step (``direct_aggregate``) for an entry cached decoded, then ``NamedCache.replace``
 _TEMPLATE = """\
@@ -76,19 +99,7 @@ if e{n} is None or e{n}[2] is None:
 elif {type}(a{n}) not in {exact}:
     {finish}({k}, a{n}, t{n})
 else:
-{encode}\
-    w{n} = {task}.stream_time
-    if w{n} < 0:
-        w{n} = {task}.current_system_time_ms()
-    x{n}[{k}] = (r{n}, w{n}, (a{n}, t{n}))
-    c{n}._dirty[{k}] = None
-    w{n} = len(r{n}) - len(e{n}[0])
-    if w{n}:
-        c{n}.size_bytes += w{n}
-        p{n}.size_bytes += w{n}
-    if p{n}.size_bytes > p{n}.max_bytes:
-        p{n}.evict_from(c{n})
-"""
+{encode}"""
 
 
 def aggregate_fragment(
@@ -118,5 +129,6 @@ def aggregate_fragment(
     }
     if pack is not None:
         bound |= {"pack": pack, "pack_errors": PACK_ERRORS}
-    encode = _PACKED if pack is not None else _SERIALIZED
-    return FusedFragment(_TEMPLATE.replace("{encode}", encode), bound, _PROLOGUE)
+    encode = textwrap.indent(PACKED if pack is not None else SERIALIZED, "    ")
+    template = _TEMPLATE.replace("{encode}", encode + cache_write("{k}", "(a{n}, t{n})", 1))
+    return FusedFragment(template, bound, CACHE_PROLOGUE)
