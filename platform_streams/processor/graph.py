@@ -74,11 +74,13 @@ class TaskGraph:
         #: physical topic -> function taking one raw record
         self.sources: dict[str, Callable[[Any], None]] = {}
         #: physical topic -> ``(queue, n)`` running the source's record code over ``n`` records
-        #: of its queue (fused code and ``batch_hooks`` only: :func:`compile_batch`)
+        #: of its queue (fused code and ``batch_hooks`` only: :func:`compile_batch`), for a
+        #: sub-topology of one source topic: only a task reading one partition runs a batch
         self.batches: dict[str, Batch] = {}
         self._compile_sources()
 
     def _compile_sources(self) -> None:
+        batch_hooks = self._batch_hooks if len(self.sub.sources_by_topic) == 1 else None
         for topic, source in self.sub.sources_by_topic.items():
             physical = self.plan.physical_topic(topic, self._app)
             hooks = self._hooks(source, self._placement_checks.get(physical))
@@ -87,10 +89,8 @@ class TaskGraph:
                 continue
             parts = (source, self.nodes, self.entry, self._sink_parts, hooks)
             self.sources[physical] = compile_source(*parts, self._step_of, self._fragment_of)
-            if self._batch_hooks is not None:
-                self.batches[physical] = compile_batch(
-                    *parts, self._batch_hooks, self._step_of, self._fragment_of
-                )
+            if batch_hooks is not None:
+                self.batches[physical] = compile_batch(*parts, batch_hooks, self._step_of, self._fragment_of)
 
     def init(self) -> None:
         """Initialise processors (stores must be initialised first: processors look them up).

@@ -178,3 +178,16 @@ def test_stream_time_punctuation_fires_between_the_records_of_a_batch(tmp_path: 
     assert len(ticks) == 8 and all(out[i - 1][0] == b"k" for i in ticks)
     assert [value for key, value in out if key == b"tick"] == ["0", "12", "20", "32", "40", "52", "60", "72"]
     assert [out[i - 1][1] for i in ticks] == ["v0", "v3", "v5", "v8", "v10", "v13", "v15", "v18"]
+
+
+def test_only_a_sub_topology_of_one_source_topic_gets_a_batch(tmp_path: Path) -> None:
+    """A task reading two topics picks each next record by timestamp (PartitionGroup), so it
+    never runs a batch, and none is compiled for it."""
+    builder = StreamsBuilder()
+    left = builder.stream("left", Consumed(key_serde=B, value_serde=S))
+    left.merge(builder.stream("right", Consumed(key_serde=B, value_serde=S))).to(
+        "out", Produced(key_serde=B, value_serde=S)
+    )
+    (task,), _collector = build_tasks(builder.build(), tmp_path)
+    assert sorted(task.graph.sources) == ["left", "right"]
+    assert task.graph.batches == {}
