@@ -31,8 +31,9 @@ __all__ = ["compile_batch", "compile_source"]
 Batch = Callable[[Any, int], int]
 
 
-def _record(em: Emitter, source: SourceNode, hooks: SourceHooks, indent: int) -> None:
-    """Emit one record's code at ``indent``, the record in ``msg`` (see the module docstring).
+def _record(em: Emitter, source: SourceNode, hooks: SourceHooks, indent: int) -> str:
+    """Emit one record's code at ``indent``, the record in ``msg`` (see the module docstring);
+    returns the name the task context is bound to.
 
     ``hooks`` (:class:`SourceHooks`) carries the task whose ``stream_time`` is advanced, the
     deserializers and the callbacks. ``value_fast_deserializer`` replaces the value
@@ -93,6 +94,7 @@ def _record(em: Emitter, source: SourceNode, hooks: SourceHooks, indent: int) ->
         em.rows(name, [(i + 3, f"{late}(0)"), (i + 2, "else:"), (i + 3, f"{late}({ctx}.stream_time - ts)")])
     em.line(i + 2, "h = msg.headers()", name)
     em.children(source, "k", "v", i + 2)
+    return ctx
 
 
 def compile_source(
@@ -129,11 +131,10 @@ def compile_batch(
     em = Emitter(nodes, entry_of, sink_parts, step_of, fragment_of)
     em.prologue = []
     name = source.name
-    ctx = em.bind(hooks.task, "ctx")
     fail = em.bind(batch_hooks.on_failure, "fail")
     punctuate = em.bind(batch_hooks.on_stream_punctuation, "punct")
     progress = em.bind(batch_hooks.on_progress, "progress")
-    _record(em, source, hooks, 4)
+    ctx = _record(em, source, hooks, 4)
     body, em.lines = em.lines, [(1, "popleft = queue.popleft", name)]
     em.lines += em.prologue
     em.rows(
