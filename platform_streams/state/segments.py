@@ -63,6 +63,8 @@ class SegmentedBytesStore(BackedStore):
         self._segments: dict[int, BytesMap] = {}
         #: Largest record time seen (window start / session end); -1 before any record.
         self.observed_stream_time = -1
+        #: ``_min_live_time()``, kept as stream time moves (read per window written or fetched)
+        self._min_live = 0
         self._persisted_stream_time = -1
         self._min_live_segment = 0
         #: Records dropped because they were already expired when written (a metric later).
@@ -99,7 +101,7 @@ class SegmentedBytesStore(BackedStore):
                 self._segments[sid] = backend.column(column)
         self._segment_ids = sorted(ids)
         raw = backend.default.get(_STREAM_TIME_KEY)
-        self.observed_stream_time = _LONG.unpack(raw)[0] if raw is not None else -1
+        self._observe(_LONG.unpack(raw)[0] if raw is not None else -1)
         self._persisted_stream_time = self.observed_stream_time
         self._min_live_segment = 0
         self._expire_segments()
@@ -129,17 +131,26 @@ class SegmentedBytesStore(BackedStore):
     def _advance(self, time_ms: int) -> bool:
         """Record ``time_ms``; returns False if a record at that time is already expired."""
         if time_ms > self.observed_stream_time:
-            self.observed_stream_time = time_ms
+            self._observe(time_ms)
             if (time_ms - self._retention_ms) // self._interval > self._min_live_segment:
                 self._expire_segments()
             return True
-        return time_ms >= self._min_live_time()
+        return time_ms >= self._min_live
+
+    def _observe(self, time_ms: int) -> None:
+        """Set the stream time, and the smallest record time still visible with it."""
+        self.observed_stream_time = time_ms
+        self._min_live = self._live_from(time_ms)
 
     def _min_live_time(self) -> int:
         """The smallest record time still visible."""
+        return self._min_live
+
+    def _live_from(self, observed_ms: int) -> int:
+        """The smallest record time still visible at stream time ``observed_ms``."""
         if self.segment_granular:
-            return live_segment_start(self.observed_stream_time, self._retention_ms, self._interval)
-        return max(self.observed_stream_time - self._retention_ms + 1, 0)
+            return live_segment_start(observed_ms, self._retention_ms, self._interval)
+        return max(observed_ms - self._retention_ms + 1, 0)
 
     def _expire_segments(self) -> None:
         min_live = max((self.observed_stream_time - self._retention_ms) // self._interval, 0)

@@ -38,10 +38,14 @@ from platform_streams.state.stores import SessionBytesStoreSupplier, Stores, Win
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import DslStoreBuilder, SpecStore
 from platform_streams.state.windowed import Windowed
+from platform_streams.state.wrappers.closed_windows import (
+    ClosedWindowReader,
+    closed_window_marker,
+    closed_window_reader,
+)
 from platform_streams.state.wrappers.direct_cache_path import (
     WindowAggregateStep,
     bind_direct_path,
-    closed_window_marker,
     direct_window_aggregate,
     direct_window_cache_path,
     window_step_parts,
@@ -228,9 +232,19 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
     def closed_window_marker(self) -> Callable[[list[tuple[bytes, int]]], None] | None:
         """How an emit-final aggregation tells the record cache which windows (``(key bytes,
         start)``) it emitted, to be evicted first (see
-        :func:`~platform_streams.state.wrappers.direct_cache_path.closed_window_marker`), or
+        :func:`~platform_streams.state.wrappers.closed_windows.closed_window_marker`), or
         None where the stack has no such cache; bound to the stack of the latest ``init``."""
         return None if self.wrapped is None else closed_window_marker(self.wrapped)
+
+    def closed_window_reader(self) -> ClosedWindowReader | None:
+        """How an emit-final aggregation reads the final values of the windows it closes in
+        one call on the record cache (see
+        :func:`~platform_streams.state.wrappers.closed_windows.closed_window_reader`), or
+        None where the stack has no cache or keeps no timestamps; bound to the stack of the
+        latest ``init``."""
+        if not self.spec.timestamped or self.wrapped is None:
+            return None
+        return closed_window_reader(self.wrapped)
 
     # -- timestamped access (the DSL's processors) ---------------------------------------
 

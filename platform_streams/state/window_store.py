@@ -110,15 +110,22 @@ class WindowBytesStore(SegmentedBytesStore, WindowStore[bytes, bytes]):
         self._put_binary(binary, value, window_start_ms)
 
     def _put_binary(self, binary: bytes, value: bytes | None, window_start_ms: int) -> None:
-        if self._advance(window_start_ms):
-            self._segment_for_write(window_start_ms).put(binary, value)
-        else:
+        # _advance and _segment_for_write, their common case inlined: a cache flush writes
+        # every window an emit-final aggregation closed through here, one at a time
+        if window_start_ms > self.observed_stream_time:
+            self._advance(window_start_ms)
+        elif window_start_ms < self._min_live:
             self.expired_records_dropped += 1
+            return
+        segment = self._segments.get(window_start_ms // self._interval)
+        if segment is None:
+            segment = self._segment_for_write(window_start_ms)
+        segment.put(binary, value)
 
     # ------------------------------------------------------------------ reads
 
     def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
-        if window_start_ms < self._min_live_time():
+        if window_start_ms < self._min_live:
             return None
         seg = self._segment_for_read(window_start_ms)
         if seg is None:

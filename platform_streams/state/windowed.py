@@ -10,10 +10,11 @@ equal to each other even with the same bounds: their bounds mean different thing
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["SessionWindow", "TimeWindow", "Window", "Windowed"]
+__all__ = ["SessionWindow", "TimeWindow", "Window", "Windowed", "time_window", "windowed"]
 
 K = TypeVar("K")
 
@@ -73,3 +74,35 @@ class Windowed(Generic[K]):
 
     def __repr__(self) -> str:
         return f"[{self.key!r}@{self.window.start_ms}/{self.window.end_ms}]"
+
+
+def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """The ``__set__`` of a slot's own descriptor: a frozen dataclass refuses only ``setattr``."""
+    setter: Callable[[Any, Any], None] = vars(cls)[name].__set__
+    return setter
+
+
+_new = object.__new__
+_set_start, _set_end = _slot_setter(Window, "start_ms"), _slot_setter(Window, "end_ms")
+_set_key, _set_window = _slot_setter(Windowed, "key"), _slot_setter(Windowed, "window")
+
+
+def time_window(start_ms: int, end_ms: int) -> TimeWindow:
+    """``TimeWindow(start_ms, end_ms)`` for bounds known valid (``0 <= start < end``: a window
+    the store holds). A frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__`` and then runs ``__post_init__``'s checks; this sets the slots
+    directly, at half the cost, for the burst of windows an emit-final aggregation emits
+    when a tumbling window closes for every key."""
+    window = _new(TimeWindow)
+    _set_start(window, start_ms)
+    _set_end(window, end_ms)
+    return window
+
+
+def windowed(key: K, window: Window) -> Windowed[K]:
+    """``Windowed(key, window)`` without the frozen dataclass's ``__init__`` (see
+    :func:`time_window`)."""
+    result: Windowed[K] = _new(Windowed)
+    _set_key(result, key)
+    _set_window(result, window)
+    return result

@@ -10,7 +10,9 @@ the direct flush and with it switched off, and compare every record sent to ever
 (output, changelog, repartition) with its key, value, timestamp and headers, in order.
 The stream aggregations' one-call read-compute-write (``direct_aggregate``, Kafka's
 ``KStreamAggregateProcessor.process``: ``store.get`` -> aggregator -> ``store.put``; and
-``direct_window_aggregate``, ``KStreamWindowAggregate``) is switched off with it. Window
+``direct_window_aggregate``, ``KStreamWindowAggregate``) is switched off with it, and so
+is the emit-final read of a burst of closed windows in one call (``closed_window_reader``,
+Kafka's ``maybeForwardFinalResult`` reading each closed window from the store). Window
 stores flush the same way (``CachingWindowStore._flush_entries`` writes the cache's binary
 window key straight to the bytes store and the changelog, Kafka's
 ``CachingWindowStore.putAndMaybeForward`` -> ``ChangeLoggingWindowBytesStore.put``).
@@ -47,6 +49,7 @@ from platform_streams.dsl import (
     TimeWindows,
 )
 from platform_streams.serde import Bytes, Double, Json, Long, String
+from platform_streams.state.timestamped_window_store import DslWindowStore
 from platform_streams.state.window_store import WindowBytesStore
 from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
 from platform_streams.testing import TopologyTestDriver
@@ -241,14 +244,35 @@ def _windowed_final(builder: StreamsBuilder) -> None:
     _windowed_aggregate(builder, final=True)
 
 
+#: emit-final topologies: their closed windows are read in one call (``closed_window_reader``)
+_FINAL = (_windowed_final, _windowed_double_sum, _bytes_key_windowed_final)
+
+
+def _count_closed_reads(monkeypatch: pytest.MonkeyPatch, direct: bool) -> list[bool]:
+    """Switch the closed-window reader off (``direct`` False) or count its calls: True for a
+    burst it read, False for one it handed back to the store's own reads."""
+    reads: list[bool] = []
+    reader = DslWindowStore.closed_window_reader
+
+    def counting(store: DslWindowStore) -> Any:
+        read = reader(store)
+        if read is None:
+            return None
+
+        def counted(closed: Any) -> Any:
+            values = read(closed)
+            reads.append(values is not None)
+            return values
+
+        return counted
+
+    monkeypatch.setattr(DslWindowStore, "closed_window_reader", counting if direct else lambda store: None)
+    return reads
+
+
 def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    windowed = topology in (
-        _windowed_eager,
-        _windowed_final,
-        _windowed_double_sum,
-        _bytes_key_windowed_final,
-        _bytes_key_windowed_eager,
-    )
+    windowed = topology in (_windowed_eager, _bytes_key_windowed_eager, *_FINAL)
+    closed_reads = _count_closed_reads(monkeypatch, direct)
     if not direct:
         monkeypatch.setattr(timestamped_kv_store, "direct_flush", lambda *args: None)
         monkeypatch.setattr(timestamped_kv_store, "direct_aggregate", lambda *args: None)
@@ -285,6 +309,8 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
             for record in driver.create_output_topic(topic, Bytes(), Bytes()).read_records_to_list():
                 sent.append((topic, record.key, record.value, record.timestamp, record.headers))
     assert used is direct
+    if topology in _FINAL:  # the direct run read the closed windows in bursts, all of them
+        assert (bool(closed_reads) and all(closed_reads)) is direct
     return sent
 
 

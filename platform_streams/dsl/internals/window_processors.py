@@ -53,7 +53,7 @@ from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
 from platform_streams.state.keys import MAX_TIME
-from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed
+from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed, time_window, windowed
 
 if TYPE_CHECKING:
     from platform_streams.dsl.emit_strategy import EmitStrategy
@@ -149,9 +149,9 @@ class WindowAggregateProcessor(NodeProcessor):
         """``(due, start, key bytes)`` of every window in the store (restart: see ``window_close``)."""
         due_of = self.due_of
         raw_key = self.raw_key
-        for windowed, _ in self._all_windows():
-            window = windowed.window
-            yield due_of(window.start_ms, window.end_ms), window.start_ms, raw_key(windowed.key)
+        for windowed_key, _ in self._all_windows():
+            window = windowed_key.window
+            yield due_of(window.start_ms, window.end_ms), window.start_ms, raw_key(windowed_key.key)
 
     def _all_windows(self) -> Iterator[tuple[Windowed[Any], Any]]:
         windows: Iterator[tuple[Windowed[Any], Any]] = self.store.all()
@@ -181,13 +181,17 @@ class WindowAggregateProcessor(NodeProcessor):
 
     def _emit_closed(self, close_time: int, headers: Headers) -> None:
         assert self.pending is not None
-        deserialize = self.key_serde.deserialize
         closed = self.pending.pop_closed(close_time)
-        for due, start, raw_key in closed:
-            self.emit_final(deserialize(raw_key), due, start, headers)
+        self._emit_windows(closed, headers)
         mark_final = self._mark_final
         if mark_final is not None and closed:
             mark_final([(raw_key, start) for _, start, raw_key in closed])
+
+    def _emit_windows(self, closed: list[tuple[int, int, bytes]], headers: Headers) -> None:
+        """Emit the final results of the windows ``(due, start, key bytes)`` just closed."""
+        deserialize = self.key_serde.deserialize
+        for due, start, raw_key in closed:
+            self.emit_final(deserialize(raw_key), due, start, headers)
 
     def _on_wall_clock(self, now_ms: int) -> None:
         assert self.wall_clock is not None
@@ -259,6 +263,8 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
         self._step = self.store.aggregate_step(self.params.initializer, self.params.aggregator)
         #: the whole of ``process`` for a tumbling window, in line in the fused source
         self.fused_fragment = window_fragment(self)
+        #: emit-final: the final values of the windows a record closes, in one read (or None)
+        self._read_closed = None if self.pending is None else self.store.closed_window_reader()
 
     def close_time(self, stream_time: int) -> int:
         return stream_time - self.windows.grace_ms
@@ -330,6 +336,21 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
         if vat is not None:
             window = TimeWindow(start_ms, start_ms + self.windows.size_ms)
             self.forward(Windowed(key, window), Change(vat.value, None), vat.timestamp, headers)
+
+    def _emit_windows(self, closed: list[tuple[int, int, bytes]], headers: Headers) -> None:
+        """:meth:`emit_final` for each window, its values read in one call on the record
+        cache (``closed_window_reader``: a tumbling window closes for every key at once)."""
+        read = self._read_closed
+        values = None if read is None or not closed else read(closed)
+        if values is None:
+            super()._emit_windows(closed, headers)
+            return
+        deserialize = self.key_serde.deserialize
+        forward, size = self.forward, self.windows.size_ms
+        for (_, start, raw_key), vat in zip(closed, values, strict=True):
+            if vat is not None:
+                window = time_window(start, start + size)
+                forward(windowed(deserialize(raw_key), window), Change(vat[0], None), vat[1], headers)
 
 
 class SessionWindowAggregateProcessor(WindowAggregateProcessor):

@@ -51,13 +51,13 @@ __all__ = [
     "DirectWindowCachePath",
     "WindowAggregateStep",
     "bind_direct_path",
-    "closed_window_marker",
     "direct_aggregate",
     "direct_cache_path",
     "direct_window_aggregate",
     "direct_window_cache_path",
     "fixed_codec",
     "kv_layers_below",
+    "window_caching",
     "window_step_parts",
 ]
 
@@ -304,7 +304,7 @@ def fixed_codec(
     return value_serde.fixed_packer(), unpacker[0], unpacker[1]
 
 
-def _window_caching(metered: Any) -> CachingWindowStore | None:
+def window_caching(metered: Any) -> CachingWindowStore | None:
     """The caching layer of a metered -> caching window stack, or None for any other stack
     (the window twin of :func:`_kv_stack`)."""
     if type(metered) is not MeteredWindowStore or type(metered.wrapped) is not CachingWindowStore:
@@ -319,7 +319,7 @@ def direct_window_cache_path(
     layered_put: Callable[[Any, Any, int, int], None],
 ) -> DirectWindowCachePath | None:
     """:func:`direct_cache_path` for a timestamped window store (metered -> caching window)."""
-    caching = _window_caching(metered)
+    caching = window_caching(metered)
     if caching is None:
         return None
     serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
@@ -365,7 +365,7 @@ def direct_window_aggregate(
     (``KStreamWindowAggregate``: fetch the window, aggregate, put it with the larger timestamp):
     the reads and the write are :func:`direct_window_cache_path`'s, with the window's binary
     key built once instead of once per call. None for any other stack."""
-    caching = _window_caching(metered)
+    caching = window_caching(metered)
     if caching is None:
         return None
     serialize_key, bytes_keys, serialize_value, deserialize_value = _serdes(metered)
@@ -431,7 +431,7 @@ def window_step_parts(metered: Any) -> dict[str, Any] | None:
     layer, the codec, the serde, the task context, the key suffix), or None where the stack,
     the key serde (not ``Bytes``), the value serde (not one fixed-width number) or the
     context (not a task's) leaves nothing to write in line."""
-    caching = _window_caching(metered)
+    caching = window_caching(metered)
     if caching is None or not metered._bytes_keys or type(caching._context) is not TaskContext:
         return None
     pack, unpack, fixed_size = fixed_codec(metered)
@@ -450,14 +450,3 @@ def window_step_parts(metered: Any) -> dict[str, Any] | None:
         "bytes": bytes,
         "type": type,
     }
-
-
-def closed_window_marker(metered: Any) -> Callable[[list[tuple[bytes, int]]], None] | None:
-    """``mark([(key bytes, window start), ...])`` of a metered -> caching window stack whose
-    flush forwards nothing (an emit-final aggregation's store): :meth:`CachingWindowStore.mark_final`.
-    None for any other stack (no cache, or a flush listener whose forwarding order an early
-    write could change)."""
-    caching = _window_caching(metered)
-    if caching is None or caching._listener is not None:
-        return None
-    return caching.mark_final
