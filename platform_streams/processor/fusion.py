@@ -208,14 +208,17 @@ class Emitter:
         if isinstance(node, SinkNode):
             parts = self.sink_parts(node)
             if parts is not None:
-                send_fn, topic_name, key_ser, value_ser = parts
+                send_fn, topic_name, key_ser, value_ser, direct = parts
                 send, topic = self.bind(send_fn, "send"), self.bind(topic_name, "t", name)
                 mark = self.bind(mark_sink_failure, "sinkfail")
                 # zero-cost unless it raises (CPython 3.11): the explicit sink-failure path
                 self.line(indent, "try:", name)
                 key_expr = self.serialized(key_ser, k, "ks", indent + 1, name)
                 value_expr = self.serialized(value_ser, v, "vs", indent + 1, name)
-                self.line(indent + 1, f"{send}({topic}, {key_expr}, {value_expr}, ts, h, None)", name)
+                if direct is None:
+                    self.line(indent + 1, f"{send}({topic}, {key_expr}, {value_expr}, ts, h, None)", name)
+                else:
+                    self.produce(direct, send, topic, key_expr, value_expr, indent + 1, name)
                 self.line(indent, "except Exception as sx:", name)
                 self.line(indent + 1, f"{mark}(sx, {name!r})", name)
                 self.line(indent + 1, "raise", name)
@@ -233,6 +236,34 @@ class Emitter:
             self.line(indent + 1, f"{entry}({k}, {v}, ts, h)", name)
             return
         self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
+
+    def produce(
+        self, producer: Any, send: str, topic: str, key: str, value: str, indent: int, node: str
+    ) -> None:
+        """A sink's send as the producer's own: librdkafka's ``produce`` called here, the
+        record counted in ``sent_by_topic`` (``StreamsProducer.sends_directly``). A record
+        ``produce`` refuses was not queued: the producer's ``send`` then does what it does
+        with any record (waits for room, hands a refused record to the production handler,
+        counts it). ``produce`` is read from the producer once a batch (a rebuilt producer
+        has a new one, never in the middle of a batch)."""
+        owner, counts = self.bind(producer, "producer", node), self.bind(producer.sent_by_topic, "sent", node)
+        n = next(self._vars)
+        read = (f"pr{n} = {owner}._produce", node)
+        if self.prologue is None:
+            self.line(indent, *read)
+        else:
+            self.prologue.append((1, *read))
+        self.line(indent, f"kb{n} = {key}", node)  # serialized once, also for the send
+        self.line(indent, f"vb{n} = {value}", node)
+        self.line(indent, "try:", node)
+        self.line(indent + 1, f"pr{n}({topic}, vb{n}, kb{n}, timestamp=ts, headers=h)", node)
+        self.line(indent, "except Exception:", node)
+        self.line(indent + 1, f"{send}({topic}, kb{n}, vb{n}, ts, h, None)", node)
+        self.line(indent, "else:", node)
+        self.line(indent + 1, "try:", node)
+        self.line(indent + 2, f"{counts}[{topic}] += 1", node)
+        self.line(indent + 1, "except KeyError:", node)
+        self.line(indent + 2, f"{counts}[{topic}] = 1", node)
 
     def fragment(
         self, fragment: FusedFragment, node: str, k: str, v: str, indent: int, step: str, process: str

@@ -153,14 +153,20 @@ class TaskGraph:
         )
 
     def _sink_parts(self, sink: SinkNode) -> tuple[Any, ...] | None:
-        """(send, topic, key serializer, value serializer) for sinks simple enough to inline."""
+        """(send, topic, key serializer, value serializer, direct producer) for sinks simple
+        enough to inline; the direct producer (or None) is the collector's
+        ``direct_producer(topic)``, whose ``_produce`` the sink may call itself."""
         if sink.topic is None or sink.partitioner is not None:
             return None
+        collector = self.task.collector
+        topic = self.plan.physical_topic(sink.topic, self._app)
+        direct = getattr(collector, "direct_producer", None)
         return (
-            self.task.collector.send,
-            self.plan.physical_topic(sink.topic, self._app),
+            collector.send,
+            topic,
             _serializer(sink.key_serde or self._default_key),
             _serializer(sink.value_serde or self._default_value),
+            direct(topic) if direct is not None else None,
         )
 
     def _sink_entry(self, sink: SinkNode) -> Forward:

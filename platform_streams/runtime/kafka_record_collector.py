@@ -130,6 +130,12 @@ class KafkaRecordCollector:
         self.send = self.streams_producer.send
         self._partition_count = partition_count
 
+    def direct_producer(self, topic: str) -> StreamsProducer | None:
+        """The producer a fused sink to ``topic`` may hand its records to itself
+        (:meth:`StreamsProducer.sends_directly`), or None where :attr:`send` does more."""
+        producer = self.streams_producer
+        return producer if self.send == producer.send and producer.sends_directly(topic) else None
+
     @property
     def produced(self) -> dict[str, int]:
         """Records sent per topic (sinks, changelogs, dead letters: the metrics pick the sinks)."""

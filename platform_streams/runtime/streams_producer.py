@@ -233,6 +233,14 @@ class StreamsProducer:
 
     # -- sending ----------------------------------------------------------------------------
 
+    def sends_directly(self, topic: str) -> bool:
+        """Whether a record for ``topic`` only goes to librdkafka's ``produce`` (``_produce``,
+        replaced when the producer is rebuilt) and is counted in :attr:`sent_by_topic`:
+        at-least-once and eager exactly-once, a topic that is no changelog. A fused sink
+        then does that itself and calls :meth:`send` only for a record librdkafka refuses
+        (a full queue, too large): a Python call less a record (processor/fusion.py)."""
+        return self.send == self._produce_now and topic not in self._changelog_topics
+
     def _buffer_record(self, *record: *OutgoingRecord) -> None:
         self._buffer.append(record)
 

@@ -25,16 +25,21 @@ class Collector:
 
 
 def build_tasks(
-    topology: Topology, tmp_path: Path, application_id: str = "tasks", **config: Any
-) -> tuple[list[StreamTask], Collector]:
+    topology: Topology,
+    tmp_path: Path,
+    application_id: str = "tasks",
+    collector: Any = None,
+    **config: Any,
+) -> tuple[list[StreamTask], Any]:
     """Partition 0's task of every sub-topology, stores and processors initialised, sending to
-    one :class:`Collector`; ``config``: ``StreamsConfig`` fields beyond the bootstrap servers
-    and the state directory."""
+    one collector (a new :class:`Collector` unless given); ``config``: ``StreamsConfig``
+    fields beyond the bootstrap servers and the state directory."""
     plan = compile_topology(topology)
     streams_config = StreamsConfig(
         application_id=application_id, bootstrap_servers="x:1", state_dir=tmp_path, **config
     )
-    collector = Collector()
+    if collector is None:
+        collector = Collector()
     tasks = []
     for sub in plan.subtopologies:
         task = StreamTask(
