@@ -218,7 +218,7 @@ class Emitter:
                 if direct is None:
                     self.line(indent + 1, f"{send}({topic}, {key_expr}, {value_expr}, ts, h, None)", name)
                 else:
-                    self.produce(direct, send, topic, key_expr, value_expr, indent + 1, name)
+                    self.produce(direct, topic, key_expr, value_expr, indent + 1, name)
                 self.line(indent, "except Exception as sx:", name)
                 self.line(indent + 1, f"{mark}(sx, {name!r})", name)
                 self.line(indent + 1, "raise", name)
@@ -237,16 +237,15 @@ class Emitter:
             return
         self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
 
-    def produce(
-        self, producer: Any, send: str, topic: str, key: str, value: str, indent: int, node: str
-    ) -> None:
+    def produce(self, producer: Any, topic: str, key: str, value: str, indent: int, node: str) -> None:
         """A sink's send as the producer's own: librdkafka's ``produce`` called here, the
         record counted in ``sent_by_topic`` (``StreamsProducer.sends_directly``). A record
-        ``produce`` refuses was not queued: the producer's ``send`` then does what it does
-        with any record (waits for room, hands a refused record to the production handler,
-        counts it). ``produce`` is read from the producer once a batch (a rebuilt producer
-        has a new one, never in the middle of a batch)."""
+        ``produce`` refuses was not queued: the producer's ``send_refused`` then does what
+        its send does after such a refusal (counts it, waits for room, or hands it to the
+        production handler). ``produce`` is read from the producer once a batch (a rebuilt
+        producer has a new one, never in the middle of a batch)."""
         owner, counts = self.bind(producer, "producer", node), self.bind(producer.sent_by_topic, "sent", node)
+        refused = self.bind(producer.send_refused, "refused", node)
         n = next(self._vars)
         read = (f"pr{n} = {owner}._produce", node)
         if self.prologue is None:
@@ -257,8 +256,8 @@ class Emitter:
         self.line(indent, f"vb{n} = {value}", node)
         self.line(indent, "try:", node)
         self.line(indent + 1, f"pr{n}({topic}, vb{n}, kb{n}, timestamp=ts, headers=h)", node)
-        self.line(indent, "except Exception:", node)
-        self.line(indent + 1, f"{send}({topic}, kb{n}, vb{n}, ts, h, None)", node)
+        self.line(indent, f"except Exception as px{n}:", node)
+        self.line(indent + 1, f"{refused}(px{n}, {topic}, kb{n}, vb{n}, ts, h, None)", node)
         self.line(indent, "else:", node)
         self.line(indent + 1, "try:", node)
         self.line(indent + 2, f"{counts}[{topic}] += 1", node)

@@ -241,6 +241,21 @@ class StreamsProducer:
         (a full queue, too large): a Python call less a record (processor/fusion.py)."""
         return self.send == self._produce_now and topic not in self._changelog_topics
 
+    def send_refused(self, exc: BaseException, *record: *OutgoingRecord) -> None:
+        """What :meth:`_produce_now` does with a record whose ``produce`` raised ``exc``, for a
+        fused sink that called ``produce`` itself (:meth:`sends_directly`): count the record,
+        then wait for room and produce it (``BufferError``), give it to the production handler
+        (``KafkaException``: refused locally), or raise ``exc``. The record is not offered to
+        ``produce`` a second time first, so the handler sees the error that refused it."""
+        topic = record[0]
+        self.sent_by_topic[topic] = self.sent_by_topic.get(topic, 0) + 1
+        if isinstance(exc, BufferError):
+            self._produce_when_room(record)
+        elif isinstance(exc, KafkaException):
+            self._on_send_error(record, exc)
+        else:
+            raise exc
+
     def _buffer_record(self, *record: *OutgoingRecord) -> None:
         self._buffer.append(record)
 

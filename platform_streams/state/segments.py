@@ -62,6 +62,7 @@ class SegmentedBytesStore(BackedStore):
         self._segment_ids: list[int] = []
         self._segments: dict[int, BytesMap] = {}
         #: Largest record time seen (window start / session end); -1 before any record.
+        #: Set through :meth:`_observe` only (it keeps ``_min_live`` with it).
         self.observed_stream_time = -1
         #: ``_min_live_time()``, kept as stream time moves (read per window written or fetched)
         self._min_live = 0

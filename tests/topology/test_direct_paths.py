@@ -195,13 +195,14 @@ def _table_regroup(builder: StreamsBuilder) -> None:
     )
 
 
-def _windowed_aggregate(builder: StreamsBuilder, final: bool) -> None:
+def _windowed_aggregate(builder: StreamsBuilder, final: bool, hopping: bool | None = None) -> None:
     windows = TimeWindows.of_size_and_grace(100, 50)
+    hopping = not final if hopping is None else hopping
     windowed = (
         builder.stream("in", Consumed(key_serde=S, value_serde=S))
         .flat_map(lambda k, v: [(f"{k}-{i}", v) for i in range(3)] if v is not None else [])
         .group_by_key()
-        .windowed_by(windows if final else windows.advance_by(40))  # hopping: 3 windows a record
+        .windowed_by(windows.advance_by(40) if hopping else windows)  # hopping: 3 windows a record
     )
     if final:
         windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
@@ -245,24 +246,29 @@ def _windowed_final(builder: StreamsBuilder) -> None:
 
 
 #: emit-final topologies: their closed windows are read in one call (``closed_window_reader``)
-_FINAL = (_windowed_final, _windowed_double_sum, _bytes_key_windowed_final)
+def _windowed_hopping_final(builder: StreamsBuilder) -> None:
+    """Hopping windows emitted final: several windows of a key close at one record."""
+    _windowed_aggregate(builder, final=True, hopping=True)
+
+
+_FINAL = (_windowed_final, _windowed_hopping_final, _windowed_double_sum, _bytes_key_windowed_final)
 
 
 def _count_closed_reads(monkeypatch: pytest.MonkeyPatch, direct: bool) -> list[bool]:
-    """Switch the closed-window reader off (``direct`` False) or count its calls: True for a
+    """Switch the closed-window reader off (``direct`` False) or count its bursts: True for a
     burst it read, False for one it handed back to the store's own reads."""
     reads: list[bool] = []
     reader = DslWindowStore.closed_window_reader
 
     def counting(store: DslWindowStore) -> Any:
-        read = reader(store)
-        if read is None:
+        open_reads = reader(store)
+        if open_reads is None:
             return None
 
-        def counted(closed: Any) -> Any:
-            values = read(closed)
-            reads.append(values is not None)
-            return values
+        def counted() -> Any:
+            fetch = open_reads()
+            reads.append(fetch is not None)
+            return fetch
 
         return counted
 
@@ -347,6 +353,7 @@ def _runs_in_line(driver: TopologyTestDriver) -> bool:
         _table_regroup,
         _windowed_eager,
         _windowed_final,
+        _windowed_hopping_final,
         _windowed_double_sum,
     ],
 )

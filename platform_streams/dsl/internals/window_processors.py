@@ -338,19 +338,21 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
             self.forward(Windowed(key, window), Change(vat.value, None), vat.timestamp, headers)
 
     def _emit_windows(self, closed: list[tuple[int, int, bytes]], headers: Headers) -> None:
-        """:meth:`emit_final` for each window, its values read in one call on the record
-        cache (``closed_window_reader``: a tumbling window closes for every key at once)."""
+        """:meth:`emit_final` for each window, read with the checks made once a burst
+        (``closed_window_reader``: a tumbling window closes for every key at once)."""
         read = self._read_closed
-        values = None if read is None or not closed else read(closed)
-        if values is None:
+        fetch = read() if read is not None and closed else None
+        if fetch is None:
             super()._emit_windows(closed, headers)
             return
         deserialize = self.key_serde.deserialize
         forward, size = self.forward, self.windows.size_ms
-        for (_, start, raw_key), vat in zip(closed, values, strict=True):
+        for _, start, raw_key in closed:
+            key = deserialize(raw_key)
+            vat = fetch(start, raw_key)
             if vat is not None:
                 window = time_window(start, start + size)
-                forward(windowed(deserialize(raw_key), window), Change(vat[0], None), vat[1], headers)
+                forward(windowed(key, window), Change(vat[0], None), vat[1], headers)
 
 
 class SessionWindowAggregateProcessor(WindowAggregateProcessor):

@@ -7,25 +7,28 @@ window closes for every key at once, so this runs in bursts (window_sum: 10,000 
 every 60,000 records), one store read per window through the layers (the direct path's
 ``fetch_timestamped``: its checks, the key encoded again from the key the processor
 decoded from the same bytes, a ``ValueAndTimestamp`` built by the value serde).
-:func:`closed_window_reader` reads a whole burst in one call: the checks once, each window
-by the key bytes the processor tracked it with, a fixed-width aggregate decoded by the C
-unpacker. The same entries are read (and marked recent, as ``NamedCache.get`` does), a
-window the cache does not hold from the store below, so what is emitted is unchanged.
+:func:`closed_window_reader` reads a burst with the checks made once, each window by the
+key bytes the processor tracked it with (the bytes the store was written with), a
+fixed-width aggregate decoded by the C unpacker. The same entries are read (and marked
+recent, as ``NamedCache.get`` does), a window the cache does not hold from the store below,
+one window at a time just before it is forwarded: what is emitted is unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from platform_streams.state.keys import window_suffix
 from platform_streams.state.wrappers.direct_cache_path import fixed_codec, window_caching
 
-__all__ = ["ClosedWindowReader", "closed_window_marker", "closed_window_reader"]
+__all__ = ["ClosedWindowFetch", "ClosedWindowReader", "closed_window_marker", "closed_window_reader"]
 
-#: ``read([(due, start, key bytes), ...])`` -> each window's ``(value, timestamp)`` or None
-#: (no such window), in order; None where the layers have work to do (metrics, no cache)
-ClosedWindowReader = Callable[[Sequence[tuple[int, int, bytes]]], list[tuple[Any, int] | None] | None]
+#: ``fetch(start, key bytes)`` -> the window's ``(value, timestamp)``, or None (no such window)
+ClosedWindowFetch = Callable[[int, bytes], "tuple[Any, int] | None"]
+#: ``open()`` -> a :data:`ClosedWindowFetch` for one burst of closed windows, or None where a
+#: layer the reads skip has work to do (metrics, no cache): read through the store then
+ClosedWindowReader = Callable[[], "ClosedWindowFetch | None"]
 
 
 def closed_window_marker(metered: Any) -> Callable[[list[tuple[bytes, int]]], None] | None:
@@ -41,8 +44,10 @@ def closed_window_marker(metered: Any) -> Callable[[list[tuple[bytes, int]]], No
 
 def closed_window_reader(metered: Any) -> ClosedWindowReader | None:
     """The reader of a metered -> caching window stack of timestamped values, or None for
-    any other stack. Each call answers None (read window by window through the store) when a
-    layer it skips has work to do: a metrics hook, hit/miss counting, no cache."""
+    any other stack. ``open()`` checks once a burst what the direct path checks per read (a
+    metrics hook, hit/miss counting, no cache: None, read through the store) and binds the
+    cache's lookups; the burst then fetches window by window, in the order the processor
+    emits them, so a window is read just before it is forwarded, as one read at a time does."""
     caching = window_caching(metered)
     if caching is None:
         return None
@@ -50,29 +55,29 @@ def closed_window_reader(metered: Any) -> ClosedWindowReader | None:
     deserialize_value = metered._deserialize_value
     _, unpack, fixed_size = fixed_codec(metered)
 
-    def read(closed: Sequence[tuple[int, int, bytes]]) -> list[tuple[Any, int] | None] | None:
+    def open_reads() -> ClosedWindowFetch | None:
         cache = caching._cache
         if cache is None or metered._hook is not None or caching.reads is not None:
             return None
         entries = cache._entries
         get, move_to_end = entries.get, entries.move_to_end
-        values: list[tuple[Any, int] | None] = []
-        append = values.append
-        for _, start, raw_key in closed:
+
+        def fetch(start: int, raw_key: bytes) -> tuple[Any, int] | None:
             binary = raw_key + window_suffix(start, 0)
             entry = get(binary)
             if entry is not None:
-                move_to_end(binary)
+                move_to_end(binary)  # NamedCache.get's LRU touch
                 raw = entry[0]
             else:
                 raw = below.fetch_at(raw_key, start)
             if raw is None:
-                append(None)
-            elif unpack is not None and len(raw) == fixed_size:
+                return None
+            if unpack is not None and len(raw) == fixed_size:
                 timestamp, value = unpack(raw)
-                append((value, timestamp))
-            else:
-                append(deserialize_value(raw))  # a ValueAndTimestamp: (value, timestamp)
-        return values
+                return value, timestamp
+            vat: tuple[Any, int] = deserialize_value(raw)  # a ValueAndTimestamp
+            return vat
 
-    return read
+        return fetch
+
+    return open_reads

@@ -33,7 +33,8 @@ S = String()
 
 class _Librdkafka:
     """A producer that queues what it is given; a value ending in ``7`` finds the queue
-    full twice (the producer's send then waits for room), a value ``BIG`` is too large."""
+    full twice (the producer's send then waits for room), a value ``BIG`` is too large, a
+    value ``BAD`` fails the argument checks. Each refusal is offered to ``produce`` once."""
 
     def __init__(self) -> None:
         self.queued: list[tuple[Any, ...]] = []
@@ -46,6 +47,8 @@ class _Librdkafka:
             raise BufferError("Local: Queue full")
         if value == b"BIG":
             raise ck.KafkaException(ck.KafkaError(ck.KafkaError.MSG_SIZE_TOO_LARGE))
+        if value == b"BAD":  # what librdkafka's argument checks raise (bad headers, say)
+            raise TypeError("headers must be a list")
         self.queued.append((topic, key, value, kwargs["timestamp"], kwargs["headers"]))
 
     def poll(self, timeout: float) -> int:
@@ -53,6 +56,9 @@ class _Librdkafka:
         return 0
 
     def init_transactions(self, timeout: float) -> None:
+        pass
+
+    def begin_transaction(self) -> None:
         pass
 
     def flush(self, timeout: float) -> int:
@@ -70,7 +76,7 @@ def _topology() -> Topology:
 
 
 def _records() -> list[DriverRecord]:
-    values = [f"a{i}" for i in range(60)] + ["drop", "big", "x17", "drop", "y27"]
+    values = [f"a{i}" for i in range(60)] + ["drop", "big", "x17", "drop", "y27", "bad"]
     return [
         DriverRecord("in", 0, i, f"k{i % 7}".encode(), value.encode(), 1_000 + i, [("n", str(i).encode())])
         for i, value in enumerate(values)
@@ -89,28 +95,36 @@ def _run(
     collector = KafkaRecordCollector(
         producer, partition_count=lambda topic: 1, production_policy="log_and_continue"
     )
-    (task,), _ = build_tasks(_topology(), tmp_path, collector=collector, fusion=fusion)
+    handler = "log_and_continue"
+    (task,), _ = build_tasks(
+        _topology(), tmp_path, collector=collector, fusion=fusion, production_exception_handler=handler
+    )
     records = _records()
     for start in range(0, len(records), batch):
         task.add_records(("in", 0), records[start : start + batch])
         assert task.process(batch) == len(records[start : start + batch])
     sources = [*task.graph.sources.values(), *task.graph.batches.values()]
     direct = bool(sources) and all("._produce" in getattr(fn, "__ps_source__", "") for fn in sources)
-    return librdkafka.queued, dict(collector.produced), collector.records_skipped, direct
+    skipped = (collector.records_skipped, task.records_skipped)
+    return librdkafka.queued, dict(collector.produced), skipped, direct, librdkafka.attempts
 
 
 @pytest.mark.parametrize("batch", [1, 50])
 def test_a_fused_sink_produces_what_the_producers_send_produces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    queued, produced, skipped, direct = _run(tmp_path / "fused", monkeypatch, fusion=True, batch=batch)
+    fused = _run(tmp_path / "fused", monkeypatch, fusion=True, batch=batch)
+    queued, produced, skipped, direct, attempts = fused
     plain = _run(tmp_path / "plain", monkeypatch, fusion=False, batch=1)
     assert direct and not plain[3]
-    assert (queued, produced, skipped) == plain[:3]
-    # what the stand-in did: every record queued once but the too-large one ("big" upper-cased
-    # for "out"), which the handler skipped (counted as sent, as the producer's send counts it)
-    assert produced == {"audit": 65, "out": 63} and skipped == 1
-    assert len(queued) == 65 + 63 - 1
+    assert (queued, produced, skipped, attempts) == (plain[0], plain[1], plain[2], plain[4])
+    # what the stand-in did: every record queued once but the two it refused for "out" ("big"
+    # and "bad" upper-cased), both counted as sent (as the producer's send counts them); the
+    # too-large one skipped by the collector's production handler, the one that failed the
+    # argument checks by the task's (a sink failure)
+    assert produced == {"audit": 66, "out": 64} and skipped == (1, 1)
+    assert len(queued) == 66 + 64 - 2
+    assert attempts[("out", b"k6", b"X17")] == 3 and attempts[("out", b"k5", b"BIG")] == 1
     assert [v for t, _k, v, *_ in queued if t == "out"][-3:] == [b"A59", b"X17", b"Y27"]
     assert ("out", b"k6", b"X17", 1_062, [("n", b"62")]) in queued
 
@@ -118,6 +132,26 @@ def test_a_fused_sink_produces_what_the_producers_send_produces(
 def test_records_held_for_a_transaction_keep_the_producers_send(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    queued, produced, _skipped, direct = _run(tmp_path, monkeypatch, fusion=True, batch=50, eos=True)
+    queued, produced, _skipped, direct, _attempts = _run(
+        tmp_path, monkeypatch, fusion=True, batch=50, eos=True
+    )
     assert not direct  # deferred exactly-once: the send buffers for the commit
     assert queued == [] and produced == {}
+
+
+def test_which_sends_a_sink_may_make_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At-least-once and eager exactly-once send straight away; a changelog topic keeps the
+    send (its own producer and delivery reports); deferred exactly-once holds records."""
+    librdkafka = _Librdkafka()
+    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: librdkafka)
+
+    def producer(**options: Any) -> StreamsProducer:
+        return StreamsProducer(
+            {}, timeout_s=5, on_delivery=lambda err, msg: None, on_send_error=lambda r, e: None, **options
+        )
+
+    assert producer(transactional_id=None).sends_directly("out")
+    split = producer(transactional_id=None, changelog_conf={}, changelog_topics={"app-counts-changelog"})
+    assert split.sends_directly("out") and not split.sends_directly("app-counts-changelog")
+    assert producer(transactional_id="t-1", eager=True).sends_directly("out")
+    assert not producer(transactional_id="t-1").sends_directly("out")

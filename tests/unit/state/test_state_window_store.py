@@ -151,6 +151,8 @@ def test_stream_time_survives_reopen(context: FakeContext) -> None:
         assert again.observed_stream_time == RETENTION
         assert again.fetch_at(b"k", 0) is None  # still expired after the restart
         assert again.fetch_at(b"k", RETENTION) == b"2"
+        again.put(b"k", b"late", 0)  # and a write to it is dropped
+        assert again.expired_records_dropped == 1 and again.fetch_at(b"k", 0) is None
     finally:
         again.close()
 
