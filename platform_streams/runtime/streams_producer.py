@@ -249,6 +249,11 @@ class StreamsProducer:
         ``produce`` a second time first, so the handler sees the error that refused it."""
         topic = record[0]
         self.sent_by_topic[topic] = self.sent_by_topic.get(topic, 0) + 1
+        self._refused(record, exc)
+
+    def _refused(self, record: OutgoingRecord, exc: BaseException) -> None:
+        """A record ``produce`` did not queue: wait for room and produce it (``BufferError``),
+        give it to the production handler (``KafkaException``: refused locally), or raise."""
         if isinstance(exc, BufferError):
             self._produce_when_room(record)
         elif isinstance(exc, KafkaException):
@@ -287,10 +292,8 @@ class StreamsProducer:
                 produce(topic, value, key, timestamp=timestamp, headers=headers)
             else:
                 produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
-        except BufferError:
-            self._produce_when_room((topic, key, value, timestamp, headers, partition))
-        except KafkaException as exc:
-            self._on_send_error((topic, key, value, timestamp, headers, partition), exc)
+        except (BufferError, KafkaException) as exc:
+            self._refused((topic, key, value, timestamp, headers, partition), exc)
 
     def _produce_when_room(self, record: OutgoingRecord) -> None:
         """The local queue is full: serve delivery reports until the record fits."""
