@@ -130,7 +130,10 @@ class TaskContext(StateStoreContext):
             raise TopologyError(f"store {store_name!r} logs changes but has no changelog topic")
         source = self.source_position
         headers = source.headers(self.current) if source is not None else None
-        return ChangeSender(self.collector.send, topic, headers, self._task_id.partition)
+        partition = self._task_id.partition
+        quiet_sender = getattr(self.collector, "quiet_sender", None)  # the Kafka collector's
+        quiet = None if quiet_sender is None else quiet_sender(topic, partition)
+        return ChangeSender(self.collector.send, topic, headers, partition, quiet)
 
     def record_metadata(self) -> RecordMetadata | None:
         msg = self.current

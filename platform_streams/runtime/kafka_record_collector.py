@@ -1,7 +1,8 @@
 """``RecordCollector`` over the worker's :class:`StreamsProducer`: send, track, handle failures.
 
 Delivery reports come back on ``poll``/``flush``; the callback stays cheap per record: for
-changelog topics it remembers the offset written (checkpoints need it), with ``count_bytes``
+changelog topics it remembers the offset written (checkpoints need it; the records of a
+cache flush but its last have no report at all, see :mod:`quiet_changelogs`), with ``count_bytes``
 (metrics at DEBUG) it adds up the bytes written per topic, and failures go to the production
 exception handler. Records sent per topic are the producer's own count (``produced``).
 A commit waits for every outstanding record and raises if one failed, so offsets are never
@@ -28,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from platform_streams.errors import StreamsError
@@ -35,7 +37,9 @@ from platform_streams.kafka import as_kafka_error
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
 from platform_streams.processor.record import Headers
 from platform_streams.processor.record_collector import OutgoingRecord
+from platform_streams.runtime.quiet_changelogs import QuietChangelogs
 from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.state.store_context import QuietSend
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +130,36 @@ class KafkaRecordCollector:
             on_delivery=self.on_delivery, on_send_error=self.on_send_error
         )
         self.eos = self.streams_producer.eos
+        #: at-least-once, split producers: what proves changelog records sent without a report
+        #: written (:meth:`quiet_sender`); None where every changelog record is reported
+        self._quiet = QuietChangelogs() if self.streams_producer.quiet_produce is not None else None
         #: hot path: the producer's own send (buffered under EOS, produced at once otherwise)
         self.send = self.streams_producer.send
         self._partition_count = partition_count
+
+    def quiet_sender(self, topic: str, partition: int) -> QuietSend | None:
+        """For one cache flush of changelog partition ``topic[partition]``: librdkafka's
+        ``produce`` of the changelog producer, which sends without a delivery report, and
+        ``sent(n)``, to be called once the flush has sent ``n`` records that way (also when
+        it stops half-way); the flush's last record goes through :attr:`send` (reported).
+        None where every record must be reported (see :mod:`quiet_changelogs`)."""
+        quiet, produce = self._quiet, self.streams_producer.quiet_produce
+        if quiet is None or produce is None or not quiet.may_send_quietly((topic, partition)):
+            return None
+        return QuietSend(produce, partial(self._sent_quietly, topic, partition))
+
+    def _sent_quietly(self, topic: str, partition: int, records: int, complete: bool = True) -> None:
+        assert self._quiet is not None
+        counts = self.streams_producer.sent_by_topic
+        counts[topic] = counts.get(topic, 0) + records
+        self._quiet.sent((topic, partition), records)
+        if not complete:  # no reported record follows these: they cannot be proved, start over
+            self._quiet.forget((topic, partition))
+
+    @property
+    def records_sent_quietly(self) -> int:
+        """Changelog records sent without a delivery report so far (:meth:`quiet_sender`)."""
+        return 0 if self._quiet is None else self._quiet.total
 
     def direct_producer(self, topic: str) -> StreamsProducer | None:
         """The producer a fused sink to ``topic`` may hand its records to itself
@@ -154,6 +185,8 @@ class KafkaRecordCollector:
                 self.offsets[key] = offset
                 if key not in self.first_offsets:
                     self.first_offsets[key] = offset
+            if self._quiet is not None:
+                self._quiet.acknowledged(key, offset)
 
     def _on_delivery_counting_bytes(self, err: Any, msg: Any) -> None:
         """``on_delivery`` that also counts the key and value bytes of sink records (DEBUG)."""
@@ -214,6 +247,9 @@ class KafkaRecordCollector:
     def flush(self) -> None:
         """Wait until every record is acknowledged; raise if any failed."""
         self.streams_producer.flush()
+        if self._quiet is not None:
+            for lost in self._quiet.check(self.offsets):
+                self._remember(lost)
         self.raise_if_failed()
 
     def forget_first_offsets(self, partitions: Iterable[tuple[str, int]]) -> None:
@@ -234,6 +270,8 @@ class KafkaRecordCollector:
                 self.first_offsets.pop(tp, None)
             else:
                 self.first_offsets[tp] = first
+            if self._quiet is not None:
+                self._quiet.forget(tp)
 
     def raise_if_failed(self) -> None:
         if self.errors:

@@ -6,7 +6,8 @@ sink byte counts. So (details in :mod:`platform_streams.runtime.streams_producer
 
 * at-least-once without changelogs: one producer reporting failures only;
 * at-least-once with changelogs: the sinks' producer reports failures only, the changelogs'
-  (a second producer) every delivery;
+  (a second producer, idempotent) every delivery but those of a cache flush, which report
+  their last record only (the collector proves the others written by their offsets);
 * exactly-once: one transactional producer; records held for the commit ask for a report on
   the last record of each changelog partition only;
 * DEBUG recording: one producer reporting every delivery, as before any of this.
@@ -37,6 +38,9 @@ class ProducerSettings:
     changelog_reports_only: bool
     #: DEBUG recording: the collector counts sink bytes from the reports (all are reported)
     count_bytes: bool
+    #: at-least-once with changelogs: cache flushes send changelog records without a report
+    #: but the last (the changelog producer is idempotent; the collector checks the count)
+    quiet_changelogs: bool = False
 
 
 def producer_settings(
@@ -53,17 +57,38 @@ def producer_settings(
     if changelogs or count_bytes:
         _report_successes(conf)  # the changelogs' copy below inherits it
     changelog_conf: dict[str, Any] | None = None
+    quiet = False
     if transactional_id is not None:
         conf.setdefault("transaction.timeout.ms", 10_000)  # as Kafka Streams under EOS
     elif not count_bytes:
         if changelogs:
             changelog_conf = {**conf, "client.id": f"{conf['client.id']}-changelog"}
             route_statistics(changelog_conf, "changelog-producer")
+            quiet = _idempotent(changelog_conf)
         conf["delivery.report.only.error"] = True
     route_statistics(conf, "producer")
     return ProducerSettings(
-        conf, changelog_conf, changelog_reports_only=not count_bytes, count_bytes=count_bytes
+        conf,
+        changelog_conf,
+        changelog_reports_only=not count_bytes,
+        count_bytes=count_bytes,
+        quiet_changelogs=changelog_conf is not None and quiet,
     )
+
+
+def _idempotent(changelog_conf: dict[str, Any]) -> bool:
+    """Make the changelog producer idempotent (as Kafka's producers are by default) unless
+    ``producer_config`` turned that off; returns whether it is. Why: a cache flush then asks
+    for a delivery report on its last changelog record only, and the collector proves the
+    others written by counting offsets (``KafkaRecordCollector.quiet_sender``); that needs
+    a producer that neither duplicates nor reorders records. Without idempotence every
+    changelog record is reported, as before."""
+    setting = str(changelog_conf.get("enable.idempotence", True)).lower()
+    if setting != "true":
+        log.info("enable.idempotence=%s: every changelog record gets a delivery report", setting)
+        return False
+    changelog_conf["enable.idempotence"] = True
+    return True
 
 
 def _report_successes(conf: dict[str, Any]) -> None:

@@ -24,9 +24,12 @@ record is produced as it comes, overlapping the sends with processing; the commi
 waits for the acknowledgements, adds the offsets and commits.
 
 At-least-once with changelogs, the worker may hand over a second configuration
-(``changelog_conf``): changelog records then go to a producer of their own that reports every
-delivery (a checkpoint needs the offset written), while sinks, repartition topics and dead
-letters go to a producer that reports failures only (``delivery.report.only.error``). A
+(``changelog_conf``): changelog records then go to a producer of their own that reports
+deliveries (a checkpoint needs the offset written), while sinks, repartition topics and dead
+letters go to a producer that reports failures only (``delivery.report.only.error``). With
+``quiet_changelogs`` (an idempotent changelog producer) a record sent through
+:attr:`quiet_produce` gets no report at all: a cache flush sends all its records but the
+last that way, and the collector proves them written by the last one's offset. A
 success report costs a Python callback per record (~1 us with librdkafka's own work); a sink
 record's success tells nothing anyone reads. Kafka Streams uses one producer per thread; the
 split changes no order that Kafka keeps (order is per partition, and a partition's records
@@ -86,9 +89,16 @@ class StreamsProducer:
         changelog_conf: Mapping[str, Any] | None = None,
         changelog_topics: Collection[str] = (),
         changelog_reports_only: bool = False,
+        quiet_changelogs: bool = False,
     ) -> None:
         if changelog_conf is not None and transactional_id is not None:
             raise StreamsError("a transaction is one producer's: changelog_conf is at-least-once only")
+        #: at-least-once, split: the changelog producer has no delivery callback of its own
+        #: (see the module docstring); :attr:`quiet_produce` is its bare ``produce``
+        self._quiet_changelogs = quiet_changelogs and changelog_conf is not None
+        #: librdkafka's ``produce`` of the changelog producer, sending without a report (None
+        #: unless ``quiet_changelogs``); replaced when the producer is rebuilt
+        self.quiet_produce: Any = None
         self._conf = dict(conf)
         self._changelog_conf = None if changelog_conf is None else dict(changelog_conf)
         #: exactly-once: delivery reports for changelog records only (see the module docstring)
@@ -148,14 +158,18 @@ class StreamsProducer:
             )
         self.producer = producer
         self._produce = producer.produce
+        quiet = self._quiet_changelogs
         if self._changelog_conf is None:
             self.changelog_producer = producer
+        elif quiet:
+            self.changelog_producer = create_producer(self._changelog_conf)
+            self.quiet_produce = self.changelog_producer.produce
         else:
             changelog_conf = {**self._changelog_conf, "on_delivery": self._on_delivery}
             self.changelog_producer = create_producer(changelog_conf)
         self._produce_changelog = (
-            partial(producer.produce, on_delivery=self._on_delivery)
-            if reports_only_changelogs
+            partial(self.changelog_producer.produce, on_delivery=self._on_delivery)
+            if reports_only_changelogs or quiet
             else self.changelog_producer.produce
         )
         if self.eager:
@@ -215,7 +229,7 @@ class StreamsProducer:
                 self._flush_all(self._producers, timeout_s)
         finally:
             self.producer = self.changelog_producer = None
-            self._produce = self._produce_changelog = None
+            self._produce = self._produce_changelog = self.quiet_produce = None
 
     @staticmethod
     def _flush_all(producers: list[Any], timeout_s: float) -> None:
@@ -287,11 +301,16 @@ class StreamsProducer:
         except KeyError:
             self.sent_by_topic[topic] = 1
         produce = self._produce_changelog if topic in self._changelog_topics else self._produce
-        try:
-            if partition is None:
-                produce(topic, value, key, timestamp=timestamp, headers=headers)
+        try:  # no ``headers=`` where there are none: ~90 ns less in librdkafka's produce
+            if headers:
+                if partition is None:
+                    produce(topic, value, key, timestamp=timestamp, headers=headers)
+                else:
+                    produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+            elif partition is None:
+                produce(topic, value, key, timestamp=timestamp)
             else:
-                produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+                produce(topic, value, key, partition, timestamp=timestamp)
         except (BufferError, KafkaException) as exc:
             self._refused((topic, key, value, timestamp, headers, partition), exc)
 

@@ -255,6 +255,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
                 changelog_conf=settings.changelog_conf,
                 changelog_topics=self._changelogs,
                 changelog_reports_only=settings.changelog_reports_only,
+                quiet_changelogs=settings.quiet_changelogs,
                 **callbacks,
             )
 

@@ -38,6 +38,18 @@ class TimestampedRestoreCallback:
         raise TypeError("this store restores only with the changelog records' timestamps")
 
 
+class QuietSend(NamedTuple):
+    """Changelog records of one cache flush sent without a delivery report (at-least-once;
+    ``runtime/quiet_changelogs.py`` says why and how they are proved written):
+    ``produce(topic, value, key, partition, timestamp=..., headers=...)`` is librdkafka's,
+    and ``sent(n, complete)`` is called once the flush has sent ``n`` records that way --
+    ``complete`` False when it stopped before its last record, which goes through the
+    reported :attr:`ChangeSender.send`."""
+
+    produce: Callable[..., None]
+    sent: Callable[[int, bool], None]
+
+
 class ChangeSender(NamedTuple):
     """How the changes of one cache flush reach a store's changelog:
     ``send(topic, key, value, timestamp, headers, partition)`` with this topic, these headers
@@ -52,6 +64,8 @@ class ChangeSender(NamedTuple):
     topic: str
     headers: Headers
     partition: int
+    #: all records of the flush but the last may go this way instead (None: all through ``send``)
+    quiet: QuietSend | None = None
 
 
 class StateStoreContext(TaskIdentity):

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig, Topology
-from platform_streams.dsl import Consumed, Produced
+from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 from platform_streams.processor import Processor, PunctuationType, Record
-from platform_streams.serde import String
+from platform_streams.serde import Long, String
 from tests.support.kafka import ConsumedRecord, consume_all, new_topic
 
 T = TypeVar("T")
@@ -62,6 +62,15 @@ def upper_case_app(source: str, sink: str) -> StreamsBuilder:
     builder.stream(source, Consumed(key_serde=strings, value_serde=strings)).map_values(str.upper).to(
         sink, Produced(key_serde=strings, value_serde=strings)
     )
+    return builder
+
+
+def count_app(source: str, sink: str) -> StreamsBuilder:
+    """String records counted per key in the cached store ``counts``, the counts as Longs to ``sink``."""
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=String(), value_serde=String())).group_by_key().count(
+        materialized=Materialized.as_("counts")
+    ).to_stream().to(sink, Produced(key_serde=String(), value_serde=Long()))
     return builder
 
 

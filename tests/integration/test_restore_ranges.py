@@ -12,27 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from platform_streams import StreamsBuilder
-from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.ops import delete_internal_topics
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.restore_ranges import forget_published_ranges
 from platform_streams.serde import Long, String
-from tests.integration.support_apps import app_config, running_app
+from tests.integration.support_apps import app_config, count_app, running_app
 from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 S, L = String(), Long()
-
-
-def _count_app(source: str, sink: str) -> StreamsBuilder:
-    builder = StreamsBuilder()
-    builder.stream(source, Consumed(key_serde=S, value_serde=S)).group_by_key().count(
-        materialized=Materialized.as_("counts")
-    ).to_stream().to(sink, Produced(key_serde=S, value_serde=L))
-    return builder
 
 
 def test_a_clean_close_publishes_ranges_and_deleting_the_changelog_forgets_them(
@@ -41,7 +31,7 @@ def test_a_clean_close_publishes_ranges_and_deleting_the_changelog_forgets_them(
     source, sink = new_topic(admin, 2, "ranges-in"), new_topic(admin, 2, "ranges-out")
     config = app_config(bootstrap_servers, tmp_path / "state")
     changelog = f"{config.application_id}-counts-changelog"
-    app = _count_app(source, sink)
+    app = count_app(source, sink)
     produce(bootstrap_servers, source, [(f"k{i % 50}", "x") for i in range(500)])
     with running_app(app, config):
         consume_all(bootstrap_servers, sink, 50, timeout_s=30)

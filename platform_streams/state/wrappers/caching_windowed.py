@@ -176,7 +176,7 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
             return
         put = inner.put_binary
         if changelog is not None:
-            (send, topic, headers, partition), log_timestamp = changelog.flush_sender()
+            (send, topic, headers, partition, _), log_timestamp = changelog.flush_sender()
         listener = self._listener
         size = inner.window_size_ms
         for entry in entries:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from platform_streams.state.api import FlushListener
+from platform_streams.state.store_context import ChangeSender
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.direct_cache_path import fixed_codec, kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
@@ -61,29 +62,69 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
     def flush(entries: list[tuple[bytes, bytes | None, int]]) -> None:
         cached_entries = caching._require()._entries
         put, get = inner._map.put, inner._map.get
-        if changelog is not None:
-            (send, topic, headers, partition), log_timestamp = changelog.flush_sender()
+        sender = None if changelog is None else changelog.flush_sender()
+        quiet = None if sender is None else sender[0].quiet
+        if quiet is None:
+            _flush(entries, cached_entries, put, get, sender, None, None)
+            return
+        # all records but the last without a delivery report (runtime/quiet_changelogs.py)
+        counter = [0]
+        try:
+            _flush(entries[:-1], cached_entries, put, get, sender, quiet.produce, counter)
+            _flush(entries[-1:], cached_entries, put, get, sender, None, None)
+        except BaseException:
+            quiet.sent(counter[0], False)
+            raise
+        quiet.sent(counter[0], True)
+
+    def _flush(
+        entries: list[tuple[bytes, bytes | None, int]],
+        cached_entries: dict[bytes, Any],
+        put: Callable[[bytes, bytes], None],
+        get: Callable[[bytes], bytes | None],
+        sender: tuple[ChangeSender, int] | None,
+        produce: Callable[..., None] | None,
+        counter: list[int] | None,
+    ) -> None:
+        """Flush ``entries``; with ``produce`` (a flush's all but last) their changelog
+        records go to librdkafka without a report, counted in ``counter[0]``."""
+        if sender is not None:
+            (send, topic, headers, partition, _), log_timestamp = sender
         deserialize_value = metered._deserialize_value
-        for entry in entries:
-            key, value, _ = entry
-            if value is None:
-                layered([entry])
-                continue
-            old = None
-            if send_old_values:
-                old_raw = get(key)
-                if old_raw is not None:
-                    old = deserialize_value(old_raw)[0]
-            put(key, value)
-            if changelog is not None:
-                send(topic, key, value, log_timestamp, headers, partition)
-            cached = cached_entries.get(key)  # the decoded form kept for these bytes, if any
-            if cached is not None and cached[0] is value and cached[2] is not None:
-                new_value, timestamp = cached[2]
-            elif unpack is not None and len(value) == fixed_size:
-                timestamp, new_value = unpack(value)  # what deserialize_value does, in C
-            else:
-                new_value, timestamp = deserialize_value(value)
-            listener(key if deserialize_key is None else deserialize_key(key), new_value, old, timestamp)
+        quiet = 0
+        try:
+            for entry in entries:
+                key, value, _ = entry
+                if value is None:
+                    layered([entry])
+                    continue
+                old = None
+                if send_old_values:
+                    old_raw = get(key)
+                    if old_raw is not None:
+                        old = deserialize_value(old_raw)[0]
+                put(key, value)
+                if produce is not None:
+                    try:
+                        if headers:
+                            produce(topic, value, key, partition, timestamp=log_timestamp, headers=headers)
+                        else:
+                            produce(topic, value, key, partition, timestamp=log_timestamp)
+                        quiet += 1
+                    except Exception:  # full queue, refused: the reported send's own handling
+                        send(topic, key, value, log_timestamp, headers, partition)
+                elif sender is not None:
+                    send(topic, key, value, log_timestamp, headers, partition)
+                cached = cached_entries.get(key)  # the decoded form kept for these bytes, if any
+                if cached is not None and cached[0] is value and cached[2] is not None:
+                    new_value, timestamp = cached[2]
+                elif unpack is not None and len(value) == fixed_size:
+                    timestamp, new_value = unpack(value)  # what deserialize_value does, in C
+                else:
+                    new_value, timestamp = deserialize_value(value)
+                listener(key if deserialize_key is None else deserialize_key(key), new_value, old, timestamp)
+        finally:
+            if counter is not None:
+                counter[0] += quiet
 
     return flush

@@ -49,7 +49,7 @@ class _Librdkafka:
             raise ck.KafkaException(ck.KafkaError(ck.KafkaError.MSG_SIZE_TOO_LARGE))
         if value == b"BAD":  # what librdkafka's argument checks raise (bad headers, say)
             raise TypeError("headers must be a list")
-        self.queued.append((topic, key, value, kwargs["timestamp"], kwargs["headers"]))
+        self.queued.append((topic, key, value, kwargs["timestamp"], kwargs.get("headers")))
 
     def poll(self, timeout: float) -> int:
         self.polls += 1

@@ -33,7 +33,7 @@ class _RefusingProducer:
         if self.full:
             self.full -= 1
             raise BufferError("queue full")
-        self.produced.append((topic, key, value, args, kwargs["timestamp"], kwargs["headers"]))
+        self.produced.append((topic, key, value, args, kwargs["timestamp"], kwargs.get("headers")))
 
     def poll(self, timeout: float) -> int:
         self.polls += 1
