@@ -22,6 +22,7 @@ from typing import Any
 
 from platform_streams.processor.fusion import Emitter
 from platform_streams.processor.node import FusedFragment
+from platform_streams.processor.partitioner import SEED, PlacementCheck, murmur2_with_seed
 from platform_streams.processor.source_hooks import BatchHooks, SourceHooks
 from platform_streams.topology.nodes import Node, SinkNode, SourceNode
 
@@ -55,10 +56,7 @@ def _record(em: Emitter, source: SourceNode, hooks: SourceHooks, indent: int) ->
     i = indent
     raw_key = "msg.key()"
     if placement_check is not None:
-        good, check = em.bind(placement_check.good, "good"), em.bind(placement_check.check, "place")
-        em.line(i, "kb = msg.key()", name)
-        em.line(i, f"if kb not in {good}:", name)
-        em.line(i + 1, f"{check}(kb)", name)
+        _check_placement(em, placement_check, i, name)
         raw_key = "kb"
     key_expr = f"{em.bind(key_deserializer, 'kd')}({raw_key})" if key_deserializer else raw_key
     em.line(i, "try:", name)
@@ -95,6 +93,31 @@ def _record(em: Emitter, source: SourceNode, hooks: SourceHooks, indent: int) ->
     em.line(i + 2, "h = msg.headers()", name)
     em.children(source, "k", "v", i + 2)
     return ctx
+
+
+def _check_placement(em: Emitter, placement: PlacementCheck, i: int, name: str) -> None:
+    """The key-placement check of ``kb`` (the raw key). Per record: a set lookup, and
+    :meth:`PlacementCheck.check` for a key not in the set. In a batch (``em.prologue``) the
+    hash runs in line, placed keys join the set while the check's ``remember`` (read once a
+    batch) holds, and ``after_batch`` (in the batch's epilogue) decides about the next."""
+    good = em.bind(placement.good, "good")
+    em.line(i, "kb = msg.key()", name)
+    em.line(i, f"if kb not in {good}:", name)
+    if em.prologue is None:
+        em.line(i + 1, f"{em.bind(placement.check, 'place')}(kb)", name)
+        return
+    owner, hash_ = em.bind(placement, "placement"), em.bind(murmur2_with_seed, "murmur2")
+    remember, partitions = em.fresh("remember"), placement.partitions
+    em.prologue.append((1, f"{remember} = {owner}.remember", name))
+    em.rows(
+        name,
+        [
+            (i + 1, f"if ({hash_}(kb, {SEED}) & 0x7FFFFFFF) % {partitions} != {placement.partition}:"),
+            (i + 2, f"{em.bind(placement.misplaced, 'misplaced')}(kb)"),
+            (i + 1, f"elif {remember}:"),
+            (i + 2, f"{good}.add(kb)"),
+        ],
+    )
 
 
 def compile_source(
@@ -135,6 +158,8 @@ def compile_batch(
     punctuate = em.bind(batch_hooks.on_stream_punctuation, "punct")
     progress = em.bind(batch_hooks.on_progress, "progress")
     ctx = _record(em, source, hooks, 4)
+    placement = hooks.placement_check
+    after = () if placement is None else [(2, f"{em.bind(placement.after_batch, 'placed')}(done)")]
     body, em.lines = em.lines, [(1, "popleft = queue.popleft", name)]
     em.lines += em.prologue
     em.rows(
@@ -161,6 +186,7 @@ def compile_batch(
             (4, f"{punctuate}(msg)"),
             (1, "finally:"),
             (2, f"{progress}(last, done)"),
+            *after,
             (1, "return done"),
         ],
     )

@@ -175,6 +175,10 @@ class Emitter:
         self.prologue: list[tuple[int, str, str]] | None = None
         self._vars = itertools.count(1)
 
+    def fresh(self, prefix: str) -> str:
+        """A local variable name no other line of this function uses."""
+        return f"{prefix}{next(self._vars)}"
+
     def bind(self, obj: Any, prefix: str, node: str | None = None) -> str:
         """A parameter name for ``obj``; with ``node``, the name carries the node's name."""
         name = f"_{prefix}{len(self.bound)}" + (f"_{_identifier(node)}" if node is not None else "")

@@ -70,31 +70,38 @@ def test_placement_check_hashes_each_key_once_and_reports_misplaced_records() ->
     assert bad not in check.good and seen == [("events", 1), ("events", 1)]
 
 
-def test_fused_source_checks_raw_keys_of_checked_topics(tmp_path: Path, caplog: Any) -> None:
+class _Collector:
+    def send(self, *args: Any) -> None:
+        pass
+
+    def partition_count(self, topic: str) -> int:
+        return 4
+
+
+def _checked_task(tmp_path: Path) -> tuple[StreamTask, KeyPlacement]:
+    """Partition 2's task of the ``counts`` store, its ``events`` source checked (4 partitions)."""
     plan = compile_topology(_topology())
     config = StreamsConfig(application_id=APP, bootstrap_servers="x:1", state_dir=tmp_path)
     placement = KeyPlacement(plan, APP, tmp_path, lambda: {"events": 4, "users": 4})
     sub = plan.subtopology_of_store("counts")
-
-    class Collector:
-        def send(self, *args: Any) -> None:
-            pass
-
-        def partition_count(self, topic: str) -> int:
-            return 4
-
     task = StreamTask(
         TaskId(sub.id, 2),
         plan,
         sub,
         config=config,
-        collector=Collector(),
+        collector=_Collector(),
         clock_ms=lambda: 0,
         task_dir=tmp_path / "task",
         key_placement=placement,
     )
     task.initialize_stores()
     task.initialize_processors()
+    return task, placement
+
+
+def test_fused_source_checks_raw_keys_of_checked_topics(tmp_path: Path, caplog: Any) -> None:
+    plan = compile_topology(_topology())
+    task, placement = _checked_task(tmp_path)
     source = task.graph.sources["events"]
     assert "place" in source.__ps_source__  # type: ignore[attr-defined]
     placed = next(f"p{i}".encode() for i in range(100) if default_partition(f"p{i}".encode(), 4) == 2)
@@ -117,6 +124,64 @@ def test_fused_source_checks_raw_keys_of_checked_topics(tmp_path: Path, caplog: 
     again = KeyPlacement(plan, APP, tmp_path, lambda: {})
     assert not again.is_routable("counts") and again.misplaced == {"events": "persisted"}
     assert "partitioner=murmur2_random" in again.reason("counts")
+
+
+def _placed_keys(partitions: int, partition: int, count: int, prefix: str) -> list[bytes]:
+    keys = (f"{prefix}{i}".encode() for i in range(100 * count))
+    return [key for key in keys if default_partition(key, partitions) == partition][:count]
+
+
+def test_a_fused_batch_hashes_in_line_and_stops_remembering_keys_that_never_repeat(tmp_path: Path) -> None:
+    """The batch form of the check (``compile_batch``): every key not remembered is hashed
+    in line, each misplaced record is reported, and remembering placed keys stops after
+    batches of only new keys and starts again later (``PlacementCheck.after_batch``)."""
+    task, placement = _checked_task(tmp_path)
+    assert "murmur2" in task.graph.batches["events"].__ps_source__  # type: ignore[attr-defined]
+    check = task.graph._placement_checks["events"]
+    offsets = iter(range(1_000_000))
+
+    def batch(keys: list[bytes]) -> None:
+        task.add_records(
+            ("events", 2), [DriverRecord("events", 2, next(offsets), k, b"v", 1, []) for k in keys]
+        )
+        assert task.process(len(keys)) == len(keys)
+
+    fresh = _placed_keys(4, 2, 1_000, "new")
+    for start in range(0, 800, 200):  # four batches of new keys only
+        assert check.remember
+        batch(fresh[start : start + 200])
+    assert not check.remember and len(check.good) == 801  # the fourth batch was still remembered
+    batch(fresh[800:])  # not remembered now: hashed in line
+    assert len(check.good) == 801 and placement.is_routable("counts")
+    misplaced = _crc_placed_keys(4, 2, 3)
+    batch(misplaced + misplaced[:1] + fresh[:5])
+    assert placement.mismatches == {"events": 4}, "each misplaced record, also a repeated key"
+    for _ in range(63):  # 64 batches after it stopped, remembering starts again
+        batch(fresh[:1])
+    assert check.remember
+    batch(fresh[900:1_000])
+    assert set(fresh[900:1_000]) <= check.good
+    task.close()
+
+
+def test_remembering_pays_only_while_keys_repeat() -> None:
+    check = PlacementCheck("events", 0, 4, lambda topic, partition: None)
+    check.good.update(f"k{i}".encode() for i in range(500))
+    check.after_batch(500)  # 500 new keys in 500 records
+    check.good.update(f"r{i}".encode() for i in range(10))
+    check.after_batch(500)  # then mostly repeats: the streak breaks
+    for n in range(3):
+        check.good.update(f"n{n}-{i}".encode() for i in range(500))
+        check.after_batch(500)
+    assert check.remember, "three batches of new keys in a row are not yet four"
+    check.after_batch(50)  # too small to say anything: the streak breaks again
+    for n in range(4):
+        check.good.update(f"m{n}-{i}".encode() for i in range(500))
+        check.after_batch(500)
+    assert not check.remember
+    check.good.update(f"x{i}".encode() for i in range(70_000))
+    check.after_batch(500)
+    assert check.good == {None}, "the remembered keys are bounded"
 
 
 def test_tasks_without_stores_fed_by_a_source_get_no_check(tmp_path: Path) -> None:
