@@ -48,6 +48,7 @@ from platform_streams.state.wrappers.base import (
     record_timestamp,
 )
 from platform_streams.state.wrappers.change_logging import ChangeLoggingWindowStore
+from platform_streams.state.wrappers.quiet_flush import flush_reporting_last, quiet_logger
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
@@ -175,22 +176,36 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
             self._layered_flush(entries)
             return
         put = inner.put_binary
-        if changelog is not None:
-            (send, topic, headers, partition, _), log_timestamp = changelog.flush_sender()
+        sender = None if changelog is None else changelog.flush_sender()
         listener = self._listener
         size = inner.window_size_ms
-        for entry in entries:
-            binary, value, timestamp = entry
-            if value is None:
-                self._layered_flush([entry])
-                continue
-            start = window_start_of(binary)
-            put(binary, value, start)
-            if changelog is not None:
-                send(topic, binary, value, log_timestamp, headers, partition)
-            if listener is not None:
-                key = binary[: len(binary) - WINDOW_SUFFIX_LEN]
-                listener(Windowed(key, TimeWindow(start, start + size)), value, None, timestamp)
+
+        def loop(
+            entries: list[tuple[bytes, bytes | None, int]],
+            produce: Callable[..., None] | None,
+            counter: list[int] | None,
+        ) -> None:
+            if sender is not None:
+                (send, topic, headers, partition, _), log_timestamp = sender
+                if produce is not None:
+                    assert counter is not None
+                    log = quiet_logger(sender, produce, counter)
+            for entry in entries:
+                binary, value, timestamp = entry
+                if value is None:
+                    self._layered_flush([entry])
+                    continue
+                start = window_start_of(binary)
+                put(binary, value, start)
+                if produce is not None:
+                    log(binary, value)
+                elif sender is not None:
+                    send(topic, binary, value, log_timestamp, headers, partition)
+                if listener is not None:
+                    key = binary[: len(binary) - WINDOW_SUFFIX_LEN]
+                    listener(Windowed(key, TimeWindow(start, start + size)), value, None, timestamp)
+
+        flush_reporting_last(entries, sender, loop)
 
     def _layered_flush(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
         wrapped = self.wrapped

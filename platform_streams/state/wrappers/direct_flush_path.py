@@ -33,6 +33,7 @@ from platform_streams.state.store_context import ChangeSender
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.direct_cache_path import fixed_codec, kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
+from platform_streams.state.wrappers.quiet_flush import flush_reporting_last
 
 __all__ = ["FlushEntries", "direct_flush"]
 
@@ -63,19 +64,12 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         cached_entries = caching._require()._entries
         put, get = inner._map.put, inner._map.get
         sender = None if changelog is None else changelog.flush_sender()
-        quiet = None if sender is None else sender[0].quiet
-        if quiet is None:
-            _flush(entries, cached_entries, put, get, sender, None, None)
-            return
         # all records but the last without a delivery report (runtime/quiet_changelogs.py)
-        counter = [0]
-        try:
-            _flush(entries[:-1], cached_entries, put, get, sender, quiet.produce, counter)
-            _flush(entries[-1:], cached_entries, put, get, sender, None, None)
-        except BaseException:
-            quiet.sent(counter[0], False)
-            raise
-        quiet.sent(counter[0], True)
+        flush_reporting_last(
+            entries,
+            sender,
+            lambda part, produce, counter: _flush(part, cached_entries, put, get, sender, produce, counter),
+        )
 
     def _flush(
         entries: list[tuple[bytes, bytes | None, int]],

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from platform_streams import StreamsBuilder, Topology
-from platform_streams.dsl import Consumed, Materialized, Produced
+from platform_streams.dsl import Consumed, Materialized, Produced, TimeWindows
 from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, ProductionError
 from platform_streams.runtime.quiet_changelogs import QuietChangelogs
@@ -69,19 +69,26 @@ class _Librdkafka:
         return 0
 
 
-def _topology() -> Topology:
+def _topology(windowed: bool) -> Topology:
     builder = StreamsBuilder()
-    counts = (
-        builder.stream("in", Consumed(key_serde=String(), value_serde=String()))
-        .group_by_key()
-        .count(materialized=Materialized.as_("counts"))
-    )
-    counts.to_stream().to("out", Produced(key_serde=String(), value_serde=Long()))
+    grouped = builder.stream("in", Consumed(key_serde=String(), value_serde=String())).group_by_key()
+    if windowed:  # a window store's cache flush (CachingWindowStore._flush_entries)
+        grouped.windowed_by(TimeWindows.of_size_with_no_grace(50)).count(
+            materialized=Materialized.as_("counts")
+        )
+    else:  # a key-value store's (direct_flush)
+        counts = grouped.count(materialized=Materialized.as_("counts"))
+        counts.to_stream().to("out", Produced(key_serde=String(), value_serde=Long()))
     return builder.build()
 
 
 def _run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, quiet: bool, lose: int | None = None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    quiet: bool,
+    lose: int | None = None,
+    windowed: bool = False,
 ) -> tuple[dict[str, _Librdkafka], KafkaRecordCollector]:
     producers: dict[str, _Librdkafka] = {}
 
@@ -105,7 +112,9 @@ def _run(
 
     collector = KafkaRecordCollector(producer, partition_count=lambda topic: 1, tracked_topics={CHANGELOG})
     # a cache of ~20 entries: flushes of a few entries each as new keys arrive
-    (task,), _ = build_tasks(_topology(), tmp_path, collector=collector, statestore_cache_max_bytes=2_000)
+    (task,), _ = build_tasks(
+        _topology(windowed), tmp_path, collector=collector, statestore_cache_max_bytes=2_000
+    )
     records = [DriverRecord("in", 0, i, f"k{i * 7 % 97}".encode(), b"v", 1_000 + i, None) for i in range(600)]
     for start in range(0, len(records), 50):
         task.add_records(("in", 0), records[start : start + 50])
@@ -119,11 +128,12 @@ def _run(
     return producers, collector
 
 
+@pytest.mark.parametrize("windowed", [False, True], ids=["key-value", "windowed"])
 def test_a_flush_reports_its_last_changelog_record_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, windowed: bool
 ) -> None:
-    quiet, collector = _run(tmp_path / "quiet", monkeypatch, quiet=True)
-    loud, loud_collector = _run(tmp_path / "loud", monkeypatch, quiet=False)
+    quiet, collector = _run(tmp_path / "quiet", monkeypatch, quiet=True, windowed=windowed)
+    loud, loud_collector = _run(tmp_path / "loud", monkeypatch, quiet=False, windowed=windowed)
     # the same records, in the same order, to the changelog and the sink
     assert quiet["changelog"].written == loud["changelog"].written
     assert quiet["main"].written == loud["main"].written
@@ -141,11 +151,12 @@ def test_a_flush_reports_its_last_changelog_record_only(
     assert collector.produced == loud_collector.produced
 
 
+@pytest.mark.parametrize("windowed", [False, True], ids=["key-value", "windowed"])
 def test_a_changelog_record_lost_without_a_report_fails_the_flush(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, windowed: bool
 ) -> None:
     with pytest.raises(ProductionError, match=rf"{CHANGELOG}\[0\]: 1 of \d+ changelog record"):
-        _run(tmp_path, monkeypatch, quiet=True, lose=40)
+        _run(tmp_path, monkeypatch, quiet=True, lose=40, windowed=windowed)
 
 
 def test_the_proof_by_offsets() -> None:
