@@ -271,7 +271,7 @@ class KafkaRecordCollector:
             else:
                 self.first_offsets[tp] = first
             if self._quiet is not None:
-                self._quiet.forget(tp)
+                self._quiet.forget(tp, in_flight=first == _NEVER)
 
     def raise_if_failed(self) -> None:
         if self.errors:

@@ -87,8 +87,31 @@ def _idempotent(changelog_conf: dict[str, Any]) -> bool:
     if setting != "true":
         log.info("enable.idempotence=%s: every changelog record gets a delivery report", setting)
         return False
+    # what librdkafka refuses to combine with idempotence: then keep the producer as it was
+    conflict = _conflict(changelog_conf, ("acks", "request.required.acks"), lambda v: v not in ("all", "-1"))
+    conflict = conflict or _conflict(
+        changelog_conf, ("retries", "message.send.max.retries"), lambda v: v == "0"
+    )
+    conflict = conflict or _conflict(
+        changelog_conf,
+        ("max.in.flight.requests.per.connection", "max.in.flight"),
+        lambda v: not v.isdigit() or int(v) > 5,
+    )
+    if conflict:
+        log.info(
+            "%s: the changelog producer is not idempotent, every record gets a delivery report", conflict
+        )
+        return False
     changelog_conf["enable.idempotence"] = True
     return True
+
+
+def _conflict(conf: dict[str, Any], names: tuple[str, ...], conflicts: Callable[[str], bool]) -> str | None:
+    """``name=value`` of the first of ``names`` set in ``conf`` to a value idempotence refuses."""
+    for name in names:
+        if name in conf and conflicts(str(conf[name]).strip().lower()):
+            return f"{name}={conf[name]}"
+    return None
 
 
 def _report_successes(conf: dict[str, Any]) -> None:

@@ -38,7 +38,7 @@ class QuietChangelogs:
     reported ones acknowledged since (the collector's ``on_delivery`` counts those in line:
     :attr:`acked`, :attr:`reanchor`)."""
 
-    __slots__ = ("acked", "anchors", "quiet", "reanchor", "total")
+    __slots__ = ("acked", "anchors", "blocked", "quiet", "reanchor", "total")
 
     def __init__(self) -> None:
         #: offset of the last record proved written, per partition
@@ -49,6 +49,8 @@ class QuietChangelogs:
         self.acked: dict[TopicPartition, int] = {}
         #: partitions whose next acknowledged report becomes their anchor
         self.reanchor: set[TopicPartition] = set()
+        #: partitions that take no anchor before the next :meth:`check` (``forget(in_flight)``)
+        self.blocked: set[TopicPartition] = set()
         #: records sent without a report so far, all partitions (what the tests look at)
         self.total = 0
 
@@ -61,6 +63,8 @@ class QuietChangelogs:
 
     def acknowledged(self, tp: TopicPartition, offset: int) -> None:
         """A reported record of ``tp`` was written at ``offset``."""
+        if tp in self.blocked:
+            return
         if tp in self.reanchor or tp not in self.anchors:
             self.reanchor.discard(tp)
             self.anchors[tp] = offset
@@ -73,18 +77,24 @@ class QuietChangelogs:
         self.quiet[tp] = self.quiet.get(tp, 0) + records
         self.total += records
 
-    def forget(self, tp: TopicPartition) -> None:
-        """Start over for ``tp`` (a new task instance, or a flush that stopped half-way):
-        nothing is sent quietly until a reported record gives it a new anchor."""
+    def forget(self, tp: TopicPartition, *, in_flight: bool = False) -> None:
+        """Start over for ``tp`` (a new task instance, or a flush whose quiet records could
+        not be followed by a reported one): nothing is sent quietly until a reported record
+        gives it a new anchor. ``in_flight``: an earlier instance's records may still be
+        under way (the wait for them timed out), so its next acknowledgement could be one of
+        theirs; no anchor is taken before the next :meth:`check` (everything acknowledged)."""
         self.anchors.pop(tp, None)
         self.quiet.pop(tp, None)
         self.acked.pop(tp, None)
         self.reanchor.add(tp)
+        if in_flight:
+            self.blocked.add(tp)
 
     def check(self, offsets: Mapping[TopicPartition, int]) -> list[str]:
         """Everything sent is acknowledged: prove the quiet records written and move each
         anchor to the partition's last offset. Returns one message per partition that lost
         records (empty if none did)."""
+        self.blocked.clear()  # whatever was in flight is acknowledged now
         lost: list[str] = []
         for tp, quiet in self.quiet.items():
             if tp in self.reanchor:

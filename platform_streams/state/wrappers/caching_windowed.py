@@ -48,7 +48,7 @@ from platform_streams.state.wrappers.base import (
     record_timestamp,
 )
 from platform_streams.state.wrappers.change_logging import ChangeLoggingWindowStore
-from platform_streams.state.wrappers.quiet_flush import flush_reporting_last, quiet_logger
+from platform_streams.state.wrappers.quiet_flush import QuietCount, flush_reporting_last, quiet_logger
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
@@ -183,13 +183,13 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
         def loop(
             entries: list[tuple[bytes, bytes | None, int]],
             produce: Callable[..., None] | None,
-            counter: list[int] | None,
+            count: QuietCount | None,
         ) -> None:
             if sender is not None:
                 (send, topic, headers, partition, _), log_timestamp = sender
                 if produce is not None:
-                    assert counter is not None
-                    log = quiet_logger(sender, produce, counter)
+                    assert count is not None
+                    log = quiet_logger(sender, produce, count)
             for entry in entries:
                 binary, value, timestamp = entry
                 if value is None:

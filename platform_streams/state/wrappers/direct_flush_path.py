@@ -33,7 +33,7 @@ from platform_streams.state.store_context import ChangeSender
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.direct_cache_path import fixed_codec, kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
-from platform_streams.state.wrappers.quiet_flush import flush_reporting_last
+from platform_streams.state.wrappers.quiet_flush import QuietCount, flush_reporting_last
 
 __all__ = ["FlushEntries", "direct_flush"]
 
@@ -64,11 +64,11 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         cached_entries = caching._require()._entries
         put, get = inner._map.put, inner._map.get
         sender = None if changelog is None else changelog.flush_sender()
-        # all records but the last without a delivery report (runtime/quiet_changelogs.py)
+        # without delivery reports but the last (runtime/quiet_changelogs.py, quiet_flush.py)
         flush_reporting_last(
             entries,
             sender,
-            lambda part, produce, counter: _flush(part, cached_entries, put, get, sender, produce, counter),
+            lambda part, produce, count: _flush(part, cached_entries, put, get, sender, produce, count),
         )
 
     def _flush(
@@ -78,14 +78,14 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         get: Callable[[bytes], bytes | None],
         sender: tuple[ChangeSender, int] | None,
         produce: Callable[..., None] | None,
-        counter: list[int] | None,
+        count: QuietCount | None,
     ) -> None:
         """Flush ``entries``; with ``produce`` (a flush's all but last) their changelog
-        records go to librdkafka without a report, counted in ``counter[0]``."""
+        records go to librdkafka without a report, counted in ``count``."""
         if sender is not None:
             (send, topic, headers, partition, _), log_timestamp = sender
         deserialize_value = metered._deserialize_value
-        quiet = 0
+        quiet, last = 0, None
         try:
             for entry in entries:
                 key, value, _ = entry
@@ -105,6 +105,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                         else:
                             produce(topic, value, key, partition, timestamp=log_timestamp)
                         quiet += 1
+                        last = entry
                     except Exception:  # full queue, refused: the reported send's own handling
                         send(topic, key, value, log_timestamp, headers, partition)
                 elif sender is not None:
@@ -118,7 +119,8 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                     new_value, timestamp = deserialize_value(value)
                 listener(key if deserialize_key is None else deserialize_key(key), new_value, old, timestamp)
         finally:
-            if counter is not None:
-                counter[0] += quiet
+            if count is not None and last is not None:
+                count.records += quiet
+                count.key, count.value = last[0], last[1] or b""
 
     return flush

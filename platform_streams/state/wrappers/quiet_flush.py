@@ -11,36 +11,62 @@ quietly -- also when the loop stops half-way, when no reported record follows th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from platform_streams.state.store_context import ChangeSender
 
-__all__ = ["FlushLoop", "flush_reporting_last", "quiet_logger"]
+__all__ = ["FlushLoop", "QuietCount", "flush_reporting_last", "quiet_logger"]
 
 Entries = list[tuple[bytes, bytes | None, int]]
-#: ``loop(entries, produce, counter)``: flush ``entries``; with ``produce`` (librdkafka's)
-#: their changelog records go without a report, each one counted in ``counter[0]``
-FlushLoop = Callable[[Entries, Callable[..., None] | None, list[int] | None], None]
+
+
+class QuietCount:
+    """What a flush loop sent without reports: how many, and the last one's key and value."""
+
+    __slots__ = ("key", "records", "value")
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.key = self.value = b""
+
+
+#: ``loop(entries, produce, count)``: flush ``entries``; with ``produce`` (librdkafka's)
+#: their changelog records go without a report, each one counted in ``count``
+FlushLoop = Callable[[Entries, Callable[..., None] | None, QuietCount | None], None]
 
 
 def flush_reporting_last(entries: Entries, sender: tuple[ChangeSender, int] | None, loop: FlushLoop) -> None:
-    """Run ``loop`` over ``entries``: quietly for all but the last where the runtime allows."""
+    """Run ``loop`` over ``entries``: quietly up to the last entry that writes a record (a
+    delete of a key the store does not hold writes none), reported from there on. A loop
+    that stops half-way leaves quiet records with no reported one after them: the last of
+    them is sent again, reported (the same key and value once more: a restore applies it
+    twice, to the same effect), so that they are still proved written."""
     quiet = None if sender is None else sender[0].quiet
-    if quiet is None or len(entries) < 2:
+    cut = len(entries) - 1
+    while cut > 0 and entries[cut][1] is None:
+        cut -= 1
+    if quiet is None or cut <= 0:
         loop(entries, None, None)
         return
-    counter = [0]
+    count = QuietCount()
     try:
-        loop(entries[:-1], quiet.produce, counter)
-        loop(entries[-1:], None, None)
+        loop(entries[:cut], quiet.produce, count)
+        loop(entries[cut:], None, None)
     except BaseException:
-        quiet.sent(counter[0], False)
+        if count.records:
+            (send, topic, headers, partition, _), timestamp = cast("tuple[ChangeSender, int]", sender)
+            try:
+                send(topic, count.key, count.value, timestamp, headers, partition)
+            except BaseException:
+                quiet.sent(count.records, False)
+                raise
+        quiet.sent(count.records, True)
         raise
-    quiet.sent(counter[0], True)
+    quiet.sent(count.records, True)
 
 
 def quiet_logger(
-    sender: tuple[ChangeSender, int], produce: Callable[..., None], counter: list[int]
+    sender: tuple[ChangeSender, int], produce: Callable[..., None], count: QuietCount
 ) -> Callable[[bytes, bytes], None]:
     """``log(key, value)``: one changelog record of the flush without a report, counted; a
     record ``produce`` refuses (a full queue, too large) goes through the reported send,
@@ -56,6 +82,7 @@ def quiet_logger(
         except Exception:
             send(topic, key, value, timestamp, headers, partition)
         else:
-            counter[0] += 1
+            count.records += 1
+            count.key, count.value = key, value
 
     return log

@@ -68,3 +68,33 @@ def test_a_user_setting_that_would_lose_checkpoint_offsets_is_overridden_with_a_
         )
     assert settings.changelog_conf["delivery.report.only.error"] is False
     assert "delivery.report.only.error=true is ignored" in caplog.text
+
+
+def test_cache_flushes_send_changelog_records_quietly_only_from_an_idempotent_producer(
+    tmp_path: Path,
+) -> None:
+    """runtime/quiet_changelogs.py needs a producer that neither duplicates nor reorders:
+    the changelog producer is made idempotent unless ``producer_config`` rules it out --
+    turned off, or a setting librdkafka refuses to combine with it (then nothing changes
+    and every changelog record is reported, as before)."""
+    settings, _ = _settings(tmp_path, {"app-counts-changelog"})
+    assert settings.quiet_changelogs and settings.changelog_conf["enable.idempotence"] is True
+    assert "enable.idempotence" not in settings.conf, "the sinks' producer is left as it was"
+    for overrides in (
+        {"enable.idempotence": "false"},
+        {"acks": 1},
+        {"request.required.acks": "1"},
+        {"retries": 0},
+        {"max.in.flight.requests.per.connection": 10},
+    ):
+        settings, _ = _settings(tmp_path, {"app-counts-changelog"}, producer_config=overrides)
+        assert not settings.quiet_changelogs, overrides
+        assert str(settings.changelog_conf.get("enable.idempotence", "false")).lower() == "false", overrides
+    settings, _ = _settings(tmp_path, {"app-counts-changelog"}, producer_config={"acks": "all", "retries": 5})
+    assert settings.quiet_changelogs
+    for other in (
+        _settings(tmp_path, {"app-counts-changelog"}, txn="app-0_0")[0],
+        _settings(tmp_path, {"app-counts-changelog"}, metrics_recording_level="DEBUG")[0],
+        _settings(tmp_path, set())[0],
+    ):
+        assert not other.quiet_changelogs

@@ -69,17 +69,46 @@ class _Librdkafka:
         return 0
 
 
-def _topology(windowed: bool) -> Topology:
+class _FailOnce:
+    """A mapper that raises once, at its ``at``-th call (inside a cache flush's listener)."""
+
+    def __init__(self, at: int) -> None:
+        self.calls, self.at = 0, at
+
+    def __call__(self, value: int) -> int:
+        self.calls += 1
+        if self.calls == self.at:
+            raise ValueError("boom")
+        return value
+
+
+def _topology(kind: str) -> Topology:
     builder = StreamsBuilder()
-    grouped = builder.stream("in", Consumed(key_serde=String(), value_serde=String())).group_by_key()
-    if windowed:  # a window store's cache flush (CachingWindowStore._flush_entries)
+    consumed = Consumed(key_serde=String(), value_serde=String())
+    if kind == "table":  # tombstones of keys the store never held: flushes that end in no write
+        table = builder.table("in", consumed, Materialized.as_("counts"))
+        table.to_stream().to("out", Produced(key_serde=String(), value_serde=String()))
+        return builder.build()
+    grouped = builder.stream("in", consumed).group_by_key()
+    if kind == "windowed":  # a window store's cache flush (CachingWindowStore._flush_entries)
         grouped.windowed_by(TimeWindows.of_size_with_no_grace(50)).count(
             materialized=Materialized.as_("counts")
         )
-    else:  # a key-value store's (direct_flush)
-        counts = grouped.count(materialized=Materialized.as_("counts"))
-        counts.to_stream().to("out", Produced(key_serde=String(), value_serde=Long()))
+        return builder.build()
+    counts = grouped.count(materialized=Materialized.as_("counts")).to_stream()  # direct_flush
+    if kind == "failing":  # one flush stops half-way (its listener raises), processing goes on
+        counts = counts.map_values(_FailOnce(150))
+    counts.to("out", Produced(key_serde=String(), value_serde=Long()))
     return builder.build()
+
+
+def _records(kind: str) -> list[DriverRecord]:
+    def record(i: int) -> DriverRecord:
+        if kind == "table" and i % 3 == 2:
+            return DriverRecord("in", 0, i, f"z{i}".encode(), None, 1_000 + i, None)
+        return DriverRecord("in", 0, i, f"k{i * 7 % 97}".encode(), f"v{i}".encode(), 1_000 + i, None)
+
+    return [record(i) for i in range(600)]
 
 
 def _run(
@@ -88,7 +117,7 @@ def _run(
     *,
     quiet: bool,
     lose: int | None = None,
-    windowed: bool = False,
+    kind: str = "count",
 ) -> tuple[dict[str, _Librdkafka], KafkaRecordCollector]:
     producers: dict[str, _Librdkafka] = {}
 
@@ -113,9 +142,13 @@ def _run(
     collector = KafkaRecordCollector(producer, partition_count=lambda topic: 1, tracked_topics={CHANGELOG})
     # a cache of ~20 entries: flushes of a few entries each as new keys arrive
     (task,), _ = build_tasks(
-        _topology(windowed), tmp_path, collector=collector, statestore_cache_max_bytes=2_000
+        _topology(kind),
+        tmp_path,
+        collector=collector,
+        statestore_cache_max_bytes=2_000,
+        processing_exception_handler="log_and_continue",
     )
-    records = [DriverRecord("in", 0, i, f"k{i * 7 % 97}".encode(), b"v", 1_000 + i, None) for i in range(600)]
+    records = _records(kind)
     for start in range(0, len(records), 50):
         task.add_records(("in", 0), records[start : start + 50])
         task.process(50)
@@ -125,15 +158,16 @@ def _run(
             collector.flush()
     task.flush_caches()
     collector.flush()
+    assert task.records_skipped == (kind == "failing")
     return producers, collector
 
 
-@pytest.mark.parametrize("windowed", [False, True], ids=["key-value", "windowed"])
+@pytest.mark.parametrize("kind", ["count", "windowed", "table"])
 def test_a_flush_reports_its_last_changelog_record_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, windowed: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    quiet, collector = _run(tmp_path / "quiet", monkeypatch, quiet=True, windowed=windowed)
-    loud, loud_collector = _run(tmp_path / "loud", monkeypatch, quiet=False, windowed=windowed)
+    quiet, collector = _run(tmp_path / "quiet", monkeypatch, quiet=True, kind=kind)
+    loud, loud_collector = _run(tmp_path / "loud", monkeypatch, quiet=False, kind=kind)
     # the same records, in the same order, to the changelog and the sink
     assert quiet["changelog"].written == loud["changelog"].written
     assert quiet["main"].written == loud["main"].written
@@ -151,12 +185,27 @@ def test_a_flush_reports_its_last_changelog_record_only(
     assert collector.produced == loud_collector.produced
 
 
-@pytest.mark.parametrize("windowed", [False, True], ids=["key-value", "windowed"])
+@pytest.mark.parametrize("kind", ["count", "windowed", "table", "failing"])
 def test_a_changelog_record_lost_without_a_report_fails_the_flush(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, windowed: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     with pytest.raises(ProductionError, match=rf"{CHANGELOG}\[0\]: 1 of \d+ changelog record"):
-        _run(tmp_path, monkeypatch, quiet=True, lose=40, windowed=windowed)
+        _run(tmp_path, monkeypatch, quiet=True, lose=40, kind=kind)
+
+
+def test_a_flush_stopped_half_way_sends_its_last_quiet_record_again_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listener raising in a flush (the processing handler continues, the next commit
+    comes): the quiet records before it still need a reported record after them."""
+    quiet, collector = _run(tmp_path / "quiet", monkeypatch, quiet=True, kind="failing")
+    loud, _ = _run(tmp_path / "loud", monkeypatch, quiet=False, kind="failing")
+    written, loud_written = quiet["changelog"].written, loud["changelog"].written
+    assert len(written) == len(loud_written) + 1  # one record twice: the proof of the others
+    again = next(i for i, (a, b) in enumerate(zip(written, loud_written, strict=False)) if a[1:3] != b[1:3])
+    assert written[again][1:3] == written[again - 1][1:3]
+    assert [w[1:3] for w in written[:again] + written[again + 1 :]] == [w[1:3] for w in loud_written]
+    assert collector.offsets == {(CHANGELOG, 0): len(written) - 1}
 
 
 def test_the_proof_by_offsets() -> None:
@@ -181,3 +230,11 @@ def test_the_proof_by_offsets() -> None:
     quiet.acknowledged(tp, 31)
     assert quiet.may_send_quietly(tp)
     assert quiet.check({tp: 31}) == []
+    # the wait for an earlier instance's records timed out: its acknowledgements may still
+    # come, so none of them becomes the anchor before everything is acknowledged (a check)
+    quiet.forget(tp, in_flight=True)
+    quiet.acknowledged(tp, 40)
+    assert not quiet.may_send_quietly(tp)
+    assert quiet.check({tp: 40}) == []
+    quiet.acknowledged(tp, 41)
+    assert quiet.may_send_quietly(tp)
