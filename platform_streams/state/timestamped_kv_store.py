@@ -118,11 +118,13 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         layered_put = MethodType(TimestampedKeyValueStore.put_timestamped, self)
         return direct_aggregate(self._require(), first, aggregator, layered_put)
 
-    def aggregate_fragment(self, aggregator: Callable[[Any, Any, Any], Any]) -> FusedFragment | None:
-        """:meth:`aggregate_step`'s work on a key cached decoded, as source text the fused source
-        runs in line (:mod:`~platform_streams.state.wrappers.aggregate_fragment`), or None; bound
-        to the stack of the latest ``init``, like the step."""
-        return aggregate_fragment(self._require(), aggregator, self.put_timestamped)
+    def aggregate_fragment(
+        self, first: Callable[[Any, Any], Any], aggregator: Callable[[Any, Any, Any], Any]
+    ) -> FusedFragment | None:
+        """:meth:`aggregate_step`'s work on a key cached decoded or new, as source text the
+        fused source runs in line (:mod:`~platform_streams.state.wrappers.aggregate_fragment`),
+        or None; bound to the stack of the latest ``init``, like the step."""
+        return aggregate_fragment(self._require(), first, aggregator, self.put_timestamped)
 
     def flush(self) -> None:
         self._require().flush()

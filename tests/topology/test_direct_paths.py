@@ -49,6 +49,7 @@ from platform_streams.dsl import (
     TimeWindows,
 )
 from platform_streams.serde import Bytes, Double, Json, Long, String
+from platform_streams.state.cache import DECODED_OVERHEAD_BYTES, ENTRY_OVERHEAD_BYTES
 from platform_streams.state.timestamped_window_store import DslWindowStore
 from platform_streams.state.window_store import WindowBytesStore
 from platform_streams.state.wrappers.caching_windowed import CachingWindowStore
@@ -128,6 +129,32 @@ def _bytes_key_json_aggregate(builder: StreamsBuilder) -> None:
     )
 
 
+def _bytes_key_first_kinds(builder: StreamsBuilder) -> None:
+    """A key's first aggregate of every kind the fragment's new-key path meets: an int (kept
+    decoded, written in line), a list (not kept: the store's put) and None (a delete); the
+    initializer counts its calls, so a first aggregate computed twice would show."""
+    calls = [0]
+
+    def initial() -> int:
+        calls[0] += 1
+        return calls[0]
+
+    def add(k: bytes, v: str, agg: Any) -> Any:
+        if v.startswith("e"):
+            return None
+        if v.startswith("d") or isinstance(agg, list):
+            return [agg, v]
+        return agg + 1
+
+    (
+        builder.stream("in", Consumed(key_serde=B, value_serde=S))
+        .group_by_key(Grouped(key_serde=B, value_serde=S))
+        .aggregate(initial, add, materialized=Materialized.as_("firsts").with_value_serde(Json()))
+        .to_stream()
+        .to("out", Produced(key_serde=B, value_serde=Json()))
+    )
+
+
 def _bytes_key_double_sum(builder: StreamsBuilder) -> None:
     (
         builder.stream("in", Consumed(key_serde=B, value_serde=S))
@@ -173,6 +200,7 @@ _WITH_HEADERS = (_bytes_key_windowed_final, _bytes_key_windowed_eager)
 _IN_LINE = (
     _bytes_key_count,
     _bytes_key_json_aggregate,
+    _bytes_key_first_kinds,
     _bytes_key_double_sum,
     _bytes_key_windowed_final,
     _bytes_key_windowed_eager,
@@ -308,6 +336,7 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
             headers = [("n", b"%d" % i)] if topology in _WITH_HEADERS else None
             source.pipe_input(key, value, 1_000 + i * 7 + rng.randrange(-40, 40), headers)
         used = bool(binary_puts) if windowed else _uses_direct_flush(driver)
+        _assert_sizes_add_up(driver)
         if topology in _IN_LINE:
             assert _runs_in_line(driver) is direct
         sent = []
@@ -318,6 +347,32 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
     if topology in _FINAL:  # the direct run read the closed windows in bursts, all of them
         assert (bool(closed_reads) and all(closed_reads)) is direct
     return sent
+
+
+def _assert_sizes_add_up(driver: TopologyTestDriver) -> None:
+    """Each named cache's size is what its entries are charged (``NamedCache.put``): the
+    paths that write entries in line keep the accounting the cache's own methods keep."""
+    budgets = {}
+    for task in driver._tasks:
+        for store in task.context.stores.values():
+            layer = store
+            while layer is not None:
+                cache = getattr(layer, "_cache", None)
+                if cache is not None and hasattr(cache, "_parent"):
+                    budgets[id(cache._parent)] = cache._parent
+                layer = getattr(layer, "wrapped", None)
+    assert budgets
+    for budget in budgets.values():
+        for cache in budget._caches.values():
+            charged = sum(
+                len(key)
+                + len(value or b"")
+                + ENTRY_OVERHEAD_BYTES
+                + (DECODED_OVERHEAD_BYTES if decoded is not None else 0)
+                for key, (value, _, decoded) in cache._entries.items()
+            )
+            assert cache.size_bytes == charged, cache.name
+        assert budget.size_bytes == sum(cache.size_bytes for cache in budget._caches.values())
 
 
 def _uses_direct_flush(driver: TopologyTestDriver) -> bool:

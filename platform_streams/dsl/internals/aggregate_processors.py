@@ -84,7 +84,9 @@ class StreamAggregateProcessor(_AggregateProcessor):
         #: the fused source calls the step itself (``process`` below adds only the None checks),
         #: or runs its work in line for a key cached decoded
         self.fused_step = self._step
-        self.fused_fragment = self.store.aggregate_fragment(self.aggregator) if self._step else None  # type: ignore[union-attr]
+        self.fused_fragment = (
+            self.store.aggregate_fragment(self._first, self.aggregator) if self._step else None  # type: ignore[union-attr]
+        )
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         if key is None or value is None:

@@ -27,9 +27,10 @@ from typing import Any
 
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.node import FusedFragment
+from platform_streams.state.cache import ENTRY_OVERHEAD_BYTES
 from platform_streams.state.timestamped import PACK_ERRORS
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
-from platform_streams.state.wrappers.direct_cache_path import exact_value_types, fixed_codec
+from platform_streams.state.wrappers.direct_cache_path import exact_value_types, fixed_codec, kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 
 __all__ = ["CACHE_PROLOGUE", "PACKED", "SERIALIZED", "aggregate_fragment", "cache_write"]
@@ -82,32 +83,67 @@ if p{{n}}.size_bytes > p{{n}}.max_bytes:
     return textwrap.indent(text, "    " * indent)
 
 
-#: the step (``direct_aggregate``) for an entry cached decoded, then ``NamedCache.replace``
+#: the step (``direct_aggregate``) in line for an entry cached decoded (then
+#: ``NamedCache.replace``) and for a key neither cached nor stored (``{new}``: the key's first
+#: record, then ``NamedCache.put`` of a new entry); anything else calls the step. A key the
+#: store holds but the cache does not is put in the cache clean first, as the step's own
+#: read would do, so the step does not read the store a second time.
 _TEMPLATE = """\
 e{n} = None
 if g{n} is not None and {type}({k}) is {bytes} and {v} is not None:
     e{n} = g{n}({k})
+    if e{n} is None:
+        e{n} = l{n}({k})
+        if e{n} is None:
+            e{n} = {new}
+        else:
+            c{n}.put_clean({k}, e{n})
+            e{n} = None
 if e{n} is not None and e{n}[2] is not None:
     m{n}({k})
     a{n}, t{n} = e{n}[2]
     if t{n} <= {ts}:  # the step's rule: the record's timestamp unless the stored one is later
         t{n} = {ts}
     a{n} = {aggregator}({k}, {v}, a{n})
-if e{n} is None or e{n}[2] is None:
-    if {k} is None or {v} is None or not {step}({k}, {v}, {ts}):
-        {process}({k}, {v}, {ts}, h)
-elif {type}(a{n}) not in {exact}:
-    {finish}({k}, a{n}, t{n})
-else:
-{encode}"""
+    if {type}(a{n}) not in {exact}:
+        {finish}({k}, a{n}, t{n})
+    else:
+{encode}{replace}elif e{n} is {new}:
+    a{n} = {first}({k}, {v})
+    if {type}(a{n}) not in {exact}:
+        {finish}({k}, a{n}, {ts})
+    else:
+        t{n} = {ts}
+{encode}{insert}elif {k} is None or {v} is None or not {step}({k}, {v}, {ts}):
+    {process}({k}, {v}, {ts}, h)
+"""
+
+#: ``NamedCache.put`` of a key not cached, in line: no decoded form (a key seen once), the
+#: entry's bytes, key and overhead charged, the eviction check
+_INSERT = """\
+w{{n}} = {{task}}.stream_time
+if w{{n}} < 0:
+    w{{n}} = {{task}}.current_system_time_ms()
+x{{n}}[{{k}}] = (r{{n}}, w{{n}}, None)
+c{{n}}._dirty[{{k}}] = None
+w{{n}} = len({{k}}) + len(r{{n}}) + {overhead}
+c{{n}}.size_bytes += w{{n}}
+p{{n}}.size_bytes += w{{n}}
+if p{{n}}.size_bytes > p{{n}}.max_bytes:
+    p{{n}}.evict_from(c{{n}})
+"""
 
 
 def aggregate_fragment(
-    metered: Any, aggregator: Callable[[Any, Any, Any], Any], finish: Callable[[Any, Any, int], None]
+    metered: Any,
+    first: Callable[[Any, Any], Any],
+    aggregator: Callable[[Any, Any, Any], Any],
+    finish: Callable[[Any, Any, int], None],
 ) -> FusedFragment | None:
     """The fragment of ``metered``'s stack, or None where it does not apply (see the module
-    docstring). ``finish(key, aggregate, timestamp)`` writes an aggregate the cache does not
-    keep decoded (the store's ``put_timestamped``)."""
+    docstring). ``first(key, value)`` is a key's first aggregate, ``aggregator`` the next
+    ones (the step's); ``finish(key, aggregate, timestamp)`` writes an aggregate the cache
+    does not keep decoded (the store's ``put_timestamped``)."""
     if type(metered) is not MeteredKeyValueStore or type(metered.wrapped) is not CachingKeyValueStore:
         return None
     caching: CachingKeyValueStore = metered.wrapped
@@ -116,19 +152,28 @@ def aggregate_fragment(
     if not metered._bytes_keys or type(context) is not TaskContext or not exact:
         return None
     pack = fixed_codec(metered)[0]
+    bytes_store = kv_layers_below(caching)[1]
     bound = {
         "caching": caching,
         "metered": metered,
         "bytes": bytes,
         "type": type,
+        "first": first,
+        #: what ``e{n}`` holds for a key neither cached nor stored (no cache entry is this tuple)
+        "new": (None, None, None),
         "aggregator": aggregator,
         "exact": exact,
         "finish": finish,
         "serialize": metered._serialize_value,
         "task": context,
+        # a miss reads the bytes store's map past the layers that delegate, as the step does
+        "below": caching.wrapped if bytes_store is None else bytes_store,
     }
     if pack is not None:
         bound |= {"pack": pack, "pack_errors": PACK_ERRORS}
-    encode = textwrap.indent(PACKED if pack is not None else SERIALIZED, "    ")
-    template = _TEMPLATE.replace("{encode}", encode + cache_write("{k}", "(a{n}, t{n})", 1))
-    return FusedFragment(template, bound, CACHE_PROLOGUE)
+    encode = textwrap.indent(PACKED if pack is not None else SERIALIZED, "    " * 2)
+    insert = textwrap.indent(_INSERT.format(overhead=ENTRY_OVERHEAD_BYTES), "    " * 2)
+    replace = cache_write("{k}", "(a{n}, t{n})", 2)
+    template = _TEMPLATE.replace("{encode}", encode).replace("{replace}", replace).replace("{insert}", insert)
+    lookup = "    l{n} = {below}.get\n" if bytes_store is None else "    l{n} = {below}._map.get\n"
+    return FusedFragment(template, bound, CACHE_PROLOGUE + lookup)
