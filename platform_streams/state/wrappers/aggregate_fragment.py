@@ -28,6 +28,7 @@ from typing import Any
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.node import FusedFragment
 from platform_streams.state.cache import ENTRY_OVERHEAD_BYTES
+from platform_streams.state.rocksdb import RocksDBBytesMap
 from platform_streams.state.timestamped import PACK_ERRORS
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.direct_cache_path import exact_value_types, fixed_codec, kv_layers_below
@@ -93,7 +94,9 @@ e{n} = None
 if g{n} is not None and {type}({k}) is {bytes} and {v} is not None:
     e{n} = g{n}({k})
     if e{n} is None:
-        e{n} = l{n}({k})
+        e{n} = l{n}({k}{missing})
+        if e{n} is {missing_sentinel}:
+            e{n} = rv{n}({k})
         if e{n} is None:
             e{n} = {new}
         else:
@@ -175,5 +178,15 @@ def aggregate_fragment(
     insert = textwrap.indent(_INSERT.format(overhead=ENTRY_OVERHEAD_BYTES), "    " * 2)
     replace = cache_write("{k}", "(a{n}, t{n})", 2)
     template = _TEMPLATE.replace("{encode}", encode).replace("{replace}", replace).replace("{insert}", insert)
-    lookup = "    l{n} = {below}.get\n" if bytes_store is None else "    l{n} = {below}._map.get\n"
+    if bytes_store is not None and type(bytes_store._map) is RocksDBBytesMap:
+        # RocksDBBytesMap.get in line: the pending overlay (a delete pending is None), then
+        # the column family (both objects live as long as the map, read once a batch)
+        lookup = "    l{n} = {below}._map.pending.get\n    rv{n} = {below}._map.view.get\n"
+        bound["missing"] = object()
+        template = template.replace("{missing}", ", {missing}").replace("{missing_sentinel}", "{missing}")
+    else:
+        lookup = "    l{n} = {below}.get\n" if bytes_store is None else "    l{n} = {below}._map.get\n"
+        template = template.replace(
+            "        if e{n} is {missing_sentinel}:\n            e{n} = rv{n}({k})\n", ""
+        ).replace("{missing}", "")
     return FusedFragment(template, bound, CACHE_PROLOGUE + lookup)
