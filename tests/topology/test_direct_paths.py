@@ -372,7 +372,9 @@ def _assert_sizes_add_up(driver: TopologyTestDriver) -> None:
                 for key, (value, _, decoded) in cache._entries.items()
             )
             assert cache.size_bytes == charged, cache.name
+            assert set(cache._dirty) <= set(cache._entries), cache.name
         assert budget.size_bytes == sum(cache.size_bytes for cache in budget._caches.values())
+        assert budget.size_bytes <= budget.max_bytes  # every path checked the budget after writing
 
 
 def _uses_direct_flush(driver: TopologyTestDriver) -> bool:

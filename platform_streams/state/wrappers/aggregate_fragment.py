@@ -9,11 +9,15 @@ is the call itself: its frame, the closure's dozen cells, the checks, and the ca
 line: read the entry, move it to the end, call the user's aggregator on the decoded
 aggregate, pack the new one, write the entry in place and mark it dirty, account its size,
 evict if the budget overflows -- the same entry, bytes, timestamps, dirty order and sizes as
-the step and ``NamedCache.replace``. Everything else (a miss, a key not cached decoded, a
-stack with metrics to record, a key that is not ``bytes``) calls the step, and an aggregate
-the cache cannot keep decoded (None: a delete; a type not exact) is written by the store's
-own ``put_timestamped``, as the step's tail would. Measured in process: a count -15 % CPU
-per record (bench/RESULTS.md, issue 17 session eighteen).
+the step and ``NamedCache.replace``. A key neither cached nor stored (every record of an
+every-key-new count) runs in line too: the store's map read as ``RocksDBBytesMap.get`` reads
+it, ``first(key, value)``, and ``NamedCache.put``'s new entry. Everything else (a key stored
+but not cached -- put in the cache clean first, where it fits, so the step reads the store
+no second time --, a key not cached decoded, a stack with metrics to record, a key that is
+not ``bytes``) calls the step, and an aggregate the cache cannot keep decoded (None: a
+delete; a type not exact) is written by the store's own ``put_timestamped``, as the step's
+tail would. Measured in process: a count -15 % CPU per record (bench/RESULTS.md, issue 17
+session eighteen), count_unique -10 % (session twenty).
 
 Only for the stack the step serves with raw ``bytes`` keys (the ``Bytes`` key serde) and a
 task context whose stream time the fragment reads.
@@ -21,6 +25,7 @@ task context whose stream time the fragment reads.
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +33,6 @@ from typing import Any
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.node import FusedFragment
 from platform_streams.state.cache import ENTRY_OVERHEAD_BYTES
-from platform_streams.state.rocksdb import RocksDBBytesMap
 from platform_streams.state.timestamped import PACK_ERRORS
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
 from platform_streams.state.wrappers.direct_cache_path import exact_value_types, fixed_codec, kv_layers_below
@@ -94,13 +98,14 @@ e{n} = None
 if g{n} is not None and {type}({k}) is {bytes} and {v} is not None:
     e{n} = g{n}({k})
     if e{n} is None:
-        e{n} = l{n}({k}{missing})
-        if e{n} is {missing_sentinel}:
+        e{n} = l{n}({k}, {missing})
+        if e{n} is {missing}:
             e{n} = rv{n}({k})
         if e{n} is None:
             e{n} = {new}
         else:
-            c{n}.put_clean({k}, e{n})
+            if p{n}.size_bytes + len({k}) + len(e{n}) + {overhead} <= p{n}.max_bytes:
+                c{n}.put_clean({k}, e{n})  # where it cannot evict itself (the step reads again)
             e{n} = None
 if e{n} is not None and e{n}[2] is not None:
     m{n}({k})
@@ -119,6 +124,18 @@ if e{n} is not None and e{n}[2] is not None:
         t{n} = {ts}
 {encode}{insert}elif {k} is None or {v} is None or not {step}({k}, {v}, {ts}):
     {process}({k}, {v}, {ts}, h)
+"""
+
+#: a miss's store read, bound once a batch (inside ``CACHE_PROLOGUE``'s check): a closed map
+#: (a failed reopen) keeps its own ``get``, which raises inside the record's ``try``
+_MAP_LOOKUP = """\
+    mp{n} = {below}._map
+    if type(mp{n}) is {rocksdb_map}:
+        l{n} = mp{n}.pending.get
+        rv{n} = mp{n}.view.get
+    else:
+        l{n} = {not_pending}
+        rv{n} = mp{n}.get
 """
 
 #: ``NamedCache.put`` of a key not cached, in line: no decoded form (a key seen once), the
@@ -178,15 +195,16 @@ def aggregate_fragment(
     insert = textwrap.indent(_INSERT.format(overhead=ENTRY_OVERHEAD_BYTES), "    " * 2)
     replace = cache_write("{k}", "(a{n}, t{n})", 2)
     template = _TEMPLATE.replace("{encode}", encode).replace("{replace}", replace).replace("{insert}", insert)
-    if bytes_store is not None and type(bytes_store._map) is RocksDBBytesMap:
-        # RocksDBBytesMap.get in line: the pending overlay (a delete pending is None), then
-        # the column family (both objects live as long as the map, read once a batch)
-        lookup = "    l{n} = {below}._map.pending.get\n    rv{n} = {below}._map.view.get\n"
-        bound["missing"] = object()
-        template = template.replace("{missing}", ", {missing}").replace("{missing_sentinel}", "{missing}")
-    else:
-        lookup = "    l{n} = {below}.get\n" if bytes_store is None else "    l{n} = {below}._map.get\n"
-        template = template.replace(
-            "        if e{n} is {missing_sentinel}:\n            e{n} = rv{n}({k})\n", ""
-        ).replace("{missing}", "")
+    template = template.replace("{overhead}", str(ENTRY_OVERHEAD_BYTES))
+    # the store read of a miss: RocksDBBytesMap.get in line (its pending overlay, where a
+    # delete pending is None, then its column family: both live as long as the map, read
+    # once a batch), any other map's own get; the RocksDB module is looked up, not imported,
+    # so that a process with in-memory stores only never loads it (state/stores.py)
+    rocksdb = sys.modules.get("platform_streams.state.rocksdb")
+    bound |= {
+        "missing": object(),
+        "not_pending": lambda key, default: default,
+        "rocksdb_map": getattr(rocksdb, "RocksDBBytesMap", None),
+    }
+    lookup = _MAP_LOOKUP if bytes_store is not None else "    l{n} = {not_pending}\n    rv{n} = {below}.get\n"
     return FusedFragment(template, bound, CACHE_PROLOGUE + lookup)
