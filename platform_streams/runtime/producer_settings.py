@@ -72,7 +72,7 @@ def producer_settings(
         changelog_conf,
         changelog_reports_only=not count_bytes,
         count_bytes=count_bytes,
-        quiet_changelogs=changelog_conf is not None and quiet,
+        quiet_changelogs=quiet,
     )
 
 

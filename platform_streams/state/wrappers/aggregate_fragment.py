@@ -141,16 +141,16 @@ _MAP_LOOKUP = """\
 #: ``NamedCache.put`` of a key not cached, in line: no decoded form (a key seen once), the
 #: entry's bytes, key and overhead charged, the eviction check
 _INSERT = """\
-w{{n}} = {{task}}.stream_time
-if w{{n}} < 0:
-    w{{n}} = {{task}}.current_system_time_ms()
-x{{n}}[{{k}}] = (r{{n}}, w{{n}}, None)
-c{{n}}._dirty[{{k}}] = None
-w{{n}} = len({{k}}) + len(r{{n}}) + {overhead}
-c{{n}}.size_bytes += w{{n}}
-p{{n}}.size_bytes += w{{n}}
-if p{{n}}.size_bytes > p{{n}}.max_bytes:
-    p{{n}}.evict_from(c{{n}})
+w{n} = {task}.stream_time
+if w{n} < 0:
+    w{n} = {task}.current_system_time_ms()
+x{n}[{k}] = (r{n}, w{n}, None)
+c{n}._dirty[{k}] = None
+w{n} = len({k}) + len(r{n}) + {overhead}
+c{n}.size_bytes += w{n}
+p{n}.size_bytes += w{n}
+if p{n}.size_bytes > p{n}.max_bytes:
+    p{n}.evict_from(c{n})
 """
 
 
@@ -192,7 +192,7 @@ def aggregate_fragment(
     if pack is not None:
         bound |= {"pack": pack, "pack_errors": PACK_ERRORS}
     encode = textwrap.indent(PACKED if pack is not None else SERIALIZED, "    " * 2)
-    insert = textwrap.indent(_INSERT.format(overhead=ENTRY_OVERHEAD_BYTES), "    " * 2)
+    insert = textwrap.indent(_INSERT, "    " * 2)
     replace = cache_write("{k}", "(a{n}, t{n})", 2)
     template = _TEMPLATE.replace("{encode}", encode).replace("{replace}", replace).replace("{insert}", insert)
     template = template.replace("{overhead}", str(ENTRY_OVERHEAD_BYTES))

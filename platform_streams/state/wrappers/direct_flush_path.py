@@ -98,7 +98,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                     if old_raw is not None:
                         old = deserialize_value(old_raw)[0]
                 put(key, value)
-                if produce is not None:
+                if produce is not None:  # quiet_flush.quiet_logger's work, without its call a record
                     try:
                         if headers:
                             produce(topic, value, key, partition, timestamp=log_timestamp, headers=headers)
