@@ -123,3 +123,50 @@ def test_pause_all_pauses_the_assignment_and_clear_forgets_everything() -> None:
     assert inputs.backlog()
     inputs.clear()
     assert not inputs.backlog() and inputs.paused == set() and inputs.queues == {}
+
+
+def test_one_topic_batches_route_run_by_run_with_counts_and_unassigned_partitions_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The one-topic path (``InputQueues._route_one_topic``): interleaved runs of one topic's
+    partitions keep their order, each partition's count grows by its records, and a run of a
+    partition of the same topic with no queue is dropped with the warning."""
+    worker = _worker([("a", 0), ("a", 1)])
+    batch = [
+        _msg("a", 0, 0),
+        _msg("a", 1, 5),
+        _msg("a", 1, 6),
+        _msg("a", 2, 9),
+        _msg("a", 0, 1),
+        _msg("a", 0, 2),
+    ]
+    assert worker._route(batch) == {("a", 0), ("a", 1)}
+    assert _offsets(worker._input.queues[("a", 0)]) == [0, 1, 2]
+    assert _offsets(worker._input.queues[("a", 1)]) == [5, 6]
+    assert worker._input.consumed == {("a", 0): 3, ("a", 1): 2}
+    assert "dropping 1 record(s) of unassigned partition a-2" in caplog.text
+
+
+def test_records_of_another_type_in_a_batch_take_the_general_loop() -> None:
+    """A batch mixing ``confluent_kafka.Message`` with another record type (a test double)
+    cannot be mapped over one type's methods: the general loop routes it, in order."""
+
+    class Double:
+        def __init__(self, offset: int) -> None:
+            self._offset = offset
+
+        def error(self) -> None:
+            return None
+
+        def topic(self) -> str:
+            return "a"
+
+        def partition(self) -> int:
+            return 0
+
+        def offset(self) -> int:
+            return self._offset
+
+    worker = _worker([("a", 0)])
+    assert worker._route([_msg("a", 0, 0), Double(1), _msg("a", 0, 2)]) == {("a", 0)}
+    assert _offsets(worker._input.queues[("a", 0)]) == [0, 1, 2]
