@@ -169,6 +169,10 @@ class TaskContext(StateStoreContext):
         )
 
 
+#: ``(value type, getter of its first part) -> (key, new, old, timestamp) function``
+FusePair = Callable[[type[tuple[Any, Any]], Callable[[Any], Any]], Callable[[Any, Any, Any, int], None]]
+
+
 class NodeContext(ProcessorContext):
     """The :class:`ProcessorContext` of one processor node in one task."""
 
@@ -178,16 +182,27 @@ class NodeContext(ProcessorContext):
         node_name: str,
         children: Mapping[str, Forward],
         store_names: list[str],
+        fuse_pair: FusePair | None = None,
     ) -> None:
         self.task = task
         self.node_name = node_name
         self.children = dict(children)
         self.store_names = set(store_names)
         self._fanout = _fanout(list(self.children.values()))
+        self._fuse_pair = fuse_pair
 
     def forward_fn(self) -> Forward:
         """A direct call to all children, for field-based processors."""
         return self._fanout
+
+    def pair_forward_fn(
+        self, value_type: type[tuple[Any, Any]], first: Callable[[Any], Any]
+    ) -> Callable[[Any, Any, Any, int], None] | None:
+        """A ``(key, new, old, timestamp)`` call to all children with the value
+        ``value_type((new, old))`` and no headers, compiled with the children's fused code
+        (``fusion.compile_pair_entry``); None where the task does not fuse. For a table
+        processor's flush listener: one call per flushed update instead of three."""
+        return None if self._fuse_pair is None else self._fuse_pair(value_type, first)
 
     @property
     def application_id(self) -> str:

@@ -173,6 +173,9 @@ class Emitter:
         #: where fragments' prologues go when the code is a batch loop (run once a batch);
         #: None: in line, before their fragment
         self.prologue: list[tuple[int, str, str]] | None = None
+        #: value variable -> (getter, variable): a ``map_values`` whose function is that getter
+        #: reads the variable instead (:func:`compile_pair_entry`: a value built from parts)
+        self.parts: dict[str, tuple[Callable[[Any], Any], str]] = {}
         self._vars = itertools.count(1)
 
     def fresh(self, prefix: str) -> str:
@@ -314,6 +317,10 @@ class Emitter:
     def op(self, node: ProcessorNode, k: str, v: str, indent: int) -> None:
         assert node.op is not None
         kind, name = node.op.kind, node.name
+        part = self.parts.get(v)
+        if kind == "map_values" and part is not None and node.op.fns[0] is part[0]:
+            self.children(node, k, part[1], indent)  # the getter's result is a variable already
+            return
         fns = [self.bind(fn, "f", name) for fn in node.op.fns]
         n = next(self._vars)
         k2, v2 = f"k{n}", f"v{n}"
@@ -419,6 +426,39 @@ def compile_entry(
     em = Emitter(nodes, entry_of, sink_parts)
     em.op(node, "k", "v", 1)
     return em.compile("_entry(k, v, ts, h)", node.name)
+
+
+#: ``(key, new, old, timestamp)``: see :func:`compile_pair_entry`
+PairForward = Callable[[Any, Any, Any, int], None]
+
+
+def compile_pair_entry(
+    node: ProcessorNode,
+    nodes: Mapping[str, Node],
+    entry_of: Callable[[str], Callable[..., None]],
+    sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
+    value_type: type[tuple[Any, Any]],
+    first: Callable[[Any], Any],
+) -> PairForward:
+    """A ``(key, new, old, timestamp)`` function that runs ``node``'s children on the value
+    ``value_type((new, old))`` with no headers: what a table processor's flush listener
+    forwards (a ``Change``), without the listener's call, the value's construction where no
+    child needs it (a ``map_values(first)`` child -- ``KTable.to_stream`` -- reads ``new``
+    directly), or the call into the child's own fused entry."""
+    em = Emitter(nodes, entry_of, sink_parts)
+    em.parts["v"] = (first, "new")
+    em.children(node, "k", "v", 1)
+    body = em.lines
+    build = em.bind(tuple.__new__, "tnew"), em.bind(value_type, "vt")
+    em.lines = [(1, "h = None", node.name)]
+    if any(_VALUE_NAME.search(text) for _, text, _ in body):  # a child still takes the value
+        em.lines.append((1, f"v = {build[0]}({build[1]}, (new, old))", node.name))
+    em.lines += body
+    return em.compile("_pair(k, new, old, ts)", node.name)
+
+
+#: the name ``v`` as a whole word in a generated line (other names are ``v3``, ``_vs4``, ...)
+_VALUE_NAME = re.compile(r"(?<![\w.])v(?!\w)")
 
 
 def node_of_traceback(tb: TracebackType | None) -> str | None:

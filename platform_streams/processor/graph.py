@@ -12,9 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from platform_streams.processor.context import NodeContext, TaskContext
+from platform_streams.processor.context import FusePair, NodeContext, TaskContext
 from platform_streams.processor.fused_source import Batch, compile_batch, compile_source
-from platform_streams.processor.fusion import FastSerializer, PassBytes, compile_entry, mark_sink_failure
+from platform_streams.processor.fusion import (
+    FastSerializer,
+    PairForward,
+    PassBytes,
+    compile_entry,
+    compile_pair_entry,
+    mark_sink_failure,
+)
 from platform_streams.processor.node import Forward, FusedFragment, NodeProcessor, as_node_processor
 from platform_streams.processor.partitioner import PlacementCheck
 from platform_streams.processor.plain_nodes import plain_entry, plain_source
@@ -101,11 +108,22 @@ class TaskGraph:
             node = self.nodes[name]
             assert isinstance(node, ProcessorNode)
             children = {child: self.entry(child) for child in node.children}
-            processor.init(NodeContext(self.task, name, children, node.stores))
+            processor.init(NodeContext(self.task, name, children, node.stores, self._pair_compiler(node)))
         if self._fusion and any(
             p.fused_step is not None or p.fused_fragment is not None for p in self.processors.values()
         ):
             self._compile_sources()
+
+    def _pair_compiler(self, node: ProcessorNode) -> FusePair | None:
+        """What compiles ``node``'s children as one ``(key, new, old, timestamp)`` function
+        (:meth:`NodeContext.pair_forward_fn`), or None without fusion."""
+        if not self._fusion:
+            return None
+
+        def fuse(value_type: type[tuple[Any, Any]], first: Callable[[Any], Any]) -> PairForward:
+            return compile_pair_entry(node, self.nodes, self.entry, self._sink_parts, value_type, first)
+
+        return fuse
 
     def _step_of(self, name: str) -> Callable[[Any, Any, int], bool] | None:
         processor = self.processors.get(name)

@@ -330,6 +330,11 @@ class TableProcessor(NodeProcessor):
         self._caching = store.caching_enabled
         if self._caching:
             self._headers = None
+            # updates leave on flush, without headers: the children's fused code takes them
+            # in one call (a to_stream reads ``new`` without a Change built)
+            fused = context.pair_forward_fn(Change, new_value)
+            if fused is not None:
+                store.set_flush_listener(fused, send_old_values)
 
     def put(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
         """Write the node's new value; the listener forwards it (now, or on flush)."""
