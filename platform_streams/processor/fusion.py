@@ -262,12 +262,10 @@ class Emitter:
         self.line(indent, f"kb{n} = {key}", node)  # serialized once, also for the send
         self.line(indent, f"vb{n} = {value}", node)
         self.line(indent, "try:", node)
-        # no ``headers=`` for a record without headers: librdkafka's produce takes ~90 ns
-        # longer with ``headers=None`` than without the argument (bench/RESULTS.md, issue 17)
-        self.line(indent + 1, "if h:", node)
-        self.line(indent + 2, f"pr{n}({topic}, vb{n}, kb{n}, timestamp=ts, headers=h)", node)
-        self.line(indent + 1, "else:", node)
-        self.line(indent + 2, f"pr{n}({topic}, vb{n}, kb{n}, timestamp=ts)", node)
+        # positional: (topic, value, key, partition -- -1 is librdkafka's "any" --, callback,
+        # on_delivery -- None: the producer's own --, timestamp, headers); keyword arguments
+        # cost ~0.45 us more a call (bench/RESULTS.md, issue 17 session twenty-one)
+        self.line(indent + 1, f"pr{n}({topic}, vb{n}, kb{n}, -1, None, None, ts, h or None)", node)
         self.line(indent, f"except Exception as px{n}:", node)
         self.line(indent + 1, f"{refused}(px{n}, {topic}, kb{n}, vb{n}, ts, h, None)", node)
         self.line(indent, "else:", node)

@@ -300,17 +300,32 @@ class StreamsProducer:
             self.sent_by_topic[topic] += 1
         except KeyError:
             self.sent_by_topic[topic] = 1
-        produce = self._produce_changelog if topic in self._changelog_topics else self._produce
-        try:  # no ``headers=`` where there are none: ~90 ns less in librdkafka's produce
-            if headers:
+        try:
+            if topic not in self._changelog_topics:
+                # librdkafka's own produce, positional only: (topic, value, key, partition -- -1
+                # any --, callback, on_delivery -- None: the producer's --, timestamp, headers);
+                # keywords cost ~0.45 us more a call (bench/RESULTS.md, issue 17 session 21)
+                self._produce(
+                    topic,
+                    value,
+                    key,
+                    -1 if partition is None else partition,
+                    None,
+                    None,
+                    timestamp,
+                    headers or None,
+                )
+            elif headers:  # may bind ``on_delivery`` by keyword (a partial): keywords here
                 if partition is None:
-                    produce(topic, value, key, timestamp=timestamp, headers=headers)
+                    self._produce_changelog(topic, value, key, timestamp=timestamp, headers=headers)
                 else:
-                    produce(topic, value, key, partition, timestamp=timestamp, headers=headers)
+                    self._produce_changelog(
+                        topic, value, key, partition, timestamp=timestamp, headers=headers
+                    )
             elif partition is None:
-                produce(topic, value, key, timestamp=timestamp)
+                self._produce_changelog(topic, value, key, timestamp=timestamp)
             else:
-                produce(topic, value, key, partition, timestamp=timestamp)
+                self._produce_changelog(topic, value, key, partition, timestamp=timestamp)
         except (BufferError, KafkaException) as exc:
             self._refused((topic, key, value, timestamp, headers, partition), exc)
 

@@ -41,7 +41,9 @@ class TimestampedRestoreCallback:
 class QuietSend(NamedTuple):
     """Changelog records of one cache flush sent without a delivery report (at-least-once;
     ``runtime/quiet_changelogs.py`` says why and how they are proved written):
-    ``produce(topic, value, key, partition, timestamp=..., headers=...)`` is librdkafka's,
+    ``produce`` is librdkafka's, called with positional arguments only: ``(topic, value,
+    key, partition, None, None, timestamp, headers or None)`` (the two Nones: no callback;
+    keyword arguments cost ~0.45 us more a call, bench/RESULTS.md issue 17 session twenty-one),
     and ``sent(n, complete)`` is called once the flush has sent ``n`` records that way --
     ``complete`` False when it stopped before its last record, which goes through the
     reported :attr:`ChangeSender.send`."""

@@ -99,11 +99,8 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                         old = deserialize_value(old_raw)[0]
                 put(key, value)
                 if produce is not None:  # quiet_flush.quiet_logger's work, without its call a record
-                    try:
-                        if headers:
-                            produce(topic, value, key, partition, timestamp=log_timestamp, headers=headers)
-                        else:
-                            produce(topic, value, key, partition, timestamp=log_timestamp)
+                    try:  # positional only: store_context.QuietSend says why
+                        produce(topic, value, key, partition, None, None, log_timestamp, headers or None)
                         quiet += 1
                         last = entry
                     except Exception:  # full queue, refused: the reported send's own handling

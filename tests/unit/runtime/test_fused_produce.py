@@ -26,6 +26,7 @@ from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.serde import String
 from platform_streams.testing.records import DriverRecord
+from tests.support.produce_args import produce_call
 from tests.support.tasks import build_tasks
 
 S = String()
@@ -49,7 +50,8 @@ class _Librdkafka:
             raise ck.KafkaException(ck.KafkaError(ck.KafkaError.MSG_SIZE_TOO_LARGE))
         if value == b"BAD":  # what librdkafka's argument checks raise (bad headers, say)
             raise TypeError("headers must be a list")
-        self.queued.append((topic, key, value, kwargs["timestamp"], kwargs.get("headers")))
+        call = produce_call(topic, value, key, *args, **kwargs)
+        self.queued.append((topic, key, value, call.timestamp, call.headers))
 
     def poll(self, timeout: float) -> int:
         self.polls += 1

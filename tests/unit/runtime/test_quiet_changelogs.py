@@ -25,6 +25,7 @@ from platform_streams.runtime.quiet_changelogs import QuietChangelogs
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.serde import Long, String
 from platform_streams.testing.records import DriverRecord
+from tests.support.produce_args import produce_call
 from tests.support.tasks import build_tasks
 
 CHANGELOG = "tasks-counts-changelog"
@@ -45,8 +46,10 @@ class _Librdkafka:
         self.quiet = 0
         self._next: dict[tuple[str, int], int] = {}
 
-    def produce(self, topic: str, value: Any, key: Any, partition: int = 0, **kwargs: Any) -> None:
-        callback = kwargs.get("on_delivery", self.on_delivery)
+    def produce(self, topic: str, value: Any, key: Any, *args: Any, **kwargs: Any) -> None:
+        call = produce_call(topic, value, key, *args, **kwargs)
+        partition = max(call.partition, 0)
+        callback = call.on_delivery if call.on_delivery is not None else self.on_delivery
         if callback is None and topic == CHANGELOG:
             self.quiet += 1
             if self.quiet == self.lose:

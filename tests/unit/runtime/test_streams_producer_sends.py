@@ -17,6 +17,7 @@ import pytest
 
 from platform_streams.kafka import KafkaError, KafkaException
 from platform_streams.runtime.streams_producer import StreamsProducer
+from tests.support.produce_args import produce_call
 
 
 class _RefusingProducer:
@@ -33,7 +34,8 @@ class _RefusingProducer:
         if self.full:
             self.full -= 1
             raise BufferError("queue full")
-        self.produced.append((topic, key, value, args, kwargs["timestamp"], kwargs.get("headers")))
+        call = produce_call(topic, value, key, *args, **kwargs)
+        self.produced.append((topic, key, value, call.partition, call.timestamp, call.headers))
 
     def poll(self, timeout: float) -> int:
         self.polls += 1
@@ -57,8 +59,8 @@ def test_a_full_queue_waits_for_room_and_sends_the_same_record(monkeypatch: pyte
     producer.send("out", b"k", b"v", 7, [("h", b"1")], 3)
     producer.send("out", b"k2", b"v2", 8, None, None)
     assert fake.produced == [
-        ("out", b"k", b"v", (3,), 7, [("h", b"1")]),
-        ("out", b"k2", b"v2", (), 8, None),
+        ("out", b"k", b"v", 3, 7, [("h", b"1")]),
+        ("out", b"k2", b"v2", -1, 8, None),  # -1: librdkafka's partitioner decides
     ]
     assert fake.polls == 2 and errors == []
     assert producer.sent_by_topic == {"out": 2}
