@@ -26,7 +26,7 @@ from itertools import groupby, repeat
 from operator import is_
 from typing import Any
 
-from platform_streams.kafka import TopicPartition
+from platform_streams.kafka import Message, TopicPartition
 from platform_streams.runtime.offset_gaps import OffsetGapGuard
 
 __all__ = ["InputQueues"]
@@ -118,13 +118,16 @@ class InputQueues:
         runs of one partition found by C-level iteration (the message type's own ``error``,
         ``topic`` and ``partition`` mapped over the batch, ``groupby``), not a Python step a
         record (~25-60 ns a record less: bench/RESULTS.md, issue 17 session twenty-one).
-        False, having routed nothing, for any other batch (the loop of :meth:`route`)."""
-        kind = type(messages[0])
+        False, having routed nothing, for any other batch (the loop of :meth:`route`),
+        among them any batch with a record that is not the client's ``Message`` (test
+        doubles: the C methods refuse other types with a TypeError)."""
+        if type(messages[0]) is not Message:
+            return False
         try:
-            errors = list(map(kind.error, messages))
-            topics = list(map(kind.topic, messages))
-            partitions = list(map(kind.partition, messages))
-        except TypeError:  # records of more than one type (test doubles): the general loop
+            errors = list(map(Message.error, messages))
+            topics = list(map(Message.topic, messages))
+            partitions = list(map(Message.partition, messages))
+        except TypeError:  # a record of another type further on
             return False
         topic = topics[0]
         # ``is None`` each (C-level): a KafkaError compared with ``==`` raises in its C code

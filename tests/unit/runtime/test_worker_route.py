@@ -170,3 +170,26 @@ def test_records_of_another_type_in_a_batch_take_the_general_loop() -> None:
     worker = _worker([("a", 0)])
     assert worker._route([_msg("a", 0, 0), Double(1), _msg("a", 0, 2)]) == {("a", 0)}
     assert _offsets(worker._input.queues[("a", 0)]) == [0, 1, 2]
+    # a double first: its methods must not be mapped over the client's messages
+    worker = _worker([("a", 0), ("a", 1)])
+    assert worker._route([Double(1), _msg("a", 1, 5), _msg("a", 0, 2)]) == {("a", 0), ("a", 1)}
+    assert _offsets(worker._input.queues[("a", 0)]) == [1, 2]
+    assert _offsets(worker._input.queues[("a", 1)]) == [5]
+
+
+def test_one_topic_batches_take_the_c_level_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of ``Message``s of one topic without error events is routed by
+    ``_route_one_topic`` (the general loop is not entered); one with an error event is not."""
+    worker = _worker([("a", 0)])
+    taken: list[bool] = []
+    original = InputQueues._route_one_topic
+
+    def spy(self: InputQueues, *args: Any) -> bool:
+        taken.append(original(self, *args))
+        return taken[-1]
+
+    monkeypatch.setattr(InputQueues, "_route_one_topic", spy)
+    worker._route([_msg("a", 0, 0), _msg("a", 0, 1)])
+    worker._route([_msg("a", 0, 2), _eof("a", 0)])
+    assert taken == [True, False]
+    assert _offsets(worker._input.queues[("a", 0)]) == [0, 1, 2]
