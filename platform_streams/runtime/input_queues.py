@@ -125,8 +125,9 @@ class InputQueues:
             return False
         try:
             errors = list(map(Message.error, messages))
-            topics = list(map(Message.topic, messages))
-            partitions = list(map(Message.partition, messages))
+            # str and int: an error event (None in both) sends the batch to the loop below
+            topics: list[Any] = list(map(Message.topic, messages))
+            partitions: list[Any] = list(map(Message.partition, messages))
         except TypeError:  # a record of another type further on
             return False
         topic = topics[0]
