@@ -28,12 +28,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import verify  # noqa: E402
-from bench.common import RunResult, RunSpec  # noqa: E402
+from bench.common import RunSpec  # noqa: E402
 from bench.run import broker, ensure_quix_python, machine, produce_input, run_child, table  # noqa: E402
+from bench.tables import Results  # noqa: E402
 from bench.workloads import WORKLOADS  # noqa: E402
 from platform_streams.kafka import KafkaAdmin, TopicSpec  # noqa: E402
 
 BYTEWAX_VERSION = "0.21.1"
+#: the one broker of a run (the embedded one, or the one ``--bootstrap`` names), as tables name it
+_BROKER = "broker"
 BYTEWAX_VENV = ROOT / "bench" / ".venv-bytewax"
 
 
@@ -68,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         pythons["quixstreams"] = ensure_quix_python()
     if "bytewax" in engines:
         pythons["bytewax"] = ensure_bytewax_python()
-    results: dict[tuple[str, str], list[RunResult]] = {}
+    #: keyed as bench/tables.py's ``Results``: (broker, workload, engine); one broker here
+    results: Results = {}
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}", flush=True)
     with broker(args.bootstrap) as bootstrap, KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
         for name in (w for w in args.workloads.split(",") if w):
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                         shutil.rmtree(state_dir, ignore_errors=True)
                     result.note = load
                     result.outputs = answer.check(bootstrap, f"{app_id}-out", args.partitions, engine)
-                    results.setdefault((name, engine), []).append(result)
+                    results.setdefault((_BROKER, name, engine), []).append(result)
                     print(
                         f"  {name} run {repeat + 1} {engine}: {result.records_per_s:,.0f} records/s, "
                         f"{result.cpu_s:.1f}s CPU, {result.peak_rss_mb:.0f} MB, {result.outputs:,} outputs "
@@ -106,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
     print()
-    print(table(results))
+    print(table(results, _BROKER))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
