@@ -447,10 +447,10 @@ def compile_pair_entry(
     em.parts["v"] = (first, "new")
     em.children(node, "k", "v", 1)
     body = em.lines
-    build = em.bind(tuple.__new__, "tnew"), em.bind(value_type, "vt")
     em.lines = [(1, "h = None", node.name)]
     if any(_VALUE_NAME.search(text) for _, text, _ in body):  # a child still takes the value
-        em.lines.append((1, f"v = {build[0]}({build[1]}, (new, old))", node.name))
+        build, value = em.bind(tuple.__new__, "tnew"), em.bind(value_type, "vt")
+        em.lines.append((1, f"v = {build}({value}, (new, old))", node.name))
     em.lines += body
     return em.compile("_pair(k, new, old, ts)", node.name)
 

@@ -84,6 +84,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         records go to librdkafka without a report, counted in ``count``."""
         if sender is not None:
             (send, topic, headers, partition, _), log_timestamp = sender
+            produce_headers = headers or None  # the positional produce's, once a flush
         deserialize_value = metered._deserialize_value
         quiet, last = 0, None
         try:
@@ -100,7 +101,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                 put(key, value)
                 if produce is not None:  # quiet_flush.quiet_logger's work, without its call a record
                     try:  # positional only: store_context.QuietSend says why
-                        produce(topic, value, key, partition, None, None, log_timestamp, headers or None)
+                        produce(topic, value, key, partition, None, None, log_timestamp, produce_headers)
                         quiet += 1
                         last = entry
                     except Exception:  # full queue, refused: the reported send's own handling
