@@ -217,7 +217,15 @@ class TaskRebalancing:
     def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None:
         """Create, restore and initialise the tasks of an assignment, then read it exactly from
         the committed offsets the restore was filtered with (``assign`` in a rebalance
-        callback, ``seek`` when tasks are rebuilt between rebalances)."""
+        callback, ``seek`` when tasks are rebuilt between rebalances).
+
+        ``assign`` comes first: librdkafka then looks the input up and fetches it while the
+        stores are opened and restored and the processors compiled (nothing polls the
+        consumer meanwhile, so the records wait in its queue), instead of after; a start
+        without restore waited ~0.2 s for its first records (bench/RESULTS.md, issue 17).
+        A partition without a committed offset is assigned at the position the reset policy
+        names (what librdkafka would look up again).
+        """
         self._rejoin_deadline = None
         self._set_state(WorkerState.PARTITIONS_ASSIGNED)
         if self.tasks:  # re-created after a migration without a rebalance in between
@@ -227,14 +235,18 @@ class TaskRebalancing:
         task_ids = tasks_of_assignment(self.plan, self.config.application_id, assigned)
         if self._standbys is not None:
             self._standbys.claim(task_ids)
+        in_group = fetch_committed(consumer, assigned, self._timeout_s)
+        committed = fill_from_backup(self.config, in_group, self.name)
+        starts = [(t, p, committed.get((t, p))) for t, p in sorted(assigned)]
+        if rebalance:
+            nothing = self._reset_position(OFFSET_INVALID)
+            consumer.assign([TopicPartition(t, p, nothing if o is None else o) for t, p, o in starts])
         for task_id in task_ids:
             self._create_task(task_id)
         if self.collector is not None:  # the tasks' first changelog writes are the next ones
             self.collector.forget_first_offsets(
                 tp for t in self.tasks.values() for tp in t.changelog_partitions
             )
-        in_group = fetch_committed(consumer, assigned, self._timeout_s)
-        committed = fill_from_backup(self.config, in_group, self.name)
         for task in self.tasks.values():
             # offsets a repair saved are committed again at the next commit, even with no new
             # input: otherwise the group holds none for them until input arrives
@@ -247,16 +259,22 @@ class TaskRebalancing:
         for task in self.tasks.values():
             task.initialize_processors()
             task.refresh_punctuation_flags()
-        starts = [(t, p, committed.get((t, p))) for t, p in sorted(assigned)]
-        if rebalance:
-            consumer.assign([TopicPartition(t, p, OFFSET_INVALID if o is None else o) for t, p, o in starts])
-        else:
-            reset = str(self.config.consumer_configs(self.index).get("auto.offset.reset", "earliest"))
-            nothing = OFFSET_BEGINNING if reset in ("earliest", "smallest", "beginning") else OFFSET_END
+        if not rebalance:
+            nothing = self._reset_position(OFFSET_END)
             for t, p, o in starts:
                 consumer.seek(TopicPartition(t, p, nothing if o is None else o))
         self._input.positioned(consumer, {(t, p): o for t, p, o in starts})
         self._set_state(WorkerState.RUNNING)
+
+    def _reset_position(self, otherwise: int) -> int:
+        """Where the reset policy starts a partition without a committed offset: librdkafka's
+        logical offset for ``earliest``/``latest``, else ``otherwise``."""
+        reset = str(self.config.consumer_configs(self.index).get("auto.offset.reset", "earliest"))
+        if reset in ("earliest", "smallest", "beginning"):
+            return OFFSET_BEGINNING
+        if reset in ("latest", "largest", "end"):
+            return OFFSET_END
+        return otherwise
 
     def _create_task(self, task_id: TaskId) -> None:
         assert self.collector is not None
