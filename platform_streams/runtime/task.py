@@ -196,14 +196,19 @@ class StreamTask:
         """The changelog partitions of this task's stores."""
         return frozenset(self._changelog_partitions)
 
-    def checkpoint(self, written: Mapping[tuple[str, int], int], *, enforce: bool = False) -> None:
-        """Record the changelog offsets the local stores reflect (after a successful commit)."""
+    def changelog_offsets(self, written: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """The changelog offsets this task's stores reflect, of ``written`` (the collector's
+        last written offset per changelog partition)."""
         mine = {tp: off for tp, off in written.items() if tp in self._changelog_partitions}
         # A store whose changelog is its own source topic (topology_optimization) is never
         # written to by us: it reflects the source up to the last record processed.
         for tp in self._changelog_partitions.intersection(self.consumed):
             mine[tp] = self.consumed[tp]
-        self.state_manager.checkpoint(mine, enforce=enforce)
+        return mine
+
+    def checkpoint(self, written: Mapping[tuple[str, int], int], *, enforce: bool = False) -> None:
+        """Record the changelog offsets the local stores reflect (after a successful commit)."""
+        self.state_manager.checkpoint(self.changelog_offsets(written), enforce=enforce)
 
     # -- processing -----------------------------------------------------------------------
 

@@ -172,6 +172,7 @@ class ProcessorStateManager:
         """Under exactly-once, remove the checkpoint before the stores change again."""
         if self.eos:
             self._checkpoint_file.delete()
+            self._checkpoint_present = False
 
     # ------------------------------------------------------------------ queries
 
@@ -265,6 +266,25 @@ class ProcessorStateManager:
         if first is not None:
             raise first
 
+    def advance_offsets(self, written: Mapping[tuple[str, int], int]) -> None:
+        """Move the stores' in-memory changelog offsets to ``written`` (no file written): the
+        runtime's commit when it defers the flush and checkpoint (``TaskStateLifecycle.persist``)."""
+        for md in self._stores.values():
+            tp = md.topic_partition
+            if tp is not None and tp in written:
+                md.offset = written[tp]
+
+    @property
+    def checkpoint_present(self) -> bool:
+        """False once a spill of uncommitted writes (or an exactly-once start) removed the file."""
+        return self._checkpoint_present
+
+    @property
+    def all_persistent_logged(self) -> bool:
+        """True if every persistent store has a changelog: a checkpoint then covers them all,
+        and a store's disk state may lag its changelog (a restore catches it up)."""
+        return all(md.topic_partition is not None for md in self._stores.values() if md.store.persistent)
+
     def checkpoint(self, written: Mapping[tuple[str, int], int], *, enforce: bool = False) -> None:
         """Record the changelog offsets written since the last checkpoint, then write the file.
 
@@ -273,10 +293,7 @@ class ProcessorStateManager:
         :meth:`flush`. Under exactly-once the file is written only with ``enforce=True``
         (clean close or suspend); otherwise only the in-memory offsets move.
         """
-        for md in self._stores.values():
-            tp = md.topic_partition
-            if tp is not None and tp in written:
-                md.offset = written[tp]
+        self.advance_offsets(written)
         if self.eos and not enforce:
             return
         offsets = {
