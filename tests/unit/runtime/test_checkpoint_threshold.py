@@ -13,6 +13,8 @@ stores; the written changelog offsets are given as the record collector reports 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,18 +70,31 @@ def _changelog(task: StreamTask) -> tuple[str, int]:
     return tp
 
 
-EOS = {"processing_guarantee": "exactly_once_v2"}
+EOS: dict[str, Any] = {"processing_guarantee": "exactly_once_v2"}
+
+
+@contextmanager
+def _after_one_commit(
+    tmp_path: Path, *, logged: bool = True, **config: Any
+) -> Iterator[tuple[StreamTask, TaskStateLifecycle, tuple[str, int] | None]]:
+    """A task that processed 100 records, committed (changelog offset 99), then processed 100
+    more: (task, lifecycle, changelog partition or None); closed afterwards."""
+    task = _count_task(tmp_path, logged=logged, **config)
+    lifecycle = TaskStateLifecycle(task.config)
+    tp = _changelog(task) if logged else None
+    try:
+        _process(task, 0, 100)
+        lifecycle.persist([task], {tp: 99} if tp else {})
+        _process(task, 100, 100)
+        yield task, lifecycle, tp
+    finally:
+        task.close()
 
 
 def test_small_commits_defer_the_flush_and_checkpoint(tmp_path: Path) -> None:
-    task = _count_task(tmp_path, **EOS)
-    lifecycle = TaskStateLifecycle(task.config)
-    tp = _changelog(task)
-    try:
-        _process(task, 0, 100)
-        lifecycle.persist([task], {tp: 99})
+    with _after_one_commit(tmp_path, **EOS) as (task, lifecycle, tp):
+        assert tp is not None
         assert _on_disk(task) == {tp: 99}  # the first commit checkpoints
-        _process(task, 100, 100)
         lifecycle.persist([task], {tp: 99 + CHECKPOINT_OFFSET_DELTA})  # at the threshold: deferred
         assert _on_disk(task) == {tp: 99}
         assert task.state_manager.changelog_offsets()[tp] == 99 + CHECKPOINT_OFFSET_DELTA
@@ -91,70 +106,40 @@ def test_small_commits_defer_the_flush_and_checkpoint(tmp_path: Path) -> None:
         _process(task, 300, 10)
         lifecycle.persist([task], {tp: 110 + CHECKPOINT_OFFSET_DELTA}, enforce=True)  # a clean close
         assert _on_disk(task) == {tp: 110 + CHECKPOINT_OFFSET_DELTA}
-    finally:
-        task.close()
 
 
 def test_at_least_once_flushes_and_checkpoints_at_every_commit(tmp_path: Path) -> None:
     """Its store flush-latency series stays alive for a quiet application (a dashboard panel)."""
-    task = _count_task(tmp_path, processing_guarantee="at_least_once")
-    lifecycle = TaskStateLifecycle(task.config)
-    tp = _changelog(task)
-    try:
-        _process(task, 0, 100)
-        lifecycle.persist([task], {tp: 99})
-        _process(task, 100, 100)
+    with _after_one_commit(tmp_path, processing_guarantee="at_least_once") as (task, lifecycle, tp):
+        assert tp is not None
         assert _pending(task) > 0
         lifecycle.persist([task], {tp: 199})
         assert _on_disk(task) == {tp: 199}
         assert _pending(task) == 0
-    finally:
-        task.close()
 
 
 def test_a_spill_removes_the_checkpoint_and_the_next_commit_writes_it(tmp_path: Path) -> None:
-    task = _count_task(tmp_path, **EOS)
-    lifecycle = TaskStateLifecycle(task.config)
-    tp = _changelog(task)
-    try:
-        _process(task, 0, 100)
-        lifecycle.persist([task], {tp: 99})
-        _process(task, 100, 100)
+    with _after_one_commit(tmp_path, **EOS) as (task, lifecycle, tp):
+        assert tp is not None
         _backend(task).write_pending()  # what an overlay that fills up before the commit does
         assert _on_disk(task) == {}
         lifecycle.persist([task], {tp: 199})  # a small delta, but no checkpoint to keep
         assert _on_disk(task) == {tp: 199}
-    finally:
-        task.close()
 
 
 def test_a_task_with_an_unlogged_store_flushes_at_every_commit(tmp_path: Path) -> None:
-    task = _count_task(tmp_path, logged=False, **EOS)
-    lifecycle = TaskStateLifecycle(task.config)
-    try:
-        _process(task, 0, 100)
-        lifecycle.persist([task], {})
-        _process(task, 100, 100)
+    with _after_one_commit(tmp_path, logged=False, **EOS) as (task, lifecycle, _):
         assert _pending(task) > 0
         lifecycle.persist([task], {})
         assert _pending(task) == 0  # its disk is its only copy
-    finally:
-        task.close()
 
 
 def test_a_new_task_object_checkpoints_at_its_first_commit(tmp_path: Path) -> None:
     """A task re-created (a rebalance) starts over: its first commit writes the checkpoint."""
-    task = _count_task(tmp_path, **EOS)
-    lifecycle = TaskStateLifecycle(task.config)
-    tp = _changelog(task)
-    try:
-        _process(task, 0, 100)
-        lifecycle.persist([task], {tp: 99})
-        _process(task, 100, 100)
+    with _after_one_commit(tmp_path, **EOS) as (task, lifecycle, tp):
+        assert tp is not None
         lifecycle.persist([task], {tp: 199})
         assert _on_disk(task) == {tp: 99}
-    finally:
-        task.close()
     again = _count_task(tmp_path, **EOS)
     try:
         _process(again, 200, 10)
