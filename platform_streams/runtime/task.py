@@ -206,10 +206,6 @@ class StreamTask:
             mine[tp] = self.consumed[tp]
         return mine
 
-    def checkpoint(self, written: Mapping[tuple[str, int], int], *, enforce: bool = False) -> None:
-        """Record the changelog offsets the local stores reflect (after a successful commit)."""
-        self.state_manager.checkpoint(self.changelog_offsets(written), enforce=enforce)
-
     # -- processing -----------------------------------------------------------------------
 
     def add_records(self, tp: TopicPartitionKey, records: list[Any]) -> int:

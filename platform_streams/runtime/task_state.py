@@ -230,7 +230,7 @@ class TaskStateLifecycle:
             # unchanged offsets mean no store wrote since the last checkpoint (so none spilled
             # and removed it): an idle commit costs no file write (100 ms commits under EOS)
             if last != offsets:
-                task.checkpoint(written, enforce=True)
+                manager.checkpoint(offsets, enforce=True)
                 self._persisted[task.task_id] = (id(task), offsets)
 
     def close_task(self, task: StreamTask, written: Mapping[tuple[str, int], int], *, clean: bool) -> None:
