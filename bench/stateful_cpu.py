@@ -129,7 +129,7 @@ def run_once(workload_name: str, messages: list[Message], commit_every: int) -> 
                     pass
             task.flush_caches()
             task.flush_stores()
-            task.checkpoint({})
+            task.state_manager.checkpoint(task.changelog_offsets({}), enforce=True)
         elapsed = time.process_time() - started
         task.close()
         return elapsed, collector.sent

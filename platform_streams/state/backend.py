@@ -97,6 +97,11 @@ class StorageBackend(ABC):
     #: sets it to remove the checkpoint, which must never describe disk data that runs
     #: ahead of the last commit (exactly-once state after a crash depends on it).
     on_uncommitted_write: Callable[[], None] | None = None
+    #: Set by a store whose column keys are never empty (the segmented window and session
+    #: stores) before :meth:`open`: a dropped column may then be emptied and kept for the
+    #: next new one instead of dropped (RocksDB: ``rocksdb_columns``, creating and dropping
+    #: a column family costs milliseconds); in memory it changes nothing.
+    recycle_columns: bool = False
 
     @property
     @abstractmethod

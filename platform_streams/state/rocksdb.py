@@ -1,8 +1,9 @@
 """The RocksDB storage backend (rocksdict); the only module that imports rocksdict.
 
 One RocksDB instance per store per task, at ``<task dir>/rocksdb/<store name>``; window and
-session segments are column families of that instance, so expiring a segment is
-``drop_column_family`` and a flush covers every segment in one atomic write.
+session segments are column families of that instance, so expiring a segment needs no
+per-key work (the family is emptied by one range delete and recycled for a later segment:
+``rocksdb_columns``) and a flush covers every segment.
 
 Write path (measured on this machine, 200k puts over 50k keys of 100-byte values):
 ``Rdict.put`` per record costs ~1.4 us; a dict overlay costs ~0.3 us on the hot path and
@@ -10,7 +11,7 @@ the rest (~1 us per *distinct* key) is paid once per flush when the overlay beco
 ``WriteBatch``. Repeated writes to a key between flushes are deduplicated for free. So each
 column keeps a ``pending`` dict (``None`` = delete) that ``get`` consults first; scans first
 write the pending batch (scans are rare on the hot path, and iterating RocksDB alone keeps
-them simple and snapshot-consistent). The overlay is bounded (``_MAX_PENDING`` entries).
+them simple and snapshot-consistent). The overlay is bounded (``MAX_PENDING`` entries).
 A restore skips the overlay: each restored batch is one ``WriteBatch`` written at once
 (``RocksDBBytesMap.write_all``, as Kafka Streams' ``RocksDBStore.restoreBatch``).
 
@@ -35,9 +36,8 @@ from __future__ import annotations
 import gc
 import logging
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, cast
 
 from rocksdict import (
     BlockBasedOptions,
@@ -54,13 +54,12 @@ from rocksdict import (
 from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.backend import BytesMap, StorageBackend
 from platform_streams.state.private_files import make_private_dirs
+from platform_streams.state.rocksdb_columns import RecycledColumns, RocksDBBytesMap
 
 __all__ = ["RocksDBBackend", "RocksDBBytesMap", "write_sst_file"]
 
 log = logging.getLogger(__name__)
 
-#: Pending writes per instance before they are pushed to RocksDB between flushes.
-_MAX_PENDING = 20_000
 _NUM_KEYS = "rocksdb.estimate-num-keys"
 _WRITE_BUFFER_BYTES = 8 * 1024 * 1024
 _MAX_WRITE_BUFFERS = 3
@@ -69,7 +68,6 @@ _SHARED_BLOCK_CACHE_BYTES = 64 * 1024 * 1024
 _DEFAULT_CF = "default"
 
 _block_cache: Cache | None = None
-_MISSING = object()
 #: Properties of the whole instance or of the shared block cache, not of one column family.
 _INSTANCE_PROPERTIES = frozenset(
     {
@@ -149,90 +147,6 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in text.lower() and "IO error" in text
 
 
-class RocksDBBytesMap(BytesMap):
-    """One column family, with its pending-write overlay."""
-
-    __slots__ = ("_backend", "handle", "pending", "view")
-
-    def __init__(self, backend: RocksDBBackend, view: Rdict, handle: Any) -> None:
-        self._backend = backend
-        self.view = view
-        self.handle = handle
-        self.pending: dict[bytes, bytes | None] = {}
-
-    def get(self, key: bytes) -> bytes | None:
-        value = self.pending.get(key, _MISSING)
-        if value is not _MISSING:
-            return cast("bytes | None", value)
-        return cast("bytes | None", self.view.get(key))
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        pending = self.pending
-        pending[key] = value
-        backend = self._backend
-        backend.pending_count += 1
-        if backend.pending_count >= _MAX_PENDING:
-            backend.write_pending()
-
-    def write_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Apply ``entries`` as one ``WriteBatch`` written now (Kafka Streams'
-        ``RocksDBStore.restoreBatch``): no overlay dict, no per-entry method call.
-
-        The overlay is written first (it holds older writes). Like any write outside
-        :meth:`RocksDBBackend.flush`, the backend's ``on_uncommitted_write`` is told first
-        (the state manager ignores it while restoring: restored records are committed ones).
-        """
-        batch = WriteBatch(raw_mode=True)
-        handle = self.handle
-        put = batch.put
-        delete = batch.delete
-        for key, value in entries:
-            if value is None:
-                delete(key, handle)
-            else:
-                put(key, value, handle)
-        self._backend.write_batch(batch)
-
-    def items(
-        self, lower: bytes | None = None, upper: bytes | None = None, reverse: bool = False
-    ) -> Iterator[tuple[bytes, bytes]]:
-        self._backend.write_pending()
-        # Bounds are checked here, not with ReadOptions: rocksdict encodes ReadOptions
-        # bounds in its non-raw format. The RocksDB iterator is created now (not on first
-        # next()) so the scan reads the state as of this call.
-        if reverse:
-            if upper is None:
-                it = self.view.items(backwards=True)
-            else:
-                it = self.view.items(backwards=True, from_key=upper)
-            return _backward(it, lower, upper)
-        it = self.view.items() if lower is None else self.view.items(from_key=lower)
-        return _forward(it, upper)
-
-    def approximate_num_entries(self) -> int:
-        estimate = self.view.property_int_value("rocksdb.estimate-num-keys") or 0
-        return int(estimate) + len(self.pending)
-
-
-def _forward(it: Any, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
-    if upper is None:
-        yield from it
-        return
-    for key, value in it:
-        if key >= upper:
-            return
-        yield key, value
-
-
-def _backward(it: Any, lower: bytes | None, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
-    for key, value in it:
-        if upper is not None and key >= upper:
-            continue
-        if lower is not None and key < lower:
-            return
-        yield key, value
-
-
 class RocksDBBackend(StorageBackend):
     """A RocksDB instance with a default column and named column families (segments)."""
 
@@ -242,6 +156,8 @@ class RocksDBBackend(StorageBackend):
         self._db: Rdict | None = None
         self._default: RocksDBBytesMap | None = None
         self._columns: dict[str, RocksDBBytesMap] = {}
+        #: the free families and labels of a backend that recycles columns (while open)
+        self._recycled: RecycledColumns | None = None
         self._write_opts = _write_options()
         self._started_empty = True
         self._dirty = False
@@ -296,10 +212,16 @@ class RocksDBBackend(StorageBackend):
         db = Rdict(str(directory), opts, column_families=families or None)
         self._db = db
         self._default = RocksDBBytesMap(self, db, None)
-        self._columns = {
-            name: RocksDBBytesMap(self, db.get_column_family(name), db.get_column_family_handle(name))
+        opened = [
+            RocksDBBytesMap(self, db.get_column_family(name), db.get_column_family_handle(name), name)
             for name in families
-        }
+        ]
+        if self.recycle_columns:
+            self._recycled = RecycledColumns(self._write_now)
+            self._columns = self._recycled.sort(opened)
+        else:
+            self._recycled = None
+            self._columns = {col.name: col for col in opened}
 
     @property
     def default(self) -> BytesMap:
@@ -314,11 +236,33 @@ class RocksDBBackend(StorageBackend):
         col = self._columns.get(name)
         if col is None:
             db = self._require_db()
-            view = db.create_column_family(name, _options())
-            col = self._columns[name] = RocksDBBytesMap(self, view, db.get_column_family_handle(name))
+            recycled = self._recycled
+            col = recycled.take(name) if recycled is not None else None
+            if col is None:
+                physical = self._unused_family_name(name)
+                view = db.create_column_family(physical, _options())
+                col = RocksDBBytesMap(self, view, db.get_column_family_handle(physical), physical)
+                if physical != name:
+                    assert recycled is not None  # names differ only where families are relabelled
+                    recycled.label(col, name)
+            self._columns[name] = col
         return col
 
+    def _unused_family_name(self, name: str) -> str:
+        """``name`` unless a recycled family of that name holds another segment (or is
+        free): then ``name~1``, ``name~2``... (labelled with ``name``)."""
+        taken = {col.name for col in self._columns.values()}
+        if self._recycled is not None:
+            taken.update(col.name for col in self._recycled.free)
+        physical, n = name, 0
+        while physical in taken:
+            n += 1
+            physical = f"{name}~{n}"
+        return physical
+
     def drop_column(self, name: str) -> None:
+        """Drop the column's family, or with :attr:`recycle_columns` empty it and keep it free
+        (``rocksdb_columns``: why)."""
         col = self._columns.pop(name, None)
         if col is None:
             return
@@ -326,8 +270,12 @@ class RocksDBBackend(StorageBackend):
             self.on_uncommitted_write()
         self.pending_count -= len(col.pending)
         col.pending.clear()
+        if self._recycled is not None:
+            self._recycled.release(col)
+            return
+        physical = col.name
         del col
-        self._require_db().drop_column_family(name)
+        self._require_db().drop_column_family(physical)
 
     def write_pending(self, *, flushing: bool = False) -> None:
         """Push the overlay of every column to RocksDB as one ``WriteBatch``.
@@ -357,6 +305,12 @@ class RocksDBBackend(StorageBackend):
         self.pending_count = 0
         self._dirty = True
 
+    def _write_now(self, batch: WriteBatch) -> None:
+        """Write ``batch`` at once (a recycled family's emptying or label): like a column drop,
+        not part of the overlay; the next :meth:`flush` makes it durable."""
+        self._require_db().write(batch, self._write_opts)
+        self._dirty = True
+
     def write_batch(self, batch: WriteBatch) -> None:
         """Write ``batch`` now, after the overlay (which holds older writes); outside
         :meth:`flush`, so :attr:`on_uncommitted_write` is told first."""
@@ -383,6 +337,8 @@ class RocksDBBackend(StorageBackend):
             self._db.flush(True)
             for col in self._columns.values():
                 col.view.flush(True)
+            for col in self._recycled.free if self._recycled is not None else ():
+                col.view.flush(True)  # an emptied family: its range delete and label
             self._dirty = False
 
     def ingest_sst(self, path: Path, *, move: bool = True) -> None:
@@ -446,6 +402,7 @@ class RocksDBBackend(StorageBackend):
         self._db = None
         self._default = None
         self._columns = {}
+        self._recycled = None
         self.pending_count = 0
         self._dirty = False
         if db is not None:

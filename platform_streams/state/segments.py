@@ -57,6 +57,7 @@ class SegmentedBytesStore(BackedStore):
         if retention_ms <= 0:
             raise ValueError(f"store {name}: retention must be > 0 ms, got {retention_ms}")
         super().__init__(name, backend)
+        backend.recycle_columns = True  # a segment's keys are never empty
         self._retention_ms = retention_ms
         self._interval = segment_interval_ms or default_segment_interval(retention_ms)
         self._segment_ids: list[int] = []

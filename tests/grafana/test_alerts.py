@@ -207,7 +207,7 @@ def test_consumer_lag_growing_fires_for_a_worker_slower_than_its_input(
 
 
 #: ~24 MiB of distinct keys: past the 10 MiB record cache, over 8 MiB reach RocksDB (in
-#: overlay batches of ``rocksdb._MAX_PENDING`` puts) and fill its memtable
+#: overlay batches of ``rocksdb.MAX_PENDING`` puts) and fill its memtable
 #: (``_WRITE_BUFFER_BYTES``); its background flush of random (incompressible) values fails
 #: on the 1 MiB tmpfs. Too few puts follow to push another batch, and the commit (which
 #: flushes) is far off, so the worker keeps running and exporting the error count. A second

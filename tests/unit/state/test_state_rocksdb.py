@@ -112,11 +112,11 @@ def test_wipe_deletes_everything(tmp_path: Path) -> None:
 
 
 def test_pending_overlay_is_bounded(tmp_path: Path) -> None:
-    from platform_streams.state import rocksdb
+    from platform_streams.state import rocksdb_columns as rocksdb
 
     backend = _open(tmp_path / "db")
     try:
-        for i in range(rocksdb._MAX_PENDING + 5):
+        for i in range(rocksdb.MAX_PENDING + 5):
             backend.default.put(i.to_bytes(4, "big"), b"v")
         assert backend.pending_count == 5
         assert backend.default.approximate_num_entries() > 0
