@@ -91,3 +91,43 @@ def test_the_processors_of_a_task_share_one_instance_per_store() -> None:
     first = PendingWindows.for_store(store, lambda: [])  # type: ignore[arg-type]
     assert PendingWindows.for_store(store, lambda: [(1, 0, b"x")]) is first  # type: ignore[arg-type]
     assert PendingWindows.for_store(_Store(), lambda: []) is not first  # type: ignore[arg-type]
+
+
+def test_every_window_created_behind_the_close_time_is_logged_also_in_one_burst() -> None:
+    """Two windows of one due time created behind the emitted close time: both logged (the
+    second joins a bucket that already exists), both restored, both emitted once."""
+    store = _Store()
+    pending = PendingWindows.for_store(store, lambda: [])  # type: ignore[arg-type]
+    pending.add(10, 0, b"a")
+    assert pending.pop_closed(15) == [(10, 0, b"a")]
+    pending.add(14, 4, b"c")
+    pending.add(14, 4, b"b")
+    pending.add(14, 4, b"c")  # again: nothing new
+    assert sorted(store.data) == sorted(
+        [CLOSE_TIME_KEY, struct.pack(">qq", 14, 4) + b"b", struct.pack(">qq", 14, 4) + b"c"]
+    )
+    restored = PendingWindows.for_store(_Store(store.data), lambda: [])  # type: ignore[arg-type]
+    assert restored.pop_closed(15) == [(14, 4, b"b"), (14, 4, b"c")]
+    assert pending.pop_closed(15) == [(14, 4, b"b"), (14, 4, b"c")]
+    assert sorted(store.data) == [CLOSE_TIME_KEY]
+
+
+def test_a_burst_is_emitted_in_due_start_key_order_whatever_the_order_created() -> None:
+    """The order Kafka's time-ordered store would scan: due time, window start, key bytes."""
+    store = _Store()
+    pending = PendingWindows.for_store(store, lambda: [])  # type: ignore[arg-type]
+    for key in (b"k9", b"k10", b"a", b"k1"):
+        pending.add(20, 10, key)
+        pending.add(10, 0, key)
+    pending.add(20, 5, b"z")  # another start with the same due (hopping windows' grace ...)
+    assert pending.pop_closed(30) == [
+        (10, 0, b"a"),
+        (10, 0, b"k1"),
+        (10, 0, b"k10"),
+        (10, 0, b"k9"),
+        (20, 5, b"z"),
+        (20, 10, b"a"),
+        (20, 10, b"k1"),
+        (20, 10, b"k10"),
+        (20, 10, b"k9"),
+    ]
