@@ -229,9 +229,9 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
             parts["layered_put"] = MethodType(DslWindowStore.put_timestamped, self)
         return parts
 
-    def closed_window_marker(self) -> Callable[[list[tuple[bytes, int]]], None] | None:
-        """How an emit-final aggregation tells the record cache which windows (``(key bytes,
-        start)``) it emitted, to be evicted first (see
+    def closed_window_marker(self) -> Callable[[list[bytes]], None] | None:
+        """How an emit-final aggregation tells the record cache which windows (their binary
+        keys) it emitted, to be evicted first (see
         :func:`~platform_streams.state.wrappers.closed_windows.closed_window_marker`), or
         None where the stack has no such cache; bound to the stack of the latest ``init``."""
         return None if self.wrapped is None else closed_window_marker(self.wrapped)

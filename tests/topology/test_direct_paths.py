@@ -293,8 +293,8 @@ def _count_closed_reads(monkeypatch: pytest.MonkeyPatch, direct: bool) -> list[b
         if open_reads is None:
             return None
 
-        def counted() -> Any:
-            fetch = open_reads()
+        def counted(final: list[bytes] | None) -> Any:
+            fetch = open_reads(final)
             reads.append(fetch is not None)
             return fetch
 

@@ -21,6 +21,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from platform_streams.processor.node import FusedFragment
+from platform_streams.serde.primitive import Bytes
 from platform_streams.state.wrappers.aggregate_fragment import CACHE_PROLOGUE, PACKED, cache_write
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ else:
                 if e{n} is None:
                     {proc}.layered_window({k}, {v}, {ts}, s{n})
                 elif e{n}:
-                    {proc}.track(s{n} + {size}, s{n}, {k})
+                    {track}(s{n} + {size}, s{n}, {k})
         finally:
             {proc}._headers = None
     if d{n} and not {proc}.emit_before_write:
@@ -90,9 +91,14 @@ def window_fragment(processor: TimeWindowAggregateProcessor) -> FusedFragment | 
     parts = processor.store.aggregate_fragment_parts()
     if parts is None:
         return None
+    pending = processor.pending
+    # a new window's tracking: ``PendingWindows.add`` itself where the key is its own bytes
+    # (the fragment runs for bytes keys only; ``Bytes.serialize`` returns them unchanged)
+    track = pending.add if pending is not None and type(processor.key_serde) is Bytes else processor.track
     bound = {
         **parts,
         "proc": processor,
+        "track": track,
         "window_step": step,
         "aggregator": processor.params.aggregator,
         "size": windows.size_ms,

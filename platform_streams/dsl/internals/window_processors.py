@@ -52,7 +52,8 @@ from platform_streams.dsl.internals.window_fragment import window_fragment
 from platform_streams.processor.api import PunctuationType
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers
-from platform_streams.state.keys import MAX_TIME
+from platform_streams.serde.primitive import Bytes
+from platform_streams.state.keys import MAX_TIME, window_suffix
 from platform_streams.state.windowed import SessionWindow, TimeWindow, Windowed, time_window, windowed
 
 if TYPE_CHECKING:
@@ -106,8 +107,8 @@ class WindowAggregateProcessor(NodeProcessor):
         self._headers: Headers = None
         #: emit-final over a record cache, sole writer of its store: tells the cache which
         #: windows were emitted (a closed window is never updated again: evicted first, see
-        #: ``NamedCache.mark_final``)
-        self._mark_final: Callable[[list[tuple[bytes, int]]], None] | None = None
+        #: ``NamedCache.mark_final``), given the windows' binary keys
+        self._mark_final: Callable[[list[bytes]], None] | None = None
 
     def init(self, context: NodeContext) -> None:
         super().init(context)
@@ -181,11 +182,14 @@ class WindowAggregateProcessor(NodeProcessor):
 
     def _emit_closed(self, close_time: int, headers: Headers) -> None:
         assert self.pending is not None
-        closed = self.pending.pop_closed(close_time)
+        self._emit_popped(self.pending.pop_closed(close_time), headers)
+
+    def _emit_popped(self, closed: list[tuple[int, int, bytes]], headers: Headers) -> None:
+        """Emit the windows just popped as closed, then mark them final in the cache."""
         self._emit_windows(closed, headers)
         mark_final = self._mark_final
         if mark_final is not None and closed:
-            mark_final([(raw_key, start) for _, start, raw_key in closed])
+            mark_final([raw_key + window_suffix(start, 0) for _, start, raw_key in closed])
 
     def _emit_windows(self, closed: list[tuple[int, int, bytes]], headers: Headers) -> None:
         """Emit the final results of the windows ``(due, start, key bytes)`` just closed."""
@@ -337,22 +341,30 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
             window = TimeWindow(start_ms, start_ms + self.windows.size_ms)
             self.forward(Windowed(key, window), Change(vat.value, None), vat.timestamp, headers)
 
-    def _emit_windows(self, closed: list[tuple[int, int, bytes]], headers: Headers) -> None:
+    def _emit_popped(self, closed: list[tuple[int, int, bytes]], headers: Headers) -> None:
         """:meth:`emit_final` for each window, read with the checks made once a burst
-        (``closed_window_reader``: a tumbling window closes for every key at once)."""
+        (``closed_window_reader``: a tumbling window closes for every key at once); the
+        binary keys the reads of cached windows built are the ones marked final."""
         read = self._read_closed
-        fetch = read() if read is not None and closed else None
+        mark_final = self._mark_final
+        final: list[bytes] | None = None if mark_final is None else []
+        fetch = read(final) if read is not None and closed else None
         if fetch is None:
-            super()._emit_windows(closed, headers)
+            super()._emit_popped(closed, headers)
             return
-        deserialize = self.key_serde.deserialize
+        # a Bytes key is its own bytes (``Bytes.deserialize`` returns them): no call a window
+        deserialize = None if type(self.key_serde) is Bytes else self.key_serde.deserialize
         forward, size = self.forward, self.windows.size_ms
         for _, start, raw_key in closed:
-            key = deserialize(raw_key)
             vat = fetch(start, raw_key)
             if vat is not None:
-                window = time_window(start, start + size)
-                forward(windowed(key, window), Change(vat[0], None), vat[1], headers)
+                key = raw_key if deserialize is None else deserialize(raw_key)
+                forward(
+                    windowed(key, time_window(start, start + size)), Change(vat[0], None), vat[1], headers
+                )
+        if final:
+            assert mark_final is not None
+            mark_final(final)
 
 
 class SessionWindowAggregateProcessor(WindowAggregateProcessor):

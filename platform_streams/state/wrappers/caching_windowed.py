@@ -228,10 +228,10 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
     def put(self, key: bytes, value: bytes | None, window_start_ms: int) -> None:
         self._cache_put(key, key + window_suffix(window_start_ms, 0), value, window_start_ms)
 
-    def mark_final(self, windows: list[tuple[bytes, int]]) -> None:
-        """These ``(key, window start)`` windows will not change again (an emit-final
+    def mark_final(self, binaries: list[bytes]) -> None:
+        """These windows (their binary keys, seqnum 0) will not change again (an emit-final
         aggregation's closed windows): :meth:`NamedCache.mark_final`."""
-        self._require().mark_final([key + window_suffix(start, 0) for key, start in windows])
+        self._require().mark_final(binaries)
 
     def fetch_at(self, key: bytes, window_start_ms: int) -> bytes | None:
         """The cache first, then the store, as Kafka's ``CachingWindowStore.fetch(key, time)``:

@@ -26,13 +26,15 @@ __all__ = ["ClosedWindowFetch", "ClosedWindowReader", "closed_window_marker", "c
 
 #: ``fetch(start, key bytes)`` -> the window's ``(value, timestamp)``, or None (no such window)
 ClosedWindowFetch = Callable[[int, bytes], "tuple[Any, int] | None"]
-#: ``open()`` -> a :data:`ClosedWindowFetch` for one burst of closed windows, or None where a
-#: layer the reads skip has work to do (metrics, no cache): read through the store then
-ClosedWindowReader = Callable[[], "ClosedWindowFetch | None"]
+#: ``open(final)`` -> a :data:`ClosedWindowFetch` for one burst of closed windows, or None where
+#: a layer the reads skip has work to do (metrics, no cache): read through the store then.
+#: ``final`` (a list, or None): each window read from the cache appends its binary key there
+#: (what ``closed_window_marker``'s mark takes), built once for the read and the mark
+ClosedWindowReader = Callable[["list[bytes] | None"], "ClosedWindowFetch | None"]
 
 
-def closed_window_marker(metered: Any) -> Callable[[list[tuple[bytes, int]]], None] | None:
-    """``mark([(key bytes, window start), ...])`` of a metered -> caching window stack whose
+def closed_window_marker(metered: Any) -> Callable[[list[bytes]], None] | None:
+    """``mark([binary window key, ...])`` of a metered -> caching window stack whose
     flush forwards nothing (an emit-final aggregation's store): :meth:`CachingWindowStore.mark_final`.
     None for any other stack (no cache, or a flush listener whose forwarding order an early
     write could change)."""
@@ -55,12 +57,13 @@ def closed_window_reader(metered: Any) -> ClosedWindowReader | None:
     deserialize_value = metered._deserialize_value
     _, unpack, fixed_size = fixed_codec(metered)
 
-    def open_reads() -> ClosedWindowFetch | None:
+    def open_reads(final: list[bytes] | None) -> ClosedWindowFetch | None:
         cache = caching._cache
         if cache is None or metered._hook is not None or caching.reads is not None:
             return None
         entries = cache._entries
         get, move_to_end = entries.get, entries.move_to_end
+        keep = final.append if final is not None else None
 
         def fetch(start: int, raw_key: bytes) -> tuple[Any, int] | None:
             binary = raw_key + window_suffix(start, 0)
@@ -68,6 +71,8 @@ def closed_window_reader(metered: Any) -> ClosedWindowReader | None:
             if entry is not None:
                 move_to_end(binary)  # NamedCache.get's LRU touch
                 raw = entry[0]
+                if keep is not None:
+                    keep(binary)
             else:
                 raw = below.fetch_at(raw_key, start)
             if raw is None:
