@@ -251,11 +251,26 @@ class NamedCache:
                 out.append((key, entry[0], entry[1]))
         if out:
             self._write_out(out)  # a failing write leaves them cached (clean), as a failed flush does
-        evicted = 0
+        if self._on_remove is not None:  # a key index to keep: one removal at a time
+            evicted = 0
+            for key in keys:
+                if key in entries:
+                    self._remove(key)
+                    evicted += 1
+            return evicted
+        # ``_remove`` of each, the sizes summed once (every window of an emit-final burst)
+        pop = entries.pop
+        freed = evicted = 0
         for key in keys:
-            if key in entries:
-                self._remove(key)
+            entry = pop(key, None)
+            if entry is not None:
+                value = entry[0]
+                freed += len(key) + ENTRY_OVERHEAD_BYTES + (len(value) if value is not None else 0)
+                if entry[2] is not None:
+                    freed += DECODED_OVERHEAD_BYTES
                 evicted += 1
+        self.size_bytes -= freed
+        self._parent.size_bytes -= freed
         return evicted
 
     def _write_out(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:

@@ -40,6 +40,8 @@ _log = logging.getLogger(__name__)
 _WINDOW = struct.Struct(">qi")
 _SESSION = struct.Struct(">qq")
 _TIME = struct.Struct(">q")
+#: ``time_from(buffer, offset) -> (time,)``: an 8-byte big-endian time read in place
+time_from = _TIME.unpack_from
 
 WINDOW_SUFFIX_LEN = _WINDOW.size
 SESSION_SUFFIX_LEN = _SESSION.size

@@ -17,7 +17,7 @@ open every segment's iterator eagerly (snapshots) and filter lazily.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from platform_streams.state.api import StateStore, WindowStore
@@ -30,6 +30,7 @@ from platform_streams.state.keys import (
     keys_upper_bound,
     split_window_key,
     time_bytes,
+    time_from,
     window_key,
     window_start_of,
 )
@@ -100,26 +101,32 @@ class WindowBytesStore(SegmentedBytesStore, WindowStore[bytes, bytes]):
     def put(self, key: bytes, value: bytes | None, window_start_ms: int) -> None:
         if value is None and self._retain_duplicates:
             return
-        self._put_binary(window_key(key, window_start_ms, self.next_seqnum()), value, window_start_ms)
+        self._write(window_key(key, window_start_ms, self.next_seqnum()), value)
 
     def put_binary(self, binary: bytes, value: bytes | None, window_start_ms: int) -> None:
         """:meth:`put` of a window given as its binary key (seqnum 0), as the record cache holds
         it: a cache flush need not split the key and build it again. Not for duplicates."""
+        self.binary_writer()(binary, value)
+
+    def binary_writer(self) -> Callable[[bytes, bytes | None], None]:
+        """``write(binary, value)``: :meth:`put_binary` in one call, the window start read from
+        the key -- what a cache flush does per entry (every window an emit-final aggregation
+        closed passes through it once). Not for duplicates."""
         if self._retain_duplicates:
             raise ValueError(f"store {self.name}: put_binary cannot number retained duplicates")
-        self._put_binary(binary, value, window_start_ms)
+        return self._write
 
-    def _put_binary(self, binary: bytes, value: bytes | None, window_start_ms: int) -> None:
-        # _advance and _segment_for_write, their common case inlined: a cache flush writes
-        # every window an emit-final aggregation closed through here, one at a time
-        if window_start_ms > self.observed_stream_time:
-            self._advance(window_start_ms)
-        elif window_start_ms < self._min_live:
+    def _write(self, binary: bytes, value: bytes | None) -> None:
+        # _advance and _segment_for_write, their common case in line
+        start: int = time_from(binary, len(binary) - WINDOW_SUFFIX_LEN)[0]
+        if start > self.observed_stream_time:
+            self._advance(start)
+        elif start < self._min_live:
             self.expired_records_dropped += 1
             return
-        segment = self._segments.get(window_start_ms // self._interval)
+        segment = self._segments.get(start // self._interval)
         if segment is None:
-            segment = self._segment_for_write(window_start_ms)
+            segment = self._segment_for_write(start)
         segment.put(binary, value)
 
     # ------------------------------------------------------------------ reads

@@ -315,10 +315,13 @@ def _run(topology: Topology, cache_bytes: int, direct: bool, monkeypatch: pytest
         monkeypatch.setattr(timestamped_window_store, "direct_window_aggregate", lambda *args: None)
         monkeypatch.setattr(CachingWindowStore, "_flush_entries", CachingWindowStore._layered_flush)
     binary_puts = []
-    put_binary = WindowBytesStore.put_binary
-    monkeypatch.setattr(
-        WindowBytesStore, "put_binary", lambda store, *a: (binary_puts.append(1), put_binary(store, *a))
-    )
+    binary_writer = WindowBytesStore.binary_writer
+
+    def counting_writer(store: WindowBytesStore) -> Any:
+        write = binary_writer(store)
+        return lambda *a: (binary_puts.append(1), write(*a))
+
+    monkeypatch.setattr(WindowBytesStore, "binary_writer", counting_writer)
     builder = StreamsBuilder()
     topology(builder)
     config = {

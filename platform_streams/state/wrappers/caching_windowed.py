@@ -175,7 +175,7 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
         if type(inner) is not WindowBytesStore or self._send_old_values:
             self._layered_flush(entries)
             return
-        put = inner.put_binary
+        write = inner.binary_writer()
         sender = None if changelog is None else changelog.flush_sender()
         listener = self._listener
         size = inner.window_size_ms
@@ -195,13 +195,13 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
                 if value is None:
                     self._layered_flush([entry])
                     continue
-                start = window_start_of(binary)
-                put(binary, value, start)
+                write(binary, value)
                 if produce is not None:
                     log(binary, value)
                 elif sender is not None:
                     send(topic, binary, value, log_timestamp, headers, partition)
                 if listener is not None:
+                    start = window_start_of(binary)
                     key = binary[: len(binary) - WINDOW_SUFFIX_LEN]
                     listener(Windowed(key, TimeWindow(start, start + size)), value, None, timestamp)
 
