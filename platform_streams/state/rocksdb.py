@@ -1,4 +1,4 @@
-"""The RocksDB storage backend (rocksdict); the only module that imports rocksdict.
+"""The RocksDB storage backend (rocksdict); with rocksdb_columns.py, the only modules that import rocksdict.
 
 One RocksDB instance per store per task, at ``<task dir>/rocksdb/<store name>``; window and
 session segments are column families of that instance, so expiring a segment needs no
