@@ -67,7 +67,7 @@ from platform_streams.kafka.log_reader import (
     read_partition_batches,
     read_partition_range,
 )
-from platform_streams.kafka.positions import TimeLookup, log_end_offsets, offsets_for_time
+from platform_streams.kafka.positions import TimeLookup, empty_partitions, log_end_offsets, offsets_for_time
 
 __all__ = [
     "DEFAULT_LOCAL_BROKER",
@@ -101,6 +101,7 @@ __all__ = [
     "create_admin",
     "create_consumer",
     "create_producer",
+    "empty_partitions",
     "find_free_port",
     "group_membership",
     "high_watermark_from_fetch",

@@ -42,7 +42,7 @@ from platform_streams.kafka.errors import is_fatal, to_broker_error
 from platform_streams.kafka.fetch_wait import FetchWaitEscalation
 from platform_streams.kafka.log_reader import read_partition_range
 
-__all__ = ["TimeLookup", "log_end_offsets", "offsets_for_time"]
+__all__ = ["TimeLookup", "empty_partitions", "log_end_offsets", "offsets_for_time"]
 
 _log = logging.getLogger(__name__)
 
@@ -127,6 +127,21 @@ def log_end_offsets(
     finally:
         reader.close()
     return ends
+
+
+def empty_partitions(admin: KafkaAdmin, partitions: Iterable[TP], timeout_s: float = 10.0) -> set[TP]:
+    """The partitions that hold no record at all, from one ListOffsets(latest) request.
+
+    An answer of 0 means an empty log on both brokers: Apache Kafka's answer is the high
+    watermark, and Tansu's wrong one (the start of the last batch + 1) is at least 1 for
+    any log with a batch. Any other answer says nothing exact on Tansu, so only 0 is used.
+    The request is read_uncommitted: records of an open transaction count as records.
+    """
+    wanted = list(dict.fromkeys(partitions))
+    if not wanted:
+        return set()
+    ends = admin.list_offsets(wanted, "latest", timeout_s)
+    return {tp for tp in wanted if ends.get(tp, (-1, -1))[0] == 0}
 
 
 @dataclass(frozen=True)

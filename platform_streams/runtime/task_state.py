@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import BrokerError, StreamsTimeoutError
+from platform_streams.errors import BrokerError, StreamsError, StreamsTimeoutError
+from platform_streams.kafka import KafkaAdmin, empty_partitions
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter
 from platform_streams.runtime.restore_ranges import RestoreRanges
+from platform_streams.state.manager import FROM_BEGINNING
 from platform_streams.state.restore import ChangelogReader, StateRestoreListener
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from platform_streams.state.snapshot_restore import SnapshotRestore, SnapshotRestorer
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 
 #: a read_committed restore without progress for this long is blocked by an open transaction
 _STALL_S = 10.0
+#: how long the lookup of empty changelogs may take before each partition is read instead
+_EMPTY_LOOKUP_S = 10.0
 
 #: changelog records a task's commits may add before its stores are flushed and checkpointed
 #: (Kafka Streams' ``StateManagerUtil.OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT``)
@@ -111,12 +115,28 @@ class TaskStateLifecycle:
                 continue
             todo.append(task)
             plan.extend((p.topic, p.partition, p.start_offset) for p in parts)
-        read_ahead = RestoreReadAhead(plan)
+        empty = self._empty_changelogs(plan)
+        read_ahead = RestoreReadAhead([part for part in plan if part[:2] not in empty])
         try:
             for task in todo:
-                self._restore_and_log(task, committed, read_ahead, trusted.get(task.task_id, {}))
+                self._restore_and_log(task, committed, read_ahead, trusted.get(task.task_id, {}), empty)
         finally:
             read_ahead.close()
+
+    def _empty_changelogs(self, plan: Iterable[tuple[str, int, int]]) -> set[tuple[str, int]]:
+        """The plan's partitions restored from the beginning whose changelog holds no record:
+        one ListOffsets request instead of a reader each (a fresh application's every
+        changelog; ~40 ms a partition of its start, bench/RESULTS.md issue 17). A broker
+        that does not answer costs nothing but the try: every partition is read as before."""
+        fresh = [(topic, partition) for topic, partition, start in plan if start == FROM_BEGINNING]
+        if not fresh:
+            return set()
+        try:
+            with KafkaAdmin(self.config.admin_configs()) as admin:
+                return empty_partitions(admin, fresh, _EMPTY_LOOKUP_S)
+        except StreamsError as exc:
+            log.info("end offsets of %d changelog partitions not listed (%s): reading each", len(fresh), exc)
+            return set()
 
     def _restore_and_log(
         self,
@@ -124,11 +144,12 @@ class TaskStateLifecycle:
         committed: Mapping[tuple[str, int], int | None],
         read_ahead: RestoreReadAhead,
         trusted: Mapping[tuple[str, int], tuple[int, int]],
+        empty: Collection[tuple[str, int]] = (),
     ) -> None:
         started = time.monotonic()
         record_filter = CommittedInputFilter(task.partitions, committed)
         record_filter.trust(trusted)
-        self._restore_task(task, record_filter, read_ahead)
+        self._restore_task(task, record_filter, read_ahead, empty)
         counts = {name: task.state_manager.restored_count(name) for name in task.state_manager.store_names}
         counts = {name: n for name, n in counts.items() if n}
         self.last_restore[task.task_id] = counts
@@ -148,7 +169,11 @@ class TaskStateLifecycle:
         )
 
     def _restore_task(
-        self, task: StreamTask, record_filter: CommittedInputFilter, read_ahead: RestoreReadAhead
+        self,
+        task: StreamTask,
+        record_filter: CommittedInputFilter,
+        read_ahead: RestoreReadAhead,
+        empty: Collection[tuple[str, int]],
     ) -> None:
         conf = self.config.restore_consumer_configs()
         deadline = time.monotonic() + self.config.task_timeout_ms / 1000.0
@@ -160,6 +185,7 @@ class TaskStateLifecycle:
                 record_filter=record_filter,
                 timeout_s=stall_s,
                 read_ahead=read_ahead,
+                known_empty=empty,
             )
             try:
                 reader.restore(task.state_manager)  # resumes after whatever an earlier attempt applied

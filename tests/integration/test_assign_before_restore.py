@@ -13,6 +13,7 @@ processor/internals/StreamThread.java, ``TaskManager.handleAssignment``).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import pytest
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin
 from platform_streams.runtime.task_state import TaskStateLifecycle
 from platform_streams.runtime.worker_rebalance import TaskRebalancing
+from platform_streams.state import restore_read_ahead
 from tests.integration.support_apps import app_config, count_app, new_app_id, running_app, wait_until
 from tests.support.kafka import new_topic, produce
 
@@ -95,3 +97,35 @@ def test_input_is_assigned_before_the_restore_at_committed_or_reset_offsets(
     run(0)  # the second run finds everything committed and processes nothing
     again = _assigned_then_restored(events, source)
     assert sum(offset for _, _, offset in again) == RECORDS  # each partition at its log end
+
+
+def test_a_fresh_application_opens_no_reader_for_its_empty_changelogs(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh application's changelogs are empty: one ListOffsets request finds that, and
+    no partition reader is opened for them (Kafka Streams' end offset 0, ``hasRestoredToEnd``
+    in StoreChangelogReader.java). Once the changelog holds the counts, a start without local
+    state reads it again, from the beginning, and restores them."""
+    readers: list[tuple[str, int, int]] = []
+
+    class CountedReader(restore_read_ahead.PartitionReader):  # type: ignore[misc, name-defined]
+        def __init__(self, conf: Any, topic: str, partition: int, start: int, **kwargs: Any) -> None:
+            readers.append((topic, partition, start))
+            super().__init__(conf, topic, partition, start, **kwargs)
+
+    monkeypatch.setattr(restore_read_ahead, "PartitionReader", CountedReader)
+    source, sink = new_topic(admin, PARTITIONS, "abr-in"), new_topic(admin, PARTITIONS, "abr-out")
+    produce(bootstrap_servers, source, [(f"k{i % 5}", f"v{i}") for i in range(RECORDS)])
+    app_id = new_app_id("abr")
+
+    def run(records: int) -> int:
+        config = app_config(bootstrap_servers, tmp_path / "state", app_id)
+        with running_app(count_app(source, sink).build(), config) as streams:
+            wait_until(lambda: sum(w.processed_total for w in streams.workers) >= records, 60, "processing")
+            return sum(w.state_lifecycle.total_restored for w in streams.workers)
+
+    assert run(RECORDS) == 0
+    assert readers == []
+    shutil.rmtree(tmp_path / "state")  # no checkpoint: the next start restores from the beginning
+    assert run(0) >= 5  # the five keys' counts, at least once each
+    assert sorted(p for _, p, _ in readers) == list(range(PARTITIONS))

@@ -35,6 +35,7 @@ from platform_streams.kafka import (
     TopicSpec,
     create_consumer,
     create_producer,
+    empty_partitions,
     fetch_wait,
     find_free_port,
     high_watermark_from_fetch,
@@ -440,6 +441,20 @@ def test_log_reader_escalates_its_fetch_wait_and_reads_on(
     assert any("fetch.wait.max.ms=10" in r.getMessage() for r in caplog.records)
     conf = {"bootstrap.servers": bootstrap_servers}
     assert log_end_offsets(conf, [(log_topic, 0), (log_topic, 1)]) == {(log_topic, 0): 35, (log_topic, 1): 0}
+
+
+@pytest.mark.broker
+def test_empty_partitions_from_list_offsets(
+    bootstrap_servers: str, admin: KafkaAdmin, log_topic: str
+) -> None:
+    """``empty_partitions``: only a log without any record is empty, on both brokers. Partition
+    0 holds three batches, where Tansu's ListOffsets(latest) answers wrongly (not 30) but not
+    0; a partition with one record is not empty either; partitions of two topics in one call."""
+    other = new_topic(admin, 2)
+    produce(bootstrap_servers, other, [(b"k", b"v", 1)])
+    asked = [(log_topic, 0), (log_topic, 1), (other, 0), (other, 1)]
+    assert empty_partitions(admin, asked) == {(log_topic, 1), (other, 0)}
+    assert empty_partitions(admin, []) == set()
 
 
 @pytest.mark.broker

@@ -21,6 +21,7 @@ from platform_streams.state import (
     Stores,
     changelog_topic_name,
 )
+from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from tests.support.kafka import produce
 
 from .conftest import FakeContext
@@ -176,4 +177,60 @@ def test_empty_changelog(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Pa
     assert ChangelogReader(_conf(bootstrap_servers)).restore(manager) == {"kv": 0}
     assert list(store.all()) == []
     assert manager.changelog_offsets() == {}
+    manager.close()
+
+
+class _CountingReadAhead(RestoreReadAhead):
+    """A read-ahead that counts the readers it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.taken: list[tuple[str, int, int]] = []
+
+    def take(self, conf: Any, topic: str, partition: int, start_offset: int, *, timeout_s: float) -> Any:
+        self.taken.append((topic, partition, start_offset))
+        return super().take(conf, topic, partition, start_offset, timeout_s=timeout_s)
+
+
+def test_known_empty_changelog_opens_no_reader(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """A partition the runtime found empty (``known_empty``) restored from the beginning opens
+    no reader, and the listener hears start and end as Kafka Streams' StoreChangelogReader
+    tells it of a changelog with end offset 0 (``hasRestoredToEnd``)."""
+    app, topic = _app(admin)
+    manager, store = _open(tmp_path / f"0_{PARTITION}", app)
+    listener, ahead = Recorder(), _CountingReadAhead()
+    reader = ChangelogReader(
+        _conf(bootstrap_servers), listener=listener, read_ahead=ahead, known_empty={(topic, PARTITION)}
+    )
+    assert reader.restore(manager) == {"kv": 0}
+    assert ahead.taken == []
+    assert listener.events == [("start", "kv", (topic, PARTITION), FROM_BEGINNING), ("end", "kv", 0)]
+    assert list(store.all()) == []
+    assert manager.changelog_offsets() == {}
+    manager.close()
+
+
+def test_known_empty_changelog_with_a_stale_checkpoint_still_wipes(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """``known_empty`` skips only a restore from the beginning: a checkpoint into an empty
+    changelog (the log was recreated) is read, found beyond the end, and the store wiped."""
+    app, topic = _app(admin)
+    task_dir = tmp_path / f"0_{PARTITION}"
+    manager, store = _open(task_dir, app)
+    store.put("stale", "local only")
+    manager.flush()
+    manager.checkpoint({(topic, PARTITION): 1000})
+    manager.close()
+
+    manager, store = _open(task_dir, app)
+    ahead = _CountingReadAhead()
+    reader = ChangelogReader(
+        _conf(bootstrap_servers), timeout_s=20, read_ahead=ahead, known_empty={(topic, PARTITION)}
+    )
+    assert reader.restore(manager) == {"kv": 0}
+    assert ahead.taken == [(topic, PARTITION, 1001)]
+    assert list(store.all()) == []
     manager.close()
