@@ -259,14 +259,14 @@ class NamedCache:
                     evicted += 1
             return evicted
         # ``_remove`` of each, the sizes summed once (every window of an emit-final burst)
-        pop = entries.pop
+        pop: Callable[[bytes, None], CacheEntry | None] = entries.pop
         freed = evicted = 0
         for key in keys:
-            entry = pop(key, None)
-            if entry is not None:
-                value = entry[0]
+            removed = pop(key, None)
+            if removed is not None:
+                value = removed[0]
                 freed += len(key) + ENTRY_OVERHEAD_BYTES + (len(value) if value is not None else 0)
-                if entry[2] is not None:
+                if removed[2] is not None:
                     freed += DECODED_OVERHEAD_BYTES
                 evicted += 1
         self.size_bytes -= freed
