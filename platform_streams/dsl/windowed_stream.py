@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from platform_streams.dsl.emit_strategy import EmitStrategy
+from platform_streams.dsl.internals.aggregate_processors import count_adder, count_initializer
 from platform_streams.dsl.internals.sliding_window_processor import SlidingWindowAggregateProcessor
 from platform_streams.dsl.internals.table_processors import StoreTableOp
 from platform_streams.dsl.internals.window_processors import (
@@ -257,7 +258,8 @@ class TimeWindowedKStream(_WindowedKStream):
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per key and window (null keys/values are skipped); values are ``Long``."""
         named, materialized = by_type("count", named, materialized)
-        return self.aggregate(_zero, _count, named, _with_default_value(materialized, Long()))
+        counted = _with_default_value(materialized, Long())
+        return self.aggregate(count_initializer, count_adder, named, counted)
 
     def reduce(
         self, reducer: Reducer, named: Named | str | None = None, materialized: Materialized | None = None
@@ -352,7 +354,8 @@ class SessionWindowedKStream(_WindowedKStream):
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per session (values are ``Long``); merging sessions add their counts."""
         named, materialized = by_type("count", named, materialized)
-        return self.aggregate(_zero, _count, _sum_merger, named, _with_default_value(materialized, Long()))
+        counted = _with_default_value(materialized, Long())
+        return self.aggregate(count_initializer, count_adder, _sum_merger, named, counted)
 
     def reduce(
         self, reducer: Reducer, named: Named | str | None = None, materialized: Materialized | None = None
@@ -440,14 +443,6 @@ def _reducing(reducer: Reducer) -> Callable[[Any, Any, Any], Any]:
         return value if agg is None else reducer(agg, value)
 
     return aggregate
-
-
-def _zero() -> int:
-    return 0
-
-
-def _count(key: Any, value: Any, agg: int) -> int:
-    return agg + 1
 
 
 def _sum_merger(key: Any, agg1: int, agg2: int) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from platform_streams.processor.api import Processor
 from platform_streams.processor.record import Headers, Record
@@ -22,6 +22,33 @@ if TYPE_CHECKING:
 
 #: The call signature of every edge in a running graph: (key, value, timestamp, headers).
 Forward = Callable[[Any, Any, int, Headers], None]
+
+#: the attribute under which a function names its result as one expression (see
+#: :func:`with_expression`)
+_EXPRESSION = "_fused_expression"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_expression(function: F, expression: str) -> F:
+    """Mark ``function`` as equal to ``expression``, a ``str.format`` text over its parameter
+    names (``count_adder``: ``"{aggregate} + 1"``), for fused code to write in line.
+
+    Only for the library's own functions, pure and exact: a fragment then spares a
+    Python call a record (a count's aggregator, ~2 % of its CPU a record).
+    """
+    setattr(function, _EXPRESSION, expression)
+    return function
+
+
+def call_text(function: Any, name: str, **arguments: str) -> str:
+    """Fused code's text for calling ``function`` (bound as ``name``) with ``arguments``
+    (parameter name -> the text of its value, in the call's order): the expression of
+    :func:`with_expression` where it has one, else the call."""
+    expression = getattr(function, _EXPRESSION, None)
+    if expression is None:
+        return f"{name}({', '.join(arguments.values())})"
+    return f"({expression.format(**arguments)})"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from platform_streams.dsl.internals.skipped_records import skip_record
 from platform_streams.dsl.internals.table_processors import StoreTableOp, TableProcessor
 from platform_streams.errors import StreamsError
 from platform_streams.processor.context import NodeContext
-from platform_streams.processor.node import NodeProcessor
+from platform_streams.processor.node import NodeProcessor, with_expression
 from platform_streams.processor.record import Headers
 from platform_streams.serde import Serde
 from platform_streams.state.timestamped_builders import resolve_serde
@@ -52,6 +52,10 @@ def count_initializer() -> int:
 
 def count_adder(key: Any, value: Any, aggregate: int) -> int:
     return aggregate + 1
+
+
+# fused aggregation code adds in line instead of calling (processor/node.py: with_expression)
+with_expression(count_adder, "{aggregate} + 1")
 
 
 def count_subtractor(key: Any, value: Any, aggregate: int) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
-from platform_streams.processor.node import FusedFragment
+from platform_streams.processor.node import FusedFragment, call_text
 from platform_streams.serde.primitive import Bytes
 from platform_streams.state.wrappers.aggregate_fragment import CACHE_PROLOGUE, PACKED, cache_write
 
@@ -105,4 +105,6 @@ def window_fragment(processor: TimeWindowAggregateProcessor) -> FusedFragment | 
         "grace": windows.grace_ms,
     }
     write = textwrap.indent(PACKED + _OBSERVED, "    " * 5) + cache_write("b{n}", "None", 5)
-    return FusedFragment(_TEMPLATE.replace("{write}", write), bound, CACHE_PROLOGUE)
+    aggregate = call_text(bound["aggregator"], "{aggregator}", key="{k}", value="{v}", aggregate="a{n}")
+    template = _TEMPLATE.replace("{write}", write).replace("{aggregator}({k}, {v}, a{n})", aggregate)
+    return FusedFragment(template, bound, CACHE_PROLOGUE)

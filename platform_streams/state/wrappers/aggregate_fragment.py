@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from platform_streams.processor.context import TaskContext
-from platform_streams.processor.node import FusedFragment
+from platform_streams.processor.node import FusedFragment, call_text
 from platform_streams.state.cache import ENTRY_OVERHEAD_BYTES
 from platform_streams.state.timestamped import PACK_ERRORS
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
@@ -195,6 +195,8 @@ def aggregate_fragment(
     insert = textwrap.indent(_INSERT, "    " * 2)
     replace = cache_write("{k}", "(a{n}, t{n})", 2)
     template = _TEMPLATE.replace("{encode}", encode).replace("{replace}", replace).replace("{insert}", insert)
+    aggregate = call_text(aggregator, "{aggregator}", key="{k}", value="{v}", aggregate="a{n}")
+    template = template.replace("{aggregator}({k}, {v}, a{n})", aggregate)
     template = template.replace("{overhead}", str(ENTRY_OVERHEAD_BYTES))
     # the store read of a miss: RocksDBBytesMap.get in line (its pending overlay, where a
     # delete pending is None, then its column family: both live as long as the map, read
