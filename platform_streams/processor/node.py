@@ -41,11 +41,17 @@ def with_expression(function: F, expression: str) -> F:
     return function
 
 
+def expression_of(function: Any) -> str | None:
+    """The expression :func:`with_expression` gave ``function`` (None: none, or no function)."""
+    expression: str | None = getattr(function, _EXPRESSION, None)
+    return expression
+
+
 def call_text(function: Any, name: str, **arguments: str) -> str:
     """Fused code's text for calling ``function`` (bound as ``name``) with ``arguments``
     (parameter name -> the text of its value, in the call's order): the expression of
     :func:`with_expression` where it has one, else the call."""
-    expression = getattr(function, _EXPRESSION, None)
+    expression = expression_of(function)
     if expression is None:
         return f"{name}({', '.join(arguments.values())})"
     return f"({expression.format(**arguments)})"

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from platform_streams import StreamsBuilder
 from platform_streams.dsl import Consumed, Materialized, Produced, TimeWindows
-from platform_streams.dsl.internals.aggregate_processors import count_adder
+from platform_streams.dsl.internals.aggregate_processors import count_adder, count_initializer
 from platform_streams.processor.node import call_text, with_expression
 from platform_streams.serde import Bytes, Long
 from platform_streams.testing import TopologyTestDriver
@@ -32,6 +32,7 @@ def test_call_text_writes_the_expression_or_the_call() -> None:
     assert call_text(plain, "f", key="k", value="v", aggregate="a1") == "f(k, v, a1)"
     assert call_text(doubled, "f", key="k", value="v", aggregate="a1") == "(a1 * 2)"
     assert call_text(count_adder, "f", key="k", value="v", aggregate="a1") == "(a1 + 1)"
+    assert call_text(count_initializer, "f") == "(0)"
 
 
 def _fused_text(driver: TopologyTestDriver) -> str:
@@ -46,7 +47,9 @@ def test_a_count_adds_in_line_and_counts() -> None:
     ).to_stream().to("out", Produced(key_serde=B, value_serde=Long()))
     with TopologyTestDriver(builder.build(), {"application_id": "fx", "bootstrap_servers": "x:1"}) as driver:
         text = _fused_text(driver)
-        assert "+ 1)" in text and not re.search(r"_aggregator\w*\(", text)
+        # a cached key's count, and a new key's first count (initializer 0, then the adder)
+        assert "+ 1)" in text and "((0) + 1)" in text
+        assert not re.search(r"_(aggregator|first)\w*\(", text)
         source = driver.create_input_topic("in", B, B)
         for key in [b"a", b"b", b"a", b"a"]:
             source.pipe_input(key, b"v")

@@ -25,7 +25,7 @@ from platform_streams.dsl.internals.skipped_records import skip_record
 from platform_streams.dsl.internals.table_processors import StoreTableOp, TableProcessor
 from platform_streams.errors import StreamsError
 from platform_streams.processor.context import NodeContext
-from platform_streams.processor.node import NodeProcessor, with_expression
+from platform_streams.processor.node import NodeProcessor, expression_of, with_expression
 from platform_streams.processor.record import Headers
 from platform_streams.serde import Serde
 from platform_streams.state.timestamped_builders import resolve_serde
@@ -54,7 +54,8 @@ def count_adder(key: Any, value: Any, aggregate: int) -> int:
     return aggregate + 1
 
 
-# fused aggregation code adds in line instead of calling (processor/node.py: with_expression)
+# fused aggregation code counts in line instead of calling (processor/node.py: with_expression)
+with_expression(count_initializer, "0")
 with_expression(count_adder, "{aggregate} + 1")
 
 
@@ -84,12 +85,13 @@ class StreamAggregateProcessor(_AggregateProcessor):
     def init(self, context: NodeContext) -> None:
         super().init(context)
         #: read-compute-write in one call on the store's record cache (None: no cache)
-        self._step = self.store.aggregate_step(self._first, self.aggregator) if self._caching else None  # type: ignore[union-attr]
+        first = self._fused_first()
+        self._step = self.store.aggregate_step(first, self.aggregator) if self._caching else None  # type: ignore[union-attr]
         #: the fused source calls the step itself (``process`` below adds only the None checks),
         #: or runs its work in line for a key cached decoded
         self.fused_step = self._step
         self.fused_fragment = (
-            self.store.aggregate_fragment(self._first, self.aggregator) if self._step else None  # type: ignore[union-attr]
+            self.store.aggregate_fragment(first, self.aggregator) if self._step else None  # type: ignore[union-attr]
         )
 
     def process(self, key: Any, value: Any, timestamp: int, headers: Headers) -> None:
@@ -117,6 +119,19 @@ class StreamAggregateProcessor(_AggregateProcessor):
         """The aggregate of a key's first value."""
         assert self.initializer is not None
         return self.aggregator(key, value, self.initializer())
+
+    def _fused_first(self) -> Callable[[Any, Any], Any]:
+        """:meth:`_first` for the step and the fused fragment: with an expression where the
+        initializer and the aggregator both have one (a count's first aggregate is ``1``)."""
+        initializer, aggregator = self.initializer, self.aggregator
+        initial, add = expression_of(initializer), expression_of(aggregator)
+        if initializer is None or initial is None or add is None:
+            return self._first
+
+        def first(key: Any, value: Any) -> Any:
+            return aggregator(key, value, initializer())
+
+        return with_expression(first, add.format(key="{key}", value="{value}", aggregate=f"({initial})"))
 
 
 class StreamReduceProcessor(StreamAggregateProcessor):

@@ -197,6 +197,7 @@ def aggregate_fragment(
     template = _TEMPLATE.replace("{encode}", encode).replace("{replace}", replace).replace("{insert}", insert)
     aggregate = call_text(aggregator, "{aggregator}", key="{k}", value="{v}", aggregate="a{n}")
     template = template.replace("{aggregator}({k}, {v}, a{n})", aggregate)
+    template = template.replace("{first}({k}, {v})", call_text(first, "{first}", key="{k}", value="{v}"))
     template = template.replace("{overhead}", str(ENTRY_OVERHEAD_BYTES))
     # the store read of a miss: RocksDBBytesMap.get in line (its pending overlay, where a
     # delete pending is None, then its column family: both live as long as the map, read
