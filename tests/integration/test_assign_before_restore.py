@@ -14,7 +14,7 @@ processor/internals/StreamThread.java, ``TaskManager.handleAssignment``).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,18 +77,29 @@ def _assigned_then_restored(events: list[Any], source: str) -> list[tuple[str, i
     return positions
 
 
-def test_input_is_assigned_before_the_restore_at_committed_or_reset_offsets(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, events: list[Any]
-) -> None:
+def _count_runs(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> tuple[str, Callable[[int], int]]:
+    """A source topic with RECORDS records over five keys, and a ``run(records)`` that runs
+    one client of a count application (always the same id and state directory) until it has
+    processed ``records``, then closes it; returns the records its restore replayed."""
     source, sink = new_topic(admin, PARTITIONS, "abr-in"), new_topic(admin, PARTITIONS, "abr-out")
     produce(bootstrap_servers, source, [(f"k{i % 5}", f"v{i}") for i in range(RECORDS)])
     app_id = new_app_id("abr")
 
-    def run(records: int) -> None:
+    def run(records: int) -> int:
         config = app_config(bootstrap_servers, tmp_path / "state", app_id)
         with running_app(count_app(source, sink).build(), config) as streams:
             wait_until(lambda: sum(w.processed_total for w in streams.workers) >= records, 60, "processing")
+            return sum(w.state_lifecycle.total_restored for w in streams.workers)
 
+    return source, run
+
+
+def test_input_is_assigned_before_the_restore_at_committed_or_reset_offsets(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, events: list[Any]
+) -> None:
+    source, run = _count_runs(bootstrap_servers, admin, tmp_path)
     run(RECORDS)  # a fresh application: nothing committed
     first = _assigned_then_restored(events, source)
     assert [offset for _, _, offset in first] == [OFFSET_BEGINNING] * PARTITIONS
@@ -114,16 +125,7 @@ def test_a_fresh_application_opens_no_reader_for_its_empty_changelogs(
             super().__init__(conf, topic, partition, start, **kwargs)
 
     monkeypatch.setattr(restore_read_ahead, "PartitionReader", CountedReader)
-    source, sink = new_topic(admin, PARTITIONS, "abr-in"), new_topic(admin, PARTITIONS, "abr-out")
-    produce(bootstrap_servers, source, [(f"k{i % 5}", f"v{i}") for i in range(RECORDS)])
-    app_id = new_app_id("abr")
-
-    def run(records: int) -> int:
-        config = app_config(bootstrap_servers, tmp_path / "state", app_id)
-        with running_app(count_app(source, sink).build(), config) as streams:
-            wait_until(lambda: sum(w.processed_total for w in streams.workers) >= records, 60, "processing")
-            return sum(w.state_lifecycle.total_restored for w in streams.workers)
-
+    _, run = _count_runs(bootstrap_servers, admin, tmp_path)
     assert run(RECORDS) == 0
     assert readers == []
     shutil.rmtree(tmp_path / "state")  # no checkpoint: the next start restores from the beginning
