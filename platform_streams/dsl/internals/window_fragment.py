@@ -62,7 +62,7 @@ else:
                 t{n}, a{n} = {unpack}(e{n}[0])
                 if {ts} > t{n}:
                     t{n} = {ts}
-                a{n} = {aggregator}({k}, {v}, a{n})
+                a{n} = {aggregate_call}
                 if a{n} is None:
                     {layered_put}({k}, None, t{n}, s{n})
                 else:
@@ -106,5 +106,5 @@ def window_fragment(processor: TimeWindowAggregateProcessor) -> FusedFragment | 
     }
     write = textwrap.indent(PACKED + _OBSERVED, "    " * 5) + cache_write("b{n}", "None", 5)
     aggregate = call_text(bound["aggregator"], "{aggregator}", key="{k}", value="{v}", aggregate="a{n}")
-    template = _TEMPLATE.replace("{write}", write).replace("{aggregator}({k}, {v}, a{n})", aggregate)
+    template = _TEMPLATE.replace("{write}", write).replace("{aggregate_call}", aggregate)
     return FusedFragment(template, bound, CACHE_PROLOGUE)

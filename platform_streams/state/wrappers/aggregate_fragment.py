@@ -112,12 +112,12 @@ if e{n} is not None and e{n}[2] is not None:
     a{n}, t{n} = e{n}[2]
     if t{n} <= {ts}:  # the step's rule: the record's timestamp unless the stored one is later
         t{n} = {ts}
-    a{n} = {aggregator}({k}, {v}, a{n})
+    a{n} = {aggregate_call}
     if {type}(a{n}) not in {exact}:
         {finish}({k}, a{n}, t{n})
     else:
 {encode}{replace}elif e{n} is {new}:
-    a{n} = {first}({k}, {v})
+    a{n} = {first_call}
     if {type}(a{n}) not in {exact}:
         {finish}({k}, a{n}, {ts})
     else:
@@ -195,9 +195,10 @@ def aggregate_fragment(
     insert = textwrap.indent(_INSERT, "    " * 2)
     replace = cache_write("{k}", "(a{n}, t{n})", 2)
     template = _TEMPLATE.replace("{encode}", encode).replace("{replace}", replace).replace("{insert}", insert)
+    # the aggregator's and first's calls, or their expressions (processor/node.py: call_text)
     aggregate = call_text(aggregator, "{aggregator}", key="{k}", value="{v}", aggregate="a{n}")
-    template = template.replace("{aggregator}({k}, {v}, a{n})", aggregate)
-    template = template.replace("{first}({k}, {v})", call_text(first, "{first}", key="{k}", value="{v}"))
+    template = template.replace("{aggregate_call}", aggregate)
+    template = template.replace("{first_call}", call_text(first, "{first}", key="{k}", value="{v}"))
     template = template.replace("{overhead}", str(ENTRY_OVERHEAD_BYTES))
     # the store read of a miss: RocksDBBytesMap.get in line (its pending overlay, where a
     # delete pending is None, then its column family: both live as long as the map, read
