@@ -144,7 +144,7 @@ class TaskStateLifecycle:
         committed: Mapping[tuple[str, int], int | None],
         read_ahead: RestoreReadAhead,
         trusted: Mapping[tuple[str, int], tuple[int, int]],
-        empty: Collection[tuple[str, int]] = (),
+        empty: Collection[tuple[str, int]],
     ) -> None:
         started = time.monotonic()
         record_filter = CommittedInputFilter(task.partitions, committed)
