@@ -1,5 +1,5 @@
 # The two commands a newcomer needs:
-#   make demo   - set up and run the main job on the embedded defaults
+#   make demo   - set up and run the main job end to end (Apache Kafka where Java is)
 #   make test   - set up and run the whole test suite (what CI runs)
 PY ?= python3.11
 VENV ?= .venv
@@ -18,8 +18,12 @@ $(BIN)/.installed: pyproject.toml
 
 setup: $(BIN)/.installed
 
+# The local broker of `make demo` and `make soak`: auto (Apache Kafka where Java and Maven
+# are, else the embedded Tansu), kafka or tansu: `make demo BROKER=tansu`.
+BROKER ?= auto
+
 demo: setup
-	$(BIN)/python -m examples.demo
+	$(BIN)/python -m examples.demo --broker $(BROKER)
 
 # The suite runs as two pytest processes side by side (tools/test_sides.sh): the tests on
 # Apache Kafka, which mostly wait, beside all the rest on the embedded Tansu. pytest's 5
@@ -57,10 +61,11 @@ oracle-soak: setup oracle
 # The soak run (soak/, docs/soak/): a steady input, two applications as worker processes,
 # a seeded fault schedule for SOAK_MINUTES, then a check of the whole history. Exit 0 only
 # when nothing was lost, wrong, duplicated or stuck; the report lands in soak-runs/<run>/.
-# SOAK_SEED replays a schedule; PLATFORM_STREAMS_BOOTSTRAP runs it on another broker.
+# SOAK_SEED replays a schedule; BROKER picks the local broker (as for the demo);
+# PLATFORM_STREAMS_BOOTSTRAP runs it on another broker.
 SOAK_MINUTES ?= 60
 soak: setup
-	SOAK_MINUTES=$(SOAK_MINUTES) PYTHONPATH=$(CURDIR) $(BIN)/python -m soak
+	SOAK_MINUTES=$(SOAK_MINUTES) SOAK_BROKER=$(BROKER) PYTHONPATH=$(CURDIR) $(BIN)/python -m soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache

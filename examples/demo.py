@@ -1,7 +1,8 @@
 """``make demo``: the platform end to end on embedded defaults, finishing by itself.
 
-1. starts a local broker -- the embedded Tansu (in memory, default) or, with
-   ``--broker kafka``, Apache Kafka from Maven Central's jars -- and creates the topics;
+1. starts a local broker -- Apache Kafka (its jars from Maven Central) where Java and
+   Maven are, else the embedded Tansu (in memory); ``--broker tansu|kafka`` chooses -- and
+   creates the topics;
 2. starts Dagster -- ``dagster-webserver`` and ``dagster-daemon`` -- on the code location
    ``dagster_defs`` (``dagster dev -m dagster_defs`` does the same);
 3. materializes the example app asset ``orders_app`` through Dagster's GraphQL API: the run
@@ -14,9 +15,10 @@
    snapshots (SST + Parquet) that restarted workers restore from; checks that the
    snapshots hold one key per customer;
 7. shuts everything down (Dagster first, so its health sensor does not restart the workers)
-   and exits 0 if every step worked. ``--keep-running`` leaves it all up until Ctrl-C.
+   and exits 0 if every step worked. ``--keep-running`` leaves it all up until Ctrl-C or
+   SIGTERM; either, at any step, stops everything the demo started.
 
-    python -m examples.demo [--orders N] [--keep-running] [--state-dir DIR] [--broker tansu|kafka]
+    python -m examples.demo [--orders N] [--keep-running] [--state-dir DIR] [--broker auto|tansu|kafka]
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from platform_streams.kafka import (
     create_producer,
     find_free_port,
 )
+from platform_streams.kafka.apache_jars import apache_kafka_missing
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
 
 APP = "orders_app"  # the asset (dagster_defs/apps/orders.yaml)
@@ -190,7 +193,8 @@ def _wait(condition: Any, what: str, timeout_s: float, procs: Iterable[subproces
 def _graphql(base: str, query: str, variables: dict[str, Any]) -> dict[str, Any]:
     body = json.dumps({"query": query, "variables": variables}).encode()
     request = urllib.request.Request(f"{base}/graphql", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as answer:
+    # launching a run answers once the run's process is spawned: over 30 s on a loaded machine
+    with urllib.request.urlopen(request, timeout=120) as answer:
         document = json.loads(answer.read())
     if "errors" in document:
         raise DemoError(f"GraphQL error: {document['errors']}")
@@ -319,6 +323,21 @@ def query_count(endpoints: list[str], customer: str) -> tuple[str, Any]:
     raise DemoError(f"no worker answered the query: {last}")
 
 
+def choose_broker(kind: str) -> tuple[str, str]:
+    """``auto`` -> Apache Kafka where it can run (Java, and Maven or its jars already
+    resolved), else Tansu; returns the kind and why it was chosen.
+
+    Apache Kafka by default because the demo needs Java anyway (its Spark step) and because a
+    newcomer's first broker should be the one whose semantics the code is written for, not
+    the embedded one's differences (README, "Where Tansu differs, and what we do")."""
+    if kind != "auto":
+        return kind, f"--broker {kind}"
+    missing = apache_kafka_missing()
+    if missing is None:
+        return "kafka", "the default where Java and Maven are"
+    return "tansu", f"Apache Kafka cannot run here ({missing.split(';')[0]}); the embedded broker instead"
+
+
 def local_broker(kind: str) -> tuple[EmbeddedBroker | ApacheKafkaBroker, str]:
     """The demo's broker and how to call it: Tansu (ready at once) or Apache Kafka."""
     if kind == "kafka":
@@ -326,7 +345,7 @@ def local_broker(kind: str) -> tuple[EmbeddedBroker | ApacheKafkaBroker, str]:
     return EmbeddedBroker(kill_with_parent=True), "embedded Kafka broker (Tansu, in memory)"
 
 
-def run_demo(order_count: int, state_dir: Path, keep_running: bool, broker_kind: str = "tansu") -> int:
+def run_demo(order_count: int, state_dir: Path, keep_running: bool, broker_kind: str = "auto") -> int:
     started = time.monotonic()
     state_dir.mkdir(parents=True, exist_ok=True)
     launcher = LocalProcessLauncher(state_dir / "deployments")
@@ -339,7 +358,9 @@ def run_demo(order_count: int, state_dir: Path, keep_running: bool, broker_kind:
     }
     per_customer = Counter(str(order["customer"]) for _key, order in orders)
 
-    chosen, description = local_broker(broker_kind)
+    kind, why = choose_broker(broker_kind)
+    chosen, description = local_broker(kind)
+    say(f"starting the {description}: {why}")
     with chosen as broker:
         bootstrap = broker.bootstrap_servers
         say(f"{description} ready at {bootstrap}")
@@ -384,7 +405,7 @@ def run_demo(order_count: int, state_dir: Path, keep_running: bool, broker_kind:
                     and live_keys == len(per_customer)
                 )
                 if keep_running:
-                    say("--keep-running: everything stays up; press Ctrl-C to stop")
+                    say("--keep-running: everything stays up; press Ctrl-C (or send SIGTERM) to stop")
                     with contextlib.suppress(KeyboardInterrupt):
                         while all(p.poll() is None for p in procs):
                             time.sleep(1)
@@ -438,19 +459,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-running", action="store_true", help="leave everything up until Ctrl-C")
     parser.add_argument(
         "--broker",
-        choices=("tansu", "kafka"),
-        default="tansu",
-        help="tansu: embedded, in memory, ready at once (default); kafka: Apache Kafka (Java 17 + Maven)",
+        choices=("auto", "tansu", "kafka"),
+        default="auto",
+        help="auto (default): Apache Kafka where Java and Maven are, else tansu; "
+        "kafka: Apache Kafka (Java 17 + Maven); tansu: embedded, in memory, ready at once",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
         return run_demo(args.orders, args.state_dir.resolve(), args.keep_running, args.broker)
     except (StreamsError, DemoError) as exc:
         say(f"FAILED: {type(exc).__name__}: {exc}")
         return 1
+    except KeyboardInterrupt as exc:
+        said = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+        say(f"stopped by {said} before the end; everything it started is stopped")
+        return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the demo is, so it unwinds as from Ctrl-C."""
+
+
+def _stop_on_sigterm(_signum: int, _frame: object) -> None:
+    """SIGTERM (``kill``, a service manager) stops the demo as Ctrl-C does: the ``finally``
+    blocks stop Dagster, the workers and the broker, which run in sessions of their own and
+    would otherwise outlive the demo. Once only: a second SIGTERM must not cut that short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from platform_streams.kafka import KafkaAdmin, TopicSpec
+from platform_streams.kafka import ApacheKafkaBroker, KafkaAdmin, TopicSpec
+from platform_streams.kafka.apache_jars import apache_kafka_missing
 from platform_streams.kafka.embedded_broker import EmbeddedBroker
 from soak.app import GROUPS, table_value
 from soak.checker import AppChecker, caught_up, committed_input
@@ -47,6 +48,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keys", type=int, default=int(env.get("SOAK_KEYS", "200")))
     parser.add_argument("--out", type=Path, default=Path(env["SOAK_OUT"]) if env.get("SOAK_OUT") else None)
     parser.add_argument("--bootstrap", default=env.get("PLATFORM_STREAMS_BOOTSTRAP"))
+    parser.add_argument(
+        "--broker",
+        choices=("auto", "tansu", "kafka"),
+        default=env.get("SOAK_BROKER", "auto"),
+        help="the broker started when no --bootstrap is given: auto (default) is Apache Kafka "
+        "where Java and Maven are, else the embedded Tansu",
+    )
     parser.add_argument(
         "--settle-timeout",
         type=float,
@@ -156,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     print(f"soak: replay with: {replay}", flush=True)
-    broker: EmbeddedBroker | None = None
+    broker: EmbeddedBroker | ApacheKafkaBroker | None = None
     if args.bootstrap is None:
-        broker = EmbeddedBroker(log_path=run_dir / "broker.log", kill_with_parent=True).start()
+        broker = _local_broker(args.broker, run_dir)
         bootstrap = broker.bootstrap_servers
     else:
         bootstrap = args.bootstrap
@@ -172,13 +180,32 @@ def main(argv: list[str] | None = None) -> int:
             broker.stop()
 
 
+def _local_broker(kind: str, run_dir: Path) -> EmbeddedBroker | ApacheKafkaBroker:
+    """Apache Kafka by default where it can run: the soak checks semantics, and on Tansu a
+    killed producer's transaction is committed, groups can wedge and ListOffsets is inexact
+    (README, "Where Tansu differs, and what we do"); Tansu where there is no Java/Maven."""
+    missing = apache_kafka_missing() if kind == "auto" else None
+    if kind == "kafka" or (kind == "auto" and missing is None):
+        print("soak: broker: Apache Kafka (one KRaft node)", flush=True)
+        return ApacheKafkaBroker(log_path=run_dir / "broker.log", kill_with_parent=True).start()
+    why = f" ({missing.split(';')[0]})" if missing else ""
+    print(f"soak: broker: embedded Tansu{why}", flush=True)
+    return EmbeddedBroker(log_path=run_dir / "broker.log", kill_with_parent=True).start()
+
+
+def _broker_name(broker: EmbeddedBroker | ApacheKafkaBroker | None) -> str | None:
+    if broker is None:
+        return None
+    return "Apache Kafka" if isinstance(broker, ApacheKafkaBroker) else "embedded Tansu"
+
+
 def _run(
     args: argparse.Namespace,
     seed: int,
     run_id: str,
     run_dir: Path,
     bootstrap: str,
-    broker: EmbeddedBroker | None,
+    broker: EmbeddedBroker | ApacheKafkaBroker | None,
     apps: dict[str, App],
     replay: str,
 ) -> int:
@@ -289,7 +316,7 @@ def _run(
         "records": history.records,
         "poison_records": len(history.poison),
         "producer_failures": history.failed,
-        "broker": "embedded Tansu" if broker is not None else bootstrap,
+        "broker": _broker_name(broker) or bootstrap,
         "broker_aborts_dead_transactions": aborts,
         "totals": totals,
         "apps": checks,

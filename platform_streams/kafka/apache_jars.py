@@ -24,7 +24,7 @@ from pathlib import Path
 
 from platform_streams.errors import BrokerError
 
-__all__ = ["KAFKA_POM_ENV", "default_pom", "kafka_classpath", "require_java"]
+__all__ = ["KAFKA_POM_ENV", "apache_kafka_missing", "default_pom", "kafka_classpath", "require_java"]
 
 # Where the pom is when platform_streams runs from a checkout (the editable install):
 # <repo>/tools/kafka/pom.xml. Another location can be given in this variable.
@@ -53,6 +53,22 @@ def require_java() -> str:
             "apt-get install openjdk-17-jre-headless) or use the embedded Tansu broker (--broker tansu)"
         )
     return found
+
+
+def apache_kafka_missing(pom: Path | None = None) -> str | None:
+    """Why Apache Kafka cannot be started here, or None when it can: Java, the pom, and
+    either Maven or a classpath Maven already resolved. Runs nothing (no JVM, no Maven), so
+    a tool can pick its default broker in a moment; a first download can still fail later."""
+    try:
+        require_java()
+    except BrokerError as exc:
+        return str(exc)
+    pom = (pom or default_pom()).resolve()
+    if not pom.is_file():
+        return f"no Maven pom for Apache Kafka at {pom} (run from a platform_streams checkout)"
+    if shutil.which("mvn") is None and _cached(pom.parent / "target" / "classpath.txt", pom) is None:
+        return "Apache Kafka's jars come from Maven Central through Maven, but `mvn` is not on PATH"
+    return None
 
 
 def _cached(cache: Path, pom: Path) -> str | None:

@@ -7,8 +7,9 @@ lower rate than the hour (100 records/s, 100 keys: the same schedule of faults, 
 catch-up work on a loaded 2-core machine) and with a catch-up limit of 5 minutes, so that
 it ends within ~15 minutes however loaded the machine is.
 
-The harness starts its own embedded broker (its fault schedule pauses the broker process,
-so it cannot share the session's); with ``PLATFORM_STREAMS_BOOTSTRAP`` set it runs on that
+The harness starts its own embedded broker (``SOAK_BROKER=tansu``: ``make soak`` picks
+Apache Kafka where Java is; its fault schedule pauses the broker process, so it cannot
+share the session's); with ``PLATFORM_STREAMS_BOOTSTRAP`` set it runs on that
 broker instead and skips the broker pauses.
 """
 
@@ -85,6 +86,7 @@ def test_five_minutes_of_faults_lose_nothing(tmp_path: Path) -> None:
         "SOAK_RATE": "100",
         "SOAK_KEYS": "100",
         "SOAK_SETTLE_S": "300",
+        "SOAK_BROKER": "tansu",  # make soak's default is Apache Kafka; this form stays on Tansu
         "SOAK_OUT": str(tmp_path / "run"),
         "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
     }
