@@ -5,7 +5,10 @@ because this is the other half of a worker's life: the rebalance callbacks librd
 calls inside ``consume`` (or the state-aware assignor's generation handshake), which
 create, restore and initialise tasks, or commit and close them; and the recovery paths
 (:class:`TaskMigratedError`: close dirty and rejoin; :class:`TaskCorruptedError`: rebuild
-from the changelogs and read again from the committed offsets).
+from the changelogs and read again from the committed offsets; its
+:class:`~platform_streams.state.backend.StoreCorruptedError`, a store whose files turned out
+corrupt, also deletes that store's files first, so it is restored from the beginning of its
+changelog -- or, with no changelog to restore from, fails the worker saying so).
 
 :class:`TaskRebalancing` is a mixin of :class:`~platform_streams.runtime.worker.StreamWorker`:
 it holds no state of its own, and the attributes it reads are the worker's (declared
@@ -30,6 +33,7 @@ from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.rebalance_wait import AssignmentWait, fill_from_backup
 from platform_streams.runtime.task import StreamTask, start_task
 from platform_streams.runtime.task_assignment.coordinator import slot_ranges
+from platform_streams.state.backend import StoreCorruptedError
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
@@ -103,11 +107,56 @@ class TaskRebalancing:
         self._rejoin_deadline = time.monotonic() + self.config.session_timeout_ms / 1000.0
 
     def _on_task_corrupted(self, exc: TaskCorruptedError) -> None:
-        """The transaction was aborted: rebuild the tasks' state and read from the committed offsets."""
+        """The transaction was aborted, or a store's files are corrupt: rebuild the tasks'
+        state and read from the committed offsets.
+
+        As Kafka Streams' ``TaskManager.handleCorruption``: the open transaction is aborted
+        (under exactly-once every task's output of it goes), the tasks are closed dirty and
+        revived, restoring from their changelogs -- the corrupt store from the beginning,
+        its files deleted at the close. The worker itself goes on: no crash, no restart.
+        """
         self.corruptions += 1
-        log.warning("%s: %s; rebuilding the tasks from their changelogs", self.name, exc)
+        if isinstance(exc, StoreCorruptedError):
+            task = self._mark_corrupted_store(exc)
+            log.warning(
+                "%s: store %s of task %s is corrupt (%s); closing the task dirty, deleting the store's "
+                "files at %s and restoring it from its changelog",
+                self.name,
+                exc.store,
+                task,
+                exc.reason,
+                exc.path,
+            )
+            why = f"store {exc.store} of task {task} was corrupt"
+        else:
+            log.warning("%s: %s; rebuilding the tasks from their changelogs", self.name, exc)
+            why = "the transaction was aborted"
         self._abort_and_close_tasks()
-        self._recreate_tasks("the transaction was aborted")
+        self._recreate_tasks(why)
+
+    def _mark_corrupted_store(self, exc: StoreCorruptedError) -> TaskId:
+        """The task whose store ``exc`` names, its files marked for deletion at the task's close.
+
+        Raises (fatal for the worker) if the store has no changelog -- its files are its only
+        copy, nothing to restore it from, so they are left for the operator -- or if no task
+        of this worker owns it.
+        """
+        for task_id, task in self.tasks.items():
+            manager = task.state_manager
+            if not manager.has_store_at(exc.store, exc.path):
+                continue
+            if not manager.is_logged(exc.store):
+                raise StreamsError(
+                    f"store {exc.store} of task {task_id} is corrupt ({exc.reason}) and has no changelog "
+                    f"to restore it from (logging disabled): its files at {exc.path} are left as they "
+                    "are; repair or delete them (all its data is then lost) and restart"
+                ) from exc
+            manager.mark_corrupted(exc.store)
+            return task_id
+        raise StreamsError(
+            f"store {exc.store} at {exc.path} is corrupt ({exc.reason}) and belongs to no active task "
+            f"of worker {self.name}: it cannot be rebuilt here"
+        ) from exc
 
     def _abort_and_close_tasks(self) -> None:
         collector = self.collector

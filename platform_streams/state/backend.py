@@ -14,17 +14,42 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from platform_streams.errors import InvalidStateStoreError
+from platform_streams.errors import InvalidStateStoreError, TaskCorruptedError
 
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
 
-__all__ = ["BackedStore", "BytesMap", "ClosedBytesMap", "StorageBackend", "store_directory"]
+__all__ = [
+    "BackedStore",
+    "BytesMap",
+    "ClosedBytesMap",
+    "StorageBackend",
+    "StoreCorruptedError",
+    "store_directory",
+]
 
 
 def store_directory(task_dir: Path, store_name: str) -> Path:
     """Where a persistent store of a task keeps its files: ``<task dir>/rocksdb/<store name>``."""
     return task_dir / "rocksdb" / store_name
+
+
+class StoreCorruptedError(TaskCorruptedError):
+    """A persistent store's local files turned out corrupt while in use: a read met a data
+    block whose checksum does not match, or a compaction did (RocksDB's ``Corruption``
+    status). A corrupt footer or MANIFEST is found at open instead, and wiped there.
+
+    Raised by the backend (which stops writing to the files); the worker then closes the
+    owning task dirty, deletes the store's directory (``path``) and restores the store
+    from its changelog: Kafka Streams' ``TaskCorruptedException`` handling. ``task_ids``
+    is empty: a backend does not know its task (the worker finds it by ``path``).
+    """
+
+    def __init__(self, store: str, path: Path | None, reason: str) -> None:
+        self.store = store
+        self.path = path
+        self.reason = reason
+        super().__init__([], f"store {store}: local data at {path} is corrupt ({reason})")
 
 
 class BytesMap(ABC):

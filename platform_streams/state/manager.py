@@ -11,6 +11,11 @@ Lifecycle, as the runtime drives it (Kafka Streams' ``ProcessorStateManager``)::
     on suspend/clean close:        manager.flush(); manager.checkpoint(offsets, enforce=True)
     manager.close(wipe=False)      # wipe=True deletes the task directory (dirty close)
 
+A store whose files turned out corrupt while in use (``StoreCorruptedError``) is marked
+with :meth:`ProcessorStateManager.mark_corrupted`; closing the manager then deletes that
+store's directory only (the task's other stores keep theirs: an unlogged one has no other
+copy), and the next instance of the task restores it from the beginning of its changelog.
+
 Trust rules for local data, decided when a store registers:
 
 * a logged persistent store whose changelog partition has a checkpoint entry resumes
@@ -41,6 +46,7 @@ from typing import Any, NamedTuple
 
 from platform_streams.errors import IllegalStateError, TaskCorruptedError
 from platform_streams.processor.task_id import TaskId
+from platform_streams.state.backend import store_directory
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
 from platform_streams.state.private_files import make_private_dirs
 from platform_streams.state.store_context import RestoreCallback, TimestampedRestoreCallback
@@ -100,6 +106,8 @@ class ProcessorStateManager:
         self._closed = False
         self._restoring = False
         self._checkpoint_present = True  # unknown yet: the first spill checks the file
+        #: stores whose directories are deleted at close (their files are corrupt)
+        self._corrupted: set[str] = set()
 
     def _read_checkpoint(self) -> dict[tuple[str, int], int]:
         try:
@@ -244,6 +252,31 @@ class ProcessorStateManager:
         if last_offset is not None:
             md.offset = last_offset
 
+    def has_store_at(self, store_name: str, path: Path | None) -> bool:
+        """True if ``store_name`` is registered here and keeps its files at ``path``."""
+        return (
+            store_name in self._stores
+            and path is not None
+            and Path(path) == store_directory(self.task_dir, store_name)
+        )
+
+    def mark_corrupted(self, store_name: str) -> None:
+        """Delete the directory of ``store_name`` when the manager closes (its files are corrupt).
+
+        Only a logged store may be marked: its changelog is the copy it is restored from.
+        """
+        md = self._stores.get(store_name)
+        if md is None or not md.logged:
+            raise IllegalStateError(
+                f"task {self.task_id}: store {store_name} has no changelog to restore it from"
+            )
+        self._corrupted.add(store_name)
+
+    def is_logged(self, store_name: str) -> bool:
+        """True if ``store_name`` is registered with a changelog."""
+        md = self._stores.get(store_name)
+        return md is not None and md.logged
+
     def reset_store(self, store_name: str) -> None:
         """Wipe a store and forget its offset (its changelog no longer matches the local data)."""
         md = self._stores[store_name]
@@ -322,5 +355,10 @@ class ProcessorStateManager:
         if wipe:
             log.info("task %s: deleting local state at %s", self.task_id, self.task_dir)
             shutil.rmtree(self.task_dir, ignore_errors=True)
+        for name in sorted(self._corrupted):
+            directory = store_directory(self.task_dir, name)
+            log.info("task %s: deleting the corrupt files of store %s at %s", self.task_id, name, directory)
+            shutil.rmtree(directory, ignore_errors=True)
+        self._corrupted.clear()
         if first is not None and not wipe:
             raise first

@@ -22,7 +22,11 @@ then may the state manager write a checkpoint. A flush with nothing written is f
 An instance that will not open (corruption, unreadable files) is deleted and recreated
 empty, with a warning, and reported through ``started_empty`` so that it is restored from
 the beginning of its changelog. A lock held by another process is *not* corruption: it is
-raised, never wiped.
+raised, never wiped. Corruption RocksDB finds only later -- a data block whose checksum
+does not match, met by a read, a scan or a compaction -- raises
+:class:`~platform_streams.state.backend.StoreCorruptedError` instead (the files are in use
+by a running task, which the worker closes before the store's directory is deleted and
+restored); the instance writes nothing more after that.
 
 Snapshots (:mod:`platform_streams.state.snapshots`) move whole stores as SST files:
 :func:`write_sst_file` writes sorted ``(key, value)`` pairs with RocksDB's ``SstFileWriter``
@@ -52,7 +56,7 @@ from rocksdict import (
 )
 
 from platform_streams.errors import InvalidStateStoreError
-from platform_streams.state.backend import BytesMap, StorageBackend
+from platform_streams.state.backend import BytesMap, StorageBackend, StoreCorruptedError
 from platform_streams.state.private_files import make_private_dirs
 from platform_streams.state.rocksdb_columns import RecycledColumns, RocksDBBytesMap
 
@@ -147,6 +151,13 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in text.lower() and "IO error" in text
 
 
+def _is_corruption(exc: Exception) -> bool:
+    """RocksDB's ``Status::Corruption`` (rocksdict raises a bare ``Exception`` with its text,
+    ``Corruption: block checksum mismatch: ...``; a compaction's background error repeats it
+    on every later write)."""
+    return "Corruption" in str(exc)
+
+
 class RocksDBBackend(StorageBackend):
     """A RocksDB instance with a default column and named column families (segments)."""
 
@@ -161,6 +172,8 @@ class RocksDBBackend(StorageBackend):
         self._write_opts = _write_options()
         self._started_empty = True
         self._dirty = False
+        #: set once RocksDB reported corruption: nothing is written to the files any more
+        self._corrupt = False
         self.pending_count = 0
 
     @property
@@ -204,7 +217,24 @@ class RocksDBBackend(StorageBackend):
             had_data = False
         self._started_empty = not had_data
 
+    def raise_if_corrupt(self, exc: Exception) -> None:
+        """Raise :class:`StoreCorruptedError` from ``exc`` if it reports corruption (else return:
+        the caller re-raises ``exc``)."""
+        if not _is_corruption(exc):
+            return
+        self._corrupt = True
+        raise StoreCorruptedError(self.name, self._path, str(exc).strip()) from exc
+
+    def _write(self, batch: WriteBatch) -> None:
+        db = self._require_db()
+        try:
+            db.write(batch, self._write_opts)
+        except Exception as exc:
+            self.raise_if_corrupt(exc)
+            raise
+
     def _open_db(self, directory: Path) -> None:
+        self._corrupt = False
         make_private_dirs(directory)
         opts = _options()
         names = Rdict.list_cf(str(directory), opts) if (directory / "CURRENT").exists() else []
@@ -301,24 +331,24 @@ class RocksDBBackend(StorageBackend):
                 else:
                     put(key, value, handle)
             col.pending.clear()
-        self._db.write(batch, self._write_opts)
         self.pending_count = 0
+        self._write(batch)
         self._dirty = True
 
     def _write_now(self, batch: WriteBatch) -> None:
         """Write ``batch`` at once (a recycled family's emptying or label): like a column drop,
         not part of the overlay; the next :meth:`flush` makes it durable."""
-        self._require_db().write(batch, self._write_opts)
+        self._write(batch)
         self._dirty = True
 
     def write_batch(self, batch: WriteBatch) -> None:
         """Write ``batch`` now, after the overlay (which holds older writes); outside
         :meth:`flush`, so :attr:`on_uncommitted_write` is told first."""
-        db = self._require_db()
+        self._require_db()
         self.write_pending()
         if self.on_uncommitted_write is not None:
             self.on_uncommitted_write()
-        db.write(batch, self._write_opts)
+        self._write(batch)
         self._dirty = True
 
     def flush(self) -> None:
@@ -334,11 +364,15 @@ class RocksDBBackend(StorageBackend):
             return
         self.write_pending(flushing=True)
         if self._dirty:
-            self._db.flush(True)
-            for col in self._columns.values():
-                col.view.flush(True)
-            for col in self._recycled.free if self._recycled is not None else ():
-                col.view.flush(True)  # an emptied family: its range delete and label
+            try:
+                self._db.flush(True)
+                for col in self._columns.values():
+                    col.view.flush(True)
+                for col in self._recycled.free if self._recycled is not None else ():
+                    col.view.flush(True)  # an emptied family: its range delete and label
+            except Exception as exc:
+                self.raise_if_corrupt(exc)
+                raise
             self._dirty = False
 
     def ingest_sst(self, path: Path, *, move: bool = True) -> None:
@@ -386,17 +420,22 @@ class RocksDBBackend(StorageBackend):
     def close(self) -> None:
         if self._db is None:
             return
+        if self._corrupt:  # its directory is about to be deleted: no write, no error
+            self._release(collect=True, quiet=True)
+            return
         try:
             self.write_pending()
         finally:
             self._release()
 
-    def _release(self, *, collect: bool = False) -> None:
+    def _release(self, *, collect: bool = False, quiet: bool = False) -> None:
         """Drop every handle on the instance so that RocksDB releases its lock.
 
         ``collect`` runs the garbage collector too, for when the same directory is reopened
         at once (wipe, corruption): a handle kept alive by a reference cycle would hold the
         lock. A plain close skips it; a full collection can take tens of milliseconds.
+        ``quiet``: an error closing is not worth a warning (the files are known corrupt:
+        RocksDB repeats that at the close).
         """
         db = self._db
         self._db = None
@@ -409,7 +448,7 @@ class RocksDBBackend(StorageBackend):
             try:
                 db.close()
             except Exception as exc:  # closing must not mask the caller's error
-                log.warning("store %s: error closing RocksDB: %s", self.name, exc)
+                (log.debug if quiet else log.warning)("store %s: error closing RocksDB: %s", self.name, exc)
         del db
         if collect:
             gc.collect()

@@ -68,7 +68,11 @@ class RocksDBBytesMap(BytesMap):
         value = self.pending.get(key, _MISSING)
         if value is not _MISSING:
             return cast("bytes | None", value)
-        return cast("bytes | None", self.view.get(key))
+        try:
+            return cast("bytes | None", self.view.get(key))
+        except Exception as exc:
+            self._backend.raise_if_corrupt(exc)
+            raise
 
     def put(self, key: bytes, value: bytes | None) -> None:
         pending = self.pending
@@ -111,32 +115,70 @@ class RocksDBBytesMap(BytesMap):
                 it = self.view.items(backwards=True)
             else:
                 it = self.view.items(backwards=True, from_key=upper)
-            return _backward(it, lower, upper)
+            return _backward(it, lower, upper, self._check_end)
         it = self.view.items() if lower is None else self.view.items(from_key=lower)
-        return _forward(it, upper)
+        return _forward(it, lower, upper, self._check_end)
+
+    def _check_end(self, after: bytes | None, start: bytes | None, reverse: bool) -> None:
+        """A scan's RocksDB iterator ran out: raise if that was an error, not the end.
+
+        rocksdict's ``items()`` ends quietly where RocksDB's iterator stops on an error (a
+        corrupt block: the rest of the column silently missing from the scan). A raw
+        iterator takes the same last step -- from the last key seen (``after``), or from
+        where the scan began (``start``) -- and its ``status()`` raises what stopped it.
+        """
+        raw = self.view.iter()
+        try:
+            if after is not None:
+                if reverse:
+                    raw.seek_for_prev(after)
+                    if raw.valid():
+                        raw.prev()
+                else:
+                    raw.seek(after)
+                    if raw.valid():
+                        raw.next()
+            elif reverse:
+                raw.seek_to_last() if start is None else raw.seek_for_prev(start)
+            else:
+                raw.seek_to_first() if start is None else raw.seek(start)
+            if not raw.valid():
+                raw.status()
+        except Exception as exc:
+            self._backend.raise_if_corrupt(exc)
+            raise
 
     def approximate_num_entries(self) -> int:
         estimate = self.view.property_int_value("rocksdb.estimate-num-keys") or 0
         return int(estimate) + len(self.pending)
 
 
-def _forward(it: Any, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
-    if upper is None:
-        yield from it
-        return
+#: ``RocksDBBytesMap._check_end``: (last key seen, where the scan began, reverse)
+_CheckEnd = Callable[[bytes | None, bytes | None, bool], None]
+
+
+def _forward(
+    it: Any, lower: bytes | None, upper: bytes | None, check_end: _CheckEnd
+) -> Iterator[tuple[bytes, bytes]]:
+    key = None
     for key, value in it:
-        if key >= upper:
+        if upper is not None and key >= upper:
             return
         yield key, value
+    check_end(key, lower, False)
 
 
-def _backward(it: Any, lower: bytes | None, upper: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+def _backward(
+    it: Any, lower: bytes | None, upper: bytes | None, check_end: _CheckEnd
+) -> Iterator[tuple[bytes, bytes]]:
+    key = None
     for key, value in it:
         if upper is not None and key >= upper:
             continue
         if lower is not None and key < lower:
             return
         yield key, value
+    check_end(key, upper, True)
 
 
 class RecycledColumns:
