@@ -282,3 +282,136 @@ def test_topics_create_io_creates_missing_topics_and_leaves_existing_ones(
     again = topics_command("--partitions", "5")
     assert again.proc.returncode == 0 and "created" not in again.stdout.replace("create-io", ""), again.stdout
     assert admin.list_topics()[topics["ORDERS_TOPIC"]] == 2
+
+
+# ---------------------------------------------------------------------------- bad settings, options, ids
+
+DOTS = "\n".join(["application.id: dup-app", "bootstrap.servers: 127.0.0.1:1", "application.id: dup-app-2"])
+
+
+def _file(tmp_path: Path, name: str, text: str) -> str:
+    (tmp_path / name).write_text(text)
+    return str(tmp_path / name)
+
+
+def _no_broker(tmp_path: Path, *extra: str) -> list[str]:
+    """``run`` of the example app on an address nothing listens on (nothing may get that far)."""
+    return [
+        "run",
+        EXAMPLE_APP,
+        "--config",
+        EXAMPLE_CONFIG,
+        "--set",
+        "bootstrap.servers=127.0.0.1:1",
+        "--set",
+        f"state.dir={tmp_path / 'state'}",
+        *extra,
+    ]
+
+
+#: id -> (the arguments, given tmp_path; fragments of the one error line)
+BAD_INPUTS: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
+    # Python's int() reads 1_0 as 10; Java's Integer.parseInt refuses it
+    "int with underscores in --set": (
+        lambda t: _no_broker(t, "--set", "num.stream.threads=1_0"),
+        ("num_stream_threads", "digits"),
+    ),
+    "int with underscores in YAML": (
+        lambda t: _no_broker(
+            t, "--config", _file(t, "u.yaml", "num.stream.threads: 1_0\n" + Path(EXAMPLE_CONFIG).read_text())
+        ),
+        ("u.yaml", "line 1", "'_'"),
+    ),
+    "duplicate YAML key": (
+        lambda t: _no_broker(t, "--config", _file(t, "d.yaml", DOTS + "\n")),
+        ("duplicate key 'application.id'", "line 3", "line 1"),
+    ),
+    "negative --close-timeout": (lambda t: _no_broker(t, "--close-timeout", "-5"), ("--close-timeout",)),
+    "nan --restart-backoff": (lambda t: _no_broker(t, "--restart-backoff", "nan"), ("--restart-backoff",)),
+    "inf --restart-window": (lambda t: _no_broker(t, "--restart-window", "inf"), ("--restart-window",)),
+    "unknown SASL mechanism": (
+        lambda t: _no_broker(t, "--set", "consumer.sasl.mechanism=NOPE"),
+        ("sasl.mechanism", "SCRAM-SHA-512", "OAUTHBEARER"),
+    ),
+    "300-character application id": (
+        lambda t: _no_broker(t, "--set", f"application.id={'a' * 300}"),
+        ("application_id", "at most"),
+    ),
+    "application id '.'": (lambda t: _no_broker(t, "--set", "application.id=."), ("application_id", "'.'")),
+    "application id '..'": (
+        lambda t: _no_broker(t, "--set", "application.id=.."),
+        ("application_id", "'..'"),
+    ),
+    "code-less reset of application id '.'": (
+        lambda t: [
+            "reset",
+            "--application-id",
+            ".",
+            "--input-topics",
+            "orders",
+            "--yes",
+            "--set",
+            "bootstrap.servers=127.0.0.1:1",
+            "--set",
+            f"state.dir={t / 'state'}",
+        ],
+        ("application_id", "'.'"),
+    ),
+    "unreadable state directory": (
+        lambda t: _no_broker(t, "--set", "application.id=unreadable-app"),
+        ("state_dir", "unreadable-app", ".process-id"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_settings_and_options_are_one_line_exit_2(tmp_path: Path, case: str) -> None:
+    arguments, fragments = BAD_INPUTS[case]
+    # another application's state next to where the bad ones would go: never touched
+    other = tmp_path / "state" / "another-app"
+    other.mkdir(parents=True)
+    (other / "data").write_text("keep")
+    # a state directory that cannot be read as ours (a directory where our id file belongs)
+    (tmp_path / "state" / "unreadable-app" / ".process-id").mkdir(parents=True)
+    modes = _modes(tmp_path / "state")
+    done = run_to_end(tmp_path, *arguments(tmp_path))
+    assert_one_line_error(done, 2, *fragments)
+    assert (other / "data").read_text() == "keep"
+    assert _modes(tmp_path / "state") == modes, "nothing in state.dir may be created, changed or removed"
+
+
+# ---------------------------------------------------------------------------- secrets on stderr
+
+TOKEN, PASSWORD = "tok-SEKRIT-cli-41", "pw-SEKRIT-cli-42"
+
+
+@pytest.mark.parametrize("verbose", [False, True], ids=["plain", "-v"])
+@pytest.mark.parametrize(
+    "case", ["token from the environment, cross-field", "sasl.password in YAML, cross-field", "YAML syntax"]
+)
+def test_config_errors_never_print_a_secret(tmp_path: Path, case: str, verbose: bool) -> None:
+    """The three leaks as reported: ``got {...}`` of a cross-field error, a YAML error's snippet."""
+    args = ["-v"] if verbose else []
+    env: dict[str, str] = {}
+    if case.startswith("token"):
+        env["PLATFORM_STREAMS_HTTP_AUTH_TOKEN"] = TOKEN
+        args += ["run", EXAMPLE_APP, "--set", "application.id=s", "--set", "bootstrap.servers=127.0.0.1:1"]
+        args += ["--set", "heartbeat.interval.ms=99999"]
+    elif case.startswith("sasl"):
+        text = f"consumer.sasl.password: {PASSWORD}\napplication.id: s\nbootstrap.servers: 127.0.0.1:1\n"
+        text += "heartbeat.interval.ms: 99999\n"
+        args += ["run", EXAMPLE_APP, "--config", _file(tmp_path, "s.yaml", text)]
+    else:
+        text = f"application.id: s\nhttp.auth.token: {TOKEN}: x: [\nconsumer.sasl.password: {PASSWORD}\n"
+        args += ["run", EXAMPLE_APP, "--config", _file(tmp_path, "s.yaml", text)]
+    done = Cli(tmp_path, *args, env=env)
+    try:
+        done.proc.wait(60)
+    finally:
+        done.kill()
+    assert done.proc.returncode == 2, done.stderr
+    output = done.stderr + done.stdout
+    for secret in (TOKEN, PASSWORD, "SEKRIT"):
+        assert secret not in output, output
+    if not verbose:
+        assert_one_line_error(done, 2, "invalid")

@@ -102,6 +102,13 @@ def test_handlers() -> None:
     [
         ("application_id", "my app"),
         ("application_id", ""),
+        ("application_id", "."),  # the application's state directory would be state_dir itself
+        ("application_id", ".."),  # ... or its parent
+        ("application_id", "a" * 300),  # no internal topic name could be made of it
+        ("num_stream_threads", "1_0"),  # Python's int() reads 10; Java's parseInt refuses it
+        ("commit_interval_ms", "1_000"),
+        ("consumer_config", {"sasl.mechanism": "NOPE"}),
+        ("client_config", {"sasl.mechanisms": "plain"}),  # librdkafka compares case-sensitively
         ("bootstrap_servers", "localhost"),
         ("bootstrap_servers", "localhost:abc"),
         ("bootstrap_servers", "a:9092,,b:9092"),

@@ -70,3 +70,14 @@ def test_an_unusable_state_dir_names_the_setting(tmp_path: Path, kind: str) -> N
         state_dir = Path("/proc/self/no-such-dir")
     with pytest.raises(StreamsConfigError, match=r"^state_dir: cannot use .* for local state: "):
         make_private_dirs(state_dir / "app")
+
+
+@pytest.mark.parametrize("application_id", [".", "..", "", "a/b", "../x"])
+def test_the_application_directory_is_never_outside_state_dir(tmp_path: Path, application_id: str) -> None:
+    # a config built without validation (model_construct, an older caller) must still not make
+    # state_dir itself, its parent or a sibling "the application's directory"
+    from platform_streams.state.private_files import app_state_dir
+
+    with pytest.raises(StreamsConfigError, match=r"^application_id: .* outside state_dir"):
+        app_state_dir(tmp_path / "state", application_id)
+    assert app_state_dir(tmp_path / "state", "orders-1.v2") == tmp_path / "state" / "orders-1.v2"
