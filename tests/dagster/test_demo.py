@@ -1,10 +1,12 @@
 """``make demo`` keeps working: ``python -m examples.demo`` end to end, as the README runs it.
 
-The demo is the README's first command (embedded broker, Dagster webserver and daemon,
+The demo is the README's first command (a local broker, Dagster webserver and daemon,
 the example app's workers, an interactive query, the Spark compaction job through
-Dagster), so it runs on its own embedded broker by design, whatever
-``PLATFORM_STREAMS_BOOTSTRAP[_SERVERS]`` says: the embedded defaults are what it demonstrates.
-It runs a second time with ``--broker kafka`` (its own Apache Kafka node).
+Dagster), so it starts its own broker by design, whatever
+``PLATFORM_STREAMS_BOOTSTRAP[_SERVERS]`` says. It runs twice: with ``--broker tansu``
+(the embedded broker) and ``--keep-running``, stopped by SIGTERM once everything is up;
+and with no ``--broker`` at all, which is Apache Kafka (its own node) where Java and Maven
+are -- what ``make demo`` runs.
 
 The demo starts the Dagster webserver and daemon in their own sessions and the workers
 outlive the Dagster run that started them. However the test ends (a failure, the demo's
