@@ -18,7 +18,8 @@ here. Handlers return an exit status; expected failures raise
 prints as one line (with the traceback only under ``-v``/``--log-level DEBUG``).
 Exit status (the README's table): 0 done; 1 the application's code, the application, the
 broker or an operation failed or refused; 2 what the command was given is wrong -- its
-arguments, a missing app module, a setting (``StreamsConfigError``), the state directory.
+arguments, a missing app module, a setting (``StreamsConfigError``), the state directory;
+3 no bootstrap address accepts a connection (``BrokerUnreachableError``).
 Logs go to stderr; what a command *prints* (a description, the broker address) goes to
 stdout, so scripts can read it.
 """
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 import platform_streams
 from platform_streams.cli_app_loader import (
     APP_CODE_FAILED,
+    BROKER_UNREACHABLE,
     USAGE_OR_CONFIG,
     CliError,
     add_app_argument,
@@ -42,7 +44,7 @@ from platform_streams.cli_app_loader import (
 )
 from platform_streams.cli_apps import add_apps_arguments, run_apps
 from platform_streams.cli_run import add_run_arguments, run_command
-from platform_streams.errors import StreamsConfigError, StreamsError
+from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, StreamsError
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
 from platform_streams.ops.spark_commands import (
     add_backfill_arguments,
@@ -198,7 +200,10 @@ def configure_logging(level: str) -> None:
 
 
 def _exit_code(exc: StreamsError) -> int:
-    """2 for a configuration error (a setting, the state directory), 1 for any other failure."""
+    """2 for a configuration error (a setting, the state directory), 3 for an unreachable
+    broker, 1 for any other failure."""
+    if isinstance(exc, BrokerUnreachableError):
+        return BROKER_UNREACHABLE
     return USAGE_OR_CONFIG if isinstance(exc, StreamsConfigError) else APP_CODE_FAILED
 
 

@@ -36,6 +36,8 @@ _SECRET_FIELDS = ("client_config", "consumer_config", "producer_config", "admin_
 USAGE_OR_CONFIG = 2
 #: exit status when the application's code fails (on import, in the factory, while running)
 APP_CODE_FAILED = 1
+#: exit status when no bootstrap address of the cluster accepts a connection
+BROKER_UNREACHABLE = 3
 
 
 class CliError(Exception):

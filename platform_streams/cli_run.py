@@ -12,7 +12,8 @@ and says why, and exits when all have exited. Children run in their own process 
 reaches them once, through the supervisor) and get SIGTERM if the supervisor dies.
 
 Exit status: 0 after a clean stop on SIGTERM/SIGINT (``close()`` commits), 1 when the
-application fails or does not stop in time, 2 for usage and configuration errors.
+application fails or does not stop in time, 2 for usage and configuration errors, 3 when
+no bootstrap address accepts a connection.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from types import FrameType, TracebackType
 from typing import TypeVar
 
 from platform_streams.cli_app_loader import (
+    BROKER_UNREACHABLE,
     CliError,
     add_app_argument,
     add_config_arguments,
@@ -38,7 +40,7 @@ from platform_streams.cli_app_loader import (
     load_config,
 )
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import StreamsConfigError, StreamsError
+from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, StreamsError
 from platform_streams.kafka_streams import KafkaStreams
 from platform_streams.process_supervisor import worker_overrides as supervisor_overrides
 from platform_streams.runtime.lifecycle import State
@@ -154,6 +156,8 @@ def run_streams(topology: Topology, config: StreamsConfig, *, close_timeout_s: f
             streams.start()
         except StreamsConfigError as exc:
             raise CliError(f"cannot start {config.application_id!r}: {exc}") from exc
+        except BrokerUnreachableError as exc:
+            raise CliError(f"cannot start {config.application_id!r}: {exc}", BROKER_UNREACHABLE) from exc
         except StreamsError as exc:
             raise CliError(f"cannot start {config.application_id!r}: {exc}", exit_code=1) from exc
         while not stop.wait(0.5):

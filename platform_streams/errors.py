@@ -25,6 +25,7 @@ keep working, the class inherits from it too.
     │   └── ProducerFencedError
     ├── TaskCorruptedError
     ├── BrokerError
+    │   ├── BrokerUnreachableError
     │   └── UnsupportedBrokerFeatureError
     └── StreamsTimeoutError (+ TimeoutError)
 
@@ -39,6 +40,7 @@ from collections.abc import Iterable, Mapping
 
 __all__ = [
     "BrokerError",
+    "BrokerUnreachableError",
     "CoPartitioningError",
     "DeserializationError",
     "IllegalStateError",
@@ -266,6 +268,24 @@ class BrokerError(StreamsError):
         self.code = code
         self.retriable = retriable
         super().__init__(f"{message} [{code}]" if code is not None else message)
+
+
+class BrokerUnreachableError(BrokerError):
+    """Raised when no bootstrap address accepts a connection: nothing was sent to a broker.
+
+    ``bootstrap_servers`` is the address list that was tried, ``reason`` what each address
+    answered (``127.0.0.1:9092 connection refused``), ``waited_s`` how long it was retried.
+    """
+
+    def __init__(self, bootstrap_servers: str, reason: str, waited_s: float) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.reason = reason
+        self.waited_s = waited_s
+        super().__init__(
+            f"cannot reach the Kafka broker at bootstrap.servers={bootstrap_servers}: {reason} "
+            f"(TCP connect retried for {waited_s:.1f}s)",
+            retriable=True,
+        )
 
 
 class UnsupportedBrokerFeatureError(BrokerError):

@@ -19,6 +19,10 @@ it is written for Apache Kafka's contract while tolerating the embedded Tansu br
   ``EMPTY`` on Tansu; Tansu never reports members. Treat both as "no active member".
 * **DeleteRecords** makes Tansu drop the connection; :meth:`KafkaAdmin.supports` probes
   for it (and for other features Tansu lacks) in :mod:`.capabilities`.
+* **Nothing listening fails fast.** The first call of an admin checks that a bootstrap
+  address accepts a TCP connection (:mod:`.reachability`): an unreachable cluster is one
+  :class:`~platform_streams.errors.BrokerUnreachableError` naming the address after a few
+  seconds, not librdkafka's address-less transport failure after the request timeout.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from platform_streams.errors import IllegalStateError, StreamsTimeoutError
 from platform_streams.kafka.admin_groups import GroupAdminMixin, wait_result
 from platform_streams.kafka.clients import create_admin
 from platform_streams.kafka.errors import as_kafka_error, to_broker_error
+from platform_streams.kafka.reachability import UNREACHABLE_AFTER_S, check_reachable
 
 __all__ = ["KafkaAdmin", "TopicSpec"]
 
@@ -91,6 +96,7 @@ class KafkaAdmin(GroupAdminMixin):
         self._conf: dict[str, Any] = {"bootstrap.servers": conf} if isinstance(conf, str) else dict(conf)
         self._request_timeout = request_timeout
         self._client: AdminClient | None = create_admin(self._conf)
+        self._reached = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -112,6 +118,14 @@ class KafkaAdmin(GroupAdminMixin):
     def _admin(self) -> AdminClient:
         if self._client is None:
             raise IllegalStateError("KafkaAdmin is closed")
+        if not self._reached:
+            servers = self._conf.get("bootstrap.servers")
+            if isinstance(servers, str):
+                check_reachable(servers, min(UNREACHABLE_AFTER_S, self._request_timeout))
+            self._reached = True
+        # librdkafka's log lines wait in the client's queue until something polls it
+        # (clients.py routes them to Python logging); nothing else polls an admin client.
+        self._client.poll(0)
         return self._client
 
     # ------------------------------------------------------------------ topics

@@ -13,7 +13,12 @@ every client of the library the same three guarantees:
   unknown topic a producer writes to or a metadata request names, with a default
   partition count, which would silently break co-partitioning. Topics are always
   created explicitly (see :class:`platform_streams.kafka.admin.KafkaAdmin`). A caller
-  may still set it to ``true`` explicitly.
+  may still set it to ``true`` explicitly;
+* librdkafka's own log lines go to Python logging, at DEBUG, on the logger
+  ``platform_streams.kafka.librdkafka`` (their librdkafka level is in the text): left to
+  itself librdkafka prints to stderr, and an unreachable broker alone is ~20 ``FAIL``
+  lines a second that bury the one line saying what is wrong. A caller's own ``logger``
+  is kept.
 """
 
 from __future__ import annotations
@@ -30,7 +35,14 @@ from confluent_kafka.admin import AdminClient
 from platform_streams.errors import StreamsConfigError
 from platform_streams.kafka.errors import as_kafka_error
 
-__all__ = ["create_admin", "create_consumer", "create_producer", "group_membership", "redact_config"]
+__all__ = [
+    "LibrdkafkaLog",
+    "create_admin",
+    "create_consumer",
+    "create_producer",
+    "group_membership",
+    "redact_config",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -71,6 +83,24 @@ def redact_config(conf: Mapping[str, Any]) -> dict[str, Any]:
     return safe
 
 
+class LibrdkafkaLog:
+    """The ``logger`` given to every client: librdkafka's lines at DEBUG (module docstring).
+
+    confluent-kafka calls ``log(level, "%s [%s] %s", facility, client name, text)`` from the
+    client's poll/flush/consume; the level it maps from syslog goes into the message.
+    """
+
+    def __init__(self, name: str = "platform_streams.kafka.librdkafka") -> None:
+        self._log = logging.getLogger(name)
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        if self._log.isEnabledFor(logging.DEBUG):
+            self._log.debug("%s " + msg, logging.getLevelName(level), *args)
+
+
+_LIBRDKAFKA_LOG = LibrdkafkaLog()
+
+
 def _prepared(conf: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """Validate key types and apply the library-wide defaults (see module docstring)."""
     bad = [key for key in conf if not isinstance(key, str)]
@@ -80,6 +110,7 @@ def _prepared(conf: Mapping[str, Any], kind: str) -> dict[str, Any]:
         )
     prepared = dict(conf)
     prepared.setdefault("allow.auto.create.topics", False)
+    prepared.setdefault("logger", _LIBRDKAFKA_LOG)
     return prepared
 
 
