@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.naming import NameGenerator
 from platform_streams.dsl.options import Consumed, Materialized
-from platform_streams.dsl.plan import LogicalPlan, StreamSourceNode
+from platform_streams.dsl.plan import LogicalPlan, PlanNode, StreamSourceNode
 from platform_streams.errors import TopologyError
 
 if TYPE_CHECKING:
@@ -25,6 +25,9 @@ class StreamsBuilder:
         self.config = config
         #: what the user asked for, as graph nodes; ``build()`` optimizes and lowers it
         self.plan = LogicalPlan()
+        #: the one topology ``build()`` returns, and the plan nodes already lowered into it
+        self._topology: Topology | None = None
+        self._lowered: set[PlanNode] = set()
 
     def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> KStream:
         """A stream over one or more topics.
@@ -90,15 +93,32 @@ class StreamsBuilder:
         return self
 
     def build(self, config: StreamsConfig | None = None) -> Topology:
-        """A new topology from what was recorded so far (the builder stays usable).
+        """The builder's topology, with every operator recorded so far (Kafka's ``build()``).
+
+        As in Kafka Streams, the builder owns one ``Topology``: every call returns the same
+        object, so ``builder.build().add_processor(...)`` followed by another ``build()``
+        keeps the added processor (Kafka's own tests rely on it). Operators recorded after
+        a ``build()`` are lowered into that object on the next call, in the order they were
+        made (Kafka writes only the graph nodes not yet written to its topology).
 
         ``topology_optimization`` in ``config`` (or the builder's config) first runs the
         optimizer passes over the logical plan (:mod:`platform_streams.dsl.optimizer`):
         source topics reused as changelogs, repartition topics of one key-changing operator
-        merged into one, self-joins on one store. Then the plan is lowered to a ``Topology``.
+        merged into one, self-joins on one store. A pass that rewrites the plan after a
+        topology was returned cannot rewrite that object's nodes, so that call lowers a new
+        topology, which the builder keeps from then on.
         """
         from platform_streams.dsl.optimizer import optimize
 
-        if optimize(self.plan, self.names, config or self.config):
+        rewritten = optimize(self.plan, self.names, config or self.config)
+        if rewritten:
             self.plan.refresh_check_topology()
-        return self.plan.lower()
+        if self._topology is None or rewritten:
+            self._topology = self.plan.lower()
+            self._lowered = set(self.plan.nodes)
+        else:
+            fresh = [node for node in self.plan.nodes if node not in self._lowered]
+            if fresh:
+                self.plan.lower_into(self._topology, fresh)
+                self._lowered.update(fresh)
+        return self._topology

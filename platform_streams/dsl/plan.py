@@ -449,8 +449,11 @@ class LogicalPlan:
 
     def lower(self) -> Topology:
         """A new ``Topology`` from the nodes, in order (Kafka's ``buildAndOptimizeTopology``)."""
-        topology = Topology()
-        for node in self.nodes:
+        return self.lower_into(Topology(), self.nodes)
+
+    def lower_into(self, topology: Topology, nodes: Iterable[PlanNode]) -> Topology:
+        """Lower ``nodes`` (in plan order) into ``topology``, which holds the ones before them."""
+        for node in nodes:
             node.lower(topology)
         for store, topic in self.source_changelogs.items():
             topology.use_source_topic_as_changelog(store, topic)

@@ -89,12 +89,15 @@ class _PerNode:
 
 
 def _attach(builder: StreamsBuilder, table1: KTable, table2: KTable) -> tuple[Any, _PerNode]:
-    """``topology.addProcessor("proc1"/"proc2", supplier, tableN.name)``: see the Changes themselves."""
+    """``topology.addProcessor("proc1"/"proc2", supplier, tableN.name)``: see the Changes themselves.
+
+    As in the Java test, the driver then gets ``builder.build()`` again: the builder's one
+    topology, with the two processors added."""
     per_node = _PerNode()
     topology = builder.build()
     topology.add_processor("proc1", per_node.suppliers[0], table1.node_name)
     topology.add_processor("proc2", per_node.suppliers[1], table2.node_name)
-    return topology, per_node
+    return builder.build(), per_node
 
 
 def _do_test_not_sending_old_value(builder: StreamsBuilder, table1: KTable, table2: KTable) -> None:

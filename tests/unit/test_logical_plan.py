@@ -1,5 +1,5 @@
 """The DSL's logical plan (``dsl/plan.py``): operators record plan nodes, ``build()`` optimizes
-the plan and lowers it to a fresh ``Topology``, and a generic ``LoweringNode`` lets an operator
+the plan and lowers it into the builder's one ``Topology``, and a generic ``LoweringNode`` lets an operator
 written against the ``Topology`` API join the plan with one line (Kafka's
 ``InternalStreamsBuilder.buildAndOptimizeTopology`` over its ``GraphNode`` s)."""
 
@@ -30,22 +30,40 @@ class Collect(Processor):
         Collect.seen.append((record.key, record.value))
 
 
-def test_operators_record_plan_nodes_and_build_lowers_a_fresh_topology() -> None:
+def test_operators_record_plan_nodes_and_build_returns_the_builders_one_topology() -> None:
+    """StreamsBuilder.build() returns the builder's ``topology`` field every time
+    (streams/src/main/java/org/apache/kafka/streams/StreamsBuilder.java)."""
     builder = StreamsBuilder()
     builder.stream("in").filter(lambda k, v: v is not None).to("out")
     kinds = [type(node).__name__ for node in builder.plan.nodes]
     assert kinds == ["StreamSourceNode", "ProcessorGraphNode", "StreamSinkNode"]
     first, second = builder.build(), builder.build()
-    assert first is not second  # each build() lowers the plan again
-    assert (
-        list(first.nodes)
-        == list(second.nodes)
-        == [
-            "KSTREAM-SOURCE-0000000000",
-            "KSTREAM-FILTER-0000000001",
-            "KSTREAM-SINK-0000000002",
-        ]
-    )
+    assert first is second
+    assert list(first.nodes) == [
+        "KSTREAM-SOURCE-0000000000",
+        "KSTREAM-FILTER-0000000001",
+        "KSTREAM-SINK-0000000002",
+    ]
+    # operators recorded after a build are lowered into the same object by the next one
+    builder.stream("in2").to("out2")
+    third = builder.build()
+    assert third is first
+    assert list(third.nodes)[3:] == ["KSTREAM-SOURCE-0000000003", "KSTREAM-SINK-0000000004"]
+
+
+def test_a_processor_added_to_the_built_topology_runs_after_another_build() -> None:
+    """Kafka's KTableFilterTest / KTableMapValuesTest pattern: ``builder.build().addProcessor(
+    "proc", supplier, tableName)`` and then ``new TopologyTestDriver(builder.build(), props)``."""
+    builder = StreamsBuilder()
+    builder.stream("in").filter(lambda k, v: v != "drop", "kept")
+    builder.build().add_processor("proc", Collect, "kept")
+    Collect.seen = []
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        topic = driver.create_input_topic("in", S, S)
+        topic.pipe_input("a", "x")
+        topic.pipe_input("b", "drop")
+        topic.pipe_input("c", "y")
+    assert Collect.seen == [("a", "x"), ("c", "y")]
 
 
 def test_errors_come_when_the_operator_is_called() -> None:
