@@ -242,6 +242,11 @@ CATALOG: tuple[MetricSpec, ...] = (
        "Records the exception handlers sent to the dead-letter topic "
        "(errors_dead_letter_queue_topic_name, KIP-1034): a subset of the dropped records, or of "
        "the records a failing handler re-raised.", _TASK),
+    _m("task_dead_letter_truncated_records", "counter", _OURS, "",
+       "Dead letters written without (part of) their payload: the whole record would have "
+       "exceeded the producer's message.max.bytes or the dead-letter topic's max.message.bytes; "
+       "header __streams.errors.payload.truncated names what was cut. A subset of the "
+       "dead-letter records.", _TASK),
     _m("task_process", "counter", _TASK_G, "process-rate, process-total",
        "Records processed by the task.", _TASK, Level.DEBUG),
     _m("task_record_lateness_seconds", "histogram", _TASK_G, "record-lateness-avg, record-lateness-max",

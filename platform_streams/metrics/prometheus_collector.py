@@ -212,16 +212,18 @@ class StreamsCollector(Collector):
         totals: dict[TaskId, list[int]] = {tid: list(base) for tid, base in list(rec.task_base.items())}
         buffered: dict[TaskId, int] = {}
         for task in live:
-            entry = totals.setdefault(task.task_id, [0, 0, 0])
+            entry = totals.setdefault(task.task_id, [0, 0, 0, 0])
             entry[0] += task.records_processed
             entry[1] += task.records_skipped
             entry[2] += task.records_dead_lettered
+            entry[3] += task.records_dead_letters_truncated
             buffered[task.task_id] = task.queues.total_buffered()
-        for task_id, (processed, dropped, dead_lettered) in totals.items():
+        for task_id, (processed, dropped, dead_lettered, cut) in totals.items():
             labels = [t, str(task_id)]
             fams.add("kafka_streams_task_process", labels, processed)
             fams.add("kafka_streams_task_dropped_records", labels, dropped)
             fams.add("kafka_streams_task_dead_letter_records", labels, dead_lettered)
+            fams.add("kafka_streams_task_dead_letter_truncated_records", labels, cut)
         # Production errors reported to the worker's producer (delivery reports, exactly-once
         # commits) cannot be traced to the task that sent the record: empty task_id.
         collector = rec.worker.collector
@@ -230,6 +232,9 @@ class StreamsCollector(Collector):
         handler = collector.production_handler if collector is not None else None
         if handler is not None and handler.dead_lettered:
             fams.add("kafka_streams_task_dead_letter_records", [t, ""], handler.dead_lettered)
+        if handler is not None and handler.dead_letters_truncated:
+            cut = handler.dead_letters_truncated
+            fams.add("kafka_streams_task_dead_letter_truncated_records", [t, ""], cut)
         for task_id, count in buffered.items():
             fams.add("kafka_streams_task_input_buffer_records", [t, str(task_id)], count)
         for task_id, hist in list(rec.lateness.items()):

@@ -113,7 +113,7 @@ class ThreadRecorder(WorkerObserver):
         self.lag: dict[tuple[str, int], int] = {}
         #: (task id, store) -> stats
         self.stores: dict[tuple[TaskId, str], StoreStats] = {}
-        #: task id -> [processed, dropped, dead-lettered] of closed task objects
+        #: task id -> [processed, dropped, dead-lettered, dead letters cut] of closed task objects
         self.task_base: dict[TaskId, list[int]] = {}
         self.restore = RestoreRecorder(worker)
         self._known: dict[int, Any] = {}
@@ -221,10 +221,11 @@ class ThreadRecorder(WorkerObserver):
         for key, task in list(self._known.items()):
             if key not in current:
                 self.tasks_closed += 1
-                base = self.task_base.setdefault(task.task_id, [0, 0, 0])
+                base = self.task_base.setdefault(task.task_id, [0, 0, 0, 0])
                 base[0] += task.records_processed
                 base[1] += task.records_skipped
                 base[2] += task.records_dead_lettered
+                base[3] += task.records_dead_letters_truncated
                 del self._known[key]
                 self._sampled.pop(key, None)
                 self.restore.forget(task.task_id)

@@ -13,15 +13,29 @@ log_and_continue or a callable; plus the dead-letter topic when one is configure
 
 * a record the producer rejects locally (too large, unknown topic) -- at the send under
   at-least-once, at the commit under exactly-once (records are produced then); either way
-  the handler sees the output record (not the input record that led to it), so both
-  guarantees dead-letter the same thing;
+  the handler sees the output record, so both guarantees dead-letter the same thing;
 * a record the broker rejects, under at-least-once (``CONTINUE`` drops it and counts it);
 * serialization failures in sinks are handled by the task (it knows the input record).
 
+The dead letter's ``__streams.errors.topic/partition/offset`` name the input record the
+task was processing when the record was sent (KIP-1034's error context): the worker sets
+:attr:`KafkaRecordCollector.source` around each task's processing, so a record refused at
+the send names it. Records held for the commit of a transaction (deferred exactly-once) are
+refused at the commit, when no input record is known: the first such refusal for its size
+aborts the transaction, has the tasks process their input again with each record's size
+checked as it is held (:meth:`StreamsProducer.check_sizes`), so the refusal happens while
+the input record is known, and the check is dropped once that record was handled and
+committed (tasks built before keep it until they are next rebuilt). A refusal reported by
+the broker has no input record to name: null topic, partition and offset -1.
+
 Never handled, always fatal: a changelog record that cannot be written (the store already
-holds the change), a dead-letter record that cannot be written (no loop), and under
-exactly-once a record the broker rejects (the transaction can only be aborted). A record
-refused for its size (locally or by the broker) is dead-lettered without its value.
+holds the change), a dead-letter record that cannot be written for another reason than
+its size (no loop), and under exactly-once a record the broker rejects (the transaction
+can only be aborted). Dead letters are cut to :attr:`KafkaRecordCollector.dead_letter_limit`
+(the producer's ``message.max.bytes`` and the dead-letter topic's ``max.message.bytes``,
+see :mod:`~platform_streams.processor.dead_letters`); one refused for its size all the same
+lowers the limit and is written again cut: at once under at-least-once, after the
+transaction is aborted and the input processed again under exactly-once.
 """
 
 from __future__ import annotations
@@ -32,9 +46,14 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
-from platform_streams.errors import StreamsError
-from platform_streams.kafka import as_kafka_error
-from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
+from platform_streams.errors import StreamsError, TaskCorruptedError
+from platform_streams.kafka import KafkaAdmin, as_kafka_error
+from platform_streams.processor.dead_letters import HEADER_PAYLOAD_TRUNCATED, DeadLetterLimit, record_size
+from platform_streams.processor.exception_handlers import (
+    HEADER_OUTPUT_TOPIC,
+    HandlerResponse,
+    RecordExceptionHandler,
+)
 from platform_streams.processor.record import Headers
 from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.runtime.quiet_changelogs import QuietChangelogs
@@ -47,6 +66,10 @@ log = logging.getLogger(__name__)
 _NEVER = 2**63 - 1
 #: how long a task's start waits for records in flight before it claims no range instead
 _IN_FLIGHT_WAIT_S = 5.0
+#: librdkafka's default ``message.max.bytes``
+_PRODUCER_MAX_BYTES = 1_000_000
+#: a record refused for its size: by librdkafka at the send, or by the broker (batch too large)
+_SIZE_ERRORS = frozenset({"MSG_SIZE_TOO_LARGE", "RECORD_LIST_TOO_LARGE"})
 
 
 class ProductionError(StreamsError):
@@ -54,15 +77,18 @@ class ProductionError(StreamsError):
 
 
 class _FailedRecord:
-    """A record that never became a message, shaped like one for the exception handler."""
+    """A record that never became a message, shaped like one for the exception handler:
+    the output record's key, value, timestamp and headers, and the position of ``source``,
+    the input record it was sent for (null topic, partition and offset -1 when unknown)."""
 
-    __slots__ = ("_record",)
+    __slots__ = ("_record", "_source")
 
-    def __init__(self, record: OutgoingRecord) -> None:
+    def __init__(self, record: OutgoingRecord, source: Any) -> None:
         self._record = record
+        self._source = source
 
-    def topic(self) -> str:
-        return self._record[0]
+    def topic(self) -> str | None:
+        return None if self._source is None else self._source.topic()
 
     def key(self) -> bytes | None:
         return self._record[1]
@@ -77,21 +103,27 @@ class _FailedRecord:
         return self._record[4]
 
     def partition(self) -> int:
-        partition = self._record[5]
-        return -1 if partition is None else partition
+        return -1 if self._source is None else int(self._source.partition())
 
     def offset(self) -> int:
-        return -1
+        return -1 if self._source is None else int(self._source.offset())
 
 
-def _failed_record(record: OutgoingRecord, err: Any) -> _FailedRecord:
-    """The record as the production handler (and the dead-letter topic) gets it: without its
-    value when that was too large -- the dead-letter record would be refused for the same
-    reason, and a dead-letter record that cannot be written is fatal."""
-    if err is not None and err.name() == "MSG_SIZE_TOO_LARGE":
-        topic, key, _, timestamp, headers, partition = record
-        record = (topic, key, None, timestamp, headers, partition)
-    return _FailedRecord(record)
+def _size_error(err: Any) -> bool:
+    return err is not None and err.name() in _SIZE_ERRORS
+
+
+def dead_letter_topic_limit(admin_conf: dict[str, Any], topic: str) -> int | None:
+    """The dead-letter topic's ``max.message.bytes`` (None: unknown, or left to the broker's
+    default, which Tansu does not report): what the broker accepts in one record batch."""
+    try:
+        with KafkaAdmin(admin_conf) as admin:
+            configs = admin.describe_topic_configs([topic]).get(topic, {})
+        value = configs.get("max.message.bytes")
+        return None if value is None else int(value)
+    except (StreamsError, ValueError) as exc:
+        log.info("dead-letter topic %s: max.message.bytes unknown (%s); the producer's applies", topic, exc)
+        return None
 
 
 class KafkaRecordCollector:
@@ -105,6 +137,7 @@ class KafkaRecordCollector:
         tracked_topics: set[str] | None = None,
         production_policy: Any = "log_and_fail",
         dead_letter_topic: str | None = None,
+        dead_letter_topic_max_bytes: int | None = None,
         count_bytes: bool = False,
     ) -> None:
         #: key + value bytes acknowledged per topic that is not tracked (``count_bytes`` only)
@@ -130,6 +163,22 @@ class KafkaRecordCollector:
             on_delivery=self.on_delivery, on_send_error=self.on_send_error
         )
         self.eos = self.streams_producer.eos
+        #: how large a dead letter may be (the handlers cut theirs to it); None without a topic
+        self.dead_letter_limit: DeadLetterLimit | None = None
+        if dead_letter_topic:
+            limits = [self.streams_producer.max_message_bytes or _PRODUCER_MAX_BYTES]
+            if dead_letter_topic_max_bytes:
+                limits.append(dead_letter_topic_max_bytes)
+            self.dead_letter_limit = DeadLetterLimit(min(limits))
+        #: the context of the task processing records now (set by the worker around each
+        #: task's ``process``): a record refused at its send names the input record
+        self.source: Any = None
+        #: exactly-once: dead letters the broker refused for their size (see raise_if_failed)
+        self._refused_dead_letters: list[str] = []
+        #: deferred exactly-once: records are size-checked as they are held (see the docstring);
+        #: ``_checked_refusal``: a record was refused that way since the check began
+        self._checking_sizes = False
+        self._checked_refusal = False
         #: at-least-once, split producers: what proves changelog records sent without a report
         #: written (:meth:`quiet_sender`); None where every changelog record is reported
         self._quiet = QuietChangelogs() if self.streams_producer.quiet_produce is not None else None
@@ -197,10 +246,6 @@ class KafkaRecordCollector:
 
     def _delivery_failed(self, err: Any, msg: Any) -> None:
         where = f"{msg.topic()}[{msg.partition()}]: {err}"
-        dead_letter = msg.topic() == self.production_handler.dead_letter_topic
-        if msg.topic() in self.tracked_topics or self.eos or dead_letter:
-            self._remember(where)
-            return
         record: OutgoingRecord = (
             msg.topic(),
             msg.key(),
@@ -209,8 +254,21 @@ class KafkaRecordCollector:
             msg.headers() or [],
             msg.partition(),
         )
-        try:
-            response = self.production_handler.handle(_failed_record(record, err), _DeliveryError(str(err)))
+        if msg.topic() == self.production_handler.dead_letter_topic and _size_error(err):
+            if self.eos:  # the transaction is lost: abort, process the input again, cut smaller
+                self._lower_dead_letter_limit(record)
+                self._refused_dead_letters.append(where)
+            else:
+                self._dead_letter_again(record, where)
+            return
+        dead_letter = msg.topic() == self.production_handler.dead_letter_topic
+        if msg.topic() in self.tracked_topics or self.eos or dead_letter:
+            self._remember(where)
+            return
+        try:  # reported after the send: which input record it was sent for is not known
+            response = self.production_handler.handle(
+                _FailedRecord(record, None), _DeliveryError(str(err)), self._output_topic(record)
+            )
         except Exception as exc:  # the dead-letter send itself failed
             self._remember(f"{where} (dead-letter send failed: {exc})")
             return
@@ -225,13 +283,61 @@ class KafkaRecordCollector:
         if topic in self.tracked_topics:
             raise ProductionError(f"changelog record for {topic} refused by the producer: {exc}") from exc
         if topic == self.production_handler.dead_letter_topic:
-            raise ProductionError(f"dead-letter record refused by the producer: {exc}") from exc
-        if (
-            self.production_handler.handle(_failed_record(record, as_kafka_error(exc)), exc)
-            is HandlerResponse.FAIL
-        ):
+            if not _size_error(as_kafka_error(exc)):
+                raise ProductionError(f"dead-letter record refused by the producer: {exc}") from exc
+            self._dead_letter_again(record, f"{topic}: {exc}")
+            return
+        source = None if self.source is None else self.source.current
+        if source is None and self._check_sizes_and_retry(exc):
+            raise TaskCorruptedError(
+                [],
+                f"a record for {topic} was refused at the commit ({exc}); processing the input "
+                "again to find the input record it was sent for",
+            )
+        if self._checking_sizes:
+            self._checked_refusal = True
+        failed = _FailedRecord(record, source)
+        if self.production_handler.handle(failed, exc, self._output_topic(record)) is HandlerResponse.FAIL:
             raise ProductionError(f"record for {topic} refused by the producer: {exc}") from exc
         self.records_skipped += 1
+
+    def _check_sizes_and_retry(self, exc: BaseException) -> bool:
+        """Refused for its size at the commit of held records: check sizes as records are held
+        from now on, and say so (True: the caller aborts the transaction)."""
+        producer = self.streams_producer
+        if not self.eos or producer.eager or self._checking_sizes or not _size_error(as_kafka_error(exc)):
+            return False
+        self._checking_sizes, self._checked_refusal = True, False
+        producer.check_sizes(True)
+        self.send = producer.send
+        return True
+
+    @staticmethod
+    def _output_topic(record: OutgoingRecord) -> list[tuple[str, bytes | None]]:
+        return [(HEADER_OUTPUT_TOPIC, record[0].encode())]
+
+    def _lower_dead_letter_limit(self, record: OutgoingRecord) -> None:
+        if self.dead_letter_limit is not None:
+            self.dead_letter_limit.lower(record_size(record[1], record[2], record[4]))
+
+    def _dead_letter_again(self, record: OutgoingRecord, where: str) -> None:
+        """A dead letter refused for its size although it was cut to the limit: lower the
+        limit and send it again cut to the new one; drop it (logged) if nothing is left to cut."""
+        limit = self.dead_letter_limit
+        topic, key, value, timestamp, headers, _ = record
+        already_cut = any(name == HEADER_PAYLOAD_TRUNCATED for name, _ in headers or ())
+        if limit is None or (already_cut and key is None and value is None):
+            log.warning("dead letter dropped: refused for its size with no payload left to cut (%s)", where)
+            return
+        self._lower_dead_letter_limit(record)
+        own = [(n, v) for n, v in headers or () if n != HEADER_PAYLOAD_TRUNCATED]
+        key, value, cut_headers, cut = limit.fit(key, value, own)
+        if cut is None:  # the limit did not move below this record: cut everything
+            key, value, cut_headers, cut = DeadLetterLimit(0).fit(key, value, own)
+        assert cut is not None
+        self.production_handler.dead_letters_truncated += 1
+        limit.warn_once(cut, f"a dead letter refused for its size ({where})", topic)
+        self.send(topic, key, value, timestamp, cut_headers, None)
 
     def _remember(self, error: str) -> None:
         if len(self.errors) < 10:
@@ -274,22 +380,33 @@ class KafkaRecordCollector:
                 self._quiet.forget(tp, in_flight=first == _NEVER)
 
     def raise_if_failed(self) -> None:
+        refused, self._refused_dead_letters = self._refused_dead_letters, []
         if self.errors:
             errors, self.errors = self.errors, []
             raise ProductionError("records could not be written: " + "; ".join(errors))
+        if refused:  # only dead letters too large: the worker aborts, its tasks process again
+            raise TaskCorruptedError(
+                [], "dead letters refused for their size, written again cut: " + "; ".join(refused)
+            )
 
     def commit_transaction(
         self, offsets: list[Any], group_metadata: Any, before_commit: Callable[[], None]
     ) -> bool:
         """Exactly-once: one transaction with the buffered records and the input offsets."""
-        return self.streams_producer.commit(
+        committed = self.streams_producer.commit(
             offsets, group_metadata, before_commit=before_commit, check_delivery=self.raise_if_failed
         )
+        if committed and self._checking_sizes and self._checked_refusal:
+            self._checking_sizes = False  # the refused record was found and handled
+            self.streams_producer.check_sizes(False)
+            self.send = self.streams_producer.send
+        return committed
 
     def abort(self) -> None:
         """Drop what the next transaction would have held; forget failures of it."""
         self.streams_producer.abort()
         self.errors = []
+        self._refused_dead_letters = []
 
 
 class _DeliveryError(Exception):

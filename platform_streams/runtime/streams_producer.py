@@ -60,7 +60,8 @@ from functools import partial
 from typing import Any, Unpack
 
 from platform_streams.errors import ProducerFencedError, StreamsError, StreamsTimeoutError, TaskCorruptedError
-from platform_streams.kafka import KafkaException, create_producer
+from platform_streams.kafka import KafkaError, KafkaException, create_producer
+from platform_streams.processor.dead_letters import message_size
 from platform_streams.processor.record import Headers
 from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.runtime.broker_calls import Outcome, classify, retrying, translate
@@ -241,6 +242,12 @@ class StreamsProducer:
                 StreamsProducer._flush_all(producers[1:], timeout_s)
 
     @property
+    def max_message_bytes(self) -> int | None:
+        """The producer's ``message.max.bytes`` when set (the largest record it sends)."""
+        value = self._conf.get("message.max.bytes")
+        return None if value is None else int(value)
+
+    @property
     def sent(self) -> int:
         """Records handed to librdkafka so far."""
         return sum(self.sent_by_topic.values())
@@ -277,6 +284,25 @@ class StreamsProducer:
 
     def _buffer_record(self, *record: *OutgoingRecord) -> None:
         self._buffer.append(record)
+
+    def check_sizes(self, on: bool) -> None:
+        """Records held for the commit (deferred exactly-once): whether each is checked against
+        ``message.max.bytes`` as it is held, so that a record too large is refused while the
+        task that sent it still knows its input record, rather than at the commit. Off unless
+        asked for (a size computation per record); the collector asks after a refusal at the
+        commit (kafka_record_collector.py). Replaces :attr:`send`: the caller rebinds its copy."""
+        if self.eos and not self.eager:
+            self.send = self._buffer_checked if on else self._buffer_record
+
+    def _buffer_checked(self, *record: *OutgoingRecord) -> None:
+        topic, key, value, _, headers, _ = record
+        limit = self.max_message_bytes or 1_000_000
+        if message_size(key, value, headers) <= limit:
+            self._buffer.append(record)
+            return
+        self.sent_by_topic[topic] = self.sent_by_topic.get(topic, 0) + 1  # as _produce_now counts it
+        refused = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, f"record larger than message.max.bytes {limit}")
+        self._on_send_error(record, KafkaException(refused))
 
     def _produce_now(
         self,

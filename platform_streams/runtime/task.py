@@ -192,6 +192,12 @@ class StreamTask:
         return sum(handler.dead_lettered for handler in handlers)
 
     @property
+    def records_dead_letters_truncated(self) -> int:
+        """Of those, the dead letters cut to fit the size limit (processor/dead_letters.py)."""
+        handlers = (self.deserialization_handler, self.processing_handler, self.production_handler)
+        return sum(handler.dead_letters_truncated for handler in handlers)
+
+    @property
     def changelog_partitions(self) -> frozenset[tuple[str, int]]:
         """The changelog partitions of this task's stores."""
         return frozenset(self._changelog_partitions)

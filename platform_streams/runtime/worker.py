@@ -55,7 +55,7 @@ from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.broker_calls import retrying
 from platform_streams.runtime.broker_features import RepartitionPurger
 from platform_streams.runtime.input_queues import InputQueues
-from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
+from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, dead_letter_topic_limit
 from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
 from platform_streams.runtime.offset_gaps import OffsetGapGuard
 from platform_streams.runtime.producer_settings import producer_settings
@@ -259,12 +259,16 @@ class StreamWorker(TaskRebalancing, threading.Thread):
                 **callbacks,
             )
 
+        dead_letter = self.config.errors_dead_letter_queue_topic_name
         self.collector = KafkaRecordCollector(
             producer_factory,
             partition_count=self._partition_count,
             tracked_topics=self._changelogs,
             production_policy=self.config.production_exception_handler,
-            dead_letter_topic=self.config.errors_dead_letter_queue_topic_name,
+            dead_letter_topic=dead_letter,
+            dead_letter_topic_max_bytes=(
+                dead_letter_topic_limit(self.config.admin_configs(), dead_letter) if dead_letter else None
+            ),
             count_bytes=settings.count_bytes,  # the producer reports what the collector counts
         )
         self._join_group()
@@ -330,8 +334,14 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         inputs = self._input
         touched = self._route(messages) if messages else None
         processed = 0
-        for task in list(self.tasks.values()):
-            processed += task.process(10_000)
+        collector = self.collector
+        assert collector is not None
+        try:
+            for task in list(self.tasks.values()):
+                collector.source = task.context  # a refused record names the input record
+                processed += task.process(10_000)
+        finally:
+            collector.source = None
         if touched:
             inputs.pause_backlogged(self.consumer, touched)
         if inputs.paused:
@@ -339,8 +349,6 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         now_wall = int(time.time() * 1000)
         for task in list(self.tasks.values()):
             task.punctuate_wall_clock(now_wall)
-        collector = self.collector
-        assert collector is not None
         collector.poll()
         self.processed_total += processed
         self.observer.on_loop(started, polled, len(messages), processed)

@@ -142,4 +142,8 @@ def test_a_record_too_large_to_produce_is_dead_lettered_without_its_value(
     headers = dict(record.headers)
     assert headers["source"] == b"test"
     assert b"MSG_SIZE_TOO_LARGE" in (headers[HEADER_MESSAGE] or b"")
-    assert headers[HEADER_TOPIC] == sink.encode()  # the refused output record, under both guarantees
+    # KIP-1034: the origin headers name the input record; the refused output record's topic
+    # has a header of its own
+    assert headers[HEADER_TOPIC] == source.encode()
+    assert headers["__streams.errors.output.topic"] == sink.encode()
+    assert headers["__streams.errors.payload.truncated"].startswith(b"value=")

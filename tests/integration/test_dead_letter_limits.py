@@ -1,0 +1,162 @@
+"""Dead letters that do not fit, and where a production error's dead letter came from.
+
+A dead-letter record is the failed record plus ~1 KB of ``__streams.errors.*`` headers, so a
+record near the producer's ``message.max.bytes`` (or the dead-letter topic's
+``max.message.bytes``) makes a dead letter that cannot be written. The app must go on: the
+dead letter is written without its payload, says so in ``__streams.errors.payload.truncated``
+and is counted in ``kafka_streams_task_dead_letter_truncated_records_total``.
+
+KIP-1034 (Kafka's ``ExceptionHandlerUtils.buildDeadLetterQueueRecord``): the
+``__streams.errors.topic/partition/offset`` headers name the *input* record the task was
+processing (the handler's ``ErrorHandlerContext``), for production errors too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from platform_streams import KafkaStreams, State, StreamsBuilder
+from platform_streams.dsl import Consumed, Produced
+from platform_streams.kafka import KafkaAdmin
+from platform_streams.processor.exception_handlers import (
+    HEADER_EXCEPTION,
+    HEADER_OFFSET,
+    HEADER_PARTITION,
+    HEADER_TOPIC,
+)
+from platform_streams.serde import Json, String
+from tests.integration.support_apps import app_config, running_app, wait_until
+from tests.support.kafka import consume_all, new_topic, produce
+
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
+
+S, J = String(), Json()
+
+#: the header a dead letter written without (part of) its payload carries
+TRUNCATED = "__streams.errors.payload.truncated"
+TRUNCATED_METRIC = "kafka_streams_task_dead_letter_truncated_records_total"
+
+
+def _metric(streams: KafkaStreams, name: str) -> float:
+    return sum(
+        sample.value
+        for family in streams.metrics.registry.collect()
+        for sample in family.samples
+        if sample.name == name
+    )
+
+
+def _pass_through(source: str, sink: str) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    stream = builder.stream(source, Consumed(key_serde=S, value_serde=J))
+    stream.to(sink, Produced(key_serde=S, value_serde=J))
+    return builder
+
+
+def _run_poison(
+    bootstrap: str,
+    admin: KafkaAdmin,
+    tmp_path: Path,
+    guarantee: str,
+    poison_bytes: int,
+    dlq_config: dict[str, str] | None = None,
+) -> None:
+    source, sink = new_topic(admin, 1, "pp-in"), new_topic(admin, 1, "pp-out")
+    dlq = new_topic(admin, 1, "pp-dlq", config=dlq_config)
+    good = [(f"g{i}", json.dumps({"id": i})) for i in range(40)]
+    poison = b"{" + b"x" * (poison_bytes - 1)  # not JSON: a deserialization error
+    placed = produce(bootstrap, source, [*good[:20], ("poison", poison), *good[20:]])
+    config = app_config(
+        bootstrap,
+        tmp_path,
+        processing_guarantee=guarantee,
+        deserialization_exception_handler="log_and_continue",
+        errors_dead_letter_queue_topic_name=dlq,
+    )
+    isolation = "read_committed" if guarantee == "exactly_once_v2" else "read_uncommitted"
+    with running_app(_pass_through(source, sink), config) as streams:
+        out = consume_all(bootstrap, sink, 40, timeout_s=45, isolation=isolation)
+        dead = consume_all(bootstrap, dlq, 1, timeout_s=30, isolation=isolation)
+        wait_until(lambda: _metric(streams, TRUNCATED_METRIC) >= 1, 10, "the truncation is counted")
+        assert streams.state() is State.RUNNING
+        assert all(w.failure is None for w in streams.workers)
+        truncated = _metric(streams, TRUNCATED_METRIC)
+    # every good record once: none stuck behind the poison record, none written twice
+    assert sorted(r.key or b"" for r in out) == sorted(k.encode() for k, _ in good)
+    assert len(consume_all(bootstrap, dlq, 2, timeout_s=3, isolation=isolation)) == 1
+    assert truncated == 1
+    record = dead[0]
+    assert record.key == b"poison" and record.value is None
+    headers = dict(record.headers)
+    assert headers[TRUNCATED] == f"value={poison_bytes}".encode()
+    assert headers[HEADER_EXCEPTION] == b"DeserializationError"
+    partition, offset = placed[20]
+    assert (headers[HEADER_TOPIC], headers[HEADER_PARTITION], headers[HEADER_OFFSET]) == (
+        source.encode(),
+        str(partition).encode(),
+        str(offset).encode(),
+    )
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_a_poison_record_too_large_to_dead_letter_whole_does_not_stop_the_app(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
+) -> None:
+    """999,000 bytes: the record fits the producer's 1,000,000-byte message.max.bytes, its
+    dead letter (plus the error headers) does not. It used to crash the app on every start."""
+    _run_poison(bootstrap_servers, admin, tmp_path, guarantee, 999_000)
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_a_dead_letter_is_sized_to_the_dead_letter_topics_own_limit(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
+) -> None:
+    """The dead-letter topic's ``max.message.bytes`` (50,000) is below the producer's limit:
+    Apache Kafka refuses the 200 kB dead letter in its produce response (a refused record
+    aborts the transaction under exactly-once); the dead letter is cut to that limit first."""
+    _run_poison(bootstrap_servers, admin, tmp_path, guarantee, 200_000, {"max.message.bytes": "50000"})
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_a_production_error_dead_letter_names_the_input_record(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
+) -> None:
+    """An output record the producer refuses (over ``message.max.bytes``): its dead letter's
+    ``__streams.errors.topic/partition/offset`` name the input record that produced it, as
+    Kafka's RecordCollectorImpl passes the task's record context to the production handler
+    (not the output topic with offset -1)."""
+    source, sink = new_topic(admin, 1, "pe-in"), new_topic(admin, 1, "pe-out")
+    dlq = new_topic(admin, 1, "pe-dlq")
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=S, value_serde=J)).map_values(
+        lambda v: {"id": v["id"], "pad": "x" * v["pad"]}
+    ).to(sink, Produced(key_serde=S, value_serde=J))
+    records = [(f"k{i}", json.dumps({"id": i, "pad": 10})) for i in range(10)]
+    records[6] = ("big", json.dumps({"id": 6, "pad": 200_000}))
+    placed = produce(bootstrap_servers, source, records)
+    config = app_config(
+        bootstrap_servers,
+        tmp_path,
+        processing_guarantee=guarantee,
+        production_exception_handler="log_and_continue",
+        errors_dead_letter_queue_topic_name=dlq,
+        producer_config={"message.max.bytes": 100_000},  # the 200 kB output record is refused
+    )
+    isolation = "read_committed" if guarantee == "exactly_once_v2" else "read_uncommitted"
+    with running_app(builder, config) as streams:
+        out = consume_all(bootstrap_servers, sink, 9, timeout_s=45, isolation=isolation)
+        dead = consume_all(bootstrap_servers, dlq, 1, timeout_s=30, isolation=isolation)
+        assert streams.state() is State.RUNNING
+    assert sorted(r.key or b"" for r in out) == sorted(k.encode() for k, _ in records if k != "big")
+    assert len(dead) == 1 and dead[0].key == b"big"
+    headers = dict(dead[0].headers)
+    partition, offset = placed[6]
+    assert (headers[HEADER_TOPIC], headers[HEADER_PARTITION], headers[HEADER_OFFSET]) == (
+        source.encode(),
+        str(partition).encode(),
+        str(offset).encode(),
+    )
+    assert headers["__streams.errors.output.topic"] == sink.encode()
