@@ -11,8 +11,11 @@ buffers each request whole -- headers and body, both size-capped -- before a fix
 of :data:`HttpLimits.threads` runs it, so a slow or idle client costs a socket, never a
 thread; ``channel_timeout`` closes idle and half-sent connections; ``connection_limit``
 bounds the sockets; ``backlog`` lets a burst queue in the kernel; disconnects are handled
-quietly. (cheroot has the same features but a thread per connection in flight; an ASGI
-stack would add an event loop and several dependencies for routes that are synchronous.)
+quietly. What waitress lacks -- one reading of a request's length (no smuggling), a
+deadline for a whole request to arrive, idle connections bounded per client so a flood
+cannot lock the liveness probe out -- server/connections.py adds. (cheroot has the same
+features but a thread per connection in flight; an ASGI stack would add an event loop
+and several dependencies for routes that are synchronous.)
 
 The server binds ``http_host:http_port`` (port 0: any free port, read back from
 :attr:`WorkerHttpServer.address`). Requests run on the pool's threads; the worker threads
@@ -31,10 +34,11 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from waitress import wasyncore
-from waitress.server import BaseWSGIServer, create_server
+from waitress.adjustments import Adjustments
 
 from platform_streams.errors import StreamsConfigError
 from platform_streams.query.metadata import HostInfo
+from platform_streams.server.connections import Guard, GuardedServer
 from platform_streams.server.routes import Api
 
 if TYPE_CHECKING:
@@ -57,17 +61,24 @@ class HttpLimits:
 
     ``threads`` bounds the requests answered at once (the rest wait, already read, in a
     queue); a query forwarded to another instance holds its thread for at most the
-    forwarding timeout (10 s). ``connection_limit`` bounds open sockets: past it the
-    endpoint stops accepting and new connections wait in the kernel's ``backlog`` until
-    idle ones are closed. ``channel_timeout_s`` closes a connection that sent nothing for
-    that long (idle keep-alive, or a request that never completes), checked every
-    ``cleanup_interval_s``. Bodies (no route reads one) above ``max_body_bytes`` get 413.
+    forwarding timeout (10 s). ``connection_limit`` bounds open sockets: at it, a new
+    connection closes the one that has waited longest for a complete request (waiting at
+    least ``eviction_grace_s``); with none such, new connections wait in the kernel's
+    ``backlog``. A client address keeps at most ``connections_per_client`` connections
+    waiting for a request (the stalest beyond go). ``request_timeout_s`` bounds the time
+    from a request's first byte to its last (head and body: a byte dripped now and then
+    does not extend it); ``channel_timeout_s`` closes a connection that sent nothing for
+    that long (idle keep-alive); both are checked every ``cleanup_interval_s``. Bodies (no
+    route reads one) above ``max_body_bytes`` get 413. See server/connections.py.
     """
 
     threads: int = 8
     connection_limit: int = 500
+    connections_per_client: int = 64
     backlog: int = 1024
+    request_timeout_s: float = 10.0
     channel_timeout_s: float = 30.0
+    eviction_grace_s: float = 1.0
     cleanup_interval_s: float = 5.0
     max_header_bytes: int = 64 * 1024
     max_body_bytes: int = 64 * 1024
@@ -132,9 +143,7 @@ class WorkerHttpServer:
             sock = _listen_socket(host, port)
         except OSError as exc:
             raise StreamsConfigError(f"cannot serve HTTP on {host}:{port}: {exc}") from exc
-        server = create_server(
-            _WsgiApp(Api(streams)),
-            map={},
+        adjustments = Adjustments(
             sockets=[sock],
             threads=limits.threads,
             connection_limit=limits.connection_limit,
@@ -148,8 +157,16 @@ class WorkerHttpServer:
             expose_tracebacks=False,
             ident="platform-streams",
         )
-        assert isinstance(server, BaseWSGIServer)  # one socket: one server, never a MultiSocketServer
-        self._server = server
+        guard = Guard(limits.connections_per_client, limits.request_timeout_s, limits.eviction_grace_s)
+        self._server = GuardedServer(
+            _WsgiApp(Api(streams)),
+            guard,
+            map={},
+            _sock=sock,
+            adj=adjustments,
+            bind_socket=False,
+            sockinfo=(sock.family, sock.type, sock.proto, sock.getsockname()),
+        )
         self._stopping = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._serve, name="streams-http", daemon=True)
