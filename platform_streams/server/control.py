@@ -7,7 +7,8 @@ stream application's instances::
     GET        /control/status     state, paused, workers (thread, state, tasks)
     PUT|POST   /control/pause      KafkaStreams.pause(): stop processing, keep the partitions
     PUT|POST   /control/resume     KafkaStreams.resume()
-    POST       /control/restart    replace every stream worker (202; poll status to follow)
+    POST       /control/restart    replace every stream worker (202; poll status to follow;
+                                   409 while a restart of this client is still under way)
 
 Control needs the endpoint's bearer token when one is set (like every path but
 ``/health/*``); the routes module checks it before calling :func:`handle_control`.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import IllegalStateError
@@ -29,6 +31,11 @@ __all__ = ["control_status", "handle_control"]
 log = logging.getLogger(__name__)
 
 _WRITE = frozenset({"PUT", "POST"})
+
+# The clients with a restart under way: requests for another one coalesce into it (409)
+# rather than each stopping the same workers and tripping over the others' replacements.
+_restarts_lock = threading.Lock()
+_restarting: weakref.WeakSet[KafkaStreams] = weakref.WeakSet()
 
 
 def control_status(streams: KafkaStreams) -> dict[str, Any]:
@@ -52,12 +59,17 @@ def control_status(streams: KafkaStreams) -> dict[str, Any]:
 def _restart(streams: KafkaStreams) -> None:
     try:
         stopped = streams.restart_workers()
-        if not stopped:
+        if stopped:
+            log.info("control: restart done, the stream workers were replaced")
+        else:
             log.warning("restart: an old stream worker did not stop in time")
     except IllegalStateError as exc:
         log.warning("restart refused: %s", exc)
-    except Exception:
-        log.exception("restart of the stream workers failed")
+    except Exception as exc:
+        log.exception("restart of the stream workers failed: %s: %s", type(exc).__name__, exc)
+    finally:
+        with _restarts_lock:
+            _restarting.discard(streams)
 
 
 def handle_control(streams: KafkaStreams, method: str, action: str) -> tuple[int, dict[str, Any]]:
@@ -80,10 +92,24 @@ def handle_control(streams: KafkaStreams, method: str, action: str) -> tuple[int
     elif action == "resume":
         streams.resume()
     else:
+        with _restarts_lock:
+            if streams in _restarting:
+                return 409, {
+                    "error": "a restart is already under way: follow it on /control/status",
+                    "restarting": True,
+                    **control_status(streams),
+                }
+            _restarting.add(streams)
         # Stopping workers waits for their final commit: answer at once, work in the background.
-        threading.Thread(
-            target=_restart, args=(streams,), name="streams-control-restart", daemon=True
-        ).start()
+        try:
+            threading.Thread(
+                target=_restart, args=(streams,), name="streams-control-restart", daemon=True
+            ).start()
+        except BaseException:
+            with _restarts_lock:
+                _restarting.discard(streams)
+            raise
+        log.info("control: restart")
         return 202, {"restarting": True, **control_status(streams)}
     log.info("control: %s", action)
     return 200, control_status(streams)

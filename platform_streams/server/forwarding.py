@@ -3,6 +3,13 @@
 The receiving instance is asked with ``local=true``: it answers from its own stores and
 never forwards again, so a stale routing view can cost one extra hop, never a loop.
 The caller's bearer token is passed on (all instances of an application share it).
+
+Instances talk to each other directly: the environment's proxy settings (``http_proxy``
+and the like, which urllib would otherwise honour) are ignored, so the token never goes to
+a proxy, and redirects are never followed (urllib would carry the token to wherever one
+points). Only an instance's own answers are passed back -- a 200, or a 404 for a key it
+does not have; any other status is a :class:`ForwardError` that names the instance and the
+status, never the upstream's body (which may be a proxy's page or anything else).
 """
 
 from __future__ import annotations
@@ -11,16 +18,19 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 from platform_streams.query.metadata import HostInfo
 
 __all__ = ["ForwardError", "Forwarded", "forward"]
 
 _TIMEOUT_S = 10.0
+#: what another instance answers to a query it could serve (a 404 is a key it does not have)
+_ANSWERS = frozenset({200, 404})
 
 
 class ForwardError(Exception):
-    """The other instance could not be reached (or did not answer in time)."""
+    """The other instance could not be reached, did not answer in time, or failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +40,18 @@ class Forwarded:
     status: int
     body: bytes
     content_type: str
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 3xx itself is then raised as an HTTPError
+
+
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
 
 
 def forward(
@@ -43,9 +65,13 @@ def forward(
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with _OPENER.open(request, timeout=timeout_s) as response:
             return Forwarded(response.status, response.read(), response.headers.get("Content-Type", ""))
     except urllib.error.HTTPError as exc:
-        return Forwarded(exc.code, exc.read(), exc.headers.get("Content-Type", "") if exc.headers else "")
+        with exc:
+            if exc.code not in _ANSWERS:
+                raise ForwardError(f"instance {host} answered HTTP {exc.code}") from None
+            return Forwarded(exc.code, exc.read(), exc.headers.get("Content-Type", "") if exc.headers else "")
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        raise ForwardError(f"{host} did not answer: {exc}") from exc
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        raise ForwardError(f"instance {host} did not answer: {_one_line(reason)}") from exc

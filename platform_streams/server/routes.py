@@ -17,9 +17,10 @@
 Key-scoped queries of a store whose keys are not murmur2-placed (query/placement.py) ask
 every partition's owner and merge (server/scatter.py). Otherwise they are answered here
 when this instance runs the key's partition as an active task, else forwarded to the owner
-(``local=true`` on the hop stops re-forwarding);
-if the owner is unknown or unreachable a local standby or restoring copy answers, marked
-``"stale": true`` (unless ``require_active=true``), else 503. Scans ask every instance for
+(``local=true`` on the hop stops re-forwarding; server/forwarding.py);
+if the owner is unknown or fails a local standby or restoring copy answers, marked
+``"stale": true`` (unless ``require_active=true``), else 502 naming the owner that failed
+(503 when no owner is known). Scans ask every instance for
 the partitions it owns and merge (``missing_partitions`` lists what nobody answered).
 
 With ``http_auth_token`` set every path but ``/health/*`` needs ``Authorization: Bearer
@@ -243,6 +244,7 @@ class Api:
         answer = self._local(request.require_active(), partition)
         if answer is not None:
             return self._key_answer(store, key, partition, answer, window, stale=False)
+        failed: ForwardError | None = None
         if not _flag(params, "local"):
             meta = self._run(lambda: service.query_metadata_for_key(store, key))
             owner = meta.active_host
@@ -252,10 +254,19 @@ class Api:
                     return self._relay(owner, path, params)
                 except ForwardError as exc:
                     log.warning("forwarding a query for %s to %s failed: %s", store, owner, exc)
+                    failed = exc
         if not require_active:
             answer = self._local(request, partition)
             if answer is not None:
                 return self._key_answer(store, key, partition, answer, window, stale=True)
+        if failed is not None:
+            # the owner's failure, in one line naming it: never what it (or a proxy) sent
+            raise HttpError(
+                502,
+                f"forwarding the query for partition {partition} of store {store!r} failed: {failed}",
+                store=store,
+                partition=partition,
+            )
         raise HttpError(
             503,
             f"partition {partition} of store {store!r} is not available (rebalancing, restoring, or its "

@@ -434,9 +434,11 @@ def test_forwarding_between_instances_ignores_the_proxy_environment(
                 assert headers.get("X-Forwarded-To") == second.address
             assert proxy.seen == [], proxy.seen
             # the owner stops answering: a one-line 502 naming it, nothing of any upstream
+            # (require_active: no stale copy instead, should A take over during the wait)
             second.proc.send_signal(signal.SIGSTOP)
             try:
-                status, _, body = http_get(f"{url_a}/stores/{STORE}/keys/{of_b[0]}", TOKEN, timeout_s=60)
+                query = f"{url_a}/stores/{STORE}/keys/{of_b[0]}?require_active=true"
+                status, _, body = http_get(query, TOKEN, timeout_s=60)
             finally:
                 second.proc.send_signal(signal.SIGCONT)
             assert status == 502, (status, body)
