@@ -413,7 +413,16 @@ class SessionWindowedKStream(_WindowedKStream):
             # as Kafka's SessionStoreMaterializer.build: "do not enable cache if the emit final
             # strategy is used" (every session update reaches the store and its changelog)
             mat = mat.with_caching_disabled()
-        return self._spec(DslSessionStoreBuilder, store, mat, key_serde, value_serde, minimum, what)
+        return self._spec(
+            DslSessionStoreBuilder,
+            store,
+            mat,
+            key_serde,
+            value_serde,
+            minimum,
+            what,
+            emit_final=self._emit.emit_final,
+        )
 
     def _close_rule(self, key_serde: Serde | None) -> WindowCloseRule:
         windows = self.windows

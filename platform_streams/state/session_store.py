@@ -7,7 +7,9 @@ hold such an end and stops at the end of the key, so it reads only the key's ses
 end late enough; the start bound is a filter.
 
 Retention: a session is visible while its segment is live, i.e. its segment holds times after
-``stream time - retention`` (stream time = the largest session end put). Results are
+``stream time - retention`` (stream time = the largest session end put). The store of an
+emit-final aggregation (``time_ordered``, Kafka's time-ordered session store) is stricter:
+a session is visible only while it ends after ``stream time - retention``. Results are
 materialized lists: they are per key and small, and a session merge removes and puts
 sessions while the caller still holds the result.
 """
@@ -57,7 +59,15 @@ class SessionBytesStore(SegmentedBytesStore, SessionStore[bytes, bytes]):
         backend: StorageBackend,
         retention_ms: int,
         segment_interval_ms: int | None = None,
+        *,
+        time_ordered: bool = False,
     ) -> None:
+        if time_ordered:
+            # Kafka's emit-final session store (RocksDbTimeOrderedSessionBytesStoreSupplier)
+            # reads only sessions ending after ``stream time - retention``
+            # (AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom), not whole live
+            # segments: a closed, emitted session is gone from fetches at once
+            self.segment_granular = False
         super().__init__(name, backend, retention_ms, segment_interval_ms)
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:

@@ -112,10 +112,19 @@ class SessionBytesStoreSupplier(BytesStoreSupplier):
     retention_ms: int
     persistent: bool
     segment_interval_ms: int | None = None
+    #: Kafka's time-ordered session store of emit-final aggregations (records expire one by
+    #: one at ``stream time - retention`` instead of with their segment)
+    time_ordered: bool = False
     scope_suffix: ClassVar[str] = "-session"
 
     def get(self) -> SessionBytesStore:
-        return SessionBytesStore(self.name, self.new_backend(), self.retention_ms, self.segment_interval_ms)
+        return SessionBytesStore(
+            self.name,
+            self.new_backend(),
+            self.retention_ms,
+            self.segment_interval_ms,
+            time_ordered=self.time_ordered,
+        )
 
 
 def _window_supplier(
@@ -131,11 +140,13 @@ def _window_supplier(
     return WindowBytesStoreSupplier(name, retention_ms, window_size_ms, retain_duplicates, persistent)
 
 
-def _session_supplier(name: str, retention_ms: int, persistent: bool) -> SessionBytesStoreSupplier:
+def _session_supplier(
+    name: str, retention_ms: int, persistent: bool, time_ordered: bool = False
+) -> SessionBytesStoreSupplier:
     _check_name(name)
     if retention_ms <= 0:
         raise ValueError(f"store {name}: retention must be > 0 ms, got {retention_ms}")
-    return SessionBytesStoreSupplier(name, retention_ms, persistent)
+    return SessionBytesStoreSupplier(name, retention_ms, persistent, time_ordered=time_ordered)
 
 
 class Stores:
@@ -164,12 +175,17 @@ class Stores:
         return _window_supplier(name, retention_ms, window_size_ms, retain_duplicates, persistent=False)
 
     @staticmethod
-    def persistent_session_store(name: str, retention_ms: int) -> SessionBytesStoreSupplier:
-        return _session_supplier(name, retention_ms, persistent=True)
+    def persistent_session_store(
+        name: str, retention_ms: int, *, time_ordered: bool = False
+    ) -> SessionBytesStoreSupplier:
+        """``time_ordered``: the emit-final aggregation's store (see :class:`SessionBytesStoreSupplier`)."""
+        return _session_supplier(name, retention_ms, persistent=True, time_ordered=time_ordered)
 
     @staticmethod
-    def in_memory_session_store(name: str, retention_ms: int) -> SessionBytesStoreSupplier:
-        return _session_supplier(name, retention_ms, persistent=False)
+    def in_memory_session_store(
+        name: str, retention_ms: int, *, time_ordered: bool = False
+    ) -> SessionBytesStoreSupplier:
+        return _session_supplier(name, retention_ms, persistent=False, time_ordered=time_ordered)
 
     @staticmethod
     def persistent_versioned_key_value_store(

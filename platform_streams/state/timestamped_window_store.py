@@ -120,6 +120,12 @@ class DslSessionStoreBuilder(_DslWindowedStoreBuilder[SessionBytesStoreSupplier]
     supplier_type = SessionBytesStoreSupplier
     kind = "session"
 
+    def __init__(self, *, emit_final: bool = False, **common: Any) -> None:
+        super().__init__(**common)
+        #: an emit-final aggregation's store: Kafka's built-in suppliers then make the
+        #: time-ordered session store (BuiltInDslStoreSuppliers.sessionStore with ON_WINDOW_CLOSE)
+        self.emit_final = emit_final
+
     def bytes_supplier(self) -> SessionBytesStoreSupplier:
         if self.store_supplier is not None:
             return self.store_supplier
@@ -128,7 +134,7 @@ class DslSessionStoreBuilder(_DslWindowedStoreBuilder[SessionBytesStoreSupplier]
             if self.store_type == "in_memory"
             else Stores.persistent_session_store
         )
-        return factory(self.name, self.retention_ms)
+        return factory(self.name, self.retention_ms, time_ordered=self.emit_final)
 
     def build(self) -> DslSessionStore:
         return DslSessionStore(self)
