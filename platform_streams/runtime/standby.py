@@ -19,6 +19,10 @@ clean-close checkpoint makes that cheap).
 
 In-memory stores gain nothing: their data does not survive the handover to a new store
 instance, so the active task restores them in full.
+
+A standby store whose files turn out corrupt (``StoreCorruptedError``: a compaction met a
+bad block, and RocksDB then refuses its writes) is closed with its files deleted; the next
+iteration opens the task again and reads that changelog from the beginning.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from platform_streams.processor.record_collector import RefusingCollector
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetch_committed
 from platform_streams.runtime.task import store_changelogs
+from platform_streams.state.backend import StoreCorruptedError
 from platform_streams.state.manager import FROM_BEGINNING, ProcessorStateManager
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -243,7 +248,9 @@ class StandbyUpdater:
                         self._maintain()
                 if not self.tasks:
                     self._stop.wait(0.2)
-            except Exception:
+            except Exception as exc:
+                if isinstance(exc, StoreCorruptedError) and self._drop_corrupted(exc):
+                    continue
                 log.exception("standby updater: iteration failed; closing standby tasks and retrying")
                 with self._lock:
                     for task_id in list(self.tasks):
@@ -265,6 +272,26 @@ class StandbyUpdater:
                 self._consumer.resume([TopicPartition(t.topic, t.partition) for t in starts])
             self._next_refresh = 0.0
             log.info("standby task %s opened (changelogs from %s)", task_id, task.start_offsets)
+
+    def _drop_corrupted(self, exc: StoreCorruptedError) -> bool:
+        """Close the standby task owning the corrupt store dirty, the store's files deleted
+        (the next sync reopens it empty, from the changelog's beginning); False if no
+        standby task here owns it."""
+        with self._lock:
+            for task_id, task in list(self.tasks.items()):
+                manager = task.state_manager
+                if manager.has_store_at(exc.store, exc.path) and manager.is_logged(exc.store):
+                    log.warning(
+                        "standby task %s: store %s is corrupt (%s); deleting its files and reading its "
+                        "changelog again from the beginning",
+                        task_id,
+                        exc.store,
+                        exc.reason,
+                    )
+                    manager.mark_corrupted(exc.store)
+                    self._close_task(task_id, clean=False)
+                    return True
+        return False
 
     def _close_task(self, task_id: TaskId, *, clean: bool) -> None:
         task = self.tasks.pop(task_id, None)

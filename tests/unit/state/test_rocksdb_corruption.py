@@ -17,13 +17,18 @@ from types import SimpleNamespace
 
 import pytest
 
+from platform_streams import StreamsBuilder, StreamsConfig
+from platform_streams.dsl import Materialized
 from platform_streams.errors import IllegalStateError, StreamsError, TaskCorruptedError
+from platform_streams.kafka import OFFSET_BEGINNING
 from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.standby import StandbyTask, StandbyUpdater
 from platform_streams.runtime.worker_rebalance import TaskRebalancing
 from platform_streams.serde import Long, String
 from platform_streams.state import ProcessorStateManager, Stores
 from platform_streams.state.backend import StoreCorruptedError, store_directory
 from platform_streams.state.rocksdb import RocksDBBackend
+from platform_streams.topology.compiler import compile_topology
 
 from .conftest import FakeContext
 
@@ -187,3 +192,27 @@ def test_a_corrupt_store_without_changelog_fails_clearly_and_keeps_its_files(tmp
         TaskRebalancing._mark_corrupted_store(worker, other)  # type: ignore[arg-type]
     worker.tasks[TASK].state_manager.close()
     assert (path / "CURRENT").exists()
+
+
+def test_a_standby_tasks_corrupt_store_is_dropped_for_a_reread(tmp_path: Path) -> None:
+    """The standby updater closes the owning standby task with the store's files deleted;
+    the next iteration reopens it empty, reading the changelog from its beginning."""
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().count(materialized=Materialized.as_("counts"))
+    config = StreamsConfig(application_id="app", bootstrap_servers="unused:9092", state_dir=tmp_path)
+    plan = compile_topology(builder.build())
+    updater = StandbyUpdater(plan, config, tmp_path / "app")
+    task_id = TaskId(0, 0)
+    task = StandbyTask(task_id, plan, config, tmp_path / "app" / str(task_id))
+    updater.tasks[task_id] = task
+    path = store_directory(tmp_path / "app" / str(task_id), "counts")
+    assert (path / "CURRENT").exists()
+    assert not updater._drop_corrupted(StoreCorruptedError("counts", tmp_path / "elsewhere", "Corruption"))
+    assert updater.tasks == {task_id: task}
+    assert updater._drop_corrupted(StoreCorruptedError("counts", path, "Corruption: block checksum mismatch"))
+    assert updater.tasks == {} and not path.exists()
+    again = StandbyTask(task_id, plan, config, tmp_path / "app" / str(task_id))
+    try:
+        assert set(again.start_offsets.values()) == {OFFSET_BEGINNING}
+    finally:
+        again.close(clean=False)
