@@ -44,6 +44,7 @@ from platform_streams.cli_app_loader import (
 )
 from platform_streams.cli_apps import add_apps_arguments, run_apps
 from platform_streams.cli_run import add_run_arguments, run_command
+from platform_streams.config_secrets import redact
 from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, StreamsError
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
 from platform_streams.ops.spark_commands import (
@@ -190,10 +191,19 @@ def _without_traceback(record: logging.LogRecord) -> bool:
     return True
 
 
+class _RedactingFormatter(logging.Formatter):
+    """Every log line, traceback included, with the credentials the settings held masked: with
+    the error line in :func:`main`, the only ways this command writes text to stderr, so no
+    error path -- present or future -- can print a secret's value (see config_secrets)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 def configure_logging(level: str) -> None:
     """Logs to stderr at ``level``; tracebacks in log records only at DEBUG."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+    handler.setFormatter(_RedactingFormatter(_LOG_FORMAT))
     if level != "DEBUG":
         handler.addFilter(_without_traceback)
     logging.basicConfig(level=level, handlers=[handler])  # no-op if the host configured logging
@@ -220,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.exit_code if isinstance(exc, CliError) else _exit_code(exc)
         if debug:
             logging.getLogger("platform_streams.cli").exception("%s failed", command.name)
-        print(f"platform-streams {command.name}: error: {exc}", file=sys.stderr, flush=True)
+        print(redact(f"platform-streams {command.name}: error: {exc}"), file=sys.stderr, flush=True)
         return code
     except KeyboardInterrupt:
         return 130

@@ -209,12 +209,18 @@ def format_validation_error(
         msg = str(error["msg"]).removeprefix("Value error, ")
         if error["type"] == "missing":
             msg = "required, but not set (in the file, PLATFORM_STREAMS_* or --set)"
-        elif "got" not in msg and not any(str(p) in _SECRET_FIELDS for p in error["loc"]):
+        elif error["loc"] and "got" not in msg and not any(_hidden(str(p)) for p in error["loc"]):
+            # no loc: a cross-field check, whose input is every setting (credentials included)
             shown = repr(error.get("input"))
             msg += f" (got {shown[:60] + '...' if len(shown) > 60 else shown})"
         origin = _layer_of(str(error["loc"][0]), layers) if error["loc"] else None
         parts.append(f"{loc}: {msg}" + (f" [from {origin}]" if origin else ""))
     return "; ".join(parts)
+
+
+def _hidden(name: str) -> bool:
+    """Whether a rejected value at ``name`` (a field or a client property) may be a credential."""
+    return name in _SECRET_FIELDS or is_secret_key(name)
 
 
 def _layer_of(field: str, layers: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:

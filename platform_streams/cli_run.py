@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -69,7 +70,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--close-timeout",
-        type=float,
+        type=_non_negative_float,
         default=60.0,
         metavar="SECONDS",
         help="how long close() may take after SIGTERM before the exit is reported as failed (default 60)",
@@ -241,19 +242,31 @@ def _supervise(args: argparse.Namespace, config: StreamsConfig) -> int:
 
 
 def _at_least(parse: Callable[[str], _N], minimum: _N, *, strict: bool = False) -> Callable[[str], _N]:
-    """An argparse ``type``: ``parse`` the text and require ``>= minimum`` (``> minimum`` if strict)."""
+    """An argparse ``type``: ``parse`` the text and require a finite number ``>= minimum``
+    (``> minimum`` if strict). float() takes "nan" and "inf", and every comparison with nan is
+    false: a nan backoff or timeout would pass a plain range check."""
 
     def check(text: str) -> _N:
         value = parse(text)
-        if value < minimum or (strict and value == minimum):
-            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum}, got {value}")
+        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number {'>' if strict else '>='} {minimum}, got {text!r}"
+            )
         return value
 
     check.__name__ = parse.__name__  # argparse names it in "invalid int value: 'x'"
     return check
 
 
-_positive_int = _at_least(int, 1)
-_non_negative_int = _at_least(int, 0)
+def _digits(text: str) -> int:
+    """int() of whole numbers in digits only: int() alone takes "1_0" as 10 (as settings do not)."""
+    if not text.strip().lstrip("+-").isdigit() or not text.strip().isascii():
+        raise ValueError(text)
+    return int(text)
+
+
+_digits.__name__ = "int"  # argparse: "invalid int value: '1_0'"
+_positive_int = _at_least(_digits, 1)
+_non_negative_int = _at_least(_digits, 0)
 _non_negative_float = _at_least(float, 0.0)
 _positive_float = _at_least(float, 0.0, strict=True)

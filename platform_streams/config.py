@@ -42,6 +42,7 @@ from pydantic import (
 from pydantic_core.core_schema import SerializationInfo
 
 from platform_streams.config_layers import Layers, client_key_problem, named_layers
+from platform_streams.config_secrets import is_secret_key, remember_settings
 from platform_streams.config_sources import CLIENT_FIELDS, env_values, merge, normalize, read_file
 from platform_streams.errors import StreamsConfigError
 from platform_streams.serde import Serde, serde_from_name
@@ -58,7 +59,14 @@ HandlerChoice = Literal["log_and_fail", "log_and_continue"]
 ExceptionHandlerSpec = HandlerChoice | Callable[..., Any]
 
 _NAME_RE = re.compile(r"[a-zA-Z0-9._-]+")
-_SECRET_MARKERS = ("password", "secret", "sasl.jaas", "token", "sasl.oauthbearer.config", "ssl.key.pem")
+#: Kafka topic names are at most 249 characters, and the longest internal topic Kafka Streams
+#: names itself is ``<application.id>-KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000000-changelog``
+#: (61 characters after the id): a longer id makes an application whose topics cannot exist
+#: (and a state directory name near the file system's 255-byte limit)
+MAX_APPLICATION_ID_LENGTH = 249 - 61
+# What Java's Integer.parseInt/Long.parseLong read (Kafka's ConfigDef trims first); Python's
+# int() also takes "1_0", which would run ten threads where Java refuses the setting.
+_JAVA_INT_RE = re.compile(r"[+-]?[0-9]+")
 _MASK = "******"
 _TOKEN_RE = re.compile(r"[\x21-\x7e]+")
 
@@ -87,11 +95,10 @@ def _none_passes(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     return None if value is None else handler(value)
 
 
-def is_secret_key(key: str) -> bool:
-    """Whether a setting's key (dotted or snake_case, e.g. ``http_auth_token``,
-    ``consumer.sasl.password``) names a credential: masked in logs, refused on command lines."""
-    dotted = key.lower().replace("_", ".")
-    return any(m in dotted for m in _SECRET_MARKERS)
+def _is_int_field(annotation: Any) -> bool:
+    """``int`` or ``int | None`` (not a union that also takes text)."""
+    args = getattr(annotation, "__args__", None) or ()
+    return annotation is int or (int in args and str not in args)
 
 
 def _mask_secrets(values: Mapping[str, ClientValue]) -> dict[str, ClientValue]:
@@ -147,8 +154,14 @@ class StreamsConfig(BaseModel):
     client overrides so that they are validated and visible in :meth:`redacted` output.
     """
 
+    # hide_input_in_errors: a failed check's input may be a credential, and a cross-field
+    # check's input is every setting (the CLI's own rendering is in cli_app_loader)
     model_config = ConfigDict(
-        extra="forbid", frozen=True, arbitrary_types_allowed=True, validate_default=True
+        extra="forbid",
+        frozen=True,
+        arbitrary_types_allowed=True,
+        validate_default=True,
+        hide_input_in_errors=True,
     )
 
     # --- identity & connection ---------------------------------------------------------
@@ -257,12 +270,41 @@ class StreamsConfig(BaseModel):
 
     # ------------------------------------------------------------------ validators
 
+    @model_validator(mode="before")
+    @classmethod
+    def _remember_secrets(cls, data: Any) -> Any:
+        # before any check can quote them: see config_secrets
+        if isinstance(data, Mapping):
+            remember_settings(data)
+        return data
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _java_integers(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if isinstance(value, str) and field is not None and _is_int_field(field.annotation):
+            if not _JAVA_INT_RE.fullmatch(value.strip()):
+                raise ValueError(f"{info.field_name} must be a whole number written in digits, got {value!r}")
+            return int(value.strip())
+        return value
+
     @field_validator("application_id")
     @classmethod
     def _check_application_id(cls, value: str) -> str:
         if not _NAME_RE.fullmatch(value):
             raise ValueError(
                 f"application_id must match [a-zA-Z0-9._-]+ (it prefixes internal topic names), got {value!r}"
+            )
+        if value in (".", ".."):
+            # Kafka refuses these topic names; here the application's state directory,
+            # <state_dir>/<application_id>, would be state_dir itself or its parent
+            raise ValueError(
+                f"application_id must not be {value!r} (its state directory would not be its own)"
+            )
+        if len(value) > MAX_APPLICATION_ID_LENGTH:
+            raise ValueError(
+                f"application_id must be at most {MAX_APPLICATION_ID_LENGTH} characters (its internal "
+                f"topics' names must fit Kafka's 249), got {len(value)}"
             )
         return value
 

@@ -19,6 +19,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from platform_streams.config_secrets import remember_settings
 from platform_streams.config_sources import (
     CLIENT_FIELDS,
     CLIENT_PREFIXES,
@@ -42,6 +43,9 @@ _CLIENT_ROLES: dict[str, ClientRole] = {
     "producer_config": "producer",
     "admin_config": "admin",
 }
+#: the SASL mechanisms librdkafka implements (``sasl.mechanism(s)``): it takes any string and
+#: fails only when the first client authenticates; it compares case-sensitively, as Java does
+SASL_MECHANISMS = ("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 #: a config assembled from named layers, lowest first: ``[("config file 'x.yaml'", {...}), ...]``
 Layers = list[tuple[str, dict[str, Any]]]
 
@@ -55,6 +59,8 @@ def client_key_problem(
     keeps its routing prefix. An unprefixed key may also be a misspelt setting of
     ``fields`` (the model's field names), so those are candidates too.
     """
+    if key in ("sasl.mechanism", "sasl.mechanisms") and value not in SASL_MECHANISMS:
+        return f"must be one of {', '.join(SASL_MECHANISMS)}, got {value!r}"
     problem = client_property_problem(_CLIENT_ROLES[field], key, value)
     if problem != "unknown":
         return problem
@@ -104,6 +110,7 @@ def named_layers(
     out: Layers = []
     for name, values in raw:
         origins: Origins = {}
+        remember_settings(values)  # before any check can quote them (config_secrets)
         data = normalize(values, fields, origins)
         _check_layer(name, data, origins, fields)
         out.append((name, data))

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from platform_streams.config_secrets import is_secret_key, remember, remember_settings, remember_text
 from platform_streams.errors import StreamsConfigError
 
 __all__ = [
@@ -234,6 +235,8 @@ def env_values(env: Mapping[str, str], prefix: str, fields: Collection[str]) -> 
         if not name.startswith(prefix):
             continue
         field = name[len(prefix) :].lower()
+        if is_secret_key(name):  # PLATFORM_STREAMS_HTTP_AUTH_TOKEN, PLATFORM_STREAMS_SASL_PASSWORD
+            remember(value)
         if field not in fields:
             suffix = name[len(prefix) :]
             if suffix not in NOT_SETTINGS and not _SERVICE_LINK.fullmatch(suffix):
@@ -243,7 +246,10 @@ def env_values(env: Mapping[str, str], prefix: str, fields: Collection[str]) -> 
             try:
                 out[field] = json.loads(value)
             except ValueError as exc:
+                # json's message gives a position, never the text: safe with credentials in it
                 raise StreamsConfigError(f"{name} must be JSON: {exc}") from exc
+            if isinstance(out[field], Mapping):
+                remember_settings(out[field])
         else:
             out[field] = value
     if unknown:
@@ -271,17 +277,66 @@ def read_file(path: Path) -> Mapping[str, Any]:
             f"config file {str(path)!r} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
             f"{exc.start}): save it as UTF-8 or write the character as a \\uXXXX escape"
         ) from None
+    remember_text(text)  # before parsing: a file that does not parse holds credentials too
     if path.suffix.lower() not in (".yaml", ".yml"):
         return _parse_properties(text)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader (below)
     except yaml.YAMLError as exc:
-        raise StreamsConfigError(f"invalid YAML in config file {str(path)!r}: {exc}") from exc
+        # from None: the YAML error's own text quotes the line, which may hold a credential
+        raise StreamsConfigError(f"invalid YAML in config file {str(path)!r}{_yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
         raise StreamsConfigError(f"config file {str(path)!r} must contain a mapping at the top level")
     return data
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML as Java's parsers would take it: a key given twice is an error (PyYAML keeps the
+    last, so one of two conflicting settings was silently dropped), and so is a number with
+    ``_`` separators (YAML 1.1 reads ``1_0`` as 10; Kafka's ``Integer.parseInt`` refuses it)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[str, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            line = key_node.start_mark.line + 1
+            if key_node.value in first:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key_node.value!r} (first at line {first[key_node.value]})",
+                    key_node.start_mark,
+                )
+            first[key_node.value] = line
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if "_" in str(node.value):
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                "a number written with '_' separators (Kafka refuses them): write the digits "
+                "only, or quote the value if it is text",
+                node.start_mark,
+            )
+        return int(super().construct_yaml_int(node))
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """``, line 3, column 7: <problem>`` -- where and what, without the snippet of the line that
+    PyYAML's own message adds (it may be a credential's line)."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return f": {type(exc).__name__}"
+    mark = exc.problem_mark or exc.context_mark
+    where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    what = "; ".join(str(part) for part in (exc.context, exc.problem) if part)
+    return f"{where}: {what or 'not valid YAML'}"
 
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}

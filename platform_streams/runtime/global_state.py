@@ -30,6 +30,7 @@ from platform_streams.processor.record_collector import RefusingCollector
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import skip_or_raise_deserialization
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
+from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.store_context import RestoreCallback
 from platform_streams.state.wrappers.base import innermost
 from platform_streams.topology.compiler import TopologyPlan
@@ -67,7 +68,7 @@ class GlobalStateUpdater:
     ) -> None:
         self.plan = plan
         self.config = config
-        self.directory = state_root / config.application_id / "global"
+        self.directory = app_state_dir(state_root, config.application_id) / "global"
         self._recorder = _StoreRecorder()
         self.context = TaskContext(
             config=config,

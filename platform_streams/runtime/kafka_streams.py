@@ -30,6 +30,7 @@ from platform_streams.runtime.standby import StandbyUpdater
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
 from platform_streams.runtime.worker import StreamWorker
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
+from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.restore import StateRestoreListener
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
@@ -161,7 +162,8 @@ class StreamsRuntime:
         """Delete this application's local state directory (only while not running)."""
         if self._state.is_running_or_rebalancing() or self._state is State.PENDING_SHUTDOWN:
             raise IllegalStateError("cleanup() is only allowed before start() or after close()")
-        shutil.rmtree(Path(self.config.state_dir) / self.config.application_id, ignore_errors=True)
+        app_dir = app_state_dir(Path(self.config.state_dir), self.config.application_id)
+        shutil.rmtree(app_dir, ignore_errors=True)
 
     def wait_for_state(self, *states: State, timeout_s: float = 60.0) -> State:
         """Block until the client is in one of ``states`` (handy in tests and scripts)."""

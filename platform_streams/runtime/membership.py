@@ -27,6 +27,7 @@ from platform_streams.runtime.restore_ranges import RestoreRanges
 from platform_streams.runtime.standby import StandbyUpdater, stateful_tasks
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
 from platform_streams.runtime.task_assignment.protocol import MEMBER_SLOTS, members_topic_name
+from platform_streams.state.private_files import app_state_dir
 from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["ClientMembership"]
@@ -49,7 +50,7 @@ class ClientMembership:
         self.config = config
         self._local_active = local_active
         self._on_shutdown_request = on_shutdown_request
-        state_root = Path(config.state_dir) / config.application_id
+        state_root = app_state_dir(Path(config.state_dir), config.application_id)
         self.identity = ProcessIdentity(config.application_id, state_root, config.group_instance_id)
         self.control_topic = control_topic_name(config.application_id)
         self.standbys: StandbyUpdater | None = None

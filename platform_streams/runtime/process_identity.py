@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import IO
 
 from platform_streams.errors import IllegalStateError
-from platform_streams.state.private_files import ensure_app_dir, open_private, write_private
+from platform_streams.state.private_files import (
+    ensure_app_dir,
+    open_private,
+    unusable_state_dir,
+    write_private,
+)
 
 __all__ = ["ProcessIdentity"]
 
@@ -50,14 +55,23 @@ class ProcessIdentity:
     def _stored_id(self) -> str:
         ensure_app_dir(self.state_root)  # first: an unusable state_dir is a config error
         path = self.state_root / _ID_FILE
+        # An id file we cannot read or replace (a directory, no permission, not text) is an
+        # unusable state_dir: one line naming the setting and the file, not a traceback.
         try:
             text = path.read_text(encoding="utf-8").strip()
             if text:
                 return text
         except FileNotFoundError:
             pass
+        except UnicodeDecodeError:
+            raise unusable_state_dir(path, OSError(0, "not a text file")) from None
+        except OSError as exc:
+            raise unusable_state_dir(path, exc) from exc
         new = uuid.uuid4().hex[:16]
-        write_private(path, f"{new}\n".encode())
+        try:
+            write_private(path, f"{new}\n".encode())
+        except OSError as exc:
+            raise unusable_state_dir(path, exc) from exc
         return new
 
     def transactional_id(self, worker_index: int) -> str:
@@ -69,7 +83,10 @@ class ProcessIdentity:
         if self._lock is not None:
             return
         ensure_app_dir(self.state_root)
-        fd = open_private(self.state_root / _LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        try:
+            fd = open_private(self.state_root / _LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        except OSError as exc:
+            raise unusable_state_dir(self.state_root / _LOCK_FILE, exc) from exc
         handle = os.fdopen(fd, "a+", encoding="utf-8")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -27,7 +27,16 @@ from pathlib import Path
 
 from platform_streams.errors import StreamsConfigError
 
-__all__ = ["DIR_MODE", "FILE_MODE", "ensure_app_dir", "make_private_dirs", "open_private", "write_private"]
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "app_state_dir",
+    "ensure_app_dir",
+    "make_private_dirs",
+    "open_private",
+    "unusable_state_dir",
+    "write_private",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +44,36 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def _unusable(path: Path, exc: OSError) -> StreamsConfigError:
+def unusable_state_dir(path: Path, exc: OSError) -> StreamsConfigError:
+    """The one-line error for local state at ``path`` that cannot be created, read or written."""
     reason = exc.strerror or str(exc)
     return StreamsConfigError(f"state_dir: cannot use {str(path)!r} for local state: {reason}")
+
+
+_unusable = unusable_state_dir
+
+
+def app_state_dir(state_dir: Path, application_id: str) -> Path:
+    """``<state_dir>/<application_id>``: the application's directory, refused unless it is a
+    directory *inside* ``state_dir``.
+
+    The model validates application ids, but this is the path that gets locked, chmod-ed and,
+    on reset or ``cleanup()``, deleted: an id of ``.`` or ``..`` (or one with a separator)
+    would make it ``state_dir`` itself, its parent or another application's directory, so the
+    check is repeated where the path is made, whatever built the config.
+    """
+    base = Path(os.path.normpath(state_dir))
+    path = Path(state_dir) / application_id
+    separators = {os.sep, os.altsep or os.sep, "\0"}
+    if (
+        application_id in ("", ".", "..")
+        or any(sep in application_id for sep in separators)
+        or Path(os.path.normpath(path)).parent != base
+    ):
+        raise StreamsConfigError(
+            f"application_id: {application_id!r} would put local state outside state_dir {str(state_dir)!r}"
+        )
+    return path
 
 
 def make_private_dirs(path: Path) -> Path:

@@ -373,6 +373,7 @@ def test_bad_settings_and_options_are_one_line_exit_2(tmp_path: Path, case: str)
     (other / "data").write_text("keep")
     # a state directory that cannot be read as ours (a directory where our id file belongs)
     (tmp_path / "state" / "unreadable-app" / ".process-id").mkdir(parents=True)
+    os.chmod(tmp_path / "state" / "unreadable-app", 0o700)  # as ours are: not tightened, not changed
     modes = _modes(tmp_path / "state")
     done = run_to_end(tmp_path, *arguments(tmp_path))
     assert_one_line_error(done, 2, *fragments)
