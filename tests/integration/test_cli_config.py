@@ -286,7 +286,7 @@ def test_topics_create_io_creates_missing_topics_and_leaves_existing_ones(
 
 # ---------------------------------------------------------------------------- bad settings, options, ids
 
-DOTS = "\n".join(["application.id: dup-app", "bootstrap.servers: 127.0.0.1:1", "application.id: dup-app-2"])
+DUPLICATE_KEYS = "application.id: dup-app\nbootstrap.servers: 127.0.0.1:1\napplication.id: dup-app-2"
 
 
 def _file(tmp_path: Path, name: str, text: str) -> str:
@@ -323,7 +323,7 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
         ("u.yaml", "line 1", "'_'"),
     ),
     "duplicate YAML key": (
-        lambda t: _no_broker(t, "--config", _file(t, "d.yaml", DOTS + "\n")),
+        lambda t: _no_broker(t, "--config", _file(t, "d.yaml", DUPLICATE_KEYS + "\n")),
         ("duplicate key 'application.id'", "line 3", "line 1"),
     ),
     "negative --close-timeout": (lambda t: _no_broker(t, "--close-timeout", "-5"), ("--close-timeout",)),
