@@ -389,8 +389,9 @@ def run_demo(order_count: int, state_dir: Path, keep_running: bool, broker_kind:
                     lambda: _counted(endpoints, customer, per_customer[customer]), "query", 30
                 )
                 _print_summary(
-                    ui, run_id, endpoints, output, expected, took, url, answer, per_customer[customer]
-                )
+                    description, ui, run_id, endpoints, output, expected, took, url, answer,
+                    per_customer[customer],
+                )  # fmt: skip
                 t0 = time.monotonic()
                 compaction_run, snapshots = compact(ui, state_dir)
                 live_keys = sum(m.record_count for m in snapshots)
@@ -423,6 +424,7 @@ def _counted(endpoints: list[str], customer: str, want: int) -> tuple[str, Any] 
 
 
 def _print_summary(
+    broker: str,
     ui: str,
     run_id: str,
     endpoints: list[str],
@@ -434,7 +436,7 @@ def _print_summary(
     want: int,
 ) -> None:
     print()
-    print("=== platform_streams demo: Dagster + examples/orders_app.py on an embedded broker ===")
+    print(f"=== platform_streams demo: Dagster + examples/orders_app.py; broker: {broker} ===")
     for topic, count in expected.items():
         print(f"records out: {len(output[topic]):,} / {count:,} expected on '{topic}'")
     print(f"processing : output complete {took:.2f}s after producing")
