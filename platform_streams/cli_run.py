@@ -23,6 +23,7 @@ import ctypes
 import logging
 import math
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -41,7 +42,13 @@ from platform_streams.cli_app_loader import (
     load_config,
 )
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, StreamsError
+from platform_streams.errors import (
+    BrokerUnreachableError,
+    MissingSinkTopicError,
+    MissingSourceTopicError,
+    StreamsConfigError,
+    StreamsError,
+)
 from platform_streams.kafka_streams import KafkaStreams
 from platform_streams.process_supervisor import worker_overrides as supervisor_overrides
 from platform_streams.runtime.lifecycle import State
@@ -108,7 +115,22 @@ def run_command(args: argparse.Namespace) -> int:
         for index in range(args.workers):  # an unusable state_dir fails here, once, with exit 2
             make_private_dirs(Path(supervisor_overrides(config, index)["state_dir"]))
         return _supervise(args, config)
-    return run_streams(app.topology, config, close_timeout_s=args.close_timeout)
+    try:
+        return run_streams(app.topology, config, close_timeout_s=args.close_timeout)
+    except CliError as exc:
+        if isinstance(exc.__cause__, (MissingSourceTopicError, MissingSinkTopicError)):
+            raise CliError(f"{exc}; {_create_io_hint(args)}", exc.exit_code) from exc.__cause__
+        raise
+
+
+def _create_io_hint(args: argparse.Namespace) -> str:
+    """The command that creates the missing input/output topics, with this run's settings."""
+    command = ["platform-streams", "topics", "create-io", args.app]
+    if args.config is not None:
+        command += ["--config", str(args.config)]
+    for item in args.overrides:
+        command += ["--set", item]
+    return f"for development, create them (1 partition; --partitions N for more) with: {shlex.join(command)}"
 
 
 class StopOnSignal:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -21,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from platform_streams.cli_app_loader import BROKER_UNREACHABLE
-from platform_streams.kafka import create_producer, find_free_port
+from platform_streams.kafka import KafkaAdmin, create_producer, find_free_port
 from platform_streams.kafka.reachability import bootstrap_addresses
+from tests.support.kafka import new_topic
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_APP = "examples.orders_app:topology"
@@ -107,3 +109,35 @@ def test_bootstrap_addresses_are_read_as_librdkafka_reads_them() -> None:
         ("::1", 3),
         ("c", 9092),
     ]
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("missing_kind", ["source", "sink"])
+def test_a_missing_topic_error_gives_the_command_that_creates_it(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, missing_kind: str
+) -> None:
+    """The error names the missing topic and the exact ``topics create-io`` command; that
+    command, run as printed (same directory, same environment), creates it, and then the
+    application starts."""
+    missing = f"absent-{missing_kind}-{uuid.uuid4().hex[:8]}"
+    env = {
+        "ORDERS_TOPIC": new_topic(admin, 1, "orders"),
+        "BIG_ORDERS_TOPIC": new_topic(admin, 1, "big-orders"),
+        "ORDERS_BY_CUSTOMER_TOPIC": new_topic(admin, 1, "orders-by-customer"),
+        ("ORDERS_TOPIC" if missing_kind == "source" else "BIG_ORDERS_TOPIC"): missing,
+    }
+    app_id = f"cli-hint-{uuid.uuid4().hex[:8]}"
+    args = [
+        *("run", EXAMPLE_APP, "--config", EXAMPLE_CONFIG),
+        *("--set", f"bootstrap.servers={bootstrap_servers}", "--set", f"application.id={app_id}"),
+        *("--set", f"state.dir={tmp_path / 'state'}"),
+    ]
+    status, stderr, _ = _cli(tmp_path, *args, env=env)
+    assert status == 1, stderr
+    line = stderr.strip().splitlines()[-1]
+    assert missing in line and "topics create-io" in line, stderr
+    command = shlex.split(line.split("with: ", 1)[1])
+    assert command[:4] == ["platform-streams", "topics", "create-io", EXAMPLE_APP], line
+    created, created_err, _ = _cli(tmp_path, *command[1:], env=env)
+    assert created == 0, created_err
+    assert missing in admin.list_topics()
