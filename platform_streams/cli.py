@@ -9,6 +9,7 @@
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
     platform-streams apps list|describe|validate NAME [CONFIG]             (cli_apps.py)
+    platform-streams produce|consume TOPIC [--bootstrap-server HOST:PORT] ...  (cli_records.py)
     platform-streams broker [--broker KIND] [--port 9092] [--host 127.0.0.1]
 
 Subcommands are entries of :data:`COMMANDS` (name, help, arguments, handler), so a new
@@ -43,6 +44,12 @@ from platform_streams.cli_app_loader import (
     load_app,
 )
 from platform_streams.cli_apps import add_apps_arguments, run_apps
+from platform_streams.cli_records import (
+    add_consume_arguments,
+    add_produce_arguments,
+    run_consume,
+    run_produce,
+)
 from platform_streams.cli_run import add_run_arguments, run_command
 from platform_streams.config_secrets import redact
 from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, StreamsError
@@ -132,6 +139,18 @@ COMMANDS: tuple[Command, ...] = (
         "run an application's topology over historical input on Spark",
         add_backfill_arguments,
         run_backfill,
+    ),
+    Command(
+        "produce",
+        "send stdin's key<TAB>value lines to a topic (partitioned as Kafka Streams expects)",
+        add_produce_arguments,
+        run_produce,
+    ),
+    Command(
+        "consume",
+        "print a topic's records as key<TAB>value lines (committed records; no group)",
+        add_consume_arguments,
+        run_consume,
     ),
     Command(
         "broker",
