@@ -124,6 +124,23 @@ class GroupAdminMixin:
         )
         return GroupDescription(group_id, state, members)
 
+    def list_group_ids(self, timeout: float = 10.0) -> list[str]:
+        """The ids of every consumer group the broker lists, sorted.
+
+        Kafka lists groups with members or committed offsets; Tansu only those with
+        committed offsets. A broker that answers only in part raises :class:`BrokerError`:
+        callers use the list to decide what is someone else's, so a partial list is no answer.
+        """
+        deadline = time.monotonic() + timeout
+        try:
+            future = self._admin().list_consumer_groups(request_timeout=timeout)
+            listed = wait_result(future.result, deadline, "list consumer groups")
+        except KafkaException as exc:
+            raise to_broker_error(exc, "list consumer groups") from exc
+        if listed.errors:
+            raise to_broker_error(listed.errors[0], "list consumer groups")
+        return sorted(g.group_id for g in listed.valid or [])
+
     def delete_group(self, group_id: str, timeout: float = 10.0) -> str | None:
         """Delete ``group_id`` and its committed offsets; None when deleted, else the broker's reason.
 

@@ -121,9 +121,9 @@ def _add_orphans_and_yes(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--include-orphans",
         action="store_true",
-        help="also delete topics named <application.id>-*-repartition/-changelog that the topology "
-        "no longer declares (careful: another application whose id starts with '<application.id>-' "
-        "has such names too)",
+        help="also delete topics named like internal topics (<application.id>-*-changelog, "
+        "-repartition, ...) that the topology no longer declares; never those of another application "
+        "whose id starts with '<application.id>-' (one with a consumer group or coordination topics)",
     )
     parser.add_argument("--yes", "-y", action="store_true", help=f"{what} without asking")
 
@@ -155,8 +155,8 @@ def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--internal-topics",
         metavar="A,B",
-        help="delete only these internal topics (each must start with '<application.id>-'); "
-        "default: every internal topic of the application",
+        help="delete only these internal topics (each named like one, <application.id>-*-changelog, "
+        "-repartition, ..., and not another application's); default: every internal topic of the application",
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--to-earliest", action="store_true", help="to the log start (the default)")

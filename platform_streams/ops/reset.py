@@ -18,10 +18,13 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    partition's log. The log end comes from fetches (:func:`log_end_offsets`; some brokers'
    ListOffsets(latest) is wrong) and a time from :func:`offsets_for_time`, which checks
    the broker's answer against the records and scans when it is wrong, saying
-   which method it used per partition.
-3. **Delete the internal topics** that belong to the application (see
-   :mod:`platform_streams.ops.topics`); their committed offsets go with them. That
-   includes the runtime's coordination topics ``<application_id>-control`` and
+   which method it used per partition. The offsets a group repair saved (group
+   ``<application_id>-offsets-backup``) are deleted, unless an application has that id.
+3. **Delete the internal topics** that belong to the application
+   (:mod:`platform_streams.ops.reset_topics`): never one that an application whose id
+   extends ours claims (``<application_id>-v2``'s topics are named like ours too); their
+   committed offsets go with them. That includes the runtime's coordination topics
+   ``<application_id>-control`` and
    ``<application_id>-metadata``: their member heartbeats, SHUTDOWN_APPLICATION requests
    and interactive-query directory entries describe the runs before the reset. The next
    start recreates them (as it does the other internal topics).
@@ -56,8 +59,8 @@ from platform_streams.kafka import (
     rejoin_group_once,
 )
 from platform_streams.ops.offsets import OffsetScenario, PartitionBounds, TimeTarget, compute_offset_changes
+from platform_streams.ops.reset_topics import backup_group_is_ours, reset_internal_topics
 from platform_streams.ops.results import (
-    InternalTopicStatus,
     LocalStateAction,
     OperationRefusedError,
     ResetResult,
@@ -67,9 +70,8 @@ from platform_streams.ops.topics import (
     Confirm,
     admin_for,
     as_plan,
-    coordination_clashes,
     forget_ranges_of_deleted_changelogs,
-    orphan_topics,
+    other_applications,
     owned_topic_kinds,
 )
 from platform_streams.process_supervisor import existing_worker_state_dirs
@@ -99,7 +101,8 @@ class ResetOptions:
     (``through()``); their committed offsets skip to the log end whatever the scenario."""
     internal_topics: Sequence[str] | None = None
     """Kafka's ``--internal-topics``: delete only these internal topics (each must be named
-    ``<application_id>-...``); default: every internal topic the application owns."""
+    like one, :func:`~platform_streams.ops.ownership.parses_as_internal`, and not be another
+    application's); default: every internal topic the application owns."""
     dry_run: bool = False
     force: bool = False
     force_timeout_s: float | None = None
@@ -153,7 +156,17 @@ def reset_application(
         result.offsets += compute_offset_changes(
             OffsetScenario.to_latest(), _bounds(client, config, plan, intermediate, opts.timeout_s), None
         )
-        result.internal_topics = _internal_topics(plan, app_id, existing, opts, result)
+        result.internal_topics = reset_internal_topics(
+            plan,
+            existing,
+            result,
+            other_applications(client, app_id, existing, opts.timeout_s),
+            chosen=opts.internal_topics,
+            include_orphans=opts.include_orphans,
+            user_topics=[*(opts.input_topics or ()), *opts.intermediate_topics],
+            dry_run=opts.dry_run,
+        )
+        delete_backup = backup_group_is_ours(client, existing, result, opts.timeout_s)
         result.local_state = _local_state(Path(config.state_dir), config.application_id, opts)
         result.worker_local_states = [
             _local_state(d, config.application_id, opts)
@@ -164,7 +177,7 @@ def reset_application(
             return result
         if confirm is not None and not confirm(_actions(result)):
             raise OperationRefusedError("the reset was not confirmed", result)
-        _execute(client, config, opts, result, owned_topic_kinds(plan, app_id), existing)
+        _execute(client, config, opts, result, owned_topic_kinds(plan, app_id), existing, delete_backup)
     finally:
         if owned:
             client.close()
@@ -321,55 +334,6 @@ def _time_targets(
     return {tp: TimeTarget(found.offset, found.method) for tp, found in lookups.items()}
 
 
-def _internal_topics(
-    plan: TopologyPlan, app_id: str, existing: dict[str, int], opts: ResetOptions, result: ResetResult
-) -> list[InternalTopicStatus]:
-    verb = "would_delete" if opts.dry_run else "deleted"
-    kinds = owned_topic_kinds(plan, app_id)
-    result.warnings += coordination_clashes(plan, app_id)
-    out = [
-        InternalTopicStatus(t, kind, verb if t in existing else "missing", actual_partitions=existing.get(t))
-        for t, kind in sorted(kinds.items())
-    ]
-    orphans = orphan_topics(existing, plan, app_id)
-    if opts.internal_topics is not None:
-        return _chosen_internal_topics(opts.internal_topics, out, app_id, existing, verb, result)
-    if opts.include_orphans:
-        out += [InternalTopicStatus(t, "orphan", verb, actual_partitions=existing[t]) for t in orphans]
-    elif orphans:
-        result.warnings.append(f"left alone (named like internal topics, not in the topology): {orphans}")
-    return out
-
-
-def _chosen_internal_topics(
-    chosen: Sequence[str],
-    owned: list[InternalTopicStatus],
-    app_id: str,
-    existing: dict[str, int],
-    verb: str,
-    result: ResetResult,
-) -> list[InternalTopicStatus]:
-    """``--internal-topics``: only these, and only names the application owns (Kafka's
-    StreamsResetter accepts only ``<application.id>-`` names too), so a typo or another
-    application's topic is refused rather than deleted."""
-    foreign = [t for t in chosen if not t.startswith(f"{app_id}-")]
-    if foreign:
-        raise OperationRefusedError(
-            f"not internal topics of application {app_id!r} (they must start with '{app_id}-'): {foreign}",
-            result,
-        )
-    known = {s.topic: s for s in owned}
-    out = []
-    for topic in dict.fromkeys(chosen):
-        if topic in known:
-            out.append(known[topic])
-        elif topic in existing:  # named like the application's, not in the topology (if any)
-            out.append(InternalTopicStatus(topic, "orphan", verb, actual_partitions=existing[topic]))
-        else:
-            out.append(InternalTopicStatus(topic, "orphan", "missing"))
-    return out
-
-
 def _local_state(state_dir: Path, application_id: str, opts: ResetOptions) -> LocalStateAction:
     path = state_dir / application_id
     existed = path.exists() or path.is_symlink()
@@ -408,6 +372,7 @@ def _execute(
     result: ResetResult,
     kinds: Mapping[str, str],
     existing: Iterable[str],
+    delete_backup: bool,
 ) -> None:
     """Do it; the group is checked again first (some brokers accept writes next to live members)."""
     app_id = config.application_id
@@ -421,7 +386,7 @@ def _execute(
     admin.alter_committed_offsets(app_id, offsets, timeout=opts.timeout_s)
     log.info("reset %s: committed offsets set: %s", app_id, offsets)
     # offsets a group repair saved (runtime/rebalance_wait.py) would otherwise outlive the reset
-    if admin.delete_group(backup_group(app_id), timeout=opts.timeout_s) is None:
+    if delete_backup and admin.delete_group(backup_group(app_id), timeout=opts.timeout_s) is None:
         log.info("reset %s: deleted the offsets a group repair had saved", app_id)
     doomed = [t.topic for t in result.internal_topics if t.status == "deleted"]
     if doomed:

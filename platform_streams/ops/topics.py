@@ -13,15 +13,17 @@ with whether they exist, and ``delete`` (and the reset) delete them with the res
 records describe members and requests of runs that are over.
 
 These run against production clusters, so deletion is defensive: a topic is deleted only
-if it *belongs* to the application (:func:`ownership_problem`), which takes all of
+if it *belongs* to the application (:func:`ownership_problem`; the reset uses the same),
+which takes all of
 
 * it is not a user topic of the topology (source, sink, global source, or a source topic
   reused as a changelog -- those can look internal but hold user data), whatever its name;
-* it is one of the two coordination topics, exactly; or it is named
-  ``<application_id>-*-repartition`` / ``<application_id>-*-changelog`` and the topology
-  declares it -- or, with ``include_orphans``, it is merely named like one (left behind by
-  an older version of the topology; beware that an application whose id extends ours,
-  ``<application_id>-v2``, has such names too -- hence opt-in).
+* no application whose id extends ours claims it (``<application_id>-v2``, whose topics are
+  named like ours too; :mod:`platform_streams.ops.ownership` says how one is recognized);
+* it is one of the coordination topics, exactly; or the topology declares it -- or, with
+  ``include_orphans``, it is merely named like an internal topic
+  (:func:`~platform_streams.ops.ownership.parses_as_internal`: left behind by an older
+  version of the topology, or any with no code at hand).
 
 Everything that cannot be deleted is refused as a whole: nothing is deleted when any
 requested topic is refused.
@@ -35,6 +37,14 @@ from typing import Any, Literal
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, TopicSpec
+from platform_streams.ops.ownership import (
+    INTERNAL_SUFFIXES,
+    OtherApplications,
+    coordination_names,
+    find_other_applications,
+    internal_name_rule,
+    parses_as_internal,
+)
 from platform_streams.ops.results import (
     InternalTopicStatus,
     OperationRefusedError,
@@ -42,11 +52,9 @@ from platform_streams.ops.results import (
     TopicIssue,
     TopicsResult,
 )
-from platform_streams.query.directory import metadata_topic
 from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.internal_topics import internal_topic_specs
 from platform_streams.runtime.restore_ranges import forget_published_ranges
-from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
 
@@ -56,6 +64,7 @@ __all__ = [
     "Confirm",
     "admin_for",
     "as_plan",
+    "claimed_warnings",
     "coordination_clashes",
     "coordination_topics",
     "create_internal_topics",
@@ -63,15 +72,16 @@ __all__ = [
     "forget_ranges_of_deleted_changelogs",
     "internal_topic_kinds",
     "orphan_topics",
+    "other_applications",
     "owned_topic_kinds",
     "ownership_problem",
     "plan_internal_topics",
+    "refusal",
+    "unowned",
     "validate_internal_topics",
 ]
 
 log = logging.getLogger(__name__)
-
-INTERNAL_SUFFIXES = ("-repartition", "-changelog")
 
 #: A Topology, its compiled plan, or anything with ``build() -> Topology`` (a StreamsBuilder).
 AppLike = Topology | TopologyPlan | Any
@@ -104,21 +114,13 @@ def internal_topic_kinds(plan: TopologyPlan, application_id: str) -> dict[str, T
     return {plan.physical_topic(name, application_id): t.kind for name, t in plan.internal_topics.items()}
 
 
-def _coordination_names(application_id: str) -> tuple[str, str, str]:
-    return (
-        control_topic_name(application_id),
-        metadata_topic(application_id),
-        members_topic_name(application_id),
-    )
-
-
 def coordination_topics(plan: TopologyPlan, application_id: str) -> list[str]:
     """The runtime's coordination topics of the application (module docstring), sorted.
 
     A topic of the topology's own (input or output) is never one, even when named so.
     """
     users = _user_topics(plan)
-    return sorted(t for t in _coordination_names(application_id) if t not in users)
+    return sorted(t for t in coordination_names(application_id) if t not in users)
 
 
 def coordination_clashes(plan: TopologyPlan, application_id: str) -> list[str]:
@@ -127,7 +129,7 @@ def coordination_clashes(plan: TopologyPlan, application_id: str) -> list[str]:
     return [
         f"{t} is an input or output topic of the topology but also the name of the runtime's "
         "coordination topic: the application and the runtime would share it (rename one)"
-        for t in _coordination_names(application_id)
+        for t in coordination_names(application_id)
         if t in users
     ]
 
@@ -147,40 +149,91 @@ def _user_topics(plan: TopologyPlan) -> set[str]:
     )
 
 
-def _named_like_internal(topic: str, application_id: str) -> bool:
-    return topic.startswith(f"{application_id}-") and topic.endswith(INTERNAL_SUFFIXES)
+def other_applications(
+    admin: KafkaAdmin, application_id: str, existing: Iterable[str], timeout_s: float = 10.0
+) -> OtherApplications:
+    """The applications whose ids extend ``application_id`` (:mod:`platform_streams.ops.ownership`)."""
+    return find_other_applications(admin, application_id, existing, timeout_s)
 
 
 def ownership_problem(
-    topic: str, plan: TopologyPlan, application_id: str, *, include_orphans: bool
+    topic: str, plan: TopologyPlan, application_id: str, *, include_orphans: bool, others: OtherApplications
 ) -> str | None:
-    """Why ``topic`` must not be deleted as an internal topic of the application, or None."""
+    """Why ``topic`` must not be deleted as an internal topic of the application, or None.
+
+    ``others``: the applications whose ids extend ours (:func:`other_applications`); a
+    topic one of them claims is theirs even when our topology declares it (the two share it).
+    """
     if topic in _user_topics(plan):
         return "it is an input or output topic of the application"
-    if topic in coordination_topics(plan, application_id):
+    claim = others.claim(topic)
+    if claim is not None:
+        return claim
+    if topic in coordination_topics(plan, application_id) or topic in internal_topic_kinds(
+        plan, application_id
+    ):
         return None
-    if not _named_like_internal(topic, application_id):
-        control, metadata, members = _coordination_names(application_id)
-        return (
-            f"it is not named '{application_id}-*-repartition' or '{application_id}-*-changelog' "
-            f"and is not '{control}', '{metadata}' or '{members}'"
-        )
-    if topic in internal_topic_kinds(plan, application_id):
-        return None
+    if not parses_as_internal(topic, application_id):
+        rule = internal_name_rule(application_id)
+        return f"it is not named like an internal topic of {application_id!r}: {rule}"
     if include_orphans:
         return None
     return "the topology does not declare it (pass include_orphans / --include-orphans for leftovers)"
 
 
-def orphan_topics(existing: Iterable[str], plan: TopologyPlan, application_id: str) -> list[str]:
-    """Existing topics named like the application's internal topics that the topology lacks."""
-    declared = internal_topic_kinds(plan, application_id)
+def unowned(
+    topics: Iterable[str],
+    plan: TopologyPlan,
+    application_id: str,
+    *,
+    include_orphans: bool,
+    others: OtherApplications,
+) -> list[RefusedTopic]:
+    """Those of ``topics`` that must not be deleted as the application's, each with why."""
+    problems = {
+        t: ownership_problem(t, plan, application_id, include_orphans=include_orphans, others=others)
+        for t in dict.fromkeys(topics)
+    }
+    return [RefusedTopic(t, problem) for t, problem in problems.items() if problem is not None]
+
+
+def refusal(application_id: str, refused: Iterable[RefusedTopic]) -> str:
+    """The one-line refusal naming every refused topic and why."""
+    reasons = "; ".join(f"{r.topic}: {r.reason}" for r in refused)
+    return f"refusing to delete topics {application_id!r} does not own (nothing deleted): {reasons}"
+
+
+def _named_like_ours(existing: Iterable[str], plan: TopologyPlan, application_id: str) -> list[str]:
+    """Existing topics named like internal topics of the application that it does not own."""
+    owned = owned_topic_kinds(plan, application_id)
     users = _user_topics(plan)
     return sorted(
-        t
-        for t in existing
-        if _named_like_internal(t, application_id) and t not in declared and t not in users
+        t for t in existing if parses_as_internal(t, application_id) and t not in owned and t not in users
     )
+
+
+def orphan_topics(
+    existing: Iterable[str], plan: TopologyPlan, application_id: str, others: OtherApplications
+) -> list[str]:
+    """Existing topics named like the application's internal topics that the topology lacks
+    and no application whose id extends ours claims."""
+    return [t for t in _named_like_ours(existing, plan, application_id) if others.claimant(t) is None]
+
+
+def claimed_warnings(
+    existing: Iterable[str], plan: TopologyPlan, application_id: str, others: OtherApplications
+) -> list[str]:
+    """One warning per other application whose topics are named like ours: left alone."""
+    claimed: dict[str, list[str]] = {}
+    for topic in _named_like_ours(existing, plan, application_id):
+        other = others.claimant(topic)
+        if other is not None:
+            claimed.setdefault(other, []).append(topic)
+    return [
+        f"left alone, named like internal topics of {application_id!r} but application {other!r} "
+        f"claims them ({others.evidence[other]}): " + ", ".join(topics)
+        for other, topics in claimed.items()
+    ]
 
 
 def _specs(plan: TopologyPlan, config: StreamsConfig, admin: KafkaAdmin) -> list[tuple[TopicSpec, TopicKind]]:
@@ -201,6 +254,7 @@ def plan_internal_topics(
     try:
         specs = _specs(plan, config, client)
         existing = client.list_topics()
+        others = other_applications(client, config.application_id, existing)
     finally:
         if owned:
             client.close()
@@ -212,8 +266,9 @@ def plan_internal_topics(
         actual = existing.get(topic)
         status = "exists" if actual is not None else "missing"
         result.topics.append(InternalTopicStatus(topic, "coordination", status, actual_partitions=actual))
-    result.orphans = orphan_topics(existing, plan, config.application_id)
+    result.orphans = orphan_topics(existing, plan, config.application_id, others)
     result.warnings += coordination_clashes(plan, config.application_id)
+    result.warnings += claimed_warnings(existing, plan, config.application_id, others)
     return result
 
 
@@ -264,6 +319,7 @@ def validate_internal_topics(
         specs = _specs(plan, config, client)
         existing = client.list_topics()
         issues = _compare(specs, existing, client)
+        others = other_applications(client, config.application_id, existing)
     finally:
         if owned:
             client.close()
@@ -271,7 +327,7 @@ def validate_internal_topics(
     for spec, kind in specs:
         actual = existing.get(spec.name)
         result.topics.append(_status(spec, kind, "exists" if actual is not None else "missing", actual))
-    result.orphans = orphan_topics(existing, plan, config.application_id)
+    result.orphans = orphan_topics(existing, plan, config.application_id, others)
     return result
 
 
@@ -330,20 +386,18 @@ def delete_internal_topics(
     client, owned = admin_for(config, admin)
     try:
         existing = client.list_topics()
+        others = other_applications(client, app_id, existing)
         result = TopicsResult("delete", app_id, dry_run=dry_run)
-        result.orphans = orphan_topics(existing, plan, app_id)
+        result.orphans = orphan_topics(existing, plan, app_id, others)
         result.warnings += coordination_clashes(plan, app_id)
+        result.warnings += claimed_warnings(existing, plan, app_id, others)
         if topics is None:
             wanted = sorted(t for t in kinds if t in existing) + (result.orphans if include_orphans else [])
         else:
             wanted = list(dict.fromkeys(topics))
-        for topic in wanted:
-            problem = ownership_problem(topic, plan, app_id, include_orphans=include_orphans)
-            if problem is not None:
-                result.refused.append(RefusedTopic(topic, problem))
+        result.refused = unowned(wanted, plan, app_id, include_orphans=include_orphans, others=others)
         if result.refused:
-            names = ", ".join(r.topic for r in result.refused)
-            raise OperationRefusedError(f"refusing to delete topics that are not {app_id}'s: {names}", result)
+            raise OperationRefusedError(refusal(app_id, result.refused), result)
         present = [t for t in wanted if t in existing]
         if not dry_run and present and confirm is not None and not confirm(present):
             raise OperationRefusedError("deletion was not confirmed", result)

@@ -38,30 +38,13 @@ from platform_streams.ops import (
 from platform_streams.ops.reset import application_without_code
 from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.rebalance_wait import backup_group
-from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_topology
+from tests.integration.test_ops_reset import App
 from tests.support.kafka import GROUP_TIMING, consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 WORDS = ["a", "bb", "a", "ccc"]
-INTERNAL_NAMES = ("rekey-repartition", "words-changelog", "letters-changelog")
-
-
-@dataclass
-class App:
-    topology: Topology
-    config: StreamsConfig
-    input: str
-    output: str
-
-    @property
-    def id(self) -> str:
-        return self.config.application_id
-
-    @property
-    def internal_topics(self) -> set[str]:
-        return {f"{self.id}-{n}" for n in INTERNAL_NAMES}
 
 
 @dataclass
@@ -240,6 +223,18 @@ def test_internal_topics_must_be_named_like_internal_topics(pair: Pair, admin: K
     with pytest.raises(OperationRefusedError, match=user_topic):
         reset_application(application_without_code(), x.config, chosen)
     assert _topics(admin) == before
+
+
+def test_an_input_topic_named_like_an_internal_topic_is_not_deleted(pair: Pair, admin: KafkaAdmin) -> None:
+    """Kafka's StreamsResetter.isInferredInternalTopic (KAFKA-7930): the reset's input and
+    intermediate topics are never inferred internal topics, whatever their names."""
+    x = pair.x
+    named_like_internal = f"{x.id}-events-changelog"
+    admin.create_topics([TopicSpec(named_like_internal, 1)])
+    codeless = ResetOptions(input_topics=[named_like_internal], include_orphans=True)
+    result = reset_application(application_without_code(), x.config, codeless)
+    assert result.completed and named_like_internal in _topics(admin)
+    assert not x.internal_topics & _topics(admin)
 
 
 def test_reset_keeps_the_group_of_an_application_named_like_its_backup_group(

@@ -30,6 +30,7 @@ from platform_streams.ops import (
     plan_internal_topics,
     validate_internal_topics,
 )
+from platform_streams.ops.ownership import OtherApplications
 from platform_streams.ops.topics import as_plan, ownership_problem
 from platform_streams.query.directory import metadata_topic
 from platform_streams.runtime.control_channel import control_topic_name
@@ -170,17 +171,22 @@ def test_validate_reports_missing_wrong_partitions_and_wrong_cleanup_policy(
 def test_ownership_rules(app: App) -> None:
     plan = as_plan(app.topology)
     orphan = app.internal("foo-changelog")
-    assert ownership_problem(app.internal("words-changelog"), plan, app.id, include_orphans=False) is None
-    assert "input or output" in (ownership_problem(app.input, plan, app.id, include_orphans=True) or "")
-    assert "input or output" in (ownership_problem(app.output, plan, app.id, include_orphans=True) or "")
-    assert "does not declare" in (ownership_problem(orphan, plan, app.id, include_orphans=False) or "")
-    assert ownership_problem(orphan, plan, app.id, include_orphans=True) is None
+
+    def problem(topic: str, include_orphans: bool) -> str:
+        found = ownership_problem(
+            topic, plan, app.id, include_orphans=include_orphans, others=OtherApplications(app.id)
+        )
+        return found or ""
+
+    assert problem(app.internal("words-changelog"), False) == ""
+    assert "input or output" in problem(app.input, True)
+    assert "input or output" in problem(app.output, True)
+    assert "does not declare" in problem(orphan, False)
+    assert problem(orphan, True) == ""
     for coordination in app.coordination_topics:
-        assert ownership_problem(coordination, plan, app.id, include_orphans=False) is None
-    assert "not named" in (ownership_problem(f"{app.id}-foo", plan, app.id, include_orphans=True) or "")
-    assert "not named" in (
-        ownership_problem("other-words-changelog", plan, app.id, include_orphans=True) or ""
-    )
+        assert problem(coordination, False) == ""
+    assert "not named" in problem(f"{app.id}-foo", True)
+    assert "not named" in problem("other-words-changelog", True)
 
 
 def test_delete_refuses_foreign_topics_and_deletes_nothing(app: App, admin: KafkaAdmin) -> None:
