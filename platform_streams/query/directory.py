@@ -25,6 +25,12 @@ Conflicts -- two instances claiming a task around a rebalance, or a killed insta
 never wrote its tombstone -- are settled by log order: the claim at the highest offset
 wins, so the instance that got the task last is its owner. A task nobody claims (between
 revocation and assignment) has no owner: callers answer "not available, retry".
+
+An instance knows its own assignment before the topic tells it: from a publication until
+the reader reads that record back, the instance's entry is what it published, ranked above
+every record read (it is the newest claim there is). So at RUNNING, key metadata already
+names this instance for its own tasks, as Kafka Streams' does (its metadata comes with the
+assignment), instead of "unavailable" for one round trip through the topic.
 """
 
 from __future__ import annotations
@@ -68,6 +74,9 @@ METADATA_TOPIC_SUFFIX = "-metadata"
 REPUBLISH_S = 2.0
 _VERSION = 1
 
+
+#: the rank of this instance's own publication until it is read back: above any offset
+_UNREAD_OFFSET = 2**63
 
 #: metadata-topic keys of key-placement verdicts: ``key-placement:<source topic>``
 PLACEMENT_KEY_PREFIX = "key-placement:"
@@ -171,6 +180,8 @@ class InstanceDirectory:
         self._reader: threading.Thread | None = None
         self._snapshot: Callable[[], InstanceSnapshot] | None = None
         self._published: InstanceSnapshot | None = None
+        #: what this instance published last and the reader has not read back yet
+        self._own_pending: tuple[bytes, StreamsMetadata] | None = None
         self._base: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers, **config.client_config}
 
     # ------------------------------------------------------------------ lifecycle
@@ -244,12 +255,16 @@ class InstanceDirectory:
             log.warning("could not publish the key placement of %s: %s", topic, exc)
 
     def _produce_with(self, producer: Any, snapshot: InstanceSnapshot | None) -> None:
+        key = str(self.host).encode()
         value = snapshot.to_json(self.host) if snapshot is not None else None
         try:
-            producer.produce(self.topic, value, str(self.host).encode(), partition=0)
+            producer.produce(self.topic, value, key, partition=0)
             producer.poll(0)
         except Exception as exc:  # routing metadata must never break processing
             log.warning("could not publish instance metadata: %s", exc)
+            return
+        with self._entries_lock:
+            self._own_pending = None if value is None else (value, _parse(key, value))
 
     # ------------------------------------------------------------------ reading
 
@@ -301,6 +316,8 @@ class InstanceDirectory:
             log.warning("ignoring metadata record with key %r", key)
             return
         with self._entries_lock:
+            if host == self.host and self._own_pending is not None and value == self._own_pending[0]:
+                self._own_pending = None  # read back: its offset now ranks it
             if value is None:
                 self._entries.pop(host, None)
                 return
@@ -311,20 +328,29 @@ class InstanceDirectory:
 
     # ------------------------------------------------------------------ lookups
 
+    def _current(self) -> list[_Entry]:
+        """Every instance's entry, this instance's own not-yet-read publication ranked newest.
+        The caller holds ``_entries_lock``."""
+        pending = self._own_pending
+        if pending is None:
+            return list(self._entries.values())
+        others = [e for host, e in self._entries.items() if host != self.host]
+        return [*others, _Entry(_UNREAD_OFFSET, pending[1])]
+
     def all_instances(self) -> list[StreamsMetadata]:
         with self._entries_lock:
-            return [e.metadata for e in sorted(self._entries.values(), key=lambda e: e.metadata.host_info)]
+            entries = self._current()
+        return [e.metadata for e in sorted(entries, key=lambda e: e.metadata.host_info)]
 
     def active_host(self, task: str) -> HostInfo | None:
         """The instance that claimed ``task`` (e.g. ``"0_3"``) last, None if nobody does."""
         with self._entries_lock:
-            claims = [e for e in self._entries.values() if task in e.metadata.active_tasks]
+            claims = [e for e in self._current() if task in e.metadata.active_tasks]
         if not claims:
             return None
         return max(claims, key=lambda e: e.offset).metadata.host_info
 
     def standby_hosts(self, task: str) -> frozenset[HostInfo]:
         with self._entries_lock:
-            return frozenset(
-                e.metadata.host_info for e in self._entries.values() if task in e.metadata.standby_tasks
-            )
+            entries = self._current()
+        return frozenset(e.metadata.host_info for e in entries if task in e.metadata.standby_tasks)

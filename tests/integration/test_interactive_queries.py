@@ -75,14 +75,9 @@ def test_local_queries_positions_and_bounds(
         position = result.get_position()
         assert position == _last_offsets(source, placed)
 
-        # the directory learns the client's own assignment through the control topic, a round
-        # trip after RUNNING: until then the key's host is not available (a client retries)
+        # the client knows its own assignment at RUNNING (no round trip through the topic)
         assert streams.http_server is not None
-        meta = wait_until(
-            lambda: (m := streams.query_metadata_for_key(STORE, "k00007")).active_host.port > 0 and m,
-            10,
-            "the key's host known",
-        )
+        meta = streams.query_metadata_for_key(STORE, "k00007")
         assert meta.active_host == streams.http_server.address and meta.standby_hosts == frozenset()
         assert meta.partition == default_partition(String().serialize("k00007") or b"", PARTITIONS)
         key_request = (
