@@ -58,8 +58,13 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 
-#: a worker waiting this long for an assignment says so (at least; else 3 session timeouts)
+#: the period the group is first looked at after (at least; else 3 session timeouts)
 _WARNING_MIN_S = 30.0
+#: a worker waiting this long for an assignment says so, what for and for how long at most
+#: (a first join on the embedded broker takes ~session.timeout.ms / 2: 23 s by default)
+_NOTICE_AFTER_S = 5.0
+#: ... and says so again at most this often while it waits
+_NOTICE_EVERY_S = 30.0
 #: the group is looked at at most this often while a worker waits (else every session timeout)
 _CHECK_MIN_S = 5.0
 #: reads of the committed offsets before giving up
@@ -105,6 +110,12 @@ class AssignmentWait:
         #: assigned (reports take milliseconds) is left out by the leader; well before the
         #: unplaced members give up on the generation (``wedged_after_s``)
         self.partial_after_s = max(session_s, min(self.warning_s, self.wedged_after_s) / 2)
+        self.session_s = session_s
+        #: the latest a wedged group is repaired: first looked at, unchanged for longer than a
+        #: rebalance plus the jitter, seen at the next check
+        self.repaired_within_s = (
+            min(self.warning_s, self.wedged_after_s) + self.wedged_after_s + self.warning_s + self.check_s
+        )
         self.since: float | None = None
         self.warnings = 0
         self._next_warning = 0.0
@@ -122,7 +133,7 @@ class AssignmentWait:
         if awaiting_assignment:
             if self.since is None:
                 self.since = time.monotonic()
-                self._next_warning = self.since + self.warning_s
+                self._next_warning = self.since + _NOTICE_AFTER_S
                 self._next_check = self.since + min(self.warning_s, self.wedged_after_s)
                 self._seen = None
                 # one worker of a wedged group acts first; the others see the group change
@@ -165,24 +176,30 @@ class AssignmentWait:
         return True
 
     def warn_if_long(self, consumer: Any, state: str) -> None:
-        """Called from the worker's loop while it waits: warn once per ``warning_s``."""
+        """Called from the worker's loop while it waits: warn after ``_NOTICE_AFTER_S``, then
+        at most every ``_NOTICE_EVERY_S``, saying what it waits for and how long at most."""
         now = time.monotonic()
         if self.since is None or now < self._next_warning or consumer is None:
             return
-        self._next_warning = now + self.warning_s
+        self._next_warning = now + _NOTICE_EVERY_S
         self.warnings += 1
         member, generation = group_membership(consumer)
         log.warning(
             "%s: no partitions assigned after waiting %.0fs for group %r to rebalance (member %s, "
-            "generation %s, state %s). The group coordinator has not completed the rebalance: a member "
-            "may be slow to rejoin, or the broker lost the group's leader mid-rebalance (some brokers "
-            "never recover such a group; see docs/brokers.md)",
+            "generation %s, state %s). It waits for every member to rejoin: at most %.0fs "
+            "(max.poll.interval.ms + session.timeout.ms; a member that died is expired after "
+            "session.timeout.ms), and the embedded Tansu broker holds each join ~%.0fs "
+            "(session.timeout.ms / 2). A group that stays unchanged for longer lost its leader "
+            "mid-rebalance: it is repaired within ~%.0fs of waiting (see docs/brokers.md)",
             self.worker_name,
             now - self.since,
             self.group,
             member or "(none yet)",
             generation if generation is not None and generation >= 0 else "(none yet)",
             state,
+            self.wedged_after_s,
+            self.session_s / 2,
+            self.repaired_within_s,
         )
 
 
