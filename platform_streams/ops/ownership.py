@@ -16,7 +16,7 @@ changelogs of a running ``orders-v2``. Here a topic belongs to application ``A``
 2. **no longer application id on the cluster claims it** (:class:`OtherApplications`): an
    id ``C`` = ``<A>-...`` with which the topic parses too, where ``C`` is a consumer group
    the broker lists (live, or only committed offsets, as a stopped application leaves
-   them), a group the broker describes as active (Tansu lists only groups with committed
+   them), a group the broker describes as active (some brokers list only groups with committed
    offsets), or the id of an existing coordination topic (``C-control``, ``C-metadata``,
    ``C-members``: only a run of this runtime names a topic so).
 
