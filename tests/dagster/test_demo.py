@@ -35,14 +35,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(720)  # the demo's own limit is 600 s (plus Apache Kafka's start); 480 ran out at load 45
-@pytest.mark.parametrize("broker", ["tansu", "default"])
+@pytest.mark.parametrize("broker", ["tansu", "kafka"])  # "kafka": tests/conftest.py's Kafka side
 def test_the_demo_runs_every_step_and_checks_its_results(
     tmp_path: Path, broker: str, request: pytest.FixtureRequest
 ) -> None:
     """``tansu``: the embedded broker, chosen explicitly, with ``--keep-running`` stopped by
-    SIGTERM as ``kill`` or a service manager would; ``default``: no ``--broker``, which is
-    Apache Kafka where Java and Maven are (skipped without them, except in CI)."""
-    if broker == "default":
+    SIGTERM as ``kill`` or a service manager would; ``kafka``: no ``--broker`` at all, the
+    default, which must be Apache Kafka where Java and Maven are (skipped without them,
+    except in CI)."""
+    if broker == "kafka":
         request.getfixturevalue("kafka_bootstrap_servers")  # skipped without Java/Maven (not in CI)
     command = [
         sys.executable,
