@@ -18,8 +18,10 @@ Three things waitress alone does not do:
 * **Idle connections bounded per client and in total, the stalest giving way.** waitress
   stops accepting at its connection limit: 500 dripping connections then lock everyone
   out, the liveness probe included, until they leave. Here a connection is *stalled*
-  while it waits for a complete request (just opened, idle between requests, or part of
-  a request sent) and has been waiting at least :attr:`Guard.grace_s`. A client address
+  while it waits for a complete request -- part of one sent, or idle after its last
+  answer -- for at least :attr:`Guard.grace_s`, or has sent nothing at all for
+  :attr:`Guard.silent_grace_s` (longer: a client opening many connections at once may
+  take seconds to write on each, and a burst must not be cut short). A client address
   with :attr:`Guard.per_client` waiting connections that opens another loses its
   stalest stalled one, and every cleanup interval each client is trimmed to that many;
   at the total limit the endpoint keeps accepting while any connection is stalled and
@@ -54,6 +56,7 @@ class Guard:
     per_client: int
     request_timeout_s: float
     grace_s: float
+    silent_grace_s: float
 
 
 def framing_error(header_plus: bytes) -> str | None:
@@ -124,13 +127,18 @@ class _GuardedChannel(HTTPChannel):
         self.server.left(self)
         super().del_channel(map)
 
-    def stalled_since(self, now: float, grace_s: float) -> float | None:
-        """Since when this connection has waited for a complete request, if for at least
-        ``grace_s`` and nothing is read, answered or being sent; else None."""
+    def stalled_since(self, now: float, guard: Guard) -> float | None:
+        """Since when this connection has waited for a complete request, if stalled (see
+        the module docstring) and nothing is read, answered or being sent; else None."""
         if self.requests or self.total_outbufs_len or self.will_close or self.close_when_flushed:
             return None
-        since = self.request_started if self.request is not None else self.last_activity
-        return since if now - since >= grace_s else None
+        if self.request is not None:
+            since, grace = self.request_started, guard.grace_s
+        elif self.request_started:  # idle after an answer
+            since, grace = self.last_activity, guard.grace_s
+        else:
+            since, grace = self.creation_time, guard.silent_grace_s
+        return since if now - since >= grace else None
 
 
 class GuardedServer(TcpWSGIServer):
@@ -162,10 +170,9 @@ class GuardedServer(TcpWSGIServer):
                 del self._clients[client]
 
     def _stalest(self, channels: Iterable[_GuardedChannel], now: float) -> _GuardedChannel | None:
-        grace = self.guard.grace_s
         best: tuple[float, _GuardedChannel] | None = None
         for channel in channels:
-            since = channel.stalled_since(now, grace)
+            since = channel.stalled_since(now, self.guard)
             if since is not None and (best is None or since < best[0]):
                 best = (since, channel)
         return best[1] if best is not None else None
@@ -248,8 +255,8 @@ class GuardedServer(TcpWSGIServer):
             waiting = [c for c in peers if not c.requests and not c.will_close]
             excess = len(waiting) - self.guard.per_client
             if excess > 0:
-                grace = self.guard.grace_s
-                stalled = [(since, c) for c in waiting if (since := c.stalled_since(now, grace)) is not None]
+                guard = self.guard
+                stalled = [(since, c) for c in waiting if (since := c.stalled_since(now, guard)) is not None]
                 for _, channel in sorted(stalled, key=lambda pair: pair[0])[:excess]:
                     channel.will_close = True
                     self._closed_for_room += 1

@@ -62,10 +62,11 @@ class HttpLimits:
     ``threads`` bounds the requests answered at once (the rest wait, already read, in a
     queue); a query forwarded to another instance holds its thread for at most the
     forwarding timeout (10 s). ``connection_limit`` bounds open sockets: at it, a new
-    connection closes the one that has waited longest for a complete request (waiting at
-    least ``eviction_grace_s``); with none such, new connections wait in the kernel's
-    ``backlog``. A client address keeps at most ``connections_per_client`` connections
-    waiting for a request (the stalest beyond go). ``request_timeout_s`` bounds the time
+    connection closes the one that has waited longest for a complete request (for at
+    least ``eviction_grace_s`` after part of a request or after its last answer, or
+    ``silent_eviction_grace_s`` without a byte); with none such, new connections wait in
+    the kernel's ``backlog``. A client address keeps at most ``connections_per_client``
+    connections waiting for a request (the stalest such beyond go). ``request_timeout_s`` bounds the time
     from a request's first byte to its last (head and body: a byte dripped now and then
     does not extend it); ``channel_timeout_s`` closes a connection that sent nothing for
     that long (idle keep-alive); both are checked every ``cleanup_interval_s``. Bodies (no
@@ -79,6 +80,7 @@ class HttpLimits:
     request_timeout_s: float = 10.0
     channel_timeout_s: float = 30.0
     eviction_grace_s: float = 1.0
+    silent_eviction_grace_s: float = 5.0
     cleanup_interval_s: float = 5.0
     max_header_bytes: int = 64 * 1024
     max_body_bytes: int = 64 * 1024
@@ -157,7 +159,12 @@ class WorkerHttpServer:
             expose_tracebacks=False,
             ident="platform-streams",
         )
-        guard = Guard(limits.connections_per_client, limits.request_timeout_s, limits.eviction_grace_s)
+        guard = Guard(
+            limits.connections_per_client,
+            limits.request_timeout_s,
+            limits.eviction_grace_s,
+            limits.silent_eviction_grace_s,
+        )
         self._server = GuardedServer(
             _WsgiApp(Api(streams)),
             guard,
