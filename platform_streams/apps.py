@@ -34,6 +34,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from platform_streams.config_secrets import remember_text
+from platform_streams.config_sources import yaml_problem
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.topology import Topology, built_topology
 
@@ -205,12 +207,13 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise StreamsConfigError(f"cannot read {str(file)!r}: {exc}") from exc
+    remember_text(text)  # its streams settings may hold credentials (config_secrets)
     try:
         data = json.loads(text) if file.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise StreamsConfigError(
-            f"{str(file)!r} is not valid {file.suffix.lstrip('.') or 'YAML'}: {exc}"
-        ) from exc
+    except ValueError as exc:  # json's message gives a position, never the text
+        raise StreamsConfigError(f"{str(file)!r} is not valid {file.suffix.lstrip('.')}: {exc}") from exc
+    except yaml.YAMLError as exc:  # without the line PyYAML quotes: it may be a credential's
+        raise StreamsConfigError(f"{str(file)!r} is not valid YAML{yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):

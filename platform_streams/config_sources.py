@@ -36,6 +36,7 @@ __all__ = [
     "normalize",
     "read_file",
     "setting_names",
+    "yaml_problem",
 ]
 
 # The model's logger: the warnings are about its settings, wherever the parsing lives.
@@ -284,7 +285,7 @@ def read_file(path: Path) -> Mapping[str, Any]:
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader (below)
     except yaml.YAMLError as exc:
         # from None: the YAML error's own text quotes the line, which may hold a credential
-        raise StreamsConfigError(f"invalid YAML in config file {str(path)!r}{_yaml_problem(exc)}") from None
+        raise StreamsConfigError(f"invalid YAML in config file {str(path)!r}{yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
@@ -328,7 +329,7 @@ class _StrictLoader(yaml.SafeLoader):
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def yaml_problem(exc: yaml.YAMLError) -> str:
     """``, line 3, column 7: <problem>`` -- where and what, without the snippet of the line that
     PyYAML's own message adds (it may be a credential's line)."""
     if not isinstance(exc, yaml.MarkedYAMLError):

@@ -145,3 +145,16 @@ def test_python_api_validation_errors_do_not_show_the_input() -> None:
         )
     assert "SEKRIT" not in str(info.value) and "SEKRIT" not in repr(info.value)
     assert "heartbeat_interval_ms" in str(info.value)
+
+
+def test_an_app_plugins_config_file_with_a_yaml_error_does_not_quote_the_secret(tmp_path: Path) -> None:
+    # `apps validate` and PLATFORM_STREAMS_APP_CONFIG=@file read app configs (streams settings
+    # included) with their own loader
+    from platform_streams.apps import load_config_file
+    from platform_streams.errors import StreamsConfigError
+
+    path = tmp_path / "app.yaml"
+    path.write_text("streams:\n  http.auth.token: tok-SEKRIT-apps: x: [\n")
+    with pytest.raises(StreamsConfigError) as info:
+        load_config_file(path)
+    assert "SEKRIT" not in str(info.value) and "line 2" in str(info.value)
