@@ -21,7 +21,8 @@ not feed half a record back in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from platform_streams.processor.record import Headers
 
@@ -70,8 +71,10 @@ class DeadLetterLimit:
     """How large a dead letter may be (one per worker, shared by its handlers), and cutting
     a dead letter to it. :meth:`lower` learns a smaller limit from a refused dead letter."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, send: Callable[..., None] | None = None) -> None:
         self.max_bytes = max_bytes
+        #: how the collector wants dead letters sent (``send``'s arguments), if not as any record
+        self.send: Callable[..., Any] | None = send
         self._warned = False
 
     def lower(self, refused_size: int) -> None:

@@ -115,6 +115,7 @@ class RecordExceptionHandler:
         key, value, headers = raw.key(), raw.value(), [*dead_letter_headers(raw, exc), *extra_headers]
         # the producer-backed collector limits record sizes; the test driver's takes any size
         limit: DeadLetterLimit | None = getattr(self.collector, "dead_letter_limit", None)
+        send = self.collector.send if limit is None or limit.send is None else limit.send
         if limit is not None:
             key, value, headers, cut = limit.fit(key, value, headers)
             if cut is not None:
@@ -122,7 +123,7 @@ class RecordExceptionHandler:
                 where = f"topic {raw.topic()} partition {raw.partition()} offset {raw.offset()}"
                 limit.warn_once(cut, where, topic)
         timestamp = raw.timestamp()[1]
-        self.collector.send(topic, key, value, timestamp if timestamp >= 0 else 0, headers, None)
+        send(topic, key, value, timestamp if timestamp >= 0 else 0, headers, None)
         self.dead_lettered += 1
 
     def _decide(self, raw: Any, exc: BaseException) -> HandlerResponse:

@@ -137,7 +137,7 @@ class KafkaRecordCollector:
         tracked_topics: set[str] | None = None,
         production_policy: Any = "log_and_fail",
         dead_letter_topic: str | None = None,
-        dead_letter_topic_max_bytes: int | None = None,
+        dead_letter_topic_max_bytes: Callable[[], int | None] | None = None,
         count_bytes: bool = False,
     ) -> None:
         #: key + value bytes acknowledged per topic that is not tracked (``count_bytes`` only)
@@ -165,11 +165,10 @@ class KafkaRecordCollector:
         self.eos = self.streams_producer.eos
         #: how large a dead letter may be (the handlers cut theirs to it); None without a topic
         self.dead_letter_limit: DeadLetterLimit | None = None
+        #: asks the broker for the dead-letter topic's ``max.message.bytes`` (None: unknown)
+        self._topic_max_bytes = dead_letter_topic_max_bytes
         if dead_letter_topic:
-            limits = [self.streams_producer.max_message_bytes or _PRODUCER_MAX_BYTES]
-            if dead_letter_topic_max_bytes:
-                limits.append(dead_letter_topic_max_bytes)
-            self.dead_letter_limit = DeadLetterLimit(min(limits))
+            self.dead_letter_limit = DeadLetterLimit(self._dead_letter_max_bytes(), self._send_dead_letter)
         #: the context of the task processing records now (set by the worker around each
         #: task's ``process``): a record refused at its send names the input record
         self.source: Any = None
@@ -255,10 +254,9 @@ class KafkaRecordCollector:
             msg.partition(),
         )
         if msg.topic() == self.production_handler.dead_letter_topic and _size_error(err):
-            if self.eos:  # the transaction is lost: abort, process the input again, cut smaller
-                self._lower_dead_letter_limit(record)
-                self._refused_dead_letters.append(where)
-            else:
+            if self.eos:  # held for the commit, so reported without its own callback
+                self._dead_letter_refused_in_transaction(record, where)
+            else:  # not sent by _send_dead_letter: its headers are lost
                 self._dead_letter_again(record, where)
             return
         dead_letter = msg.topic() == self.production_handler.dead_letter_topic
@@ -316,9 +314,50 @@ class KafkaRecordCollector:
     def _output_topic(record: OutgoingRecord) -> list[tuple[str, bytes | None]]:
         return [(HEADER_OUTPUT_TOPIC, record[0].encode())]
 
+    def _dead_letter_max_bytes(self) -> int:
+        limits = [self.streams_producer.max_message_bytes or _PRODUCER_MAX_BYTES]
+        topic_limit = self._topic_max_bytes() if self._topic_max_bytes is not None else None
+        if topic_limit:
+            limits.append(topic_limit)
+        return min(limits)
+
     def _lower_dead_letter_limit(self, record: OutgoingRecord) -> None:
-        if self.dead_letter_limit is not None:
-            self.dead_letter_limit.lower(record_size(record[1], record[2], record[4]))
+        """A dead letter was refused for its size: ask the broker for the topic's limit again
+        (it may have changed since the start); if that does not explain it (a limit the
+        broker does not report), halve the refused record's size."""
+        limit = self.dead_letter_limit
+        if limit is None:
+            return
+        now = self._dead_letter_max_bytes()
+        if now < limit.max_bytes:
+            limit.max_bytes = now
+        else:
+            limit.lower(record_size(record[1], record[2], record[4]))
+
+    def _send_dead_letter(self, *record: *OutgoingRecord) -> None:
+        """How the handlers send dead letters: reported one by one, with the record itself
+        (delivery reports carry no headers, and a dead letter without them is useless)."""
+        self.streams_producer.send_with_report(partial(self._dead_letter_reported, record), *record)
+
+    def _dead_letter_reported(self, record: OutgoingRecord, err: Any, msg: Any) -> None:
+        if err is None:
+            return
+        where = f"{msg.topic()}[{msg.partition()}]: {err}"
+        if not _size_error(err):
+            self._remember(where)
+        elif self.eos:
+            self._dead_letter_refused_in_transaction(record, where)
+        else:
+            self._dead_letter_again(record, where)
+
+    def _dead_letter_refused_in_transaction(self, record: OutgoingRecord, where: str) -> None:
+        """The transaction is lost: abort it, process the input again, cut smaller."""
+        self._lower_dead_letter_limit(record)
+        self._refused_dead_letters.append(where)
+        # the refused record used a sequence number of its partition that no write will ever
+        # fill: librdkafka fails the next transaction's writes there (OUT_OF_ORDER_SEQUENCE_NUMBER)
+        # unless a new producer (a new epoch) writes them
+        self.streams_producer.needs_reset = True
 
     def _dead_letter_again(self, record: OutgoingRecord, where: str) -> None:
         """A dead letter refused for its size although it was cut to the limit: lower the
@@ -332,12 +371,12 @@ class KafkaRecordCollector:
         self._lower_dead_letter_limit(record)
         own = [(n, v) for n, v in headers or () if n != HEADER_PAYLOAD_TRUNCATED]
         key, value, cut_headers, cut = limit.fit(key, value, own)
-        if cut is None:  # the limit did not move below this record: cut everything
-            key, value, cut_headers, cut = DeadLetterLimit(0).fit(key, value, own)
-        assert cut is not None
+        if cut is None:  # small enough: refused with a larger one it was batched with
+            self._send_dead_letter(*record)
+            return
         self.production_handler.dead_letters_truncated += 1
         limit.warn_once(cut, f"a dead letter refused for its size ({where})", topic)
-        self.send(topic, key, value, timestamp, cut_headers, None)
+        self._send_dead_letter(topic, key, value, timestamp, cut_headers, None)
 
     def _remember(self, error: str) -> None:
         if len(self.errors) < 10:

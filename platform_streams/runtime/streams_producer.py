@@ -285,6 +285,34 @@ class StreamsProducer:
     def _buffer_record(self, *record: *OutgoingRecord) -> None:
         self._buffer.append(record)
 
+    def send_with_report(self, on_delivery: Callable[[Any, Any], None], *record: *OutgoingRecord) -> None:
+        """Send a record (not a changelog's) with a delivery callback of its own, for the rare
+        record whose sender must have it back if it is refused (a dead letter: delivery reports
+        carry no headers). Records held for the commit are held as :attr:`send` holds them
+        (a refused one fails the commit); else produced now."""
+        if self.send != self._produce_now:
+            self.send(*record)
+            return
+        topic, key, value, timestamp, headers, partition = record
+        self.sent_by_topic[topic] = self.sent_by_topic.get(topic, 0) + 1
+        while True:
+            try:
+                self._produce(
+                    topic,
+                    value,
+                    key,
+                    -1 if partition is None else partition,
+                    on_delivery=on_delivery,
+                    timestamp=timestamp,
+                    headers=headers or None,
+                )
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+            except KafkaException as exc:
+                self._on_send_error(record, exc)
+                return
+
     def check_sizes(self, on: bool) -> None:
         """Records held for the commit (deferred exactly-once): whether each is checked against
         ``message.max.bytes`` as it is held, so that a record too large is refused while the

@@ -36,6 +36,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -260,6 +261,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             )
 
         dead_letter = self.config.errors_dead_letter_queue_topic_name
+        admin_conf = self.config.admin_configs()
         self.collector = KafkaRecordCollector(
             producer_factory,
             partition_count=self._partition_count,
@@ -267,7 +269,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             production_policy=self.config.production_exception_handler,
             dead_letter_topic=dead_letter,
             dead_letter_topic_max_bytes=(
-                dead_letter_topic_limit(self.config.admin_configs(), dead_letter) if dead_letter else None
+                partial(dead_letter_topic_limit, admin_conf, dead_letter) if dead_letter else None
             ),
             count_bytes=settings.count_bytes,  # the producer reports what the collector counts
         )

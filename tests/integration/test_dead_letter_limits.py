@@ -14,9 +14,14 @@ processing (the handler's ``ErrorHandlerContext``), for production errors too.
 from __future__ import annotations
 
 import json
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+import confluent_kafka as ck
 import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from platform_streams import KafkaStreams, State, StreamsBuilder
 from platform_streams.dsl import Consumed, Produced
@@ -63,12 +68,14 @@ def _run_poison(
     guarantee: str,
     poison_bytes: int,
     dlq_config: dict[str, str] | None = None,
+    after_start: Callable[[str], None] | None = None,
 ) -> None:
+    """40 good records around one ``poison_bytes`` record that is not JSON, produced once the
+    app runs (after ``after_start(dead-letter topic)``)."""
     source, sink = new_topic(admin, 1, "pp-in"), new_topic(admin, 1, "pp-out")
     dlq = new_topic(admin, 1, "pp-dlq", config=dlq_config)
     good = [(f"g{i}", json.dumps({"id": i})) for i in range(40)]
     poison = b"{" + b"x" * (poison_bytes - 1)  # not JSON: a deserialization error
-    placed = produce(bootstrap, source, [*good[:20], ("poison", poison), *good[20:]])
     config = app_config(
         bootstrap,
         tmp_path,
@@ -78,6 +85,9 @@ def _run_poison(
     )
     isolation = "read_committed" if guarantee == "exactly_once_v2" else "read_uncommitted"
     with running_app(_pass_through(source, sink), config) as streams:
+        if after_start is not None:
+            after_start(dlq)
+        placed = produce(bootstrap, source, [*good[:20], ("poison", poison), *good[20:]])
         out = consume_all(bootstrap, sink, 40, timeout_s=45, isolation=isolation)
         dead = consume_all(bootstrap, dlq, 1, timeout_s=30, isolation=isolation)
         wait_until(lambda: _metric(streams, TRUNCATED_METRIC) >= 1, 10, "the truncation is counted")
@@ -118,6 +128,50 @@ def test_a_dead_letter_is_sized_to_the_dead_letter_topics_own_limit(
     Apache Kafka refuses the 200 kB dead letter in its produce response (a refused record
     aborts the transaction under exactly-once); the dead letter is cut to that limit first."""
     _run_poison(bootstrap_servers, admin, tmp_path, guarantee, 200_000, {"max.message.bytes": "50000"})
+
+
+def _enforces_max_message_bytes(bootstrap: str, admin: KafkaAdmin) -> bool:
+    """Whether the broker refuses a record over a topic's ``max.message.bytes`` (Tansu does
+    not enforce it: docs/brokers.md)."""
+    topic = new_topic(admin, 1, "limit-probe", config={"max.message.bytes": "1000"})
+    producer = ck.Producer({"bootstrap.servers": bootstrap})
+    errors: list[ck.KafkaError] = []
+    producer.produce(topic, b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(30)
+    return errors[0] is not None
+
+
+def _lower_max_message_bytes(bootstrap: str, admin: KafkaAdmin, max_bytes: int) -> Callable[[str], None]:
+    """Set a topic's ``max.message.bytes`` while the app runs (the app read it at its start)."""
+
+    def lower(topic: str) -> None:
+        client = AdminClient({"bootstrap.servers": bootstrap, "client.id": f"alter-{uuid.uuid4().hex[:8]}"})
+        entry = ConfigEntry("max.message.bytes", str(max_bytes), incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[entry])
+        for future in client.incremental_alter_configs([resource]).values():
+            future.result(timeout=30)
+        wait_until(
+            lambda: admin.describe_topic_configs([topic])[topic].get("max.message.bytes") == str(max_bytes),
+            10,
+            "the broker has the topic's new limit",
+        )
+        time.sleep(1)  # described by the controller; give the log layer a moment to apply it
+
+    return lower
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_a_dead_letter_the_broker_refuses_for_its_size_is_written_again_cut(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
+) -> None:
+    """The dead-letter topic's limit drops to 50,000 after the app read it at its start: the
+    200 kB dead letter fits the app's limit and the broker refuses it in its produce response.
+    At-least-once writes it again cut at once; exactly-once aborts the transaction (a refused
+    record makes it abortable), processes the input again and writes it cut."""
+    if not _enforces_max_message_bytes(bootstrap_servers, admin):
+        pytest.skip("the broker does not enforce max.message.bytes (Tansu)")
+    lower = _lower_max_message_bytes(bootstrap_servers, admin, 50_000)
+    _run_poison(bootstrap_servers, admin, tmp_path, guarantee, 200_000, after_start=lower)
 
 
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])

@@ -10,6 +10,7 @@ from typing import Any
 import confluent_kafka as ck
 import pytest
 
+from platform_streams.errors import TaskCorruptedError
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
 from platform_streams.runtime.streams_producer import StreamsProducer
 
@@ -87,7 +88,14 @@ def test_records_refused_at_the_exactly_once_commit_are_dropped_records(
 ) -> None:
     collector, _ = _collector(monkeypatch, "log_and_continue", eos=True, refuse=True)
     collector.send("out", b"k", b"v", 0, [], None)
-    assert collector.commit_transaction([], None, lambda: None)
+    # the first refusal at the commit names no input record: the transaction is aborted for
+    # the tasks to process their input again with sizes checked as records are held
+    with pytest.raises(TaskCorruptedError, match="refused at the commit"):
+        collector.commit_transaction([], None, lambda: None)
+    assert collector.records_skipped == 0
+    collector.abort()
+    collector.send("out", b"k", b"v", 0, [], None)  # as processed again: not too large, held
+    assert collector.commit_transaction([], None, lambda: None)  # refused at the commit again
     assert collector.records_skipped == 1
 
 
