@@ -107,8 +107,10 @@ class _StrictParser(HTTPRequestParser):
 
 class _GuardedChannel(HTTPChannel):
     parser_class = _StrictParser
-    #: when the request being read got its first byte (0: none is being read)
+    #: when the request being read got its first byte (meaningful while one is read)
     request_started = 0.0
+    #: whether the client has sent anything yet
+    spoke = False
 
     def __init__(self, server: GuardedServer, sock: Any, addr: Any, adj: Any, map: Any = None) -> None:
         super().__init__(server, sock, addr, adj, map)
@@ -118,6 +120,7 @@ class _GuardedChannel(HTTPChannel):
 
     def received(self, data: bytes) -> bool:
         before = self.request
+        self.spoke = self.spoke or bool(data)
         done: bool = super().received(data)
         if self.request is not None and self.request is not before:
             self.request_started = time.time()
@@ -134,7 +137,7 @@ class _GuardedChannel(HTTPChannel):
             return None
         if self.request is not None:
             since, grace = self.request_started, guard.grace_s
-        elif self.request_started:  # idle after an answer
+        elif self.spoke:  # idle after an answer (or after the client's last byte)
             since, grace = self.last_activity, guard.grace_s
         else:
             since, grace = self.creation_time, guard.silent_grace_s
