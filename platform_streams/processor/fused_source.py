@@ -5,7 +5,7 @@ timestamp, advance stream time, then run the fused children (:mod:`.fusion`'s
 :class:`~platform_streams.processor.fusion.Emitter`). :func:`compile_batch` makes, from the
 same record code, a ``(queue, n)`` function that takes ``n`` records off a task's queue and
 does for each what ``StreamTask.process`` does around the source (the current record, the
-processing exception handler, stream-time punctuation, then the consumed offset and the
+exception handlers for what leaves the record's nodes unhandled, stream-time punctuation, then the consumed offset and the
 count, once at the end): one Python call a batch instead of one a record, and the values
 fragments compute once a batch (``FusedFragment.prologue``) are computed once. A task with
 one input partition (no choice of the next record to make) processes its records this way.
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from platform_streams.processor.fusion import Emitter
-from platform_streams.processor.node import FusedFragment
+from platform_streams.processor.node import FusedFragment, NodeFailure
 from platform_streams.processor.partitioner import SEED, PlacementCheck, murmur2_with_seed
 from platform_streams.processor.source_hooks import BatchHooks, SourceHooks
 from platform_streams.topology.nodes import Node, SinkNode, SourceNode
@@ -128,12 +128,14 @@ def compile_source(
     hooks: SourceHooks,
     step_of: Callable[[str], Callable[[Any, Any, int], bool] | None] | None = None,
     fragment_of: Callable[[str], FusedFragment | None] | None = None,
+    node_failure: NodeFailure | None = None,
 ) -> Callable[[Any], None]:
     """A ``(raw_record)`` function: deserialize, take the timestamp, advance stream time, run
     children (see :func:`_record`). ``step_of(node)``: the initialised processor's
     ``fused_step``, if any (None before the processors' ``init``); ``fragment_of(node)`` its
-    ``fused_fragment``, run in line instead of the step's call."""
-    em = Emitter(nodes, entry_of, sink_parts, step_of, fragment_of)
+    ``fused_fragment``, run in line instead of the step's call; ``node_failure``: what each
+    node's guard calls (:meth:`~platform_streams.processor.fusion.Emitter.guard`)."""
+    em = Emitter(nodes, entry_of, sink_parts, step_of, fragment_of, node_failure)
     _record(em, source, hooks, 1)
     return em.compile("_source(msg)", source.name)
 
@@ -147,11 +149,13 @@ def compile_batch(
     batch_hooks: BatchHooks,
     step_of: Callable[[str], Callable[[Any, Any, int], bool] | None] | None = None,
     fragment_of: Callable[[str], FusedFragment | None] | None = None,
+    node_failure: NodeFailure | None = None,
 ) -> Batch:
     """A ``(queue, n) -> processed`` function: :func:`compile_source`'s record code for each of
     the next ``n`` records of ``queue`` (a deque), with ``StreamTask.process``'s work around
     it (``batch_hooks``). ``n`` must not exceed the queue's length."""
-    em = Emitter(nodes, entry_of, sink_parts, step_of, fragment_of)
+    em = Emitter(nodes, entry_of, sink_parts, step_of, fragment_of, node_failure)
+    em.blocks = 3  # the batch's try, its loop and the record's try
     em.prologue = []
     name = source.name
     fail = em.bind(batch_hooks.on_failure, "fail")

@@ -24,6 +24,16 @@ per task). The code, its line map and its linecache entry are dropped when the l
 task's function is garbage (:func:`weakref.finalize`), so tasks created and closed over a
 long run leave nothing behind.
 
+Processing errors are handled at the node that raised them, as Kafka Streams'
+``ProcessorNode.process`` does (KIP-1033): each node's own work -- an operator's function, a
+processor's call -- is emitted inside ``try`` (free in CPython 3.11 unless it raises), whose
+``except`` hands the error to the task's :data:`~platform_streams.processor.node.NodeFailure`
+callback. When the handler says CONTINUE the node's children are skipped and the code goes
+on with the node's siblings (the next child of its parent, the next record a ``flat_map``
+yields); everything else is re-raised unchanged, so a node above never handles an error
+twice. Children are emitted after the ``try`` (its ``else``) wherever the node's work is one
+statement, so that a long chain does not nest blocks (CPython allows 20 statically nested).
+
 Sink failures take an explicit path: each inlined send (and each sink entry function,
 graph.py) marks an exception raised while serializing or sending its record with the
 sink's name (:func:`mark_sink_failure`) and re-raises it unchanged, so the task hands it
@@ -49,7 +59,7 @@ from pathlib import Path
 from types import CodeType, TracebackType
 from typing import Any
 
-from platform_streams.processor.node import FusedFragment
+from platform_streams.processor.node import FusedFragment, NodeFailure
 from platform_streams.topology.nodes import Node, ProcessorNode, SinkNode
 
 _counter = itertools.count()
@@ -57,6 +67,11 @@ _counter = itertools.count()
 _LINE_MAPS: dict[str, dict[int, str]] = {}
 #: the attribute of an exception raised by a sink: the sink's node name
 _SINK_ATTR = "_platform_streams_sink"
+#: deeper than this (indent levels, statically nested blocks) a stateless child is called
+#: through its own compiled entry instead of in line: CPython's parser allows 100 indent
+#: levels, its compiler 20 nested blocks, and each fused node adds to one of them
+_MAX_INDENT = 60
+_MAX_BLOCKS = 14
 
 
 @dataclass
@@ -161,12 +176,19 @@ class Emitter:
         sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
         step_of: Callable[[str], Callable[[Any, Any, int], bool] | None] | None = None,
         fragment_of: Callable[[str], FusedFragment | None] | None = None,
+        node_failure: NodeFailure | None = None,
     ) -> None:
         self.nodes = nodes
+        #: what calls node ``name`` (for a processor: its bare ``process``, guarded here)
         self.entry_of = entry_of
         self.sink_parts = sink_parts
         self.step_of = step_of
         self.fragment_of = fragment_of
+        #: the task's handling of a node's own error (None: nodes are not guarded)
+        self.node_failure = node_failure
+        self._failure_name: str | None = None
+        #: statically nested blocks the code being emitted is inside of (see _MAX_BLOCKS)
+        self.blocks = 0
         #: ``(indent, text, node)``: rendered (with the line -> node map) by :meth:`compile`
         self.lines: list[tuple[int, str, str]] = []
         self.bound: dict[str, Any] = {}
@@ -207,9 +229,42 @@ class Emitter:
         for child in node.children:
             self.child(child, k, v, indent)
 
+    def guard(
+        self, indent: int, node: str, body: Callable[[int], None], then: Callable[[int], None] | None = None
+    ) -> None:
+        """Emit ``body`` (node ``node``'s own work) so that what it raises is the node's error
+        (see the module docstring), then ``then`` (its children), which runs only when
+        ``body`` succeeded. Each is called with the indent to emit at."""
+        if self.node_failure is None:
+            body(indent)
+            if then is not None:
+                then(indent)
+            return
+        if self._failure_name is None:
+            self._failure_name = self.bind(self.node_failure, "nodefail")
+        self.line(indent, "try:", node)
+        self.blocks += 1
+        self.block(indent + 1, node, lambda: body(indent + 1))
+        self.blocks -= 1
+        self.line(indent, "except Exception as nx:", node)
+        self.line(indent + 1, f"if {self._failure_name}(nx, {node!r}):", node)
+        self.line(indent + 2, "raise", node)
+        if then is not None:
+            self.line(indent, "else:", node)
+            before = len(self.lines)
+            then(indent + 1)
+            if len(self.lines) == before:  # no children: no else
+                self.lines.pop()
+
     def child(self, name: str, k: str, v: str, indent: int) -> None:
         node = self.nodes[name]
-        if isinstance(node, ProcessorNode) and node.op is not None and len(node.parents) == 1:
+        if (
+            isinstance(node, ProcessorNode)
+            and node.op is not None
+            and len(node.parents) == 1
+            and indent < _MAX_INDENT
+            and self.blocks < _MAX_BLOCKS
+        ):
             self.op(node, k, v, indent)
             return
         if isinstance(node, SinkNode):
@@ -233,16 +288,22 @@ class Emitter:
         entry = self.bind(self.entry_of(name), "e", name)
         step = self.step_of(name) if self.step_of is not None else None
         fragment = self.fragment_of(name) if self.fragment_of is not None else None
-        if fragment is not None:  # NodeProcessor.fused_fragment: its work in line
-            call = self.bind(step, "step", name) if step is not None else "None"
-            self.fragment(fragment, name, k, v, indent, call, entry)
-            return
-        if step is not None:  # NodeProcessor.fused_step: process only what it leaves
-            call = self.bind(step, "step", name)
-            self.line(indent, f"if {k} is None or {v} is None or not {call}({k}, {v}, ts):", name)
-            self.line(indent + 1, f"{entry}({k}, {v}, ts, h)", name)
-            return
-        self.line(indent, f"{entry}({k}, {v}, ts, h)", name)
+
+        def call(i: int) -> None:
+            if fragment is not None:  # NodeProcessor.fused_fragment: its work in line
+                bound_step = self.bind(step, "step", name) if step is not None else "None"
+                self.fragment(fragment, name, k, v, i, bound_step, entry)
+            elif step is not None:  # NodeProcessor.fused_step: process only what it leaves
+                bound_step = self.bind(step, "step", name)
+                self.line(i, f"if {k} is None or {v} is None or not {bound_step}({k}, {v}, ts):", name)
+                self.line(i + 1, f"{entry}({k}, {v}, ts, h)", name)
+            else:
+                self.line(i, f"{entry}({k}, {v}, ts, h)", name)
+
+        if isinstance(node, ProcessorNode):  # a sink's failure is no node's: it passes anyway
+            self.guard(indent, name, call)
+        else:
+            call(indent)
 
     def produce(self, producer: Any, topic: str, key: str, value: str, indent: int, node: str) -> None:
         """A sink's send as the producer's own: librdkafka's ``produce`` called here, the
@@ -323,39 +384,52 @@ class Emitter:
         n = next(self._vars)
         k2, v2 = f"k{n}", f"v{n}"
 
-        def nested(kk: str, vv: str) -> Callable[[], None]:
-            return lambda: self.children(node, kk, vv, indent + 1)
+        def statement(text: str) -> Callable[[int], None]:
+            return lambda i: self.line(i, text, name)
+
+        def then(kk: str, vv: str) -> Callable[[int], None]:
+            return lambda i: self.children(node, kk, vv, i)
+
+        def loop(header: str, kk: str, vv: str) -> Callable[[int], None]:
+            # the children run inside the loop, so inside the guard: they guard themselves,
+            # and what they let pass the guard lets pass too
+            def emit(i: int) -> None:
+                self.line(i, header, name)
+                self.blocks += 1
+                self.block(i + 1, name, lambda: self.children(node, kk, vv, i + 1))
+                self.blocks -= 1
+
+            return emit
 
         if kind in ("filter", "filter_not"):
             neg = "not " if kind == "filter_not" else ""
-            self.line(indent, f"if {neg}{fns[0]}({k}, {v}):", name)
-            self.block(indent + 1, name, nested(k, v))
+            kept = f"c{n}"
+
+            def test(i: int) -> None:
+                self.line(i, f"if {neg}{kept}:", name)
+                self.block(i + 1, name, lambda: self.children(node, k, v, i + 1))
+
+            self.guard(indent, name, statement(f"{kept} = {fns[0]}({k}, {v})"), test)
         elif kind == "map":
-            self.line(indent, f"{k2}, {v2} = {fns[0]}({k}, {v})", name)
-            self.children(node, k2, v2, indent)
+            self.guard(indent, name, statement(f"{k2}, {v2} = {fns[0]}({k}, {v})"), then(k2, v2))
         elif kind == "map_values":
-            self.line(indent, f"{v2} = {fns[0]}({v})", name)
-            self.children(node, k, v2, indent)
+            self.guard(indent, name, statement(f"{v2} = {fns[0]}({v})"), then(k, v2))
         elif kind == "map_values_with_key":
-            self.line(indent, f"{v2} = {fns[0]}({k}, {v})", name)
-            self.children(node, k, v2, indent)
+            self.guard(indent, name, statement(f"{v2} = {fns[0]}({k}, {v})"), then(k, v2))
         elif kind == "select_key":
-            self.line(indent, f"{k2} = {fns[0]}({k}, {v})", name)
-            self.children(node, k2, v, indent)
+            self.guard(indent, name, statement(f"{k2} = {fns[0]}({k}, {v})"), then(k2, v))
         elif kind == "flat_map":
-            self.line(indent, f"for {k2}, {v2} in {fns[0]}({k}, {v}):", name)
-            self.block(indent + 1, name, nested(k2, v2))
+            self.guard(indent, name, loop(f"for {k2}, {v2} in {fns[0]}({k}, {v}):", k2, v2))
         elif kind in ("flat_map_values", "flat_map_values_with_key"):
             args = f"{k}, {v}" if kind.endswith("with_key") else v
-            self.line(indent, f"for {v2} in {fns[0]}({args}):", name)
-            self.block(indent + 1, name, nested(k, v2))
+            self.guard(indent, name, loop(f"for {v2} in {fns[0]}({args}):", k, v2))
         elif kind in ("peek", "foreach"):
-            self.line(indent, f"{fns[0]}({k}, {v})", name)
-            self.children(node, k, v, indent)
+            self.guard(indent, name, statement(f"{fns[0]}({k}, {v})"), then(k, v))
         elif kind == "passthrough":
             self.children(node, k, v, indent)
         elif kind == "branch":
-            self._branch(node, fns, k, v, indent)
+            # the predicates are the node's work, the chosen child runs inside the guard
+            self.guard(indent, name, lambda i: self._branch(node, fns, k, v, i))
         else:  # pragma: no cover - OpKind is a closed set
             raise ValueError(f"unknown stateless op {kind!r}")
 
@@ -419,9 +493,11 @@ def compile_entry(
     nodes: Mapping[str, Node],
     entry_of: Callable[[str], Callable[..., None]],
     sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
+    node_failure: NodeFailure | None = None,
 ) -> Callable[..., None]:
-    """A ``(key, value, timestamp, headers)`` function running ``node`` and its fusable descendants."""
-    em = Emitter(nodes, entry_of, sink_parts)
+    """A ``(key, value, timestamp, headers)`` function running ``node`` and its fusable descendants,
+    each guarded by ``node_failure`` (see :meth:`Emitter.guard`)."""
+    em = Emitter(nodes, entry_of, sink_parts, node_failure=node_failure)
     em.op(node, "k", "v", 1)
     return em.compile("_entry(k, v, ts, h)", node.name)
 
@@ -437,13 +513,14 @@ def compile_pair_entry(
     sink_parts: Callable[[SinkNode], tuple[Any, ...] | None],
     value_type: type[tuple[Any, Any]],
     first: Callable[[Any], Any],
+    node_failure: NodeFailure | None = None,
 ) -> PairForward:
     """A ``(key, new, old, timestamp)`` function that runs ``node``'s children on the value
     ``value_type((new, old))`` with no headers: what a table processor's flush listener
     forwards (a ``Change``), without the listener's call, the value's construction where no
     child needs it (a ``map_values(first)`` child -- ``KTable.to_stream`` -- reads ``new``
     directly), or the call into the child's own fused entry."""
-    em = Emitter(nodes, entry_of, sink_parts)
+    em = Emitter(nodes, entry_of, sink_parts, node_failure=node_failure)
     em.parts["v"] = (first, "new")
     em.children(node, "k", "v", 1)
     body = em.lines

@@ -22,9 +22,15 @@ from platform_streams.processor.fusion import (
     compile_pair_entry,
     mark_sink_failure,
 )
-from platform_streams.processor.node import Forward, FusedFragment, NodeProcessor, as_node_processor
+from platform_streams.processor.node import (
+    Forward,
+    FusedFragment,
+    NodeFailure,
+    NodeProcessor,
+    as_node_processor,
+)
 from platform_streams.processor.partitioner import PlacementCheck
-from platform_streams.processor.plain_nodes import plain_entry, plain_source
+from platform_streams.processor.plain_nodes import guard_entry, plain_entry, plain_source
 from platform_streams.processor.record import Headers
 from platform_streams.processor.source_hooks import BatchHooks, SourceHooks
 from platform_streams.serde import Bytes, Serde
@@ -61,6 +67,7 @@ class TaskGraph:
         on_record_lateness: Callable[[int], None] | None = None,
         placement_checks: Mapping[str, PlacementCheck] | None = None,
         batch_hooks: BatchHooks | None = None,
+        on_node_failure: NodeFailure | None = None,
     ) -> None:
         self.plan = plan
         self.sub = sub
@@ -78,6 +85,8 @@ class TaskGraph:
         self._source_callbacks = (on_deserialization_error, on_invalid_timestamp, on_record_lateness)
         self._placement_checks = placement_checks or {}
         self._batch_hooks = batch_hooks
+        #: a node's own error (Kafka Streams' ProcessorNode.process); None: not handled by nodes
+        self._node_failure = on_node_failure
         #: physical topic -> function taking one raw record
         self.sources: dict[str, Callable[[Any], None]] = {}
         #: physical topic -> ``(queue, n)`` running the source's record code over ``n`` records
@@ -94,10 +103,11 @@ class TaskGraph:
             if not self._fusion:
                 self.sources[physical] = plain_source(source, self.entry, hooks)
                 continue
-            parts = (source, self.nodes, self.entry, self._sink_parts, hooks)
-            self.sources[physical] = compile_source(*parts, self._step_of, self._fragment_of)
+            parts = (source, self.nodes, self._call_target, self._sink_parts, hooks)
+            fused = (self._step_of, self._fragment_of, self._node_failure)
+            self.sources[physical] = compile_source(*parts, *fused)
             if batch_hooks is not None:
-                self.batches[physical] = compile_batch(*parts, batch_hooks, self._step_of, self._fragment_of)
+                self.batches[physical] = compile_batch(*parts, batch_hooks, *fused)
 
     def init(self) -> None:
         """Initialise processors (stores must be initialised first: processors look them up).
@@ -121,7 +131,9 @@ class TaskGraph:
             return None
 
         def fuse(value_type: type[tuple[Any, Any]], first: Callable[[Any], Any]) -> PairForward:
-            return compile_pair_entry(node, self.nodes, self.entry, self._sink_parts, value_type, first)
+            return compile_pair_entry(
+                node, self.nodes, self._call_target, self._sink_parts, value_type, first, self._node_failure
+            )
 
         return fuse
 
@@ -138,23 +150,33 @@ class TaskGraph:
             processor.close()
 
     def entry(self, name: str) -> Forward:
-        """The ``(key, value, timestamp, headers)`` function that runs node ``name``."""
+        """The ``(key, value, timestamp, headers)`` function that runs node ``name``, handling
+        the node's own errors (``on_node_failure``) as Kafka Streams' ProcessorNode does."""
         fn = self._entries.get(name)
         if fn is None:
             fn = self._entries[name] = self._make_entry(name)
         return fn
 
+    def _call_target(self, name: str) -> Forward:
+        """What fused code calls to run node ``name``: a processor's bare ``process`` (fused
+        code guards the call in line, :meth:`Emitter.guard`), else :meth:`entry`."""
+        processor = self.processors.get(name)
+        node = self.nodes[name]
+        if processor is not None and isinstance(node, ProcessorNode) and node.op is None:
+            return processor.process
+        return self.entry(name)
+
     def _make_entry(self, name: str) -> Forward:
         node = self.nodes[name]
         if isinstance(node, SinkNode):
             return self._sink_entry(node)
-        if isinstance(node, ProcessorNode):
-            if node.op is not None and not self._fusion:
-                return plain_entry(node, self.entry)
-            if node.op is not None:
-                return compile_entry(node, self.nodes, self.entry, self._sink_parts)
-            return self.processors[name].process
-        raise TypeError(f"node {name!r} ({type(node).__name__}) cannot receive records")
+        if not isinstance(node, ProcessorNode):
+            raise TypeError(f"node {name!r} ({type(node).__name__}) cannot receive records")
+        failure = self._node_failure
+        if node.op is not None and self._fusion:  # guards itself (Emitter.guard)
+            return compile_entry(node, self.nodes, self._call_target, self._sink_parts, failure)
+        entry = plain_entry(node, self.entry) if node.op is not None else self.processors[name].process
+        return entry if failure is None else guard_entry(entry, name, failure)
 
     def _hooks(self, source: SourceNode, placement_check: PlacementCheck | None) -> SourceHooks:
         on_deserialization_error, on_invalid_timestamp, on_record_lateness = self._source_callbacks

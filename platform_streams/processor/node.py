@@ -23,6 +23,14 @@ if TYPE_CHECKING:
 #: The call signature of every edge in a running graph: (key, value, timestamp, headers).
 Forward = Callable[[Any, Any, int, Headers], None]
 
+#: ``(exception, node name) -> let it pass``: what a node's guard calls when its own work
+#: raised (Kafka Streams' ``ProcessorNode.process``). It returns False once the processing
+#: exception handler said CONTINUE: the node drops the record and its parent goes on with
+#: its next child. It returns True for what no node handles (an error a node below already
+#: decided on, a sink's failure, an internal error, an error outside a record's processing):
+#: the guard re-raises it unchanged. On FAIL it raises the error that names the node.
+NodeFailure = Callable[[Exception, str], bool]
+
 #: the attribute under which a function names its result as one expression (see
 #: :func:`with_expression`)
 _EXPRESSION = "_fused_expression"

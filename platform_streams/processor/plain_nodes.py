@@ -5,7 +5,8 @@ only as text from :mod:`linecache`. With fusion off every node is an ordinary Py
 function of this module, whose ``node_name`` local names the DSL node (debuggers show it,
 and :func:`~platform_streams.processor.fusion.node_of_traceback` reads it). Semantics are
 the fused code's: the same deserialization, timestamp, stream-time and placement steps,
-and the same operators (the fused tests run both ways).
+the same operators, and each node's errors handled at the node (:func:`guard_entry`; the
+fused tests run both ways).
 """
 
 from __future__ import annotations
@@ -13,11 +14,27 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from platform_streams.processor.node import Forward
+from platform_streams.processor.node import Forward, NodeFailure
 from platform_streams.processor.source_hooks import SourceHooks
 from platform_streams.topology.nodes import ProcessorNode, SourceNode
 
-__all__ = ["plain_entry", "plain_source"]
+__all__ = ["guard_entry", "plain_entry", "plain_source"]
+
+
+def guard_entry(entry: Forward, name: str, node_failure: NodeFailure) -> Forward:
+    """``entry`` (node ``name``'s function) with its errors handled as the node's: Kafka
+    Streams' ``ProcessorNode.process``, what fused code writes in line (``Emitter.guard``).
+    The children ``entry`` forwards to are guarded themselves, so what reaches this guard
+    from them is what no node handles, which ``node_failure`` lets pass."""
+
+    def guarded(k: Any, v: Any, ts: int, h: Any, node_name: str = name) -> None:
+        try:
+            entry(k, v, ts, h)
+        except Exception as exc:
+            if node_failure(exc, node_name):
+                raise
+
+    return guarded
 
 
 def _fan_out(children: Sequence[Forward]) -> Forward:

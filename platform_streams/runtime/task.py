@@ -130,6 +130,7 @@ class StreamTask:
             on_record_lateness=self._record_lateness if debug else None,
             placement_checks=key_placement.checks_for(topics, task_id.partition) if key_placement else None,
             batch_hooks=BatchHooks(self._handle_failure, self._punctuate_after, self._batch_done),
+            on_node_failure=self._node_failed,
         )
         self.partitions: list[TopicPartitionKey] = [
             (topic, task_id.partition) for topic in self.graph.sources
@@ -283,8 +284,25 @@ class StreamTask:
         ctx.current = None
         self.records_processed += done
 
+    def _node_failed(self, exc: Exception, node: str) -> bool:
+        """Node ``node``'s own work raised ``exc`` (``NodeFailure``, Kafka Streams'
+        ``ProcessorNode.process``): the processing exception handler decides for that node
+        alone -- return False to skip the record there (its siblings still get it), or raise
+        naming the node. True (re-raise unchanged) for what no node handles: a node's error
+        already decided on (a ``StreamsError``, as Kafka's FailedProcessingException, and
+        internal errors such as a migration), a sink's failure (the production handler's, at
+        :meth:`_handle_failure`), and errors raised when no input record is being processed
+        (a punctuator's or a commit's cache flush: they fail as before)."""
+        msg = self.context.current
+        if msg is None or isinstance(exc, StreamsError) or failed_sink(exc) is not None:
+            return True
+        self._skip_or_fail(self.processing_handler, msg, exc, node)
+        return False
+
     def _handle_failure(self, msg: Any, exc: Exception) -> None:
-        """Apply the processing exception handler: return to skip the record, or raise."""
+        """An error left the record's processing (a sink's, or one outside every node):
+        apply the production or processing exception handler, return to skip the record,
+        or raise."""
         # a sink that could not serialize or send its record: the production handler decides
         sink = failed_sink(exc)
         in_sink = sink is not None
@@ -292,6 +310,12 @@ class StreamTask:
             raise exc
         node = sink or node_of_traceback(exc.__traceback__)
         handler = self.production_handler if in_sink else self.processing_handler
+        self._skip_or_fail(handler, msg, exc, node)
+
+    def _skip_or_fail(
+        self, handler: RecordExceptionHandler, msg: Any, exc: Exception, node: str | None
+    ) -> None:
+        """``handler``'s decision on ``msg``: return to skip it (counted), or raise naming ``node``."""
         if handler.handle(msg, exc) is HandlerResponse.CONTINUE:
             self.records_skipped_by_handlers += 1
             return

@@ -48,7 +48,10 @@ def test_filter_map_values_to_chain_is_one_function_without_entry_calls(tmp_path
     assert not ENTRY_CALL.search(source), source
     assert source.count("def ") == 1
     lines = [line.strip() for line in source.splitlines()]
-    assert any(re.fullmatch(r"if _f\d+\(k, v\):", line) for line in lines)
+    # each node's own call is guarded (its error is the node's: Kafka's ProcessorNode.process)
+    assert any(re.fullmatch(r"c\d+ = _f\d+\(k, v\)", line) for line in lines)
+    assert any(re.fullmatch(r"if c\d+:", line) for line in lines)
+    assert any(re.fullmatch(r"if _nodefail\d+\(nx, 'KSTREAM-FILTER-0000000001'\):", line) for line in lines)
     assert any(re.fullmatch(r"v\d+ = _f\d+\(v\)", line) for line in lines)
     assert any(
         re.fullmatch(r"_send\d+\(_t\d+, _ks\d+\(k\), _vs\d+\(v\d+\), ts, h, None\)", line) for line in lines
@@ -93,7 +96,9 @@ def test_branch_codegen_is_if_elif_else_with_first_match(tmp_path: Path) -> None
     (task,), collector = _tasks(builder.build(), tmp_path)
     text = _source_text(task.graph.sources["in"])
     keywords = [
-        line.strip().split(" ")[0] for line in text.splitlines() if re.match(r"\s+(if|elif|else)\b", line)
+        line.strip().split(" ")[0]
+        for line in text.splitlines()
+        if re.match(r"\s+(if|elif|else)\b", line) and "_nodefail" not in line
     ]
     assert keywords[-3:] == ["if", "elif", "else:"]
     assert not ENTRY_CALL.search(text)
@@ -184,8 +189,8 @@ def test_a_stream_aggregation_is_one_step_call_from_the_fused_source(tmp_path: P
     (task,), collector = _tasks(builder.build(), tmp_path)
     source = _source_text(task.graph.sources["in"])
     lines = [line.strip() for line in source.splitlines()]
-    assert "if k is None or v is None or not _step6(k, v, ts):" in lines, source
-    assert "_e5(k, v, ts, h)" in lines
+    assert any(re.fullmatch(r"if k is None or v is None or not _step\d+\(k, v, ts\):", x) for x in lines), source
+    assert any(re.fullmatch(r"_e\d+\(k, v, ts, h\)", line) for line in lines)
     values = [INT.serialize(1), None, INT.serialize(2)]
     records = [DriverRecord("in", 0, i, b"k", v, 10 + i) for i, v in enumerate(values)]
     task.add_records(("in", 0), records)
