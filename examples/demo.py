@@ -85,12 +85,20 @@ mutation Launch($params: ExecutionParams!) {
   launchPipelineExecution(executionParams: $params) {
     __typename
     ... on LaunchRunSuccess { run { runId } }
-    ... on PythonError { message }
-    ... on PipelineNotFoundError { message }
+    ... on Error { message }
   }
 }
 """
 RUN_STATUS = "query Run($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"
+LOCATIONS = """
+query Locations {
+  workspaceOrError {
+    ... on Workspace {
+      locationEntries { name locationOrLoadError { __typename ... on PythonError { message } } }
+    }
+  }
+}
+"""
 
 
 class DemoError(Exception):
@@ -277,7 +285,7 @@ def run_job(base: str, what: str, selector: dict[str, Any], run_config: dict[str
     }
     launched = _graphql(base, LAUNCH, {"params": params})["launchPipelineExecution"]
     if launched["__typename"] != "LaunchRunSuccess":
-        raise DemoError(f"launching the {what} failed: {launched}")
+        raise DemoError(f"launching the {what} failed: {_location_error(base) or launched}")
     run_id = str(launched["run"]["runId"])
 
     def finished() -> str | None:
@@ -288,6 +296,24 @@ def run_job(base: str, what: str, selector: dict[str, Any], run_config: dict[str
     if status != "SUCCESS":
         raise DemoError(f"the {what} run {run_id} ended {status}: see {base}/runs/{run_id}")
     return run_id
+
+
+def _location_error(base: str) -> str | None:
+    """Why the code location did not load, if it did not: a launch then fails with a bare
+    ``InvalidSubsetError``/``PipelineNotFoundError`` that says nothing of the import error."""
+    try:
+        workspace = _graphql(base, LOCATIONS, {})["workspaceOrError"]
+    except (DemoError, OSError, KeyError):
+        return None
+    for entry in workspace.get("locationEntries") or []:
+        loaded = entry.get("locationOrLoadError") or {}
+        if loaded.get("__typename") == "PythonError":
+            lines = [line for line in str(loaded.get("message", "")).splitlines() if line.strip()]
+            return (
+                f"the code location {entry.get('name')} did not load: {lines[0] if lines else '?'} "
+                "(the whole error: dagster-webserver.log in the state directory)"
+            )
+    return None
 
 
 def materialize(base: str) -> str:
