@@ -116,6 +116,12 @@ def _topics(admin: KafkaAdmin) -> set[str]:
     return set(admin.list_topics())
 
 
+def _mine(admin: KafkaAdmin, pair: Pair) -> set[str]:
+    """The topics of this test (the broker may be shared with other tests)."""
+    own = {pair.x.input, pair.x.output, pair.v2.input, pair.v2.output}
+    return {t for t in admin.list_topics() if t.startswith(f"{pair.x.id}-") or t in own}
+
+
 def _one_line_naming(err: str, other: str) -> None:
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and other in lines[0], err
@@ -148,7 +154,7 @@ def test_x_leaves_a_running_x_v2_alone(
         assert v2.internal_topics | {control_topic_name(v2.id)} <= v2_topics
         with_code = _cli_with_code(pair, monkeypatch)
         topics_delete = ["topics", "delete", *with_code[:5], "--yes"]
-        before = _topics(admin)
+        before = _mine(admin, pair)
         capsys.readouterr()
 
         if invocation.endswith(("--internal-topics", "--topic")):
@@ -160,7 +166,7 @@ def test_x_leaves_a_running_x_v2_alone(
             else:
                 assert main([*topics_delete, "--topic", changelog]) == 1
             _one_line_naming(capsys.readouterr().err, repr(v2.id))
-            assert _topics(admin) == before
+            assert _mine(admin, pair) == before
         else:
             # inferred topics: X's go, X-v2's are X-v2's (not X's orphans) and stay, with a warning
             args = {
@@ -201,13 +207,13 @@ def test_a_stopped_x_v2_is_recognized_by_its_group_or_its_coordination_topic(
     assert any(v2.id in w for w in result.warnings), result.warnings
 
     create_internal_topics(x.topology, x.config)
-    before = _topics(admin)
+    before = _mine(admin, pair)
     chosen = ResetOptions(input_topics=[x.input], internal_topics=[f"{v2.id}-letters-changelog"])
     with pytest.raises(OperationRefusedError, match=f"'{v2.id}'"):
         reset_application(application_without_code(), x.config, chosen)
     with pytest.raises(OperationRefusedError, match=f"'{v2.id}'"):
         delete_internal_topics(x.topology, x.config, topics=[f"{v2.id}-rekey-repartition"])
-    assert _topics(admin) == before
+    assert _mine(admin, pair) == before
     delete_internal_topics(x.topology, x.config, include_orphans=True)
     assert v2_topics <= _topics(admin) and not x.internal_topics & _topics(admin)
 
@@ -218,11 +224,11 @@ def test_internal_topics_must_be_named_like_internal_topics(pair: Pair, admin: K
     x = pair.x
     user_topic = f"{x.id}-orders"
     admin.create_topics([TopicSpec(user_topic, 1)])
-    before = _topics(admin)
+    before = _mine(admin, pair)
     chosen = ResetOptions(input_topics=[x.input], internal_topics=[user_topic])
     with pytest.raises(OperationRefusedError, match=user_topic):
         reset_application(application_without_code(), x.config, chosen)
-    assert _topics(admin) == before
+    assert _mine(admin, pair) == before
 
 
 def test_an_input_topic_named_like_an_internal_topic_is_not_deleted(pair: Pair, admin: KafkaAdmin) -> None:
