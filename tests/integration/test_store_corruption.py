@@ -14,12 +14,17 @@ wiped, the task revived and restored from its changelog): the worker does not di
 crash loop of worker replacements), one WARN names the store, the task and the corruption,
 the corrupt files are gone, the store is restored from the beginning of its changelog, and
 every key's final count is exact (under exactly-once, read_committed sees each count once).
+
+With ``platform-streams run --workers 2`` the worker process that meets a corrupt store goes
+on as well: the supervisor restarts nobody and the other worker is never stopped.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,8 +38,11 @@ from tests.integration.eos_support import (
     read_updates,
     runners,
 )
-from tests.integration.support_apps import wait_until
+from tests.integration.support_apps import APP_TIMING, wait_until
+from tests.integration.test_cli import Cli, cli, run_args
 from tests.support.kafka import produce
+
+__all__ = ["cli"]  # a fixture used here
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
@@ -51,7 +59,10 @@ def _corrupt_data_block(state_dir: Path) -> Path:
     index, filter and properties blocks and the footer sit at the end of the file)."""
     ssts = sorted(state_dir.glob("**/rocksdb/counts/*.sst"), key=lambda p: p.stat().st_size)
     assert ssts, f"the clean close flushed no SST file under {state_dir}"
-    sst = ssts[-1]
+    return _flip_bytes(ssts[-1])
+
+
+def _flip_bytes(sst: Path) -> Path:
     size = sst.stat().st_size
     # ~360 KB of entries in 16 KB blocks, LZ4-compressed: ~20 data blocks, then ~15 KB of filter
     assert size > 32 * 1024, f"{sst} ({size} bytes) holds too few data blocks"
@@ -100,3 +111,47 @@ def test_corrupt_data_block_is_wiped_and_restored_without_a_crash_loop(
     assert final_counts(updates) == dict(expected)
     if guarantee == "exactly_once_v2":
         assert duplicate_updates(updates, expected) == {}
+
+
+def _final_counts(app: RunnerApp) -> dict[str, int]:
+    return final_counts(read_updates(app, committed_only=False))
+
+
+def test_with_workers_a_corrupt_store_stops_no_worker(
+    cli: Callable[..., Cli], bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """``run --workers 2`` over two partitions: every store's largest SST file is corrupted
+    between two runs (each worker process has its own ``<state_dir>-w<i>``); the process
+    that meets one rebuilds the store, no worker is restarted or stopped, counts are exact."""
+    app = RunnerApp.create(bootstrap_servers, admin, f"corrupt-cli-{uuid.uuid4().hex[:8]}", 2)
+    env = {"COUNT_INPUT": app.source, "COUNT_OUTPUT": app.sink}
+    args = run_args(
+        "tests.integration.corrupt_count_app:topology",
+        bootstrap_servers,
+        "--workers",
+        "2",
+        application_id=app.app_id,
+        state_dir=tmp_path / "state",
+        commit_interval_ms=200,
+        **APP_TIMING,
+    )
+    expected: Counter[str] = Counter()
+    for round_ in range(2):
+        if round_:
+            # ~6,000 keys a task: ~10 data blocks, ~24 KB
+            ssts = [p for p in tmp_path.glob("state-w*/**/rocksdb/counts/*.sst") if p.stat().st_size > 16_384]
+            assert ssts, "the clean close flushed no SST file of many blocks"
+            corrupt = {sst: _flip_bytes(sst).read_bytes() for sst in ssts}
+        run = cli(*args, env=env)
+        produce(bootstrap_servers, app.source, _inputs(round_))
+        expected.update(k for k, _ in _inputs(round_))
+        run.wait_for(app.all_committed, f"round {round_} committed", 180)
+        assert run.stop(timeout_s=90) == 0, run.stderr
+    text = run.stderr
+    assert "restarted: pid" not in text and not re.search(r"worker \S+ failed", text), text
+    warnings = [line for line in text.splitlines() if " WARNING " in line and "is corrupt (" in line]
+    assert warnings, f"no worker met a corrupt store:\n{text}"
+    assert len(warnings) <= len(corrupt), warnings  # once per store at most
+    met = [sst for sst, data in corrupt.items() if sst.exists() and sst.read_bytes() == data]
+    assert len(met) <= len(corrupt) - len(warnings)  # each store a worker met was wiped
+    assert _final_counts(app) == dict(expected)
