@@ -123,6 +123,9 @@ class AssignmentWait:
         self._seen: GroupObservation | None = None
         self._seen_since = 0.0
         self._jitter_s = 0.0
+        #: the coordinator's count of re-creations at the last look (None: not looked yet;
+        #: the control topic's history of earlier runs is in the first count)
+        self._recreations: int | None = None
 
     @property
     def waiting(self) -> bool:
@@ -156,14 +159,22 @@ class AssignmentWait:
         self._next_check = now + self.check_s
         return True
 
-    def wedged(self, seen: GroupObservation) -> bool:
+    def wedged(self, seen: GroupObservation, recreations: int = 0) -> bool:
         """True when ``seen`` has not changed for longer than any legitimate rebalance lasts.
 
         A group that lists members (a broker whose coordinator elects a new leader itself)
         or that is settled (STABLE, EMPTY) is not wedged; any change of generation, state
-        or committed offsets restarts the clock. True once per unchanged stretch.
+        or committed offsets restarts the clock, and so does a repair by any member
+        (``recreations``, the count of group re-creations this client has read): the
+        re-created group is new, and a second repair while its members join it (leaving
+        mid-rebalance) wedges it again. True once per unchanged stretch.
         """
         now = time.monotonic()
+        if recreations != self._recreations:
+            first_look, self._recreations = self._recreations is None, recreations
+            if not first_look:
+                self._seen, self._seen_since = seen, now
+                return False
         if seen.members or seen.state in _SETTLED_STATES:
             self._seen = None
             return False

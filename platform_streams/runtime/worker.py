@@ -301,7 +301,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         partitions = [(t, p) for t in self.source_topics for p in range(self.partition_counts.get(t, 0))]
         try:
             seen = observe_group(self.config, partitions, group_membership(self.consumer)[1])
-            if self.assignment_wait.wedged(seen):
+            recreations = self._coordinator.recreations if self._coordinator is not None else 0
+            if self.assignment_wait.wedged(seen, recreations):
                 recreated = self._coordinator.group_recreated if self._coordinator is not None else None
                 repair_group(self.config, partitions, seen, leave=self._leave_group, on_deleted=recreated)
         except StreamsError as exc:

@@ -117,6 +117,8 @@ class AssignmentCoordinator:
         #: seconds each generation's assignment took to reach a member of this client
         self.rebalance_latencies: list[float] = []
         self.rebalances = 0
+        #: group re-creations (a repair's epoch record, this client's own included) read so far
+        self.recreations = 0
         self.members_topic = members_topic_name(config.application_id)
         self.control_topic = control_topic_name(config.application_id)
         self._probed: set[int] = set()
@@ -153,6 +155,7 @@ class AssignmentCoordinator:
                 log.info("control topic: the group was re-created at %s; earlier assignments void", value)
                 with self._lock:
                     self._forget_group()
+                    self.recreations += 1
             elif key == ASSIGNMENT_KEY and value is not None:
                 assignment = Assignment.from_json(value)
                 with self._lock:

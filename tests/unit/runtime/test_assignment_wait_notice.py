@@ -15,7 +15,7 @@ import pytest
 
 from platform_streams.config import StreamsConfig
 from platform_streams.runtime import rebalance_wait
-from platform_streams.runtime.rebalance_wait import AssignmentWait
+from platform_streams.runtime.rebalance_wait import AssignmentWait, GroupObservation
 from tests.support.manual_clock import ManualClock
 
 DEFAULTS = StreamsConfig(application_id="slow-start", bootstrap_servers="127.0.0.1:1")
@@ -78,3 +78,36 @@ def test_a_short_wait_says_nothing(clock: ManualClock, caplog: pytest.LogCapture
     wait.warn_if_long(_Consumer(), "STARTING")
     wait.on_state(False)
     assert _warnings(caplog) == []
+
+
+def test_a_repair_by_another_member_restarts_the_wedge_clock(clock: ManualClock) -> None:
+    """The second repair of a restart after a crash: one worker deleted the wedged group and
+    rejoined; the other, judging the old observation, left the re-created group while its
+    members joined it (a leave mid-rebalance), wedging it again. A re-creation it has read
+    restarts its clock like any change of the group."""
+    config = StreamsConfig(
+        application_id="wedged",
+        bootstrap_servers="127.0.0.1:1",
+        session_timeout_ms=6_000,
+        heartbeat_interval_ms=500,
+        max_poll_interval_ms=10_000,
+    )
+    wait = AssignmentWait("w-1", config)
+    wait.on_state(True)
+    seen = GroupObservation(1, "UNKNOWN", 0, ((("in", 0), 5),))
+    assert not wait.wedged(seen, recreations=3)  # the control topic's history: no reset
+    clock.now += wait.wedged_after_s - 1
+    assert not wait.wedged(seen, recreations=4)  # another member repaired the group just now
+    clock.now += 2
+    assert not wait.wedged(seen, recreations=4)  # unchanged since the repair, not since the start
+    clock.now += wait.wedged_after_s
+    assert wait.wedged(seen, recreations=4)
+
+
+def test_without_repairs_an_unchanged_group_is_wedged_after_the_rebalance_timeout(clock: ManualClock) -> None:
+    wait = AssignmentWait("w-1", DEFAULTS)
+    wait.on_state(True)
+    seen = GroupObservation(1, "UNKNOWN", 0, ())
+    assert not wait.wedged(seen, recreations=2)
+    clock.now += wait.wedged_after_s + 1
+    assert wait.wedged(seen, recreations=2)
