@@ -47,6 +47,10 @@ def store_changelogs(plan: TopologyPlan, sub: SubTopologyPlan, application_id: s
     }
 
 
+#: the setting that skips records that cannot be deserialized, as the error names it
+SKIP_UNDECODABLE = "deserialization_exception_handler=log_and_continue"
+
+
 def skip_or_raise_deserialization(
     handler: RecordExceptionHandler, raw: Any, exc: BaseException, what: str
 ) -> None:
@@ -56,12 +60,16 @@ def skip_or_raise_deserialization(
     fails (or is skipped and dead-lettered) the same way wherever it comes from.
     """
     if handler.handle(raw, exc) is HandlerResponse.FAIL:
-        raise DeserializationError(
+        error = DeserializationError(
             f"cannot deserialize {what}: {type(exc).__name__}: {exc}",
             topic=raw.topic(),
             partition=raw.partition(),
             offset=raw.offset(),
-        ) from exc
+        )
+        # after the record's position: the one line a stopped application leaves says how
+        # to go on past such a record (the StreamsConfig field, as config files spell it)
+        error.args = (f"{error}; {SKIP_UNDECODABLE} skips such records",)
+        raise error from exc
 
 
 class StreamTask:

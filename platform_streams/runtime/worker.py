@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import StreamsError, TaskCorruptedError, TaskMigratedError
+from platform_streams.errors import DeserializationError, StreamsError, TaskCorruptedError, TaskMigratedError
 from platform_streams.kafka import (
     KafkaAdmin,
     KafkaError,
@@ -342,7 +342,14 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         try:
             for task in list(self.tasks.values()):
                 collector.source = task.context  # a refused record names the input record
-                processed += task.process(10_000)
+                try:
+                    processed += task.process(10_000)
+                except (TaskMigratedError, TaskCorruptedError):
+                    raise
+                except Exception as exc:
+                    collector.source = None
+                    self._commit_before_failure(task, exc)
+                    raise
         finally:
             collector.source = None
         if touched:
@@ -426,12 +433,33 @@ class StreamWorker(TaskRebalancing, threading.Thread):
 
     # -- commit ---------------------------------------------------------------------------
 
-    def commit(self) -> None:
-        """Commit the tasks' progress (see the module docstring for the steps and their order)."""
+    def _commit_before_failure(self, failed: StreamTask, exc: Exception) -> None:
+        """``failed`` stopped at a record it could not process (a handler said FAIL): under
+        at-least-once, commit what was processed before that record, so that the records
+        before the stop point, whose outputs librdkafka delivers anyway, are not processed
+        again after a restart (Kafka Streams' TaskExecutor commits the tasks that processed
+        successfully before it rethrows; the failing task's consumed offset is the record
+        before the failing one). The failing task itself is left out where the failing record
+        may have changed its stores before it failed (a processing error in a task with
+        stores): as in Kafka, it restarts from its last commit. Stores are not checkpointed
+        (a restart restores them from the changelog, which applies only writes for committed
+        input); exactly-once aborts instead (the close)."""
+        collector = self.collector
+        if collector is None or collector.eos:
+            return
+        clean = isinstance(exc, DeserializationError) or not failed.sub.stores
+        try:
+            self.commit(skip=None if clean else failed, persist=False)
+        except Exception as commit_failure:
+            log.warning("could not commit the records processed before the failure: %s", commit_failure)
+
+    def commit(self, *, skip: StreamTask | None = None, persist: bool = True) -> None:
+        """Commit the tasks' progress (see the module docstring for the steps and their order);
+        ``skip``: a task left out, ``persist=False``: no store written to disk or checkpointed."""
         collector = self.collector
         assert collector is not None
         started = time.perf_counter()
-        tasks = list(self.tasks.values())
+        tasks = [task for task in self.tasks.values() if task is not skip]
         for task in tasks:
             task.flush_caches()
         offsets: dict[tuple[str, int], int] = {}
@@ -457,6 +485,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         if committed:
             self.committed_total += 1
             self.repartition_purger.after_commit(offsets)
+        if not persist:
+            return
         self.state_lifecycle.persist(tasks, collector.offsets)
         self.publish_restore_ranges(tasks)
         self._next_commit = time.monotonic() + self._commit_interval_s

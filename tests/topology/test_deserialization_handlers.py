@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -75,6 +76,21 @@ def test_log_and_fail_raises_deserialization_error_naming_the_record() -> None:
     assert (err.topic, err.partition, err.offset) == ("in", 0, 1)
     assert "in-0@1" in str(err)
     assert isinstance(err.__cause__, DeserializationError)  # the serde's own error
+
+
+def test_the_deserialization_failure_names_the_setting_that_skips_such_records() -> None:
+    """The error line says how to go on: the handler setting (the StreamsConfig field, as
+    config files and ``--set`` spell it) and the value that skips."""
+    with _driver() as driver, pytest.raises(DeserializationError) as info:
+        driver.pipe_raw("in", b"k2", b"{not json", 101, None)
+    line = str(info.value)
+    assert "in-0@0" in line
+    hint = re.search(r"(\w+)=(\w+) skips such records", line)
+    assert hint is not None, line
+    assert hint.groups() == ("deserialization_exception_handler", "log_and_continue")
+    with _driver(**{hint.group(1): hint.group(2)}) as driver:  # what it says works
+        driver.pipe_raw("in", b"k2", b"{not json", 101, None)
+        assert _task(driver).deserialization_handler.count == 1
 
 
 def test_key_deserialization_errors_are_handled_too() -> None:
