@@ -106,7 +106,7 @@ class TaskRebalancing:
         # assignment arrives, the tasks of the assignment we still hold are rebuilt later
         self._rejoin_deadline = time.monotonic() + self.config.session_timeout_ms / 1000.0
 
-    def _on_task_corrupted(self, exc: TaskCorruptedError) -> None:
+    def _on_task_corrupted(self, exc: TaskCorruptedError, rebuilt: frozenset[Path] = frozenset()) -> None:
         """The transaction was aborted, or a store's files are corrupt: rebuild the tasks'
         state and read from the committed offsets.
 
@@ -114,9 +114,18 @@ class TaskRebalancing:
         (under exactly-once every task's output of it goes), the tasks are closed dirty and
         revived, restoring from their changelogs -- the corrupt store from the beginning,
         its files deleted at the close. The worker itself goes on: no crash, no restart.
+        Another corrupt store met by the rebuild's restore (a compaction of a store restored
+        from its checkpoint) is rebuilt the same way; a store ``rebuilt`` already that is
+        corrupt again at once fails the worker: its disk is failing.
         """
         self.corruptions += 1
         if isinstance(exc, StoreCorruptedError):
+            if exc.path in rebuilt:
+                raise StreamsError(
+                    f"store {exc.store} at {exc.path} is corrupt again right after its rebuild "
+                    f"({exc.reason}): is the disk failing?"
+                ) from exc
+            rebuilt |= {exc.path} if exc.path is not None else set()
             task = self._mark_corrupted_store(exc)
             log.warning(
                 "%s: store %s of task %s is corrupt (%s); closing the task dirty, deleting the store's "
@@ -132,7 +141,10 @@ class TaskRebalancing:
             log.warning("%s: %s; rebuilding the tasks from their changelogs", self.name, exc)
             why = "the transaction was aborted"
         self._abort_and_close_tasks()
-        self._recreate_tasks(why)
+        try:
+            self._recreate_tasks(why)
+        except StoreCorruptedError as again:
+            self._on_task_corrupted(again, rebuilt)
 
     def _mark_corrupted_store(self, exc: StoreCorruptedError) -> TaskId:
         """The task whose store ``exc`` names, its files marked for deletion at the task's close.

@@ -216,3 +216,57 @@ def test_a_standby_tasks_corrupt_store_is_dropped_for_a_reread(tmp_path: Path) -
         assert set(again.start_offsets.values()) == {OFFSET_BEGINNING}
     finally:
         again.close(clean=False)
+
+
+class _Worker(TaskRebalancing):
+    """The recovery half of a worker over one task of logged stores ``kv0``, ``kv1``: closing
+    closes the task's state manager, re-creating opens a new one and raises the next of
+    ``on_rebuild`` (what a restore may meet)."""
+
+    def __init__(self, task_dir: Path, on_rebuild: list[StoreCorruptedError]) -> None:
+        self.name = "w-1"
+        self.corruptions = 0
+        self.task_dir = task_dir
+        self.on_rebuild = on_rebuild
+        self.rebuilds: list[str] = []
+        self.tasks = {TASK: SimpleNamespace(state_manager=_manager(task_dir, True, True))}  # type: ignore[dict-item]
+
+    def _abort_and_close_tasks(self) -> None:
+        for task in self.tasks.values():
+            task.state_manager.close()
+        self.tasks.clear()
+
+    def _recreate_tasks(self, why: str) -> None:
+        self.rebuilds.append(why)
+        self.tasks = {TASK: SimpleNamespace(state_manager=_manager(self.task_dir, True, True))}  # type: ignore[dict-item]
+        if self.on_rebuild:
+            raise self.on_rebuild.pop(0)
+
+
+def _corrupted(task_dir: Path, store: str) -> StoreCorruptedError:
+    return StoreCorruptedError(store, store_directory(task_dir, store), "Corruption: block checksum mismatch")
+
+
+def test_a_store_found_corrupt_while_rebuilding_is_rebuilt_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    task_dir = tmp_path / str(TASK)
+    worker = _Worker(task_dir, [_corrupted(task_dir, "kv1")])
+    with caplog.at_level(logging.WARNING):
+        worker._on_task_corrupted(_corrupted(task_dir, "kv0"))
+    assert worker.corruptions == 2
+    assert worker.rebuilds == ["store kv0 of task 0_1 was corrupt", "store kv1 of task 0_1 was corrupt"]
+    worker_warnings = [r for r in caplog.records if r.name.endswith("worker_rebalance")]
+    assert [r.getMessage().split(" is corrupt")[0] for r in worker_warnings] == [
+        "w-1: store kv0 of task 0_1",
+        "w-1: store kv1 of task 0_1",
+    ]
+    worker._abort_and_close_tasks()
+
+
+def test_a_store_corrupt_again_right_after_its_rebuild_fails_the_worker(tmp_path: Path) -> None:
+    task_dir = tmp_path / str(TASK)
+    worker = _Worker(task_dir, [_corrupted(task_dir, "kv0")])
+    with pytest.raises(StreamsError, match="corrupt again right after its rebuild"):
+        worker._on_task_corrupted(_corrupted(task_dir, "kv0"))
+    worker._abort_and_close_tasks()
