@@ -1,4 +1,4 @@
-"""Dead letters that do not fit, and where a production error's dead letter came from.
+"""Dead letters that do not fit (the production error's origin headers: test_dead_letter.py).
 
 A dead-letter record is the failed record plus ~1 KB of ``__streams.errors.*`` headers, so a
 record near the producer's ``message.max.bytes`` (or the dead-letter topic's
@@ -7,8 +7,8 @@ dead letter is written without its payload, says so in ``__streams.errors.payloa
 and is counted in ``kafka_streams_task_dead_letter_truncated_records_total``.
 
 KIP-1034 (Kafka's ``ExceptionHandlerUtils.buildDeadLetterQueueRecord``): the
-``__streams.errors.topic/partition/offset`` headers name the *input* record the task was
-processing (the handler's ``ErrorHandlerContext``), for production errors too.
+``__streams.errors.topic/partition/offset`` headers name the input record the task was
+processing (the handler's ``ErrorHandlerContext``).
 """
 
 from __future__ import annotations
@@ -172,45 +172,3 @@ def test_a_dead_letter_the_broker_refuses_for_its_size_is_written_again_cut(
         pytest.skip("the broker does not enforce max.message.bytes (Tansu)")
     lower = _lower_max_message_bytes(bootstrap_servers, admin, 50_000)
     _run_poison(bootstrap_servers, admin, tmp_path, guarantee, 200_000, after_start=lower)
-
-
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
-def test_a_production_error_dead_letter_names_the_input_record(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
-) -> None:
-    """An output record the producer refuses (over ``message.max.bytes``): its dead letter's
-    ``__streams.errors.topic/partition/offset`` name the input record that produced it, as
-    Kafka's RecordCollectorImpl passes the task's record context to the production handler
-    (not the output topic with offset -1)."""
-    source, sink = new_topic(admin, 1, "pe-in"), new_topic(admin, 1, "pe-out")
-    dlq = new_topic(admin, 1, "pe-dlq")
-    builder = StreamsBuilder()
-    builder.stream(source, Consumed(key_serde=S, value_serde=J)).map_values(
-        lambda v: {"id": v["id"], "pad": "x" * v["pad"]}
-    ).to(sink, Produced(key_serde=S, value_serde=J))
-    records = [(f"k{i}", json.dumps({"id": i, "pad": 10})) for i in range(10)]
-    records[6] = ("big", json.dumps({"id": 6, "pad": 200_000}))
-    placed = produce(bootstrap_servers, source, records)
-    config = app_config(
-        bootstrap_servers,
-        tmp_path,
-        processing_guarantee=guarantee,
-        production_exception_handler="log_and_continue",
-        errors_dead_letter_queue_topic_name=dlq,
-        producer_config={"message.max.bytes": 100_000},  # the 200 kB output record is refused
-    )
-    isolation = "read_committed" if guarantee == "exactly_once_v2" else "read_uncommitted"
-    with running_app(builder, config) as streams:
-        out = consume_all(bootstrap_servers, sink, 9, timeout_s=45, isolation=isolation)
-        dead = consume_all(bootstrap_servers, dlq, 1, timeout_s=30, isolation=isolation)
-        assert streams.state() is State.RUNNING
-    assert sorted(r.key or b"" for r in out) == sorted(k.encode() for k, _ in records if k != "big")
-    assert len(dead) == 1 and dead[0].key == b"big"
-    headers = dict(dead[0].headers)
-    partition, offset = placed[6]
-    assert (headers[HEADER_TOPIC], headers[HEADER_PARTITION], headers[HEADER_OFFSET]) == (
-        source.encode(),
-        str(partition).encode(),
-        str(offset).encode(),
-    )
-    assert headers["__streams.errors.output.topic"] == sink.encode()

@@ -114,12 +114,16 @@ def test_poison_records_are_skipped_or_dead_lettered_and_counted(
         wait_until(lambda: sum(_handled(streams).values()) == 4, 30, "every poison record handled")
         handled = _handled(streams)
         dropped = _dropped_records(streams)
+        rebuilds = sum(worker.corruptions for worker in streams.workers)
         dead = consume_all(bootstrap_servers, dlq, 4, timeout_s=30 if dead_letter else 1, isolation=isolation)
     assert sorted(r.value or b"" for r in out) == sorted(f"OK{i}".encode() for i in range(20))
     assert handled == Counter({"deserialization": 1, "processing": 1, "production": 2})
     # every skipped record is a dropped record, also the one the producer refused at the
-    # exactly-once commit (handled by the worker's collector, not by a task)
-    assert dropped == 4
+    # exactly-once commit (handled by the worker's collector, not by a task). Records held for
+    # the commit (Tansu) are refused there with no input record to name: that transaction is
+    # aborted once and its input processed again, and the (at most 3) records it had skipped
+    # are counted again, as any aborted transaction's are (metrics are not transactional)
+    assert 4 <= dropped <= 4 + 3 * rebuilds
     if not dead_letter:
         assert dead == []
         return
