@@ -135,7 +135,9 @@ def snapshot(admin: KafkaAdmin, app: App, *, files: bool = True) -> tuple[object
     state: object = app.state_dir.exists()
     if files and app.state_dir.exists():
         state = sorted(str(p.relative_to(app.state_dir)) for p in app.state_dir.rglob("*"))
-    return admin.committed_offsets(app.id), sorted(admin.list_topics()), state
+    # only this test's topics: the broker may be shared with other tests creating theirs
+    topics = sorted(t for t in admin.list_topics() if t.startswith(app.id) or t in (app.input, app.output))
+    return admin.committed_offsets(app.id), topics, state
 
 
 @pytest.mark.parametrize("api", ["processor_api", "dsl"])
