@@ -108,7 +108,8 @@ class ResetOptions:
     force_timeout_s: float | None = None
     """How long ``force`` waits for members to expire; default twice the session timeout + 5 s."""
     include_orphans: bool = False
-    """Also delete topics named like internal topics of the application but not in its topology."""
+    """Also delete topics named like internal topics of the application but not in its topology
+    (never one that an application whose id extends ours claims: :mod:`platform_streams.ops.ownership`)."""
     wipe_local_state: bool = True
     max_scan_records: int = 1_000_000
     """Per partition, when a time must be found by scanning (broker time index not exact)."""
