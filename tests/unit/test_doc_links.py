@@ -159,3 +159,18 @@ def test_the_anchor_rule_is_githubs() -> None:
         "reading-kafka-sparks-kafka-source-or-confluent-kafka"
     )
     assert github_anchor("`http_port` and the endpoint") == "http_port-and-the-endpoint"
+
+
+def test_readme_commands_run_from_a_fresh_checkout() -> None:
+    """``make setup`` puts ``platform-streams`` in ``.venv/bin``, not on PATH: a README
+    shell block that calls it bare fails with "command not found" when pasted (except after
+    a ``pip install``, which puts it on the environment's PATH)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    bare = []
+    for block in re.findall(r"```(?:sh|bash|console)\n(.*?)```", text, re.S):
+        if "pip install" in block:
+            continue
+        for line in block.splitlines():
+            if re.search(r"(?<![\w/.-])platform-streams\s", line):  # not .venv/bin/platform-streams
+                bare.append(line.strip())
+    assert not bare, "call .venv/bin/platform-streams:\n" + "\n".join(bare)
