@@ -293,6 +293,9 @@ def read_file(path: Path) -> Mapping[str, Any]:
     return data
 
 
+_PLAIN_INT_RE = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+
+
 class _StrictLoader(yaml.SafeLoader):
     """YAML as Java's parsers would take it: a key given twice is an error (PyYAML keeps the
     last, so one of two conflicting settings was silently dropped), and so is a number with
@@ -315,12 +318,13 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        if "_" in str(node.value):
+        if not _PLAIN_INT_RE.fullmatch(str(node.value)):
             raise yaml.constructor.ConstructorError(
                 None,
                 None,
-                "a number written with '_' separators (Kafka refuses them): write the digits "
-                "only, or quote the value if it is text",
+                "a number written with '_' separators, a leading 0, 0x/0b or ':' (YAML 1.1 reads "
+                "1_0 as 10, 010 as 8, 1:30 as 90; Kafka refuses them): write plain digits, or "
+                "quote the value if it is text",
                 node.start_mark,
             )
         return int(super().construct_yaml_int(node))
