@@ -117,3 +117,19 @@ def test_value_errors_name_the_layer_that_set_the_value(tmp_path: Path) -> None:
         load_config(path, ["session.timeout.ms=later"], env={})
     assert "'later'" in str(info.value) and "[from --set overrides]" in str(info.value)
     assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [
+        ("num.stream.threads: 1_0", "line 3, column 21: a number written with '_'"),  # YAML 1.1: 10
+        ("num.stream.threads: 010", "line 3, column 21"),  # YAML 1.1: octal 8
+        ("commit.interval.ms: 1:30", "line 3, column 21"),  # YAML 1.1: sexagesimal 90
+        ("application.id: b", "line 3, column 1: duplicate key 'application.id' (first at line 1)"),
+    ],
+)
+def test_yaml_numbers_and_keys_java_would_refuse(tmp_path: Path, line: str, fragment: str) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(f"application.id: a\nbootstrap.servers: h:1\n{line}\n")
+    message = _load_error(path=path, env={})
+    assert f"invalid YAML in config file {str(path)!r}, {fragment}" in message
