@@ -5,7 +5,7 @@ Resources come from the environment when a run or sensor tick uses them (never a
 cluster:
 
 * ``PLATFORM_STREAMS_BOOTSTRAP_SERVERS`` -- the Kafka bootstrap servers (``make demo`` sets it to
-  its embedded broker); ``PLATFORM_STREAMS_SASL_PASSWORD`` etc. through ``dg.EnvVar``;
+  the broker it started); ``PLATFORM_STREAMS_SASL_PASSWORD`` etc. through ``dg.EnvVar``;
 * ``PLATFORM_STREAMS_DEPLOY_DIR`` -- where local deployments keep records, state, logs;
 * ``PLATFORM_STREAMS_DEPLOY_TARGET`` -- ``local`` (default) or ``kubernetes``;
 * ``PLATFORM_STREAMS_HTTP_AUTH_TOKEN`` -- the workers' endpoint token, when set;
