@@ -326,6 +326,7 @@ BAD_INPUTS: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
         lambda t: _no_broker(t, "--config", _file(t, "d.yaml", DUPLICATE_KEYS + "\n")),
         ("duplicate key 'application.id'", "line 3", "line 1"),
     ),
+    "--workers 1_0": (lambda t: _no_broker(t, "--workers", "1_0"), ("--workers", "invalid int value")),
     "negative --close-timeout": (lambda t: _no_broker(t, "--close-timeout", "-5"), ("--close-timeout",)),
     "nan --restart-backoff": (lambda t: _no_broker(t, "--restart-backoff", "nan"), ("--restart-backoff",)),
     "inf --restart-window": (lambda t: _no_broker(t, "--restart-window", "inf"), ("--restart-window",)),
