@@ -430,7 +430,8 @@ def test_forwarding_between_instances_ignores_the_proxy_environment(
             )
             for key in of_b:
                 status, headers, body = http_get(f"{url_a}/stores/{STORE}/keys/{key}", TOKEN)
-                assert status == 200 and body["value"] == 1, (key, status, body)
+                # >= 1: at-least-once may count a record twice across the instances' rebalance
+                assert status == 200 and body["value"] >= 1 and not body["stale"], (key, status, body)
                 assert headers.get("X-Forwarded-To") == second.address
             assert proxy.seen == [], proxy.seen
             # the owner stops answering: a one-line 502 naming it, nothing of any upstream
