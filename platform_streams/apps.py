@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from platform_streams.config_secrets import remember_text
+from platform_streams.config_secrets import is_secret_key, remember_text
 from platform_streams.config_sources import yaml_problem
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.topology import Topology, built_topology
@@ -96,13 +96,13 @@ def _short_repr(value: Any, limit: int = 60) -> str:
 
 
 def field_errors(exc: ValidationError) -> list[FieldError]:
-    """Pydantic's errors as :class:`FieldError` (``missing`` values are not echoed)."""
+    """Pydantic's errors as :class:`FieldError` (``missing`` values and secrets are not echoed)."""
     out = []
     for error in exc.errors():
         loc = ".".join(str(p) for p in error["loc"]) or "(root)"
         message = str(error["msg"]).removeprefix("Value error, ")
         value = None if error["type"] == "missing" else error.get("input")
-        if isinstance(value, Mapping):  # the whole object: says nothing about the field
+        if isinstance(value, Mapping) or is_secret_key(loc):  # the whole object, or a credential
             value = None
         out.append(FieldError(loc, message, value))
     return out

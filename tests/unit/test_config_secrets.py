@@ -158,3 +158,18 @@ def test_an_app_plugins_config_file_with_a_yaml_error_does_not_quote_the_secret(
     with pytest.raises(StreamsConfigError) as info:
         load_config_file(path)
     assert "SEKRIT" not in str(info.value) and "line 2" in str(info.value)
+
+
+def test_an_app_plugins_field_errors_do_not_echo_a_secret_fields_value() -> None:
+    from pydantic import BaseModel
+
+    from platform_streams.apps import field_errors
+
+    class Model(BaseModel):
+        db_password: int
+        retries: int
+
+    with pytest.raises(ValidationError) as info:
+        Model(db_password="pw-SEKRIT-app", retries="x")  # type: ignore[arg-type]
+    errors = {error.field: error.value for error in field_errors(info.value)}
+    assert errors == {"db_password": None, "retries": "x"}
