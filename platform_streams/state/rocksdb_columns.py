@@ -74,6 +74,11 @@ class RocksDBBytesMap(BytesMap):
             self._backend.raise_if_corrupt(exc)
             raise
 
+    def raise_if_corrupt(self, exc: Exception) -> None:
+        """``RocksDBBackend.raise_if_corrupt``: for a read of :attr:`view` made elsewhere (the
+        fused aggregation reads it in line)."""
+        self._backend.raise_if_corrupt(exc)
+
     def put(self, key: bytes, value: bytes | None) -> None:
         pending = self.pending
         pending[key] = value

@@ -113,6 +113,18 @@ def test_corrupt_data_block_is_wiped_and_restored_without_a_crash_loop(
         assert duplicate_updates(updates, expected) == {}
 
 
+def _placed(run: Cli) -> bool:
+    """Each of the two worker processes runs one of the two tasks (its latest assignment)."""
+    latest = dict(
+        re.findall(
+            r"\[pid (\d+)\] platform_streams\.runtime\.worker_rebalance: \S+: assignment received: "
+            r"tasks (\[[^\]]*\])",
+            run.stderr,
+        )
+    )
+    return sorted(latest.values()) == ["['0_0']", "['0_1']"]
+
+
 def _final_counts(app: RunnerApp) -> dict[str, int]:
     return final_counts(read_updates(app, committed_only=False))
 
@@ -120,9 +132,12 @@ def _final_counts(app: RunnerApp) -> dict[str, int]:
 def test_with_workers_a_corrupt_store_stops_no_worker(
     cli: Callable[..., Cli], bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    """``run --workers 2`` over two partitions: every store's largest SST file is corrupted
-    between two runs (each worker process has its own ``<state_dir>-w<i>``); the process
-    that meets one rebuilds the store, no worker is restarted or stopped, counts are exact."""
+    """``run --workers 2`` over two partitions: every store's SST files of many blocks are
+    corrupted between two runs (each worker process has its own ``<state_dir>-w<i>``); the
+    process that meets one rebuilds the store, no worker is restarted or stopped, counts are
+    exact. Each round's input is produced once each worker runs one task: the second run's
+    placement then follows the local state (the state-aware assignor), so the workers read
+    their corrupt files instead of restoring a task new to them."""
     app = RunnerApp.create(bootstrap_servers, admin, f"corrupt-cli-{uuid.uuid4().hex[:8]}", 2)
     env = {"COUNT_INPUT": app.source, "COUNT_OUTPUT": app.sink}
     args = run_args(
@@ -143,6 +158,7 @@ def test_with_workers_a_corrupt_store_stops_no_worker(
             assert ssts, "the clean close flushed no SST file of many blocks"
             corrupt = {sst: _flip_bytes(sst).read_bytes() for sst in ssts}
         run = cli(*args, env=env)
+        run.wait_for(lambda r=run: _placed(r), "each worker running one task", 180)  # type: ignore[misc]
         produce(bootstrap_servers, app.source, _inputs(round_))
         expected.update(k for k, _ in _inputs(round_))
         run.wait_for(app.all_committed, f"round {round_} committed", 180)

@@ -100,7 +100,11 @@ if g{n} is not None and {type}({k}) is {bytes} and {v} is not None:
     if e{n} is None:
         e{n} = l{n}({k}, {missing})
         if e{n} is {missing}:
-            e{n} = rv{n}({k})
+            try:
+                e{n} = rv{n}({k})
+            except Exception as q{n}:
+                rc{n}(q{n})
+                raise
         if e{n} is None:
             e{n} = {new}
         else:
@@ -127,15 +131,19 @@ if e{n} is not None and e{n}[2] is not None:
 """
 
 #: a miss's store read, bound once a batch (inside ``CACHE_PROLOGUE``'s check): a closed map
-#: (a failed reopen) keeps its own ``get``, which raises inside the record's ``try``
+#: (a failed reopen) keeps its own ``get``, which raises inside the record's ``try``; ``rc``
+#: turns a RocksDB read's corruption into ``StoreCorruptedError``, as ``RocksDBBytesMap.get``
+#: does (a bare ``Exception`` would reach the processing exception handler instead)
 _MAP_LOOKUP = """\
     mp{n} = {below}._map
     if type(mp{n}) is {rocksdb_map}:
         l{n} = mp{n}.pending.get
         rv{n} = mp{n}.view.get
+        rc{n} = mp{n}.raise_if_corrupt
     else:
         l{n} = {not_pending}
         rv{n} = mp{n}.get
+        rc{n} = {not_corrupt}
 """
 
 #: ``NamedCache.put`` of a key not cached, in line: no decoded form (a key seen once), the
@@ -208,7 +216,12 @@ def aggregate_fragment(
     bound |= {
         "missing": object(),
         "not_pending": lambda key, default: default,
+        "not_corrupt": lambda exc: None,
         "rocksdb_map": getattr(rocksdb, "RocksDBBytesMap", None),
     }
-    lookup = _MAP_LOOKUP if bytes_store is not None else "    l{n} = {not_pending}\n    rv{n} = {below}.get\n"
+    lookup = (
+        _MAP_LOOKUP
+        if bytes_store is not None
+        else "    l{n} = {not_pending}\n    rv{n} = {below}.get\n    rc{n} = {not_corrupt}\n"
+    )
     return FusedFragment(template, bound, CACHE_PROLOGUE + lookup)

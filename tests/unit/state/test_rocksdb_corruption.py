@@ -18,17 +18,19 @@ from types import SimpleNamespace
 import pytest
 
 from platform_streams import StreamsBuilder, StreamsConfig
-from platform_streams.dsl import Materialized
+from platform_streams.dsl import Consumed, Grouped, Materialized
 from platform_streams.errors import IllegalStateError, StreamsError, TaskCorruptedError
 from platform_streams.kafka import OFFSET_BEGINNING
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.standby import StandbyTask, StandbyUpdater
 from platform_streams.runtime.worker_rebalance import TaskRebalancing
-from platform_streams.serde import Long, String
+from platform_streams.serde import Bytes, Long, String
 from platform_streams.state import ProcessorStateManager, Stores
 from platform_streams.state.backend import StoreCorruptedError, store_directory
 from platform_streams.state.rocksdb import RocksDBBackend
+from platform_streams.testing.records import DriverRecord
 from platform_streams.topology.compiler import compile_topology
+from tests.support.tasks import build_tasks
 
 from .conftest import FakeContext
 
@@ -270,3 +272,38 @@ def test_a_store_corrupt_again_right_after_its_rebuild_fails_the_worker(tmp_path
     with pytest.raises(StreamsError, match="corrupt again right after its rebuild"):
         worker._on_task_corrupted(_corrupted(task_dir, "kv0"))
     worker._abort_and_close_tasks()
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_an_aggregation_reading_a_corrupt_block_raises_store_corrupted(tmp_path: Path, fusion: bool) -> None:
+    """The fused source reads the store of a cached aggregation in line on a cache miss
+    (aggregate_fragment.py): its corruption must reach the worker as ``StoreCorruptedError``
+    too, not as a processing error (which the processing exception handler would take)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", Consumed(key_serde=Bytes(), value_serde=String()))
+        .group_by_key(Grouped(key_serde=Bytes(), value_serde=String()))
+        .count(materialized=Materialized.as_("counts"))
+    )
+    records = [DriverRecord("in", 0, i, _key(i), b"x", 1_000 + i) for i in range(KEYS)]
+    (task,), _ = build_tasks(builder.build(), tmp_path, fusion=fusion)
+    assert bool(task.graph.batches) is fusion
+    task.add_records(("in", 0), records)
+    assert task.process(KEYS) == KEYS
+    task.flush_caches()
+    task.flush_stores()
+    task.state_manager.checkpoint({("tasks-counts-changelog", 0): KEYS - 1}, enforce=True)  # trusted
+    task.close()
+    [sst] = (tmp_path / "0" / "rocksdb" / "counts").glob("*.sst")
+    size = sst.stat().st_size
+    with sst.open("r+b") as fh:  # a data block: the filter, index and footer are at the end
+        fh.seek(size // 5)
+        data = fh.read(64)
+        fh.seek(size // 5)
+        fh.write(bytes(b ^ 0xFF for b in data))
+    (task,), _ = build_tasks(builder.build(), tmp_path, fusion=fusion)
+    again = [DriverRecord("in", 0, KEYS + i, _key(i), b"x", 90_000) for i in range(KEYS)]
+    task.add_records(("in", 0), again)
+    with pytest.raises(StoreCorruptedError, match="block checksum mismatch"):
+        task.process(KEYS)
+    task.close()
