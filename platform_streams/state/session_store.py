@@ -8,8 +8,9 @@ end late enough; the start bound is a filter.
 
 Retention: a session is visible while its segment is live, i.e. its segment holds times after
 ``stream time - retention`` (stream time = the largest session end put). The store of an
-emit-final aggregation (``time_ordered``, Kafka's time-ordered session store) is stricter:
-a session is visible only while it ends after ``stream time - retention``. Results are
+emit-final aggregation (``time_ordered``, Kafka's time-ordered session store) is stricter in
+its key-based reads: they return a session only while it ends after ``stream time -
+retention``. Results are
 materialized lists: they are per key and small, and a session merge removes and puts
 sessions while the caller still holds the result.
 """
@@ -62,13 +63,20 @@ class SessionBytesStore(SegmentedBytesStore, SessionStore[bytes, bytes]):
         *,
         time_ordered: bool = False,
     ) -> None:
-        if time_ordered:
-            # Kafka's emit-final session store (RocksDbTimeOrderedSessionBytesStoreSupplier)
-            # reads only sessions ending after ``stream time - retention``
-            # (AbstractDualSchemaRocksDBSegmentedBytesStore.getActualFrom), not whole live
-            # segments: a closed, emitted session is gone from fetches at once
-            self.segment_granular = False
         super().__init__(name, backend, retention_ms, segment_interval_ms)
+        #: Kafka's emit-final session store (RocksDbTimeOrderedSessionBytesStoreSupplier): its
+        #: key-based reads skip sessions that ended before ``stream time - retention``
+        #: (AbstractRocksDBTimeOrderedSegmentedBytesStore.fetch's getActualFrom), so a closed,
+        #: emitted session is gone from fetches and merges at once; writes, the single-session
+        #: read and the emit scan still keep whole live segments
+        self._time_ordered = time_ordered
+
+    def _key_read_floor(self) -> int:
+        """The smallest session end a key-based read returns."""
+        floor = self._min_live_time()
+        if self._time_ordered:
+            return max(floor, self.observed_stream_time - self._retention_ms + 1)
+        return floor
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._open(context, root, self.restore_batch)
@@ -118,7 +126,7 @@ class SessionBytesStore(SegmentedBytesStore, SessionStore[bytes, bytes]):
         *,
         backward: bool = False,
     ) -> Iterator[tuple[Windowed[bytes], bytes]]:
-        earliest_end = max(earliest_session_end_ms, self._min_live_time())
+        earliest_end = max(earliest_session_end_ms, self._key_read_floor())
         lower = session_key(key, 0, earliest_end)
         upper = inclusive_to_exclusive(session_key(key, MAX_TIME, MAX_TIME))
         expected = len(key) + SESSION_SUFFIX_LEN
@@ -146,7 +154,7 @@ class SessionBytesStore(SegmentedBytesStore, SessionStore[bytes, bytes]):
     ) -> Iterator[tuple[Windowed[bytes], bytes]]:
         if not key_range_valid(self.name, key_from, key_to):
             return iter(())
-        earliest_end = max(earliest_session_end_ms, self._min_live_time())
+        earliest_end = max(earliest_session_end_ms, self._key_read_floor())
         lower, upper = session_range_bounds(key_from, key_to)
         found: list[tuple[tuple[int, bytes, int], tuple[Windowed[bytes], bytes]]] = []
         for seg in self._segments_between(earliest_end, MAX_TIME, False):
@@ -163,7 +171,7 @@ class SessionBytesStore(SegmentedBytesStore, SessionStore[bytes, bytes]):
 
     def all(self, *, backward: bool = False) -> Iterator[tuple[Windowed[bytes], bytes]]:
         """Every live session, segment by segment, then by key (for tests and interactive queries)."""
-        min_live = self._min_live_time()
+        min_live = self._key_read_floor()
         segs = self._segments_between(min_live, MAX_TIME, backward)
         iters = [seg.items(None, None, backward) for seg in segs]
         return self._sessions(iters, min_live)
