@@ -196,6 +196,10 @@ class StreamsConfig(BaseModel):
     #: Kafka's ``topology.optimization``: "none", "all", or a comma-separated list of
     #: "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join"
     topology_optimization: str = "none"
+    #: Kafka's ``ensure.explicit.internal.resource.naming`` (KIP-1111): ``build()`` refuses a
+    #: topology whose store, changelog or repartition topic has a generated name (which adding
+    #: an operator upstream would change); off, it logs them in one WARN
+    ensure_explicit_internal_resource_naming: bool = False
     # Names are resolved to instances by ``_resolve_serde`` (validate_default covers defaults).
     default_key_serde: Serde = Field(default="bytes")  # type: ignore[assignment]
     default_value_serde: Serde = Field(default="bytes")  # type: ignore[assignment]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from platform_streams.dsl.internal_naming import ImplicitInternalNames
 from platform_streams.dsl.kstream import KStream
 from platform_streams.dsl.naming import NameGenerator
 from platform_streams.dsl.options import Consumed, Materialized
@@ -25,6 +26,8 @@ class StreamsBuilder:
         self.config = config
         #: what the user asked for, as graph nodes; ``build()`` optimizes and lowers it
         self.plan = LogicalPlan()
+        #: the store, changelog and repartition names the DSL generated (KIP-1111)
+        self.implicit_names = ImplicitInternalNames()
         #: the one topology ``build()`` returns, and the plan nodes already lowered into it
         self._topology: Topology | None = None
         self._lowered: set[PlanNode] = set()
@@ -110,7 +113,8 @@ class StreamsBuilder:
         """
         from platform_streams.dsl.optimizer import optimize
 
-        rewritten = optimize(self.plan, self.names, config or self.config)
+        effective = config or self.config
+        rewritten = optimize(self.plan, self.names, effective)
         if rewritten:
             self.plan.refresh_check_topology()
         if self._topology is None or rewritten:
@@ -121,4 +125,7 @@ class StreamsBuilder:
             if fresh:
                 self.plan.lower_into(self._topology, fresh)
                 self._lowered.update(fresh)
+        # Kafka's InternalStreamsBuilder.buildAndOptimizeTopology ends with checkUnprovidedNames
+        ensure = effective is not None and effective.ensure_explicit_internal_resource_naming
+        self.implicit_names.check(ensure)
         return self._topology

@@ -72,7 +72,8 @@ class CogroupedKStream:
         given = name_of(named)
         store = store_name(builder, materialized, "COGROUPKSTREAM-AGGREGATE-")
         spec = key_value_spec(builder, store, materialized, key_serde=first.key_serde, value_serde=None)
-        sources = [grouped.source_for_aggregation(store) for grouped, _ in self._groups]
+        named_store = is_queryable(materialized)
+        sources = [grouped.source_for_aggregation(store, named_store) for grouped, _ in self._groups]
         op = StoreTableOp(store, _unused)
         topology = builder.plan
         processors = []

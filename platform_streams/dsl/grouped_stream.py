@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.dsl.internals.aggregate_processors import stream_aggregate, stream_count, stream_reduce
 from platform_streams.dsl.internals.table_processors import StoreTableOp
-from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.materialize import burn_count_store_name, is_queryable, key_value_spec, store_name
 from platform_streams.dsl.options import Materialized, Named, by_type, name_of, require_functions
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.serde import Long, Serde
@@ -58,6 +58,8 @@ class KGroupedStream:
 
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per key (null keys and null values are dropped). Values are ``Long``."""
+        named, materialized = by_type("count", named, materialized)
+        burn_count_store_name(self.builder, materialized)
         return self._aggregate("KSTREAM-AGGREGATE-", named, materialized, Long(), stream_count())
 
     def reduce(
@@ -102,11 +104,12 @@ class KGroupedStream:
 
     # -- shared with windowed aggregations -----------------------------------------------
 
-    def source_for_aggregation(self, store: str) -> KStream:
+    def source_for_aggregation(self, store: str, store_named: bool) -> KStream:
         """The stream an aggregation with store ``store`` reads: repartitioned if the key changed.
 
         The topic is ``<Grouped.name>-repartition`` (shared by every aggregation of this
-        grouping, as in Kafka Streams) or ``<store>-repartition``.
+        grouping, as in Kafka Streams) or ``<store>-repartition``. It counts as named when the
+        grouping or the store is (Kafka's ``GroupedStreamAggregateBuilder``).
         """
         if not self.repartition_required:
             return self.stream
@@ -116,6 +119,7 @@ class KGroupedStream:
             return self._shared_repartition
         repartitioned = self.stream._through_repartition_topic(
             self.repartition_name or store,
+            user_named=self.repartition_name is not None or store_named,
             key_serde=self.key_serde,
             value_serde=self.value_serde,
             num_partitions=None,
@@ -143,7 +147,7 @@ class KGroupedStream:
             self.builder, store, materialized, key_serde=self.key_serde, value_serde=value_serde
         )
         name = self.builder.names.name(prefix, name_of(named))
-        source = self.source_for_aggregation(store)
+        source = self.source_for_aggregation(store, is_queryable(materialized))
         return aggregate_table(
             self.builder, name, spec, make, source.node_name, source.source_topics, is_queryable(materialized)
         )

@@ -89,6 +89,7 @@ def _stream_table_join(
             joined.name or stream.node_name,
             joined.key_serde or stream.key_serde,
             joined.value_serde or stream.value_serde,
+            user_named=joined.name is not None,
         )
     builder = stream.builder
     topology = builder.plan
@@ -116,6 +117,9 @@ def _add_grace_join(
     if retention is not None and retention < grace_ms:
         raise TopologyError("History retention must be at least grace period.")
     buffer = buffer_store_name(name)
+    if joined.name is None:
+        # Kafka's KStreamImpl.doStreamTableJoin records the buffer and its changelog as unnamed
+        stream.builder.implicit_names.add_store(buffer, logged=True)
     key_serde = joined.key_serde or stream.key_serde
     value_serde = joined.value_serde or stream.value_serde
     topology = stream.builder.plan

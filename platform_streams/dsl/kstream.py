@@ -154,6 +154,7 @@ class KStream:
         base = rep.name or self._builder.names.name("KSTREAM-REPARTITION-")
         return self._through_repartition_topic(
             base,
+            user_named=rep.name is not None,
             key_serde=rep.key_serde or self.key_serde,
             value_serde=rep.value_serde or self.value_serde,
             num_partitions=rep.num_partitions,
@@ -270,19 +271,30 @@ class KStream:
         result: KStream = stream_join(self, other, joiner, *args, kind=kind, **kwargs)
         return result
 
-    def repartition_for_join(self, base: str, key_serde: Serde | None, value_serde: Serde | None) -> KStream:
+    def repartition_for_join(
+        self, base: str, key_serde: Serde | None, value_serde: Serde | None, *, user_named: bool
+    ) -> KStream:
         """This stream through a repartition topic for a join (Kafka's ``repartitionForJoin``).
 
         The nodes' indices are drawn every time (Java does, for topology compatibility), but
         an unnamed join (``base`` is this stream's node name) reuses the repartition topic of
         this stream's previous join: a re-keyed stream joined twice reads one topic.
+        ``user_named``: the join was named (its repartition topic then counts as named).
         """
         cached = self._join_repartition
         if cached is not None and base == self.node_name and cached[0] == base:
+            # Kafka's createRepartitionedSource runs (and records the name) every time
+            if not user_named:
+                self._builder.implicit_names.add_repartition(next(iter(cached[1].source_topics)))
             self._builder.names.repartition_names()
             return cached[1]
         stream = self._through_repartition_topic(
-            base, key_serde=key_serde, value_serde=value_serde, num_partitions=None, partitioner=None
+            base,
+            user_named=user_named,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            num_partitions=None,
+            partitioner=None,
         )
         self._join_repartition = (base, stream)
         return stream
@@ -327,6 +339,7 @@ class KStream:
         value_serde: Serde | None,
         num_partitions: int | None,
         partitioner: Callable[[str, Any, Any, int], int | None] | None,
+        user_named: bool,
         node_names: tuple[str, str, str] | None = None,
         optimizable: bool = True,
     ) -> KStream:
@@ -337,9 +350,12 @@ class KStream:
         digits>``) uses the generated node names, a user-given one ``<topic>-filter/-sink/-source``.
         ``node_names`` = (filter, sink, source) overrides both. ``optimizable`` repartitions (those of
         groupings, joins, ``to_table``; not ``repartition()``) may be merged by the optimizer.
+        ``user_named``: the operator was named (else the topic is recorded as unnamed, KIP-1111).
         """
         builder = self._builder
         topic = base if base.endswith("-repartition") else f"{base}-repartition"
+        if not user_named:
+            builder.implicit_names.add_repartition(topic)
         gen_sink, gen_filter, gen_source = builder.names.repartition_names()
         if node_names is not None:
             filter_name, sink_name, source_name = node_names

@@ -34,7 +34,7 @@ from platform_streams.dsl.internals.table_processors import (
     new_value,
 )
 from platform_streams.dsl.kstream import KStream
-from platform_streams.dsl.materialize import is_queryable, key_value_spec, store_name
+from platform_streams.dsl.materialize import generated_store_name, is_queryable, key_value_spec, store_name
 from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Consumed, Grouped, Materialized, Named, by_type, name_of
 from platform_streams.errors import TopologyError
@@ -285,7 +285,7 @@ class KTable:
         key_serde = materialized.key_serde or self.key_serde
         value_serde = materialized.value_serde or inherited_value
         if not is_queryable(materialized):
-            builder.names.name(f"{prefix}STATE-STORE-")
+            generated_store_name(builder, materialized, prefix)
             return name, None, key_serde, value_serde
         spec = key_value_spec(
             builder,
@@ -398,7 +398,12 @@ def stream_to_table(stream: KStream, named: str | None, materialized: Materializ
     value_serde = mat.value_serde or stream.value_serde
     if stream.repartition_required:
         stream = stream._through_repartition_topic(
-            name, key_serde=key_serde, value_serde=value_serde, num_partitions=None, partitioner=None
+            name,
+            user_named=named is not None,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            num_partitions=None,
+            partitioner=None,
         )
     op = _add_source_table_op(builder, name, stream.node_name, store, materialized, key_serde, value_serde)
     return KTable(
@@ -466,7 +471,9 @@ def source_global_table(
     are written by the global thread while stream threads read them.
     """
     key_serde, value_serde = _source_serdes(consumed, materialized)
-    store = store_name(builder, materialized, f"{topic}-")
+    # without a Materialized, Kafka's globalTable names the store with logging off (so a
+    # generated name counts as an unnamed store, not a changelog)
+    store = store_name(builder, materialized or Materialized(logging_enabled=False), f"{topic}-")
     source_name = builder.names.suffixed(consumed.name, "-source", "KSTREAM-SOURCE-")
     processor_name = builder.names.name("KTABLE-SOURCE-", consumed.name)
     spec = key_value_spec(builder, store, materialized, key_serde=key_serde, value_serde=value_serde)

@@ -26,7 +26,15 @@ if TYPE_CHECKING:
     from platform_streams.dsl.builder import StreamsBuilder
     from platform_streams.serde.base import Serde
 
-__all__ = ["dsl_materialized", "is_queryable", "key_value_spec", "own_store_choice", "store_name"]
+__all__ = [
+    "burn_count_store_name",
+    "dsl_materialized",
+    "generated_store_name",
+    "is_queryable",
+    "key_value_spec",
+    "own_store_choice",
+    "store_name",
+]
 
 
 def store_name(builder: StreamsBuilder, materialized: Materialized | None, prefix: str) -> str:
@@ -37,7 +45,25 @@ def store_name(builder: StreamsBuilder, materialized: Materialized | None, prefi
         supplier = materialized.store_supplier
         if supplier is not None:
             return str(supplier.name)
-    return builder.names.name(f"{prefix}STATE-STORE-")
+    return generated_store_name(builder, materialized, prefix)
+
+
+def generated_store_name(builder: StreamsBuilder, materialized: Materialized | None, prefix: str) -> str:
+    """A generated ``<prefix>STATE-STORE-<index>``, recorded as unnamed with its changelog
+    (Kafka's ``MaterializedInternal``: also when the operator then does not materialize it)."""
+    store = builder.names.name(f"{prefix}STATE-STORE-")
+    logged = materialized is None or materialized.logging_enabled
+    builder.implicit_names.add_store(store, logged=logged)
+    return store
+
+
+def burn_count_store_name(builder: StreamsBuilder, materialized: Materialized | None) -> None:
+    """``count(materialized)`` with an unnamed ``Materialized`` draws one store index more
+    before the aggregation's own names, as Kafka's ``KGroupedStreamImpl``,
+    ``TimeWindowedKStreamImpl`` and ``SessionWindowedKStreamImpl`` do "for compatibility", so
+    the generated names after it equal the Java topology's (``count()`` draws none)."""
+    if materialized is not None and not is_queryable(materialized):
+        builder.names.name("KSTREAM-AGGREGATE-STATE-STORE-")
 
 
 def is_queryable(materialized: Materialized | None) -> bool:

@@ -90,10 +90,10 @@ def stream_stream_join(
     right_value_serde = sj.other_value_serde or right.value_serde
     if left.repartition_required:
         base = f"{sj.name}-left" if sj.name else left.node_name
-        left = left.repartition_for_join(base, key_serde, left_value_serde)
+        left = left.repartition_for_join(base, key_serde, left_value_serde, user_named=sj.name is not None)
     if right.repartition_required:
         base = f"{sj.name}-right" if sj.name else right.node_name
-        right = right.repartition_for_join(base, key_serde, right_value_serde)
+        right = right.repartition_for_join(base, key_serde, right_value_serde, user_named=sj.name is not None)
     topology = builder.plan
     topics = left.source_topics | right.source_topics
     if len(topics) > 1:
@@ -126,6 +126,12 @@ def stream_stream_join(
         outer_store = (
             f"{store_base}{shared_suffix}-store" if store_base else f"KSTREAM-OUTERSHARED-{index}-store"
         )
+    if not store_base:
+        # Kafka's KStreamImplJoin records the join's stores as unnamed without a StreamJoined
+        # store name (a store supplier's own name included)
+        for store in (this_store, other_store, outer_store):
+            if store is not None:
+                builder.implicit_names.add_store(store, logged=sj.logging_enabled)
 
     fn = _with_key(joiner)
     trackers = TimeTrackers()

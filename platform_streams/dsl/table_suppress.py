@@ -27,9 +27,13 @@ def suppress_table(table: KTable, suppressed: Suppressed) -> KTable:
     builder = table.builder
     # Kafka's KTableImpl.suppress draws no index for a named suppression
     name = name_of(suppressed.name) or builder.names.name("KTABLE-SUPPRESS-")
-    store = (
-        f"{suppressed.name}-store" if suppressed.name else builder.names.name("KTABLE-SUPPRESS-STATE-STORE-")
-    )
+    if suppressed.name:
+        store = f"{suppressed.name}-store"
+    else:
+        store = builder.names.name("KTABLE-SUPPRESS-STATE-STORE-")
+        # Kafka's KTableImpl.suppress records only the buffer's changelog as unnamed
+        logged = suppressed.buffer_config.logging_enabled
+        builder.implicit_names.add_store(store, logged=logged, with_store=False)
     parent: TableOp = table._op
     rule = find_close_rule(parent)
     if suppressed.kind == "until_window_closes" and rule is None:

@@ -33,7 +33,13 @@ from platform_streams.dsl.internals.window_processors import (
     TimeWindowAggregateProcessor,
 )
 from platform_streams.dsl.internals.windowed_table import WindowCloseRule, WindowedTableOp
-from platform_streams.dsl.materialize import dsl_materialized, is_queryable, own_store_choice, store_name
+from platform_streams.dsl.materialize import (
+    burn_count_store_name,
+    dsl_materialized,
+    is_queryable,
+    own_store_choice,
+    store_name,
+)
 from platform_streams.dsl.options import Materialized, Named, by_type, name_of, require_functions
 from platform_streams.dsl.windows import SessionWindows, SlidingWindows, TimeWindows, UnlimitedWindows
 from platform_streams.errors import TopologyError
@@ -135,7 +141,8 @@ class _WindowedKStream:
         name = None if cogroup else names.name(prefix, given)
         key_serde = mat.key_serde or first.key_serde
         value_serde = mat.value_serde or default_value_serde
-        sources = [grouped.source_for_aggregation(store) for grouped, _ in inputs]
+        named_store = is_queryable(materialized)
+        sources = [grouped.source_for_aggregation(store, named_store) for grouped, _ in inputs]
         spec = self._store_spec(store, mat, key_serde, value_serde)
         pending = f"{store}-close-time" if self._emit.emit_final else None
         rule = self._close_rule(key_serde)
@@ -258,6 +265,7 @@ class TimeWindowedKStream(_WindowedKStream):
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per key and window (null keys/values are skipped); values are ``Long``."""
         named, materialized = by_type("count", named, materialized)
+        burn_count_store_name(self._grouped.builder, materialized)
         counted = _with_default_value(materialized, Long())
         return self.aggregate(count_initializer, count_adder, named, counted)
 
@@ -354,6 +362,7 @@ class SessionWindowedKStream(_WindowedKStream):
     def count(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
         """Records per session (values are ``Long``); merging sessions add their counts."""
         named, materialized = by_type("count", named, materialized)
+        burn_count_store_name(self._grouped.builder, materialized)
         counted = _with_default_value(materialized, Long())
         return self.aggregate(count_initializer, count_adder, _sum_merger, named, counted)
 
