@@ -115,7 +115,7 @@ def _size_error(err: Any) -> bool:
 
 def dead_letter_topic_limit(admin_conf: dict[str, Any], topic: str) -> int | None:
     """The dead-letter topic's ``max.message.bytes`` (None: unknown, or left to the broker's
-    default, which Tansu does not report): what the broker accepts in one record batch."""
+    default, which the embedded broker does not report): what the broker accepts in one record batch."""
     try:
         with KafkaAdmin(admin_conf) as admin:
             configs = admin.describe_topic_configs([topic]).get(topic, {})

@@ -199,7 +199,7 @@ class AssignmentWait:
             "%s: no partitions assigned after waiting %.0fs for group %r to rebalance (member %s, "
             "generation %s, state %s). It waits for every member to rejoin: at most %.0fs "
             "(max.poll.interval.ms + session.timeout.ms; a member that died is expired after "
-            "session.timeout.ms), and the embedded Tansu broker holds each join ~%.0fs "
+            "session.timeout.ms), and the embedded broker holds each join ~%.0fs "
             "(session.timeout.ms / 2). A group that stays unchanged for longer lost its leader "
             "mid-rebalance: it is repaired within ~%.0fs of waiting (see docs/brokers.md)",
             self.worker_name,
