@@ -7,13 +7,16 @@ Streams then fails the thread (KIP-1034: a dead letter that cannot be sent goes 
 uncaught exception handler), and as the input is read again after a restart, so does every
 restart. Here the dead letter is cut to fit instead, in this order, until it does:
 
-1. the value is dropped, then 2. the key;
-3. the error message and the stack trace headers are cut (kept from their start);
-4. the record's own headers (those not ``__streams.errors.*``) are dropped.
+1. the value is dropped;
+2. the stack trace, then the error message headers are cut to no less than their first
+   1,000 bytes (an exception's text may quote the whole bad value, and the stack trace
+   repeats it);
+3. the key is dropped, then 4. the record's own headers (those not ``__streams.errors.*``);
+5. the stack trace and the message are cut further, to nothing if need be.
 
 What was cut is named in the ``__streams.errors.payload.truncated`` header: comma-separated
-``<part>=<original size in bytes>`` with part ``value``, ``key``, ``message``,
-``stacktrace`` or ``headers`` (all the record's own headers together), e.g.
+``<part>=<original size in bytes>`` in the order first cut, with part ``value``,
+``stacktrace``, ``message``, ``key`` or ``headers`` (all the record's own headers together), e.g.
 ``value=999000``. A cut value or key is null, never a prefix: replaying a dead letter must
 not feed half a record back in.
 """
@@ -39,6 +42,8 @@ _PER_HEADER = 12
 _ERRORS_PREFIX = "__streams.errors."
 _MESSAGE = "__streams.errors.message"
 _STACKTRACE = "__streams.errors.stacktrace"
+#: what is kept of the stack trace and the message before the key is dropped
+_ERROR_TEXT_KEPT = 1_000
 
 
 def record_size(key: bytes | None, value: bytes | None, headers: Headers) -> int:
@@ -90,25 +95,26 @@ class DeadLetterLimit:
         limit = self.max_bytes
         if record_size(key, value, headers) <= limit:
             return key, value, list(headers or ()), None
-        cut: list[str] = []
         headers = list(headers or ())
         marker_room = _PER_HEADER + len(HEADER_PAYLOAD_TRUNCATED) + 80
+        sizes: dict[str, int] = {}  # part -> original size, in the order cut
         if value is not None:
-            cut.append(f"value={len(value)}")
+            sizes["value"] = len(value)
             value = None
-        if key is not None and record_size(key, value, headers) + marker_room > limit:
-            cut.insert(0, f"key={len(key)}")
-            key = None
-        for name in (_STACKTRACE, _MESSAGE):
-            excess = record_size(key, value, headers) + marker_room - limit
-            if excess > 0:
-                headers = _cut_header(headers, name, excess, cut)
-        if record_size(key, value, headers) + marker_room > limit:
-            own = [(n, v) for n, v in headers if not n.startswith(_ERRORS_PREFIX)]
-            if own:
-                cut.append(f"headers={sum(len(n) + len(v or b'') for n, v in own)}")
-                headers = [(n, v) for n, v in headers if n.startswith(_ERRORS_PREFIX)]
-        marker = ",".join(cut)
+        for keep in (_ERROR_TEXT_KEPT, 0):  # first down to their start, at the end entirely
+            for name in (_STACKTRACE, _MESSAGE):
+                excess = record_size(key, value, headers) + marker_room - limit
+                if excess > 0:
+                    headers = _cut_header(headers, name, excess, keep, sizes)
+            if key is not None and record_size(key, value, headers) + marker_room > limit:
+                sizes["key"] = len(key)
+                key = None
+            if record_size(key, value, headers) + marker_room > limit:
+                own = [(n, v) for n, v in headers if not n.startswith(_ERRORS_PREFIX)]
+                if own:
+                    sizes["headers"] = sum(len(n) + len(v or b"") for n, v in own)
+                    headers = [(n, v) for n, v in headers if n.startswith(_ERRORS_PREFIX)]
+        marker = ",".join(f"{part}={size}" for part, size in sizes.items())
         return key, value, [*headers, (HEADER_PAYLOAD_TRUNCATED, marker.encode())], marker
 
     def warn_once(self, marker: str, where: str, dead_letter_topic: str) -> None:
@@ -130,13 +136,14 @@ class DeadLetterLimit:
 
 
 def _cut_header(
-    headers: Sequence[tuple[str, bytes | None]], name: str, excess: int, cut: list[str]
+    headers: Sequence[tuple[str, bytes | None]], name: str, excess: int, keep: int, sizes: dict[str, int]
 ) -> list[tuple[str, bytes | None]]:
-    """``headers`` with header ``name``'s value shortened by ``excess`` bytes (or emptied)."""
+    """``headers`` with header ``name``'s value shortened by ``excess`` bytes, to no fewer
+    than ``keep``; its original size goes into ``sizes`` the first time it is cut."""
     out: list[tuple[str, bytes | None]] = []
     for header, value in headers:
-        if header == name and value:
-            cut.append(f"{name.removeprefix(_ERRORS_PREFIX)}={len(value)}")
-            value = value[: max(0, len(value) - excess)]
+        if header == name and value and len(value) > keep:
+            sizes.setdefault(name.removeprefix(_ERRORS_PREFIX), len(value))
+            value = value[: max(keep, len(value) - excess)]
         out.append((header, value))
     return out

@@ -66,6 +66,15 @@ def dead_letter_headers(raw: Any, exc: BaseException) -> list[tuple[str, bytes |
     ]
 
 
+#: an exception's text in the skip log is cut here: it may quote the record's payload
+_LOGGED_TEXT = 500
+
+
+def _for_log(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= _LOGGED_TEXT else f"{text[:_LOGGED_TEXT]}... ({len(text)} characters)"
+
+
 @dataclass(eq=False, repr=False)
 class RecordExceptionHandler:
     """Applies one configured policy (deserialization or processing) for one task.
@@ -104,7 +113,7 @@ class RecordExceptionHandler:
                 raw.partition(),
                 raw.offset(),
                 type(exc).__name__,
-                exc,
+                _for_log(exc),
                 f"; sent to dead-letter topic {self.dead_letter_topic}" if self.dead_letter_topic else "",
             )
         return response

@@ -47,21 +47,28 @@ def test_the_value_goes_first() -> None:
     assert headers["__streams.errors.stacktrace"] == b"s" * 3_000  # untouched: it fits now
 
 
-def test_then_the_key_then_the_error_texts_then_the_records_own_headers() -> None:
-    key, value, headers, cut = _fit(20_000, b"k" * 30_000, b"v" * 10, _headers())
-    assert (key, value, cut) == (None, None, "key=30000,value=10")
-
-    # a message quoting the whole bad value (Python's int() does): the stack trace is cut first
+def test_then_the_error_texts_then_the_key_then_the_records_own_headers() -> None:
+    # an exception text quoting the bad value: the stack trace (which repeats it) is cut first
     key, value, headers, cut = _fit(20_000, b"k", b"v", _headers(message=15_000, stacktrace=16_000))
-    assert key is None and value is None
-    assert cut == "key=1,value=1,stacktrace=16000"
+    assert (key, value) == (b"k", None)
+    assert cut == "value=1,stacktrace=16000"
     assert len(headers["__streams.errors.stacktrace"]) < 16_000
     assert headers["__streams.errors.message"] == b"m" * 15_000
     assert headers["__streams.errors.topic"] == b"in" and headers["__streams.errors.offset"] == b"20"
 
+    key, value, headers, cut = _fit(20_000, b"k" * 30_000, b"v" * 10, _headers())
+    assert (key, value, cut) == (None, None, "value=10,stacktrace=3000,key=30000")
+    assert headers["__streams.errors.stacktrace"] == b"s" * 1_000  # its start is kept
+    assert headers["__streams.errors.message"] == b"m" * 100
+
     key, value, headers, cut = _fit(5_000, None, None, _headers(message=2_000, stacktrace=2_000, own=20_000))
     assert cut == "stacktrace=2000,message=2000,headers=20008"
     assert "trace-id" not in headers and headers["__streams.errors.exception"] == b"DeserializationError"
+    assert len(headers["__streams.errors.stacktrace"] or b"") == 1_000  # room enough once they went
+
+    key, value, headers, cut = _fit(1_500, b"k", None, _headers(message=2_000, stacktrace=2_000))
+    assert cut == "stacktrace=2000,message=2000,key=1"
+    assert record_size(key, value, list(headers.items())) <= 1_500
 
 
 def test_lowering_halves_the_refused_size_and_never_raises_the_limit() -> None:
@@ -101,3 +108,54 @@ def test_message_size_is_the_size_librdkafka_checks(
     size = message_size(key, value, headers)
     assert not _refused_by_librdkafka(size, key, value, headers)
     assert _refused_by_librdkafka(size - 1, key, value, headers)
+
+
+class _Raw:
+    """An input record as the handlers get it."""
+
+    def topic(self) -> str:
+        return "in"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return 20
+
+    def key(self) -> bytes:
+        return b"poison"
+
+    def value(self) -> bytes:
+        return b"x" * 999_000
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 5)
+
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        return []
+
+
+def test_the_skip_log_never_dumps_a_payload_the_exception_quotes(caplog: pytest.LogCaptureFixture) -> None:
+    from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
+
+    class Collector:
+        dead_letter_limit = DeadLetterLimit(1_000_000)
+        sent: list[tuple[Any, ...]] = []
+
+        def send(self, *record: Any) -> None:
+            self.sent.append(record)
+
+        def partition_count(self, topic: str) -> int:
+            return 1
+
+    collector = Collector()
+    handler = RecordExceptionHandler("processing", "log_and_continue", "dlq", collector, None)
+    with caplog.at_level("DEBUG"):
+        assert handler.handle(_Raw(), ValueError("bad value " + "x" * 999_000)) is HandlerResponse.CONTINUE
+    assert max(len(r.getMessage()) for r in caplog.records) < 2_000
+    assert handler.dead_lettered == 1 and handler.dead_letters_truncated == 1
+    (record,) = collector.sent
+    headers = dict(record[4])
+    assert headers[HEADER_PAYLOAD_TRUNCATED] == b"value=999000,stacktrace=999023,message=999010"
+    assert (record[1], record[2]) == (b"poison", None)
+    assert record_size(record[1], record[2], record[4]) <= 1_000_000
