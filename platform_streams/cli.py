@@ -6,6 +6,7 @@
     platform-streams describe MODULE:FACTORY
     platform-streams topics plan|create|validate|delete|create-io MODULE:FACTORY ... (ops/cli_commands.py)
     platform-streams reset MODULE:FACTORY ...                               (ops/cli_commands.py)
+    platform-streams dlq replay MODULE:FACTORY ...                          (ops/dlq_commands.py)
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
     platform-streams apps list|describe|validate NAME [CONFIG]             (cli_apps.py)
@@ -54,6 +55,7 @@ from platform_streams.cli_run import add_run_arguments, run_command
 from platform_streams.config_secrets import redact
 from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, StreamsError
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
+from platform_streams.ops.dlq_commands import add_dlq_arguments, run_dlq
 from platform_streams.ops.spark_commands import (
     add_backfill_arguments,
     add_snapshot_arguments,
@@ -122,6 +124,7 @@ COMMANDS: tuple[Command, ...] = (
         add_reset_arguments,
         run_reset,
     ),
+    Command("dlq", "replay dead-lettered records after a fix (exactly once)", add_dlq_arguments, run_dlq),
     Command(
         "apps",
         "list installed app plugins, describe one, validate a config against its model",

@@ -1,0 +1,517 @@
+"""Dead-letter replay: send dead-lettered records back to their source topic, exactly once.
+
+``platform-streams dlq replay APP`` (and the ``<app>_dlq_replay`` Dagster job) reads the
+application's dead-letter topic (``errors_dead_letter_queue_topic_name``) and re-injects each
+dead letter's key, value, timestamp and own headers into the topic its KIP-1034 headers name
+(``__streams.errors.topic``, into partition ``__streams.errors.partition``), or into one
+explicit replay topic (partitioned by key, as the Java client does).
+
+Exactly once per record: a transactional producer (``transactional.id`` = the replay group)
+writes the replayed records and commits the replay group's position on the dead-letter topic
+in the same transaction (``send_offsets_to_transaction``), and the dead-letter topic is read
+with read_committed. A replay killed at any point and run again starts from the last
+committed position; the killed run's open transaction is aborted by the broker when the next
+run's producer registers (Apache Kafka). Tansu does not abort it but commits it (BROKER.md),
+so there a replay killed *inside* a transaction re-sends that transaction's records; one
+stopped between transactions re-sends nothing on both brokers.
+
+The position belongs to the filter: the replay group is ``<application.id>-dlq-replay-<hash>``
+of the dead-letter topic, the error classes, the time range and the replay topic. A record the
+filter skips moves that group's position (it is not that replay's business), so another
+filter -- another group -- still sees it. Two overlapping filters (class A, then every class)
+both replay the overlap: replay disjoint filters, or one filter at a time to completion.
+
+Never replayed, always reported: dead letters cut to fit (``__streams.errors.payload.truncated``:
+their value is null, the full record is still in the source topic), production errors
+(``__streams.errors.output.topic``: the dead letter holds the *output* record the producer
+refused, not the input record), dead letters without a source (punctuation, a cache flush:
+null topic, partition -1), and -- without a replay topic -- dead letters whose source is
+not a topic the application reads (a source, global or repartition topic of its topology):
+the replay writes to nothing else. The replay reads up to the log end seen when it starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from platform_streams.config import StreamsConfig
+from platform_streams.errors import BrokerError, StreamsConfigError, StreamsTimeoutError
+from platform_streams.kafka import (
+    OFFSET_BEGINNING,
+    KafkaAdmin,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+    create_consumer,
+    create_producer,
+    log_end_offsets,
+    to_broker_error,
+)
+from platform_streams.ops.results import OperationRefusedError, OpsResult
+from platform_streams.ops.topics import AppLike, as_plan, internal_topic_kinds
+from platform_streams.processor.dead_letters import HEADER_PAYLOAD_TRUNCATED
+from platform_streams.processor.exception_handlers import (
+    HEADER_EXCEPTION,
+    HEADER_OFFSET,
+    HEADER_OUTPUT_TOPIC,
+    HEADER_PARTITION,
+    HEADER_TOPIC,
+)
+
+__all__ = [
+    "HEADER_REPLAY_DEAD_LETTER",
+    "HEADER_REPLAY_SOURCE",
+    "ReplayFilter",
+    "ReplayOptions",
+    "ReplayResult",
+    "replay_dead_letters",
+    "replay_group_id",
+]
+
+log = logging.getLogger(__name__)
+
+#: on every replayed record: ``topic:partition:offset`` of the record that failed ...
+HEADER_REPLAY_SOURCE = "__streams.replay.source"
+#: ... and of its dead letter (what an operator greps for when a replay is questioned)
+HEADER_REPLAY_DEAD_LETTER = "__streams.replay.dead.letter"
+_ERRORS_PREFIX = "__streams.errors."
+
+#: why a dead letter was not replayed
+SKIP_FILTERED = "filtered"
+SKIP_TRUNCATED = "truncated"
+SKIP_PRODUCTION = "production-error"
+SKIP_NO_SOURCE = "no-source"
+SKIP_FOREIGN = "foreign-topic"
+SKIP_PARTITION = "no-such-partition"
+
+#: progress events a caller may watch (tests stop a replay at one): "sent" after each record,
+#: "committed" after each transaction, with the number of records sent / committed so far
+Progress = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class ReplayFilter:
+    """Which dead letters to replay: by error class (``__streams.errors.exception``, the
+    exception's class name) and by record timestamp (the failed record's own timestamp, which
+    its dead letter carries), ``since_ms`` inclusive, ``until_ms`` exclusive."""
+
+    error_classes: tuple[str, ...] = ()
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+    def matches(self, error_class: str | None, timestamp_ms: int) -> bool:
+        if self.error_classes and error_class not in self.error_classes:
+            return False
+        if self.since_ms is not None and timestamp_ms < self.since_ms:
+            return False
+        return self.until_ms is None or timestamp_ms < self.until_ms
+
+    def describe(self) -> str:
+        parts = [f"error classes {', '.join(self.error_classes)}"] if self.error_classes else []
+        parts += [f"timestamp >= {self.since_ms}"] if self.since_ms is not None else []
+        parts += [f"timestamp < {self.until_ms}"] if self.until_ms is not None else []
+        return "; ".join(parts) or "every dead letter"
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    filter: ReplayFilter = field(default_factory=ReplayFilter)
+    #: send every replayed record here instead of its source topic
+    replay_topic: str | None = None
+    dry_run: bool = False
+    #: how many would-be / replayed records the result lists
+    show: int = 20
+    #: records per transaction (and per committed position)
+    transaction_records: int = 500
+    #: the replay group (and transactional.id); default :func:`replay_group_id`
+    group_id: str | None = None
+    timeout_s: float = 30.0
+    on_progress: Progress | None = None
+
+
+@dataclass
+class ReplayResult(OpsResult):
+    """What a replay sent (or, dry, would send), and every dead letter it did not."""
+
+    dead_letter_topic: str = ""
+    group_id: str = ""
+    filter: str = ""
+    replay_topic: str | None = None
+    #: per dead-letter partition: the position the replay started at and the end it read to
+    start_offsets: dict[int, int] = field(default_factory=dict)
+    end_offsets: dict[int, int] = field(default_factory=dict)
+    read: int = 0
+    replayed: int = 0
+    #: every dead letter read, by error class
+    by_error_class: dict[str, int] = field(default_factory=dict)
+    #: the replayed (dry: to-be-replayed) ones, "error class -> target topic -> count"
+    sent: dict[str, dict[str, int]] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    #: the first ``show`` replayed records and every truncated / unreplayable one
+    #: (coordinates and classes only: never a key or value)
+    first: list[dict[str, Any]] = field(default_factory=list)
+    not_replayed: list[dict[str, Any]] = field(default_factory=list)
+    transactions: int = 0
+
+    def summary(self) -> str:
+        verb = "would replay" if self.dry_run else "replayed"
+        lines = self._header(f"Dead-letter replay of {self.dead_letter_topic!r}")
+        lines.append(f"  group {self.group_id}; filter: {self.filter}")
+        lines.append(f"  read {self.read} dead letters; {verb} {self.replayed}")
+        for cls, targets in sorted(self.sent.items()):
+            for topic, n in sorted(targets.items()):
+                lines.append(f"    {cls} -> {topic}: {n}")
+        for reason, n in sorted(self.skipped.items()):
+            lines.append(f"  not replayed ({reason}): {n}")
+        for item in self.not_replayed:
+            if item["reason"] != SKIP_FILTERED:
+                lines.append(
+                    f"    {item['dead_letter']} ({item['error_class']}): {item['reason']} {item['detail']}"
+                )
+        if self.first:
+            lines.append(f"  first {len(self.first)}:")
+            lines += [f"    {r['dead_letter']} -> {r['target']} ({r['error_class']})" for r in self.first]
+        return "\n".join(lines + self._footer())
+
+
+def replay_group_id(application_id: str, dead_letter_topic: str, options: ReplayOptions) -> str:
+    """``<application.id>-dlq-replay-<12 hex>``: one per dead-letter topic, filter and target."""
+    f = options.filter
+    key = "\0".join(
+        [dead_letter_topic, ",".join(sorted(f.error_classes)), str(f.since_ms), str(f.until_ms),
+         options.replay_topic or ""]
+    )  # fmt: skip
+    return f"{application_id}-dlq-replay-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+@dataclass(frozen=True)
+class _DeadLetter:
+    partition: int
+    offset: int
+    error_class: str | None
+    source: tuple[str, int, int] | None
+    output_topic: str | None
+    truncated: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.partition}:{self.offset}"
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("utf-8", "replace")
+
+
+def _headers(msg: Message) -> list[tuple[str, bytes | None]]:
+    raw: Any = msg.headers() or []
+    return [(n, v.encode() if isinstance(v, str) else v) for n, v in raw]
+
+
+def _decode(msg: Message) -> _DeadLetter:
+    headers = dict(_headers(msg))
+    topic = _text(headers.get(HEADER_TOPIC))
+    try:
+        partition = int(_text(headers.get(HEADER_PARTITION)) or "-1")
+        offset = int(_text(headers.get(HEADER_OFFSET)) or "-1")
+    except ValueError:
+        partition = offset = -1
+    return _DeadLetter(
+        partition=msg.partition() or 0,
+        offset=msg.offset() or 0,
+        error_class=_text(headers.get(HEADER_EXCEPTION)),
+        source=(topic, partition, offset) if topic and partition >= 0 and offset >= 0 else None,
+        output_topic=_text(headers.get(HEADER_OUTPUT_TOPIC)),
+        truncated=_text(headers.get(HEADER_PAYLOAD_TRUNCATED)),
+    )
+
+
+def _readable_topics(app: AppLike, application_id: str) -> set[str]:
+    """Topics the application's topology reads: the only ones a dead letter may go back to."""
+    plan = as_plan(app)
+    repartition = {
+        t for t, kind in internal_topic_kinds(plan, application_id).items() if kind == "repartition"
+    }
+    return {*plan.external_source_topics(), *plan.global_source_topics(), *repartition}
+
+
+class _Replay:
+    def __init__(
+        self, app: AppLike, config: StreamsConfig, options: ReplayOptions, result: ReplayResult
+    ) -> None:
+        self.config, self.options, self.result = config, options, result
+        self.readable = _readable_topics(app, config.application_id)
+        self.partition_counts: dict[str, int | None] = {}
+        self.admin = KafkaAdmin(config.admin_configs())
+
+    def target(self, dl: _DeadLetter, timestamp_ms: int) -> tuple[str | None, str]:
+        """``(topic, "")`` to replay to, or ``(None, reason)``; ``detail`` goes in the result."""
+        if not self.options.filter.matches(dl.error_class, timestamp_ms):
+            return None, SKIP_FILTERED
+        if dl.source is None:
+            return None, SKIP_NO_SOURCE
+        if dl.truncated is not None:
+            return None, SKIP_TRUNCATED
+        if dl.output_topic is not None:
+            return None, SKIP_PRODUCTION
+        topic = self.options.replay_topic or dl.source[0]
+        if self.options.replay_topic is None and topic not in self.readable:
+            return None, SKIP_FOREIGN
+        if self.options.replay_topic is None and dl.source[1] >= self._partitions(topic):
+            return None, SKIP_PARTITION
+        return topic, ""
+
+    def _partitions(self, topic: str) -> int:
+        if topic not in self.partition_counts:
+            self.partition_counts.update(self.admin.partition_counts([topic]))
+        return self.partition_counts.get(topic) or 0
+
+    def record_skip(self, dl: _DeadLetter, reason: str) -> None:
+        self.result.skipped[reason] = self.result.skipped.get(reason, 0) + 1
+        if reason == SKIP_FILTERED:
+            return
+        detail = {
+            SKIP_NO_SOURCE: "no source topic/partition/offset headers",
+            SKIP_TRUNCATED: f"cut to fit ({dl.truncated}); read the full record from the source",
+            SKIP_PRODUCTION: f"holds the output record for {dl.output_topic}, not the input record",
+            SKIP_FOREIGN: "the source is not a topic the application reads",
+            SKIP_PARTITION: "the source partition does not exist",
+        }[reason]
+        source = None if dl.source is None else ":".join(map(str, dl.source))
+        self.result.not_replayed.append(
+            {"dead_letter": dl.where, "source": source, "error_class": dl.error_class, "reason": reason,
+             "detail": detail}
+        )  # fmt: skip
+
+
+def replay_dead_letters(app: AppLike, config: StreamsConfig, options: ReplayOptions) -> ReplayResult:
+    """Replay the application's dead letters (see the module docstring); a dry run sends and
+    commits nothing. Refuses when the dead-letter or replay topic does not exist."""
+    dlq = config.errors_dead_letter_queue_topic_name
+    if dlq is None:
+        raise StreamsConfigError(
+            "errors_dead_letter_queue_topic_name is not set: the application has no dead letters"
+        )
+    if options.transaction_records < 1:
+        raise StreamsConfigError(f"transaction_records must be >= 1, got {options.transaction_records}")
+    group = options.group_id or replay_group_id(config.application_id, dlq, options)
+    result = ReplayResult(
+        operation="dlq-replay", application_id=config.application_id, dry_run=options.dry_run,
+        dead_letter_topic=dlq, group_id=group, filter=options.filter.describe(),
+        replay_topic=options.replay_topic,
+    )  # fmt: skip
+    replay = _Replay(app, config, options, result)
+    try:
+        counts = replay.admin.partition_counts(
+            [dlq, *([options.replay_topic] if options.replay_topic else [])]
+        )
+        missing = [t for t, n in counts.items() if not n]
+        if missing:
+            result.warnings.append(f"topic(s) {', '.join(missing)} do not exist")
+            raise OperationRefusedError(
+                f"dead-letter replay: topic(s) {', '.join(missing)} do not exist", result
+            )
+        _run(replay, dlq, counts[dlq] or 0, group)
+    finally:
+        replay.admin.close()
+    return result
+
+
+def _consumer_conf(config: StreamsConfig, group: str) -> dict[str, Any]:
+    conf = config.restore_consumer_configs()
+    conf.update(
+        {"group.id": group, "client.id": f"{group}-consumer", "isolation.level": "read_committed",
+         "enable.partition.eof": True, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 10}
+    )  # fmt: skip
+    return conf
+
+
+def _run(replay: _Replay, dlq: str, partitions: int, group: str) -> None:
+    options, result = replay.options, replay.result
+    conf = _consumer_conf(replay.config, group)
+    ends = log_end_offsets(conf, [(dlq, p) for p in range(partitions)], options.timeout_s, admin=replay.admin)
+    consumer = create_consumer(conf)
+    producer = None
+    try:
+        committed = consumer.committed([TopicPartition(dlq, p) for p in range(partitions)], options.timeout_s)
+        starts = {tp.partition: tp.offset if tp.offset >= 0 else OFFSET_BEGINNING for tp in committed}
+        result.start_offsets = {p: max(o, 0) for p, o in starts.items()}
+        result.end_offsets = {p: ends[(dlq, p)] for p in range(partitions)}
+        if not options.dry_run:
+            # even with nothing to replay: registering the transactional.id settles a killed
+            # run's open transaction, which would hold back read_committed readers of its targets
+            producer = _Transactions(replay.config, group, consumer, dlq, options)
+        todo = [p for p in range(partitions) if result.end_offsets[p] > result.start_offsets[p]]
+        if not todo:
+            return
+        consumer.assign([TopicPartition(dlq, p, starts[p]) for p in todo])
+        for msg in _read(consumer, result.end_offsets, set(todo), options.timeout_s):
+            _one(replay, msg, producer)
+        if producer is not None:
+            producer.commit()
+    except KafkaException as exc:
+        if producer is not None:
+            producer.abort()
+        raise to_broker_error(exc, f"replay dead letters of {dlq}") from exc
+    finally:
+        consumer.close()
+
+
+def _one(replay: _Replay, msg: Message, producer: _Transactions | None) -> None:
+    result = replay.result
+    dl = _decode(msg)
+    timestamp = msg.timestamp()[1]
+    result.read += 1
+    cls = dl.error_class or "(none)"
+    result.by_error_class[cls] = result.by_error_class.get(cls, 0) + 1
+    topic, reason = replay.target(dl, timestamp)
+    if topic is not None and dl.source is not None:
+        source = ":".join(map(str, dl.source))
+        if producer is not None:
+            headers = [(n, v) for n, v in _headers(msg) if not n.startswith(_ERRORS_PREFIX)]
+            headers += [(HEADER_REPLAY_SOURCE, source.encode()),
+                        (HEADER_REPLAY_DEAD_LETTER, f"{msg.topic()}:{dl.where}".encode())]  # fmt: skip
+            partition = None if replay.options.replay_topic else dl.source[1]
+            producer.send(topic, partition, msg.key(), msg.value(), timestamp, headers)
+        result.replayed += 1
+        targets = result.sent.setdefault(cls, {})
+        targets[topic] = targets.get(topic, 0) + 1
+        if len(result.first) < replay.options.show:
+            result.first.append(
+                {"dead_letter": dl.where, "source": source, "error_class": cls, "target": topic}
+            )
+    else:
+        replay.record_skip(dl, reason)
+    if producer is not None:
+        producer.advance(dl.partition, dl.offset + 1)
+
+
+_TERMINAL = frozenset(
+    {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+     KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, KafkaError.TOPIC_AUTHORIZATION_FAILED}
+)  # fmt: skip
+
+
+def _read(consumer: Any, ends: dict[int, int], todo: set[int], timeout_s: float) -> Iterator[Message]:
+    """Committed records of the ``todo`` partitions, each up to its end offset or its EOF."""
+    last_progress = time.monotonic()
+    while todo:
+        messages = consumer.consume(num_messages=500, timeout=0.2)
+        if not messages and time.monotonic() - last_progress > timeout_s:
+            raise StreamsTimeoutError(
+                f"dead-letter replay: no progress in {timeout_s:.0f}s on partitions {sorted(todo)}"
+            )
+        for msg in messages:
+            p = msg.partition() or 0
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    todo.discard(p)
+                    continue
+                if err.fatal() or err.code() in _TERMINAL:
+                    raise BrokerError(f"dead-letter replay: {err.str()}", code=err.name())
+                log.debug("dead-letter replay: transient consumer error %s", err)
+                continue
+            last_progress = time.monotonic()
+            if p not in todo or (msg.offset() or 0) >= ends[p]:
+                todo.discard(p)
+                continue
+            yield msg
+            if (msg.offset() or 0) + 1 >= ends[p]:
+                todo.discard(p)
+
+
+class _Transactions:
+    """The transactional producer: records and the replay group's position commit together."""
+
+    def __init__(
+        self, config: StreamsConfig, group: str, consumer: Any, dlq: str, options: ReplayOptions
+    ) -> None:
+        conf = {
+            **config.producer_configs(), "client.id": f"{group}-producer", "transactional.id": group,
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
+        }  # fmt: skip
+        self.producer = create_producer(conf)
+        self.consumer, self.dlq, self.options = consumer, dlq, options
+        # registers the transactional.id: fences a replay still running with it, and makes the
+        # broker settle a killed run's open transaction before anything else is sent
+        self.producer.init_transactions(options.timeout_s)
+        self.positions: dict[int, int] = {}
+        self.open = False
+        self.in_transaction = 0
+        self.since_commit = 0
+        self.sent = 0
+        self.committed = 0
+
+    def send(self, topic: str, partition: int | None, key: Any, value: Any, ts: int,
+             headers: list[tuple[str, bytes | None]]) -> None:  # fmt: skip
+        if not self.open:
+            self.producer.begin_transaction()
+            self.open = True
+        kept: Any = headers
+        if partition is None:
+            self.producer.produce(topic, value=value, key=key, headers=kept, timestamp=max(ts, 0))
+        else:
+            self.producer.produce(topic, value, key, partition, headers=kept, timestamp=max(ts, 0))
+        self.producer.poll(0)
+        self.in_transaction += 1
+        self.sent += 1
+        if self.options.on_progress is not None:
+            self.options.on_progress("sent", self.sent)
+
+    def advance(self, partition: int, position: int) -> None:
+        self.positions[partition] = position
+        self.since_commit += 1
+        if self.since_commit >= self.options.transaction_records:
+            self.commit()
+
+    def commit(self) -> None:
+        if not self.positions:
+            return
+        if not self.open:
+            self.producer.begin_transaction()
+        offsets = [TopicPartition(self.dlq, p, o) for p, o in sorted(self.positions.items())]
+        self.producer.send_offsets_to_transaction(offsets, self.consumer.consumer_group_metadata(),
+                                                  self.options.timeout_s)  # fmt: skip
+        self.producer.commit_transaction(self.options.timeout_s)
+        self.committed += self.in_transaction
+        self.positions, self.open, self.in_transaction, self.since_commit = {}, False, 0, 0
+        if self.options.on_progress is not None:
+            self.options.on_progress("committed", self.committed)
+
+    def abort(self) -> None:
+        if self.open:
+            try:
+                self.producer.abort_transaction(self.options.timeout_s)
+            except KafkaException as exc:
+                log.warning("dead-letter replay: aborting the transaction failed (%s)", exc)
+
+
+def dead_letter_counts(config: StreamsConfig, timeout_s: float = 30.0) -> dict[str, int]:
+    """Every committed dead letter of the application's dead-letter topic, by error class
+    (the Dagster asset's metadata). Reads the whole topic; commits nothing."""
+    dlq = config.errors_dead_letter_queue_topic_name
+    if dlq is None:
+        return {}
+    with KafkaAdmin(config.admin_configs()) as admin:
+        partitions = admin.partition_counts([dlq]).get(dlq) or 0
+        conf = _consumer_conf(config, f"{config.application_id}-dlq-count")
+        ends = log_end_offsets(conf, [(dlq, p) for p in range(partitions)], timeout_s, admin=admin)
+    counts: Counter[str] = Counter()
+    todo = {p for p in range(partitions) if ends[(dlq, p)] > 0}
+    if not todo:
+        return {}
+    consumer = create_consumer(conf)
+    try:
+        consumer.assign([TopicPartition(dlq, p, OFFSET_BEGINNING) for p in todo])
+        for msg in _read(consumer, {p: ends[(dlq, p)] for p in range(partitions)}, todo, timeout_s):
+            counts[_decode(msg).error_class or "(none)"] += 1
+    finally:
+        consumer.close()
+    return dict(counts)
