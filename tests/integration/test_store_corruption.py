@@ -59,13 +59,14 @@ def _corrupt_data_block(state_dir: Path) -> Path:
     index, filter and properties blocks and the footer sit at the end of the file)."""
     ssts = sorted(state_dir.glob("**/rocksdb/counts/*.sst"), key=lambda p: p.stat().st_size)
     assert ssts, f"the clean close flushed no SST file under {state_dir}"
+    size = ssts[-1].stat().st_size
+    # ~360 KB of entries in 16 KB blocks, LZ4-compressed: ~20 data blocks, then ~15 KB of filter
+    assert size > 32 * 1024, f"{ssts[-1]} ({size} bytes) holds too few data blocks"
     return _flip_bytes(ssts[-1])
 
 
 def _flip_bytes(sst: Path) -> Path:
     size = sst.stat().st_size
-    # ~360 KB of entries in 16 KB blocks, LZ4-compressed: ~20 data blocks, then ~15 KB of filter
-    assert size > 32 * 1024, f"{sst} ({size} bytes) holds too few data blocks"
     with sst.open("r+b") as fh:
         fh.seek(size // 3)
         data = fh.read(64)
@@ -153,7 +154,7 @@ def test_with_workers_a_corrupt_store_stops_no_worker(
     expected: Counter[str] = Counter()
     for round_ in range(2):
         if round_:
-            # ~6,000 keys a task: ~10 data blocks, ~24 KB
+            # ~6,000 keys a task: ~10 data blocks (~1 KB each, LZ4), then ~8 KB of filter
             ssts = [p for p in tmp_path.glob("state-w*/**/rocksdb/counts/*.sst") if p.stat().st_size > 16_384]
             assert ssts, "the clean close flushed no SST file of many blocks"
             corrupt = {sst: _flip_bytes(sst).read_bytes() for sst in ssts}
