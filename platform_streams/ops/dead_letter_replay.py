@@ -307,6 +307,12 @@ def replay_dead_letters(app: AppLike, config: StreamsConfig, options: ReplayOpti
         replay_topic=options.replay_topic,
     )  # fmt: skip
     replay = _Replay(app, config, options, result)
+    if config.consumer_configs().get("isolation.level") != "read_committed" and options.replay_topic is None:
+        result.warnings.append(
+            "the application reads read_uncommitted (at_least_once): it also sees the records of a "
+            "replay killed inside a transaction, which the broker aborts; run it exactly_once_v2 or "
+            "with consumer_config isolation.level=read_committed"
+        )
     try:
         counts = replay.admin.partition_counts(
             [dlq, *([options.replay_topic] if options.replay_topic else [])]

@@ -59,11 +59,15 @@ def _app(source: str, sink: str, *, fixed: bool) -> StreamsBuilder:
     return builder
 
 
-def _config(bootstrap: str, tmp_path: Path, app_id: str, dlq: str) -> StreamsConfig:
+def _config(
+    bootstrap: str, tmp_path: Path, app_id: str, dlq: str, guarantee: str = "exactly_once_v2"
+) -> StreamsConfig:
+    # exactly-once: the app reads read_committed, so it never sees a killed replay's aborted records
     return app_config(
         bootstrap,
         tmp_path,
         app_id,
+        processing_guarantee=guarantee,
         deserialization_exception_handler="log_and_continue",
         processing_exception_handler="log_and_continue",
         errors_dead_letter_queue_topic_name=dlq,
@@ -111,8 +115,8 @@ def test_a_replay_killed_halfway_and_run_again_reinjects_each_dead_letter_once(
     total_in = len(good) + len(legacy) + len(bad_json)
     config = _config(bootstrap_servers, tmp_path / "app", f"rp-app-{os.urandom(4).hex()}", dlq)
     with running_app(_app(source, sink, fixed=False), config):
-        assert len(consume_all(bootstrap_servers, sink, 30, timeout_s=60)) == 30
-        dead = consume_all(bootstrap_servers, dlq, 15, timeout_s=60)
+        assert len(consume_all(bootstrap_servers, sink, 30, timeout_s=60, isolation="read_committed")) == 30
+        dead = consume_all(bootstrap_servers, dlq, 15, timeout_s=60, isolation="read_committed")
     assert len(dead) == 15
     by_class: dict[str, set[str]] = {}
     for r in dead:
@@ -161,7 +165,7 @@ def test_a_replay_killed_halfway_and_run_again_reinjects_each_dead_letter_once(
     assert replay_dead_letters(fixed, config, options).replayed == 0
 
     with running_app(fixed, config):
-        out = consume_all(bootstrap_servers, sink, 42, timeout_s=60)
+        out = consume_all(bootstrap_servers, sink, 42, timeout_s=60, isolation="read_committed")
     ids = Counter(json.loads(r.value or b"{}")["id"] for r in out)
     assert ids == Counter([*range(30), *range(100, 112)])
 
@@ -190,8 +194,9 @@ def test_truncated_production_sourceless_and_foreign_dead_letters_are_reported_n
     ]
     for key, headers in letters:
         produce(bootstrap_servers, dlq, [(key, None if key == "cut" else b'{"id": 1}')], headers=headers)
-    config = _config(bootstrap_servers, tmp_path, f"rq-app-{os.urandom(4).hex()}", dlq)
+    config = _config(bootstrap_servers, tmp_path, f"rq-app-{os.urandom(4).hex()}", dlq, "at_least_once")
     result = replay_dead_letters(_app(source, sink, fixed=True), config, ReplayOptions())
+    assert any("read_uncommitted" in w for w in result.warnings)
     assert result.replayed == 1 and result.sent == {"KeyError": {source: 1}}
     assert result.skipped == {"truncated": 1, "production-error": 1, "no-source": 1, "foreign-topic": 1}
     assert {i["reason"] for i in result.not_replayed} == set(result.skipped)
