@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from platform_streams import StreamsBuilder
+from platform_streams.cli import main
 from platform_streams.config import StreamsConfig
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.kafka import KafkaAdmin
@@ -181,8 +182,17 @@ def _dead_letter(topic: str | None, partition: int, offset: int, cls: str, **ext
     ]
 
 
+def _cli_app() -> StreamsBuilder:
+    """``MODULE:FACTORY`` for the CLI test: topics from the environment."""
+    return _app(os.environ["REPLAY_TEST_SOURCE"], os.environ["REPLAY_TEST_SINK"], fixed=True)
+
+
 def test_truncated_production_sourceless_and_foreign_dead_letters_are_reported_not_replayed(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+    bootstrap_servers: str,
+    admin: KafkaAdmin,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     source, sink, dlq, other = (new_topic(admin, 1, n) for n in ("rq-in", "rq-out", "rq-dlq", "rq-other"))
     letters = [
@@ -195,6 +205,14 @@ def test_truncated_production_sourceless_and_foreign_dead_letters_are_reported_n
     for key, headers in letters:
         produce(bootstrap_servers, dlq, [(key, None if key == "cut" else b'{"id": 1}')], headers=headers)
     config = _config(bootstrap_servers, tmp_path, f"rq-app-{os.urandom(4).hex()}", dlq, "at_least_once")
+    monkeypatch.setenv("REPLAY_TEST_SOURCE", source)
+    monkeypatch.setenv("REPLAY_TEST_SINK", sink)
+    settings = {"application.id": config.application_id, "bootstrap.servers": bootstrap_servers,
+                "errors.dead.letter.queue.topic.name": dlq, "state.dir": str(tmp_path)}  # fmt: skip
+    cli = ["dlq", "replay", "tests.integration.test_dead_letter_replay:_cli_app", "--dry-run", "--json"]
+    assert main([*cli, *(a for k, v in settings.items() for a in ("--set", f"{k}={v}"))]) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert (dry["dry_run"], dry["replayed"], dry["sent"]) == (True, 1, {"KeyError": {source: 1}})
     result = replay_dead_letters(_app(source, sink, fixed=True), config, ReplayOptions())
     assert any("read_uncommitted" in w for w in result.warnings)
     assert result.replayed == 1 and result.sent == {"KeyError": {source: 1}}
