@@ -27,6 +27,7 @@ from dagster_defs.spec import ResolvedStreamApp
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 from platform_streams.ops import validate_internal_topics
+from platform_streams.ops.dead_letter_reading import dead_letter_counts
 
 __all__ = [
     "CHECKS",
@@ -173,7 +174,9 @@ def dead_letter_outcome(app: ResolvedStreamApp, conf: dict[str, Any], ledger_dir
         else f"dead-letter topic {topic!r} holds {size} records"
         + (" (first sample)" if before is None else f" (unchanged since {before})")
     )
-    return CheckOutcome(not grew, text, {"topic": topic, "records": size, "previous": before}, warn_only=True)
+    by_class = dead_letter_counts(conf, topic) if size else {}
+    metadata = {"topic": topic, "records": size, "previous": before, "by_error_class": by_class}
+    return CheckOutcome(not grew, text, metadata, warn_only=True)
 
 
 def internal_topics_outcome(app: ResolvedStreamApp, config: StreamsConfig) -> CheckOutcome:

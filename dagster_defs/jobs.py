@@ -8,6 +8,7 @@ job                                CLI equivalent
 ``<app>_compact_store``            the Spark changelog compaction of one store
 ``<app>_backfill``                 the Spark backfill, one run per time partition
 ``<app>_workers``                  stop / scale / pause / resume / restart / status
+``<app>_dlq_replay``               ``platform-streams dlq replay`` (dry run by default)
 =================================  ===============================================
 
 A wrong run config value is refused by Dagster before the run starts, naming the field
@@ -22,6 +23,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field, create_model
 
+from dagster_defs.dead_letter_replay import dlq_replay_job
 from dagster_defs.deploy.local import LocalProcessLauncher
 from dagster_defs.deploy.worker_client import WorkerClient, WorkerUnreachableError
 from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeploymentResource
@@ -381,4 +383,5 @@ def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
 
 def build_jobs(app: ResolvedStreamApp) -> list[dg.JobDefinition]:
     jobs = [_topics_job(app), _reset_job(app), _compaction_job(app), _backfill_job(app), _workers_job(app)]
+    jobs.append(dlq_replay_job(app))
     return [j for j in jobs if j is not None]

@@ -34,18 +34,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import BrokerError, StreamsConfigError, StreamsTimeoutError
+from platform_streams.errors import StreamsConfigError
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
     KafkaAdmin,
-    KafkaError,
     KafkaException,
     Message,
     TopicPartition,
@@ -54,16 +51,9 @@ from platform_streams.kafka import (
     log_end_offsets,
     to_broker_error,
 )
+from platform_streams.ops.dead_letter_reading import READER, DeadLetter, decode, headers_of, read_dead_letters
 from platform_streams.ops.results import OperationRefusedError, OpsResult
 from platform_streams.ops.topics import AppLike, as_plan, internal_topic_kinds
-from platform_streams.processor.dead_letters import HEADER_PAYLOAD_TRUNCATED
-from platform_streams.processor.exception_handlers import (
-    HEADER_EXCEPTION,
-    HEADER_OFFSET,
-    HEADER_OUTPUT_TOPIC,
-    HEADER_PARTITION,
-    HEADER_TOPIC,
-)
 
 __all__ = [
     "HEADER_REPLAY_DEAD_LETTER",
@@ -191,47 +181,6 @@ def replay_group_id(application_id: str, dead_letter_topic: str, options: Replay
     return f"{application_id}-dlq-replay-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
-@dataclass(frozen=True)
-class _DeadLetter:
-    partition: int
-    offset: int
-    error_class: str | None
-    source: tuple[str, int, int] | None
-    output_topic: str | None
-    truncated: str | None
-
-    @property
-    def where(self) -> str:
-        return f"{self.partition}:{self.offset}"
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("utf-8", "replace")
-
-
-def _headers(msg: Message) -> list[tuple[str, bytes | None]]:
-    raw: Any = msg.headers() or []
-    return [(n, v.encode() if isinstance(v, str) else v) for n, v in raw]
-
-
-def _decode(msg: Message) -> _DeadLetter:
-    headers = dict(_headers(msg))
-    topic = _text(headers.get(HEADER_TOPIC))
-    try:
-        partition = int(_text(headers.get(HEADER_PARTITION)) or "-1")
-        offset = int(_text(headers.get(HEADER_OFFSET)) or "-1")
-    except ValueError:
-        partition = offset = -1
-    return _DeadLetter(
-        partition=msg.partition() or 0,
-        offset=msg.offset() or 0,
-        error_class=_text(headers.get(HEADER_EXCEPTION)),
-        source=(topic, partition, offset) if topic and partition >= 0 and offset >= 0 else None,
-        output_topic=_text(headers.get(HEADER_OUTPUT_TOPIC)),
-        truncated=_text(headers.get(HEADER_PAYLOAD_TRUNCATED)),
-    )
-
-
 def _readable_topics(app: AppLike, application_id: str) -> set[str]:
     """Topics the application's topology reads: the only ones a dead letter may go back to."""
     plan = as_plan(app)
@@ -250,7 +199,7 @@ class _Replay:
         self.partition_counts: dict[str, int | None] = {}
         self.admin = KafkaAdmin(config.admin_configs())
 
-    def target(self, dl: _DeadLetter, timestamp_ms: int) -> tuple[str | None, str]:
+    def target(self, dl: DeadLetter, timestamp_ms: int) -> tuple[str | None, str]:
         """``(topic, "")`` to replay to, or ``(None, reason)``; ``detail`` goes in the result."""
         if not self.options.filter.matches(dl.error_class, timestamp_ms):
             return None, SKIP_FILTERED
@@ -272,7 +221,7 @@ class _Replay:
             self.partition_counts.update(self.admin.partition_counts([topic]))
         return self.partition_counts.get(topic) or 0
 
-    def record_skip(self, dl: _DeadLetter, reason: str) -> None:
+    def record_skip(self, dl: DeadLetter, reason: str) -> None:
         self.result.skipped[reason] = self.result.skipped.get(reason, 0) + 1
         if reason == SKIP_FILTERED:
             return
@@ -331,10 +280,7 @@ def replay_dead_letters(app: AppLike, config: StreamsConfig, options: ReplayOpti
 
 def _consumer_conf(config: StreamsConfig, group: str) -> dict[str, Any]:
     conf = config.restore_consumer_configs()
-    conf.update(
-        {"group.id": group, "client.id": f"{group}-consumer", "isolation.level": "read_committed",
-         "enable.partition.eof": True, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 10}
-    )  # fmt: skip
+    conf.update({**READER, "group.id": group, "client.id": f"{group}-consumer"})
     return conf
 
 
@@ -357,7 +303,7 @@ def _run(replay: _Replay, dlq: str, partitions: int, group: str) -> None:
         if not todo:
             return
         consumer.assign([TopicPartition(dlq, p, starts[p]) for p in todo])
-        for msg in _read(consumer, result.end_offsets, set(todo), options.timeout_s):
+        for msg in read_dead_letters(consumer, result.end_offsets, set(todo), options.timeout_s):
             _one(replay, msg, producer)
         if producer is not None:
             producer.commit()
@@ -371,7 +317,7 @@ def _run(replay: _Replay, dlq: str, partitions: int, group: str) -> None:
 
 def _one(replay: _Replay, msg: Message, producer: _Transactions | None) -> None:
     result = replay.result
-    dl = _decode(msg)
+    dl = decode(msg)
     timestamp = msg.timestamp()[1]
     result.read += 1
     cls = dl.error_class or "(none)"
@@ -380,7 +326,7 @@ def _one(replay: _Replay, msg: Message, producer: _Transactions | None) -> None:
     if topic is not None and dl.source is not None:
         source = ":".join(map(str, dl.source))
         if producer is not None:
-            headers = [(n, v) for n, v in _headers(msg) if not n.startswith(_ERRORS_PREFIX)]
+            headers = [(n, v) for n, v in headers_of(msg) if not n.startswith(_ERRORS_PREFIX)]
             headers += [(HEADER_REPLAY_SOURCE, source.encode()),
                         (HEADER_REPLAY_DEAD_LETTER, f"{msg.topic()}:{dl.where}".encode())]  # fmt: skip
             partition = None if replay.options.replay_topic else dl.source[1]
@@ -396,41 +342,6 @@ def _one(replay: _Replay, msg: Message, producer: _Transactions | None) -> None:
         replay.record_skip(dl, reason)
     if producer is not None:
         producer.advance(dl.partition, dl.offset + 1)
-
-
-_TERMINAL = frozenset(
-    {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE, KafkaError.UNKNOWN_TOPIC_OR_PART,
-     KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, KafkaError.TOPIC_AUTHORIZATION_FAILED}
-)  # fmt: skip
-
-
-def _read(consumer: Any, ends: dict[int, int], todo: set[int], timeout_s: float) -> Iterator[Message]:
-    """Committed records of the ``todo`` partitions, each up to its end offset or its EOF."""
-    last_progress = time.monotonic()
-    while todo:
-        messages = consumer.consume(num_messages=500, timeout=0.2)
-        if not messages and time.monotonic() - last_progress > timeout_s:
-            raise StreamsTimeoutError(
-                f"dead-letter replay: no progress in {timeout_s:.0f}s on partitions {sorted(todo)}"
-            )
-        for msg in messages:
-            p = msg.partition() or 0
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    todo.discard(p)
-                    continue
-                if err.fatal() or err.code() in _TERMINAL:
-                    raise BrokerError(f"dead-letter replay: {err.str()}", code=err.name())
-                log.debug("dead-letter replay: transient consumer error %s", err)
-                continue
-            last_progress = time.monotonic()
-            if p not in todo or (msg.offset() or 0) >= ends[p]:
-                todo.discard(p)
-                continue
-            yield msg
-            if (msg.offset() or 0) + 1 >= ends[p]:
-                todo.discard(p)
 
 
 class _Transactions:
@@ -497,27 +408,3 @@ class _Transactions:
                 self.producer.abort_transaction(self.options.timeout_s)
             except KafkaException as exc:
                 log.warning("dead-letter replay: aborting the transaction failed (%s)", exc)
-
-
-def dead_letter_counts(config: StreamsConfig, timeout_s: float = 30.0) -> dict[str, int]:
-    """Every committed dead letter of the application's dead-letter topic, by error class
-    (the Dagster asset's metadata). Reads the whole topic; commits nothing."""
-    dlq = config.errors_dead_letter_queue_topic_name
-    if dlq is None:
-        return {}
-    with KafkaAdmin(config.admin_configs()) as admin:
-        partitions = admin.partition_counts([dlq]).get(dlq) or 0
-        conf = _consumer_conf(config, f"{config.application_id}-dlq-count")
-        ends = log_end_offsets(conf, [(dlq, p) for p in range(partitions)], timeout_s, admin=admin)
-    counts: Counter[str] = Counter()
-    todo = {p for p in range(partitions) if ends[(dlq, p)] > 0}
-    if not todo:
-        return {}
-    consumer = create_consumer(conf)
-    try:
-        consumer.assign([TopicPartition(dlq, p, OFFSET_BEGINNING) for p in todo])
-        for msg in _read(consumer, {p: ends[(dlq, p)] for p in range(partitions)}, todo, timeout_s):
-            counts[_decode(msg).error_class or "(none)"] += 1
-    finally:
-        consumer.close()
-    return dict(counts)
