@@ -77,9 +77,15 @@ class ProductionError(StreamsError):
 
 
 class _FailedRecord:
-    """A record that never became a message, shaped like one for the exception handler:
-    the output record's key, value, timestamp and headers, and the position of ``source``,
-    the input record it was sent for (null topic, partition and offset -1 when unknown)."""
+    """A record that never became a message, shaped like one for the exception handler: the
+    position of ``source`` (the raw input record it was sent for; null topic, partition and
+    offset -1 when unknown), and as key and value the input record's raw bytes,
+    as Kafka Streams' production handlers dead-letter ``context.sourceRawKey()`` /
+    ``sourceRawValue()`` (``DefaultProductionExceptionHandler``), so the dead letter can be
+    replayed into its source topic. Without an input record (a punctuator's or a cache
+    flush's output, a record held for an exactly-once commit) they are the output record's,
+    rather than Kafka's nulls, so the data is not lost; ``__streams.errors.output.topic``
+    says where it was going. Timestamp and headers are the output record's."""
 
     __slots__ = ("_record", "_source")
 
@@ -91,10 +97,12 @@ class _FailedRecord:
         return None if self._source is None else self._source.topic()
 
     def key(self) -> bytes | None:
-        return self._record[1]
+        source = self._source
+        return self._record[1] if source is None else source.key()
 
     def value(self) -> bytes | None:
-        return self._record[2]
+        source = self._source
+        return self._record[2] if source is None else source.value()
 
     def timestamp(self) -> tuple[int, int]:
         return (1, self._record[3])

@@ -154,3 +154,41 @@ def test_a_record_too_large_to_produce_is_dead_lettered_without_its_value(
     )
     assert headers["__streams.errors.output.topic"] == sink.encode()
     assert headers["__streams.errors.payload.truncated"].startswith(b"value=")
+
+
+@pytest.mark.apache_kafka
+def test_a_production_error_dead_letters_the_input_record(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """Kafka Streams 4.3.1's DefaultProductionExceptionHandler dead-letters
+    ``context.sourceRawKey()`` / ``sourceRawValue()``: the input record's bytes, so the dead
+    letter can be replayed into its source topic, not the output record the producer refused
+    (here a value the topology made too large from a small input)."""
+    source, sink, dlq = (
+        new_topic(admin, 1, "grow-in"),
+        new_topic(admin, 1, "grow-out"),
+        new_topic(admin, 1, "dlq"),
+    )
+    records = [("a", json.dumps({"n": 10})), ("big", json.dumps({"n": 200_000})), ("b", json.dumps({"n": 5}))]
+    placed = produce(bootstrap_servers, source, records)
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=S, value_serde=J)).map_values(
+        lambda v: {"pad": "x" * v["n"]}
+    ).to(sink, Produced(key_serde=S, value_serde=J))
+    config = app_config(
+        bootstrap_servers,
+        tmp_path,
+        production_exception_handler="log_and_continue",
+        errors_dead_letter_queue_topic_name=dlq,
+        producer_config={"message.max.bytes": 100_000},
+    )
+    with running_app(builder, config) as streams:
+        out = consume_all(bootstrap_servers, sink, 2, timeout_s=60)
+        (dead,) = consume_all(bootstrap_servers, dlq, 1, timeout_s=60)
+        assert streams.state() is State.RUNNING
+    assert sorted(r.key or b"" for r in out) == [b"a", b"b"]
+    assert (dead.key, dead.value) == (b"big", records[1][1].encode())
+    headers = dict(dead.headers)
+    assert "__streams.errors.payload.truncated" not in headers
+    assert (headers[HEADER_TOPIC], headers[HEADER_OFFSET]) == (source.encode(), str(placed[1][1]).encode())
+    assert headers["__streams.errors.output.topic"] == sink.encode()

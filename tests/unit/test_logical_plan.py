@@ -123,7 +123,7 @@ def test_a_lowering_node_is_re_parented_by_the_optimizer() -> None:
     builder = StreamsBuilder()
     rekeyed = builder.stream("in").select_key(lambda k, v: v)
     rekeyed.group_by_key().count()
-    through = rekeyed.repartition_for_join(rekeyed.node_name, None, None)
+    through = rekeyed.repartition_for_join(rekeyed.node_name, None, None, user_named=False)
     builder.plan.add_lowering(_old_style_operator(through.node_name))
     topology = builder.build(OPTIMIZE)
     merged = next(n for n in builder.plan.nodes if isinstance(n, OptimizableRepartitionNode))
