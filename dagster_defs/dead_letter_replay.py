@@ -12,7 +12,7 @@ from pydantic import Field
 from dagster_defs.resources import KafkaResource
 from dagster_defs.spec import ResolvedStreamApp
 from platform_streams.errors import StreamsConfigError
-from platform_streams.ops import OperationRefusedError, parse_datetime_ms
+from platform_streams.ops import OperationRefusedError
 from platform_streams.ops.dead_letter_replay import ReplayFilter, ReplayOptions, replay_dead_letters
 
 __all__ = ["DeadLetterReplayConfig", "dlq_replay_job"]
@@ -44,11 +44,7 @@ def dlq_replay_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
         streams = app.validated_settings(kafka.connection_settings())
         try:
             options = ReplayOptions(
-                filter=ReplayFilter(
-                    error_classes=tuple(config.error_classes),
-                    since_ms=None if config.since is None else parse_datetime_ms(config.since),
-                    until_ms=None if config.until is None else parse_datetime_ms(config.until),
-                ),
+                filter=ReplayFilter.parse(config.error_classes, config.since, config.until),
                 replay_topic=config.replay_topic,
                 dry_run=config.dry_run,
                 show=config.show,

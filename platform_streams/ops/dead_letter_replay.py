@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ from platform_streams.kafka import (
     to_broker_error,
 )
 from platform_streams.ops.dead_letter_reading import READER, DeadLetter, decode, headers_of, read_dead_letters
+from platform_streams.ops.offsets import parse_datetime_ms
 from platform_streams.ops.results import OperationRefusedError, OpsResult
 from platform_streams.ops.topics import AppLike, as_plan, internal_topic_kinds
 
@@ -102,6 +103,15 @@ class ReplayFilter:
         if self.since_ms is not None and timestamp_ms < self.since_ms:
             return False
         return self.until_ms is None or timestamp_ms < self.until_ms
+
+    @classmethod
+    def parse(cls, error_classes: Sequence[str], since: str | None, until: str | None) -> ReplayFilter:
+        """From the CLI's or the Dagster job's values: ISO 8601 times (StreamsConfigError if not)."""
+        return cls(
+            error_classes=tuple(error_classes),
+            since_ms=None if since is None else parse_datetime_ms(since),
+            until_ms=None if until is None else parse_datetime_ms(until),
+        )
 
     def describe(self) -> str:
         parts = [f"error classes {', '.join(self.error_classes)}"] if self.error_classes else []

@@ -24,7 +24,6 @@ from platform_streams.cli_app_loader import (
 )
 from platform_streams.errors import StreamsConfigError
 from platform_streams.ops.dead_letter_replay import ReplayFilter, ReplayOptions, replay_dead_letters
-from platform_streams.ops.offsets import parse_datetime_ms
 from platform_streams.ops.results import OperationRefusedError
 
 __all__ = ["add_dlq_arguments", "run_dlq"]
@@ -81,11 +80,7 @@ def run_dlq(args: argparse.Namespace) -> int:
     config = load_config(args.config, args.overrides, app.settings)
     try:
         options = ReplayOptions(
-            filter=ReplayFilter(
-                error_classes=tuple(args.error_classes),
-                since_ms=None if args.since is None else parse_datetime_ms(args.since),
-                until_ms=None if args.until is None else parse_datetime_ms(args.until),
-            ),
+            filter=ReplayFilter.parse(args.error_classes, args.since, args.until),
             replay_topic=args.replay_topic,
             dry_run=args.dry_run,
             show=args.show,
