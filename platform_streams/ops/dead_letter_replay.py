@@ -21,11 +21,13 @@ filter skips moves that group's position (it is not that replay's business), so 
 filter -- another group -- still sees it. Two overlapping filters (class A, then every class)
 both replay the overlap: replay disjoint filters, or one filter at a time to completion.
 
-Never replayed, always reported: dead letters cut to fit (``__streams.errors.payload.truncated``:
-their value is null, the full record is still in the source topic), production errors
-(``__streams.errors.output.topic``: the dead letter holds the *output* record the producer
-refused, not the input record), dead letters without a source (punctuation, a cache flush:
-null topic, partition -1), and -- without a replay topic -- dead letters whose source is
+A production error's dead letter (``__streams.errors.output.topic``) with a source carries the
+input record's raw key and value, as Kafka Streams' production handlers write it, and is
+replayed like any other. Never replayed, always reported: dead letters cut to fit
+(``__streams.errors.payload.truncated``: their value is null, the full record is still in the
+source topic), dead letters without a source (punctuation, a cache flush, a record held for an
+exactly-once commit: null topic, partition -1 -- a production error's is then the refused
+output record), and -- without a replay topic -- dead letters whose source is
 not a topic the application reads (a source, global or repartition topic of its topology):
 the replay writes to nothing else. The replay reads up to the log end seen when it starts.
 """
@@ -77,7 +79,6 @@ _ERRORS_PREFIX = "__streams.errors."
 #: why a dead letter was not replayed
 SKIP_FILTERED = "filtered"
 SKIP_TRUNCATED = "truncated"
-SKIP_PRODUCTION = "production-error"
 SKIP_NO_SOURCE = "no-source"
 SKIP_FOREIGN = "foreign-topic"
 SKIP_PARTITION = "no-such-partition"
@@ -217,8 +218,6 @@ class _Replay:
             return None, SKIP_NO_SOURCE
         if dl.truncated is not None:
             return None, SKIP_TRUNCATED
-        if dl.output_topic is not None:
-            return None, SKIP_PRODUCTION
         topic = self.options.replay_topic or dl.source[0]
         if self.options.replay_topic is None and topic not in self.readable:
             return None, SKIP_FOREIGN
@@ -236,9 +235,9 @@ class _Replay:
         if reason == SKIP_FILTERED:
             return
         detail = {
-            SKIP_NO_SOURCE: "no source topic/partition/offset headers",
+            SKIP_NO_SOURCE: "no source topic/partition/offset headers"
+            + ("" if dl.output_topic is None else f" (the output record for {dl.output_topic})"),
             SKIP_TRUNCATED: f"cut to fit ({dl.truncated}); read the full record from the source",
-            SKIP_PRODUCTION: f"holds the output record for {dl.output_topic}, not the input record",
             SKIP_FOREIGN: "the source is not a topic the application reads",
             SKIP_PARTITION: "the source partition does not exist",
         }[reason]

@@ -187,7 +187,7 @@ def _cli_app() -> StreamsBuilder:
     return _app(os.environ["REPLAY_TEST_SOURCE"], os.environ["REPLAY_TEST_SINK"], fixed=True)
 
 
-def test_truncated_production_sourceless_and_foreign_dead_letters_are_reported_not_replayed(
+def test_truncated_sourceless_and_foreign_dead_letters_are_reported_not_replayed(
     bootstrap_servers: str,
     admin: KafkaAdmin,
     tmp_path: Path,
@@ -200,6 +200,7 @@ def test_truncated_production_sourceless_and_foreign_dead_letters_are_reported_n
         ("cut", _dead_letter(source, 0, 8, "KeyError", **{HEADER_PAYLOAD_TRUNCATED: b"value=999000"})),
         ("prod", _dead_letter(source, 0, 9, "KafkaException", **{HEADER_OUTPUT_TOPIC: sink.encode()})),
         ("punct", _dead_letter(None, -1, -1, "ValueError")),
+        ("flush", _dead_letter(None, -1, -1, "KafkaException", **{HEADER_OUTPUT_TOPIC: sink.encode()})),
         ("foreign", _dead_letter(other, 0, 3, "KeyError")),
     ]
     for key, headers in letters:
@@ -212,15 +213,20 @@ def test_truncated_production_sourceless_and_foreign_dead_letters_are_reported_n
     cli = ["dlq", "replay", "tests.integration.test_dead_letter_replay:_cli_app", "--dry-run", "--json"]
     assert main([*cli, *(a for k, v in settings.items() for a in ("--set", f"{k}={v}"))]) == 0
     dry = json.loads(capsys.readouterr().out)
-    assert (dry["dry_run"], dry["replayed"], dry["sent"]) == (True, 1, {"KeyError": {source: 1}})
+    sent = {"KeyError": {source: 1}, "KafkaException": {source: 1}}
+    assert (dry["dry_run"], dry["replayed"], dry["sent"]) == (True, 2, sent)
     result = replay_dead_letters(_app(source, sink, fixed=True), config, ReplayOptions())
     assert any("read_uncommitted" in w for w in result.warnings)
-    assert result.replayed == 1 and result.sent == {"KeyError": {source: 1}}
-    assert result.skipped == {"truncated": 1, "production-error": 1, "no-source": 1, "foreign-topic": 1}
+    # a production error's dead letter with a source holds the input record: replayed
+    assert result.replayed == 2 and result.sent == sent
+    assert result.skipped == {"truncated": 1, "no-source": 2, "foreign-topic": 1}
     assert {i["reason"] for i in result.not_replayed} == set(result.skipped)
     assert "value=999000" in result.summary()
-    replayed = consume_all(bootstrap_servers, source, 1, timeout_s=20, isolation="read_committed")
-    assert [(r.key, r.value, r.timestamp > 0) for r in replayed] == [(b"ok", b'{"id": 1}', True)]
+    replayed = consume_all(bootstrap_servers, source, 2, timeout_s=20, isolation="read_committed")
+    assert sorted((r.key, r.value, r.timestamp > 0) for r in replayed) == [
+        (b"ok", b'{"id": 1}', True),
+        (b"prod", b'{"id": 1}', True),
+    ]
     assert dict(replayed[0].headers)["own"] == b"kept"
     assert not any(n.startswith("__streams.errors.") for n, _ in replayed[0].headers)
     assert consume_all(bootstrap_servers, other, 1, timeout_s=2) == []
