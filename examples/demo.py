@@ -357,11 +357,11 @@ def choose_broker(kind: str) -> tuple[str, str]:
     newcomer's first broker should be the one whose semantics the code is written for, not
     the embedded one's differences (README, "Where Tansu differs, and what we do")."""
     if kind != "auto":
-        return kind, f"--broker {kind}"
+        return kind, f"chosen with --broker {kind}"
     missing = apache_kafka_missing()
     if missing is None:
         return "kafka", "the default where Java and Maven are"
-    return "tansu", f"Apache Kafka cannot run here ({missing.split(';')[0]}); the embedded broker instead"
+    return "tansu", f"Apache Kafka cannot run here: {missing.split(';')[0]}"
 
 
 def local_broker(kind: str) -> tuple[EmbeddedBroker | ApacheKafkaBroker, str]:
@@ -386,7 +386,7 @@ def run_demo(order_count: int, state_dir: Path, keep_running: bool, broker_kind:
 
     kind, why = choose_broker(broker_kind)
     chosen, description = local_broker(kind)
-    say(f"starting the {description}: {why}")
+    say(f"broker: {description} -- {why}")
     with chosen as broker:
         bootstrap = broker.bootstrap_servers
         say(f"{description} ready at {bootstrap}")

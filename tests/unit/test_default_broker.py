@@ -62,5 +62,5 @@ def test_with_java_and_maven_the_default_is_apache_kafka() -> None:
 
 def test_an_explicit_choice_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _without_java(monkeypatch, tmp_path)
-    assert choose_broker("kafka") == ("kafka", "--broker kafka")
-    assert choose_broker("tansu") == ("tansu", "--broker tansu")
+    assert choose_broker("kafka") == ("kafka", "chosen with --broker kafka")
+    assert choose_broker("tansu") == ("tansu", "chosen with --broker tansu")
