@@ -243,9 +243,14 @@ class Emitter:
         if self._failure_name is None:
             self._failure_name = self.bind(self.node_failure, "nodefail")
         self.line(indent, "try:", node)
+        start = len(self.lines)
         self.blocks += 1
         self.block(indent + 1, node, lambda: body(indent + 1))
         self.blocks -= 1
+        if len(self.lines) == start + 1 and not self.lines[start][1].endswith(":"):
+            # one simple statement: on the try's line, which spares the NOP CPython emits
+            # for a line of its own (the only cost of a try that does not raise)
+            self.lines[start - 1 : start + 1] = [(indent, f"try: {self.lines[start][1]}", node)]
         self.line(indent, "except Exception as nx:", node)
         self.line(indent + 1, f"if {self._failure_name}(nx, {node!r}):", node)
         self.line(indent + 2, "raise", node)
