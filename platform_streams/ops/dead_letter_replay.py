@@ -49,17 +49,19 @@ from platform_streams.kafka import (
     Message,
     TopicPartition,
     create_consumer,
-    create_producer,
     log_end_offsets,
+    read_partition_range,
     to_broker_error,
 )
 from platform_streams.ops.dead_letter_reading import READER, DeadLetter, decode, headers_of, read_dead_letters
+from platform_streams.ops.dead_letter_transactions import CLOSED, TP, ReplayTransactions
 from platform_streams.ops.offsets import parse_datetime_ms
 from platform_streams.ops.results import OperationRefusedError, OpsResult
 from platform_streams.ops.topics import AppLike, as_plan, internal_topic_kinds
 
 __all__ = [
     "HEADER_REPLAY_DEAD_LETTER",
+    "HEADER_REPLAY_GROUP",
     "HEADER_REPLAY_SOURCE",
     "ReplayFilter",
     "ReplayOptions",
@@ -74,6 +76,8 @@ log = logging.getLogger(__name__)
 HEADER_REPLAY_SOURCE = "__streams.replay.source"
 #: ... and of its dead letter (what an operator greps for when a replay is questioned)
 HEADER_REPLAY_DEAD_LETTER = "__streams.replay.dead.letter"
+#: ... and the replay group that sent it (a restarted replay looks for its own records)
+HEADER_REPLAY_GROUP = "__streams.replay.group"
 _ERRORS_PREFIX = "__streams.errors."
 
 #: why a dead letter was not replayed
@@ -82,6 +86,7 @@ SKIP_TRUNCATED = "truncated"
 SKIP_NO_SOURCE = "no-source"
 SKIP_FOREIGN = "foreign-topic"
 SKIP_PARTITION = "no-such-partition"
+SKIP_ALREADY = "already-replayed"
 
 #: progress events a caller may watch (tests stop a replay at one): "sent" after each record,
 #: "committed" after each transaction, with the number of records sent / committed so far
@@ -209,6 +214,8 @@ class _Replay:
         self.readable = _readable_topics(app, config.application_id)
         self.partition_counts: dict[str, int | None] = {}
         self.admin = KafkaAdmin(config.admin_configs())
+        #: dead letters (``partition:offset``) an interrupted run sent and the broker committed
+        self.already: set[str] = set()
 
     def target(self, dl: DeadLetter, timestamp_ms: int) -> tuple[str | None, str]:
         """``(topic, "")`` to replay to, or ``(None, reason)``; ``detail`` goes in the result."""
@@ -221,11 +228,11 @@ class _Replay:
         topic = self.options.replay_topic or dl.source[0]
         if self.options.replay_topic is None and topic not in self.readable:
             return None, SKIP_FOREIGN
-        if self.options.replay_topic is None and dl.source[1] >= self._partitions(topic):
+        if self.options.replay_topic is None and dl.source[1] >= self.partition_counts_of(topic):
             return None, SKIP_PARTITION
         return topic, ""
 
-    def _partitions(self, topic: str) -> int:
+    def partition_counts_of(self, topic: str) -> int:
         if topic not in self.partition_counts:
             self.partition_counts.update(self.admin.partition_counts([topic]))
         return self.partition_counts.get(topic) or 0
@@ -240,6 +247,7 @@ class _Replay:
             SKIP_TRUNCATED: f"cut to fit ({dl.truncated}); read the full record from the source",
             SKIP_FOREIGN: "the source is not a topic the application reads",
             SKIP_PARTITION: "the source partition does not exist",
+            SKIP_ALREADY: "sent by an interrupted replay whose open transaction the broker committed",
         }[reason]
         source = None if dl.source is None else ":".join(map(str, dl.source))
         self.result.not_replayed.append(
@@ -307,15 +315,18 @@ def _run(replay: _Replay, dlq: str, partitions: int, group: str) -> None:
         if not options.dry_run:
             # even with nothing to replay: registering the transactional.id settles a killed
             # run's open transaction, which would hold back read_committed readers of its targets
-            producer = _Transactions(replay.config, group, consumer, dlq, options)
+            producer = ReplayTransactions(replay.config, group, consumer, dlq, options, _end_of(replay, conf))
+            _find_already_sent(replay, producer, conf, group, dlq)
         todo = [p for p in range(partitions) if result.end_offsets[p] > result.start_offsets[p]]
-        if not todo:
-            return
-        consumer.assign([TopicPartition(dlq, p, starts[p]) for p in todo])
-        for msg in read_dead_letters(consumer, result.end_offsets, set(todo), options.timeout_s):
-            _one(replay, msg, producer)
+        if todo:
+            consumer.assign([TopicPartition(dlq, p, starts[p]) for p in todo])
+            if producer is not None and options.replay_topic is not None:
+                n = replay.partition_counts_of(options.replay_topic)
+                producer.ensure_bounds([(options.replay_topic, p) for p in range(n)])
+            for msg in read_dead_letters(consumer, result.end_offsets, set(todo), options.timeout_s):
+                _one(replay, msg, producer)
         if producer is not None:
-            producer.commit()
+            producer.finish()
     except KafkaException as exc:
         if producer is not None:
             producer.abort()
@@ -324,7 +335,7 @@ def _run(replay: _Replay, dlq: str, partitions: int, group: str) -> None:
         consumer.close()
 
 
-def _one(replay: _Replay, msg: Message, producer: _Transactions | None) -> None:
+def _one(replay: _Replay, msg: Message, producer: ReplayTransactions | None) -> None:
     result = replay.result
     dl = decode(msg)
     timestamp = msg.timestamp()[1]
@@ -332,12 +343,15 @@ def _one(replay: _Replay, msg: Message, producer: _Transactions | None) -> None:
     cls = dl.error_class or "(none)"
     result.by_error_class[cls] = result.by_error_class.get(cls, 0) + 1
     topic, reason = replay.target(dl, timestamp)
+    if topic is not None and dl.where in replay.already:
+        topic, reason = None, SKIP_ALREADY
     if topic is not None and dl.source is not None:
         source = ":".join(map(str, dl.source))
         if producer is not None:
             headers = [(n, v) for n, v in headers_of(msg) if not n.startswith(_ERRORS_PREFIX)]
             headers += [(HEADER_REPLAY_SOURCE, source.encode()),
-                        (HEADER_REPLAY_DEAD_LETTER, f"{msg.topic()}:{dl.where}".encode())]  # fmt: skip
+                        (HEADER_REPLAY_DEAD_LETTER, f"{msg.topic()}:{dl.where}".encode()),
+                        (HEADER_REPLAY_GROUP, producer.group.encode())]  # fmt: skip
             partition = None if replay.options.replay_topic else dl.source[1]
             producer.send(topic, partition, msg.key(), msg.value(), timestamp, headers)
         result.replayed += 1
@@ -353,67 +367,30 @@ def _one(replay: _Replay, msg: Message, producer: _Transactions | None) -> None:
         producer.advance(dl.partition, dl.offset + 1)
 
 
-class _Transactions:
-    """The transactional producer: records and the replay group's position commit together."""
+def _end_of(replay: _Replay, conf: dict[str, Any]) -> Callable[[TP], int]:
+    def end_of(tp: TP) -> int:
+        return log_end_offsets(conf, [tp], replay.options.timeout_s, admin=replay.admin)[tp]
 
-    def __init__(
-        self, config: StreamsConfig, group: str, consumer: Any, dlq: str, options: ReplayOptions
-    ) -> None:
-        conf = {
-            **config.producer_configs(), "client.id": f"{group}-producer", "transactional.id": group,
-            "enable.idempotence": True, "acks": "all", "linger.ms": 5, "partitioner": "murmur2_random",
-        }  # fmt: skip
-        self.producer = create_producer(conf)
-        self.consumer, self.dlq, self.options = consumer, dlq, options
-        # registers the transactional.id: fences a replay still running with it, and makes the
-        # broker settle a killed run's open transaction before anything else is sent
-        self.producer.init_transactions(options.timeout_s)
-        self.positions: dict[int, int] = {}
-        self.open = False
-        self.in_transaction = 0
-        self.since_commit = 0
-        self.sent = 0
-        self.committed = 0
+    return end_of
 
-    def send(self, topic: str, partition: int | None, key: Any, value: Any, ts: int,
-             headers: list[tuple[str, bytes | None]]) -> None:  # fmt: skip
-        if not self.open:
-            self.producer.begin_transaction()
-            self.open = True
-        kept: Any = headers
-        if partition is None:
-            self.producer.produce(topic, value=value, key=key, headers=kept, timestamp=max(ts, 0))
-        else:
-            self.producer.produce(topic, value, key, partition, headers=kept, timestamp=max(ts, 0))
-        self.producer.poll(0)
-        self.in_transaction += 1
-        self.sent += 1
-        if self.options.on_progress is not None:
-            self.options.on_progress("sent", self.sent)
 
-    def advance(self, partition: int, position: int) -> None:
-        self.positions[partition] = position
-        self.since_commit += 1
-        if self.since_commit >= self.options.transaction_records:
-            self.commit()
-
-    def commit(self) -> None:
-        if not self.positions:
-            return
-        if not self.open:
-            self.producer.begin_transaction()
-        offsets = [TopicPartition(self.dlq, p, o) for p, o in sorted(self.positions.items())]
-        self.producer.send_offsets_to_transaction(offsets, self.consumer.consumer_group_metadata(),
-                                                  self.options.timeout_s)  # fmt: skip
-        self.producer.commit_transaction(self.options.timeout_s)
-        self.committed += self.in_transaction
-        self.positions, self.open, self.in_transaction, self.since_commit = {}, False, 0, 0
-        if self.options.on_progress is not None:
-            self.options.on_progress("committed", self.committed)
-
-    def abort(self) -> None:
-        if self.open:
-            try:
-                self.producer.abort_transaction(self.options.timeout_s)
-            except KafkaException as exc:
-                log.warning("dead-letter replay: aborting the transaction failed (%s)", exc)
+def _find_already_sent(replay: _Replay, producer: ReplayTransactions, conf: dict[str, Any], group: str,
+                       dlq: str) -> None:  # fmt: skip
+    """After ``init_transactions``: the dead letters this group sent beyond its committed
+    position. None on Apache Kafka (a killed run's transaction is aborted); on Tansu the
+    killed run's open transaction is committed instead, and its records are found here, in
+    each target partition from the lower bound the group committed before writing there."""
+    if replay.options.replay_topic is not None:
+        topics = [replay.options.replay_topic]
+    else:
+        topics = sorted(replay.readable)
+    candidates = [(t, p) for t in topics for p in range(replay.partition_counts_of(t))]
+    committed = replay.admin.committed_offsets(group, candidates) if candidates else {}
+    producer.bounds.update({tp: o for tp, o in committed.items() if o is not None and 0 <= o < CLOSED})
+    prefix = f"{dlq}:".encode()
+    for (topic, partition), bound in producer.bounds.items():
+        for msg in read_partition_range(conf, topic, partition, bound, timeout_s=replay.options.timeout_s):
+            headers = dict(headers_of(msg))
+            origin = headers.get(HEADER_REPLAY_DEAD_LETTER) or b""
+            if headers.get(HEADER_REPLAY_GROUP) == group.encode() and origin.startswith(prefix):
+                replay.already.add(origin[len(prefix) :].decode())
