@@ -11,9 +11,10 @@ writes the replayed records and commits the replay group's position on the dead-
 in the same transaction (``send_offsets_to_transaction``), and the dead-letter topic is read
 with read_committed. A replay killed at any point and run again starts from the last
 committed position; the killed run's open transaction is aborted by the broker when the next
-run's producer registers (Apache Kafka). Tansu does not abort it but commits it (BROKER.md),
-so there a replay killed *inside* a transaction re-sends that transaction's records; one
-stopped between transactions re-sends nothing on both brokers.
+run's producer registers (Apache Kafka). Tansu commits it instead (BROKER.md); the next run
+finds those records in its targets and does not send them again
+(:mod:`.dead_letter_transactions`). A reader of the targets must read read_committed not to
+see the aborted records (the result warns when the application reads read_uncommitted).
 
 The position belongs to the filter: the replay group is ``<application.id>-dlq-replay-<hash>``
 of the dead-letter topic, the error classes, the time range and the replay topic. A record the
