@@ -165,7 +165,6 @@ class ReplayResult(OpsResult):
     #: (coordinates and classes only: never a key or value)
     first: list[dict[str, Any]] = field(default_factory=list)
     not_replayed: list[dict[str, Any]] = field(default_factory=list)
-    transactions: int = 0
 
     def summary(self) -> str:
         verb = "would replay" if self.dry_run else "replayed"
