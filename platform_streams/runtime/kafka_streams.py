@@ -61,6 +61,9 @@ class StreamsRuntime:
         self.plan: TopologyPlan = compile_topology(topology)
         self._state = State.CREATED
         self._lock = threading.RLock()
+        #: one restart_workers() at a time: two at once would stop the same workers and each
+        #: try to replace them
+        self._restart_lock = threading.Lock()
         self._state_changed = threading.Condition(self._lock)
         self._listener: StateListener | None = None
         self._exception_handler: UncaughtExceptionHandler | None = None
@@ -223,26 +226,30 @@ class StreamsRuntime:
         What a Connect-style ``restart`` does for a running client: tasks are closed and
         re-created, state is restored from the local stores and changelogs. Returns False
         if an old worker did not stop within ``timeout_s`` (it is then left to finish).
+        Concurrent calls run one after the other, each replacing the workers it found.
         """
-        with self._lock:
-            if not self._state.is_running_or_rebalancing():
-                raise IllegalStateError(f"restart_workers() needs a running client, not {self._state.value}")
-            old = list(self.workers)
-        for worker in old:
-            worker.shutdown()
-        deadline = time.monotonic() + timeout_s
-        for worker in old:
-            worker.join(max(0.0, deadline - time.monotonic()))
-        stopped = not any(w.is_alive() for w in old)
-        with self._lock:
-            if not self._state.is_running_or_rebalancing():
-                return stopped
+        with self._restart_lock:
+            with self._lock:
+                if not self._state.is_running_or_rebalancing():
+                    raise IllegalStateError(
+                        f"restart_workers() needs a running client, not {self._state.value}"
+                    )
+                old = list(self.workers)
             for worker in old:
-                self.workers.remove(worker)
-            self._transition(State.REBALANCING)
-            for _ in old:
-                self._start_worker()
-        return stopped
+                worker.shutdown()
+            deadline = time.monotonic() + timeout_s
+            for worker in old:
+                worker.join(max(0.0, deadline - time.monotonic()))
+            stopped = not any(w.is_alive() for w in old)
+            with self._lock:
+                if not self._state.is_running_or_rebalancing():
+                    return stopped
+                for worker in old:
+                    self.workers.remove(worker)
+                self._transition(State.REBALANCING)
+                for _ in old:
+                    self._start_worker()
+            return stopped
 
     @property
     def standbys(self) -> StandbyUpdater | None:

@@ -82,3 +82,48 @@ def test_pause_resume_restart_over_http(admin: KafkaAdmin, bootstrap_servers: st
         assert _call(base, "GET", "/control/pause")[0] == 405
     finally:
         streams.close(timeout_s=30)
+
+
+@pytest.mark.apache_kafka
+def test_concurrent_restart_workers_calls_run_one_after_the_other(
+    admin: KafkaAdmin, bootstrap_servers: str, tmp_path: Path, broker_kind: str
+) -> None:
+    """``restart_workers()`` from several Python threads at once: each call replaces the
+    workers it finds (no call fails on workers another call already removed), and the client
+    then processes new input. On the embedded broker, members that leave and join again in
+    quick succession wedge the group until the repair (docs/brokers.md), which can take
+    minutes for three restarts in a row, so there only the restarts themselves are checked."""
+    import threading
+
+    from platform_streams.query import KeyQuery, StateQueryRequest
+    from tests.integration.iq_apps import STORE, count_app
+    from tests.integration.support_apps import app_config, running_app, wait_until
+
+    source = new_topic(admin, 2, "restarts")
+    config = app_config(bootstrap_servers, tmp_path)
+    with running_app(count_app(source), config) as streams:
+        results: list[bool | BaseException] = []
+
+        def restart() -> None:
+            try:
+                results.append(streams.restart_workers(timeout_s=60))
+            except BaseException as exc:  # the test reports it
+                results.append(exc)
+
+        threads = [threading.Thread(target=restart) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(300)
+        assert results == [True] * 3
+        assert len(streams.workers) == config.num_stream_threads
+        if broker_kind == "tansu":
+            return
+        produce(bootstrap_servers, source, [("k", "v")] * 3)
+
+        def counted() -> bool:
+            request = StateQueryRequest.in_store(STORE).with_query(KeyQuery.with_key("k"))
+            answers = streams.query(request).partition_results.values()
+            return any(a.is_success() and a.result == 3 for a in answers)
+
+        wait_until(counted, 60, "the new input counted after the restarts")
