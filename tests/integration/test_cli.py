@@ -139,14 +139,18 @@ def expected_big(orders: list[tuple[str, str]]) -> int:
     return sum(1 for key, value in orders if is_big(key, json.loads(value)))
 
 
-@pytest.fixture
-def example_topics(admin: KafkaAdmin) -> dict[str, str]:
+def example_app_topics(admin: KafkaAdmin) -> dict[str, str]:
     """Fresh topics for the example app, as the environment variables its factory reads."""
     return {
         "ORDERS_TOPIC": new_topic(admin, 2, "orders"),
         "BIG_ORDERS_TOPIC": new_topic(admin, 2, "big-orders"),
         "ORDERS_BY_CUSTOMER_TOPIC": new_topic(admin, 2, "orders-by-customer"),
     }
+
+
+@pytest.fixture
+def example_topics(admin: KafkaAdmin) -> dict[str, str]:
+    return example_app_topics(admin)
 
 
 # ---------------------------------------------------------------------------- no broker

@@ -32,7 +32,7 @@ from platform_streams.server.forwarding import ForwardError, forward
 from platform_streams.server.http import HttpLimits
 from tests.integration.iq_apps import STORE, QueryProcess, count_app, http_get
 from tests.integration.support_apps import app_config, new_app_id, running_app, wait_until
-from tests.integration.test_cli import EXAMPLE_APP, EXAMPLE_CONFIG, Cli
+from tests.integration.test_cli import EXAMPLE_APP, EXAMPLE_CONFIG, Cli, example_app_topics
 from tests.support.kafka import new_topic, produce
 
 pytestmark = pytest.mark.broker
@@ -91,11 +91,7 @@ def test_out_of_range_partitions_of_a_scan_are_400(
 def test_run_with_workers_passes_the_token_through_the_environment(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    topics = {
-        "ORDERS_TOPIC": new_topic(admin, 2, "orders"),
-        "BIG_ORDERS_TOPIC": new_topic(admin, 2, "big-orders"),
-        "ORDERS_BY_CUSTOMER_TOPIC": new_topic(admin, 2, "orders-by-customer"),
-    }
+    topics = example_app_topics(admin)
     settings = {
         "bootstrap_servers": bootstrap_servers,
         "application_id": f"h13-workers-{uuid.uuid4().hex[:8]}",

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin, TopicPartition, create_consumer
-from tests.integration.test_cli import Cli, example_run_args
-from tests.support.kafka import new_group_id, new_topic, produce
+from tests.integration.test_cli import Cli, example_app_topics, example_run_args
+from tests.support.kafka import new_group_id, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
@@ -71,11 +71,7 @@ class _Output:
 def test_a_crashed_two_worker_app_restarted_with_log_and_continue_processes_new_input_soon(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    topics = {
-        "ORDERS_TOPIC": new_topic(admin, 2, "orders"),
-        "BIG_ORDERS_TOPIC": new_topic(admin, 2, "big-orders"),
-        "ORDERS_BY_CUSTOMER_TOPIC": new_topic(admin, 2, "orders-by-customer"),
-    }
+    topics = example_app_topics(admin)
     app_id = f"restart-crash-{uuid.uuid4().hex[:8]}"
     run_args = example_run_args(
         bootstrap_servers, "--workers", "2", application_id=app_id, state_dir=tmp_path / "state"

@@ -32,11 +32,8 @@ class _Consumer:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> ManualClock:
-    clock = ManualClock()
-    monkeypatch.setattr(rebalance_wait.time, "monotonic", clock)
-    monkeypatch.setattr(rebalance_wait.random, "random", lambda: 0.0)
-    return clock
+def clock(rebalance_clock: ManualClock) -> ManualClock:
+    return rebalance_clock
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -93,11 +93,8 @@ def _repair(monkeypatch: pytest.MonkeyPatch, admin: FakeAdmin, seen: GroupObserv
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> ManualClock:
-    clock = ManualClock()
-    monkeypatch.setattr(rebalance_wait.time, "monotonic", clock)
-    monkeypatch.setattr(rebalance_wait.random, "random", lambda: 0.0)
-    return clock
+def clock(rebalance_clock: ManualClock) -> ManualClock:
+    return rebalance_clock
 
 
 def _waiting(clock: ManualClock) -> AssignmentWait:
