@@ -61,6 +61,10 @@ def test_dlq_replay_job_dry_then_real_and_the_check_counts_by_error_class(
     dry = _run(job, {"error_classes": ["KeyError"]})
     assert (dry["dry_run"], dry["replayed"], dry["sent"]) == (True, 3, {"KeyError": {source: 3}})
     assert consume_all(bootstrap_servers, source, 1, timeout_s=2) == []
+    future = _run(job, {"since": "2999-01-01T00:00:00Z"})  # a time range: the records' timestamps
+    assert (future["replayed"], future["skipped"]) == (0, {"filtered": 4})
+    past = _run(job, {"until": "2999-01-01T00:00:00Z", "error_classes": ["DeserializationError"]})
+    assert past["sent"] == {"DeserializationError": {source: 1}}
 
     done = _run(job, {"error_classes": ["KeyError"], "dry_run": False})
     assert (done["dry_run"], done["replayed"]) == (False, 3)
