@@ -5,8 +5,9 @@ timestamp, advance stream time, then run the fused children (:mod:`.fusion`'s
 :class:`~platform_streams.processor.fusion.Emitter`). :func:`compile_batch` makes, from the
 same record code, a ``(queue, n)`` function that takes ``n`` records off a task's queue and
 does for each what ``StreamTask.process`` does around the source (the current record, the
-exception handlers for what leaves the record's nodes unhandled, stream-time punctuation, then the consumed offset and the
-count, once at the end): one Python call a batch instead of one a record, and the values
+exception handlers for what leaves the record's nodes unhandled, stream-time punctuation,
+then the consumed offset and the count, once at the end): one Python call a batch instead
+of one a record, and the values
 fragments compute once a batch (``FusedFragment.prologue``) are computed once. A task with
 one input partition (no choice of the next record to make) processes its records this way.
 
