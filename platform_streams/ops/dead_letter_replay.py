@@ -11,9 +11,9 @@ writes the replayed records and commits the replay group's position on the dead-
 in the same transaction (``send_offsets_to_transaction``), and the dead-letter topic is read
 with read_committed. A replay killed at any point and run again starts from the last
 committed position; the killed run's open transaction is aborted by the broker when the next
-run's producer registers (Apache Kafka). Tansu commits it instead (BROKER.md); the next run
-finds those records in its targets and does not send them again
-(:mod:`.dead_letter_transactions`). A reader of the targets must read read_committed not to
+run's producer registers (Apache Kafka). The embedded broker commits it instead (the
+README's table of the embedded broker's differences); the next run finds those records in
+its targets and does not send them again (:mod:`.dead_letter_transactions`). A reader of the targets must read read_committed not to
 see the aborted records (the result warns when the application reads read_uncommitted).
 
 The position belongs to the filter: the replay group is ``<application.id>-dlq-replay-<hash>``
@@ -377,8 +377,8 @@ def _end_of(replay: _Replay, conf: dict[str, Any]) -> Callable[[TP], int]:
 def _find_already_sent(replay: _Replay, producer: ReplayTransactions, conf: dict[str, Any], group: str,
                        dlq: str) -> None:  # fmt: skip
     """After ``init_transactions``: the dead letters this group sent beyond its committed
-    position. None on Apache Kafka (a killed run's transaction is aborted); on Tansu the
-    killed run's open transaction is committed instead, and its records are found here, in
+    position. None on Apache Kafka (a killed run's transaction is aborted); on the embedded
+    broker the killed run's open transaction is committed instead, and its records are found here, in
     each target partition from the lower bound the group committed before writing there."""
     if replay.options.replay_topic is not None:
         topics = [replay.options.replay_topic]

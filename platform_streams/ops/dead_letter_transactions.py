@@ -6,7 +6,8 @@ partition, the replay topic's): before the replay first writes to a partition, a
 offsets-only transaction commits that partition's log end, and every commit moves it past the
 records just written. A restarted replay reads its targets from these bounds for records it
 sent beyond its committed position: none on Apache Kafka, which aborts a killed producer's
-open transaction, but Tansu commits it (BROKER.md), and those records must not be sent again.
+open transaction, but the embedded broker commits it (the README's table of its differences),
+and those records must not be sent again.
 A replay that finishes commits :data:`CLOSED` as every bound instead: nothing of it can be
 left open, so the next run reads nothing (rather than all that others wrote since).
 """
