@@ -13,8 +13,9 @@ with read_committed. A replay killed at any point and run again starts from the 
 committed position; the killed run's open transaction is aborted by the broker when the next
 run's producer registers (Apache Kafka). The embedded broker commits it instead (the
 README's table of the embedded broker's differences); the next run finds those records in
-its targets and does not send them again (:mod:`.dead_letter_transactions`). A reader of the targets must read read_committed not to
-see the aborted records (the result warns when the application reads read_uncommitted).
+its targets and does not send them again (:mod:`.dead_letter_transactions`). A reader of
+the targets must read read_committed not to see the aborted records (the result warns when
+the application reads read_uncommitted).
 
 The position belongs to the filter: the replay group is ``<application.id>-dlq-replay-<hash>``
 of the dead-letter topic, the error classes, the time range and the replay topic. A record the
