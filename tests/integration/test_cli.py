@@ -382,6 +382,7 @@ def test_run_reports_a_missing_sink_topic(
 
 @pytest.mark.broker
 @pytest.mark.slow
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_run_exits_non_zero_when_records_cannot_be_written_at_the_stop(
     cli: Callable[..., Cli], bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:

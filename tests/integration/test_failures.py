@@ -252,6 +252,7 @@ def test_shutdown_application_stops_every_instance(
 
 
 @pytest.mark.slow
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_the_application_rides_out_a_paused_broker(tmp_path: Path) -> None:
     if os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS"):
         pytest.skip("pauses its own embedded broker")

@@ -76,6 +76,7 @@ def _leader_leaves_mid_rebalance(bootstrap: str, group: str, topic: str) -> None
         newcomer.close()
 
 
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_a_client_in_a_group_that_does_not_rebalance_says_so_and_repairs_it(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

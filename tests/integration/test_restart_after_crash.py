@@ -68,6 +68,7 @@ class _Output:
         self.consumer.close()
 
 
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_a_crashed_two_worker_app_restarted_with_log_and_continue_processes_new_input_soon(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:

@@ -163,6 +163,7 @@ def test_co_partitioned_inputs_always_form_whole_tasks() -> None:
 
 
 @pytest.mark.broker
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_a_static_member_restarted_gets_its_tasks_back_and_reuses_its_state(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:

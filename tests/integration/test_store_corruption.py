@@ -130,6 +130,7 @@ def _final_counts(app: RunnerApp) -> dict[str, int]:
     return final_counts(read_updates(app, committed_only=False))
 
 
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_with_workers_a_corrupt_store_stops_no_worker(
     cli: Callable[..., Cli], bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:

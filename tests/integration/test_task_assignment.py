@@ -90,6 +90,7 @@ def _stop_and_check(
 @pytest.mark.broker
 @pytest.mark.slow
 @pytest.mark.parametrize("instances", [3, 4])
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_kill_9_the_standbys_take_over_with_a_small_restore(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, instances: int
 ) -> None:
@@ -142,6 +143,7 @@ def test_kill_9_the_standbys_take_over_with_a_small_restore(
 
 @pytest.mark.broker
 @pytest.mark.slow
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
@@ -198,6 +200,7 @@ def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
 @pytest.mark.broker
 @pytest.mark.slow
 @pytest.mark.timeout(900)
+@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
