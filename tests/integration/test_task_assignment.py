@@ -200,7 +200,6 @@ def test_a_fourth_instance_warms_up_before_tasks_move_to_it(
 @pytest.mark.broker
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.kafka_side  # make test's time split: a long wait on group joins
 def test_a_rolling_restart_with_static_membership_restores_no_store_in_full(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
