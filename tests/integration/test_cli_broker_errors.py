@@ -1,10 +1,10 @@
 """What the CLI says when the broker is not there, and when a topic the app needs is missing.
 
-An unreachable cluster used to be ~190 librdkafka ``FAIL`` lines over 10-13 s and then
-"Failed to get metadata: Local: Broker transport failure", which names no address. Now it
-is one line naming the bootstrap address and what was tried, within a few seconds, exit
-status 3 (README, CLI: "Exit status"); librdkafka's own lines are Python log records at
-DEBUG. The closed port is a real port on 127.0.0.1 that nothing listens on.
+An unreachable cluster is one line naming the bootstrap address and what was tried, within
+a few seconds, exit status 3, rather than librdkafka's stream of ``FAIL`` lines ending in
+"Failed to get metadata: Local: Broker transport failure", which names no address
+(README, CLI: "Exit status"); librdkafka's own lines are Python log records at DEBUG.
+The closed port is a real port on 127.0.0.1 that nothing listens on.
 """
 
 from __future__ import annotations

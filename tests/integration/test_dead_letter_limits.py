@@ -116,7 +116,8 @@ def test_a_poison_record_too_large_to_dead_letter_whole_does_not_stop_the_app(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
 ) -> None:
     """999,000 bytes: the record fits the producer's 1,000,000-byte message.max.bytes, its
-    dead letter (plus the error headers) does not. It used to crash the app on every start."""
+    dead letter (plus the error headers) does not: a dead letter that cannot be written
+    whole must not stop the app, or it would stop again at the same record on every start."""
     _run_poison(bootstrap_servers, admin, tmp_path, guarantee, 999_000)
 
 

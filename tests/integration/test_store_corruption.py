@@ -138,8 +138,8 @@ def test_with_workers_a_corrupt_store_stops_no_worker(
     corrupted between two runs (each worker process has its own ``<state_dir>-w<i>``); a
     process that meets one rebuilds the store, no worker is restarted or stopped, counts are
     exact. Each round's input is produced once each worker runs one task, so that the second
-    run's workers usually resume their own (corrupt) stores; on the old code both workers
-    then failed and the supervisor restarted them."""
+    run's workers usually resume their own (corrupt) stores, which must then stop no worker
+    (a worker that failed would be restarted by the supervisor)."""
     app = RunnerApp.create(bootstrap_servers, admin, f"corrupt-cli-{uuid.uuid4().hex[:8]}", 2)
     env = {"COUNT_INPUT": app.source, "COUNT_OUTPUT": app.sink}
     args = run_args(
