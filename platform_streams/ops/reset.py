@@ -76,6 +76,7 @@ from platform_streams.ops.topics import (
 )
 from platform_streams.process_supervisor import existing_worker_state_dirs
 from platform_streams.runtime.rebalance_wait import backup_group
+from platform_streams.state.private_files import app_state_dir
 from platform_streams.topology import Topology
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -336,7 +337,7 @@ def _time_targets(
 
 
 def _local_state(state_dir: Path, application_id: str, opts: ResetOptions) -> LocalStateAction:
-    path = state_dir / application_id
+    path = app_state_dir(state_dir, application_id)
     existed = path.exists() or path.is_symlink()
     action: Literal["deleted", "would_delete", "absent", "kept"]
     if not opts.wipe_local_state:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from platform_streams.processor.partitioner import PlacementCheck
+from platform_streams.state.private_files import app_state_dir
 from platform_streams.topology.compiler import TopologyPlan
 from platform_streams.topology.nodes import ProcessorNode, SourceNode
 
@@ -90,7 +91,7 @@ class KeyPlacement:
     ) -> None:
         self.store_topics = store_source_topics(plan, application_id)
         self.checked_topics = frozenset(t for topics in self.store_topics.values() for t in topics)
-        self.path = Path(state_dir) / application_id / PLACEMENT_FILE
+        self.path = app_state_dir(Path(state_dir), application_id) / PLACEMENT_FILE
         self._partition_counts = partition_counts
         self._lock = threading.Lock()
         #: topic -> misplaced records seen by this client

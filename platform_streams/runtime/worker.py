@@ -68,6 +68,7 @@ from platform_streams.runtime.task import StreamTask, store_changelogs
 from platform_streams.runtime.task_state import TaskStateLifecycle
 from platform_streams.runtime.worker_rebalance import TaskRebalancing
 from platform_streams.state.cache import RecordCache
+from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.restore import StateRestoreListener
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -127,7 +128,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             {plan.physical_topic(t, app) for s in plan.subtopologies for t in s.source_topics}
         )
         self._changelogs = {t for s in plan.subtopologies for t in store_changelogs(plan, s, app).values()}
-        self._state_root = Path(config.state_dir) / app
+        self._state_root = app_state_dir(Path(config.state_dir), app)
         self._commit_interval_s = config.commit_interval_ms / 1000.0
         self._poll_s = config.poll_ms / 1000.0
         self._timeout_s = config.task_timeout_ms / 1000.0

@@ -26,6 +26,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import StreamTask, start_task
 from platform_streams.serde import Serde
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
+from platform_streams.state.private_files import app_state_dir
 from platform_streams.testing.records import DriverRecord
 from platform_streams.testing.topics import TestInputTopic, TestOutputTopic
 from platform_streams.topology.compiler import compile_topology
@@ -74,7 +75,7 @@ class TopologyTestDriver:
         self._task_by_topic: dict[str, StreamTask] = {}
         # the global stores exist before the tasks, which read them from their context
         self._global = self._make_global_stores()
-        state_root = Path(self.config.state_dir) / self.config.application_id
+        state_root = app_state_dir(Path(self.config.state_dir), self.config.application_id)
         for sub in self.plan.subtopologies:
             task_id = TaskId(sub.id, 0)
             task = start_task(
