@@ -257,9 +257,18 @@ class ApacheKafkaBroker(BrokerProcess):
         cmd = [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)]
         if not self._voters:
             cmd.append("--standalone")
+        cmd += self._format_options()
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise BrokerError(f"formatting Kafka storage failed:\n{(done.stdout + done.stderr)[-3000:]}")
+
+    def _format_options(self) -> list[str]:
+        """More ``kafka-storage format`` options (a secured node adds its setup user's SCRAM secret)."""
+        return []
+
+    def client_config(self) -> dict[str, str]:
+        """The librdkafka settings that reach this node as a client allowed everything."""
+        return {"bootstrap.servers": self.bootstrap_servers}
 
     def wait_ready(self) -> None:
         """Poll until a metadata request lists every expected broker; raise with the log tail."""
@@ -272,7 +281,7 @@ class ApacheKafkaBroker(BrokerProcess):
                     f"Apache Kafka exited during startup (status {code}); log tail:\n{self.log_tail()}"
                 )
             if admin is None:
-                admin = create_admin({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+                admin = create_admin({**self.client_config(), "log_level": 0})
             try:
                 if len(admin.list_topics(timeout=2.0).brokers) >= self._expected_brokers:
                     self._warm_up_coordinators(deadline)
@@ -292,7 +301,7 @@ class ApacheKafkaBroker(BrokerProcess):
         use and answers COORDINATOR_LOAD_IN_PROGRESS meanwhile; the first test's commit or
         offset lookup would otherwise meet that. librdkafka's clients wait it out here.
         """
-        conf = {"bootstrap.servers": self.bootstrap_servers, "log_level": 0}
+        conf = {**self.client_config(), "log_level": 0}
         consumer = create_consumer({**conf, "group.id": "platform-streams-warm-up"})
         try:
             while True:
