@@ -7,6 +7,7 @@
     platform-streams topics plan|create|validate|delete|create-io MODULE:FACTORY ... (ops/cli_commands.py)
     platform-streams reset MODULE:FACTORY ...                               (ops/cli_commands.py)
     platform-streams dlq replay MODULE:FACTORY ...                          (ops/dlq_commands.py)
+    platform-streams acls MODULE:FACTORY [--check] ...                      (ops/acl_commands.py)
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
     platform-streams apps list|describe|validate NAME [CONFIG]             (cli_apps.py)
@@ -54,6 +55,7 @@ from platform_streams.cli_records import (
 from platform_streams.cli_run import add_run_arguments, run_command
 from platform_streams.config_secrets import redact
 from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, StreamsError
+from platform_streams.ops.acl_commands import add_acls_arguments, run_acls
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
 from platform_streams.ops.dlq_commands import add_dlq_arguments, run_dlq
 from platform_streams.ops.spark_commands import (
@@ -125,6 +127,12 @@ COMMANDS: tuple[Command, ...] = (
         run_reset,
     ),
     Command("dlq", "replay dead-lettered records after a fix (exactly once)", add_dlq_arguments, run_dlq),
+    Command(
+        "acls",
+        "print the ACLs an application and its tools need (kafka-acls terms), or --check a cluster's",
+        add_acls_arguments,
+        run_acls,
+    ),
     Command(
         "apps",
         "list installed app plugins, describe one, validate a config against its model",
