@@ -42,6 +42,7 @@ from pydantic import (
 from pydantic_core.core_schema import SerializationInfo
 
 from platform_streams.config_layers import Layers, client_key_problem, named_layers
+from platform_streams.config_rocksdb import parse_byte_size, resolve_config_setter
 from platform_streams.config_secrets import is_secret_key, remember_settings
 from platform_streams.config_sources import CLIENT_FIELDS, env_values, merge, normalize, read_file
 from platform_streams.errors import StreamsConfigError
@@ -190,6 +191,15 @@ class StreamsConfig(BaseModel):
     num_stream_threads: int = Field(default=1, ge=1)
     num_standby_replicas: int = Field(default=0, ge=0)
     statestore_cache_max_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
+    #: Kafka's ``rocksdb.config.setter``: ``setter(store_name, options, table)`` called for
+    #: each RocksDB store (and each of its segments) before it opens, with its rocksdict
+    #: ``Options`` and ``BlockBasedOptions``; a callable, a class (instantiated) or a dotted
+    #: path "package.module.name" (docs/memory.md has recipes)
+    rocksdb_config_setter: Annotated[Any, BeforeValidator(resolve_config_setter)] = None
+    #: off-heap memory of all RocksDB stores of the process: one block cache of this size with
+    #: the memtables charged to it ("256MiB", "1Gi" or bytes); unset: unbounded. The record
+    #: cache (statestore_cache_max_bytes) is a separate budget (docs/memory.md)
+    rocksdb_memory_budget: Annotated[int, BeforeValidator(parse_byte_size), Field(gt=0)] | None = None
     buffered_records_per_partition: int = Field(default=1000, gt=0)
     max_task_idle_ms: int = Field(default=0, ge=-1)
     task_timeout_ms: int = Field(default=300_000, ge=0)
@@ -467,7 +477,10 @@ class StreamsConfig(BaseModel):
         return repr(value) if info.mode == "json" else value
 
     @field_serializer(
-        "deserialization_exception_handler", "processing_exception_handler", "production_exception_handler"
+        "deserialization_exception_handler",
+        "processing_exception_handler",
+        "production_exception_handler",
+        "rocksdb_config_setter",
     )
     def _dump_handler(self, value: Any, info: SerializationInfo) -> Any:
         if info.mode != "json" or isinstance(value, str):

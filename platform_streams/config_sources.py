@@ -105,7 +105,7 @@ _SERVICE_LINK = re.compile(
 # Java Streams settings with no equivalent here. Passing them to librdkafka would make
 # client creation fail far from the config file, so they are dropped with a warning.
 _UNSUPPORTED_JAVA_KEYS = frozenset(
-    """default.timestamp.extractor rocksdb.config.setter
+    """default.timestamp.extractor
     upgrade.from built.in.metrics.version state.cleanup.delay.ms window.size.ms windowed.inner.class.serde
     windowstore.changelog.additional.retention.ms task.assignor.class
     rack.aware.assignment.strategy rack.aware.assignment.tags client.tag default.client.supplier

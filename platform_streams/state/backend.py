@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError, TaskCorruptedError
 
@@ -144,6 +144,11 @@ class StorageBackend(ABC):
     @abstractmethod
     def is_open(self) -> bool: ...
 
+    def use_config(self, config: Any) -> None:
+        """Take what applies to this backend of the application's config (RocksDB: the config
+        setter and the memory budget) before :meth:`open`; by default nothing."""
+        return None
+
     @abstractmethod
     def open(self, directory: Path | None) -> None:
         """Open (persistent backends: at ``directory``, created if missing)."""
@@ -209,4 +214,9 @@ class BackedStore:
     def _open_backend(self, context: StateStoreContext) -> None:
         """Open the backend for the task (persistent: in the store's directory of the task)."""
         directory = store_directory(context.state_dir, self._name) if self._backend.persistent else None
+        try:
+            config = context.config
+        except Exception:  # a test context may not implement config (as record_cache_for)
+            config = None
+        self._backend.use_config(config)
         self._backend.open(directory)

@@ -42,11 +42,9 @@ import logging
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from rocksdict import (
-    BlockBasedOptions,
-    Cache,
-    DBCompressionType,
     IngestExternalFileOptions,
     Options,
     Rdict,
@@ -59,19 +57,20 @@ from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.backend import BytesMap, StorageBackend, StoreCorruptedError
 from platform_streams.state.private_files import make_private_dirs
 from platform_streams.state.rocksdb_columns import RecycledColumns, RocksDBBytesMap
+from platform_streams.state.rocksdb_options import (
+    DEFAULT_SETTINGS,
+    RocksDBSettings,
+    settings_from,
+    store_options,
+)
 
 __all__ = ["RocksDBBackend", "RocksDBBytesMap", "write_sst_file"]
 
 log = logging.getLogger(__name__)
 
 _NUM_KEYS = "rocksdb.estimate-num-keys"
-_WRITE_BUFFER_BYTES = 8 * 1024 * 1024
-_MAX_WRITE_BUFFERS = 3
-_BLOCK_SIZE = 16 * 1024
-_SHARED_BLOCK_CACHE_BYTES = 64 * 1024 * 1024
 _DEFAULT_CF = "default"
 
-_block_cache: Cache | None = None
 #: Properties of the whole instance or of the shared block cache, not of one column family.
 _INSTANCE_PROPERTIES = frozenset(
     {
@@ -81,38 +80,6 @@ _INSTANCE_PROPERTIES = frozenset(
         "rocksdb.background-errors",
     }
 )
-
-
-def _shared_block_cache() -> Cache:
-    """One LRU block cache per process, shared by every store (RocksDB's recommended setup)."""
-    global _block_cache
-    if _block_cache is None:
-        _block_cache = Cache(_SHARED_BLOCK_CACHE_BYTES)
-    return _block_cache
-
-
-def _options() -> Options:
-    """Options for the instance and each column family.
-
-    Raw mode (no pickling), LZ4, bloom filters for point lookups, modest memtables (a
-    worker hosts many stores), atomic flush so that segments flushed together stay
-    consistent with each other while the WAL is off.
-    """
-    opts = Options(raw_mode=True)
-    opts.create_if_missing(True)
-    opts.create_missing_column_families(True)
-    opts.set_atomic_flush(True)
-    opts.set_write_buffer_size(_WRITE_BUFFER_BYTES)
-    opts.set_max_write_buffer_number(_MAX_WRITE_BUFFERS)
-    opts.set_max_background_jobs(2)
-    opts.set_keep_log_file_num(2)
-    opts.set_compression_type(DBCompressionType.lz4())
-    table = BlockBasedOptions()
-    table.set_block_cache(_shared_block_cache())
-    table.set_block_size(_BLOCK_SIZE)
-    table.set_bloom_filter(10, False)
-    opts.set_block_based_table_factory(table)
-    return opts
 
 
 def _write_options() -> WriteOptions:
@@ -134,7 +101,7 @@ def write_sst_file(path: Path, items: Iterable[tuple[bytes, bytes]]) -> int:
     for key, value in items:
         if writer is None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            writer = SstFileWriter(_options())
+            writer = SstFileWriter(store_options("sst"))
             writer.open(str(path))
         try:
             writer[key] = value
@@ -170,6 +137,7 @@ class RocksDBBackend(StorageBackend):
         #: the free families and labels of a backend that recycles columns (while open)
         self._recycled: RecycledColumns | None = None
         self._write_opts = _write_options()
+        self._settings: RocksDBSettings = DEFAULT_SETTINGS
         self._started_empty = True
         self._dirty = False
         #: set once RocksDB reported corruption: nothing is written to the files any more
@@ -179,6 +147,13 @@ class RocksDBBackend(StorageBackend):
     @property
     def persistent(self) -> bool:
         return True
+
+    def use_config(self, config: Any) -> None:
+        """The config setter and memory budget (``rocksdb_options``) of the next :meth:`open`."""
+        self._settings = settings_from(config)
+
+    def _options(self) -> Options:
+        return store_options(self.name, self._settings)
 
     @property
     def started_empty(self) -> bool:
@@ -236,9 +211,9 @@ class RocksDBBackend(StorageBackend):
     def _open_db(self, directory: Path) -> None:
         self._corrupt = False
         make_private_dirs(directory)
-        opts = _options()
+        opts = self._options()
         names = Rdict.list_cf(str(directory), opts) if (directory / "CURRENT").exists() else []
-        families = {name: _options() for name in names if name != _DEFAULT_CF}
+        families = {name: self._options() for name in names if name != _DEFAULT_CF}
         db = Rdict(str(directory), opts, column_families=families or None)
         self._db = db
         self._default = RocksDBBytesMap(self, db, None)
@@ -270,7 +245,7 @@ class RocksDBBackend(StorageBackend):
             col = recycled.take(name) if recycled is not None else None
             if col is None:
                 physical = self._unused_family_name(name)
-                view = db.create_column_family(physical, _options())
+                view = db.create_column_family(physical, self._options())
                 col = RocksDBBytesMap(self, view, db.get_column_family_handle(physical), physical)
                 if physical != name:
                     assert recycled is not None  # names differ only where families are relabelled

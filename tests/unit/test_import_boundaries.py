@@ -16,7 +16,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 #: third-party package -> where it may be imported (paths relative to the checkout)
 ALLOWED = {
-    "rocksdict": ("platform_streams/state/rocksdb.py", "platform_streams/state/rocksdb_columns.py"),
+    "rocksdict": (
+        "platform_streams/state/rocksdb.py",
+        "platform_streams/state/rocksdb_columns.py",
+        "platform_streams/state/rocksdb_options.py",
+    ),
     "confluent_kafka": ("platform_streams/kafka/",),
     "prometheus_client": ("platform_streams/metrics/",),
     "pyspark": ("platform_streams/ops/spark/",),
