@@ -5,12 +5,12 @@ PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak kafka kafka-jars soak
+.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak kafka kafka-jars soak s3-server
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip >/dev/null
-	$(BIN)/python -m pip install -e '.[dev,test,spark,dagster,helm,embedded]'
+	$(BIN)/python -m pip install -e '.[dev,test,spark,s3,dagster,helm,embedded]'
 	@# examples/ is not in the wheel: the checkout's root on this venv's path keeps the demo
 	@# app and the orders plugin (examples.orders_app) importable from any directory.
 	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "platform-streams-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
@@ -75,3 +75,8 @@ clean:
 .PHONY: spark-kafka
 spark-kafka: setup
 	$(BIN)/python -m platform_streams.ops.spark.connector
+
+# The S3-compatible server of the snapshot-store tests (versitygw, built once with `go install`
+# from the Go module proxy into ~/.cache/platform-streams/versitygw; needs Go >= 1.24).
+s3-server: setup
+	$(BIN)/python -m tests.support.s3_server

@@ -201,10 +201,15 @@ class FileSystemSnapshotStore(SnapshotStore):
 
 
 def open_snapshot_store(location: str | Path) -> SnapshotStore:
-    """The store for a configured location: a path or ``file://`` URI (object stores: subclass)."""
+    """The store for a configured location: a path, a ``file://`` URI or ``s3://bucket/prefix``."""
     text = str(location)
     if text.startswith("file://"):
         return FileSystemSnapshotStore(text[len("file://") :])
+    if text.startswith(("s3://", "s3a://")):
+        # obstore is imported only where an object store is configured.
+        from platform_streams.state.object_snapshot_store import S3SnapshotStore
+
+        return S3SnapshotStore(text)
     if "://" in text:
         scheme = text.split("://", 1)[0]
         raise ValueError(
