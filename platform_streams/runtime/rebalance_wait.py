@@ -280,6 +280,7 @@ def repair_group(
     seen: GroupObservation,
     leave: Callable[[], None],
     on_deleted: Callable[[], None] | None = None,
+    superseded: Callable[[], bool] = lambda: False,
 ) -> None:
     """Repair a group :meth:`AssignmentWait.wedged` judged wedged: save its committed offsets
     of ``partitions`` in the backup group, then delete it.
@@ -296,10 +297,23 @@ def repair_group(
     own partitions at its next commit (``StreamTask.recommit``), input or not.
     ``on_deleted`` is called once the group is deleted (state-aware placement: the old
     group's assignments become void, ``AssignmentCoordinator.group_recreated``).
+
+    Before leaving, the group is looked at once more, and ``superseded`` (another member's
+    repair was read since ``seen``) is asked: two members that judge the same group wedged
+    within one check of each other must not both act. The second one's leave would come
+    while the first one's re-created group forms -- its consumer may already have rejoined
+    and lead it -- and a leader leaving mid-rebalance wedges the new group again.
     """
     group = config.application_id
     offsets = seen.committed
     with KafkaAdmin(config.admin_configs()) as admin:
+        if superseded() or _offsets_now(admin, group, partitions) != offsets:
+            log.warning(
+                "group %r did not rebalance, but it changed since it was looked at (another member "
+                "repaired it, or its committed offsets moved): not repairing it; waiting on",
+                group,
+            )
+            return
         if not offsets and _saved(admin, group, partitions):
             # A group re-created by an earlier repair that wedged again before any member
             # committed: its progress is the saved offsets, which the members start from;
@@ -334,6 +348,16 @@ def repair_group(
             )
             return
         _delete_wedged(admin, group, seen, len(offsets), on_deleted)
+
+
+def _offsets_now(admin: KafkaAdmin, group: str, partitions: Sequence[TP]) -> dict[TP, int] | None:
+    """One read of the group's committed offsets (None: unreadable, which is a change)."""
+    try:
+        read = admin.committed_offsets(group, partitions, 30.0)
+    except StreamsError as exc:
+        log.debug("reading the committed offsets of %r: %s", group, exc)
+        return None
+    return {tp: o for tp, o in read.items() if o is not None}
 
 
 def _saved(admin: KafkaAdmin, group: str, partitions: Sequence[TP]) -> bool:

@@ -305,7 +305,15 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             recreations = self._coordinator.recreations if self._coordinator is not None else 0
             if self.assignment_wait.wedged(seen, recreations):
                 recreated = self._coordinator.group_recreated if self._coordinator is not None else None
-                repair_group(self.config, partitions, seen, leave=self._leave_group, on_deleted=recreated)
+                coordinator = self._coordinator
+                repair_group(
+                    self.config,
+                    partitions,
+                    seen,
+                    leave=self._leave_group,
+                    on_deleted=recreated,
+                    superseded=lambda: coordinator is not None and coordinator.recreations != recreations,
+                )
         except StreamsError as exc:
             log.warning("%s: could not check or repair the group: %s", self.name, exc)
         if self.consumer is None:

@@ -132,14 +132,45 @@ def test_the_backup_never_moves_an_offset_back(monkeypatch: pytest.MonkeyPatch) 
     assert admin.groups[backup_group("wedged")] == {("in", 0): 9, ("in", 1): 7}
 
 
-def test_offsets_that_moved_since_the_observation_mean_no_delete(
+def test_offsets_that_moved_since_the_observation_mean_no_leave_and_no_delete(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     admin = FakeAdmin({("in", 0): 5}, moves=True)
     caplog.set_level(logging.WARNING, logger=rebalance_wait.__name__)
     left = _repair(monkeypatch, admin, _seen({("in", 0): 5}))
-    assert admin.calls == [] and left == ["left"]
+    assert admin.calls == [] and left == []
+    assert "changed since it was looked at" in caplog.text
+
+
+def test_offsets_that_move_while_leaving_mean_no_delete(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    admin = FakeAdmin({("in", 0): 5})
+    monkeypatch.setattr(rebalance_wait, "KafkaAdmin", lambda conf: admin)
+    monkeypatch.setattr(rebalance_wait.time, "sleep", lambda s: None)
+    caplog.set_level(logging.WARNING, logger=rebalance_wait.__name__)
+
+    def leave() -> None:
+        admin.moves = True  # a member took the partitions as this one left
+
+    rebalance_wait.repair_group(CONFIG, PARTITIONS, _seen({("in", 0): 5}), leave=leave)
+    assert admin.calls == []
     assert "committed offsets moved" in caplog.text
+
+
+def test_a_repair_by_another_member_read_since_the_observation_means_no_second_repair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two workers judged the group wedged within one check: the one that reads the other's
+    re-creation record must neither leave (its consumer may lead the re-created group, and
+    a leader leaving mid-rebalance wedges it again: an 85 s restart on Tansu) nor delete."""
+    admin = FakeAdmin({("in", 0): 5})
+    monkeypatch.setattr(rebalance_wait, "KafkaAdmin", lambda conf: admin)
+    left: list[str] = []
+    rebalance_wait.repair_group(
+        CONFIG, PARTITIONS, _seen({("in", 0): 5}), leave=lambda: left.append("left"), superseded=lambda: True
+    )
+    assert admin.calls == [] and left == []
 
 
 def test_nothing_is_written_over_what_a_member_of_the_recreated_group_committed(
