@@ -482,6 +482,9 @@ def source_global_table(
         raise TopologyError(
             f"global table {store!r}: a GlobalKTable cannot be materialized as a versioned store"
         )
+    if spec.ttl_ms is not None:
+        # its store is written only from its topic, so an expiry could be neither logged nor restored
+        raise TopologyError(f"global table {store!r}: with_ttl does not apply to a GlobalKTable's store")
     spec = spec.with_logging_disabled().with_caching_disabled()
     builder.plan.add_global_store(
         spec,

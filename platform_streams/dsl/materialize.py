@@ -114,7 +114,9 @@ def key_value_spec(
             )
         if supplier.name != name:
             raise TopologyError(f"store supplier name {supplier.name!r} differs from store name {name!r}")
-    return TimestampedKeyValueStoreBuilder(
+    if mat.ttl_ms is not None and isinstance(supplier, VersionedBytesStoreSupplier):
+        raise TopologyError(f"store {name!r}: with_ttl applies to key-value stores, not to a versioned store")
+    spec = TimestampedKeyValueStoreBuilder(
         name=name,
         key_serde=mat.key_serde or key_serde,
         value_serde=mat.value_serde or value_serde,
@@ -126,3 +128,5 @@ def key_value_spec(
         log_config=dict(mat.log_config or {}),
         dsl_default=not own_store_choice(mat.store_type, mat.store_supplier, mat.dsl_store_suppliers),
     )
+    spec.ttl_ms, spec.ttl_sweep_interval_ms = mat.ttl_ms, mat.ttl_sweep_interval_ms
+    return spec

@@ -99,7 +99,9 @@ def reuse_source_topics(plan: LogicalPlan) -> None:
     for op, topic in plan.source_tables:
         if not isinstance(op, SourceTableOp):
             raise TopologyError(f"unexpected source table entry {op!r}")
-        if op.materialized:
+        # a TTL store keeps its changelog: its expiries are tombstones it writes, which the
+        # source topic (not the store's to write) would never get, so a restore would revive them
+        if op.materialized and op.spec.ttl_ms is None:
             op.spec.source_changelog_topic = topic
             plan.source_changelogs[op.spec.name] = topic
 

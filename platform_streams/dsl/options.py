@@ -126,6 +126,10 @@ class Materialized:
     logging_enabled: bool = True
     log_config: dict[str, str] | None = None
     retention_ms: int | None = None
+    #: state TTL of a key-value store (``with_ttl``; not a Kafka Streams option)
+    ttl_ms: int | None = None
+    #: how often (in stream time) expired entries are swept out; None: every ``ttl_ms``
+    ttl_sweep_interval_ms: int | None = None
 
     #: KIP-954: the operator's stores come from these (``with_dsl_store_suppliers``)
     dsl_store_suppliers: DslStoreSuppliers | None = None
@@ -171,6 +175,30 @@ class Materialized:
     def with_retention(self, retention_ms: int) -> Materialized:
         """Retention of a window/session store (at least window size + grace)."""
         return replace(self, retention_ms=retention_ms)
+
+    def with_ttl(
+        self, ttl: int | timedelta, sweep_interval: int | timedelta | None = None
+    ) -> Materialized:
+        """State TTL of a key-value store (aggregations, tables; not a Kafka Streams option).
+
+        An entry whose timestamp (the table row's: the record's, an aggregate's the largest
+        aggregated) plus ``ttl`` is at most the task's stream time reads as absent, and a sweep
+        every ``sweep_interval`` of stream time (default: ``ttl``) deletes it -- a changelog
+        tombstone and a tombstone downstream (README, "State TTL"). Milliseconds or timedeltas.
+        """
+        ttl_ms = _positive_ms("ttl", ttl)
+        sweep_ms = ttl_ms if sweep_interval is None else _positive_ms("sweep_interval", sweep_interval)
+        return replace(self, ttl_ms=ttl_ms, ttl_sweep_interval_ms=sweep_ms)
+
+
+def _positive_ms(field: str, value: int | timedelta) -> int:
+    """``value`` in whole milliseconds; a ValueError naming ``field`` unless it is positive."""
+    ms = int(value.total_seconds() * 1000) if isinstance(value, timedelta) else value
+    if not isinstance(ms, int) or isinstance(ms, bool) or ms <= 0:
+        raise ValueError(
+            f"Materialized.with_ttl: {field} must be a positive number of ms or a timedelta, got {value!r}"
+        )
+    return ms
 
 
 @dataclass(frozen=True, kw_only=True)

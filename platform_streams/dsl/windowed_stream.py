@@ -201,6 +201,11 @@ class _WindowedKStream:
         retention is ``mat.retention_ms``, no smaller than ``minimum`` (``what`` names it).
         """
         supplier = mat.store_supplier
+        if mat.ttl_ms is not None:
+            raise TopologyError(
+                f"store {store!r}: with_ttl applies to key-value stores; a {spec_type.kind} store "
+                "expires by its retention (with_retention)"
+            )
         if supplier is not None and not isinstance(supplier, spec_type.supplier_type):
             raise TopologyError(
                 f"store {store!r}: a {spec_type.kind} store supplier is needed, got {supplier!r}"

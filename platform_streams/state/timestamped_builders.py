@@ -141,6 +141,11 @@ class TimestampedKeyValueStoreBuilder(
     #: set by the ``reuse.ktable.source.topics`` optimization: the source topic replaces
     #: the changelog (nothing is logged, restore reads the topic)
     source_changelog_topic: str | None = None
+    #: state TTL (``Materialized.with_ttl``): entries older than this in stream time expire
+    #: (:mod:`~platform_streams.state.ttl`); None keeps them
+    ttl_ms: int | None = None
+    #: stream time between two sweeps of expired entries
+    ttl_sweep_interval_ms: int | None = None
 
     @property
     def versioned(self) -> bool:

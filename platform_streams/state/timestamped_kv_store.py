@@ -36,6 +36,7 @@ from platform_streams.state.api import CachedStateStore, FlushListener, KeyValue
 from platform_streams.state.stores import Stores
 from platform_streams.state.timestamped import ValueAndTimestamp, value_and_timestamp
 from platform_streams.state.timestamped_builders import SpecStore
+from platform_streams.state.ttl import StoreTtl
 from platform_streams.state.wrappers.aggregate_fragment import aggregate_fragment
 from platform_streams.state.wrappers.change_logging import ChangelogRegisteringContext
 from platform_streams.state.wrappers.direct_cache_path import (
@@ -80,6 +81,12 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         self._listener: FlushListener | None = None
         #: serialized key -> timestamp of a delete not yet reported to the flush listener
         self._delete_ts: dict[bytes, int] = {}
+        #: state TTL (``Materialized.with_ttl``): every read below checks it, a sweep deletes
+        self._ttl = (
+            None
+            if spec.ttl_ms is None
+            else StoreTtl(spec.name, spec.ttl_ms, spec.ttl_sweep_interval_ms or spec.ttl_ms)
+        )
 
     # ------------------------------------------------------------------ identity & lifecycle
 
@@ -97,6 +104,8 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         self._key_serde = self.wrapped.key_serde
         self._caching = bool(self.wrapped.caching_enabled)
         self._bind_direct_path()
+        if self._ttl is not None:
+            self._ttl.start(context, self._sweep)
 
     def _bind_direct_path(self) -> None:
         """Point reads and writes of the DSL straight to the record cache where the stack has one
@@ -106,7 +115,8 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
             self,
             TimestampedKeyValueStore,
             ("get_timestamped", "put_timestamped"),
-            lambda get, put: direct_cache_path(self.wrapped, get, put),
+            # a TTL store keeps the layered calls: they check expiry (state/ttl.py)
+            lambda get, put: None if self._ttl is not None else direct_cache_path(self.wrapped, get, put),
         )
 
     def aggregate_step(
@@ -115,6 +125,8 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         """A stream aggregation's read-compute-write of one record in one call, straight on the
         record cache (:func:`~platform_streams.state.wrappers.direct_cache_path.direct_aggregate`),
         or None where the stack has no cache; bound to the stack of the latest ``init``."""
+        if self._ttl is not None:
+            return None  # its reads check expiry in the layered path (state/ttl.py)
         layered_put = MethodType(TimestampedKeyValueStore.put_timestamped, self)
         return direct_aggregate(self._require(), first, aggregator, layered_put)
 
@@ -124,6 +136,8 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         """:meth:`aggregate_step`'s work on a key cached decoded or new, as source text the
         fused source runs in line (:mod:`~platform_streams.state.wrappers.aggregate_fragment`),
         or None; bound to the stack of the latest ``init``, like the step."""
+        if self._ttl is not None:
+            return None  # as the step: a TTL store's reads check expiry in the layered path
         return aggregate_fragment(self._require(), first, aggregator, self.put_timestamped)
 
     def flush(self) -> None:
@@ -134,6 +148,8 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         self._require().flush_cache()
 
     def close(self) -> None:
+        if self._ttl is not None:
+            self._ttl.stop()
         if self.wrapped is not None:
             self.wrapped.close()
 
@@ -187,7 +203,8 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         if inner is None:
             raise InvalidStateStoreError("store is not initialised", store=self.spec.name)
         vat: ValueAndTimestamp | None = inner.get(key)
-        return vat
+        ttl = self._ttl
+        return vat if ttl is None else ttl.live(vat)
 
     def put_timestamped(self, key: Any, value: Any, timestamp: int) -> None:
         """Write ``value`` (None deletes) stamped with ``timestamp``."""
@@ -219,7 +236,7 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         return now if now >= 0 else context.current_system_time_ms()
 
     def get(self, key: Any) -> Any:
-        vat = self._require().get(key)
+        vat = self._live(self._require().get(key))
         return vat.value if vat is not None else None
 
     def put(self, key: Any, value: Any) -> None:
@@ -241,19 +258,19 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
         return old
 
     def range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Any, Any]]:
-        return _plain(self._require().range(key_from, key_to))
+        return _plain(self._live_items(self._require().range(key_from, key_to)))
 
     def reverse_range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Any, Any]]:
-        return _plain(self._require().reverse_range(key_from, key_to))
+        return _plain(self._live_items(self._require().reverse_range(key_from, key_to)))
 
     def all(self) -> Iterator[tuple[Any, Any]]:
-        return _plain(self._require().all())
+        return _plain(self._live_items(self._require().all()))
 
     def reverse_all(self) -> Iterator[tuple[Any, Any]]:
-        return _plain(self._require().reverse_all())
+        return _plain(self._live_items(self._require().reverse_all()))
 
     def prefix_scan(self, prefix: Any, prefix_serde: Serde | None = None) -> Iterator[tuple[Any, Any]]:
-        return _plain(self._require().prefix_scan(prefix, prefix_serde))
+        return _plain(self._live_items(self._require().prefix_scan(prefix, prefix_serde)))
 
     def approximate_num_entries(self) -> int:
         return int(self._require().approximate_num_entries())
@@ -261,7 +278,26 @@ class TimestampedKeyValueStore(SpecStore, KeyValueStore[Any, Any], CachedStateSt
     def all_timestamped(self) -> Iterator[tuple[Any, ValueAndTimestamp]]:
         """Every entry with its timestamp (Kafka's ``TimestampedKeyValueStore.all()``)."""
         items: Iterator[tuple[Any, ValueAndTimestamp]] = self._require().all()
-        return items
+        return self._live_items(items)
+
+    # ------------------------------------------------------------------ state TTL (state/ttl.py)
+
+    def _live(self, vat: ValueAndTimestamp | None) -> ValueAndTimestamp | None:
+        ttl = self._ttl
+        return vat if ttl is None else ttl.live(vat)
+
+    def _live_items(
+        self, items: Iterator[tuple[Any, ValueAndTimestamp]]
+    ) -> Iterator[tuple[Any, ValueAndTimestamp]]:
+        ttl = self._ttl
+        return items if ttl is None else ttl.live_items(items)
+
+    def _sweep(self, stream_time: int) -> None:
+        """Delete the entries expired at ``stream_time`` as any delete of the table: a changelog
+        tombstone and a tombstone downstream, stamped with the stream time."""
+        assert self._ttl is not None
+        for key in self._ttl.expired_keys(self._require().all(), stream_time):
+            self.put_timestamped(key, None, stream_time)
 
     def __repr__(self) -> str:
         return f"TimestampedKeyValueStore({self.spec.name!r})"
