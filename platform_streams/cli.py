@@ -7,6 +7,7 @@
     platform-streams topics plan|create|validate|delete|create-io MODULE:FACTORY ... (ops/cli_commands.py)
     platform-streams reset MODULE:FACTORY ...                               (ops/cli_commands.py)
     platform-streams dlq replay MODULE:FACTORY ...                          (ops/dlq_commands.py)
+    platform-streams diff MODULE:FACTORY --against deployed ...             (ops/gate_commands.py)
     platform-streams acls MODULE:FACTORY [--check] ...                      (ops/acl_commands.py)
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
@@ -58,6 +59,7 @@ from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, 
 from platform_streams.ops.acl_commands import add_acls_arguments, run_acls
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
 from platform_streams.ops.dlq_commands import add_dlq_arguments, run_dlq
+from platform_streams.ops.gate_commands import add_diff_arguments, run_diff
 from platform_streams.ops.spark_commands import (
     add_backfill_arguments,
     add_snapshot_arguments,
@@ -127,6 +129,12 @@ COMMANDS: tuple[Command, ...] = (
         run_reset,
     ),
     Command("dlq", "replay dead-lettered records after a fix (exactly once)", add_dlq_arguments, run_dlq),
+    Command(
+        "diff",
+        "the deploy gate: classify a topology change against the deployed one (exit 1: incompatible)",
+        add_diff_arguments,
+        run_diff,
+    ),
     Command(
         "acls",
         "print the ACLs an application and its tools need (kafka-acls terms), or --check a cluster's",

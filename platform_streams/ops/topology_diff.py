@@ -120,16 +120,16 @@ def _same_shape(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return all(a.get(k) == b.get(k) for k in ("kind", "key_serde", "value_serde"))
 
 
-def _name_fix(old: str, new: str | None, how: str) -> str:
+def _name_fix(old: str, new: str | None, how: str, keep: str = "the state") -> str:
     if new is None:
-        return f"if the store is meant to go, allow the change; else keep an operator with {how}('{old}')"
+        return f"if it is meant to go, allow the change; else keep an operator with {how}('{old}')"
     generated = (
         " (its name was generated: an operator added upstream renumbered it)"
         if _GENERATED.search(old)
         else ""
     )
-    keep = f"name the operator that now makes '{new}' with {how}('{old}') to keep the state"
-    return f"{keep}{generated}, or {_RESET_FIX}"
+    named = f"name the operator that now makes '{new}' with {how}('{old}') to keep {keep}"
+    return f"{named}{generated}, or {_RESET_FIX}"
 
 
 class _Differ:
@@ -242,7 +242,10 @@ class _Differ:
                     "the candidate no longer reads this repartition topic: records written to it and not yet "
                     "processed would be lost" + (f" ('{twin}' replaces it)" if twin else ""),
                     _name_fix(
-                        base, twin and twin.removesuffix("-repartition"), "Grouped.as_/Repartitioned.as_"
+                        base,
+                        twin and twin.removesuffix("-repartition"),
+                        "Grouped.as_/Repartitioned.as_",
+                        "its records",
                     ),
                 )
                 continue

@@ -29,6 +29,7 @@ from platform_streams.runtime.task_assignment.coordinator import AssignmentCoord
 from platform_streams.runtime.task_assignment.protocol import MEMBER_SLOTS, members_topic_name
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.topology.compiler import TopologyPlan
+from platform_streams.topology.manifest import TOPOLOGY_KEY, topology_manifest
 
 __all__ = ["ClientMembership"]
 
@@ -108,6 +109,9 @@ class ClientMembership:
                 on_range_record=self.restore_ranges.on_record,
             )
             self.channel.start()
+            # What this client runs, where the deploy gate (ops/deployed_topology.py) reads it
+            manifest = topology_manifest(self.plan.topology, self.plan)
+            self.channel.publish_record(TOPOLOGY_KEY, {**manifest, "process": self.process_id})
             if self.standbys is not None:
                 self.standbys.start()
         except BaseException:

@@ -22,10 +22,12 @@ from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.nodes import SinkNode
 from platform_streams.topology.topology import Topology
 
-__all__ = ["MANIFEST_VERSION", "serde_name", "topology_manifest"]
+__all__ = ["MANIFEST_VERSION", "TOPOLOGY_KEY", "serde_name", "topology_manifest"]
 
 #: bumped when a field's meaning changes; a reader refuses a version it does not know
 MANIFEST_VERSION = 1
+#: the control topic's key of the manifest a client runs (the last one written wins)
+TOPOLOGY_KEY = "topology"
 
 
 def serde_name(serde: Any) -> str:

@@ -1,0 +1,114 @@
+"""The deploy gate on a real broker: a running application records what it runs, and
+``platform-streams diff --against deployed`` refuses a candidate that orphans its state.
+
+The deployed application (tests/integration/gate_apps.py ``counts``) runs and counts a few
+orders, so its generated store's changelog holds state on the broker. The candidates are
+judged by the command itself, run as a separate process the way the Helm hook runs it:
+
+* ``counts_filtered`` adds an operator upstream: the generated store (and its changelog and
+  repartition topic) is renumbered -- refused (exit 1), naming the deployed store and its
+  changelog topic; ``--allow-incompatible`` lets it through;
+* ``counts_as_text`` changes only what follows the store: compatible (exit 0).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from platform_streams import KafkaStreams, State
+from platform_streams.config import StreamsConfig
+from platform_streams.kafka import KafkaAdmin
+from platform_streams.topology.manifest import topology_manifest
+from tests.integration import gate_apps
+from tests.support.kafka import GROUP_TIMING, consume_all, new_topic, produce
+
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Deployed:
+    config: StreamsConfig
+    env: dict[str, str]
+    store: str
+    changelog: str
+
+
+@pytest.fixture
+def deployed(
+    admin: KafkaAdmin, bootstrap_servers: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Deployed]:
+    source, sink = new_topic(admin, 2, "gate-in"), new_topic(admin, 2, "gate-out")
+    env = {"GATE_INPUT": source, "GATE_OUTPUT": sink}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    config = StreamsConfig(
+        application_id=f"gate-{uuid.uuid4().hex[:10]}",
+        bootstrap_servers=bootstrap_servers,
+        state_dir=tmp_path / "state",
+        commit_interval_ms=100,
+        session_timeout_ms=GROUP_TIMING["session.timeout.ms"],
+        heartbeat_interval_ms=GROUP_TIMING["heartbeat.interval.ms"],
+        max_poll_interval_ms=GROUP_TIMING["max.poll.interval.ms"],
+    )
+    topology = gate_apps.counts()
+    [store] = topology_manifest(topology)["stores"]
+    streams = KafkaStreams(topology, config)
+    streams.start()
+    try:
+        deadline = time.monotonic() + 90
+        while streams.state() is not State.RUNNING:
+            assert time.monotonic() < deadline, f"not RUNNING: {streams.state()}"
+            time.sleep(0.1)
+        produce(bootstrap_servers, source, [("o1", "ann"), ("o2", "bob"), ("o3", "ann")])
+        assert len(consume_all(bootstrap_servers, sink, 2, timeout_s=60)) >= 2  # caching may merge ann's
+        yield Deployed(config, env, store, f"{config.application_id}-{store}-changelog")
+    finally:
+        streams.close(30)
+        admin.delete_topics(
+            [t for t in admin.list_topics() if t.startswith(config.application_id)] + [source, sink]
+        )
+
+
+def gate(deployed: Deployed, factory: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``platform-streams diff`` as its own process, as the chart's pre-upgrade hook runs it."""
+    settings = [
+        f"application.id={deployed.config.application_id}",
+        f"bootstrap.servers={deployed.config.bootstrap_servers}",
+    ]
+    command = [sys.executable, "-m", "platform_streams.cli", "--log-level", "WARNING", "diff"]
+    command += [f"tests.integration.gate_apps:{factory}", "--against", "deployed", *extra]
+    command += [arg for s in settings for arg in ("--set", s)]
+    return subprocess.run(
+        command, cwd=REPO, env={**os.environ, **deployed.env}, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_renamed_changelog_is_refused_naming_the_store_a_compatible_change_passes(
+    deployed: Deployed, admin: KafkaAdmin
+) -> None:
+    assert deployed.changelog in admin.list_topics()  # the state the deployed app keeps there
+
+    refused = gate(deployed, "counts_filtered")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "REFUSED" in refused.stdout and "incompatible" in refused.stdout
+    assert deployed.store in refused.stdout and deployed.changelog in refused.stdout
+    assert "Materialized.as_" in refused.stdout and "reset" in refused.stdout
+    assert f"{deployed.config.application_id}-control" in refused.stdout  # where "deployed" was read
+
+    allowed = gate(deployed, "counts_filtered", "--allow-incompatible")
+    assert allowed.returncode == 0 and "ALLOWED" in allowed.stdout, allowed.stdout + allowed.stderr
+
+    compatible = gate(deployed, "counts_as_text")
+    assert compatible.returncode == 0, compatible.stdout + compatible.stderr
+    assert "compatible" in compatible.stdout and "REFUSED" not in compatible.stdout
