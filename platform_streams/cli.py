@@ -11,6 +11,7 @@
     platform-streams acls MODULE:FACTORY [--check] ...                      (ops/acl_commands.py)
     platform-streams snapshot create|list MODULE:FACTORY ...                (ops/spark_commands.py)
     platform-streams backfill MODULE:FACTORY ...                            (ops/spark_commands.py)
+    platform-streams shadow-replay MODULE:FACTORY --candidate M:F ...       (ops/shadow_commands.py)
     platform-streams apps list|describe|validate NAME [CONFIG]             (cli_apps.py)
     platform-streams produce|consume TOPIC [--bootstrap-server HOST:PORT] ...  (cli_records.py)
     platform-streams broker [--broker KIND] [--port 9092] [--host 127.0.0.1]
@@ -60,6 +61,7 @@ from platform_streams.ops.acl_commands import add_acls_arguments, run_acls
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
 from platform_streams.ops.dlq_commands import add_dlq_arguments, run_dlq
 from platform_streams.ops.gate_commands import add_diff_arguments, run_diff
+from platform_streams.ops.shadow_commands import add_shadow_replay_arguments, run_shadow_replay
 from platform_streams.ops.spark_commands import (
     add_backfill_arguments,
     add_snapshot_arguments,
@@ -158,6 +160,12 @@ COMMANDS: tuple[Command, ...] = (
         "run an application's topology over historical input on Spark",
         add_backfill_arguments,
         run_backfill,
+    ),
+    Command(
+        "shadow-replay",
+        "run a candidate topology over a range of the real input on Spark and diff its output",
+        add_shadow_replay_arguments,
+        run_shadow_replay,
     ),
     Command(
         "produce",
