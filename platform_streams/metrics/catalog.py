@@ -144,6 +144,7 @@ ROCKSDB_PROPERTIES: dict[str, tuple[str, str]] = {
     "live-sst-files-size": ("rocksdb.live-sst-files-size", "live_sst_files_size_bytes"),
     "num-live-versions": ("rocksdb.num-live-versions", "num_live_versions"),
     "estimate-table-readers-mem": ("rocksdb.estimate-table-readers-mem", "estimate_table_readers_mem_bytes"),
+    "estimate-live-data-size": ("rocksdb.estimate-live-data-size", "estimate_live_data_size_bytes"),
     "block-cache-capacity": ("rocksdb.block-cache-capacity", "block_cache_capacity_bytes"),
     "block-cache-usage": ("rocksdb.block-cache-usage", "block_cache_usage_bytes"),
     "block-cache-pinned-usage": ("rocksdb.block-cache-pinned-usage", "block_cache_pinned_usage_bytes"),
@@ -213,6 +214,9 @@ CATALOG: tuple[MetricSpec, ...] = (
        "rebalance-total, rebalance-rate-per-hour", "Partition assignments received by the worker.", _THREAD),
     _m("thread_active_tasks", "gauge", _OURS, "",
        "Active tasks the worker runs now.", _THREAD),
+    _m("thread_rocksdb_open_stores", "gauge", _OURS, "",
+       "RocksDB stores open in the worker's active tasks (each is one RocksDB instance; all share "
+       "the process's block cache and, with rocksdb_memory_budget, its memory budget).", _THREAD),
     _m("consumer_records_lag", "gauge", _CONSUMER_G, "records-lag",
        "High watermark (from fetch responses) minus the next offset to process, per input partition.",
        (*_THREAD, "topic", "partition")),

@@ -171,6 +171,7 @@ class StreamsCollector(Collector):
         fams.add("kafka_streams_thread_rebalances", t, rec.rebalances)
         live = rec.live_tasks()
         fams.add("kafka_streams_thread_active_tasks", t, len(live))
+        fams.add("kafka_streams_thread_rocksdb_open_stores", t, rec.rocksdb_open_stores)
         for client, values in list(rec.client_stats.items()):
             for suffix, figure in values.items():
                 fams.add(f"kafka_streams_{suffix}", [*t, client], figure)

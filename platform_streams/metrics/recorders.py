@@ -111,6 +111,8 @@ class ThreadRecorder(WorkerObserver):
         self.e2e: dict[tuple[TaskId, str], Histogram] = {}
         #: (topic, partition) -> lag, refreshed every second
         self.lag: dict[tuple[str, int], int] = {}
+        #: RocksDB stores open in the worker's active tasks (at the last refresh)
+        self.rocksdb_open_stores = 0
         #: (task id, store) -> stats
         self.stores: dict[tuple[TaskId, str], StoreStats] = {}
         #: task id -> [processed, dropped, dead-lettered, dead letters cut] of closed task objects
@@ -200,15 +202,19 @@ class ThreadRecorder(WorkerObserver):
         self.lag = lag
 
     def _refresh_stores(self) -> None:
+        open_stores = 0
         for task in list(self.worker.tasks.values()):
             for name, store in list(task.context.stores.items()):
+                backend = getattr(innermost(store), "backend", None)
+                read = getattr(backend, "property_values", None)
+                if read is not None and getattr(backend, "is_open", False):
+                    open_stores += 1
                 stats = self.stores.get((task.task_id, name))
                 if stats is None:
                     continue
-                backend = getattr(innermost(store), "backend", None)
-                read = getattr(backend, "property_values", None)
                 if read is not None:
                     stats.properties = read(_ROCKSDB_PROPERTY_NAMES)
+        self.rocksdb_open_stores = open_stores
 
     # ------------------------------------------------------------------ tasks
 
