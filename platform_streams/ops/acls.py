@@ -13,8 +13,9 @@ What Kafka Streams' security guide asks for, narrowed to the operations this run
   cluster ACL: since Kafka 3.0 (KIP-679) WRITE on a topic implies IDEMPOTENT_WRITE.
 * **reset** -- DELETE and DESCRIBE on the prefixed topics, READ/DESCRIBE/DELETE on the
   group, DESCRIBE on the input topics (their offsets).
-* **topic lifecycle** (``topics plan|create|validate|delete``) -- DESCRIBE,
-  DESCRIBE_CONFIGS, CREATE, DELETE on the prefixed topics.
+* **topic lifecycle** (``topics plan|create|validate|delete``) -- DESCRIBE_CONFIGS,
+  CREATE, DELETE on the prefixed topics, DESCRIBE on the input topics (their partition
+  counts size the repartition topics).
 * **Spark jobs** (snapshot compaction, backfill) and **Dagster sensors** -- see
   :func:`acl_sets`.
 
@@ -100,6 +101,8 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
     acls, reasons, add = _builder(who)
     lifecycle = ("CREATE", "DELETE", "DESCRIBE_CONFIGS")
     add("TOPIC", prefix, "PREFIXED", lifecycle, "plan, create, validate, delete")
+    for topic in inputs:
+        add("TOPIC", topic, "LITERAL", ("DESCRIBE",), f"partition count of {topic} (repartition topics)")
     title = "platform-streams topics plan|create|validate|delete"
     sets["topics"] = AclSet("topics", title, *_frozen(acls, reasons))
 
