@@ -74,6 +74,9 @@ final class Catalogue {
     }
 
     static Topology build(String name, Map<String, Long> params) {
+        if (name.equals("ttlcount")) { // a Processor API scenario (tests/oracle/test_state_ttl_oracle.py)
+            return TtlCount.topology(p(params, "ttl"), p(params, "sweep"));
+        }
         StreamsBuilder b = new StreamsBuilder();
         String[] parts = name.split("_");
         switch (parts[0]) {
