@@ -93,13 +93,13 @@ def add_shadow_replay_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_shadow_replay(args: argparse.Namespace) -> int:
-    app = load_app(args.app)
-    load_app(args.candidate)  # a broken candidate fails here, before Spark starts
-    config = load_config(args.config, args.overrides, app.settings)
     try:
         start, end = input_range(args.start, args.end, args.last)
     except StreamsConfigError as exc:
         raise CliError(str(exc)) from exc
+    app = load_app(args.app)
+    load_app(args.candidate)  # a broken candidate fails here, before Spark starts
+    config = load_config(args.config, args.overrides, app.settings)
     from platform_streams.ops.spark import spark_job_session
     from platform_streams.ops.spark.shadow_replay import shadow_replay
 

@@ -126,3 +126,47 @@ def test_against_what_the_live_app_wrote(
     )  # fmt: skip
     assert not changed.passed
     assert {k.key for k in changed.diff.differing_keys} == _customers_with_amount(ORDERS, 10)
+
+
+def test_cli_exits_1_naming_the_differing_keys(
+    spark: Any,
+    bootstrap_servers: str,
+    topics: tuple[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from platform_streams.cli import main
+
+    source, sink = topics
+    env = {"PS_SHADOW_SOURCE": source, "PS_SHADOW_SINK": sink, "PS_SHADOW_MIN_AMOUNT": "11"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)  # the driver's factories
+        monkeypatch.setitem(spark.sparkContext.environment, name, value)  # the Python workers'
+    argv = [
+        "shadow-replay",
+        "tests.spark.shadow_apps:deployed_from_env",
+        "--candidate",
+        "tests.spark.shadow_apps:candidate_from_env",
+        "--start",
+        str(STAMPS[30]),
+        "--end",
+        str(STAMPS[90]),
+        "--shadow-dir",
+        str(tmp_path / "shadow"),
+        "--set",
+        f"bootstrap.servers={bootstrap_servers}",
+        "--set",
+        f"application.id={new_app_id('shadow-cli')}",
+        "--set",
+        "default.value.serde=long",
+        "--set",
+        "statestore.cache.max.bytes=0",
+    ]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("shadow replay against the replay baseline: FAIL")
+    for customer in _customers_with_amount(ORDERS[30:90], 10):
+        assert f"{sink} {customer}: " in out
+    (run,) = (tmp_path / "shadow").glob("*/*")  # <application.id>/<UTC time>
+    assert sorted(p.name for p in run.iterdir()) == ["baseline", "candidate"]
