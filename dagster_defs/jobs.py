@@ -9,6 +9,7 @@ job                                CLI equivalent
 ``<app>_backfill``                 the Spark backfill, one run per time partition
 ``<app>_workers``                  stop / scale / pause / resume / restart / status
 ``<app>_dlq_replay``               ``platform-streams dlq replay`` (dry run by default)
+``<app>_prune_snapshots``          ``platform-streams snapshot prune --keep K``
 =================================  ===============================================
 
 A wrong run config value is refused by Dagster before the run starts, naming the field
@@ -27,6 +28,7 @@ from dagster_defs.dead_letter_replay import dlq_replay_job
 from dagster_defs.deploy.local import LocalProcessLauncher
 from dagster_defs.deploy.worker_client import WorkerClient, WorkerUnreachableError
 from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeploymentResource
+from dagster_defs.snapshot_gc import prune_snapshots_job
 from dagster_defs.spec import ResolvedStreamApp
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
@@ -384,4 +386,5 @@ def _workers_job(app: ResolvedStreamApp) -> dg.JobDefinition:
 def build_jobs(app: ResolvedStreamApp) -> list[dg.JobDefinition]:
     jobs = [_topics_job(app), _reset_job(app), _compaction_job(app), _backfill_job(app), _workers_job(app)]
     jobs.append(dlq_replay_job(app))
+    jobs.append(prune_snapshots_job(app))
     return [j for j in jobs if j is not None]

@@ -5,6 +5,7 @@
     platform-streams snapshot create MODULE:FACTORY [--store S ...] [--location PATH]
         [--partition N ...] [--keep N] [--no-parquet] [--master URL] [--config F] [--set k=v] [--json]
     platform-streams snapshot list MODULE:FACTORY [--store S ...] [--location PATH] [--json]
+    platform-streams snapshot prune MODULE:FACTORY --keep K [--store S ...] [--location PATH] [--json]
     platform-streams backfill MODULE:FACTORY
         (--from-kafka [--start earliest|ISO-TIME|MS] [--end latest|ISO-TIME|MS]
          | --from-parquet PATH --topic T --partitions N)
@@ -75,6 +76,14 @@ def add_snapshot_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _common(listing, spark=False)
     _stores_and_location(listing)
+    prune = actions.add_parser(
+        "prune",
+        help="delete all but the KEEP newest snapshots of every store partition",
+        description="delete all but the KEEP newest snapshots of every store partition (no Spark)",
+    )
+    _common(prune, spark=False)
+    _stores_and_location(prune)
+    prune.add_argument("--keep", type=int, required=True, help="snapshots kept per store partition (>= 1)")
 
 
 def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
@@ -137,6 +146,15 @@ def run_snapshot(args: argparse.Namespace) -> int:
     app = load_app(args.app)
     config = load_config(args.config, args.overrides, app.settings)
     location = _location(args, config)
+    if args.snapshot_action == "prune":
+        if args.keep < 1:
+            raise CliError(f"--keep: must be at least 1, got {args.keep}")
+        catalog = SnapshotCatalog(open_snapshot_store(location))
+        stores = args.stores or sorted(app.topology.stores)
+        deleted = {s: catalog.prune_store(config.application_id, s, args.keep) for s in stores}
+        total = sum(n for per in deleted.values() for n in per.values())
+        _emit(args, deleted, f"deleted {total} snapshots, kept the newest {args.keep} per partition")
+        return 0
     if args.snapshot_action == "list":
         catalog = SnapshotCatalog(open_snapshot_store(location))
         stores = args.stores or sorted(app.topology.stores)

@@ -47,6 +47,7 @@ class S3SnapshotStore(SnapshotStore):
         if parsed.scheme not in ("s3", "s3a") or not parsed.netloc:
             raise ValueError(f"snapshot location {url!r}: expected s3://bucket[/prefix]")
         self.bucket = parsed.netloc
+        self._url, self._options = url, dict(options or {})
         self.prefix = parsed.path.strip("/")
         config: dict[str, Any] = dict(options or {})
         endpoint = config.get("endpoint") or next(
@@ -71,6 +72,12 @@ class S3SnapshotStore(SnapshotStore):
 
     def __repr__(self) -> str:
         return f"S3SnapshotStore('s3://{self.bucket}/{self.prefix}')"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Shipped to Spark executors as its URL and explicit options: each executor reads
+        # credentials from its own environment (an instance role, the pod's secret), so they
+        # never travel inside a job's closures.
+        return (S3SnapshotStore, (self._url, self._options))
 
     def put_file(self, key: str, source: Path) -> None:
         obstore.put(self._store, key, Path(source))

@@ -290,3 +290,16 @@ class SnapshotCatalog:
         for manifest in old:
             self.store.delete_prefix(self.snapshot_prefix(manifest))
         return len(old)
+
+    def prune_store(self, application_id: str, store: str, keep: int) -> dict[int, int]:
+        """:meth:`prune` every partition of ``store`` that has snapshots; partition -> deleted.
+
+        Deletes by manifest, the newest first kept: each partition keeps its ``keep``
+        highest-offset snapshots, so a worker restoring while this runs still finds a
+        snapshot (the manifest of a kept snapshot is never touched). Uploads without a
+        manifest (a job killed mid-write, or one still running) are left alone.
+        """
+        if keep < 1:
+            raise ValueError("keep at least one snapshot")
+        partitions = sorted({m.partition for m in self.manifests(application_id, store)})
+        return {p: self.prune(application_id, store, p, keep) for p in partitions}
