@@ -46,9 +46,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from platform_streams.errors import IllegalStateError, StreamsTimeoutError
+from platform_streams.errors import BrokerError, IllegalStateError, StreamsTimeoutError
 from platform_streams.kafka.admin_groups import GroupAdminMixin, wait_result
-from platform_streams.kafka.clients import create_admin
+from platform_streams.kafka.clients import create_admin, credential_error
 from platform_streams.kafka.errors import as_kafka_error, to_broker_error
 from platform_streams.kafka.reachability import UNREACHABLE_AFTER_S, check_reachable
 
@@ -135,6 +135,11 @@ class KafkaAdmin(GroupAdminMixin):
         try:
             return self._admin().list_topics(timeout=timeout)
         except KafkaException as exc:
+            if self._client is not None:
+                self._client.poll(0)  # serve the error callbacks the failure queued
+            refused = credential_error(self._conf)
+            if refused is not None:
+                raise BrokerError(f"the broker refused our credentials: {refused}") from exc
             raise to_broker_error(exc, "fetch cluster metadata") from exc
 
     def list_topics(self, timeout: float = 10.0) -> dict[str, int]:

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from platform_streams.errors import StreamsConfigError
@@ -101,6 +101,26 @@ class LibrdkafkaLog:
 _LIBRDKAFKA_LOG = LibrdkafkaLog()
 
 
+# The last authentication or TLS failure of any client, per bootstrap.servers: librdkafka
+# reports those only to the error callback and retries, so a request that then times out
+# says "transport failure" -- the callers that fail name this instead (credential_error).
+_credential_errors: dict[str, str] = {}
+_CREDENTIAL_MARKERS = ("authentication", "ssl handshake failed", "certificate verify failed")
+
+
+def _record_credential_error(servers: str, error: KafkaError) -> None:
+    text = error.str()
+    if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or any(
+        marker in text.lower() for marker in _CREDENTIAL_MARKERS
+    ):
+        _credential_errors[servers] = text
+
+
+def credential_error(conf: Mapping[str, Any]) -> str | None:
+    """The last authentication/TLS failure seen by a client of ``conf``'s bootstrap servers."""
+    return _credential_errors.get(str(conf.get("bootstrap.servers", "")))
+
+
 def _prepared(conf: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """Validate key types and apply the library-wide defaults (see module docstring)."""
     bad = [key for key in conf if not isinstance(key, str)]
@@ -111,6 +131,9 @@ def _prepared(conf: Mapping[str, Any], kind: str) -> dict[str, Any]:
     prepared = dict(conf)
     prepared.setdefault("allow.auto.create.topics", False)
     prepared.setdefault("logger", _LIBRDKAFKA_LOG)
+    if "error_cb" not in prepared and prepared.get("security.protocol"):
+        servers = str(prepared.get("bootstrap.servers", ""))
+        prepared["error_cb"] = lambda error: _record_credential_error(servers, error)
     return prepared
 
 
