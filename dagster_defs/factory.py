@@ -8,7 +8,8 @@
   the UI flags the asset when the code location's topology or config moved on;
 * **input topics** upstream and **output topics** and **stores** downstream, as external
   assets (the workers, not Dagster runs, write them; the sensor observes them);
-* four **asset checks** on the app asset (:data:`dagster_defs.health.CHECKS`);
+* four **asset checks** on the app asset (:data:`dagster_defs.health.CHECKS`), and the deploy
+  gate's (:mod:`dagster_defs.deploy_gate`), which the materialization also runs first;
 * a **sensor** polling the workers (observations, check results, a re-materialization
   when workers died);
 * **jobs** mirroring the CLI (:mod:`dagster_defs.jobs`).
@@ -26,6 +27,7 @@ from typing import Any
 import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_IS_USER_PROVIDED_TAG, DATA_VERSION_TAG
 
+from dagster_defs.deploy_gate import DeployGateConfig, deploy_gate_check, run_deploy_gate
 from dagster_defs.health import (
     CHECKS,
     CheckOutcome,
@@ -92,8 +94,13 @@ def _check_names(app: ResolvedStreamApp) -> list[str]:
 def _app_asset(app: ResolvedStreamApp, spec: dg.AssetSpec) -> dg.AssetsDefinition:
     @dg.multi_asset(specs=[spec], name=f"{app.name}_deploy")
     def deploy(
-        context: dg.AssetExecutionContext, kafka: KafkaResource, streams_deployment: StreamsDeploymentResource
+        context: dg.AssetExecutionContext,
+        kafka: KafkaResource,
+        streams_deployment: StreamsDeploymentResource,
+        config: DeployGateConfig,
     ) -> dg.MaterializeResult:
+        # before any worker is touched: a refused change leaves the running ones as they are
+        gate = run_deploy_gate(app, kafka, config.allow_incompatible, context.log)
         launcher = streams_deployment.launcher()
         request = app.deployment_request(kafka.connection_settings(), kafka.secret_env())
         result = launcher.ensure(request)
@@ -112,6 +119,7 @@ def _app_asset(app: ResolvedStreamApp, spec: dg.AssetSpec) -> dg.AssetsDefinitio
                 "stopped": len(result.stopped),
                 "internal_topics": dg.MetadataValue.json(app.internal_topics),
                 "topology": dg.MetadataValue.md(f"```\n{app.topology.describe()}\n```"),
+                **{f"deploy_gate_{k}": v for k, v in gate.items()},
             },
         )
 
@@ -286,7 +294,7 @@ def build_stream_app_defs(
         external += list(owned.values())
     return dg.Definitions(
         assets=[_app_asset(app, app_spec), *external],
-        asset_checks=_asset_checks(app, app_spec.key),
+        asset_checks=[*_asset_checks(app, app_spec.key), deploy_gate_check(app, app_spec.key)],
         sensors=[_health_sensor(app, tr, app_spec.key)],
         jobs=build_jobs(app),
     )
