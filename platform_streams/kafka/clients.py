@@ -105,7 +105,7 @@ _LIBRDKAFKA_LOG = LibrdkafkaLog()
 # reports those only to the error callback and retries, so a request that then times out
 # says "transport failure" -- the callers that fail name this instead (credential_error).
 _credential_errors: dict[str, str] = {}
-_CREDENTIAL_MARKERS = ("authentication", "ssl handshake failed", "certificate verify failed")
+_CREDENTIAL_MARKERS = ("authentication", "ssl handshake failed", "certificate", "ssl routines")
 
 
 def _record_credential_error(servers: str, error: KafkaError) -> None:
