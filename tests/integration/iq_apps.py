@@ -15,8 +15,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from platform_streams import StreamsBuilder
+from platform_streams import KafkaStreams, StreamsBuilder
 from platform_streams.dsl import Consumed, Materialized
+from platform_streams.query import RangeQuery, StateQueryRequest
 from platform_streams.serde import String
 from tests.integration.support_apps import RunnerProcess
 
@@ -31,6 +32,16 @@ def count_app(source: str) -> StreamsBuilder:
         materialized=Materialized.as_(STORE)
     )
     return builder
+
+
+def scan_rows(streams: KafkaStreams, store: str = STORE) -> dict[str, Any]:
+    """Every row of ``store`` over the client's partitions that answered (an unbounded range query)."""
+    result = streams.query(StateQueryRequest.in_store(store).with_query(RangeQuery.with_no_bounds()))
+    rows: dict[str, Any] = {}
+    for answer in result.partition_results.values():
+        if answer.is_success():
+            rows.update(answer.result)
+    return rows
 
 
 def http_get(url: str, token: str | None = None, timeout_s: float = 10.0) -> tuple[int, dict[str, Any], Any]:

@@ -18,8 +18,9 @@ import pytest
 from platform_streams import KafkaStreams, StreamsBuilder
 from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.query import KeyQuery, RangeQuery, StateQueryRequest
+from platform_streams.query import KeyQuery, StateQueryRequest
 from platform_streams.serde import Long, String
+from tests.integration.iq_apps import scan_rows
 from tests.integration.support_apps import app_config, read_to_end, running_app, wait_until
 from tests.support.kafka import new_topic, produce
 
@@ -43,12 +44,7 @@ def _app(source: str, sink: str) -> StreamsBuilder:
 
 
 def _rows(streams: KafkaStreams) -> dict[str, Any]:
-    result = streams.query(StateQueryRequest.in_store(STORE).with_query(RangeQuery.with_no_bounds()))
-    rows: dict[str, Any] = {}
-    for answer in result.partition_results.values():
-        if answer.is_success():
-            rows.update(answer.result)
-    return rows
+    return scan_rows(streams, STORE)
 
 
 def _key(streams: KafkaStreams, key: str) -> Any:
