@@ -85,13 +85,18 @@ class Acl:
     def _from_binding(cls, binding: AclBinding) -> Acl:
         return cls(
             binding.principal,
-            binding.restype.name,
+            _name(binding.restype),
             binding.name,
-            binding.resource_pattern_type.name,
-            binding.operation.name,
-            binding.permission_type.name,
+            _name(binding.resource_pattern_type),
+            _name(binding.operation),
+            _name(binding.permission_type),
             binding.host,
         )
+
+
+def _name(value: object) -> str:
+    """An enum member's name (confluent_kafka's types also allow str/int there)."""
+    return str(getattr(value, "name", value))
 
 
 def _camel(operation: str) -> str:
@@ -122,12 +127,13 @@ class SecurityAdmin:
 
     def describe_acls(self, principal: str | None = None) -> list[Acl]:
         """Every ACL on the cluster (of ``principal`` only, when given), sorted."""
+        # None matches any name, principal and host (confluent_kafka's stubs say str)
         every = AclBindingFilter(
             ResourceType.ANY,
-            None,
+            None,  # type: ignore[arg-type]
             ResourcePatternType.ANY,
-            principal,
-            None,
+            principal,  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]
             AclOperation.ANY,
             AclPermissionType.ANY,
         )

@@ -27,7 +27,7 @@ over ALLOW in Kafka's authorizer).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from platform_streams.config import StreamsConfig
@@ -51,7 +51,10 @@ class AclSet:
     reasons: tuple[str, ...]
 
 
-def _builder(principal: str) -> tuple[list[Acl], list[str], object]:
+_Add = Callable[[str, str, str, Iterable[str], str], None]
+
+
+def _builder(principal: str) -> tuple[list[Acl], list[str], _Add]:
     acls: list[Acl] = []
     reasons: list[str] = []
 
