@@ -787,6 +787,41 @@ def state_stores() -> dict[str, Any]:
             ],
         ),
         Row(
+            "RocksDB memory budget",
+            [
+                Panel(
+                    "Budget taken by memtables and pinned blocks",
+                    [
+                        q(
+                            gauge("kafka_streams_state_block_cache_pinned_usage_bytes", "instance", store, "max")
+                            + " / "
+                            + gauge("kafka_streams_state_block_cache_capacity_bytes", "instance", store, "max"),
+                            "{{instance}}",
+                        )
+                    ],
+                    unit="percentunit",
+                    description="Pinned block-cache usage over its capacity, per instance. With "
+                    "rocksdb_memory_budget the cache's capacity is the budget and memtables are charged "
+                    "to it as pinned entries; what is pinned cannot be evicted, so near 100 % the "
+                    "budget is exceeded (alert PlatformStreamsRocksDBMemoryNearLimit).",
+                ),
+                series(
+                    "Open RocksDB stores",
+                    gauge,
+                    "kafka_streams_thread_rocksdb_open_stores",
+                    "instance",
+                    "RocksDB stores open in each instance's active tasks: each one's memtables and "
+                    "table readers share the instance's memory budget.",
+                ),
+                prop(
+                    "Live data size",
+                    "estimate_live_data_size_bytes",
+                    "bytes",
+                    "rocksdb.estimate-live-data-size: the store's live data, without obsolete versions.",
+                ),
+            ],
+        ),
+        Row(
             "Operations",
             [op_latency("put"), op_latency("get"), op_latency("flush")],
         ),

@@ -55,6 +55,9 @@ class Tuning:
     restore_stuck_for: str = "10m"
     rebalancing_for: str = "10m"
     rocksdb_for: str = "1m"
+    rocksdb_memory_for: str = "5m"
+    #: share of the block cache's capacity (the memory budget) pinned before the memory alert
+    rocksdb_memory_ratio: float = 0.9
     #: The rate window of the compatibility ``*_rate``/``*_avg`` series (JMX's is 30 s samples).
     compat_window: str = "1m"
 
@@ -181,6 +184,17 @@ def alerts(t: Tuning) -> list[Alert]:
             "RocksDB store {{ $labels.store }} of task {{ $labels.task_id }} reports background errors",
             "RocksDB counted {{ $value }} background errors (flush/compaction failures: disk full, "
             "I/O errors, corruption); writes may stall or fail.",
+        ),
+        Alert(
+            "PlatformStreamsRocksDBMemoryNearLimit",
+            f"max by ({WHERE}) (kafka_streams_state_block_cache_pinned_usage_bytes) / max by ({WHERE}) "
+            f"(kafka_streams_state_block_cache_capacity_bytes) > {t.rocksdb_memory_ratio}",
+            t.rocksdb_memory_for,
+            "warning",
+            "RocksDB memory of {{ $labels.instance }} ({{ $labels.application_id }}) is near its limit",
+            "Memtables and pinned blocks hold {{ $value | humanizePercentage }} of the block cache, "
+            "whose capacity is the instance's rocksdb_memory_budget: the cache cannot evict them, "
+            "so RocksDB is about to use more than its budget (and the pod to reach its memory limit).",
         ),
     ]
 

@@ -161,6 +161,20 @@ CASES: dict[str, list[dict[str, Any]]] = {
         "8m",
         "6m",
     ),
+    # 32 MiB budget: pinned usage (memtables charged to the cache) climbs past 90 % and stays
+    "PlatformStreamsRocksDBMemoryNearLimit": _case(
+        "PlatformStreamsRocksDBMemoryNearLimit",
+        [
+            _series("kafka_streams_state_block_cache_capacity_bytes", STORE, "33554432x20"),
+            _series("kafka_streams_state_block_cache_pinned_usage_bytes", STORE, "8000000x3 31000000x17"),
+        ],
+        [
+            _series("kafka_streams_state_block_cache_capacity_bytes", STORE, "33554432x20"),
+            _series("kafka_streams_state_block_cache_pinned_usage_bytes", STORE, "8000000x3 25000000x17"),
+        ],
+        "10m",
+        "6m",
+    ),
 }
 
 
@@ -184,7 +198,7 @@ def test_promtool_accepts_the_rule_files() -> None:
     assert len(files) == 2
     done = subprocess.run([_promtool(), "check", "rules", *map(str, files)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 10 rules found" in done.stdout
+    assert "SUCCESS: 11 rules found" in done.stdout
 
 
 def test_every_alert_fires_on_faulty_series_after_its_for_and_never_on_healthy_ones(tmp_path: Path) -> None:
