@@ -15,6 +15,7 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.metrics import StreamsMetrics
+from platform_streams.query.lags import LagInfo, by_store
 from platform_streams.query.metadata import KeyQueryMetadata, StreamsMetadata, advertised_host
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import StateQueryResult
@@ -49,6 +50,12 @@ class KafkaStreams(StreamsRuntime):
     ) -> KeyQueryMetadata:
         """Which instance (``application_server``) hosts ``key`` of a store as active, which as standbys."""
         return self.interactive_queries.query_metadata_for_key(store_name, key, key_serde)
+
+    def all_local_store_partition_lags(self) -> dict[str, dict[int, LagInfo]]:
+        """``{store: {partition: LagInfo}}`` for every store partition this client holds:
+        active tasks (running: at their changelog's end; restoring) and standbys. Asks the
+        broker for the changelogs' end offsets (Kafka's ``allLocalStorePartitionLags``)."""
+        return by_store(self.interactive_queries.local_lags())
 
     def metadata_for_all_clients(self) -> list[StreamsMetadata]:
         """Every instance of the application with its tasks and stores (this one alone without

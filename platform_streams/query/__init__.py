@@ -13,6 +13,7 @@ endpoint (:mod:`platform_streams.server`) answers queries for any key by forward
 the owner.
 """
 
+from platform_streams.query.lags import LagInfo
 from platform_streams.query.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from platform_streams.query.position import Position, PositionBound
 from platform_streams.query.queries import (
@@ -32,6 +33,7 @@ __all__ = [
     "HostInfo",
     "KeyQuery",
     "KeyQueryMetadata",
+    "LagInfo",
     "MultiVersionedKeyQuery",
     "Position",
     "PositionBound",

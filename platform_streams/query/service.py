@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import InvalidStateStoreError, StreamsStateError
-from platform_streams.kafka import TopicPartition
+from platform_streams.kafka import TopicPartition, log_end_offsets
 from platform_streams.processor.partitioner import default_partition
 from platform_streams.processor.task_id import TaskId
 from platform_streams.query.directory import InstanceDirectory, InstanceSnapshot
 from platform_streams.query.execution import execute_query
+from platform_streams.query.lags import ReplicaLag, Role, StoreReplica, lags_of, read_offsets, replicas_of
 from platform_streams.query.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from platform_streams.query.placement import KeyPlacement
 from platform_streams.query.position import Position
@@ -33,6 +34,7 @@ from platform_streams.query.results import FailureReason, QueryResult, StateQuer
 from platform_streams.query.task_positions import TaskPositions
 from platform_streams.runtime.api import ClientAddOn, RuntimeView, TaskView, WorkerState, WorkerView
 from platform_streams.runtime.observer import WorkerObserver
+from platform_streams.runtime.task import store_changelogs
 from platform_streams.state.manager import FROM_BEGINNING
 from platform_streams.state.restore import StateRestoreListener
 
@@ -59,6 +61,12 @@ class InteractiveQueries(ClientAddOn):
         self.host: HostInfo | None = None
         #: (worker name, task id) -> stores of the task being restored now
         self._restoring: dict[tuple[str, TaskId], set[str]] = {}
+        #: changelog partition -> the end offset its restore read from fetch responses
+        self._restore_ends: dict[tuple[str, int], int] = {}
+        #: changelog partitions -> their end offsets (a broker call; replaced in unit tests)
+        self.fetch_changelog_ends: Callable[
+            [Collection[tuple[str, int]]], Mapping[tuple[str, int], int]
+        ] = lambda tps: log_end_offsets(streams.config.restore_consumer_configs(), tps, timeout_s=10.0)
         #: which stores' keys may be routed by murmur2 (source topics checked as consumed)
         self.placement = KeyPlacement(
             streams.plan,
@@ -208,6 +216,41 @@ class InteractiveQueries(ClientAddOn):
         """Tasks with a store being restored now, as ``<worker>/<task>``."""
         return sorted(f"{worker}/{task}" for worker, task in list(self._restoring))
 
+    def local_lags(self, store: str | None = None, partition: int | None = None) -> list[ReplicaLag]:
+        """The lag of every local copy (active, restoring, standby) of the store partitions,
+        or of ``store``/``partition`` only (query/lags.py): Kafka's
+        ``allLocalStorePartitionLags``; copies whose changelog end is unknown are left out."""
+        return lags_of(self._local_replicas(store, partition), self.fetch_changelog_ends)
+
+    def _local_replicas(self, store: str | None, partition: int | None) -> list[StoreReplica]:
+        plan, app = self._streams.plan, self._streams.config.application_id
+        changelogs = {sub.id: store_changelogs(plan, sub, app) for sub in plan.subtopologies}
+        if store is not None:
+            sub_id = self._sub_of(store).id
+            changelogs = {sub_id: {s: t for s, t in changelogs[sub_id].items() if s == store}}
+
+        def of(task_id: TaskId, task: TaskView, role: Role) -> list[StoreReplica]:
+            mine = changelogs.get(task_id.subtopology)
+            if not mine or (partition is not None and task_id.partition != partition):
+                return []
+            applied = read_offsets(task.state_manager.changelog_offsets)
+            return replicas_of(task_id.partition, mine, applied, role, self._restore_ends)
+
+        out: list[StoreReplica] = []
+        for worker in list(self._streams.workers):
+            if worker.state in _RELEASING:
+                continue
+            running = worker.state is WorkerState.RUNNING
+            for task_id, task in list(worker.tasks.items()):
+                fresh = running and not self._restoring.get((worker.name, task_id))
+                out += of(task_id, task, Role.ACTIVE if fresh else Role.RESTORING)
+        updater = self._streams.standbys
+        if updater is not None:
+            with updater.reading():
+                for task_id, standby in list(updater.tasks.items()):
+                    out += of(task_id, standby, Role.STANDBY)
+        return out
+
     def store_partitions(self, store: str) -> int:
         """How many partitions (tasks) the store has: its sub-topology's input partitions."""
         sub = self._sub_of(store)
@@ -349,7 +392,11 @@ class InteractiveQueries(ClientAddOn):
 
     # ------------------------------------------------------------------ restore tracking
 
-    def _restore_started(self, worker: WorkerView, store: str, partition: int, start_offset: int) -> None:
+    def _restore_started(
+        self, worker: WorkerView, store: str, tp: tuple[str, int], start_offset: int
+    ) -> None:
+        partition = tp[1]
+        self._restore_ends.pop(tp, None)  # learned again from this restore's fetches
         task_id = TaskId(self._sub_of(store).id, partition)
         self._restoring.setdefault((worker.name, task_id), set()).add(store)
         if start_offset == FROM_BEGINNING:
@@ -397,8 +444,11 @@ class _QueryRestoreListener(StateRestoreListener):
     def on_restore_start(
         self, store_name: str, tp: tuple[str, int], start_offset: int, end_offset_estimate: int | None
     ) -> None:
-        self._service._restore_started(self._worker, store_name, tp[1], start_offset)
+        self._service._restore_started(self._worker, store_name, tp, start_offset)
         self._service.publish()
+
+    def on_log_end(self, store_name: str, tp: tuple[str, int], log_start: int, log_end: int) -> None:
+        self._service._restore_ends[tp] = log_end
 
     def on_batch_restored(
         self, store_name: str, tp: tuple[str, int], batch_end_offset: int, num_restored: int
@@ -406,4 +456,5 @@ class _QueryRestoreListener(StateRestoreListener):
         self._worker.store_guard.yield_point()
 
     def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
+        self._service._restore_ends.pop(tp, None)
         self._service._restore_ended(self._worker, store_name, tp[1])

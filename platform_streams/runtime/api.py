@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from platform_streams.runtime.task import StreamTask
     from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
     from platform_streams.state.cache import RecordCache
+    from platform_streams.state.manager import ProcessorStateManager
     from platform_streams.state.restore import StateRestoreListener
     from platform_streams.topology.compiler import TopologyPlan
 
@@ -52,10 +53,12 @@ class WorkerState(enum.Enum):
 
 
 class TaskView(Protocol):
-    """What a query reads of a task, active or standby: its id, inputs and stores."""
+    """What a query reads of a task, active or standby: its id, inputs and stores (and, for
+    its lag, the changelog offsets its state manager applied)."""
 
     task_id: TaskId
     partitions: list[tuple[str, int]]
+    state_manager: ProcessorStateManager
 
     def store(self, name: str) -> Any | None:
         """The open store ``name`` of this task (None if the task has no such store)."""

@@ -17,10 +17,10 @@
 Key-scoped queries of a store whose keys are not murmur2-placed (query/placement.py) ask
 every partition's owner and merge (server/scatter.py). Otherwise they are answered here
 when this instance runs the key's partition as an active task, else forwarded to the owner
-(``local=true`` on the hop stops re-forwarding; server/forwarding.py);
-if the owner is unknown or fails a local standby or restoring copy answers, marked
-``"stale": true`` (unless ``require_active=true``), else 502 naming the owner that failed
-(503 when no owner is known). Scans ask every instance for
+(``local=true`` on the hop stops re-forwarding; server/forwarding.py). A standby or a
+restoring active answers only a caller that accepts staleness (``max_lag=<records>``),
+saying how stale (``"lag"``, ``X-Streams-Lag``); otherwise a restoring active is a 503 naming
+it and its lag, a failed owner a 502 naming it (server/key_routing.py). Scans ask every instance for
 the partitions it owns and merge (``missing_partitions`` lists what nobody answered).
 
 With ``http_auth_token`` set every path but ``/health/*`` needs ``Authorization: Bearer
@@ -33,7 +33,7 @@ from __future__ import annotations
 import hmac
 import logging
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +46,8 @@ from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import FailureReason, QueryResult
 from platform_streams.server.codec import MalformedKeyError, dumps, jsonable, parse_key, parse_number
 from platform_streams.server.control import handle_control
-from platform_streams.server.forwarding import ForwardError, forward
+from platform_streams.server.forwarding import LAG_HEADER, ForwardError, forward
+from platform_streams.server.key_routing import Refused, answer_key, max_lag_of
 from platform_streams.server.scatter import scatter_key_query, window_rows
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class Api:
         """Answer one request; never raises."""
         try:
             return self._handle(method, target, headers)
-        except HttpError as exc:
+        except (HttpError, Refused) as exc:
             return _json(exc.status, {"error": str(exc), **exc.extra})
         except Exception:
             log.exception("HTTP %s %s failed", method, target)
@@ -189,6 +190,7 @@ class Api:
                     "assignment": sorted(f"{tp[0]}-{tp[1]}" for _, task in tasks for tp in task.partitions),
                     "lag": {f"{t}-{p}": n for (t, p), n in sorted(lag.items())},
                     "processed_total": worker.processed_total,
+                    "snapshot_restores": _snapshot_restores(worker.state_lifecycle.last_snapshots),
                 }
             )
         return {
@@ -238,42 +240,14 @@ class Api:
             path = "/".join(["", "stores", _q(store), "windows" if window else "keys", _q(key_text)])
             status, document = scatter_key_query(self, store, key, path, query, params, window=window)
             return _json(status, document)
+        try:
+            bound = max_lag_of(params)
+        except ValueError as exc:
+            raise HttpError(400, str(exc), store=store) from None
         partition = self._run(lambda: service.key_partition(store, key))
         request = StateQueryRequest.in_store(store).with_query(query).with_partitions({partition})
-        require_active = _flag(params, "require_active")
-        answer = self._local(request.require_active(), partition)
-        if answer is not None:
-            return self._key_answer(store, key, partition, answer, window, stale=False)
-        failed: ForwardError | None = None
-        if not _flag(params, "local"):
-            meta = self._run(lambda: service.query_metadata_for_key(store, key))
-            owner = meta.active_host
-            if owner.is_available() and owner != service.host:
-                path = "/".join(["", "stores", _q(store), "windows" if window else "keys", _q(key_text)])
-                try:
-                    return self._relay(owner, path, params)
-                except ForwardError as exc:
-                    log.warning("forwarding a query for %s to %s failed: %s", store, owner, exc)
-                    failed = exc
-        if not require_active:
-            answer = self._local(request, partition)
-            if answer is not None:
-                return self._key_answer(store, key, partition, answer, window, stale=True)
-        if failed is not None:
-            # the owner's failure, in one line naming it: never what it (or a proxy) sent
-            raise HttpError(
-                502,
-                f"forwarding the query for partition {partition} of store {store!r} failed: {failed}",
-                store=store,
-                partition=partition,
-            )
-        raise HttpError(
-            503,
-            f"partition {partition} of store {store!r} is not available (rebalancing, restoring, or its "
-            "owner is unreachable): retry",
-            store=store,
-            partition=partition,
-        )
+        path = "/".join(["", "stores", _q(store), "windows" if window else "keys", _q(key_text)])
+        return answer_key(self, store, key, path, partition, request, params, window=window, bound=bound)
 
     def _local(self, request: StateQueryRequest, partition: int) -> QueryResult | None:
         """This instance's successful answer for ``partition``, None if it has none."""
@@ -291,23 +265,27 @@ class Api:
         return answer
 
     def _key_answer(
-        self, store: str, key: Any, partition: int, answer: QueryResult, window: bool, *, stale: bool
+        self, store: str, key: Any, partition: int, answer: QueryResult, window: bool, *, lag: int | None
     ) -> Response:
+        """The answer of a running active (``lag`` None: fresh) or of a stale copy ``lag``
+        records behind its changelog's end."""
         document: dict[str, Any] = {
             "store": store,
             "key": key,
             "partition": partition,
             "served_by": self._self_host(),
-            "stale": stale,
+            "stale": lag is not None,
+            "lag": lag or 0,
             "position": answer.position.to_dict(),
         }
+        headers = {LAG_HEADER: str(lag or 0)}
         if window:
             document["windows"] = window_rows(answer.result)
-            return _json(200, document)
+            return Response(200, dumps(document), headers=headers)
         if answer.result is None:
-            return _json(404, {**document, "error": "key not found"})
+            return Response(404, dumps({**document, "error": "key not found"}), headers=headers)
         document["value"] = answer.result
-        return _json(200, document)
+        return Response(200, dumps(document), headers=headers)
 
     # ------------------------------------------------------------------ scans
 
@@ -399,12 +377,10 @@ class Api:
 
     def _relay(self, owner: HostInfo, path: str, params: dict[str, str]) -> Response:
         answer = forward(owner, path, params, self._token)
-        return Response(
-            answer.status,
-            answer.body,
-            answer.content_type or "application/json",
-            {"X-Forwarded-To": str(owner)},
-        )
+        headers = {"X-Forwarded-To": str(owner)}
+        if answer.lag is not None:
+            headers[LAG_HEADER] = str(answer.lag)
+        return Response(answer.status, answer.body, answer.content_type or "application/json", headers)
 
     def _self_host(self) -> str | None:
         host = self._streams.interactive_queries.host
@@ -475,3 +451,21 @@ def _order(key: Any) -> tuple[int, Any]:
     if isinstance(key, str):
         return (1, key)
     return (2, orjson.dumps(key, default=str).decode())
+
+
+def _snapshot_restores(restores: Mapping[Any, Sequence[Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per task: the state snapshots its stores were restored from at its last assignment."""
+    return {
+        str(task): [
+            {
+                "store": r.store_name,
+                "snapshot_id": r.manifest.snapshot_id,
+                "offset": r.manifest.offset,
+                "keys": r.manifest.record_count,
+                "seconds": round(r.seconds, 3),
+            }
+            for r in used
+        ]
+        for task, used in sorted(restores.items(), key=lambda item: str(item[0]))
+        if used
+    }

@@ -98,6 +98,7 @@ PUBLIC_API: dict[str, set[str]] = {
         "HostInfo",
         "KeyQuery",
         "KeyQueryMetadata",
+        "LagInfo",
         "MultiVersionedKeyQuery",
         "Position",
         "PositionBound",
