@@ -82,6 +82,12 @@ they come from environment variables (which win over the file in StreamsConfig.l
 {{- $_ := set $cfg "state_dir" .Values.persistence.mountPath }}
 {{- $_ := set $cfg "http_host" "0.0.0.0" }}
 {{- $_ := set $cfg "http_port" (int .Values.http.port) }}
+{{- with .Values.snapshots.location }}
+{{- if or (hasKey $cfg "state_snapshot_location") (hasKey $cfg "state.snapshot.location") }}
+{{- fail "app.config.state_snapshot_location and snapshots.location are both set: keep one" }}
+{{- end }}
+{{- $_ := set $cfg "state_snapshot_location" . }}
+{{- end }}
 {{- with .Values.kafka.securityProtocol }}
 {{- $_ := set $cfg "security.protocol" . }}
 {{- end }}
