@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from platform_streams.dsl import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows
+from platform_streams.dsl import Consumed, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows
 from platform_streams.errors import TopologyError
 from platform_streams.query import KeyQuery, RangeQuery
 from platform_streams.query.execution import execute_query
@@ -105,6 +105,23 @@ def test_a_source_table_forwards_a_tombstone_when_a_row_expires() -> None:
         # the sweep at 60 (aligned to 0, every TTL) deleted k: downstream hears a tombstone
         assert _rows(out.read_records_to_list()) == [("k", "1", 0), ("m", "2", 30), ("k", None, 60)]
         assert list(driver.get_key_value_store("rows").all()) == [("m", "2")]
+
+
+def test_a_downstream_table_aggregation_subtracts_an_expired_row() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("tbl", SS, Materialized.as_("rows").with_ttl(50))
+    per_value = table.group_by(lambda k, v: (v, v), Grouped(key_serde=S, value_serde=S)).count(
+        materialized=Materialized.as_("per-value")
+    )
+    per_value.to_stream().to("out", Produced(key_serde=S, value_serde=L))
+    with TopologyTestDriver(builder.build()) as driver:
+        tbl = driver.create_input_topic("tbl", S, S)
+        out = driver.create_output_topic("out", S, L)
+        for key, value, ts in [("k1", "x", 0), ("k2", "x", 30), ("k3", "y", 60)]:
+            tbl.pipe_input(key, value, ts)
+        # the sweep at 60 deleted k1 (0 + 50 <= 60): its old value left the "x" group
+        assert out.read_key_values_to_map() == {"x": 1, "y": 1}
+        assert driver.get_key_value_store("per-value").get("x") == 1
 
 
 def test_ttl_is_refused_where_it_cannot_apply() -> None:
