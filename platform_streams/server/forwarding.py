@@ -110,9 +110,9 @@ def forward(
     except urllib.error.HTTPError as exc:
         with exc:
             if exc.code not in _ANSWERS:
-                reason, lag = _refusal(exc.read()) if exc.code == 503 else (None, None)
-                said = f" ({reason}, lag {lag})" if reason is not None else ""
-                raise ForwardError(f"instance {host} answered HTTP {exc.code}{said}", reason, lag) from None
+                why, lag = _refusal(exc.read()) if exc.code == 503 else (None, None)
+                said = f" ({why}, lag {lag})" if why is not None else ""
+                raise ForwardError(f"instance {host} answered HTTP {exc.code}{said}", why, lag) from None
             headers = exc.headers
             return Forwarded(
                 exc.code, exc.read(), headers.get("Content-Type", "") if headers else "", _lag(headers)
