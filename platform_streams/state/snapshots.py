@@ -8,7 +8,8 @@ must not need pyspark.
 
 Storage is deliberately object-store shaped (:class:`SnapshotStore`: whole objects put and
 fetched by key, listed by prefix, no rename, no append), so an S3/GCS implementation is
-one small class; :class:`FileSystemSnapshotStore` is the one shipped. On top of it
+one small class: :class:`FileSystemSnapshotStore` (paths, ``file://``) and
+:class:`~platform_streams.state.object_snapshot_store.S3SnapshotStore` (``s3://``). On top of it
 :class:`SnapshotCatalog` owns the layout::
 
     <application id>/<store>/<partition>/<offset, 20 digits>-<snapshot id>/data.sst

@@ -39,9 +39,7 @@ def test_snapshot_store_settings_reach_the_worker_config_and_environment() -> No
     validate(one(rendered, "StatefulSet", FULLNAME))
     report = lint({"snapshots": SNAPSHOTS})
     assert not report["errors"], report
-
-
-def test_without_snapshots_nothing_is_added() -> None:
+    # without snapshot settings nothing is added
     rendered = render()
     worker = _worker(rendered)
     assert not {e["name"] for e in worker["env"]} & {"AWS_ENDPOINT_URL", "AWS_REGION"}
