@@ -152,6 +152,25 @@ start-up with "PLATFORM_STREAMS_CLIENT_CONFIG must be a JSON object".
 {{- end }}
 
 {{/* Python writes nothing under the read-only root; /tmp is the one scratch directory. */}}
+{{/* rocksdb_memory_budget of the worker: rocksdb.memoryBudget, else rocksdb.memoryBudgetFraction
+of the container's memory limit in bytes (Kubernetes quantity units); "" for none. */}}
+{{- define "platform-streams.rocksdbMemoryBudget" -}}
+{{- $rocksdb := .Values.rocksdb | default dict -}}
+{{- $limit := "" -}}
+{{- with .Values.resources }}{{ with .limits }}{{ $limit = toString (.memory | default "") }}{{ end }}{{ end -}}
+{{- if $rocksdb.memoryBudget -}}
+{{- $rocksdb.memoryBudget -}}
+{{- else if and $limit $rocksdb.memoryBudgetFraction -}}
+{{- $units := dict "" 1 "k" 1000 "K" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 -}}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $limit -}}
+{{- $unit := trimPrefix $number $limit -}}
+{{- if or (not $number) (not (hasKey $units $unit)) -}}
+{{- fail (printf "resources.limits.memory %q: the RocksDB memory budget needs a plain or Ki/Mi/Gi/Ti/k/M/G/T quantity" $limit) -}}
+{{- end -}}
+{{- mulf (float64 $number) (get $units $unit) $rocksdb.memoryBudgetFraction | floor | int64 -}}
+{{- end -}}
+{{- end }}
+
 {{- define "platform-streams.commonEnv" -}}
 - name: PYTHONUNBUFFERED
   value: "1"
