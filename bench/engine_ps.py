@@ -42,7 +42,13 @@ def _window_out(windowed: Any, total: float) -> tuple[bytes, dict[str, Any]]:
     return windowed.key, window_result(windowed.window.start_ms, total)
 
 
-def build(workload: Workload, spec: RunSpec) -> StreamsBuilder:
+#: bench/memory.py's key in ``RunSpec.config`` (not a StreamsConfig field): count stores per task
+COUNT_STORES = "bench_count_stores"
+
+
+def build(workload: Workload, spec: RunSpec, count_stores: int = 1) -> StreamsBuilder:
+    """The workload's app; a count with ``count_stores`` > 1 counts into that many stores per
+    task (only the first one's updates go to the output: the harness checks those)."""
     builder = StreamsBuilder()
     stream = builder.stream(spec.input_topic, Consumed(key_serde=Bytes(), value_serde=Json()))
     produced = Produced(key_serde=Bytes(), value_serde=Json())
@@ -52,6 +58,8 @@ def build(workload: Workload, spec: RunSpec) -> StreamsBuilder:
         stream.group_by_key().count(materialized=Materialized.as_("counts")).to_stream().to(
             spec.output_topic, produced
         )
+        for extra in range(1, count_stores):
+            stream.group_by_key().count(materialized=Materialized.as_(f"counts-{extra}"))
     elif workload.kind == "window_sum":
         (
             stream.group_by_key()
@@ -86,7 +94,9 @@ def _time_assignments(timer: Timer, *, stop_when_assigned: bool) -> None:
 def run(workload: Workload, spec: RunSpec, timer: Timer) -> dict[str, Any]:
     restore = spec.phase == "restore"
     _time_assignments(timer, stop_when_assigned=restore)
-    streams = KafkaStreams(build(workload, spec), streams_config(workload, spec, **spec.config))
+    config = dict(spec.config)
+    count_stores = int(config.pop(COUNT_STORES, 1))
+    streams = KafkaStreams(build(workload, spec, count_stores), streams_config(workload, spec, **config))
     streams.start()
     streams.wait_for_state(State.RUNNING, timeout_s=120)
     if restore:
