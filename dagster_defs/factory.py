@@ -40,6 +40,7 @@ from dagster_defs.health import (
 from dagster_defs.jobs import build_jobs
 from dagster_defs.observations import app_metadata, rate
 from dagster_defs.resources import KafkaResource, StreamsDeploymentResource
+from dagster_defs.shadow_replay import shadow_replay_defs
 from dagster_defs.spec import ResolvedStreamApp, StreamAppSpec, resolve_app
 from dagster_defs.translator import StreamAppTranslator, StreamAssetProps
 from platform_streams.config_sources import BOOTSTRAP_ENV
@@ -292,11 +293,12 @@ def build_stream_app_defs(
     if include_external_topics:
         owned = shared_topic_specs([(app, tr)])[app.name] if topic_specs is None else topic_specs
         external += list(owned.values())
+    shadow, shadow_job = shadow_replay_defs(app, app_spec.key)
     return dg.Definitions(
-        assets=[_app_asset(app, app_spec), *external],
+        assets=[_app_asset(app, app_spec), *external, shadow],
         asset_checks=[*_asset_checks(app, app_spec.key), deploy_gate_check(app, app_spec.key)],
         sensors=[_health_sensor(app, tr, app_spec.key)],
-        jobs=build_jobs(app),
+        jobs=[*build_jobs(app), shadow_job],
     )
 
 

@@ -42,13 +42,21 @@ def test_code_location_loads_and_validates() -> None:
     assert {"orders_app", "orders_app/stores/orders_per_customer", "kafka/orders", "kafka/big_orders"} <= keys
     assert {"kafka/orders_by_customer", "kafka/order_counts"} <= keys
     checks = {c.name for c in repo.asset_graph.asset_check_keys}
-    assert checks == {"consumer_lag", "workers_running", "dead_letter_not_growing", "internal_topics_valid"}
+    assert checks == {
+        "consumer_lag",
+        "workers_running",
+        "dead_letter_not_growing",
+        "internal_topics_valid",
+        "deploy_gate",
+        "shadow_replay_matches",
+    }
     assert {
         "orders_app_internal_topics",
         "orders_app_reset",
         "orders_app_compact_store",
         "orders_app_backfill",
         "orders_app_workers",
+        "orders_app_shadow_replay",
     } <= set(repo.job_names)
     assert [s.name for s in repo.sensor_defs] == ["orders_app_health"]
     app = repo.asset_graph.get(dg.AssetKey(["orders_app"]))
