@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip >/dev/null
-	$(BIN)/python -m pip install -e '.[dev,test,spark,s3,dagster,helm,embedded]'
+	$(BIN)/python -m pip install -e '.[dev,test,spark,s3,dagster,helm,embedded,schema-registry]'
 	@# examples/ is not in the wheel: the checkout's root on this venv's path keeps the demo
 	@# app and the orders plugin (examples.orders_app) importable from any directory.
 	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "platform-streams-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
