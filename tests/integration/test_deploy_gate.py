@@ -16,68 +16,25 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from platform_streams import KafkaStreams, State
-from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.topology.manifest import topology_manifest
-from tests.integration import gate_apps
-from tests.support.kafka import GROUP_TIMING, consume_all, new_topic, produce
+from tests.support.deploy_gate import Deployed, running_counts_app
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@dataclass
-class Deployed:
-    config: StreamsConfig
-    env: dict[str, str]
-    store: str
-    changelog: str
-
-
 @pytest.fixture
 def deployed(
     admin: KafkaAdmin, bootstrap_servers: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Deployed]:
-    source, sink = new_topic(admin, 2, "gate-in"), new_topic(admin, 2, "gate-out")
-    env = {"GATE_INPUT": source, "GATE_OUTPUT": sink}
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    config = StreamsConfig(
-        application_id=f"gate-{uuid.uuid4().hex[:10]}",
-        bootstrap_servers=bootstrap_servers,
-        state_dir=tmp_path / "state",
-        commit_interval_ms=100,
-        session_timeout_ms=GROUP_TIMING["session.timeout.ms"],
-        heartbeat_interval_ms=GROUP_TIMING["heartbeat.interval.ms"],
-        max_poll_interval_ms=GROUP_TIMING["max.poll.interval.ms"],
-    )
-    topology = gate_apps.counts()
-    [store] = topology_manifest(topology)["stores"]
-    streams = KafkaStreams(topology, config)
-    streams.start()
-    try:
-        deadline = time.monotonic() + 90
-        while streams.state() is not State.RUNNING:
-            assert time.monotonic() < deadline, f"not RUNNING: {streams.state()}"
-            time.sleep(0.1)
-        produce(bootstrap_servers, source, [("o1", "ann"), ("o2", "bob"), ("o3", "ann")])
-        assert len(consume_all(bootstrap_servers, sink, 2, timeout_s=60)) >= 2  # caching may merge ann's
-        yield Deployed(config, env, store, f"{config.application_id}-{store}-changelog")
-    finally:
-        streams.close(30)
-        admin.delete_topics(
-            [t for t in admin.list_topics() if t.startswith(config.application_id)] + [source, sink]
-        )
+    with running_counts_app(admin, bootstrap_servers, tmp_path / "state", monkeypatch) as app:
+        yield app
 
 
 def gate(deployed: Deployed, factory: str, *extra: str) -> subprocess.CompletedProcess[str]:
