@@ -69,4 +69,4 @@ def resolve_config_setter(value: Any) -> Callable[..., None] | None:
     if not callable(value):
         kind = type(value).__name__
         raise ValueError(f"must be callable as setter(store_name, options, table), got {kind}")
-    return value  # type: ignore[no-any-return]
+    return value
