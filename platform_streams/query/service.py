@@ -220,9 +220,10 @@ class InteractiveQueries(ClientAddOn):
         """The lag of every local copy (active, restoring, standby) of the store partitions,
         or of ``store``/``partition`` only (query/lags.py): Kafka's
         ``allLocalStorePartitionLags``; copies whose changelog end is unknown are left out."""
-        return lags_of(self._local_replicas(store, partition), self.fetch_changelog_ends)
+        return lags_of(self.local_replicas(store, partition), self.fetch_changelog_ends)
 
-    def _local_replicas(self, store: str | None, partition: int | None) -> list[StoreReplica]:
+    def local_replicas(self, store: str | None = None, partition: int | None = None) -> list[StoreReplica]:
+        """The local copies of the store partitions, without their lags (no broker call)."""
         plan, app = self._streams.plan, self._streams.config.application_id
         changelogs = {sub.id: store_changelogs(plan, sub, app) for sub in plan.subtopologies}
         if store is not None:

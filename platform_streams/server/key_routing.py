@@ -94,9 +94,16 @@ def answer_key(
             memo.append(copies[0] if copies else None)
         return memo[0]
 
+    def role_here() -> Role | None:
+        """What this instance's copy of the partition is (no broker call)."""
+        copies = service.local_replicas(store, partition)
+        return copies[0].role if copies else None
+
     def local_within(roles: tuple[Role, ...]) -> Response | None:
+        if bound is None or role_here() not in roles:
+            return None
         copy = mine()
-        if bound is None or copy is None or copy.role not in roles or copy.offset_lag > bound:
+        if copy is None or copy.role not in roles or copy.offset_lag > bound:
             return None
         stale = api._local(request, partition)
         if stale is None:
@@ -108,7 +115,8 @@ def answer_key(
         found = local_within((Role.STANDBY, Role.RESTORING))
         if found is not None:
             return found
-        copy = mine()
+        role = role_here()
+        copy = mine() if role is Role.RESTORING or (role is not None and bound is not None) else None
         if copy is not None and copy.role is Role.RESTORING and bound is None:
             raise Refused(
                 503,
@@ -118,14 +126,21 @@ def answer_key(
                 partition=partition,
                 store=store,
             )
-        if copy is not None and bound is not None:
+        if copy is not None and bound is not None and copy.role is not Role.ACTIVE:
             raise Refused(
-                503, f"{what}: the {copy.role.value} copy here is {copy.offset_lag} records behind, beyond "
-                f"max_lag={bound}", reason="lag", lag=copy.offset_lag, partition=partition, store=store,
+                503,
+                f"{what}: the {copy.role.value} copy here is {copy.offset_lag} records behind, beyond "
+                f"max_lag={bound}",
+                reason="lag",
+                lag=copy.offset_lag,
+                partition=partition,
+                store=store,
             )
         raise Refused(
-            503, f"{what} is not available here (rebalancing, restoring, or moved): retry",
-            partition=partition, store=store,
+            503,
+            f"{what} is not available here (rebalancing, restoring, or moved): retry",
+            partition=partition,
+            store=store,
         )
 
     meta = api._run(lambda: service.query_metadata_for_key(store, key))
@@ -143,7 +158,7 @@ def answer_key(
             else:
                 log.warning("forwarding a query for %s to %s failed: %s", store, owner, exc)
                 failed = exc
-    elif owner.is_available() and (copy := mine()) is not None and copy.role is Role.RESTORING:
+    elif owner.is_available() and role_here() is Role.RESTORING and (copy := mine()) is not None:
         restoring = (copy.offset_lag,)
     if bound is not None:
         found = local_within((Role.STANDBY,))

@@ -34,7 +34,11 @@ def test_lag_info_is_never_negative() -> None:
     assert LagInfo(5, 5).offset_lag == 0
     assert LagInfo(0, 5).offset_lag == 5
     assert LagInfo(7, 5).offset_lag == 0  # an end offset read before the copy's last apply
-    assert LagInfo(2, 9).to_dict() == {"current_offset_position": 2, "end_offset_position": 9, "offset_lag": 7}
+    assert LagInfo(2, 9).to_dict() == {
+        "current_offset_position": 2,
+        "end_offset_position": 9,
+        "offset_lag": 7,
+    }
 
 
 def test_positions_per_role() -> None:
@@ -102,7 +106,7 @@ def test_local_lags_of_real_tasks_by_role(
 def test_a_restoring_task_uses_the_end_its_restore_read(driver: TopologyTestDriver) -> None:
     service, _ = _service(driver, active=True, state=WorkerState.PARTITIONS_ASSIGNED)
     service.fetch_changelog_ends = lambda tps: pytest.fail(f"asked the broker for {tps}")
-    changelog = next(iter(service._local_replicas("counts", 0))).changelog
+    changelog = next(iter(service.local_replicas("counts", 0))).changelog
     service._restore_ends[changelog] = 12  # what the restore listener's on_log_end records
     (copy,) = service.local_lags("counts", 0)
     assert copy.role is Role.RESTORING and copy.lag == LagInfo(0, 12)
@@ -110,7 +114,12 @@ def test_a_restoring_task_uses_the_end_its_restore_read(driver: TopologyTestDriv
 
 @pytest.mark.parametrize(
     ("params", "bound"),
-    [({}, None), ({"max_lag": "0"}, 0), ({"max_lag": "25"}, 25), ({"max_lag": "9", "require_active": "true"}, None)],
+    [
+        ({}, None),
+        ({"max_lag": "0"}, 0),
+        ({"max_lag": "25"}, 25),
+        ({"max_lag": "9", "require_active": "true"}, None),
+    ],
 )
 def test_max_lag(params: dict[str, str], bound: int | None) -> None:
     assert max_lag_of(params) == bound
