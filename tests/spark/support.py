@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,18 @@ def restore_then_process(
         for task in tasks:
             task.close()
     return collector.records, lifecycle
+
+
+def expected_counts(counts: Counter[str], new: list[tuple[str, str]]) -> Counter[tuple[str, int]]:
+    """The ``(key, count)`` outputs a counting app emits for ``new`` on top of ``counts``."""
+    running = Counter(counts)
+    out: Counter[tuple[str, int]] = Counter()
+    for key, _ in new:
+        running[key] += 1
+        out[(key, running[key])] += 1
+    return out
+
+
+def count_outputs(records: list[tuple[str, bytes | None, bytes | None]]) -> Counter[tuple[str, int]]:
+    """The ``(key, count)`` pairs of collected output records (String keys, Long counts)."""
+    return Counter((k.decode(), int.from_bytes(v, "big", signed=True)) for _t, k, v in records if k and v)

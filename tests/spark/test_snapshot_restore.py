@@ -29,6 +29,8 @@ from tests.integration.support_apps import (
     wait_committed,
 )
 from tests.spark.apps import CountByKey
+from tests.spark.support import count_outputs as _outputs
+from tests.spark.support import expected_counts as _expected
 from tests.spark.support import restore_then_process
 from tests.support.kafka import new_topic, produce
 
@@ -94,19 +96,6 @@ def built(
         Counter(k for k, _ in first + tail),
         {tp: o or 0 for tp, o in admin.committed_offsets(app_id, list(ends)).items()},
     )
-
-
-def _expected(counts: Counter[str], new: list[tuple[str, str]]) -> Counter[tuple[str, int]]:
-    running = Counter(counts)
-    out: Counter[tuple[str, int]] = Counter()
-    for key, _ in new:
-        running[key] += 1
-        out[(key, running[key])] += 1
-    return out
-
-
-def _outputs(records: list[tuple[str, bytes | None, bytes | None]]) -> Counter[tuple[str, int]]:
-    return Counter((k.decode(), int.from_bytes(v, "big", signed=True)) for _t, k, v in records if k and v)
 
 
 def _config(built: Built, state_dir: Path, snapshots: Path | None) -> Any:

@@ -1,0 +1,254 @@
+"""Snapshots in S3 (versitygw), written by compaction jobs on a Spark standalone cluster.
+
+The cluster (a master and two worker JVMs) runs the job with real executors; the driver is
+a process of its own (:mod:`tests.spark_cluster.compact_driver`) so that it can be killed.
+A "worker on another host" is a state directory of its own that shares no path with the
+job or the first worker: everything it gets comes from the object store and the broker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from platform_streams.kafka import KafkaAdmin, TopicSpec, log_end_offsets
+from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
+from tests.integration.support_apps import app_config, log_ends, new_app_id, running_app, wait_committed
+from tests.spark.apps import CountByKey
+from tests.spark.support import count_outputs as _outputs
+from tests.spark.support import expected_counts as _expected
+from tests.spark.support import restore_then_process, snapshot_content
+from tests.spark_cluster.conftest import BUCKET
+from tests.support.kafka import new_topic, produce
+from tests.support.s3_server import S3Server
+from tests.support.spark_cluster import SparkCluster
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.broker,
+    pytest.mark.kafka_side,
+    pytest.mark.timeout(900),
+]
+
+PARTITIONS = 2
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER = "tests.spark_cluster.compact_driver"
+
+
+def _compact(cluster: SparkCluster, job: dict[str, Any], timeout_s: float = 400) -> list[SnapshotManifest]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", DRIVER, json.dumps({"master": cluster.master_url, **job})],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    print(f"compaction on {cluster.master_url}: {time.monotonic() - started:.1f}s")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return [SnapshotManifest.model_validate(m) for m in out["manifests"]]
+
+
+def _inputs(start: int, n: int) -> list[tuple[str, str]]:
+    return [(f"user-{i % 50}", f"click-{i}") for i in range(start, start + n)]
+
+
+@dataclass
+class Built:
+    app: CountByKey
+    app_id: str
+    bootstrap: str
+    location: str
+    older: list[SnapshotManifest]
+    newer: list[SnapshotManifest]
+    changelog_ends: dict[tuple[str, int], int]
+    counts: Counter[str]
+    committed: dict[tuple[str, int], int]
+
+
+@pytest.fixture(scope="module")
+def built(
+    spark_cluster: SparkCluster,
+    s3_server: S3Server,
+    bootstrap_servers: str,
+    admin: KafkaAdmin,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Built:
+    """Two snapshots per partition in s3:// (each made on the cluster), then a changelog tail."""
+    tmp = tmp_path_factory.mktemp("host-a")
+    source, sink = new_topic(admin, PARTITIONS, "clicks"), new_topic(admin, PARTITIONS, "counts")
+    app, app_id = CountByKey(source, sink), new_app_id("s3snap")
+    location = f"s3://{BUCKET}/{app_id}-run"
+    job = {"bootstrap": bootstrap_servers, "application_id": app_id, "store": "counts",
+           "location": location, "source_topics": [source]}
+    config = app_config(bootstrap_servers, tmp / "state", app_id, statestore_cache_max_bytes=0)
+    batches = [_inputs(0, 2_000), _inputs(2_000, 300), _inputs(2_300, 200)]
+    placed: list[tuple[int, int]] = []
+    snapshots = []
+    with running_app(app(), config):
+        for n, batch in enumerate(batches):
+            placed += produce(bootstrap_servers, source, batch)
+            wait_committed(admin, app_id, log_ends(placed, source, PARTITIONS), f"batch {n} is committed")
+            if n < 2:
+                snapshots.append(_compact(spark_cluster, job))
+    ends = log_ends(placed, source, PARTITIONS)
+    changelog = f"{app_id}-counts-changelog"
+    changelog_partitions = [(changelog, p) for p in range(PARTITIONS)]
+    return Built(
+        app,
+        app_id,
+        bootstrap_servers,
+        location,
+        snapshots[0],
+        snapshots[1],
+        log_end_offsets({"bootstrap.servers": bootstrap_servers}, changelog_partitions),
+        Counter(k for batch in batches for k, _ in batch),
+        {tp: o or 0 for tp, o in admin.committed_offsets(app_id, list(ends)).items()},
+    )
+
+
+def _run_worker(built: Built, state_dir: Path, location: str | None, new: list[tuple[str, str]]) -> Any:
+    config = app_config(
+        built.bootstrap,
+        state_dir,
+        built.app_id,
+        statestore_cache_max_bytes=0,
+        state_snapshot_location=location,
+    )
+    return restore_then_process(built.app(), config, built.app.source, PARTITIONS, new, built.committed)
+
+
+def test_cluster_compaction_into_s3_restores_on_another_host_like_a_replay(
+    built: Built, tmp_path: Path
+) -> None:
+    assert sorted(m.partition for m in built.newer) == [0, 1]
+    assert all(n.offset > o.offset for n, o in zip(built.newer, built.older, strict=True))
+    catalog = SnapshotCatalog(open_snapshot_store(built.location))
+    assert [m.snapshot_id for m in catalog.manifests(built.app_id, "counts", 0)] == [
+        built.newer[0].snapshot_id,
+        built.older[0].snapshot_id,
+    ]
+    new = _inputs(10_000, 200)
+    fast_out, fast = _run_worker(built, tmp_path / "host-b", built.location, new)
+    full_out, _ = _run_worker(built, tmp_path / "host-c", None, new)
+    used = {t.partition: [r.manifest.snapshot_id for r in rs] for t, rs in fast.last_snapshots.items()}
+    assert used == {m.partition: [m.snapshot_id] for m in built.newer}
+    for task_id in fast.last_snapshots:
+        tail = built.changelog_ends[(f"{built.app_id}-counts-changelog", task_id.partition)]
+        assert fast.last_restore[task_id] == {"counts": tail - built.newer[task_id.partition].offset - 1}
+    assert _outputs(fast_out) == _outputs(full_out) == _expected(built.counts, new)
+
+
+def test_corrupt_object_is_refused_and_the_previous_snapshot_is_used(
+    built: Built, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = open_snapshot_store(built.location)
+    broken_location = f"{built.location}-broken"
+    broken = open_snapshot_store(broken_location)
+    for key in source.list_keys(""):
+        broken.put_bytes(key, source.get_bytes(key))
+    victim = built.newer[0]
+    key = SnapshotCatalog.snapshot_prefix(victim) + "data.sst"
+    data = bytearray(broken.get_bytes(key))
+    data[len(data) // 2] ^= 0xFF  # same size, one flipped byte
+    broken.put_bytes(key, bytes(data))
+    new = _inputs(20_000, 100)
+    with caplog.at_level(logging.WARNING, logger="platform_streams.state.snapshot_restore"):
+        out, lifecycle = _run_worker(built, tmp_path / "host-d", broken_location, new)
+    used = {t.partition: [r.manifest.snapshot_id for r in rs] for t, rs in lifecycle.last_snapshots.items()}
+    assert used == {0: [built.older[0].snapshot_id], 1: [built.newer[1].snapshot_id]}
+    refused = [r.getMessage() for r in caplog.records if "checksum" in r.getMessage()]
+    assert len(refused) == 1 and victim.snapshot_id in refused[0]
+    assert _outputs(out) == _expected(built.counts, new)
+
+
+def test_killed_job_publishes_nothing_and_the_next_run_completes(
+    spark_cluster: SparkCluster,
+    s3_server: S3Server,
+    bootstrap_servers: str,
+    admin: KafkaAdmin,
+    tmp_path: Path,
+) -> None:
+    # Partition 0 is big and partition 1 tiny, so partition 1's SST is uploaded while
+    # partition 0's task is still sorting: the job is killed between the two uploads.
+    app_id, store = new_app_id("s3kill"), "kv"
+    changelog = f"{app_id}-{store}-changelog"
+    admin.create_topics([TopicSpec(changelog, PARTITIONS, config={"cleanup.policy": "compact"})])
+    big = [(f"k{i % 60_000:06d}", f"v{i}", 0) for i in range(120_000)]
+    small = [(f"k{i:03d}", f"v{i}", 1) for i in range(50)]
+    produce(bootstrap_servers, changelog, big + small)
+    location = f"s3://{BUCKET}/{app_id}"
+    store_view = open_snapshot_store(location)
+    catalog = SnapshotCatalog(store_view)
+    job = {"master": spark_cluster.master_url, "bootstrap": bootstrap_servers, "application_id": app_id,
+           "store": store, "location": location}
+    driver = subprocess.Popen(
+        [sys.executable, "-m", DRIVER, json.dumps(job)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 400
+    uploaded: list[str] = []
+    while not uploaded and time.monotonic() < deadline and driver.poll() is None:
+        uploaded = [k for k in store_view.list_keys(f"{app_id}/") if k.endswith("/data.sst")]
+        time.sleep(0.05)
+    os.killpg(driver.pid, signal.SIGKILL)  # the driver and its JVM, mid-write
+    driver.wait(30)
+    assert uploaded, f"no SST was uploaded before the driver ended: {driver.stderr.read()[-2000:]!r}"
+    assert driver.returncode == -signal.SIGKILL
+    assert catalog.manifests(app_id, store) == []  # an uploaded SST alone is no snapshot
+
+    manifests = _compact(spark_cluster, {k: v for k, v in job.items() if k != "master"})
+    assert sorted((m.partition, m.record_count) for m in manifests) == [(0, 60_000), (1, 50)]
+    assert sorted(m.snapshot_id for m in catalog.manifests(app_id, store)) == sorted(
+        m.snapshot_id for m in manifests
+    )
+    small_content = snapshot_content(location, manifests[1], tmp_path)  # type: ignore[arg-type]
+    assert small_content == sorted((k.encode(), v.encode()) for k, v, _p in small)
+
+
+def test_state_endpoint_names_the_snapshot_each_task_restored_from(built: Built, tmp_path: Path) -> None:
+    """A running worker with an empty state dir and the s3:// location: GET /state says which
+    snapshot each task's store came from."""
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    config = app_config(
+        built.bootstrap,
+        tmp_path / "host-e",
+        built.app_id,
+        statestore_cache_max_bytes=0,
+        state_snapshot_location=built.location,
+        http_port=port,
+    )
+    with (
+        running_app(built.app(), config),
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/state", timeout=10) as reply,
+    ):
+        state = json.loads(reply.read())
+    restored = {
+        task: [(r["store"], r["snapshot_id"], r["offset"]) for r in used]
+        for worker in state["workers"]
+        for task, used in worker["snapshot_restores"].items()
+    }
+    assert sorted(restored.values()) == sorted(
+        [("counts", m.snapshot_id, m.offset)] for m in built.newer
+    )
