@@ -13,13 +13,17 @@ a broker call, are given.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from pathlib import Path
 
 import orjson
 import pytest
 
+from platform_streams import KafkaStreams
+from platform_streams.dsl import Consumed, Materialized, StreamsBuilder
 from platform_streams.query import LagInfo
 from platform_streams.query.lags import Role, StoreReplica, by_store, lags_of, replicas_of
 from platform_streams.runtime.worker import WorkerState
+from platform_streams.serde import String
 from platform_streams.server.forwarding import _refusal
 from platform_streams.server.key_routing import max_lag_of
 from platform_streams.testing import TopologyTestDriver
@@ -150,3 +154,18 @@ def test_only_typed_fields_of_another_instances_refusal_are_read() -> None:
     assert _refusal(body({"reason": "something else", "lag": 7})) == (None, None)
     assert _refusal(b"<html>proxy error</html>") == (None, None)
     assert _refusal(body(["restoring"])) == (None, None)
+
+
+@pytest.mark.parametrize("stateful", [False, True])
+def test_no_lags_before_start_or_without_stores(tmp_path: Path, stateful: bool) -> None:
+    """Kafka's ``KafkaStreamsTest#shouldReturnEmptyLocalStorePartitionLags`` and the "empty
+    lag map before streams is started" checks of ``LagFetchIntegrationTest``."""
+    builder = StreamsBuilder()
+    stream = builder.stream("in", Consumed(key_serde=String(), value_serde=String()))
+    if stateful:
+        stream.group_by_key().count(materialized=Materialized.as_("counts"))
+    else:
+        stream.to("out")
+    config = {"application_id": "lags", "bootstrap_servers": "127.0.0.1:1", "state_dir": tmp_path}
+    streams = KafkaStreams(builder.build(), config)
+    assert streams.all_local_store_partition_lags() == {}
