@@ -1,6 +1,8 @@
-"""The RocksDB storage backend (rocksdict); with rocksdb_columns.py, the only modules that import rocksdict.
+"""The RocksDB storage backend (rocksdict); with rocksdb_columns.py and rocksdb_options.py, the
+only modules that import rocksdict.
 
-One RocksDB instance per store per task, at ``<task dir>/rocksdb/<store name>``; window and
+One RocksDB instance per store per task, at ``<task dir>/rocksdb/<store name>``, with the
+options of ``rocksdb_options`` (defaults, memory budget, the user's config setter); window and
 session segments are column families of that instance, so expiring a segment needs no
 per-key work (the family is emptied by one range delete and recycled for a later segment:
 ``rocksdb_columns``) and a flush covers every segment.

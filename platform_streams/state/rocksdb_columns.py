@@ -1,6 +1,7 @@
 """RocksDB column families of one store: the write overlay of each, and recycled segments.
 
-Part of the RocksDB backend (with ``rocksdb.py``, the only modules that import rocksdict).
+Part of the RocksDB backend (with ``rocksdb.py`` and ``rocksdb_options.py``, the only modules
+that import rocksdict).
 
 :class:`RocksDBBytesMap` is one column family with its ``pending`` write overlay (why the
 overlay: ``rocksdb.py``'s module docs).
