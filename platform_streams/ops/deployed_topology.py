@@ -13,8 +13,9 @@ its heartbeats. That is the most honest source of "deployed" there is:
   topic with the changelogs, so after a reset there is no manifest, and no state to lose.
 
 The last manifest written wins (the topic is compacted): during a rolling update of an
-unchanged topology all clients write the same one. A client that ran before manifests
-existed wrote none; the gate then says nothing was recorded rather than guess.
+unchanged topology all clients write the same one. Clients that ran before manifests
+existed wrote none; the gate then falls back to the state itself: the application's
+changelog topics on the broker, each of which the candidate must still write.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsError
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin, read_partition_range
-from platform_streams.ops.topology_diff import TopologyDiff, diff_manifests
+from platform_streams.ops.topology_diff import TopologyDiff, diff_manifests, diff_unrecorded
 from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.topology.manifest import MANIFEST_VERSION, TOPOLOGY_KEY, topology_manifest
 from platform_streams.topology.topology import Topology
@@ -41,6 +42,8 @@ class DeployedTopology:
 
     manifest: dict[str, Any] | None
     source: str
+    #: without a manifest: the application's changelog topics found on the broker
+    changelogs: tuple[str, ...] = ()
 
 
 def read_deployed_topology(config: StreamsConfig, timeout_s: float = 30.0) -> DeployedTopology:
@@ -56,7 +59,12 @@ def read_deployed_topology(config: StreamsConfig, timeout_s: float = 30.0) -> De
         if msg.key() == TOPOLOGY_KEY.encode():
             last = (msg.value(), msg.timestamp()[1])
     if last is None or last[0] is None:
-        return DeployedTopology(None, f"no topology recorded on {topic} (no client of this version ran)")
+        return DeployedTopology(
+            None,
+            f"no topology recorded on {topic} (its clients predate the record); judged by the "
+            "application's changelog topics on the broker",
+            tuple(_changelogs(config)),
+        )
     value, written_ms = last
     try:
         manifest = json.loads(value)  # type: ignore[arg-type]
@@ -72,9 +80,18 @@ def read_deployed_topology(config: StreamsConfig, timeout_s: float = 30.0) -> De
     return DeployedTopology(manifest, f"the topology record on {topic}, written by client {by} at {when}")
 
 
+def _changelogs(config: StreamsConfig) -> list[str]:
+    prefix = f"{config.application_id}-"
+    with KafkaAdmin(config.admin_configs()) as admin:
+        return sorted(t for t in admin.list_topics() if t.startswith(prefix) and t.endswith("-changelog"))
+
+
 def gate_topology(
     topology: Topology, config: StreamsConfig, *, deployed: DeployedTopology | None = None
 ) -> tuple[TopologyDiff, DeployedTopology]:
     """Compare ``topology`` with what is deployed for ``config.application_id``."""
     found = deployed if deployed is not None else read_deployed_topology(config)
-    return diff_manifests(found.manifest, topology_manifest(topology), config.application_id), found
+    candidate = topology_manifest(topology)
+    if found.manifest is None and found.changelogs:
+        return diff_unrecorded(found.changelogs, candidate, config.application_id), found
+    return diff_manifests(found.manifest, candidate, config.application_id), found

@@ -22,12 +22,12 @@ run the reset job to rebuild the state from the input.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Change", "Finding", "TopologyDiff", "diff_manifests"]
+__all__ = ["Change", "Finding", "TopologyDiff", "diff_manifests", "diff_unrecorded"]
 
 _GENERATED = re.compile(r"-\d{10}$")
 _RESET_FIX = "run the reset job (platform-streams reset, or the chart's reset.enabled=true) to rebuild it"
@@ -312,3 +312,30 @@ def diff_manifests(
     differ.copartitioning()
     findings = sorted(differ.findings, key=lambda f: (-f.change.rank, f.subject, f.kind))
     return TopologyDiff(old_fp, new_fp, tuple(findings), changed=True)
+
+
+def diff_unrecorded(
+    changelogs: Iterable[str], candidate: Mapping[str, Any], application_id: str
+) -> TopologyDiff:
+    """No manifest was recorded (the clients predate it), yet the application's changelog
+    topics ``changelogs`` (physical names) hold state on the broker: any the candidate does
+    not write would be orphaned."""
+    sources = set(candidate.get("source_topics", []))
+    written = {
+        _physical(application_id, spec.get("changelog"), sources)
+        for spec in candidate.get("stores", {}).values()
+    }
+    prefix = f"{application_id}-"
+    findings = [
+        Finding(
+            Change.INCOMPATIBLE,
+            "store_orphaned",
+            topic.removeprefix(prefix).removesuffix("-changelog"),
+            topic,
+            "this changelog holds state on the broker, no topology was recorded, and the candidate "
+            "has no store writing it: its state would be orphaned",
+            "name the candidate's store after it with Materialized.as_, or " + _RESET_FIX,
+        )
+        for topic in sorted(set(changelogs) - written)
+    ]
+    return TopologyDiff("unrecorded", str(candidate["fingerprint"]), tuple(findings), changed=True)

@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 from platform_streams.kafka import KafkaAdmin
+from platform_streams.topology.manifest import TOPOLOGY_KEY
 from tests.support.deploy_gate import Deployed, running_counts_app
+from tests.support.kafka import produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
@@ -69,3 +71,16 @@ def test_a_renamed_changelog_is_refused_naming_the_store_a_compatible_change_pas
     compatible = gate(deployed, "counts_as_text")
     assert compatible.returncode == 0, compatible.stdout + compatible.stderr
     assert "compatible" in compatible.stdout and "REFUSED" not in compatible.stdout
+
+
+def test_without_a_recorded_topology_the_gate_judges_by_the_changelogs_on_the_broker(
+    deployed: Deployed,
+) -> None:
+    # clients that predate the record: none on the control topic, the state still there
+    control = f"{deployed.config.application_id}-control"
+    produce(deployed.config.bootstrap_servers, control, [(TOPOLOGY_KEY, None, 0)])
+    refused = gate(deployed, "counts_filtered")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "no topology recorded" in refused.stdout and deployed.changelog in refused.stdout
+    same = gate(deployed, "counts")
+    assert same.returncode == 0 and "REFUSED" not in same.stdout, same.stdout + same.stderr

@@ -12,7 +12,7 @@ from typing import Any
 
 from platform_streams import StreamsBuilder, Topology
 from platform_streams.dsl import Grouped, Materialized
-from platform_streams.ops.topology_diff import Change, diff_manifests
+from platform_streams.ops.topology_diff import Change, diff_manifests, diff_unrecorded
 from platform_streams.serde import Json, Long, String
 from platform_streams.topology.manifest import topology_manifest
 
@@ -92,3 +92,14 @@ def test_a_new_store_over_consumed_input_needs_a_reset_a_new_input_does_not() ->
     assert over_old.change is Change.NEEDS_RESET and over_old.subjects(Change.NEEDS_RESET) == ["latest"]
     over_new = _diff(plain, with_table("customers"))
     assert over_new.change is Change.COMPATIBLE and over_new.changed
+
+
+def test_without_a_recorded_topology_the_changelogs_on_the_broker_must_still_be_written() -> None:
+    deployed_store = next(iter(topology_manifest(_counts())["stores"]))
+    existing = [f"{APP}-{deployed_store}-changelog"]
+    same = diff_unrecorded(existing, topology_manifest(_counts()), APP)
+    assert same.change is Change.COMPATIBLE and not same.findings
+    moved = diff_unrecorded(existing, topology_manifest(_counts(filtered=True)), APP)
+    [finding] = moved.findings
+    assert moved.change is Change.INCOMPATIBLE and finding.subject == deployed_store
+    assert finding.topic == existing[0] and "no topology was recorded" in finding.problem
