@@ -117,12 +117,13 @@ def answer_key(
             return found
         role = role_here()
         copy = mine() if role is Role.RESTORING or (role is not None and bound is not None) else None
-        if copy is not None and copy.role is Role.RESTORING and bound is None:
+        if role is Role.RESTORING and bound is None:
+            lag = copy.offset_lag if copy is not None else None
             raise Refused(
                 503,
-                f"{what}: its active task on {here} is {_restoring(copy.offset_lag)}",
+                f"{what}: its active task on {here} is {_restoring(lag)}",
                 reason="restoring",
-                lag=copy.offset_lag,
+                lag=lag,
                 partition=partition,
                 store=store,
             )
@@ -158,8 +159,9 @@ def answer_key(
             else:
                 log.warning("forwarding a query for %s to %s failed: %s", store, owner, exc)
                 failed = exc
-    elif owner.is_available() and role_here() is Role.RESTORING and (copy := mine()) is not None:
-        restoring = (copy.offset_lag,)
+    elif owner.is_available() and role_here() is Role.RESTORING:
+        copy = mine()
+        restoring = (copy.offset_lag if copy is not None else None,)
     if bound is not None:
         found = local_within((Role.STANDBY,))
         if found is not None:
