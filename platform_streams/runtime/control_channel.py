@@ -18,6 +18,9 @@ client (one :class:`KafkaStreams`, i.e. one process) tails ``<application_id>-co
 * ``range/<task id>``: the changelog ranges a task wrote for committed input, which a
   restore applies without reading each record's header
   (:mod:`platform_streams.runtime.restore_ranges`).
+* ``topology``: the manifest of the topology this client runs, written at its start
+  (:mod:`platform_streams.topology.manifest`); the deploy gate reads the last one
+  (:mod:`platform_streams.ops.deployed_topology`). No client reads it.
 
 The worker also uses this topic for its exactly-once fencing check (an offset commit of
 partition 0 in the application's group; see ``StreamWorker``).
