@@ -45,7 +45,7 @@ def _metadata(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
 def _check(spec: dict[str, Any], resources: dict[str, Any]) -> dg.AssetCheckEvaluation:
     defs = build_stream_app_defs(spec)
     [check] = [c for c in defs.asset_checks or [] if CHECK_NAME in {k.name for k in c.check_keys}]
-    result = dg.materialize([check], resources=resources, selection=dg.AssetSelection.checks(check))  # type: ignore[list-item]
+    result = dg.materialize([check], resources=resources, selection=dg.AssetSelection.checks(check))
     [evaluation] = result.get_asset_check_evaluations()
     return evaluation
 
@@ -76,7 +76,7 @@ def test_a_renamed_changelog_is_refused_by_the_materialization_a_compatible_chan
     refused = _materialize(renamed, resources)
     assert not refused.success
     [failure] = [e for e in refused.all_events if e.is_step_failure]
-    message = str(failure.step_failure_data.error)  # type: ignore[union-attr]
+    message = str(failure.step_failure_data.error)
     assert "deploy refused" in message and "orders-per-customer" in message
     assert f"{app_id}-orders-per-customer-changelog" in message and "allow_incompatible" in message
     assert _wait_recorded(bootstrap_servers, app_id) == deployed  # the running workers were left alone

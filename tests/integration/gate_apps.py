@@ -23,7 +23,7 @@ def _build(*, filtered: bool = False, as_text: bool = False) -> Topology:
     if filtered:
         orders = orders.filter(lambda key, value: value is not None)
     grouped = orders.group_by(lambda key, value: value, Grouped(key_serde=String(), value_serde=String()))
-    counts = grouped.count(Materialized(key_serde=String(), value_serde=Long())).to_stream()
+    counts = grouped.count(materialized=Materialized(key_serde=String(), value_serde=Long())).to_stream()
     if as_text:
         counts.map_values(str).to(os.environ["GATE_OUTPUT"], Produced.with_(String(), String()))
     else:

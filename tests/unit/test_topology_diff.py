@@ -27,7 +27,7 @@ def _counts(*, filtered: bool = False, store: str | None = None, value_serde: An
         stream = stream.filter(lambda k, v: v is not None)
     grouped = stream.group_by(lambda k, v: v, Grouped(key_serde=String(), value_serde=String()))
     materialized = Materialized(store_name=store, key_serde=String(), value_serde=value_serde or Long())
-    grouped.count(materialized).to_stream().to("counts")
+    grouped.count(materialized=materialized).to_stream().to("counts")
     return builder.build()
 
 
@@ -83,7 +83,7 @@ def test_a_new_store_over_consumed_input_needs_a_reset_a_new_input_does_not() ->
             orders = builder.stream("orders")
             orders.to("copy")
             counted = orders if topic == "orders" else builder.stream(topic)
-            counted.group_by_key().count(Materialized.as_("latest"))
+            counted.group_by_key().count(materialized=Materialized.as_("latest"))
             return builder.build()
 
         return build
