@@ -108,7 +108,12 @@ class MissingSourceTopicError(TopologyError):
 
     def __init__(self, topics: Iterable[str], message: str | None = None) -> None:
         self.topics: list[str] = sorted(topics)
-        super().__init__(message or f"source topic(s) do not exist: {', '.join(self.topics)}")
+        # a broker lists only the topics the principal may DESCRIBE (READ implies it)
+        super().__init__(
+            message
+            or f"source topic(s) do not exist: {', '.join(self.topics)} "
+            "(or the principal is not allowed to READ them)"
+        )
 
 
 class MissingSinkTopicError(TopologyError):
@@ -121,7 +126,9 @@ class MissingSinkTopicError(TopologyError):
     def __init__(self, topics: Iterable[str], message: str | None = None) -> None:
         self.topics: list[str] = sorted(topics)
         super().__init__(
-            message or f"sink topic(s) do not exist: {', '.join(self.topics)}; create them first"
+            message
+            or f"sink topic(s) do not exist: {', '.join(self.topics)}; create them first "
+            "(or allow the principal to WRITE them)"
         )
 
 

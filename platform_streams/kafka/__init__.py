@@ -52,6 +52,7 @@ from platform_streams.kafka.embedded_broker import (
 )
 from platform_streams.kafka.errors import (
     as_kafka_error,
+    is_denied,
     is_fatal,
     is_fenced,
     is_retriable,
@@ -105,6 +106,7 @@ __all__ = [
     "find_free_port",
     "group_membership",
     "high_watermark_from_fetch",
+    "is_denied",
     "is_fatal",
     "is_fenced",
     "is_retriable",

@@ -20,6 +20,7 @@ from platform_streams.errors import BrokerError
 
 __all__ = [
     "as_kafka_error",
+    "is_denied",
     "is_fatal",
     "is_fenced",
     "is_retriable",
@@ -75,6 +76,21 @@ def as_kafka_error(exc_or_err: BaseException | KafkaError) -> KafkaError | None:
         if isinstance(first, KafkaError):
             return first
     return None
+
+
+_DENIED = frozenset(
+    {
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    }
+)
+
+
+def is_denied(err: KafkaError) -> bool:
+    """True for an ACL refusal: not transient, whatever librdkafka's retries suggest."""
+    return err.code() in _DENIED
 
 
 def is_fatal(err: KafkaError) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,7 +224,25 @@ class SecuredKafkaBroker(ApacheKafkaBroker):
         return SecurityAdmin(self.client_config())
 
     def grant(self, acls: list[Acl]) -> None:
-        self.security_admin().create_acls(acls)
+        """Create ``acls`` and wait until the node's authorizer has them: KRaft applies an ACL
+        when the node replays the metadata record, a moment after CreateAcls returns."""
+        admin = self.security_admin()
+        admin.create_acls(acls)
+        self._wait_for(admin, set(acls), present=True)
 
     def revoke(self, acls: list[Acl]) -> None:
-        self.security_admin().delete_acls(acls)
+        admin = self.security_admin()
+        admin.delete_acls(acls)
+        self._wait_for(admin, set(acls), present=False)
+
+    @staticmethod
+    def _wait_for(admin: SecurityAdmin, acls: set[Acl], *, present: bool, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        principals = {acl.principal for acl in acls}
+        while True:
+            have = {acl for p in principals for acl in admin.describe_acls(p)}
+            if (acls <= have) if present else not (acls & have):
+                return
+            if time.monotonic() > deadline:
+                raise BrokerError(f"ACLs not {'applied' if present else 'removed'} after {timeout_s:.0f}s")
+            time.sleep(0.1)

@@ -4,10 +4,10 @@ What Kafka Streams' security guide asks for, narrowed to the operations this run
 (docs/security.md lists every rule and why):
 
 * **the application** -- on topics prefixed ``<application.id>-`` (its repartition,
-  changelog and coordination topics): CREATE, READ, WRITE, DELETE (purging consumed
-  repartition records), DESCRIBE_CONFIGS (validating internal topics); READ on the group
+  changelog and coordination topics): CREATE, READ, WRITE, and optionally DELETE (purging
+  consumed repartition records; without it they stay, with a warning); READ on the group
   ``<application.id>``; READ on each input topic, WRITE on each output (and dead-letter)
-  topic; under exactly-once WRITE and DESCRIBE on transactional ids prefixed
+  topic; under exactly-once WRITE on transactional ids prefixed
   ``<application.id>-`` (the workers' ids are ``<application.id>-<process>-<n>``); READ on
   groups prefixed ``<application.id>-`` (the offsets a group repair saves). No
   cluster ACL: since Kafka 3.0 (KIP-679) WRITE on a topic implies IDEMPOTENT_WRITE.
@@ -37,6 +37,8 @@ from platform_streams.ops.topics import AppLike, as_plan
 
 __all__ = ["AclCheck", "AclSet", "acl_sets", "check_acls", "isolation_acls", "render"]
 
+#: how a reason starts when the ACL is not required: without it a feature is skipped, with a warning
+OPTIONAL = "optional:"
 #: the names of the sets, in the order they are printed
 SETS = ("application", "reset", "topics", "spark", "dagster")
 
@@ -82,8 +84,7 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
     add("TOPIC", prefix, "PREFIXED", ("CREATE",), "create internal and coordination topics")
     add("TOPIC", prefix, "PREFIXED", ("READ",), "read repartition topics, restore changelogs")
     add("TOPIC", prefix, "PREFIXED", ("WRITE",), "write repartition, changelog and coordination topics")
-    add("TOPIC", prefix, "PREFIXED", ("DELETE",), "purge consumed repartition records")
-    add("TOPIC", prefix, "PREFIXED", ("DESCRIBE_CONFIGS",), "validate internal topic configs")
+    add("TOPIC", prefix, "PREFIXED", ("DELETE",), f"{OPTIONAL} purge consumed repartition records")
     add("GROUP", app_id, "LITERAL", ("READ",), "join the group, commit offsets")
     add("GROUP", prefix, "PREFIXED", ("READ",), "offsets a group repair saved (<app>-offsets-backup)")
     for topic in inputs:
@@ -91,7 +92,8 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
     for topic in outputs:
         add("TOPIC", topic, "LITERAL", ("WRITE",), f"write output topic {topic}")
     if config.exactly_once:
-        add("TRANSACTIONAL_ID", prefix, "PREFIXED", ("WRITE", "DESCRIBE"), "exactly-once transactions")
+        # WRITE implies DESCRIBE on a transactional id
+        add("TRANSACTIONAL_ID", prefix, "PREFIXED", ("WRITE",), "exactly-once transactions")
     sets["application"] = AclSet("application", "the application's workers", *_frozen(acls, reasons))
 
     acls, reasons, add = _builder(who)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from platform_streams.config import StreamsConfig
+from platform_streams.errors import StreamsError
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
     KafkaError,
@@ -43,6 +44,7 @@ from platform_streams.kafka import (
     TopicPartition,
     create_consumer,
     create_producer,
+    is_denied,
 )
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.placement import MemberInfo
@@ -90,6 +92,8 @@ class ControlChannel:
         self.interval_s = max(0.5, 2 * config.heartbeat_interval_ms / 1000.0)
         self.expiry_ms = max(config.session_timeout_ms, int(3 * self.interval_s * 1000))
         self._lock = threading.Lock()
+        #: why the broker refused this channel (an ACL), None while it has not
+        self.denied: StreamsError | None = None
         self._members: dict[str, MemberInfo] = {}
         self._stop = threading.Event()
         self._publish_now = threading.Event()
@@ -200,6 +204,8 @@ class ControlChannel:
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     self._caught_up = True
+                elif is_denied(err):
+                    self._deny(f"{err.str()} ({err.name()})")
                 elif err.fatal():
                     raise KafkaException(err)
                 continue
@@ -263,7 +269,21 @@ class ControlChannel:
         try:
             self._producer.produce(self.topic, payload, key.encode(), partition=0)
         except (BufferError, KafkaException) as exc:
+            err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+            if isinstance(err, KafkaError) and is_denied(err):
+                self._deny(f"{err.str()} ({err.name()})")
+                return
             log.warning("control channel: could not publish %s: %s", key, exc)
+
+    def _deny(self, reason: str) -> None:
+        """An ACL refusal is not retried (the workers would wait for the channel forever):
+        the client stops, naming the topic and the refusal."""
+        if self.denied is not None:
+            return
+        self.denied = StreamsError(f"the broker denied access to the control topic {self.topic!r}: {reason}")
+        log.error("%s", self.denied)
+        self._stop.set()
+        self._on_shutdown_request(str(self.denied))
 
 
 def _json(value: bytes) -> dict[str, Any]:

@@ -159,7 +159,8 @@ class StreamsRuntime:
         commit could not be written): the client then ends NOT_RUNNING, not ERROR, but it
         did not stop cleanly -- a command line must not report success.
         """
-        return next((w.failure for w in self.workers if w.failure is not None), None)
+        failed = next((w.failure for w in self.workers if w.failure is not None), None)
+        return failed if failed is not None else self.membership.denied()
 
     def cleanup(self) -> None:
         """Delete this application's local state directory (only while not running)."""

@@ -59,6 +59,7 @@ class ClientMembership:
         if config.num_standby_replicas > 0 or state_aware:  # warm-ups are standbys too
             self.standbys = StandbyUpdater(plan, config, state_root)
         self.channel: ControlChannel | None = None
+        self._denied: BaseException | None = None
         #: changelog ranges written for committed input: read and written on the control topic
         self.restore_ranges = RestoreRanges(
             publish=self._send_record, caught_up=lambda: self.channel is None or self.channel.caught_up
@@ -156,6 +157,10 @@ class ClientMembership:
         )
         self.standbys.set_desired(desired)
 
+    def denied(self) -> BaseException | None:
+        """Why the broker refused the control channel (an ACL), None if it has not."""
+        return self._denied if self.channel is None else self.channel.denied
+
     def request_application_shutdown(self, reason: str) -> None:
         """SHUTDOWN_APPLICATION: ask every client (this one included) to shut down."""
         if self.channel is None:
@@ -170,6 +175,7 @@ class ClientMembership:
                 self.standbys.close()
             if self.channel is not None:
                 self.channel.close(leave=leave)
+                self._denied = self.channel.denied  # still the reason the client stopped
                 self.channel = None
         finally:
             self.identity.unlock()

@@ -49,6 +49,7 @@ from platform_streams.kafka import (
     TopicPartition,
     create_consumer,
     group_membership,
+    is_denied,
 )
 from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
@@ -438,6 +439,11 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             return
         if err.fatal():
             raise KafkaException(err)
+        if is_denied(err):
+            # librdkafka would retry an ACL refusal forever: the worker would never join
+            group = self.config.application_id
+            denied = f"{err.str()} ({err.name()})"
+            raise StreamsError(f"the broker denied the consumer of group {group!r}: {denied}")
         log.warning("consumer error (will retry): %s", err)
 
     # -- commit ---------------------------------------------------------------------------
