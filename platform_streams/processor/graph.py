@@ -99,7 +99,7 @@ class TaskGraph:
         batch_hooks = self._batch_hooks if len(self.sub.sources_by_topic) == 1 else None
         for topic, source in self.sub.sources_by_topic.items():
             physical = self.plan.physical_topic(topic, self._app)
-            hooks = self._hooks(source, self._placement_checks.get(physical))
+            hooks = self._hooks(source, physical, self._placement_checks.get(physical))
             if not self._fusion:
                 self.sources[physical] = plain_source(source, self.entry, hooks)
                 continue
@@ -178,12 +178,12 @@ class TaskGraph:
         entry = plain_entry(node, self.entry) if node.op is not None else self.processors[name].process
         return entry if failure is None else guard_entry(entry, name, failure)
 
-    def _hooks(self, source: SourceNode, placement_check: PlacementCheck | None) -> SourceHooks:
+    def _hooks(self, source: SourceNode, topic: str, placement_check: PlacementCheck | None) -> SourceHooks:
         on_deserialization_error, on_invalid_timestamp, on_record_lateness = self._source_callbacks
-        value_serde = source.value_serde or self._default_value
+        value_serde = (source.value_serde or self._default_value).for_topic(topic)
         return SourceHooks(
             self.task,
-            _deserializer(source.key_serde or self._default_key),
+            _deserializer((source.key_serde or self._default_key).for_topic(topic)),
             _deserializer(value_serde),
             on_deserialization_error,
             on_invalid_timestamp,
@@ -204,18 +204,21 @@ class TaskGraph:
         return (
             collector.send,
             topic,
-            _serializer(sink.key_serde or self._default_key),
-            _serializer(sink.value_serde or self._default_value),
+            _serializer((sink.key_serde or self._default_key).for_topic(topic)),
+            _serializer((sink.value_serde or self._default_value).for_topic(topic)),
             direct(topic) if direct is not None else None,
         )
 
     def _sink_entry(self, sink: SinkNode) -> Forward:
         send = self.task.collector.send
-        key_ser = (sink.key_serde or self._default_key).serialize
-        value_ser = (sink.value_serde or self._default_value).serialize
         partitioner = sink.partitioner
         extractor = sink.topic_extractor
         fixed_topic = self.plan.physical_topic(sink.topic, self._app) if sink.topic is not None else None
+        key_serde = sink.key_serde or self._default_key
+        value_serde = sink.value_serde or self._default_value
+        if fixed_topic is not None:
+            key_serde, value_serde = key_serde.for_topic(fixed_topic), value_serde.for_topic(fixed_topic)
+        key_ser, value_ser = key_serde.serialize, value_serde.serialize
         task = self.task
         collector = self.task.collector
         name = sink.name

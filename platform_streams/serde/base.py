@@ -58,6 +58,13 @@ class Serde(ABC):
         """
         return None
 
+    def for_topic(self, topic: str) -> Serde:
+        """This serde as used for ``topic``; the runtime calls it with each source, sink and
+        changelog topic the serde serves (Java serdes get the topic on every call). A serde
+        whose bytes depend on the topic (a Schema Registry subject) returns a copy bound to
+        it; all others return themselves (the default)."""
+        return self
+
     def _params(self) -> tuple[Any, ...]:
         """Constructor arguments that distinguish two instances of the same class.
 

@@ -81,14 +81,18 @@ class MeteredStore(WrappedStore, CachedStateStore):
         self._deserialize_value = value_serde.deserialize
 
     def _init_store_serde(self, context: StateStoreContext) -> None:
-        """Kafka's ``initStoreSerde``: serdes nobody gave come from the task's config."""
-        key_serde, value_serde = self._given_serdes
-        if key_serde is None or value_serde is None:
-            config = context.config
-            self._bind_serdes(
-                key_serde if key_serde is not None else config.default_key_serde,
-                value_serde if value_serde is not None else config.default_value_serde,
-            )
+        """Kafka's ``initStoreSerde``: serdes nobody gave come from the task's config, and all
+        serve the store's changelog topic (``<application>-<store>-changelog`` even when the
+        store does not log, as ``ProcessorContextUtils.changelogFor``), so a Schema Registry
+        serde registers under the changelog's subject as Kafka Streams' do."""
+        given_key, given_value = self._given_serdes
+        config = context.config
+        changelogs: Any = getattr(context, "changelog_topics", None) or {}
+        topic = changelogs.get(self.name) or f"{config.application_id}-{self.name}-changelog"
+        key_serde = (config.default_key_serde if given_key is None else given_key).for_topic(topic)
+        value_serde = (config.default_value_serde if given_value is None else given_value).for_topic(topic)
+        if key_serde is not given_key or value_serde is not given_value:
+            self._bind_serdes(key_serde, value_serde)
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._init_store_serde(context)
