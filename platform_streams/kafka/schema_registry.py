@@ -13,6 +13,7 @@ never part of a repr, a name or an error message.
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -31,7 +32,16 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from platform_streams.errors import DeserializationError, SerializationError, StreamsConfigError
 from platform_streams.serde.base import Serde
 
-__all__ = ["Avro", "JsonSchema", "Protobuf", "RegistrySerde", "RegistrySettings", "SubjectStrategy"]
+__all__ = [
+    "Avro",
+    "JsonSchema",
+    "Protobuf",
+    "RegistrySerde",
+    "RegistrySettings",
+    "SubjectStrategy",
+    "delete_subjects_of_topics",
+    "subjects_of_topics",
+]
 
 SubjectStrategy = Literal["topic", "record", "topic_record"]
 
@@ -354,3 +364,32 @@ class Protobuf(RegistrySerde):
 
     def _params(self) -> tuple[Any, ...]:
         return (*super()._params(), self.message_type, self.as_dict)
+
+
+#: what follows ``<topic>-`` in a subject of the topic-record strategy: an Avro/Protobuf full name
+_RECORD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def subjects_of_topics(subjects: Sequence[str], topics: Sequence[str]) -> list[str]:
+    """The subjects a serde writing ``topics`` registers: ``<topic>-key``, ``<topic>-value``
+    and ``<topic>-<record full name>`` (topic-record strategy); a record-strategy subject
+    (the bare record name) may be shared with other topics and is never one of them."""
+    chosen = []
+    for subject in subjects:
+        for topic in topics:
+            rest = subject[len(topic) + 1 :] if subject.startswith(f"{topic}-") else None
+            if rest is not None and (rest in ("key", "value") or _RECORD_NAME.fullmatch(rest)):
+                chosen.append(subject)
+                break
+    return chosen
+
+
+def delete_subjects_of_topics(settings: RegistrySettings, topics: Sequence[str]) -> list[str]:
+    """Delete the subjects of ``topics`` (:func:`subjects_of_topics`): a soft delete, then the
+    hard delete the registry only allows after it; returns the subjects deleted."""
+    client = registry_client(settings)
+    doomed = subjects_of_topics(client.get_subjects(), topics)
+    for subject in doomed:
+        client.delete_subject(subject, permanent=False)
+        client.delete_subject(subject, permanent=True)
+    return doomed

@@ -47,7 +47,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
@@ -79,6 +79,9 @@ from platform_streams.runtime.rebalance_wait import backup_group
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.topology import Topology
 from platform_streams.topology.compiler import TopologyPlan
+
+if TYPE_CHECKING:  # the registry client is an extra (schema-registry), loaded only when used
+    from platform_streams.kafka.schema_registry import RegistrySettings
 
 __all__ = ["ResetOptions", "reset_application"]
 
@@ -115,6 +118,9 @@ class ResetOptions:
     max_scan_records: int = 1_000_000
     """Per partition, when a time must be found by scanning (broker time index not exact)."""
     timeout_s: float = 30.0
+    schema_registry: RegistrySettings | None = None
+    """The Schema Registry of the application's registry serdes: the subjects of the internal
+    topics the reset deletes are deleted too (soft, then hard), and no others."""
 
 
 def application_without_code() -> TopologyPlan:
@@ -395,6 +401,11 @@ def _execute(
         admin.delete_topics(doomed, timeout=max(opts.timeout_s, 30.0))
         log.info("reset %s: deleted internal topics %s", app_id, doomed)
         forget_ranges_of_deleted_changelogs(config, doomed, kinds, existing)
+        if opts.schema_registry is not None:
+            from platform_streams.kafka.schema_registry import delete_subjects_of_topics
+
+            result.deleted_subjects = delete_subjects_of_topics(opts.schema_registry, doomed)
+            log.info("reset %s: deleted schema subjects %s", app_id, result.deleted_subjects)
         # the control topic's committed offset is the fencing check's (nobody reads from it)
         grouped = {
             t.topic for t in result.internal_topics if t.status == "deleted" and t.kind != "coordination"

@@ -194,6 +194,8 @@ class ResetResult(OpsResult):
     blocked: str | None = None
     """Dry run only: why a real run would refuse right now (e.g. the group is active)."""
     completed: bool = False
+    deleted_subjects: list[str] = field(default_factory=list)
+    """Schema Registry subjects of the deleted internal topics (``ResetOptions.schema_registry``)."""
 
     @property
     def ok(self) -> bool:

@@ -14,8 +14,9 @@ import pytest
 from platform_streams import StreamsBuilder
 from platform_streams.dsl import Consumed, Grouped, Materialized, Produced
 from platform_streams.kafka import KafkaAdmin
+from platform_streams.ops.reset import ResetOptions, reset_application
 from platform_streams.processor.exception_handlers import HEADER_MESSAGE
-from platform_streams.serde import Avro, Long, String
+from platform_streams.serde import Avro, Long, RegistrySettings, String
 from tests.integration.support_apps import app_config, running_app
 from tests.support.kafka import consume_all, new_topic, produce
 
@@ -125,6 +126,18 @@ def test_count_and_join_with_avro_keys_and_values(
     assert f"{app_id}-by-customer-repartition-key" in subjects
     assert f"{app_id}-by-customer-repartition-value" in subjects
     assert f"{app_id}-order-counts-changelog-key" in subjects
+    # reset: the internal topics' subjects go (soft, then hard delete); the app's others stay
+    internal = {s for s in subjects if s.startswith(f"{app_id}-")}
+    reset = reset_application(
+        _app(registry_url, orders, customers, out).build(config),
+        config,
+        ResetOptions(schema_registry=RegistrySettings(registry_url)),
+    )
+    assert reset.completed and set(reset.deleted_subjects) == internal
+    with urllib.request.urlopen(f"{registry_url}/subjects?deleted=true", timeout=10) as response:
+        after_hard_delete = set(json.loads(response.read()))
+    assert not internal & after_hard_delete
+    assert subjects - internal <= _subjects(registry_url)
     dead = consume_all(bootstrap_servers, dlq, 1, timeout_s=30)
     assert [d.value for d in dead] == [unknown_id]
     message = dict(dead[0].headers)[HEADER_MESSAGE] or b""

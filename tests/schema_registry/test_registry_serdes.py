@@ -246,3 +246,19 @@ def test_protobuf_round_trip(registry_url: str) -> None:
         "sensor": "s2",
         "value": 1.0,
     }
+
+
+def test_subjects_of_topics_are_only_those_a_serde_of_the_topic_registers() -> None:
+    from platform_streams.kafka.schema_registry import subjects_of_topics
+
+    topic = "app-counts-changelog"
+    subjects = [
+        f"{topic}-key",
+        f"{topic}-value",
+        f"{topic}-ps.app.Order",  # topic-record strategy
+        "ps.app.Order",  # record strategy: may be shared with other topics
+        f"{topic}-extra-value",  # the subject of another topic, app-counts-changelog-extra
+        "other-app-counts-changelog-value",
+        f"{topic}value",
+    ]
+    assert subjects_of_topics(subjects, [topic]) == subjects[:3]

@@ -61,6 +61,10 @@ PUBLIC_API: dict[str, set[str]] = {
         "Windowed",
     },
     "platform_streams.serde": {
+        "Avro",
+        "JsonSchema",
+        "Protobuf",
+        "RegistrySettings",
         "Boolean",
         "Bytes",
         "Double",
