@@ -9,7 +9,8 @@ What Kafka Streams' security guide asks for, narrowed to the operations this run
   ``<application.id>``; READ on each input topic, WRITE on each output (and dead-letter)
   topic; under exactly-once WRITE on transactional ids prefixed
   ``<application.id>-`` (the workers' ids are ``<application.id>-<process>-<n>``); READ on
-  groups prefixed ``<application.id>-`` (the offsets a group repair saves). No
+  groups prefixed ``<application.id>-`` (the control channel's reader group and the offsets
+  a group repair saves). No
   cluster ACL: since Kafka 3.0 (KIP-679) WRITE on a topic implies IDEMPOTENT_WRITE.
 * **reset** -- DELETE and DESCRIBE on the prefixed topics, READ/DESCRIBE/DELETE on the
   group, DESCRIBE on the input topics (their offsets).
@@ -86,7 +87,7 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
     add("TOPIC", prefix, "PREFIXED", ("WRITE",), "write repartition, changelog and coordination topics")
     add("TOPIC", prefix, "PREFIXED", ("DELETE",), f"{OPTIONAL} purge consumed repartition records")
     add("GROUP", app_id, "LITERAL", ("READ",), "join the group, commit offsets")
-    add("GROUP", prefix, "PREFIXED", ("READ",), "offsets a group repair saved (<app>-offsets-backup)")
+    add("GROUP", prefix, "PREFIXED", ("READ",), "groups <app>-control-reader, <app>-offsets-backup")
     for topic in inputs:
         add("TOPIC", topic, "LITERAL", ("READ",), f"read input topic {topic}")
     for topic in outputs:

@@ -111,7 +111,7 @@ class ControlChannel:
         self._consumer = create_consumer(
             {
                 **base,
-                "group.id": f"{self.config.application_id}-control-reader",
+                "group.id": f"{self.config.application_id}-control-reader",  # named in _deny
                 "client.id": f"{client}-control",
             }
         )
@@ -280,7 +280,10 @@ class ControlChannel:
         the client stops, naming the topic and the refusal."""
         if self.denied is not None:
             return
-        self.denied = StreamsError(f"the broker denied access to the control topic {self.topic!r}: {reason}")
+        group = f"{self.config.application_id}-control-reader"
+        self.denied = StreamsError(
+            f"the broker denied the control channel (topic {self.topic!r}, group {group!r}): {reason}"
+        )
         log.error("%s", self.denied)
         self._stop.set()
         self._on_shutdown_request(str(self.denied))
