@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import signal
 import socket
 import subprocess
@@ -30,7 +29,8 @@ from tests.spark.apps import CountByKey
 from tests.spark.support import count_outputs as _outputs
 from tests.spark.support import expected_counts as _expected
 from tests.spark.support import restore_then_process, snapshot_content
-from tests.spark_cluster.conftest import BUCKET
+from tests.spark_cluster.compact_driver import RESULT
+from tests.spark_cluster.conftest import BUCKET, DRIVER, ROOT, CompactionDriver
 from tests.support.kafka import new_topic, produce
 from tests.support.s3_server import S3Server
 from tests.support.spark_cluster import SparkCluster
@@ -43,24 +43,6 @@ pytestmark = [
 ]
 
 PARTITIONS = 2
-ROOT = Path(__file__).resolve().parents[2]
-DRIVER = "tests.spark_cluster.compact_driver"
-
-
-def _compact(cluster: SparkCluster, job: dict[str, Any], timeout_s: float = 400) -> list[SnapshotManifest]:
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", DRIVER, json.dumps({"master": cluster.master_url, **job})],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    print(f"compaction on {cluster.master_url}: {time.monotonic() - started:.1f}s")
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    return [SnapshotManifest.model_validate(m) for m in out["manifests"]]
 
 
 def _inputs(start: int, n: int) -> list[tuple[str, str]]:
@@ -82,7 +64,7 @@ class Built:
 
 @pytest.fixture(scope="module")
 def built(
-    spark_cluster: SparkCluster,
+    compaction_driver: CompactionDriver,
     s3_server: S3Server,
     bootstrap_servers: str,
     admin: KafkaAdmin,
@@ -104,7 +86,7 @@ def built(
             placed += produce(bootstrap_servers, source, batch)
             wait_committed(admin, app_id, log_ends(placed, source, PARTITIONS), f"batch {n} is committed")
             if n < 2:
-                snapshots.append(_compact(spark_cluster, job))
+                snapshots.append(compaction_driver.compact(job))
     ends = log_ends(placed, source, PARTITIONS)
     changelog = f"{app_id}-counts-changelog"
     changelog_partitions = [(changelog, p) for p in range(PARTITIONS)]
@@ -176,53 +158,6 @@ def test_corrupt_object_is_refused_and_the_previous_snapshot_is_used(
     assert _outputs(out) == _expected(built.counts, new)
 
 
-def test_killed_job_publishes_nothing_and_the_next_run_completes(
-    spark_cluster: SparkCluster,
-    s3_server: S3Server,
-    bootstrap_servers: str,
-    admin: KafkaAdmin,
-    tmp_path: Path,
-) -> None:
-    # Partition 0 is big and partition 1 tiny, so partition 1's SST is uploaded while
-    # partition 0's task is still sorting: the job is killed between the two uploads.
-    app_id, store = new_app_id("s3kill"), "kv"
-    changelog = f"{app_id}-{store}-changelog"
-    admin.create_topics([TopicSpec(changelog, PARTITIONS, config={"cleanup.policy": "compact"})])
-    big = [(f"k{i % 60_000:06d}", f"v{i}", 0) for i in range(120_000)]
-    small = [(f"k{i:03d}", f"v{i}", 1) for i in range(50)]
-    produce(bootstrap_servers, changelog, big + small)
-    location = f"s3://{BUCKET}/{app_id}"
-    store_view = open_snapshot_store(location)
-    catalog = SnapshotCatalog(store_view)
-    job = {"master": spark_cluster.master_url, "bootstrap": bootstrap_servers, "application_id": app_id,
-           "store": store, "location": location}
-    driver = subprocess.Popen(
-        [sys.executable, "-m", DRIVER, json.dumps(job)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 400
-    uploaded: list[str] = []
-    while not uploaded and time.monotonic() < deadline and driver.poll() is None:
-        uploaded = [k for k in store_view.list_keys(f"{app_id}/") if k.endswith("/data.sst")]
-        time.sleep(0.05)
-    os.killpg(driver.pid, signal.SIGKILL)  # the driver and its JVM, mid-write
-    driver.wait(30)
-    assert uploaded, f"no SST was uploaded before the driver ended: {driver.stderr.read()[-2000:]!r}"
-    assert driver.returncode == -signal.SIGKILL
-    assert catalog.manifests(app_id, store) == []  # an uploaded SST alone is no snapshot
-
-    manifests = _compact(spark_cluster, {k: v for k, v in job.items() if k != "master"})
-    assert sorted((m.partition, m.record_count) for m in manifests) == [(0, 60_000), (1, 50)]
-    assert sorted(m.snapshot_id for m in catalog.manifests(app_id, store)) == sorted(
-        m.snapshot_id for m in manifests
-    )
-    small_content = snapshot_content(location, manifests[1], tmp_path)  # type: ignore[arg-type]
-    assert small_content == sorted((k.encode(), v.encode()) for k, v, _p in small)
-
-
 def test_state_endpoint_names_the_snapshot_each_task_restored_from(built: Built, tmp_path: Path) -> None:
     """A running worker with an empty state dir and the s3:// location: GET /state says which
     snapshot each task's store came from."""
@@ -252,3 +187,56 @@ def test_state_endpoint_names_the_snapshot_each_task_restored_from(built: Built,
     assert sorted(restored.values()) == sorted(
         [("counts", m.snapshot_id, m.offset)] for m in built.newer
     )
+
+
+def test_killed_job_publishes_nothing_and_the_next_run_completes(
+    spark_cluster: SparkCluster,
+    compaction_driver: CompactionDriver,
+    s3_server: S3Server,
+    bootstrap_servers: str,
+    admin: KafkaAdmin,
+    tmp_path: Path,
+) -> None:
+    # Partition 0 is big and partition 1 tiny, so partition 1's SST is uploaded while
+    # partition 0's task is still sorting: the job is killed between the two uploads.
+    app_id, store = new_app_id("s3kill"), "kv"
+    changelog = f"{app_id}-{store}-changelog"
+    admin.create_topics([TopicSpec(changelog, PARTITIONS, config={"cleanup.policy": "compact"})])
+    big = [(f"k{i % 60_000:06d}", f"v{i}", 0) for i in range(120_000)]
+    small = [(f"k{i:03d}", f"v{i}", 1) for i in range(50)]
+    produce(bootstrap_servers, changelog, big + small)
+    location = f"s3://{BUCKET}/{app_id}"
+    store_view = open_snapshot_store(location)
+    catalog = SnapshotCatalog(store_view)
+    job = {"bootstrap": bootstrap_servers, "application_id": app_id, "store": store, "location": location}
+    compaction_driver.submit(job)  # the suite's driver: this test runs last, it ends the driver
+    deadline = time.monotonic() + 400
+    uploaded: list[str] = []
+    while not uploaded and time.monotonic() < deadline and compaction_driver.process.poll() is None:
+        uploaded = [k for k in store_view.list_keys(f"{app_id}/") if k.endswith("/data.sst")]
+        time.sleep(0.05)
+    compaction_driver.kill()  # the driver and its JVM, mid-write
+    assert uploaded, "no SST was uploaded before the driver ended"
+    assert compaction_driver.process.returncode == -signal.SIGKILL
+    assert catalog.manifests(app_id, store) == []  # an uploaded SST alone is no snapshot
+
+    started = time.monotonic()
+    rerun = subprocess.run(
+        [sys.executable, "-m", DRIVER, spark_cluster.master_url, json.dumps(job)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    print(f"the next run, a new driver: {time.monotonic() - started:.1f}s")
+    out = json.loads(rerun.stdout.strip().splitlines()[-1][len(RESULT) :])
+    assert "error" not in out, out.get("trace")
+    manifests = [SnapshotManifest.model_validate(m) for m in out["manifests"]]
+    assert sorted((m.partition, m.record_count) for m in manifests) == [(0, 60_000), (1, 50)]
+    assert sorted(m.snapshot_id for m in catalog.manifests(app_id, store)) == sorted(
+        m.snapshot_id for m in manifests
+    )
+    small_content = snapshot_content(location, manifests[1], tmp_path)  # type: ignore[arg-type]
+    assert small_content == sorted((k.encode(), v.encode()) for k, v, _p in small)
