@@ -641,6 +641,9 @@ def state_stores() -> dict[str, Any]:
             description=f"Store {operation} operations ({operation}-latency, {operation}-rate).{_DEBUG}",
         )
 
+    pinned_bytes = "kafka_streams_state_block_cache_pinned_usage_bytes"
+    capacity_bytes = "kafka_streams_state_block_cache_capacity_bytes"
+
     def block_cache(figure: str, name: str) -> Query:
         metric = f"kafka_streams_state_block_cache_{figure}_bytes"
         return q(gauge(metric, "instance", store, "max"), f"{{{{instance}}}} {name}")
@@ -793,9 +796,9 @@ def state_stores() -> dict[str, Any]:
                     "Budget taken by memtables and pinned blocks",
                     [
                         q(
-                            gauge("kafka_streams_state_block_cache_pinned_usage_bytes", "instance", store, "max")
+                            gauge(pinned_bytes, "instance", store, "max")
                             + " / "
-                            + gauge("kafka_streams_state_block_cache_capacity_bytes", "instance", store, "max"),
+                            + gauge(capacity_bytes, "instance", store, "max"),
                             "{{instance}}",
                         )
                     ],
