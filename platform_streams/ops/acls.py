@@ -12,8 +12,9 @@ What Kafka Streams' security guide asks for, narrowed to the operations this run
   groups prefixed ``<application.id>-`` (the control channel's reader group and the offsets
   a group repair saves). No
   cluster ACL: since Kafka 3.0 (KIP-679) WRITE on a topic implies IDEMPOTENT_WRITE.
-* **reset** -- DELETE and DESCRIBE on the prefixed topics, READ/DESCRIBE/DELETE on the
-  group, DESCRIBE on the input topics (their offsets).
+* **reset** -- DELETE on the prefixed topics, READ/DESCRIBE/DELETE on the group,
+  DESCRIBE/DELETE on groups prefixed ``<application.id>-`` (the offsets backup), READ on
+  the input topics (log ends and times come from their records).
 * **topic lifecycle** (``topics plan|create|validate|delete``) -- DESCRIBE_CONFIGS,
   CREATE, DELETE on the prefixed topics, DESCRIBE on the input topics (their partition
   counts size the repartition topics).
@@ -100,8 +101,9 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
     acls, reasons, add = _builder(who)
     add("TOPIC", prefix, "PREFIXED", ("DELETE",), "delete internal topics")
     add("GROUP", app_id, "LITERAL", ("READ", "DESCRIBE", "DELETE"), "move, read and delete group offsets")
+    add("GROUP", prefix, "PREFIXED", ("DESCRIBE", "DELETE"), "delete the offsets backup <app>-offsets-backup")
     for topic in inputs:
-        add("TOPIC", topic, "LITERAL", ("DESCRIBE",), f"look up offsets of input topic {topic}")
+        add("TOPIC", topic, "LITERAL", ("READ",), f"log end and times of {topic} (read from its records)")
     sets["reset"] = AclSet("reset", "platform-streams reset", *_frozen(acls, reasons))
 
     acls, reasons, add = _builder(who)

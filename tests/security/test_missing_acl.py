@@ -74,7 +74,7 @@ def test_removing_any_one_application_acl_stops_the_app_clearly(
             producer.produce(f"in-{user.name}", key=word.encode(), value=word.encode())
     assert producer.flush(30) == 0
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=4) as pool:  # more at once overloads two cores
+    with ThreadPoolExecutor(max_workers=3) as pool:  # more at once overloads two cores
         futures = [
             pool.submit(_run_case, secured_broker, user, i, tmp_path / f"s{i}")
             for i, user in enumerate(users)
