@@ -23,7 +23,8 @@ from tests.dagster import test_webserver_ui as ui
 from tests.dagster.test_shadow_replay_job import ORDERS
 from tests.support.kafka import produce
 
-pytestmark = [pytest.mark.dagster, pytest.mark.broker, pytest.mark.spark]
+# kafka_side: Spark is a JVM of its own (run in the Kafka-side process)
+pytestmark = [pytest.mark.dagster, pytest.mark.broker, pytest.mark.spark, pytest.mark.kafka_side]
 
 APP = ui.APP
 webserver = ui.webserver  # the UI test's fixture: dagster-webserver on the example app's YAML

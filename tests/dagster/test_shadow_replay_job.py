@@ -17,7 +17,14 @@ from platform_streams.kafka import KafkaAdmin
 from tests.dagster.support import orders_spec
 from tests.support.kafka import produce
 
-pytestmark = [pytest.mark.spark, pytest.mark.dagster, pytest.mark.broker, pytest.mark.apache_kafka]
+# kafka_side: Spark is a JVM of its own; the Tansu copy runs in the Kafka-side process too
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.dagster,
+    pytest.mark.broker,
+    pytest.mark.apache_kafka,
+    pytest.mark.kafka_side,
+]
 
 #: orders of 7 customers, amounts 0, 25, ..., 225 (the app's threshold: 100)
 ORDERS = [

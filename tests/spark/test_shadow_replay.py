@@ -20,7 +20,8 @@ from tests.integration.support_apps import app_config, log_ends, new_app_id, run
 from tests.spark.shadow_apps import BigOrderCounts
 from tests.support.kafka import new_topic, produce
 
-pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.apache_kafka]
+# kafka_side: Spark is a JVM of its own; the Tansu copies run in the Kafka-side process too
+pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.apache_kafka, pytest.mark.kafka_side]
 
 PARTITIONS = 2
 T0 = 1_750_000_000_000
