@@ -59,7 +59,10 @@ class TlsIdentity:
 
 
 def _run(cmd: list[str], what: str) -> None:
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except FileNotFoundError as exc:
+        raise BrokerError(f"{what} needs {cmd[0]} on PATH (openssl; keytool comes with the JDK)") from exc
     if done.returncode != 0:
         raise BrokerError(f"{what} failed ({cmd[0]} exit {done.returncode}): {done.stderr.strip()[-500:]}")
 
