@@ -86,11 +86,13 @@ class MeteredStore(WrappedStore, CachedStateStore):
         store does not log, as ``ProcessorContextUtils.changelogFor``), so a Schema Registry
         serde registers under the changelog's subject as Kafka Streams' do."""
         given_key, given_value = self._given_serdes
-        config = context.config
+        key_serde = given_key if given_key is not None else context.config.default_key_serde
+        value_serde = given_value if given_value is not None else context.config.default_value_serde
         changelogs: Any = getattr(context, "changelog_topics", None) or {}
-        topic = changelogs.get(self.name) or f"{config.application_id}-{self.name}-changelog"
-        key_serde = (config.default_key_serde if given_key is None else given_key).for_topic(topic)
-        value_serde = (config.default_value_serde if given_value is None else given_value).for_topic(topic)
+        app_id = getattr(context, "application_id", None)
+        topic = changelogs.get(self.name) or (f"{app_id}-{self.name}-changelog" if app_id else None)
+        if topic is not None:
+            key_serde, value_serde = key_serde.for_topic(topic), value_serde.for_topic(topic)
         if key_serde is not given_key or value_serde is not given_value:
             self._bind_serdes(key_serde, value_serde)
 
