@@ -121,6 +121,8 @@ class ClientMembership:
 
     def _publish_record(self, key: str, value: dict[str, Any] | None) -> None:
         if self.channel is None:
+            if self._denied is not None:  # the broker refused it and the client is stopping
+                return
             raise RuntimeError("the control channel is not running")
         self.channel.publish_record(key, value)
 
