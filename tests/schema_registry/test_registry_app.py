@@ -8,6 +8,7 @@ import json
 import struct
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,34 +23,25 @@ from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
 
-CUSTOMER_KEY = {
-    "type": "record",
-    "name": "CustomerKey",
-    "namespace": "ps.app",
-    "fields": [{"name": "customer", "type": "string"}],
-}
-ORDER_V1 = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "ps.app",
-    "fields": [{"name": "customer", "type": "string"}, {"name": "amount", "type": "long"}],
-}
+
+def _record(name: str, *fields: tuple[str, str]) -> dict[str, Any]:
+    """An Avro record schema in the namespace ps.app."""
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": "ps.app",
+        "fields": [{"name": f, "type": t} for f, t in fields],
+    }
+
+
+CUSTOMER_KEY = _record("CustomerKey", ("customer", "string"))
+ORDER_V1 = _record("Order", ("customer", "string"), ("amount", "long"))
 ORDER_V2 = {
     **ORDER_V1,
     "fields": [*ORDER_V1["fields"], {"name": "channel", "type": "string", "default": "web"}],
 }
-CUSTOMER = {
-    "type": "record",
-    "name": "Customer",
-    "namespace": "ps.app",
-    "fields": [{"name": "tier", "type": "string"}],
-}
-RESULT = {
-    "type": "record",
-    "name": "TierCount",
-    "namespace": "ps.app",
-    "fields": [{"name": "tier", "type": "string"}, {"name": "orders", "type": "long"}],
-}
+CUSTOMER = _record("Customer", ("tier", "string"))
+RESULT = _record("TierCount", ("tier", "string"), ("orders", "long"))
 
 
 def _subjects(registry_url: str) -> set[str]:
