@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,33 +13,14 @@ from dagster_defs.spec import resolve_app
 from platform_streams.state.rocksdb import write_sst_file
 from platform_streams.state.snapshots import (
     SnapshotCatalog,
-    SnapshotManifest,
-    file_checksum,
-    new_snapshot_id,
     open_snapshot_store,
 )
 from tests.dagster.support import orders_spec
+from tests.support.snapshot_publish import publish_snapshot
 
 pytestmark = [pytest.mark.dagster, pytest.mark.broker]
 
 STORE = "orders-per-customer"
-
-
-def _publish(catalog: SnapshotCatalog, app_id: str, partition: int, offset: int, sst: Path) -> None:
-    manifest = SnapshotManifest(
-        snapshot_id=new_snapshot_id(),
-        application_id=app_id,
-        store=STORE,
-        changelog_topic=f"{app_id}-{STORE}-changelog",
-        partition=partition,
-        offset=offset,
-        record_count=1,
-        checksum=file_checksum(sst),
-        size_bytes=sst.stat().st_size,
-        created_at_ms=int(time.time() * 1000),
-    )
-    catalog.upload_sst(manifest, sst)
-    catalog.commit(manifest)
 
 
 def test_prune_job_keeps_the_newest_k_per_partition(
@@ -53,7 +33,7 @@ def test_prune_job_keeps_the_newest_k_per_partition(
     write_sst_file(sst, iter([(b"k", b"v")]))
     for partition in (0, 1):
         for offset in (5, 15, 10):
-            _publish(catalog, app_id, partition, offset, sst)
+            publish_snapshot(catalog, app_id, STORE, partition, offset, sst)
     defs = dg.Definitions.merge(build_stream_app_defs(app), dg.Definitions(resources=resources))
     job = defs.resolve_job_def("orders_test_prune_snapshots")
     op = "orders_test_prune_snapshots_op"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -11,35 +10,14 @@ import pytest
 from platform_streams.state.rocksdb import write_sst_file
 from platform_streams.state.snapshots import (
     SnapshotCatalog,
-    SnapshotManifest,
-    file_checksum,
     new_snapshot_id,
     open_snapshot_store,
 )
 from tests.spark_cluster.conftest import BUCKET
 from tests.support.s3_server import S3Server
+from tests.support.snapshot_publish import publish_snapshot
 
 pytestmark = [pytest.mark.kafka_side]
-
-
-def _publish(
-    catalog: SnapshotCatalog, app_id: str, partition: int, offset: int, sst: Path
-) -> SnapshotManifest:
-    manifest = SnapshotManifest(
-        snapshot_id=new_snapshot_id(),
-        application_id=app_id,
-        store="counts",
-        changelog_topic=f"{app_id}-counts-changelog",
-        partition=partition,
-        offset=offset,
-        record_count=1,
-        checksum=file_checksum(sst),
-        size_bytes=sst.stat().st_size,
-        created_at_ms=int(time.time() * 1000),
-    )
-    catalog.upload_sst(manifest, sst)
-    catalog.commit(manifest)
-    return manifest
 
 
 def test_prune_keeps_the_newest_k_per_partition_and_leaves_unpublished_uploads(
@@ -56,7 +34,9 @@ def test_prune_keeps_the_newest_k_per_partition_and_leaves_unpublished_uploads(
     sst = tmp_path / "one.sst"
     write_sst_file(sst, iter([(b"k", b"v")]))
     offsets = (10, 40, 20, 30)
-    published = {p: [_publish(catalog, app_id, p, offset, sst) for offset in offsets] for p in (0, 1)}
+    published = {
+        p: [publish_snapshot(catalog, app_id, "counts", p, offset, sst) for offset in offsets] for p in (0, 1)
+    }
     orphan = f"{app_id}/counts/0/{99:020d}-unpublished/data.sst"
     catalog.store.put_file(orphan, sst)  # a killed job's upload: no manifest
 
