@@ -117,8 +117,13 @@ def test_a_restoring_active_is_refused_unless_staleness_is_accepted_and_a_standb
             )
 
             def placed() -> bool:
+                # each instance learns the other's tasks from the metadata topic, in its own time:
+                # both views, the first client's API and the second's HTTP endpoint, must agree
                 meta = first.query_metadata_for_key(STORE, key)
-                return str(meta.active_host) == host_b and {str(h) for h in meta.standby_hosts} == {host_a}
+                if str(meta.active_host) != host_b or {str(h) for h in meta.standby_hosts} != {host_a}:
+                    return False
+                status, _, seen = http_get(f"{url_b}/stores/{STORE}/metadata/{key}")
+                return status == 200 and seen["active_host"] == host_b and seen["standby_hosts"] == [host_a]
 
             wait_until(placed, 30, "the metadata names the restoring client active, the first standby")
             status, _, meta = http_get(f"{url_b}/stores/{STORE}/metadata/{key}")
