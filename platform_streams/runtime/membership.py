@@ -13,6 +13,7 @@ One per :class:`KafkaStreams`. It holds what the group protocol cannot give us h
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,8 @@ class ClientMembership:
             self.standbys = StandbyUpdater(plan, config, state_root)
         self.channel: ControlChannel | None = None
         self._denied: BaseException | None = None
+        #: close() runs from the error-shutdown thread and from the caller's close() alike
+        self._closing = threading.Lock()
         #: changelog ranges written for committed input: read and written on the control topic
         self.restore_ranges = RestoreRanges(
             publish=self._send_record, caught_up=lambda: self.channel is None or self.channel.caught_up
@@ -120,15 +123,17 @@ class ClientMembership:
             raise
 
     def _publish_record(self, key: str, value: dict[str, Any] | None) -> None:
-        if self.channel is None:
+        channel = self.channel  # read once: close() clears it from another thread
+        if channel is None:
             if self._denied is not None:  # the broker refused it and the client is stopping
                 return
             raise RuntimeError("the control channel is not running")
-        self.channel.publish_record(key, value)
+        channel.publish_record(key, value)
 
     def _send_record(self, key: str, value: dict[str, Any] | None) -> None:
-        if self.channel is not None:
-            self.channel.send_record(key, value)
+        channel = self.channel  # read once: close() clears it from another thread
+        if channel is not None:
+            channel.send_record(key, value)
 
     def _standby_positions(self) -> Mapping[TaskId, Mapping[tuple[str, int], int]]:
         return self.standbys.positions() if self.standbys is not None else {}
@@ -160,8 +165,12 @@ class ClientMembership:
         self.standbys.set_desired(desired)
 
     def denied(self) -> BaseException | None:
-        """Why the broker refused the control channel (an ACL), None if it has not."""
-        return self._denied if self.channel is None else self.channel.denied
+        """Why the broker refused the control channel (an ACL), None if it has not.
+
+        Read once: the CLI asks from its thread while ``close`` clears the channel in another
+        (``close`` sets ``_denied`` before it clears ``channel``)."""
+        channel = self.channel
+        return self._denied if channel is None else channel.denied
 
     def request_application_shutdown(self, reason: str) -> None:
         """SHUTDOWN_APPLICATION: ask every client (this one included) to shut down."""
@@ -172,12 +181,14 @@ class ClientMembership:
 
     def close(self, *, leave: bool = True) -> None:
         """Stop standbys (checkpointed) and the channel (``leave``: tell the others now)."""
-        try:
-            if self.standbys is not None:
-                self.standbys.close()
-            if self.channel is not None:
-                self.channel.close(leave=leave)
-                self._denied = self.channel.denied  # still the reason the client stopped
-                self.channel = None
-        finally:
-            self.identity.unlock()
+        with self._closing:
+            try:
+                if self.standbys is not None:
+                    self.standbys.close()
+                channel = self.channel
+                if channel is not None:
+                    channel.close(leave=leave)
+                    self._denied = channel.denied  # still the reason the client stopped
+                    self.channel = None
+            finally:
+                self.identity.unlock()
