@@ -62,7 +62,7 @@ class ClientMembership:
         self.channel: ControlChannel | None = None
         self._denied: BaseException | None = None
         #: close() runs from the error-shutdown thread and from the caller's close() alike
-        self._closing = threading.Lock()
+        self._closing = threading.RLock()
         #: changelog ranges written for committed input: read and written on the control topic
         self.restore_ranges = RestoreRanges(
             publish=self._send_record, caught_up=lambda: self.channel is None or self.channel.caught_up
