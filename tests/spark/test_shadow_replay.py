@@ -143,9 +143,8 @@ def test_cli_exits_1_naming_the_differing_keys(
     if getattr(request.node, "callspec", None) and request.node.callspec.params.get("broker_kind") == "kafka":
         # The command's own part (arguments, exit status, what it prints) does not depend on
         # the broker, and the replay under it runs on Apache Kafka in the tests above. This
-        # copy exited 1 with nothing on stdout in one make test run, and passed alone and
-        # after the Dagster suite on Apache Kafka: until its stderr (now in the assertion)
-        # says why, it runs on the embedded broker only.
+        # copy is not yet reliable inside make test's Kafka-side process (an exit 1 with
+        # nothing on stdout, not reproduced alone); the assertion below shows stderr.
         pytest.skip("the shadow-replay CLI runs on the embedded broker; see the comment above")
     source, sink = topics
     env = {"PS_SHADOW_SOURCE": source, "PS_SHADOW_SINK": sink, "PS_SHADOW_MIN_AMOUNT": "11"}

@@ -163,7 +163,7 @@ def test_a_repair_by_another_member_read_since_the_observation_means_no_second_r
 ) -> None:
     """Two workers judged the group wedged within one check: the one that reads the other's
     re-creation record must neither leave (its consumer may lead the re-created group, and
-    a leader leaving mid-rebalance wedges it again: an 85 s restart on Tansu) nor delete."""
+    a leader leaving mid-rebalance wedges it again, and only a second repair ends it) nor delete."""
     admin = FakeAdmin({("in", 0): 5})
     monkeypatch.setattr(rebalance_wait, "KafkaAdmin", lambda conf: admin)
     left: list[str] = []
