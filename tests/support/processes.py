@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["MARK_VARIABLE", "kill_marked", "marked_env", "marked_pids", "new_mark"]
+__all__ = ["MARK_VARIABLE", "kill_marked", "marked_env", "marked_pids", "new_mark", "stop_process"]
 
 MARK_VARIABLE = "PS_TEST_PROCESS_MARK"  # not PLATFORM_STREAMS_*: workers refuse unknown ones
 
@@ -69,3 +70,15 @@ def kill_marked(mark: str, grace_s: float = 20.0) -> list[int]:
         if not pids:
             break
     return first
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    """SIGTERM a server a fixture started, SIGKILL it if it has not exited within ``timeout_s``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout_s)

@@ -26,6 +26,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.processes import stop_process
+
 __all__ = ["PrometheusServer", "prometheus_binary", "running_prometheus"]
 
 
@@ -172,12 +174,7 @@ def running_prometheus(
         _wait_ready(server, proc)
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def _wait_ready(server: PrometheusServer, proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.processes import stop_process
+
 VERSITYGW_VERSION = "v1.8.0"
 VERSITYGW_MODULE = "github.com/versity/versitygw/cmd/versitygw"
 REGION = "us-east-1"
@@ -85,13 +87,7 @@ class S3Server:
         }
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        stop_process(self.process)
 
 
 def start_s3_server(root: Path, log_path: Path, timeout_s: float = 30.0) -> S3Server:

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.processes import stop_process
+
 MODULE = Path(__file__).resolve().parents[2] / "tools" / "schema-registry"
 RUNNER = MODULE / "target" / "schema-registry-runner.jar"
 CCOMPAT = "/apis/ccompat/v7"
@@ -102,12 +104,7 @@ def running_registry(log: Path, start_timeout_s: float = 180.0) -> Iterator[str]
         print(f"schema registry up in {time.monotonic() - started:.1f}s at {url}", file=sys.stderr)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, 20.0)
 
 
 if __name__ == "__main__":
