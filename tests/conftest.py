@@ -37,6 +37,9 @@ from platform_streams.config_sources import BOOTSTRAP_ENV, apply_bootstrap_alias
 from platform_streams.errors import BrokerError  # noqa: E402
 from platform_streams.kafka import ApacheKafkaBroker, EmbeddedBroker, KafkaAdmin  # noqa: E402
 
+#: prints the wall time of each suite at the end of a run (CI's budget, per side)
+pytest_plugins = ["tests.support.suite_times"]
+
 # PLATFORM_STREAMS_BOOTSTRAP (the guide's name) or PLATFORM_STREAMS_BOOTSTRAP_SERVERS: one broker
 apply_bootstrap_alias(os.environ)
 BROKERS_ENV = "PLATFORM_STREAMS_BROKERS"
