@@ -185,12 +185,21 @@ class RegistrySerde(Serde):
         return bound
 
     def _copy(self) -> RegistrySerde:
-        new = object.__new__(type(self))
-        for slot in RegistrySerde.__slots__ + type(self).__slots__:
-            if hasattr(self, slot):
-                setattr(new, slot, getattr(self, slot))
-        new._serializer = new._deserializer = None
-        return new
+        return _unpickle_serde(
+            type(self), {slot: getattr(self, slot) for slot in self._slots() if slot not in _PER_PROCESS}
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Spark ships the application's serdes to its executors: the settings (login included:
+        # the executor logs in too) travel in the pickle, the client and serializers do not --
+        # each process makes its own on first use (registry_client), like Java serdes configured
+        # in every task. repr() and describe() never show the login (see _params).
+        state = {slot: getattr(self, slot) for slot in self._slots() if slot not in _PER_PROCESS}
+        return (_unpickle_serde, (type(self), state))
+
+    @classmethod
+    def _slots(cls) -> tuple[str, ...]:
+        return RegistrySerde.__slots__ + (() if cls is RegistrySerde else cls.__slots__)
 
     def _conf(self, writing: bool) -> dict[str, Any]:
         conf: dict[str, Any] = {
@@ -264,6 +273,18 @@ class RegistrySerde(Serde):
             tuple((r.name, r.subject, r.version) for r in self.references),
             self.value_class,
         )
+
+
+#: what a serde makes for itself on first use, in each process: never copied nor pickled
+_PER_PROCESS = ("_serializer", "_deserializer")
+
+
+def _unpickle_serde(cls: type[RegistrySerde], state: Mapping[str, Any]) -> RegistrySerde:
+    serde = object.__new__(cls)
+    for slot, value in state.items():
+        setattr(serde, slot, value)
+    serde._serializer = serde._deserializer = None
+    return serde
 
 
 def _reason(exc: BaseException) -> str:

@@ -119,22 +119,32 @@ class SnapshotWriter:
             if manifest is not None:
                 yield manifest.model_dump()
 
+    def _entries(
+        self, partition: int, updates: Iterator[tuple[bytes, bytes | None]], work: Path
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """What the SST of ``partition`` holds: the live keys of the compacted updates (in
+        key order, a None value a tombstone); ``work`` is a scratch directory."""
+        return ((key, value) for key, value in updates if value is not None)
+
+    def _manifest_fields(self, partition: int) -> dict[str, Any]:
+        """More manifest fields for ``partition`` (subclasses that write other kinds)."""
+        return {}
+
     def _write(self, partition: int, rows: Iterable[CompactedRow]) -> SnapshotManifest | None:
         logger = task_logger(__name__)
         started = time.monotonic()
         highest = [-1]
 
-        def live() -> Iterator[tuple[bytes, bytes]]:
+        def updates() -> Iterator[tuple[bytes, bytes | None]]:
             for (_p, key), (offset, value) in rows:
                 if offset > highest[0]:
                     highest[0] = offset
-                if value is not None:
-                    yield key, value
+                yield key, value
 
         catalog = SnapshotCatalog(self.store)
         with tempfile.TemporaryDirectory(prefix="ps-snapshot-") as tmp:
             sst = Path(tmp) / "data.sst"
-            count = write_sst_file(sst, live())
+            count = write_sst_file(sst, self._entries(partition, updates(), Path(tmp)))
             offset = self.offsets.get(partition, highest[0])
             if offset < 0:
                 return None
@@ -151,6 +161,7 @@ class SnapshotWriter:
                 sst_file="data.sst" if count else None,
                 created_at_ms=int(time.time() * 1000),
                 source="backfill" if self.source == "backfill" else "compaction",
+                **self._manifest_fields(partition),
             )
             if count:
                 catalog.upload_sst(manifest, sst)
@@ -193,6 +204,8 @@ class TaskSerde:
         self.serde = serde
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if type(self.serde).__reduce__ is not object.__reduce__:  # it pickles itself (registry serdes)
+            return (TaskSerde, (self.serde,))
         params = tuple(TaskSerde(p) if isinstance(p, Serde) else p for p in self.serde._params())
         return (_rebuild_serde, (type(self.serde), params))
 
