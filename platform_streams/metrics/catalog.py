@@ -267,6 +267,15 @@ CATALOG: tuple[MetricSpec, ...] = (
        "read (each counted from its first fetch on); 0 when the task is not restoring.", _TASK),
     _m("task_restoring", "gauge", _OURS, "",
        "1 while a store of the task is being restored (also before its log end is known).", _TASK),
+    _m("task_snapshot_restore", "counter", _OURS, "",
+       "Store partitions of the task restored from a state snapshot (state_snapshot_location) "
+       "before their changelog tail: the tail counts in the restore counter, the snapshot's "
+       "keys in the snapshot-restore records counter.", _TASK),
+    _m("task_snapshot_restore_records", "counter", _OURS, "",
+       "Keys ingested into the task's stores from state snapshots (each snapshot's record count).",
+       _TASK),
+    _m("task_snapshot_restore_seconds", "counter", _OURS, "",
+       "Seconds spent downloading, checking and ingesting the task's state snapshots.", _TASK),
     _m("task_update", "counter", _TASK_G, "update-rate, update-total",
        "Changelog records applied to the task's stores while it is a standby.", _TASK),
     # -- processor node -----------------------------------------------------------------------

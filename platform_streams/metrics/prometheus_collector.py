@@ -246,3 +246,8 @@ class StreamsCollector(Collector):
             fams.add("kafka_streams_task_restore", labels, restored)
             fams.add("kafka_streams_task_restore_remaining_records", labels, restore.remaining(task_id))
             fams.add("kafka_streams_task_restoring", labels, 1.0 if task_id in restore.restoring else 0.0)
+        for task_id, (restores, keys, seconds) in list(restore.snapshots.items()):
+            labels = [t, str(task_id)]
+            fams.add("kafka_streams_task_snapshot_restore", labels, restores)
+            fams.add("kafka_streams_task_snapshot_restore_records", labels, keys)
+            fams.add("kafka_streams_task_snapshot_restore_seconds", labels, seconds)

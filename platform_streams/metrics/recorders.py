@@ -322,6 +322,8 @@ class RestoreRecorder(StateRestoreListener):
         self.restored: dict[TaskId, int] = {}
         #: task -> changelog partition -> [next offset to apply or None, log end or None]
         self.restoring: dict[TaskId, dict[tuple[str, int], list[int | None]]] = {}
+        #: task -> [store partitions restored from a snapshot, keys ingested, seconds taken]
+        self.snapshots: dict[TaskId, list[float]] = {}
 
     def _task(self, store_name: str, partition: int) -> TaskId:
         return TaskId(self._worker.plan.subtopology_of_store(store_name).id, partition)
@@ -345,6 +347,14 @@ class RestoreRecorder(StateRestoreListener):
         # keyed by partition: a retried or restarted restore replaces its earlier entry
         self.restoring.setdefault(task, {})[tp] = [start_offset if start_offset >= 0 else None, None]
         self.restored.setdefault(task, 0)
+
+    def on_snapshot_restored(
+        self, store_name: str, tp: tuple[str, int], snapshot_offset: int, num_records: int, seconds: float
+    ) -> None:
+        counts = self.snapshots.setdefault(self._task(store_name, tp[1]), [0, 0, 0.0])
+        counts[0] += 1
+        counts[1] += num_records
+        counts[2] += seconds
 
     def on_log_end(self, store_name: str, tp: tuple[str, int], log_start: int, log_end: int) -> None:
         entry = self.restoring.get(self._task(store_name, tp[1]), {}).get(tp)

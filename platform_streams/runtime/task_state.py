@@ -107,7 +107,18 @@ class TaskStateLifecycle:
                 ranges = self.restore_ranges.for_restore(task.task_id, task.partitions, committed)
                 trusted[task.task_id] = {tp: (r.start, r.end) for tp, r in ranges.items()}
             if self.snapshots is not None:
-                self.last_snapshots[task.task_id] = self.snapshots.restore(task.state_manager)
+                used = self.snapshots.restore(task.state_manager)
+                self.last_snapshots[task.task_id] = used
+                if self.listener is not None:
+                    for done in used:
+                        manifest = done.manifest
+                        self.listener.on_snapshot_restored(
+                            done.store_name,
+                            (manifest.changelog_topic, manifest.partition),
+                            manifest.offset,
+                            manifest.record_count,
+                            done.seconds,
+                        )
             parts = task.state_manager.changelog_offsets_to_restore()
             if not parts:
                 self.last_restore[task.task_id] = {}

@@ -73,6 +73,16 @@ class StateRestoreListener:
     def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
         """Called when the end of the log was reached."""
 
+    def on_snapshot_restored(
+        self, store_name: str, tp: tuple[str, int], snapshot_offset: int, num_records: int, seconds: float
+    ) -> None:
+        """A state snapshot was ingested into the store (not in Kafka Streams' interface).
+
+        Called before the changelog tail after ``snapshot_offset`` is read (``on_restore_start``
+        then starts at ``snapshot_offset + 1``); ``num_records`` keys came from the snapshot,
+        downloaded, checked and ingested in ``seconds``.
+        """
+
     def on_log_end(self, store_name: str, tp: tuple[str, int], log_start: int, log_end: int) -> None:
         """The changelog partition's start and end offsets as fetch responses report them.
 

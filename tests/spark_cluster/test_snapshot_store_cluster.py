@@ -174,11 +174,11 @@ def test_state_endpoint_names_the_snapshot_each_task_restored_from(built: Built,
         state_snapshot_location=built.location,
         http_port=port,
     )
-    with (
-        running_app(built.app(), config),
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/state", timeout=10) as reply,
-    ):
-        state = json.loads(reply.read())
+    with running_app(built.app(), config):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/state", timeout=10) as reply:
+            state = json.loads(reply.read())
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            metrics = reply.read().decode()
     restored = {
         task: [(r["store"], r["snapshot_id"], r["offset"]) for r in used]
         for worker in state["workers"]
@@ -187,6 +187,25 @@ def test_state_endpoint_names_the_snapshot_each_task_restored_from(built: Built,
     assert sorted(restored.values()) == sorted(
         [("counts", m.snapshot_id, m.offset)] for m in built.newer
     )
+    # the restore metrics count each snapshot restore: one per task, its keys, its time
+    samples = _samples(metrics, "kafka_streams_task_snapshot_restore")
+    assert samples["kafka_streams_task_snapshot_restore_total"] == {"0_0": 1.0, "0_1": 1.0}
+    assert samples["kafka_streams_task_snapshot_restore_records_total"] == {
+        f"0_{m.partition}": float(m.record_count) for m in built.newer
+    }
+    assert all(v > 0 for v in samples["kafka_streams_task_snapshot_restore_seconds_total"].values())
+
+
+def _samples(text: str, prefix: str) -> dict[str, dict[str, float]]:
+    """Prometheus text: metric name -> task_id -> value, for the names starting with ``prefix``."""
+    out: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        if line.startswith(prefix) and "{" in line:
+            name, rest = line.split("{", 1)
+            labels, value = rest.rsplit("} ", 1)
+            task = next(p.split('"')[1] for p in labels.split(",") if p.startswith("task_id="))
+            out.setdefault(name, {})[task] = float(value)
+    return out
 
 
 def test_killed_job_publishes_nothing_and_the_next_run_completes(
