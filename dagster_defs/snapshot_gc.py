@@ -1,7 +1,8 @@
 """``<app>_prune_snapshots``: garbage-collect state snapshots, keeping the newest K per task.
 
 The same operation as ``platform-streams snapshot prune`` (both call
-:meth:`~platform_streams.state.snapshots.SnapshotCatalog.prune_store`); no Spark needed.
+:meth:`~platform_streams.state.snapshots.SnapshotCatalog.prune_store` and ``prune_orphans``,
+which deletes killed jobs' unpublished uploads past a grace period); no Spark needed.
 """
 
 from typing import Any
@@ -11,7 +12,7 @@ from pydantic import Field
 
 from dagster_defs.resources import KafkaResource, StreamsDeploymentResource
 from dagster_defs.spec import ResolvedStreamApp
-from platform_streams.state.snapshots import SnapshotCatalog, open_snapshot_store
+from platform_streams.state.snapshots import ORPHAN_GRACE_S, SnapshotCatalog, open_snapshot_store
 
 __all__ = ["PruneSnapshotsConfig", "prune_snapshots_job"]
 
@@ -21,6 +22,11 @@ class PruneSnapshotsConfig(dg.Config):
 
     keep: int = Field(default=3, ge=1, description="Snapshots kept per store partition (the newest).")
     stores: list[str] | None = Field(default=None, description="Only these stores (default: all).")
+    orphan_grace_s: float = Field(
+        default=ORPHAN_GRACE_S,
+        ge=0,
+        description="Also delete uploads no manifest publishes (killed jobs) once older than this.",
+    )
     snapshots: str | None = Field(
         default=None, description="Snapshot location (default: state_snapshot_location)."
     )
@@ -51,10 +57,26 @@ def prune_snapshots_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
             store: catalog.prune_store(app.application_id, store, config.keep)
             for store in (config.stores or app.stores)
         }
+        orphans = [
+            prefix
+            for store in (config.stores or app.stores)
+            for prefix in catalog.prune_orphans(app.application_id, store, config.orphan_grace_s)
+        ]
         total = sum(n for per in deleted.values() for n in per.values())
-        context.log.info(f"pruned {total} snapshots at {location}, keeping {config.keep} per partition")
-        data = {"location": location, "keep": config.keep, "deleted": total, "by_store": deleted}
-        context.add_output_metadata({"deleted": total, "by_store": dg.MetadataValue.json(deleted)})
+        context.log.info(
+            f"pruned {total} snapshots at {location}, keeping {config.keep} per partition, "
+            f"and {len(orphans)} unpublished uploads"
+        )
+        data = {
+            "location": location,
+            "keep": config.keep,
+            "deleted": total,
+            "by_store": deleted,
+            "orphans": orphans,
+        }
+        context.add_output_metadata(
+            {"deleted": total, "by_store": dg.MetadataValue.json(deleted), "orphans": len(orphans)}
+        )
         return data
 
     @dg.job(

@@ -5,7 +5,8 @@
     platform-streams snapshot create MODULE:FACTORY [--store S ...] [--location PATH]
         [--partition N ...] [--keep N] [--no-parquet] [--master URL] [--config F] [--set k=v] [--json]
     platform-streams snapshot list MODULE:FACTORY [--store S ...] [--location PATH] [--json]
-    platform-streams snapshot prune MODULE:FACTORY --keep K [--store S ...] [--location PATH] [--json]
+    platform-streams snapshot prune MODULE:FACTORY --keep K [--orphan-grace SECONDS] [--store S ...]
+        [--location PATH] [--json]
     platform-streams backfill MODULE:FACTORY
         (--from-kafka [--start earliest|ISO-TIME|MS] [--end latest|ISO-TIME|MS]
          | --from-parquet PATH --topic T --partitions N)
@@ -33,7 +34,7 @@ from platform_streams.cli_app_loader import (
 )
 from platform_streams.config import StreamsConfig
 from platform_streams.ops.offsets import parse_datetime_ms
-from platform_streams.state.snapshots import SnapshotCatalog, open_snapshot_store
+from platform_streams.state.snapshots import ORPHAN_GRACE_S, SnapshotCatalog, open_snapshot_store
 
 __all__ = ["add_backfill_arguments", "add_snapshot_arguments", "run_backfill", "run_snapshot"]
 
@@ -84,6 +85,14 @@ def add_snapshot_arguments(parser: argparse.ArgumentParser) -> None:
     _common(prune, spark=False)
     _stores_and_location(prune)
     prune.add_argument("--keep", type=int, required=True, help="snapshots kept per store partition (>= 1)")
+    prune.add_argument(
+        "--orphan-grace",
+        type=float,
+        default=ORPHAN_GRACE_S,
+        metavar="SECONDS",
+        help="also delete uploads no manifest publishes (killed jobs) once older than this "
+        f"(default {ORPHAN_GRACE_S:.0f}; longer than any compaction run)",
+    )
 
 
 def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
@@ -149,11 +158,19 @@ def run_snapshot(args: argparse.Namespace) -> int:
     if args.snapshot_action == "prune":
         if args.keep < 1:
             raise CliError(f"--keep: must be at least 1, got {args.keep}")
+        if args.orphan_grace < 0:
+            raise CliError(f"--orphan-grace: must be at least 0 seconds, got {args.orphan_grace}")
         catalog = SnapshotCatalog(open_snapshot_store(location))
         stores = args.stores or sorted(app.topology.stores)
         deleted = {s: catalog.prune_store(config.application_id, s, args.keep) for s in stores}
+        grace = args.orphan_grace
+        orphans = [p for s in stores for p in catalog.prune_orphans(config.application_id, s, grace)]
         total = sum(n for per in deleted.values() for n in per.values())
-        _emit(args, deleted, f"deleted {total} snapshots, kept the newest {args.keep} per partition")
+        text = (
+            f"deleted {total} snapshots, kept the newest {args.keep} per partition; "
+            f"deleted {len(orphans)} unpublished uploads older than {args.orphan_grace:.0f}s"
+        )
+        _emit(args, {"snapshots": deleted, "orphans": orphans}, text)
         return 0
     if args.snapshot_action == "list":
         catalog = SnapshotCatalog(open_snapshot_store(location))

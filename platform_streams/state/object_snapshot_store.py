@@ -102,6 +102,16 @@ class S3SnapshotStore(SnapshotStore):
         wanted = prefix.rstrip("/")
         return sorted(k for k in keys if not wanted or k == wanted or k.startswith(wanted + "/"))
 
+    def list_modified(self, prefix: str) -> dict[str, float]:
+        wanted = prefix.rstrip("/")
+        out: dict[str, float] = {}
+        for batch in obstore.list(self._store, wanted or None):
+            for meta in batch:
+                key = str(meta["path"])
+                if not wanted or key == wanted or key.startswith(wanted + "/"):
+                    out[key] = meta["last_modified"].timestamp()
+        return out
+
     def delete_prefix(self, prefix: str) -> None:
         if not prefix.strip("/"):
             raise ValueError("refusing to delete the whole snapshot store")

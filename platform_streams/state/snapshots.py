@@ -28,6 +28,7 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -36,6 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ORPHAN_GRACE_S",
     "SNAPSHOT_FORMAT_VERSION",
     "FileSystemSnapshotStore",
     "SnapshotCatalog",
@@ -53,6 +55,8 @@ SNAPSHOT_FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 SST_NAME = "data.sst"
 _CHUNK = 1024 * 1024
+#: Unpublished uploads younger than this are a job still running, not a killed one's leftovers.
+ORPHAN_GRACE_S = 3600.0
 
 
 class SnapshotManifest(BaseModel):
@@ -130,6 +134,10 @@ class SnapshotStore(ABC):
     def list_keys(self, prefix: str) -> list[str]:
         """Every object key under ``prefix`` (recursively), sorted."""
 
+    def list_modified(self, prefix: str) -> dict[str, float]:
+        """Every object key under ``prefix`` -> when it was last written (epoch seconds)."""
+        raise NotImplementedError(f"{type(self).__name__} does not report modification times")
+
     @abstractmethod
     def delete_prefix(self, prefix: str) -> None:
         """Delete every object under ``prefix``."""
@@ -187,6 +195,9 @@ class FileSystemSnapshotStore(SnapshotStore):
             for p in base.rglob("*")
             if p.is_file() and not p.name.startswith(".")
         )
+
+    def list_modified(self, prefix: str) -> dict[str, float]:
+        return {key: self._path(key).stat().st_mtime for key in self.list_keys(prefix)}
 
     def delete_prefix(self, prefix: str) -> None:
         path = self._path(prefix)
@@ -291,6 +302,34 @@ class SnapshotCatalog:
         for manifest in old:
             self.store.delete_prefix(self.snapshot_prefix(manifest))
         return len(old)
+
+    def prune_orphans(self, application_id: str, store: str, grace_s: float) -> list[str]:
+        """Delete uploads no manifest publishes whose newest object is older than ``grace_s``.
+
+        A job killed between its SST upload and its manifest leaves a snapshot directory
+        without ``manifest.json``; no reader ever uses it. ``grace_s`` must exceed the
+        longest compaction run: a directory of a job still uploading is younger than that
+        and is kept. Returns the snapshot prefixes deleted.
+        """
+        if grace_s < 0:
+            raise ValueError("the grace period cannot be negative")
+        directories: dict[str, list[tuple[str, float]]] = {}
+        for key, modified in self.store.list_modified(f"{application_id}/{store}/").items():
+            parts = key.split("/")
+            # <app>/<store>/<partition>/<offset>-<id>/<object>: the analysts' parquet/ copy is not here
+            if len(parts) == 5 and parts[2].isdigit():
+                directories.setdefault("/".join(parts[:4]) + "/", []).append((parts[4], modified))
+        cutoff = time.time() - grace_s
+        deleted = []
+        for prefix, objects in sorted(directories.items()):
+            if any(name == MANIFEST_NAME for name, _ in objects):
+                continue
+            if max(modified for _, modified in objects) > cutoff:
+                continue
+            self.store.delete_prefix(prefix)
+            log.info("deleted unpublished upload %s (%d objects)", prefix, len(objects))
+            deleted.append(prefix)
+        return deleted
 
     def prune_store(self, application_id: str, store: str, keep: int) -> dict[int, int]:
         """:meth:`prune` every partition of ``store`` that has snapshots; partition -> deleted.

@@ -1,4 +1,5 @@
-"""Snapshot garbage collection in S3 (versitygw): ``platform-streams snapshot prune --keep K``."""
+"""Snapshot garbage collection in S3 (versitygw): ``platform-streams snapshot prune --keep K``,
+and the unpublished uploads of killed jobs once they are older than ``--orphan-grace``."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def test_prune_keeps_the_newest_k_per_partition_and_leaves_unpublished_uploads(
     app = "tests.spark.apps:count_by_key_from_env"
     args = ["snapshot", "prune", app, "--keep", "2", "--location", location, "--json", *settings]
     assert main(args) == 0
-    assert json.loads(capsys.readouterr().out) == {"counts": {"0": 2, "1": 2}}
+    assert json.loads(capsys.readouterr().out) == {"snapshots": {"counts": {"0": 2, "1": 2}}, "orphans": []}
 
     for partition, made in published.items():
         kept = catalog.manifests(app_id, "counts", partition)
@@ -54,5 +55,12 @@ def test_prune_keeps_the_newest_k_per_partition_and_leaves_unpublished_uploads(
         gone = [m for m in made if m.offset in (10, 20)]
         keys = catalog.store.list_keys(SnapshotCatalog.partition_prefix(app_id, "counts", partition))
         assert not [k for k in keys if any(m.snapshot_id in k for m in gone)]
-    assert orphan in catalog.store.list_keys(f"{app_id}/")
+    assert orphan in catalog.store.list_keys(f"{app_id}/")  # younger than the default grace (1 h)
     assert main([*args[:3], "--keep", "0", *args[5:]]) != 0
+
+    # Past the grace period a killed job's upload goes; published snapshots stay.
+    assert main([*args, "--orphan-grace", "0"]) == 0
+    orphans = json.loads(capsys.readouterr().out)["orphans"]
+    assert orphans == [f"{app_id}/counts/0/{99:020d}-unpublished/"]
+    assert orphan not in catalog.store.list_keys(f"{app_id}/")
+    assert [[m.offset for m in catalog.manifests(app_id, "counts", p)] for p in (0, 1)] == [[40, 30]] * 2
