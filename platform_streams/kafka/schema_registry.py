@@ -405,12 +405,16 @@ def subjects_of_topics(subjects: Sequence[str], topics: Sequence[str]) -> list[s
     return chosen
 
 
-def delete_subjects_of_topics(settings: RegistrySettings, topics: Sequence[str]) -> list[str]:
-    """Delete the subjects of ``topics`` (:func:`subjects_of_topics`): a soft delete, then the
+def delete_subjects_of_topics(
+    settings: RegistrySettings, topics: Sequence[str], *, permanent: bool = True
+) -> list[str]:
+    """Delete the subjects of ``topics`` (:func:`subjects_of_topics`): a soft delete (the
+    registry keeps the schemas and can bring the subject back), then, when ``permanent``, the
     hard delete the registry only allows after it; returns the subjects deleted."""
     client = registry_client(settings)
     doomed = subjects_of_topics(client.get_subjects(), topics)
     for subject in doomed:
         client.delete_subject(subject, permanent=False)
-        client.delete_subject(subject, permanent=True)
+        if permanent:
+            client.delete_subject(subject, permanent=True)
     return doomed

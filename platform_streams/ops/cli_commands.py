@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -50,7 +52,13 @@ from platform_streams.ops.topics import (
 )
 from platform_streams.topology.topology import Topology
 
+if TYPE_CHECKING:  # the registry client is an extra (schema-registry), loaded only when used
+    from platform_streams.kafka.schema_registry import RegistrySettings
+
 __all__ = ["add_reset_arguments", "add_topics_arguments", "run_reset", "run_topics"]
+
+#: The Schema Registry login (``user:password``) of ``reset --schema-registry-url``.
+REGISTRY_LOGIN_ENV = "PLATFORM_STREAMS_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO"
 
 _TOPICS_ACTIONS = {
     "plan": "show every internal topic the application needs (partitions, configs) and whether it exists, "
@@ -199,6 +207,18 @@ def add_reset_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="per partition, when a time must be found by reading records (default 1000000)",
     )
+    parser.add_argument(
+        "--schema-registry-url",
+        metavar="URL",
+        help="the Schema Registry of the application's registry serdes: the subjects of the internal "
+        f"topics the reset deletes are soft-deleted too (login: the {REGISTRY_LOGIN_ENV} "
+        "environment variable, user:password)",
+    )
+    parser.add_argument(
+        "--hard-delete-subjects",
+        action="store_true",
+        help="with --schema-registry-url: hard-delete those subjects after the soft delete (permanent)",
+    )
     _add_orphans_and_yes(parser, "reset")
 
 
@@ -324,8 +344,22 @@ def _reset_target(args: argparse.Namespace) -> tuple[AppLike, StreamsConfig]:
     return application_without_code(), load_config(args.config, [*args.overrides, *flags])
 
 
+def _registry_settings(args: argparse.Namespace) -> RegistrySettings | None:
+    """``--schema-registry-url`` with the login from the environment (a command line is seen
+    by every user of the machine and kept in shell histories)."""
+    if args.schema_registry_url is None:
+        if args.hard_delete_subjects:
+            raise CliError("--hard-delete-subjects needs --schema-registry-url")
+        return None
+    from platform_streams.kafka.schema_registry import RegistrySettings
+
+    login = os.environ.get(REGISTRY_LOGIN_ENV) or None
+    return RegistrySettings(args.schema_registry_url, login)
+
+
 def run_reset(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
+    registry = _registry_settings(args)
     topology, config = _reset_target(args)
     options = ResetOptions(
         scenario=scenario,
@@ -339,6 +373,8 @@ def run_reset(args: argparse.Namespace) -> int:
         include_orphans=args.include_orphans or args.app is None,
         wipe_local_state=not args.keep_local_state,
         max_scan_records=args.max_scan_records,
+        schema_registry=registry,
+        hard_delete_subjects=args.hard_delete_subjects,
     )
     confirm = None if args.yes else _terminal_confirm(f"reset application {config.application_id!r}")
     return _run(lambda: reset_application(topology, config, options, confirm=confirm), args.json)

@@ -58,6 +58,7 @@ from platform_streams.kafka import (
     offsets_for_time,
     rejoin_group_once,
 )
+from platform_streams.kafka.authorized import missing_operations
 from platform_streams.ops.offsets import OffsetScenario, PartitionBounds, TimeTarget, compute_offset_changes
 from platform_streams.ops.reset_topics import backup_group_is_ours, reset_internal_topics
 from platform_streams.ops.results import (
@@ -121,6 +122,8 @@ class ResetOptions:
     schema_registry: RegistrySettings | None = None
     """The Schema Registry of the application's registry serdes: the subjects of the internal
     topics the reset deletes are deleted too (soft, then hard), and no others."""
+    hard_delete_subjects: bool = True
+    """False: those subjects are only soft-deleted (the registry can still bring them back)."""
 
 
 def application_without_code() -> TopologyPlan:
@@ -152,6 +155,7 @@ def reset_application(
     client, owned = admin_for(config, admin)
     try:
         existing = client.list_topics(timeout=opts.timeout_s)
+        _check_authorized(client, plan, app_id, opts, result)
         _check_group(
             client, config, opts, result, [t for t in plan.external_source_topics() if t in existing]
         )
@@ -190,6 +194,26 @@ def reset_application(
         if owned:
             client.close()
     return result
+
+
+def _check_authorized(
+    admin: KafkaAdmin, plan: TopologyPlan, app_id: str, opts: ResetOptions, result: ResetResult
+) -> None:
+    """Refuse before changing anything when the principal lacks an operation the reset uses
+    (:mod:`platform_streams.kafka.authorized`): a hidden input or internal topic would
+    otherwise be skipped as missing, and a refusal met half-way leaves offsets moved."""
+    inputs = plan.external_source_topics() if opts.input_topics is None else list(opts.input_topics)
+    internal = opts.internal_topics if opts.internal_topics is not None else owned_topic_kinds(plan, app_id)
+    topics: dict[str, tuple[str, ...]] = {t: ("DELETE",) for t in internal}
+    topics.update({t: ("READ",) for t in [*inputs, *opts.intermediate_topics]})
+    groups = {app_id: ("READ",), backup_group(app_id): ("DELETE",)}
+    missing = missing_operations(admin, topics, groups, timeout_s=opts.timeout_s)
+    if missing:
+        raise OperationRefusedError(
+            f"the principal may not {', '.join(missing)}: nothing was changed "
+            f"(`platform-streams acls APP --sets reset` lists what the reset needs)",
+            result,
+        )
 
 
 def _check_group(
@@ -404,7 +428,9 @@ def _execute(
         if opts.schema_registry is not None:
             from platform_streams.kafka.schema_registry import delete_subjects_of_topics
 
-            result.deleted_subjects = delete_subjects_of_topics(opts.schema_registry, doomed)
+            result.deleted_subjects = delete_subjects_of_topics(
+                opts.schema_registry, doomed, permanent=opts.hard_delete_subjects
+            )
             log.info("reset %s: deleted schema subjects %s", app_id, result.deleted_subjects)
         # the control topic's committed offset is the fencing check's (nobody reads from it)
         grouped = {
