@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,3 +173,16 @@ def admin(bootstrap_servers: str) -> Iterator[KafkaAdmin]:
     """A session-wide :class:`KafkaAdmin` on the test broker."""
     with KafkaAdmin({"bootstrap.servers": bootstrap_servers}) as kafka_admin:
         yield kafka_admin
+
+
+@pytest.fixture(scope="session")
+def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The session's Schema Registry (Apicurio, tests/support/schema_registry.py), started once
+    for every suite that needs one (the registry serdes, Spark, Dagster): mark those tests
+    ``kafka_side``, where it runs."""
+    from tests.support.schema_registry import running_registry
+
+    started = time.monotonic()
+    with running_registry(tmp_path_factory.mktemp("schema-registry") / "registry.log") as url:
+        yield url
+    print(f"\nschema registry session: {time.monotonic() - started:.1f}s")
