@@ -14,6 +14,11 @@ probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred fro
   always open transaction, as Kafka Streams does; elsewhere they wait in memory for the
   commit, so that nothing a crash leaves open can become visible
   (``StreamsProducer``, :func:`sends_eagerly`).
+* **Leaving a group mid-rebalance.** Kafka's group coordinator elects a new leader when the
+  leader leaves while the group rebalances; the embedded broker's keeps the departed leader,
+  and the group never completes another rebalance (docs/brokers.md). Where the coordinator
+  does not elect one (:func:`elects_new_group_leader`), a stopping worker first lets the
+  rebalance finish (:class:`~platform_streams.runtime.leave_guard.LeaveGuard`).
 * **Purging repartition topics.** Kafka Streams deletes consumed repartition records after
   a commit (``TaskManager.maybePurgeCommittedRecords``, every
   ``repartition.purge.interval.ms``): :class:`RepartitionPurger`. On a broker without
@@ -27,11 +32,11 @@ import time
 from collections.abc import Mapping
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import BrokerError
+from platform_streams.errors import BrokerError, StreamsError
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.topology.compiler import TopologyPlan
 
-__all__ = ["RepartitionPurger", "membership_check_topic", "sends_eagerly"]
+__all__ = ["RepartitionPurger", "elects_new_group_leader", "membership_check_topic", "sends_eagerly"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +76,43 @@ def sends_eagerly(config: StreamsConfig) -> bool:
             "records wait in memory until their commit (slower commits, see the README)"
         )
     return aborts
+
+
+#: per bootstrap.servers: whether the group coordinator elects a new leader (probed once)
+_elects_leader: dict[str, bool] = {}
+
+
+def elects_new_group_leader(config: StreamsConfig) -> bool:
+    """Whether the group coordinator elects a new leader when the leader leaves mid-rebalance.
+
+    Probed by describing the application's group from one of its members, once per process
+    and broker (a group described as EMPTY or DEAD is no answer: this member is not in it).
+    Kafka's coordinator, which tracks every member and elects a leader among those that
+    rejoin, lists the members; the embedded broker's lists none, and keeps a departed
+    leader (docs/brokers.md). A group listed without members while this member is in it
+    therefore gets the careful leave; a failed look counts as Kafka's behaviour (no wait:
+    the group repair remains for such a broker).
+    """
+    servers = str(config.admin_configs().get("bootstrap.servers", ""))
+    known = _elects_leader.get(servers)
+    if known is not None:
+        return known
+    try:
+        with KafkaAdmin(config.admin_configs()) as admin:
+            description = admin.describe_group(config.application_id, timeout=10.0)
+    except StreamsError as exc:
+        log.debug("describing group %r to see whether it lists members: %s", config.application_id, exc)
+        return True
+    members = description.members
+    if not members and description.state in ("EMPTY", "DEAD"):
+        return True  # not a member (yet): no answer
+    _elects_leader[servers] = bool(members)
+    log.info(
+        "the group coordinator %s its members: a member leaving mid-rebalance %s",
+        "lists" if members else "does not list",
+        "does not wait" if members else "first lets it finish (the coordinator keeps a departed leader)",
+    )
+    return bool(members)
 
 
 class RepartitionPurger:

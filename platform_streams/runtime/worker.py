@@ -58,6 +58,7 @@ from platform_streams.runtime.broker_calls import retrying
 from platform_streams.runtime.broker_features import RepartitionPurger
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, dead_letter_topic_limit
+from platform_streams.runtime.leave_guard import LeaveGuard
 from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
 from platform_streams.runtime.offset_gaps import OffsetGapGuard
 from platform_streams.runtime.producer_settings import producer_settings
@@ -174,6 +175,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         self.pause_requested = False
         #: says so when the group takes long to assign this worker anything
         self.assignment_wait = AssignmentWait(self.name, config)
+        self._leave_guard = LeaveGuard(self.name, config)
 
     @property
     def input_queues(self) -> InputQueues:
@@ -210,6 +212,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
                     self._on_task_migrated(exc)
                 except TaskCorruptedError as exc:
                     self._on_task_corrupted(exc)
+            self._finish_rebalance()
             clean = True
         except BaseException as exc:  # the client decides what a dead worker means
             self.failure = exc
@@ -319,6 +322,16 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             log.warning("%s: could not check or repair the group: %s", self.name, exc)
         if self.consumer is None:
             self._join_group()
+
+    def _finish_rebalance(self) -> None:
+        """Before a clean leave: serve the group, processing nothing (what a poll returns is
+        read again by the next owner), while the leave guard holds (runtime/leave_guard.py)."""
+        try:
+            while self.consumer is not None and self._leave_guard.hold(self.state in _AWAITING_ASSIGNMENT):
+                with self.store_guard.released():
+                    self.consumer.poll(0.1)
+        except Exception as exc:
+            log.warning("%s: serving the group before leaving it failed: %s", self.name, exc)
 
     def _leave_group(self) -> None:
         consumer, self.consumer = self.consumer, None

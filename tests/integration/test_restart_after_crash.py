@@ -3,11 +3,11 @@
 The most common operation there is: the application stops on an undecodable record
 (``log_and_fail``), the operator switches the handler to ``log_and_continue`` and restarts
 it. New input must be processed within the session timeout plus 10 s of the restarted
-workers' start (a member of the crashed run that did not leave is expired after a session
-timeout; anything longer is the group waiting for nothing), or else one WARN line must say
-what it waits for and until when at most, and that bound must hold: on the embedded broker a
-crash that makes the surviving worker leave mid-rebalance wedges the group (docs/brokers.md),
-and only the group repair gets the restart going. Measured from the first
+workers' start on both brokers: a member of the crashed run that did not leave is expired
+after a session timeout; anything longer is the group waiting for nothing. On the embedded
+broker the crash used to make the supervisor stop the surviving worker while the group
+rebalanced, and a leader that leaves mid-rebalance wedges the group there until the group
+repair (docs/brokers.md): the restart took 20-48 s. Measured from the first
 "starting application" line of the restart, so the interpreters' start on a loaded machine
 is not counted; both figures are printed (``-s`` shows them).
 """
@@ -15,7 +15,6 @@ is not counted; both figures are printed (``-s`` shows them).
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 from datetime import datetime
@@ -115,15 +114,10 @@ def test_a_crashed_two_worker_app_restarted_with_log_and_continue_processes_new_
                 f"{len(missing)} of {len(wanted)} missing"
             )
             assert not missing, f"{len(missing)} unprocessed after 180 s:\n{restarted.stderr[-6000:]}"
-            if back_s > SESSION_TIMEOUT_S + 10:
-                # longer only while a WARN line says what it waits for and until when at most
-                # (the embedded broker: a group its leader left mid-rebalance, repaired)
-                waits = [line for line in restarted.stderr.splitlines() if "no partitions assigned" in line]
-                assert waits, f"{back_s:.1f}s without a word:\n{restarted.stderr[-6000:]}"
-                promised = float(re.findall(r"repaired within ~(\d+)s", waits[0])[0])
-                assert back_s <= promised + 10, (
-                    f"{back_s:.1f}s, the WARN line said ~{promised:.0f}s:\n{restarted.stderr[-6000:]}"
-                )
+            assert back_s <= SESSION_TIMEOUT_S + 10, (
+                f"{back_s:.1f}s after the restart:\n{crashed.stderr[-4000:]}\n---\n{restarted.stderr[-6000:]}"
+            )
+            assert "did not rebalance" not in restarted.stderr, restarted.stderr[-6000:]
             assert restarted.stop(60) == 0, restarted.stderr[-4000:]
         finally:
             restarted.kill()
