@@ -14,9 +14,11 @@ So where the coordinator does not elect a new leader
 worker keeps serving the group -- polling, processing nothing -- until it is not waiting
 for an assignment and one heartbeat interval has passed without a new rebalance (the
 heartbeat is how the coordinator tells a member that another one left), at most
-``1.5 x session.timeout.ms`` plus that interval. A leader that leaves a group which completed its rebalance is
-forgotten correctly, and the next start is as quick as a first one. On Apache Kafka the
-worker leaves at once.
+``1.5 x session.timeout.ms`` plus that interval. A worker that was the only member of its
+last generation and is not rebalancing leaves at once (nobody can have left; a newcomer
+joining at that very moment is the one case left to the repair). A leader that leaves a
+group which completed its rebalance is forgotten correctly, and the next start is as quick
+as a first one. On Apache Kafka the worker leaves at once.
 """
 
 from __future__ import annotations
@@ -46,13 +48,21 @@ class LeaveGuard:
         self._active: bool | None = None
         self._since = 0.0
         self._quiet_until: float | None = None
-        self._rebalances = 0
+        self._rebalance_seen = False
+        self._awaiting = False
 
-    def hold(self, awaiting_assignment: bool) -> bool:
-        """True while the worker should go on serving the group (it was asked to stop)."""
+    def hold(self, awaiting_assignment: bool, alone: bool) -> bool:
+        """True while the worker should go on serving the group (it was asked to stop).
+
+        ``alone``: this worker was the only member of its last generation; no other member
+        can have left it, so a worker that is not rebalancing leaves at once.
+        """
         now = time.monotonic()
         if self._active is None:
             self._since = now
+            if alone and not awaiting_assignment:
+                self._active = False
+                return False
             self._active = not elects_new_group_leader(self._config)
         if not self._active:
             return False
@@ -67,21 +77,22 @@ class LeaveGuard:
             self._active = False
             return False
         if awaiting_assignment:
-            if self._rebalances == 0:
+            if not self._rebalance_seen:
                 log.info(
                     "%s: stopping; the group %r rebalances: finishing the rebalance before leaving "
                     "(the coordinator keeps a leader that leaves mid-rebalance)",
                     self.worker_name,
                     self._config.application_id,
                 )
-            self._rebalances += 1
-            self._quiet_until = now + self.quiet_s
+            self._rebalance_seen = True
+            self._awaiting = True
             return True
-        if self._quiet_until is None:
+        if self._quiet_until is None or self._awaiting:  # stopped, or just assigned
+            self._awaiting = False
             self._quiet_until = now + self.quiet_s
         if now >= self._quiet_until:
             self._active = False
-            if self._rebalances:
+            if self._rebalance_seen:
                 log.info(
                     "%s: the rebalance ended %.1fs after the stop; leaving group %r",
                     self.worker_name,

@@ -326,12 +326,25 @@ class StreamWorker(TaskRebalancing, threading.Thread):
     def _finish_rebalance(self) -> None:
         """Before a clean leave: serve the group, processing nothing (what a poll returns is
         read again by the next owner), while the leave guard holds (runtime/leave_guard.py)."""
+        if self.consumer is None:
+            return
         try:
-            while self.consumer is not None and self._leave_guard.hold(self.state in _AWAITING_ASSIGNMENT):
+            alone = self._alone_in_generation()
+            while self.consumer is not None and self._leave_guard.hold(
+                self.state in _AWAITING_ASSIGNMENT, alone
+            ):
                 with self.store_guard.released():
                     self.consumer.poll(0.1)
         except Exception as exc:
             log.warning("%s: serving the group before leaving it failed: %s", self.name, exc)
+
+    def _alone_in_generation(self) -> bool:
+        """This worker was the only member of its last generation (it held every task)."""
+        if self._coordinator is not None:
+            current = self._coordinator.current
+            return current is not None and len(current.members) <= 1
+        every = {(t, p) for t in self.source_topics for p in range(self.partition_counts.get(t, 0))}
+        return bool(every) and {(tp.topic, tp.partition) for tp in self.consumer.assignment()} >= every
 
     def _leave_group(self) -> None:
         consumer, self.consumer = self.consumer, None
