@@ -219,6 +219,10 @@ class TaskGraph:
         if fixed_topic is not None:
             key_serde, value_serde = key_serde.for_topic(fixed_topic), value_serde.for_topic(fixed_topic)
         key_ser, value_ser = key_serde.serialize, value_serde.serialize
+        # the extractor names the topic per record: a serde whose bytes depend on the topic (a
+        # registry subject) is bound to each topic it names, as Java serdes get the topic on
+        # every serialize call
+        key_for, value_for = _bound_per_topic(key_serde), _bound_per_topic(value_serde)
         task = self.task
         collector = self.task.collector
         name = sink.name
@@ -227,15 +231,30 @@ class TaskGraph:
             try:
                 if fixed_topic is not None:
                     topic = fixed_topic
+                    key_bytes, value_bytes = key_ser(key), value_ser(value)
                 else:
                     assert extractor is not None
                     topic = extractor(key, value, task.record_metadata())
+                    key_bytes, value_bytes = key_for(topic)(key), value_for(topic)(value)
                 partition = None
                 if partitioner is not None:
                     partition = partitioner(topic, key, value, collector.partition_count(topic))
-                send(topic, key_ser(key), value_ser(value), timestamp, headers, partition)
+                send(topic, key_bytes, value_bytes, timestamp, headers, partition)
             except Exception as exc:
                 mark_sink_failure(exc, name)  # the production handler's, not the processing one's
                 raise
 
         return sink_entry
+
+
+def _bound_per_topic(serde: Serde) -> Callable[[str], Callable[[Any], bytes | None]]:
+    """``serde.for_topic(topic).serialize`` for each topic, bound once per topic."""
+    bound: dict[str, Callable[[Any], bytes | None]] = {}
+
+    def serializer_for(topic: str) -> Callable[[Any], bytes | None]:
+        ser = bound.get(topic)
+        if ser is None:
+            ser = bound[topic] = serde.for_topic(topic).serialize
+        return ser
+
+    return serializer_for
