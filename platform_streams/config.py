@@ -182,6 +182,13 @@ class StreamsConfig(BaseModel):
         default=None,
         description="Where Spark-made state snapshots live (a path); restores start from them when set.",
     )
+    state_snapshot_truncate_changelogs: bool = Field(
+        default=False,
+        description="Changelogs bounded by snapshots: 'platform-streams snapshot truncate' may delete "
+        "changelog records below each partition's newest snapshot (DeleteRecords), and standby "
+        "tasks start from snapshots too. Needs state_snapshot_location on every client "
+        "(docs/spark.md, 'Changelogs bounded by snapshots').",
+    )
 
     # --- processing ------------------------------------------------------------------
     processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = "at_least_once"
@@ -458,6 +465,11 @@ class StreamsConfig(BaseModel):
             # Frozen model: the resolved default is written once, during validation.
             object.__setattr__(self, "commit_interval_ms", default)
             self._commit_interval_defaulted = True
+        if self.state_snapshot_truncate_changelogs and not self.state_snapshot_location:
+            raise ValueError(
+                "state_snapshot_truncate_changelogs needs state_snapshot_location: a client that "
+                "cannot read snapshots cannot restore a changelog truncated below them"
+            )
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError(
                 f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be lower than "

@@ -38,7 +38,9 @@ from typing import Any, Literal
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
+    AlterConfigOpType,
     ClusterMetadata,
+    ConfigEntry,
     ConfigResource,
     NewPartitions,
     NewTopic,
@@ -275,6 +277,19 @@ class KafkaAdmin(GroupAdminMixin):
                 raise to_broker_error(exc, f"describe configs of {resource.name!r}") from exc
             result[resource.name] = {k: e.value for k, e in entries.items() if e.value is not None}
         return result
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str], timeout: float = 10.0) -> None:
+        """IncrementalAlterConfigs: set ``configs`` on topic ``name`` (others stay as they are)."""
+        entries = [
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()
+        ]
+        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+        deadline = time.monotonic() + timeout
+        try:
+            for future in self._admin().incremental_alter_configs([resource]).values():
+                self._result(future.result, deadline, f"alter configs of {name!r}")
+        except KafkaException as exc:
+            raise to_broker_error(exc, f"alter configs of {name!r}") from exc
 
     # ------------------------------------------------------------------ log offsets
 

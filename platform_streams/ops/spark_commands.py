@@ -7,6 +7,8 @@
     platform-streams snapshot list MODULE:FACTORY [--store S ...] [--location PATH] [--json]
     platform-streams snapshot prune MODULE:FACTORY --keep K [--orphan-grace SECONDS] [--store S ...]
         [--location PATH] [--json]
+    platform-streams snapshot truncate MODULE:FACTORY [--store S ...] [--partition N ...] [--location PATH]
+        [--dry-run] [--json]
     platform-streams backfill MODULE:FACTORY
         (--from-kafka [--start earliest|ISO-TIME|MS] [--end latest|ISO-TIME|MS]
          | --from-parquet PATH --topic T --partitions N)
@@ -33,6 +35,7 @@ from platform_streams.cli_app_loader import (
     load_config,
 )
 from platform_streams.config import StreamsConfig
+from platform_streams.errors import StreamsError
 from platform_streams.ops.offsets import parse_datetime_ms
 from platform_streams.state.snapshots import ORPHAN_GRACE_S, SnapshotCatalog, open_snapshot_store
 
@@ -93,6 +96,18 @@ def add_snapshot_arguments(parser: argparse.ArgumentParser) -> None:
         help="also delete uploads no manifest publishes (killed jobs) once older than this "
         f"(default {ORPHAN_GRACE_S:.0f}; longer than any compaction run)",
     )
+    truncate = actions.add_parser(
+        "truncate",
+        help="delete changelog records below each partition's newest snapshot (DeleteRecords)",
+        description="delete changelog records below each partition's newest usable snapshot, never "
+        "past what a live standby still needs (needs state.snapshot.truncate.changelogs; no Spark)",
+    )
+    _common(truncate, spark=False)
+    _stores_and_location(truncate)
+    truncate.add_argument(
+        "--partition", dest="partitions", type=int, action="append", help="only this partition"
+    )
+    truncate.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
 
 
 def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
@@ -171,6 +186,24 @@ def run_snapshot(args: argparse.Namespace) -> int:
             f"deleted {len(orphans)} unpublished uploads older than {args.orphan_grace:.0f}s"
         )
         _emit(args, {"snapshots": deleted, "orphans": orphans}, text)
+        return 0
+    if args.snapshot_action == "truncate":
+        from platform_streams.ops.changelog_truncation import logged_stores, truncate_changelogs
+
+        catalog = SnapshotCatalog(open_snapshot_store(location))
+        try:
+            stores = logged_stores(app.topology, config.application_id, args.stores)
+            cuts = truncate_changelogs(config, catalog, stores, args.partitions, dry_run=args.dry_run)
+        except StreamsError as exc:
+            raise CliError(str(exc)) from exc
+        verb = "would delete" if args.dry_run else "deleted"
+        lines = [
+            f"{c.topic}-{c.partition}: {verb} records below {c.truncate_before} ({c.reason})"
+            if c.truncate_before is not None
+            else f"{c.topic}-{c.partition}: kept from {c.log_start} ({c.reason})"
+            for c in cuts
+        ]
+        _emit(args, [c.to_json() for c in cuts], "\n".join(lines) or "no snapshots: nothing to truncate")
         return 0
     if args.snapshot_action == "list":
         catalog = SnapshotCatalog(open_snapshot_store(location))

@@ -45,6 +45,7 @@ from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetc
 from platform_streams.runtime.task import store_changelogs
 from platform_streams.state.backend import StoreCorruptedError
 from platform_streams.state.manager import FROM_BEGINNING, ProcessorStateManager
+from platform_streams.state.snapshot_restore import SnapshotRestorer
 from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["StandbyTask", "StandbyUpdater", "stateful_tasks"]
@@ -94,6 +95,11 @@ class StandbyTask:
         #: the task's input partitions (their committed offsets gate what is applied)
         self.partitions = [(plan.physical_topic(t, app), task_id.partition) for t in sub.source_topics]
         self.filter = CommittedInputFilter(self.partitions, {})
+        if config.state_snapshot_truncate_changelogs and config.state_snapshot_location:
+            # The changelog may no longer start at 0: a new standby, or one behind the newest
+            # snapshot, starts from that snapshot (it is never behind the log start), or it
+            # would rebuild its stores from what is left of the log.
+            SnapshotRestorer(config.state_snapshot_location, app, min_gain=1).restore(self.state_manager)
         starts = self.state_manager.changelog_offsets_to_restore()
         self.store_of: dict[TopicPartitionKey, str] = {(p.topic, p.partition): p.store_name for p in starts}
         #: where the consumer starts each changelog partition

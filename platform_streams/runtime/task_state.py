@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection, Iterable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from platform_streams.config import StreamsConfig
@@ -26,7 +27,7 @@ from platform_streams.kafka import KafkaAdmin, empty_partitions
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter
 from platform_streams.runtime.restore_ranges import RestoreRanges
-from platform_streams.state.manager import FROM_BEGINNING
+from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
 from platform_streams.state.restore import ChangelogReader, StateRestoreListener
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from platform_streams.state.snapshot_restore import SnapshotRestore, SnapshotRestorer
@@ -107,18 +108,8 @@ class TaskStateLifecycle:
                 ranges = self.restore_ranges.for_restore(task.task_id, task.partitions, committed)
                 trusted[task.task_id] = {tp: (r.start, r.end) for tp, r in ranges.items()}
             if self.snapshots is not None:
-                used = self.snapshots.restore(task.state_manager)
-                self.last_snapshots[task.task_id] = used
-                if self.listener is not None:
-                    for done in used:
-                        manifest = done.manifest
-                        self.listener.on_snapshot_restored(
-                            done.store_name,
-                            (manifest.changelog_topic, manifest.partition),
-                            manifest.offset,
-                            manifest.record_count,
-                            done.seconds,
-                        )
+                self.last_snapshots[task.task_id] = []
+                self._apply_snapshots(task.task_id, task.state_manager)
             parts = task.state_manager.changelog_offsets_to_restore()
             if not parts:
                 self.last_restore[task.task_id] = {}
@@ -133,6 +124,32 @@ class TaskStateLifecycle:
                 self._restore_and_log(task, committed, read_ahead, trusted.get(task.task_id, {}), empty)
         finally:
             read_ahead.close()
+
+    def _apply_snapshots(self, task_id: TaskId, manager: ProcessorStateManager) -> list[SnapshotRestore]:
+        """Ingest the snapshots the task's stores need; remember and report them."""
+        assert self.snapshots is not None
+        used = self.snapshots.restore(manager)
+        self.last_snapshots.setdefault(task_id, []).extend(used)
+        if self.listener is not None:
+            for done in used:
+                manifest = done.manifest
+                self.listener.on_snapshot_restored(
+                    done.store_name,
+                    (manifest.changelog_topic, manifest.partition),
+                    manifest.offset,
+                    manifest.record_count,
+                    done.seconds,
+                )
+        return used
+
+    def _reseed(self, task_id: TaskId, manager: ProcessorStateManager, part: ChangelogPartition) -> int:
+        """A store wiped because its position is outside the changelog (truncated below a
+        snapshot since it was checkpointed): restore it from the newest snapshot instead of
+        replaying what is left of the log; the offset to replay from."""
+        for done in self._apply_snapshots(task_id, manager):
+            if done.store_name == part.store_name:
+                return done.manifest.offset + 1
+        return FROM_BEGINNING
 
     def _empty_changelogs(self, plan: Iterable[tuple[str, int, int]]) -> set[tuple[str, int]]:
         """The plan's partitions restored from the beginning whose changelog holds no record:
@@ -197,6 +214,7 @@ class TaskStateLifecycle:
                 timeout_s=stall_s,
                 read_ahead=read_ahead,
                 known_empty=empty,
+                reseed=None if self.snapshots is None else partial(self._reseed, task.task_id),
             )
             try:
                 reader.restore(task.state_manager)  # resumes after whatever an earlier attempt applied

@@ -10,7 +10,8 @@ loop counts records and tracks the last offset seen; it never assumes offsets ar
 Records are applied in batches through the state manager (which calls each store's
 restore callback and advances the store's offset). A checkpointed offset beyond the end
 of the log (the changelog was recreated, or the memory-only broker restarted) means the
-local state belongs to another log: the store is wiped and restored from the beginning.
+local state belongs to another log: the store is wiped and restored from the beginning, or,
+with ``reseed`` (changelogs truncated below their snapshots), from the newest snapshot.
 
 ``record_filter`` is the hook for skipping changelog records (e.g. by the ``__ps_src``
 source-offset header the runtime will add, to drop records of a transaction that a
@@ -117,6 +118,7 @@ class ChangelogReader:
         progress_every_s: float = 10.0,
         read_ahead: RestoreReadAhead | None = None,
         known_empty: Collection[tuple[str, int]] = (),
+        reseed: Callable[[ProcessorStateManager, ChangelogPartition], int] | None = None,
     ) -> None:
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
@@ -136,6 +138,9 @@ class ChangelogReader:
         #: changelog partitions the runtime found empty (``kafka.empty_partitions``): one
         #: restored from the beginning is done without a reader (its opening is the cost)
         self._known_empty = known_empty
+        #: restores a wiped store from a snapshot; returns the offset to replay from
+        #: (FROM_BEGINNING: no snapshot), for changelogs truncated below their snapshots
+        self._reseed = reseed
 
     def restore(self, manager: ProcessorStateManager) -> dict[str, int]:
         """Replay every changelog the manager lists; returns records applied per store."""
@@ -162,7 +167,22 @@ class ChangelogReader:
                 exc,
             )
             manager.reset_store(part.store_name)
-            return self._replay(manager, part._replace(start_offset=FROM_BEGINNING))
+            start = self._reseed(manager, part) if self._reseed is not None else FROM_BEGINNING
+            if start == FROM_BEGINNING:
+                return self._replay(manager, part._replace(start_offset=FROM_BEGINNING))
+            try:
+                return self._replay(manager, part._replace(start_offset=start))
+            except BrokerError as again:
+                if again.code != "OFFSET_OUT_OF_RANGE":
+                    raise
+                # Below the log start even from the newest usable snapshot: replaying what is
+                # left would build a store missing the deleted records. Refuse instead.
+                raise BrokerError(
+                    f"restore of store {part.store_name}: changelog {part.topic}-{part.partition} no "
+                    f"longer holds offset {start} that its newest usable snapshot continues from; "
+                    "the store cannot be restored exactly",
+                    code="CHANGELOG_TRUNCATED",
+                ) from again
 
     def _replay(self, manager: ProcessorStateManager, part: ChangelogPartition) -> int:
         store, topic, partition, start = part
