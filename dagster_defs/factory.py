@@ -10,6 +10,8 @@
   assets (the workers, not Dagster runs, write them; the sensor observes them);
 * four **asset checks** on the app asset (:data:`dagster_defs.health.CHECKS`), and the deploy
   gate's (:mod:`dagster_defs.deploy_gate`), which the materialization also runs first;
+* on topics read or written through a Schema Registry serde, the subjects and deployed
+  schemas as metadata and a schema compatibility check (:mod:`dagster_defs.schemas`);
 * a **sensor** polling the workers (observations, check results, a re-materialization
   when workers died);
 * **jobs** mirroring the CLI (:mod:`dagster_defs.jobs`).
@@ -40,6 +42,7 @@ from dagster_defs.health import (
 from dagster_defs.jobs import build_jobs
 from dagster_defs.observations import app_metadata, rate
 from dagster_defs.resources import KafkaResource, StreamsDeploymentResource
+from dagster_defs.schemas import schema_check_defs, topic_schema_metadata
 from dagster_defs.shadow_replay import shadow_replay_defs
 from dagster_defs.spec import ResolvedStreamApp, StreamAppSpec, resolve_app
 from dagster_defs.translator import StreamAppTranslator, StreamAssetProps
@@ -294,9 +297,10 @@ def build_stream_app_defs(
         owned = shared_topic_specs([(app, tr)])[app.name] if topic_specs is None else topic_specs
         external += list(owned.values())
     shadow, shadow_job = shadow_replay_defs(app, app_spec.key)
+    topic_checks = schema_check_defs(app, tr) if include_external_topics else []
     return dg.Definitions(
         assets=[_app_asset(app, app_spec), *external, shadow],
-        asset_checks=[*_asset_checks(app, app_spec.key), deploy_gate_check(app, app_spec.key)],
+        asset_checks=[*_asset_checks(app, app_spec.key), deploy_gate_check(app, app_spec.key), *topic_checks],
         sensors=[_health_sensor(app, tr, app_spec.key)],
         jobs=[*build_jobs(app), shadow_job],
     )
@@ -314,6 +318,7 @@ def shared_topic_specs(
         for kind, names in (("input_topic", app.source_topics), ("output_topic", app.sink_topics)):
             for topic in names:
                 made = tr.get_asset_spec(StreamAssetProps(kind, topic, app))  # type: ignore[arg-type]
+                made = made.merge_attributes(metadata=topic_schema_metadata(app, topic))
                 known = topics.get(made.key)
                 if known is not None:
                     deps = {d.asset_key: d for d in [*known.deps, *made.deps]}
