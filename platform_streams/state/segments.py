@@ -26,7 +26,7 @@ from platform_streams.state.backend import BackedStore, BytesMap, StorageBackend
 if TYPE_CHECKING:
     from platform_streams.state.store_context import StateStoreContext
 
-__all__ = ["SegmentedBytesStore", "default_segment_interval", "live_segment_start"]
+__all__ = ["SegmentedBytesStore", "default_segment_interval", "live_from", "live_segment_start"]
 
 _SEGMENT_PREFIX = "seg-"
 _STREAM_TIME_KEY = b"__stream_time__"
@@ -42,6 +42,14 @@ def default_segment_interval(retention_ms: int) -> int:
 def live_segment_start(observed_ms: int, retention_ms: int, interval_ms: int) -> int:
     """The first time of the oldest live segment: what a segment-granular store still keeps."""
     return max((observed_ms - retention_ms) // interval_ms, 0) * interval_ms
+
+
+def live_from(observed_ms: int, retention_ms: int, interval_ms: int, segment_granular: bool) -> int:
+    """The smallest record time a store still shows at stream time ``observed_ms`` (what a
+    snapshot of the store keeps, too)."""
+    if segment_granular:
+        return live_segment_start(observed_ms, retention_ms, interval_ms)
+    return max(observed_ms - retention_ms + 1, 0)
 
 
 class SegmentedBytesStore(BackedStore):
@@ -139,6 +147,11 @@ class SegmentedBytesStore(BackedStore):
             return True
         return time_ms >= self._min_live
 
+    def advance_stream_time(self, time_ms: int) -> None:
+        """Move the stream time to ``time_ms`` if it is later, expiring segments as a write
+        at that time would (a snapshot restore sets the time its records were kept for)."""
+        self._advance(time_ms)
+
     def _observe(self, time_ms: int) -> None:
         """Set the stream time, and the smallest record time still visible with it."""
         self.observed_stream_time = time_ms
@@ -150,9 +163,7 @@ class SegmentedBytesStore(BackedStore):
 
     def _live_from(self, observed_ms: int) -> int:
         """The smallest record time still visible at stream time ``observed_ms``."""
-        if self.segment_granular:
-            return live_segment_start(observed_ms, self._retention_ms, self._interval)
-        return max(observed_ms - self._retention_ms + 1, 0)
+        return live_from(observed_ms, self._retention_ms, self._interval, self.segment_granular)
 
     def _expire_segments(self) -> None:
         min_live = max((self.observed_stream_time - self._retention_ms) // self._interval, 0)

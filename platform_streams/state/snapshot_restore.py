@@ -13,10 +13,13 @@ the next older one is tried, and finally the changelog is replayed from where th
 * the manifest names this application, store, changelog topic and partition, and a
   format version this code reads;
 * the SST file's size and sha256 match the manifest (a truncated or corrupted upload);
-* the store is a RocksDB key-value store restored verbatim from its own
-  ``<application id>-<store>-changelog`` (window/session stores lay keys out in segments,
-  and a table restored from its source topic rewrites values while restoring, so their
-  changelog bytes are not their store bytes);
+* the store is a RocksDB store restored from its own ``<application id>-<store>-changelog``
+  (a table restored from its source topic rewrites values while restoring, so its
+  changelog bytes are not its store bytes): a key-value store, whose snapshot is ingested
+  as a file, or a window/session store, whose snapshot records are written through the
+  store into their time segments after its stream time is set
+  (:mod:`~platform_streams.state.segmented_snapshots`); the snapshot's kind, and for
+  window/session stores its retention, must be the store's;
 * the snapshot is ahead of the local store (by ``min_gain`` offsets when the store has
   data, which must then be wiped first: ingesting cannot delete keys).
 
@@ -36,6 +39,8 @@ from typing import Any
 from platform_streams.state.key_value_store import KeyValueBytesStore
 from platform_streams.state.manager import ChangelogPartition, ProcessorStateManager
 from platform_streams.state.private_files import make_private_dirs
+from platform_streams.state.segmented_snapshots import SegmentedLayout, apply_segmented_snapshot, read_sst
+from platform_streams.state.segments import SegmentedBytesStore
 from platform_streams.state.snapshots import (
     SNAPSHOT_FORMAT_VERSION,
     SnapshotCatalog,
@@ -88,7 +93,7 @@ class SnapshotRestorer:
         self, manager: ProcessorStateManager, part: ChangelogPartition
     ) -> SnapshotRestore | None:
         store = manager.get_store(part.store_name)
-        backend = self._ingestible_backend(store, part)
+        backend = self._restorable_backend(store, part)
         if backend is None:
             return None
         local = part.start_offset - 1 if part.start_offset >= 0 else None
@@ -102,7 +107,7 @@ class SnapshotRestorer:
         for manifest in candidates:
             if local is not None and manifest.offset < local + self.min_gain:
                 return None  # the rest are older still
-            problem = self._mismatch(manifest, part)
+            problem = self._mismatch(manifest, part) or _kind_mismatch(manifest, backend)
             if problem is not None:
                 log.warning("ignoring %s: %s", manifest.describe(), problem)
                 continue
@@ -120,13 +125,16 @@ class SnapshotRestorer:
             return SnapshotRestore(part.store_name, manifest, seconds)
         return None
 
-    def _ingestible_backend(self, store: Any, part: ChangelogPartition) -> Any:
-        """The RocksDB backend of a plain key-value store logged to its own changelog, else None."""
+    def _restorable_backend(self, store: Any, part: ChangelogPartition) -> Any:
+        """What a snapshot restores into, else None: the RocksDB backend of a plain key-value
+        store, or a RocksDB window/session bytes store, logged to its own changelog."""
         if store is None or not store.persistent:
             return None
         if part.topic != changelog_topic_name(self.application_id, part.store_name):
             return None
         bottom = innermost(store)
+        if isinstance(bottom, SegmentedBytesStore):
+            return bottom if hasattr(bottom.backend, "ingest_sst") else None
         if not isinstance(bottom, KeyValueBytesStore):
             return None
         backend = bottom.backend
@@ -172,6 +180,8 @@ class SnapshotRestorer:
                     return False
             if wipe:
                 manager.reset_store(part.store_name)
+            if isinstance(backend, SegmentedBytesStore):
+                return self._apply_segmented(manager, part, backend, manifest, sst, download)
             if sst is not None:
                 try:
                     backend.ingest_sst(sst, move=True)
@@ -184,6 +194,44 @@ class SnapshotRestorer:
             return True
         finally:
             shutil.rmtree(download, ignore_errors=True)
+
+    def _apply_segmented(
+        self,
+        manager: ProcessorStateManager,
+        part: ChangelogPartition,
+        store: SegmentedBytesStore,
+        manifest: SnapshotManifest,
+        sst: Path | None,
+        download: Path,
+    ) -> bool:
+        assert manifest.stream_time_ms is not None  # _kind_mismatch checked it
+        items = read_sst(sst, download / "reader") if sst is not None else iter(())
+        try:
+            apply_segmented_snapshot(store, items, manifest.stream_time_ms)
+        except Exception as exc:
+            # RocksDB checks the file's own block checksums while ingesting it to read it
+            log.warning("ignoring %s: cannot read its SST file (%s)", manifest.describe(), exc)
+            manager.reset_store(part.store_name)
+            return False
+        manager.restore(part.store_name, [], last_offset=manifest.offset)
+        return True
+
+
+def _kind_mismatch(manifest: SnapshotManifest, target: Any) -> str | None:
+    """Why a snapshot of another kind of store (or another retention) cannot restore ``target``."""
+    if not isinstance(target, SegmentedBytesStore):
+        if manifest.store_kind != "key_value":
+            return f"it holds a {manifest.store_kind} store, this store is a key-value store"
+        return None
+    layout = SegmentedLayout.of_store(target)
+    if manifest.store_kind != layout.kind:
+        return f"it holds a {manifest.store_kind} store, this store is a {layout.kind} store"
+    if manifest.retention_ms != layout.retention_ms or manifest.stream_time_ms is None:
+        # records past the snapshot's retention are missing from it: a longer one needs them
+        return (
+            f"it was cut at retention {manifest.retention_ms} ms, this store keeps {layout.retention_ms} ms"
+        )
+    return None
 
 
 def _verify_file(path: Path, manifest: SnapshotManifest) -> str | None:

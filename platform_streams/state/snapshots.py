@@ -84,6 +84,19 @@ class SnapshotManifest(BaseModel):
     source: Literal["compaction", "backfill"] = "compaction"
     #: Where the Parquet copy of the same data lives (a store URI), if one was written.
     parquet_uri: str | None = None
+    #: What the SST holds: a key-value store's entries verbatim, or a window/session store's
+    #: changelog keys (``key + time...``, Kafka's WindowKeySchema/SessionKeySchema layouts),
+    #: which a restore writes through the store so they land in their time segments.
+    store_kind: Literal["key_value", "window", "session"] = "key_value"
+    #: Window/session stores: the store's stream time at ``offset`` (the largest window start
+    #: or session end in the changelog so far) and its retention; records already past
+    #: retention at that stream time are left out, as the store itself drops them.
+    stream_time_ms: int | None = None
+    retention_ms: int | None = None
+    #: An incremental snapshot: the snapshot it was built from (that snapshot's content plus
+    #: the changelog after its offset). The result is complete on its own: a restore reads
+    #: this snapshot only.
+    base_snapshot_id: str | None = None
 
     def describe(self) -> str:
         return (

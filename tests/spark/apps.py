@@ -57,6 +57,29 @@ class CountByCustomer:
         return builder.build()
 
 
+@dataclass(frozen=True)
+class WindowedAndSessionCounts:
+    """One sub-topology: per key, a count per 10 s window (20 s grace: 30 s retention) in
+    ``windows`` and a count per session (1 s gap, 10 s grace: 11 s retention) in ``sessions``."""
+
+    source: str
+
+    def __call__(self) -> Topology:
+        from platform_streams.dsl import SessionWindows, TimeWindows
+
+        builder = StreamsBuilder()
+        grouped = builder.stream(self.source, Consumed(key_serde=S, value_serde=S)).group_by_key(
+            Grouped(key_serde=S, value_serde=S)
+        )
+        grouped.windowed_by(TimeWindows.of_size_and_grace(10_000, 20_000)).count(
+            materialized=Materialized.as_("windows")
+        )
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(1_000, 10_000)).count(
+            materialized=Materialized.as_("sessions")
+        )
+        return builder.build()
+
+
 def customer_of(_key: str, value: str) -> str:
     return value.split(":", 1)[0]
 

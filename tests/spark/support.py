@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +54,15 @@ def restore_then_process(
     partitions: int,
     records: Iterable[tuple[str, str]],
     committed: Mapping[tuple[str, int], int],
+    *,
+    timestamps: Sequence[int] | None = None,
+    inspect: Callable[[str, list[StreamTask]], None] | None = None,
 ) -> tuple[list[tuple[str, bytes | None, bytes | None]], TaskStateLifecycle]:
     """Do what a worker does on assignment (build tasks, restore through TaskStateLifecycle
     given the group's ``committed`` input offsets, init processors), then process
-    ``records`` and commit; returns the output and the lifecycle."""
+    ``records`` (at ``timestamps``, default their index) and commit; returns the
+    output and the lifecycle. ``inspect(phase, tasks)`` sees the tasks once ``"restored"``
+    and once ``"processed"``."""
     plan = compile_topology(topology)
     sub = plan.subtopologies[0]
     collector = ListCollector()
@@ -81,15 +86,19 @@ def restore_then_process(
         lifecycle.restore(tasks, committed)
         for task in tasks:
             task.initialize_processors()
+        if inspect is not None:
+            inspect("restored", tasks)
         for i, (key, value) in enumerate(records):
             raw = key.encode()
             p = default_partition(raw, partitions)
-            tasks[p].add_records(
-                (source, p), [DriverRecord(source, p, 1_000_000 + i, raw, value.encode(), i)]
-            )
+            ts = timestamps[i] if timestamps is not None else i
+            record = DriverRecord(source, p, 1_000_000 + i, raw, value.encode(), ts)
+            tasks[p].add_records((source, p), [record])
             tasks[p].process(10)
         for task in tasks:
             task.flush_stores()
+        if inspect is not None:
+            inspect("processed", tasks)
     finally:
         for task in tasks:
             task.close()

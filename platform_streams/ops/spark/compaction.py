@@ -14,8 +14,10 @@ and turns the result into files a worker ingests in milliseconds::
     driver:   manifests written last (the snapshots appear all at once)
 
 It works on raw bytes, so it is format-agnostic: a timestamped store's values stay wrapped,
-exactly as the store keeps them. Only key-value stores restore from these snapshots (see
-:mod:`platform_streams.state.snapshot_restore`).
+exactly as the store keeps them. Key-value, window and session stores restore from these
+snapshots (see :mod:`platform_streams.state.snapshot_restore`); window and session stores
+keep only what their retention keeps, and an incremental run reads only the changelog after
+the previous snapshots (both in :mod:`.snapshot_layers`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,15 @@ from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.ops.spark.kafka_ranges import OffsetRange, RawRecord, admin_conf, plan_offset_ranges
 from platform_streams.ops.spark.kafka_source import KafkaReader, read_ranges, resolve_reader
+from platform_streams.ops.spark.snapshot_layers import (
+    LayeredSnapshotWriter,
+    expire_below_floor,
+    previous_snapshots,
+    segmented_snapshot_stores,
+    split_fallbacks,
+    start_offsets,
+    stream_times,
+)
 from platform_streams.ops.spark.snapshots import (
     CompactedRow,
     SnapshotWriter,
@@ -48,6 +59,7 @@ from platform_streams.ops.spark.snapshots import (
 from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.serde import Serde
 from platform_streams.state.builders import KeyValueStoreBuilder
+from platform_streams.state.segmented_snapshots import SegmentedLayout
 from platform_streams.state.snapshots import (
     SnapshotCatalog,
     SnapshotManifest,
@@ -171,6 +183,8 @@ def compact_changelog(
     read_timeout_s: float = 60.0,
     source_topics: Sequence[str] | None = None,
     reader: KafkaReader | None = None,
+    layout: SegmentedLayout | None = None,
+    incremental: bool = False,
 ) -> CompactionResult:
     """Compact ``store``'s changelog into one snapshot per partition and publish them.
 
@@ -183,22 +197,35 @@ def compact_changelog(
     ends before its first changelog record written for input the application has not
     committed yet (see :class:`_CommittedPrefix`); without them every record counts.
     ``reader`` chooses Spark's Kafka source or confluent-kafka (:mod:`.kafka_source`);
-    both give the same snapshots.
+    both give the same snapshots. ``layout`` makes it a window/session store's snapshot
+    (its retention applies). ``incremental`` builds on each partition's newest snapshot and
+    reads only the changelog after it; partitions without a usable one are compacted in
+    full (:mod:`.snapshot_layers`). An incremental run writes no Parquet copy.
     """
     started = time.monotonic()
     target = snapshots if isinstance(snapshots, SnapshotStore) else open_snapshot_store(snapshots)
     topic = changelog_topic or changelog_topic_name(application_id, store)
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+    bases = {}
+    if incremental:
+        bases = previous_snapshots(target, consumer_conf, application_id, store, topic, layout)
+    if partitions is not None:
+        wanted = set(partitions)
+        bases = {p: m for p, m in bases.items() if p in wanted}
     ranges = plan_offset_ranges(
-        consumer_conf, [topic], partitions=partitions, max_offsets_per_range=max_offsets_per_task
+        consumer_conf,
+        [topic],
+        partitions=partitions,
+        start=start_offsets(topic, bases),
+        max_offsets_per_range=max_offsets_per_task,
     )
     result = CompactionResult(run_id, topic, ranges)
     if not ranges:
-        log.info("changelog %s is empty: no snapshot to write", topic)
+        log.info("changelog %s has nothing %s: no snapshot to write", topic, "new" if bases else "in it")
         return result
     sc = spark.sparkContext
     result.reader = resolve_reader(spark, consumer_conf, reader)
-    parquet = parquet and _parquet_writable(spark, target.uri(""))
+    parquet = parquet and not bases and _parquet_writable(spark, target.uri(""))
     count = max(r.partition for r in ranges) + 1
     committed = _committed_offsets(consumer_conf, application_id, source_topics, count)
     sc.setJobDescription(f"compact {topic}: read {len(ranges)} ranges ({result.reader})")
@@ -224,17 +251,22 @@ def compact_changelog(
                 "partition %d: the snapshot stops before offset %d (uncommitted input)", partition, offset
             )
         sc.setJobDescription(f"compact {topic}: sort by key, write SST snapshots")
-        compacted = (
-            read.filter(_is_row)
-            .map(_row)
-            .filter(lambda row: row[1][0] < cuts.get(row[0][0], row[1][0] + 1))
-            .repartitionAndSortWithinPartitions(count, partitionFunc=_partition_number)
-            .mapPartitions(latest_in_sorted, preservesPartitioning=True)
-        )
+        rows = read.filter(_is_row).map(_row)
+        rows = rows.filter(lambda row: row[1][0] < cuts.get(row[0][0], row[1][0] + 1))
+        times = stream_times(rows, layout, bases) if layout is not None else {}
+        if layout is not None:
+            rows = rows.map(expire_below_floor(layout, times))
+        compacted = rows.repartitionAndSortWithinPartitions(
+            count, partitionFunc=_partition_number
+        ).mapPartitions(latest_in_sorted, preservesPartitioning=True)
         if parquet:
             compacted.persist(StorageLevel.MEMORY_AND_DISK)
-        writer = SnapshotWriter(target, application_id, store, topic)
-        manifests = compacted.mapPartitions(writer).collect()
+        writer: SnapshotWriter = SnapshotWriter(target, application_id, store, topic)
+        if layout is not None or bases:
+            writer = LayeredSnapshotWriter(
+                target, application_id, store, topic, layout=layout, times=times, bases=bases
+            )
+        manifests, fallbacks = split_fallbacks(compacted.mapPartitions(writer).collect())
         if parquet:
             prefix = SnapshotCatalog.parquet_prefix(application_id, store, run_id)
             result.parquet_uri = target.uri(prefix)
@@ -250,6 +282,29 @@ def compact_changelog(
         catalog = SnapshotCatalog(target)
         for manifest in result.manifests:
             catalog.prune(application_id, store, manifest.partition, keep)
+    if fallbacks:
+        for partition, reason in sorted(fallbacks.items()):
+            log.warning("partition %d: %s; compacting it in full", partition, reason)
+        full = compact_changelog(
+            spark,
+            consumer_conf,
+            application_id,
+            store,
+            target,
+            changelog_topic=topic,
+            partitions=sorted(fallbacks),
+            isolation_level=isolation_level,
+            max_offsets_per_task=max_offsets_per_task,
+            parquet=False,
+            keep=keep,
+            read_timeout_s=read_timeout_s,
+            source_topics=source_topics,
+            reader=reader,
+            layout=layout,
+        )
+        result.ranges += full.ranges
+        result.manifests = sorted(result.manifests + full.manifests, key=lambda m: m.partition)
+        result.cuts.update(full.cuts)
     result.seconds = time.monotonic() - started
     log.info("%s", result.summary())
     return result
@@ -330,19 +385,22 @@ def compact_application(
     """Snapshot every restorable store of an application (or the named ``stores``).
 
     The location defaults to ``config.state_snapshot_location``; ``options`` go to
-    :func:`compact_changelog`. The Parquet copies get decoded columns from the stores' serdes.
+    :func:`compact_changelog`. The Parquet copies of key-value stores get decoded columns
+    from the stores' serdes (window/session stores' copies keep raw bytes).
     """
     target = snapshots if snapshots is not None else config.state_snapshot_location
     if target is None:
         raise ValueError("no snapshot location: pass one or set state_snapshot_location")
-    eligible = snapshot_stores(topology, config)
+    eligible: dict[str, tuple[Serde | None, Serde | None]] = dict(snapshot_stores(topology, config))
+    layouts = segmented_snapshot_stores(topology, config)
+    eligible.update((name, (None, None)) for name in layouts)
     plan = compile_topology(topology)
     chosen = list(stores) if stores is not None else sorted(eligible)
     unknown = [s for s in chosen if s not in eligible]
     if unknown:
         raise ValueError(
-            f"cannot snapshot {unknown}: snapshots cover key-value stores logged to their own changelog "
-            f"({sorted(eligible) or 'none in this topology'})"
+            f"cannot snapshot {unknown}: snapshots cover persistent key-value, window and session stores "
+            f"logged to their own changelog ({sorted(eligible) or 'none in this topology'})"
         )
     consumer_conf = config.restore_consumer_configs()
     options.setdefault("isolation_level", "read_committed")
@@ -359,6 +417,7 @@ def compact_application(
             key_serde=key_serde,
             value_serde=value_serde,
             source_topics=[plan.physical_topic(t, config.application_id) for t in sub.source_topics],
+            layout=layouts.get(name),
             **options,
         )
     return results
