@@ -73,8 +73,16 @@ def broker_supports(admin: KafkaAdmin, feature: str) -> bool:
                 continue
             _log.info("broker feature %s supported: %s", feature, _cache[key])
             return _cache[key]
-        # not cached: the next caller probes again; until then do not rely on the feature
-        _log.warning("could not find out whether the broker supports %s (%r): assuming not", feature, last)
+        # not cached: the next caller probes again; until then do not rely on the feature.
+        # A least-privilege principal may not create the probe's scratch resources: that is
+        # expected (docs/security.md), not worth a warning line on every command.
+        denied = "AUTHORIZATION_FAILED" in repr(last).upper()
+        _log.log(
+            logging.INFO if denied else logging.WARNING,
+            "could not find out whether the broker supports %s (%r): assuming not",
+            feature,
+            last,
+        )
         return False
 
 

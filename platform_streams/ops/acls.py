@@ -12,12 +12,13 @@ What Kafka Streams' security guide asks for, narrowed to the operations this run
   groups prefixed ``<application.id>-`` (the control channel's reader group and the offsets
   a group repair saves). No
   cluster ACL: since Kafka 3.0 (KIP-679) WRITE on a topic implies IDEMPOTENT_WRITE.
-* **reset** -- DELETE on the prefixed topics, READ/DESCRIBE/DELETE on the group,
-  DESCRIBE/DELETE on groups prefixed ``<application.id>-`` (the offsets backup), READ on
-  the input topics (log ends and times come from their records).
-* **topic lifecycle** (``topics plan|create|validate|delete``) -- DESCRIBE_CONFIGS,
-  CREATE, DELETE on the prefixed topics, DESCRIBE on the input topics (their partition
-  counts size the repartition topics).
+* **reset** -- DELETE on the prefixed topics, READ on the group, DELETE on groups
+  prefixed ``<application.id>-`` (the offsets backup), READ on the input topics (log ends
+  and times come from their records). READ and DELETE imply DESCRIBE.
+* **topic lifecycle** (``topics plan|create|validate|delete``) -- CREATE, DELETE (which
+  implies the DESCRIBE that lets the tool see the topics) and DESCRIBE_CONFIGS on the
+  prefixed topics, DESCRIBE on the input topics (their partition counts size the
+  repartition topics).
 * **Spark jobs** (snapshot compaction, backfill) and **Dagster sensors** -- see
   :func:`acl_sets`.
 
@@ -100,15 +101,18 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
 
     acls, reasons, add = _builder(who)
     add("TOPIC", prefix, "PREFIXED", ("DELETE",), "delete internal topics")
-    add("GROUP", app_id, "LITERAL", ("READ", "DESCRIBE", "DELETE"), "move, read and delete group offsets")
-    add("GROUP", prefix, "PREFIXED", ("DESCRIBE", "DELETE"), "delete the offsets backup <app>-offsets-backup")
+    # READ implies DESCRIBE on the group, DELETE on the backup group: no DESCRIBE rules
+    add("GROUP", app_id, "LITERAL", ("READ",), "read and move the group's committed offsets")
+    add("GROUP", prefix, "PREFIXED", ("DELETE",), "delete the offsets backup <app>-offsets-backup")
     for topic in inputs:
         add("TOPIC", topic, "LITERAL", ("READ",), f"log end and times of {topic} (read from its records)")
     sets["reset"] = AclSet("reset", "platform-streams reset", *_frozen(acls, reasons))
 
     acls, reasons, add = _builder(who)
-    lifecycle = ("CREATE", "DELETE", "DESCRIBE_CONFIGS")
-    add("TOPIC", prefix, "PREFIXED", lifecycle, "plan, create, validate, delete")
+    add("TOPIC", prefix, "PREFIXED", ("CREATE",), "create internal topics")
+    # DELETE implies DESCRIBE: without it create, plan and validate cannot see the topics
+    add("TOPIC", prefix, "PREFIXED", ("DELETE",), "delete internal topics; gives DESCRIBE (see them)")
+    add("TOPIC", prefix, "PREFIXED", ("DESCRIBE_CONFIGS",), "validate: compare topic configs")
     for topic in inputs:
         add("TOPIC", topic, "LITERAL", ("DESCRIBE",), f"partition count of {topic} (repartition topics)")
     title = "platform-streams topics plan|create|validate|delete"

@@ -58,7 +58,7 @@ from platform_streams.kafka import (
     offsets_for_time,
     rejoin_group_once,
 )
-from platform_streams.kafka.authorized import missing_operations
+from platform_streams.kafka.authorized import missing_operations, not_allowed
 from platform_streams.ops.offsets import OffsetScenario, PartitionBounds, TimeTarget, compute_offset_changes
 from platform_streams.ops.reset_topics import backup_group_is_ours, reset_internal_topics
 from platform_streams.ops.results import (
@@ -209,11 +209,7 @@ def _check_authorized(
     groups = {app_id: ("READ",), backup_group(app_id): ("DELETE",)}
     missing = missing_operations(admin, topics, groups, timeout_s=opts.timeout_s)
     if missing:
-        raise OperationRefusedError(
-            f"the principal may not {', '.join(missing)}: nothing was changed "
-            f"(`platform-streams acls APP --sets reset` lists what the reset needs)",
-            result,
-        )
+        raise OperationRefusedError(not_allowed(missing, "reset"), result)
 
 
 def _check_group(

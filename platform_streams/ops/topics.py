@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, TopicSpec
+from platform_streams.kafka.authorized import missing_operations, not_allowed
 from platform_streams.ops.ownership import (
     INTERNAL_SUFFIXES,
     OtherApplications,
@@ -286,6 +287,13 @@ def create_internal_topics(
         specs = _specs(plan, config, client)
         existing = client.list_topics()
         missing = [s for s, _ in specs if s.name not in existing]
+        # a topic the principal may create but not DESCRIBE would never become visible:
+        # refuse now rather than wait for it (DELETE or READ on the prefix give DESCRIBE)
+        hidden = missing_operations(client, {s.name: ("DESCRIBE",) for s in missing}, {})
+        if hidden:
+            raise OperationRefusedError(
+                not_allowed(hidden, "topics"), TopicsResult("create", config.application_id, dry_run=dry_run)
+            )
         created = {} if dry_run or not missing else client.create_topics(missing)
         issues = _compare(specs, existing, client)
     finally:
@@ -398,6 +406,11 @@ def delete_internal_topics(
         result.refused = unowned(wanted, plan, app_id, include_orphans=include_orphans, others=others)
         if result.refused:
             raise OperationRefusedError(refusal(app_id, result.refused), result)
+        # a topic the principal may not DESCRIBE is missing from ``existing``: ask by name
+        named = wanted if topics is not None else sorted(set(wanted) | set(kinds))
+        denied = missing_operations(client, dict.fromkeys(named, ("DELETE",)), {})
+        if denied:
+            raise OperationRefusedError(not_allowed(denied, "topics"), result)
         present = [t for t in wanted if t in existing]
         if not dry_run and present and confirm is not None and not confirm(present):
             raise OperationRefusedError("deletion was not confirmed", result)
