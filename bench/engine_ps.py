@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import GROUP_TIMING, RunSpec, Timer
-from bench.workloads import WINDOW_MS, Workload, add_amount, window_result
+from bench.workloads import CENTS_AVRO, REGISTRY_URL, WINDOW_MS, Workload, add_amount, window_result
 from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, EmitStrategy, Materialized, Produced, TimeWindows
 from platform_streams.runtime.worker import StreamWorker
-from platform_streams.serde import Bytes, Double, Json
+from platform_streams.serde import Avro, Bytes, Double, Json
 
 
 def streams_config(workload: Workload, spec: RunSpec, **overrides: Any) -> StreamsConfig:
@@ -50,8 +50,14 @@ def build(workload: Workload, spec: RunSpec, count_stores: int = 1) -> StreamsBu
     """The workload's app; a count with ``count_stores`` > 1 counts into that many stores per
     task (only the first one's updates go to the output: the harness checks those)."""
     builder = StreamsBuilder()
-    stream = builder.stream(spec.input_topic, Consumed(key_serde=Bytes(), value_serde=Json()))
-    produced = Produced(key_serde=Bytes(), value_serde=Json())
+    registry = spec.config.get(REGISTRY_URL)
+    if workload.input.encoding == "avro":
+        consumed = Consumed(key_serde=Bytes(), value_serde=Avro(registry))
+        produced = Produced(key_serde=Bytes(), value_serde=Avro(registry, CENTS_AVRO))
+    else:
+        consumed = Consumed(key_serde=Bytes(), value_serde=Json())
+        produced = Produced(key_serde=Bytes(), value_serde=Json())
+    stream = builder.stream(spec.input_topic, consumed)
     if workload.kind == "stateless":
         stream.filter(workload.predicate).map_values(workload.mapper).to(spec.output_topic, produced)
     elif workload.kind == "count":
@@ -96,6 +102,7 @@ def run(workload: Workload, spec: RunSpec, timer: Timer) -> dict[str, Any]:
     _time_assignments(timer, stop_when_assigned=restore)
     config = dict(spec.config)
     count_stores = int(config.pop(COUNT_STORES, 1))
+    config.pop(REGISTRY_URL, None)  # build() reads it from the spec
     streams = KafkaStreams(build(workload, spec, count_stores), streams_config(workload, spec, **config))
     streams.start()
     streams.wait_for_state(State.RUNNING, timeout_s=120)

@@ -29,7 +29,7 @@ from rocksdict import Options, Rdict, WriteBatch
 
 from bench.common import RunSpec, Timer
 from bench.engine_ps import streams_config
-from bench.workloads import WINDOW_MS, Workload, window_result
+from bench.workloads import CENTS_AVRO, REGISTRY_URL, WINDOW_MS, Workload, window_result
 
 _BATCH = 5000
 
@@ -130,8 +130,26 @@ class RawLoop:
             self.producer.begin_transaction()
 
 
+def _avro_codec(spec: RunSpec) -> tuple[Callable[[bytes], Any], Callable[[Any], bytes]]:
+    """(decode, encode) with confluent-kafka's Avro serializers: the ones platform_streams'
+    ``serde.Avro`` wraps, with its settings (topic subject, auto-register, writer schema)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    client = SchemaRegistryClient({"url": spec.config[REGISTRY_URL]})
+    reader, writer = AvroDeserializer(client), AvroSerializer(client, CENTS_AVRO)
+    source = SerializationContext(spec.input_topic, MessageField.VALUE)
+    sink = SerializationContext(spec.output_topic, MessageField.VALUE)
+    return (lambda data: reader(data, source)), (lambda obj: writer(obj, sink))
+
+
 def run_stateless(workload: Workload, spec: RunSpec, loop: RawLoop) -> None:
-    loads, dumps, produce = orjson.loads, orjson.dumps, loop.producer.produce
+    loads: Callable[[bytes], Any] = orjson.loads
+    dumps: Callable[[Any], bytes] = orjson.dumps
+    produce = loop.producer.produce
+    if workload.input.encoding == "avro":
+        loads, dumps = _avro_codec(spec)
     keep, mapper, out, poll = workload.predicate, workload.mapper, spec.output_topic, loop.producer.poll
 
     def process(batch: list[Any]) -> int:

@@ -59,12 +59,20 @@ if str(ROOT) not in sys.path:  # run as a script: make ``bench`` and ``platform_
     sys.path.insert(0, str(ROOT))
 
 import confluent_kafka  # noqa: E402
+import orjson  # noqa: E402
 
 from bench import verify  # noqa: E402
 from bench.child import MODULES  # noqa: E402
 from bench.common import GROUP_TIMING, RunResult, RunSpec, Timer  # noqa: E402
 from bench.tables import Results, side_by_side, table  # noqa: E402
-from bench.workloads import EVENT_TIME_START_MS, WORKLOADS, InputSpec, Workload  # noqa: E402
+from bench.workloads import (  # noqa: E402
+    EVENT_TIME_START_MS,
+    ORDER_AVRO,
+    REGISTRY_URL,
+    WORKLOADS,
+    InputSpec,
+    Workload,
+)
 from platform_streams.kafka import (  # noqa: E402
     ApacheKafkaBroker,
     EmbeddedBroker,
@@ -73,6 +81,7 @@ from platform_streams.kafka import (  # noqa: E402
     log_end_offsets,
 )
 from platform_streams.kafka.capabilities import broker_supports  # noqa: E402
+from platform_streams.serde import Avro  # noqa: E402
 
 __all__ = ["GROUP_TIMING", "WORKLOADS", "Timer", "broker", "machine", "produce_inputs"]
 
@@ -112,9 +121,15 @@ def broker(bootstrap: str | None, kind: str = "tansu") -> Iterator[str]:
 
 
 def produce_input(
-    bootstrap: str, admin: KafkaAdmin, spec: InputSpec, records: int, partitions: int
+    bootstrap: str,
+    admin: KafkaAdmin,
+    spec: InputSpec,
+    records: int,
+    partitions: int,
+    registry_url: str | None = None,
 ) -> InputTopic:
-    """Produce ``records`` of ``spec`` once, event time from :data:`EVENT_TIME_START_MS`."""
+    """Produce ``records`` of ``spec`` once, event time from :data:`EVENT_TIME_START_MS`
+    (an Avro input through the registry at ``registry_url``)."""
     topic = f"bench-{spec.name}-in-{uuid.uuid4().hex[:8]}"
     # no time retention, explicit: Apache Kafka would delete records timestamped in 1970 at
     # its next retention check, Tansu describes no default configs, and Quix derives its
@@ -132,6 +147,13 @@ def produce_input(
     )
     base_ts = EVENT_TIME_START_MS
     key, value, timestamp = spec.key, spec.value, spec.timestamp
+    if spec.encoding == "avro":
+        writer = Avro(registry_url or "", ORDER_AVRO, topic=topic)
+
+        def avro_value(i: int, base_ts: int) -> bytes:
+            return writer.serialize(orjson.loads(spec.value(i, base_ts))) or b""
+
+        value = avro_value
     for i in range(records):
         while True:
             try:
@@ -272,8 +294,9 @@ class Target:
         source = self.inputs.get(workload.input.name)
         if source is None:
             started = time.perf_counter()
+            registry = getattr(args, "registry_url", None)  # other scripts' args have none
             source = self.inputs[workload.input.name] = produce_input(
-                self.bootstrap, self.admin, workload.input, args.records, args.partitions
+                self.bootstrap, self.admin, workload.input, args.records, args.partitions, registry
             )
             print(
                 f"[{self.name}] {workload.input.name}: {args.records:,} inputs produced in "
@@ -315,6 +338,8 @@ def run_once(
     answer = verify.Answer(workload, args.records, source.base_ts)
     bootstrap, admin = target.bootstrap, target.admin
     spec = new_run(workload.name, engine, bootstrap, admin, source, args)
+    if workload.input.encoding == "avro":
+        spec = replace(spec, config={**spec.config, REGISTRY_URL: args.registry_url})
     app_id, sink, state_dir = spec.app_id, spec.output_topic, spec.state_dir
     load = _load()
     try:
@@ -438,6 +463,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine()}; load average {_load()}", flush=True)
     with ExitStack() as stack:
         load = stack.enter_context(LoadSampler())
+        args.registry_url = None
+        if any(WORKLOADS[n].input.encoding == "avro" for n in names):
+            # the tests' registry (Apicurio, tools/schema-registry), built and started the same way
+            from tests.support.schema_registry import running_registry
+
+            log = Path(tempfile.mkdtemp(prefix="ps-bench-registry-")) / "registry.log"
+            args.registry_url = stack.enter_context(running_registry(log))
         targets = []
         for kind in kinds:
             bootstrap = stack.enter_context(broker(args.bootstrap, kind))

@@ -41,6 +41,9 @@ class InputSpec:
 
     name: str
     key: Callable[[int], bytes]
+    #: "json" (the bytes of :func:`order_value`) or "avro" (those orders as :data:`ORDER_AVRO`
+    #: records through the Schema Registry, Confluent wire format; bench/run.py encodes them)
+    encoding: str = "json"
 
     def value(self, i: int, base_ts: int) -> bytes:
         return order_value(i, base_ts + i)
@@ -64,6 +67,22 @@ def order_value(i: int, ts: int) -> bytes:
 
 
 ORDERS = InputSpec("orders", lambda i: f"user-{i % ORDER_KEYS:05d}".encode())
+ORDERS_AVRO = InputSpec("orders_avro", ORDERS.key, encoding="avro")
+
+
+def _avro_record(name: str, fields: dict[str, str]) -> str:
+    typed = [{"name": f, "type": t} for f, t in fields.items()]
+    return orjson.dumps({"type": "record", "name": name, "namespace": "bench", "fields": typed}).decode()
+
+
+#: the Avro schemas of an order and of :func:`to_cents`' output
+ORDER_AVRO = _avro_record(
+    "Order",
+    {"id": "long", "user": "string", "sku": "string", "amount": "double", "currency": "string", "ts": "long"},
+)
+CENTS_AVRO = _avro_record("Cents", {"id": "long", "user": "string", "cents": "long", "ccy": "string"})
+#: ``RunSpec.config`` key (not a StreamsConfig field): the registry URL of an Avro workload
+REGISTRY_URL = "bench_schema_registry_url"
 UNIQUE_ORDERS = InputSpec("unique_orders", lambda i: f"order-{i:08d}".encode())
 
 
@@ -127,6 +146,14 @@ WORKLOADS: dict[str, Workload] = {
             "stateless",
             ORDERS,
             "filter(amount >= 25) -> map_values(to cents) -> JSON out (~75% kept)",
+        ),
+        Workload(
+            "filter_map_avro",
+            "stateless",
+            ORDERS_AVRO,
+            "the same filter and map with Avro values through a Schema Registry (Apicurio, started"
+            " by the bench), confluent-kafka's Avro serializers in both engines",
+            engines=("raw_confluent", "platform_streams"),
         ),
         Workload(
             "count",
