@@ -5,7 +5,7 @@ PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak kafka kafka-jars soak s3-server
+.PHONY: setup demo test lint typecheck bench clean oracle oracle-soak kafka kafka-jars soak s3-server registry-interop
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -57,6 +57,11 @@ oracle:
 ORACLE_CASES ?= 10000
 oracle-soak: setup oracle
 	PYTHONPATH=. $(BIN)/python -m tests.oracle.soak --cases $(ORACLE_CASES) --out oracle-soak.jsonl
+
+# The Java producer and consumer of the Schema Registry interop test (tools/registry-interop,
+# Apicurio's serdes from Maven Central); tests/support/registry_interop.py builds it on first use.
+registry-interop:
+	cd tools/registry-interop && mvn -q -B package
 
 # The soak run (soak/, docs/soak/): a steady input, two applications as worker processes,
 # a seeded fault schedule for SOAK_MINUTES, then a check of the whole history. Exit 0 only
