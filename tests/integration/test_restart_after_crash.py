@@ -5,9 +5,10 @@ The most common operation there is: the application stops on an undecodable reco
 it. New input must be processed within the session timeout plus 10 s of the restarted
 workers' start on both brokers: a member of the crashed run that did not leave is expired
 after a session timeout; anything longer is the group waiting for nothing. On the embedded
-broker the crash used to make the supervisor stop the surviving worker while the group
-rebalanced, and a leader that leaves mid-rebalance wedges the group there until the group
-repair (docs/brokers.md): the restart took 20-48 s. Measured from the first
+broker a leader that leaves mid-rebalance wedges the group until the group repair (20-54 s
+here, docs/brokers.md), and the supervisor stops the surviving worker while the crash's
+leave makes the group rebalance: the worker must let that rebalance finish before it
+leaves (runtime/leave_guard.py). Measured from the first
 "starting application" line of the restart, so the interpreters' start on a loaded machine
 is not counted; both figures are printed (``-s`` shows them).
 """
