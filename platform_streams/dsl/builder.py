@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from platform_streams.dsl.internal_naming import ImplicitInternalNames
@@ -10,6 +11,7 @@ from platform_streams.dsl.naming import NameGenerator
 from platform_streams.dsl.options import Consumed, Materialized
 from platform_streams.dsl.plan import LogicalPlan, PlanNode, StreamSourceNode
 from platform_streams.errors import TopologyError
+from platform_streams.topology.nodes import pattern_token
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
@@ -32,19 +34,25 @@ class StreamsBuilder:
         self._topology: Topology | None = None
         self._lowered: set[PlanNode] = set()
 
-    def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> KStream:
-        """A stream over one or more topics.
+    def stream(self, topics: str | list[str] | re.Pattern[str], consumed: Consumed | None = None) -> KStream:
+        """A stream over one or more topics, or over every topic a ``re.compile``'d pattern
+        matches (learnt from the broker's metadata at start and at each refresh,
+        ``metadata.max.age.ms`` of ``consumer_config``).
 
-        Streams of the same topics (in any order) share one source node, as in Kafka Streams;
-        a stream of topics that only overlap another stream's (or a table's) is refused.
+        Streams of the same topics (in any order) or the same pattern share one source node,
+        as in Kafka Streams; a stream of topics that only overlap another stream's (or a
+        table's) is refused.
         """
         consumed = consumed or Consumed()
-        topic_list = [topics] if isinstance(topics, str) else list(topics)
-        if not topic_list or not all(isinstance(topic, str) and topic for topic in topic_list):
+        pattern = topics if isinstance(topics, re.Pattern) else None
+        topic_list = [] if pattern is not None else [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
+        if pattern is None and (
+            not topic_list or not all(isinstance(topic, str) and topic for topic in topic_list)
+        ):
             # Kafka's null check of the topic names
             raise TypeError(f"stream: parameter 'topics' takes topic names, got {topics!r}")
         name = self.names.name("KSTREAM-SOURCE-", consumed.name)
-        shared = self.plan.shared_source(topic_list)
+        shared = self.plan.shared_source(topic_list, pattern)
         if shared is not None:
             # Kafka's mergeDuplicateSourceNodes: streams of the same topics read from one source
             # (whose serdes deserialize); this call's name and index are consumed all the same
@@ -64,6 +72,7 @@ class StreamsBuilder:
                     timestamp_extractor=consumed.timestamp_extractor,
                     offset_reset=consumed.offset_reset,
                     shared=True,
+                    pattern=pattern,
                 )
             )
         return KStream(
@@ -71,7 +80,7 @@ class StreamsBuilder:
             name,
             key_serde=consumed.key_serde,
             value_serde=consumed.value_serde,
-            source_topics=frozenset(topic_list),
+            source_topics=frozenset([pattern_token(pattern)] if pattern is not None else topic_list),
         )
 
     def table(

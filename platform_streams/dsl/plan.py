@@ -26,6 +26,7 @@ read from are found from the check topology, so the optimizer can still re-paren
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -95,11 +96,13 @@ class StreamSourceNode(PlanNode):
     #: a ``builder.stream`` source: a later ``builder.stream`` of the same topics reads from it
     #: (Kafka's ``mergeDuplicateSourceNodes``); table sources are never shared
     shared: bool = False
+    #: a regex subscription instead of ``topics``
+    pattern: re.Pattern[str] | None = None
 
     def lower(self, topology: Topology) -> None:
         topology.add_source(
             self.name,
-            *self.topics,
+            *([self.pattern] if self.pattern is not None else self.topics),
             key_serde=self.key_serde,
             value_serde=self.value_serde,
             timestamp_extractor=self.timestamp_extractor,
@@ -406,11 +409,18 @@ class LogicalPlan:
 
     # -- queries used by the DSL and the optimizer --------------------------------------
 
-    def shared_source(self, topics: Iterable[str]) -> StreamSourceNode | None:
-        """The ``builder.stream`` source reading exactly ``topics``, if there is one."""
+    def shared_source(
+        self, topics: Iterable[str], pattern: re.Pattern[str] | None = None
+    ) -> StreamSourceNode | None:
+        """The ``builder.stream`` source reading exactly ``topics`` (or the same regex), if any."""
         wanted = set(topics)
         for node in self.nodes:
-            if isinstance(node, StreamSourceNode) and node.shared and set(node.topics) == wanted:
+            if not isinstance(node, StreamSourceNode) or not node.shared:
+                continue
+            if pattern is not None:
+                if node.pattern is not None and node.pattern.pattern == pattern.pattern:
+                    return node
+            elif node.pattern is None and set(node.topics) == wanted:
                 return node
         return None
 

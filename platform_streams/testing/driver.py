@@ -30,6 +30,7 @@ from platform_streams.state.private_files import app_state_dir
 from platform_streams.testing.records import DriverRecord
 from platform_streams.testing.topics import TestInputTopic, TestOutputTopic
 from platform_streams.topology.compiler import compile_topology
+from platform_streams.topology.nodes import pattern_token
 from platform_streams.topology.topology import Topology
 
 _DEFAULT_APP = "topology-test-driver"
@@ -84,6 +85,14 @@ class TopologyTestDriver:
             self._tasks.append(task)
             for topic in task.graph.sources:
                 self._task_by_topic[topic] = task
+        #: pattern sources read their place-holder topic; a piped topic the regex matches is
+        #: queued there (Kafka's TopologyTestDriver.getInputTopicOrPatternPartition)
+        self._patterns = [
+            (source.pattern, pattern_token(source.pattern))
+            for sub in self.plan.subtopologies
+            for source in sub.sources
+            if source.pattern is not None
+        ]
         for task in self._tasks:
             task.initialize_processors()
             task.refresh_punctuation_flags()
@@ -100,7 +109,7 @@ class TopologyTestDriver:
         auto_advance_ms: int = 0,
     ) -> TestInputTopic:
         """A topic to pipe into; it must be a source (or global) topic of the topology."""
-        if name not in self._task_by_topic and name not in self._global_topics():
+        if self._queue_topic(name) is None and name not in self._global_topics():
             raise TopologyError(f"unknown input topic {name!r}: the topology does not read it")
         start = self.wall_clock_ms if start_timestamp_ms is None else start_timestamp_ms
         return TestInputTopic(self, name, key_serde, value_serde, start, auto_advance_ms)
@@ -189,8 +198,14 @@ class TopologyTestDriver:
     ) -> None:
         record = self._record(topic, key, value, timestamp, headers)
         self._outputs[topic].append(record)
-        if topic in self._task_by_topic:
+        if self._queue_topic(topic) is not None:
             self._pending.append(record)
+
+    def _queue_topic(self, topic: str) -> str | None:
+        """The source topic whose task queue takes records of ``topic`` (None: none reads it)."""
+        if topic in self._task_by_topic:
+            return topic
+        return next((token for pattern, token in self._patterns if pattern.fullmatch(topic)), None)
 
     def _record(
         self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: Headers
@@ -206,12 +221,15 @@ class TopologyTestDriver:
         for _ in range(_MAX_RECORDS_PER_PIPE):
             if self._pending:
                 record = self._pending.popleft()
-                task = self._task_by_topic.get(record.topic())
-                if task is None:
+                queue = self._queue_topic(record.topic())
+                if queue is None:
                     raise TopologyError(
                         f"unknown input topic {record.topic()!r}: the topology does not read it"
                     )
-                task.add_records((record.topic(), 0), [record])
+                task = self._task_by_topic[queue]
+                # a task with several queues finds a record's source by the record's own topic
+                task.graph.sources.setdefault(record.topic(), task.graph.sources[queue])
+                task.add_records((queue, 0), [record])
                 while task.process(1_000_000):
                     pass
             for task in self._tasks:

@@ -7,11 +7,18 @@ the plan both the runtime and ``describe()`` read, so what is described is what 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from platform_streams.errors import CoPartitioningError, MissingSourceTopicError, TopologyError
-from platform_streams.topology.nodes import InternalTopic, Node, ProcessorNode, SinkNode, SourceNode
+from platform_streams.topology.nodes import (
+    InternalTopic,
+    Node,
+    ProcessorNode,
+    SinkNode,
+    SourceNode,
+    pattern_token,
+)
 from platform_streams.topology.topology import GlobalStoreSpec, Topology
 
 
@@ -25,6 +32,8 @@ class SubTopologyPlan:
     sink_topics: list[str]
     stores: list[str]
     sources_by_topic: dict[str, SourceNode] = field(default_factory=dict)
+    #: every source node, in order (a pattern source's topics change with the metadata)
+    sources: list[SourceNode] = field(default_factory=list)
 
     def node_names(self) -> list[str]:
         return [n.name for n in self.nodes]
@@ -38,6 +47,55 @@ class TopologyPlan:
     subtopologies: list[SubTopologyPlan]
     global_stores: list[GlobalStoreSpec]
     internal_topics: dict[str, InternalTopic]
+
+    def subscribe(self, topics: Iterable[str]) -> bool:
+        """Give every pattern source the topics of ``topics`` (a metadata listing) it matches;
+        True if any source's topics changed. The plan is changed in place: every part of a
+        client holding it sees the new topics. Until the first call a pattern source reads its
+        place-holder topic (:func:`pattern_token`), as Kafka's ``SourceNodeFactory.topics``.
+
+        A topic another source reads by name, a broker-internal ``__`` topic, or one of this
+        application's internal topics is never matched; a topic two patterns match is refused
+        with Kafka's message.
+        """
+        patterns = [s for sub in self.subtopologies for s in sub.sources if s.pattern is not None]
+        if not patterns:
+            return False
+        named = {t for sub in self.subtopologies for s in sub.sources for t in s.topics}
+        named.update(self.global_source_topics())
+        matched: dict[int, list[str]] = {id(s): [] for s in patterns}
+        for topic in sorted(set(topics)):
+            if topic.startswith("__") or topic in named or topic in self.internal_topics:
+                continue
+            hits = [s for s in patterns if s.pattern is not None and s.pattern.fullmatch(topic)]
+            if len(hits) > 1:
+                first, second = (h.pattern.pattern for h in hits[:2] if h.pattern is not None)
+                raise TopologyError(
+                    f"Topic {topic} is already matched for another regex pattern {first} and hence "
+                    f"cannot be matched to this regex pattern {second} any more."
+                )
+            if hits:
+                matched[id(hits[0])].append(topic)
+        changed = False
+        for sub in self.subtopologies:
+            by_topic = {
+                t: s for s in sub.sources for t in (matched[id(s)] if s.pattern is not None else s.topics)
+            }
+            if list(by_topic) != sub.source_topics:
+                changed = True
+                sub.source_topics[:] = list(by_topic)
+                sub.sources_by_topic.clear()
+                sub.sources_by_topic.update(by_topic)
+        return changed
+
+    def pattern_topics(self, topic: str) -> list[str]:
+        """The topics standing for ``topic`` in a co-partition group: a pattern source's
+        place-holder stands for the topics it matches now, a topic for itself."""
+        for sub in self.subtopologies:
+            for source in sub.sources:
+                if source.pattern is not None and pattern_token(source.pattern) == topic:
+                    return [t for t, s in sub.sources_by_topic.items() if s is source]
+        return [topic]
 
     def is_internal(self, topic: str) -> bool:
         return topic in self.internal_topics
@@ -136,7 +194,8 @@ class TopologyPlan:
         return False
 
     def _enforce_copartitioning(self, counts: dict[str, int]) -> None:
-        for group in self.topology.copartition_groups:
+        for declared in self.topology.copartition_groups:
+            group = frozenset(t for topic in declared for t in self.pattern_topics(topic))
             external = {t: counts[t] for t in group if t not in self.internal_topics}
             flexible = [
                 t for t in group if t in self.internal_topics and not self.internal_topics[t].num_partitions
@@ -193,20 +252,25 @@ def compile_topology(topology: Topology) -> TopologyPlan:
         sources = [n for n in members if isinstance(n, SourceNode)]
         if not sources:
             raise TopologyError(f"nodes {[n.name for n in members]} are not connected to any source")
-        by_topic = {t: s for s in sources for t in s.topics}
+        by_topic = {t: s for s in sources for t in _initial_topics(s)}
         subtopologies.append(
             SubTopologyPlan(
                 id=sub_id,
                 nodes=_topological(members, nodes),
-                source_topics=[t for s in sources for t in s.topics],
+                source_topics=list(by_topic),
                 sink_topics=[n.topic for n in members if isinstance(n, SinkNode) and n.topic is not None],
                 stores=sorted({st for n in members if isinstance(n, ProcessorNode) for st in n.stores}),
                 sources_by_topic=by_topic,
+                sources=sources,
             )
         )
     return TopologyPlan(
         topology, subtopologies, list(topology.global_stores.values()), topology.internal_topics
     )
+
+
+def _initial_topics(source: SourceNode) -> list[str]:
+    return [pattern_token(source.pattern)] if source.pattern is not None else source.topics
 
 
 def _topological(members: list[Node], nodes: Mapping[str, Node]) -> list[Node]:

@@ -61,8 +61,9 @@ def _names(names: Sequence[str] | JavaTreeSet[str]) -> str:
 
 
 def _source_text(node: SourceNode, successors: Sequence[str] | JavaTreeSet[str]) -> str:
-    topics = ", ".join(hash_order(node.topics))
-    return f"Source: {node.name} (topics: [{topics}])\n      --> {_names(successors)}"
+    # Kafka's Source.toString: a pattern source shows its regex, not a topic list
+    topics = node.pattern.pattern if node.pattern is not None else f"[{', '.join(hash_order(node.topics))}]"
+    return f"Source: {node.name} (topics: {topics})\n      --> {_names(successors)}"
 
 
 def _processor_text(

@@ -8,6 +8,7 @@ runtime can fuse chains of them into one generated function per record.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -57,10 +58,26 @@ class SourceNode:
     timestamp_extractor: Callable[[Any, Any, int, int], int] | None = None
     offset_reset: Literal["earliest", "latest"] | None = None
     children: list[str] = field(default_factory=list)
+    #: a regex subscription (``topics`` is then empty): the topics it matches are learnt from
+    #: the broker's metadata by :meth:`TopologyPlan.subscribe`, as Kafka's ``SourceNodeFactory``
+    pattern: re.Pattern[str] | None = None
 
     @property
     def parents(self) -> list[str]:
         return []
+
+    @property
+    def subscription(self) -> str:
+        """How Kafka names what this source reads in a description and in co-partition groups
+        of a pattern source before its topics are known: the regex itself."""
+        return pattern_token(self.pattern) if self.pattern is not None else ",".join(self.topics)
+
+
+def pattern_token(pattern: re.Pattern[str]) -> str:
+    """The place-holder topic of a pattern source: Kafka's ``String.valueOf(pattern)``, what
+    ``SourceNodeFactory.topics`` and the TopologyTestDriver use until topics are known. The
+    ``:`` keeps it apart from every real topic name (Kafka's legal characters exclude it)."""
+    return f"pattern:{pattern.pattern}"
 
 
 @dataclass

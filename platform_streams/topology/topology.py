@@ -7,6 +7,7 @@ same way its Java twin would.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -70,22 +71,39 @@ class Topology:
     def add_source(
         self,
         name: str,
-        *topics: str,
+        *topics: str | re.Pattern[str],
         key_serde: Serde | None = None,
         value_serde: Serde | None = None,
         timestamp_extractor: Callable[[Any, Any, int, int], int] | None = None,
         offset_reset: Literal["earliest", "latest"] | None = None,
     ) -> Topology:
-        """Add a source reading ``topics``; serdes default to the config's defaults."""
+        """Add a source reading ``topics``, or one ``re.Pattern`` (every topic it matches, learnt
+        from the broker's metadata); serdes default to the config's defaults."""
         if not topics:
             raise TopologyError(f"source {name!r} needs at least one topic")
-        taken = {t for n in self._nodes.values() if isinstance(n, SourceNode) for t in n.topics}
+        pattern = topics[0] if len(topics) == 1 and isinstance(topics[0], re.Pattern) else None
+        names = [] if pattern is not None else [t for t in topics if isinstance(t, str)]
+        if pattern is None and len(names) != len(topics):
+            raise TopologyError(f"source {name!r}: topics are names or one re.Pattern, got {topics!r}")
+        sources = [n for n in self._nodes.values() if isinstance(n, SourceNode)]
+        taken = {t for n in sources for t in n.topics}
         for global_spec in self._global_stores.values():
             taken.update(global_spec.source.topics)
-        dup = sorted(set(topics) & taken)
+        dup = sorted(set(names) & taken)
         if dup:
             raise TopologyError(f"topic(s) {dup} are already read by another source")
-        self._add(SourceNode(name, list(topics), key_serde, value_serde, timestamp_extractor, offset_reset))
+        # Kafka's InternalTopologyBuilder.addSource / validateTopicNotAlreadyRegistered
+        if pattern is not None and any(pattern.fullmatch(t) for t in taken):
+            raise TopologyError(
+                f"Pattern {pattern.pattern} will match a topic that has already been registered by "
+                "another source."
+            )
+        for topic in names:
+            if any(n.pattern is not None and n.pattern.fullmatch(topic) for n in sources):
+                raise TopologyError(f"Topic {topic} matches a Pattern already registered by another source.")
+        node = SourceNode(name, names, key_serde, value_serde, timestamp_extractor, offset_reset)
+        node.pattern = pattern
+        self._add(node)
         return self
 
     def add_processor(self, name: str, supplier: Callable[[], Any], *parent_names: str) -> Topology:

@@ -11,6 +11,7 @@ topic share one source node, as Kafka's ``mergeDuplicateSourceNodes`` does.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -259,7 +260,6 @@ TRANSFORM = (
     "transform/transformValues/flatTransformValues were removed in Kafka 4 and are not in this "
     "API (process / process_values instead)"
 )
-PATTERN = "Pattern (regex) subscriptions are not supported by this engine's sources"
 OLD_JOIN_API = (
     "switches off the outer-join spurious-result fix through a removed Java API; this engine "
     "always has the fix (its third store)"
@@ -332,6 +332,34 @@ def test_a_table_never_shares_its_topic(java_test: str, first: str) -> None:
         builder.build()
 
 
+def test_should_allow_subscribing_to_same_pattern() -> None:
+    """StreamsBuilderTest.shouldAllowSubscribingToSamePattern: both streams read one source."""
+    builder = StreamsBuilder()
+    first = builder.stream(re.compile("some-regex"))
+    second = builder.stream(re.compile("some-regex"))
+    builder.build()
+    assert first.node_name == second.node_name == "KSTREAM-SOURCE-0000000000"
+
+
+@pytest.mark.parametrize(
+    ("java_test", "second"),
+    [
+        ("shouldThrowWhenSubscribedToAPatternWithDifferentResetPolicies", "latest"),
+        ("shouldThrowWhenSubscribedToAPatternWithSetAndUnsetResetPolicies", None),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.startswith("should") else "",
+)
+def test_should_throw_when_subscribed_to_a_pattern_with_different_reset_policies(
+    java_test: str, second: Any
+) -> None:
+    """StreamsBuilderTest.<java_test> (Java throws from build(); here the second call refuses)."""
+    builder = StreamsBuilder()
+    builder.stream(re.compile("some-regex"), Consumed(offset_reset="earliest"))
+    with pytest.raises(TopologyError, match="different offset reset policies"):
+        builder.stream(re.compile("some-regex"), Consumed(offset_reset=second))
+        builder.build()
+
+
 def test_should_throw_exception_when_topic_names_are_null() -> None:
     """StreamsBuilderTest.shouldThrowExceptionWhenTopicNamesAreNull (Java refuses them at
     ``build()``, this API already at ``stream()``)."""
@@ -348,9 +376,6 @@ test_java_case_without_python_equivalent = cases_without_python_equivalent(
         "shouldUseSpecifiedNameForTransformValuesWithKey": TRANSFORM,
         "shouldUseSpecifiedNameForFlatTransformValueOperation": TRANSFORM,
         "shouldUseSpecifiedNameForFlatTransformValueWithKeyOperation": TRANSFORM,
-        "shouldAllowSubscribingToSamePattern": PATTERN,
-        "shouldThrowWhenSubscribedToAPatternWithDifferentResetPolicies": PATTERN,
-        "shouldThrowWhenSubscribedToAPatternWithSetAndUnsetResetPolicies": PATTERN,
         "shouldNotAddThirdStateStoreIfStreamStreamJoinFixIsDisabledViaOldApi": OLD_JOIN_API,
     },
 )
