@@ -249,6 +249,13 @@ class StreamsConfig(BaseModel):
         description="'state_aware': KIP-441 placement computed by the clients "
         "(runtime/task_assignment); 'range': the consumer group's range assignor.",
     )
+    rebalance_protocol: Literal["eager", "cooperative"] = Field(
+        default="eager",
+        description="With task_assignor='state_aware': 'cooperative' keeps the tasks that do not "
+        "move processing through a rebalance (commits wait for the new generation; a moving "
+        "task is released, then started by its new owner in a follow-up rebalance; "
+        "docs/scale-out.md); 'eager' stops every task for every rebalance.",
+    )
     max_warmup_replicas: int = Field(default=2, ge=1)
     client_tags: dict[str, str] = Field(
         default_factory=dict, description="KIP-708 tags of this client, e.g. {'zone': 'eu-1a'}."

@@ -148,6 +148,11 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         self._pending: Pending | None = None
         self._member: str | None = None
         self._previous_tasks: list[TaskId] = []
+        #: cooperative rebalancing (worker_rebalance.py): commits wait for the new generation;
+        #: the kept tasks' input is to be assigned again; where each input started
+        self._commits_held = False
+        self._refetch = False
+        self._fetch_from: dict[tuple[str, int], int | None] = {}
         #: deletes consumed repartition records after commits (brokers with DeleteRecords)
         self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None
@@ -367,6 +372,13 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             return self._run_paused()
         if self._rejoin_deadline is not None and time.monotonic() >= self._rejoin_deadline:
             self._recreate_tasks("the group did not rebalance after a failed membership check")
+        return self._process_iteration()
+
+    def _process_iteration(self) -> int:
+        """Poll, process, punctuate, and commit when due (never while a cooperative rebalance
+        holds the commits: worker_handover.py)."""
+        if self._refetch:  # cooperative: a rebalance callback unassigned the kept tasks' input
+            self._assign_inputs(self._input_positions())
         started = time.perf_counter()
         messages = self._poll_batch()
         polled = time.perf_counter()
@@ -402,7 +414,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             time.monotonic() >= self._next_commit
             or collector.streams_producer.commit_needed
             or any(t.commit_requested for t in self.tasks.values())
-        ):
+        ) and self._commit_allowed():
             self.commit()
         return processed
 
@@ -565,6 +577,11 @@ class StreamWorker(TaskRebalancing, threading.Thread):
     # -- migrations and aborted transactions ------------------------------------------------
 
     def _close(self, clean: bool) -> None:
+        if clean and self._commits_held and self.tasks:
+            # a cooperative rebalance is under way: the tasks are not confirmed in the new
+            # generation yet, so their progress since it began is not committed
+            log.info("%s: closing during a rebalance: uncommitted input will be read again", self.name)
+            clean = False
         try:
             if clean and self.tasks and self.collector is not None:
                 self.commit()

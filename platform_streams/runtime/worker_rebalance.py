@@ -33,6 +33,7 @@ from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.rebalance_wait import AssignmentWait, fill_from_backup
 from platform_streams.runtime.task import StreamTask, start_task
 from platform_streams.runtime.task_assignment.coordinator import slot_ranges
+from platform_streams.runtime.worker_handover import CooperativeHandover
 from platform_streams.state.backend import StoreCorruptedError
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class TaskRebalancing:
+class TaskRebalancing(CooperativeHandover):
     """Rebalance callbacks and task recovery of a :class:`StreamWorker` (see the module docstring)."""
 
     if TYPE_CHECKING:  # the worker's attributes and methods this half uses
@@ -86,6 +87,11 @@ class TaskRebalancing:
         _member: str | None
         _previous_tasks: list[TaskId]
         _rejoin_deadline: float | None
+        _commits_held: bool
+        _refetch: bool
+        _fetch_from: dict[tuple[str, int], int | None]
+
+        def _process_iteration(self) -> int: ...
 
         def commit(self) -> None: ...
 
@@ -194,11 +200,15 @@ class TaskRebalancing:
         """State-aware placement: a new generation began; report, then wait for its assignment."""
         assert self._coordinator is not None
         self._set_state(WorkerState.PARTITIONS_ASSIGNED)
-        consumer.assign([])  # the member slots are never read; tasks come with the assignment
         coordinator = self._coordinator
         slots = [tp.partition for tp in partitions if tp.topic == coordinator.members_topic]
         instance = self.config.consumer_configs(self.index).get("group.instance.id")
-        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance)
+        running: list[TaskId] = []
+        consumer.assign([])  # the member slots are never read; tasks come with the assignment
+        if self._cooperative and self.tasks:
+            self._refetch = True  # the kept tasks read on, from where the loop stopped reading
+            running = list(self.tasks)
+        self._pending = coordinator.join(consumer, slots, self._previous_tasks, instance, running)
         self._member = self._pending.member
 
     def _await_assignment(self) -> int:
@@ -233,6 +243,8 @@ class TaskRebalancing:
             elif pending.next_warning is not None and now >= pending.next_warning:
                 pending.next_warning = now + wait.warning_s
                 self._warn_unplaced(pending, waited)
+            if self._cooperative and self.tasks and self._pending is not None:
+                return self._process_iteration()  # commits held: see _hold_commits
             with self.store_guard.released():
                 self.consumer.poll(min(self._poll_s, 0.05))
             return 0
@@ -240,6 +252,9 @@ class TaskRebalancing:
         if waited >= wait.warning_s:
             log.warning("%s: generation %d was placed after %.0fs", self.name, pending.generation, waited)
         log.info("%s: assignment received: tasks %s", self.name, [str(t) for t in tasks])
+        if self._cooperative and (self.tasks or self._commits_held):
+            self._hand_over(tasks, pending.revoking)
+            return 0
         self._start_tasks(self.consumer, self._coordinator.partitions_of(tasks), rebalance=True)
         return 0
 
@@ -271,6 +286,12 @@ class TaskRebalancing:
             why,
             pending.member,
         )
+        if self._cooperative and self.tasks:
+            # Not confirmed in this generation: another member may run these tasks already
+            # (a leader that placed them without this member's report), so nothing of them
+            # since the rebalance began may be committed here.
+            log.warning("%s: dropping tasks %s uncommitted", self.name, sorted(str(t) for t in self.tasks))
+            self._abort_and_close_tasks()
         pending.resubscribed = True
         pending.rejoin_at = time.monotonic() + self.assignment_wait.wedged_after_s
         self._coordinator.resubscribe(self.subscribed, self._subscribe)
@@ -299,6 +320,8 @@ class TaskRebalancing:
         in_group = fetch_committed(consumer, assigned, self._timeout_s)
         committed = fill_from_backup(self.config, in_group, self.name)
         starts = [(t, p, committed.get((t, p))) for t, p in sorted(assigned)]
+        self._commits_held, self._refetch = False, False
+        self._fetch_from = {(t, p): o for t, p, o in starts}
         if rebalance:
             nothing = self._reset_position(OFFSET_INVALID)
             consumer.assign([TopicPartition(t, p, nothing if o is None else o) for t, p, o in starts])
@@ -355,6 +378,9 @@ class TaskRebalancing:
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
+        if self._cooperative and self.tasks:
+            self._hold_commits()
+            return
         if self._pending is None:  # an unplaced member keeps reporting the tasks it had before
             self._previous_tasks = list(self.tasks)
         self._pending = None
@@ -370,6 +396,7 @@ class TaskRebalancing:
     def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
         self._pending = None
+        self._commits_held, self._refetch = False, False
         if self.tasks:
             log.warning("%s: partitions lost (expelled from the group); closing tasks dirty", self.name)
             self.migrations += 1
@@ -390,3 +417,4 @@ class TaskRebalancing:
             self._standbys.unclaim(list(self.tasks))
         self.tasks.clear()
         self._input.clear()
+        self._commits_held, self._refetch = False, False

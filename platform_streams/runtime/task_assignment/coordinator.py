@@ -70,6 +70,8 @@ class Pending:
         self.unplaced = False
         #: the worker started a new generation for this one
         self.resubscribed = False
+        #: cooperative rebalancing: what the final assignment tells this member to release
+        self.revoking: list[TaskId] = []
 
 
 class AssignmentCoordinator:
@@ -186,7 +188,12 @@ class AssignmentCoordinator:
     # -- a worker joins a generation -----------------------------------------------------------
 
     def join(
-        self, consumer: Any, slots: list[int], prev_active: list[TaskId], instance_id: str | None = None
+        self,
+        consumer: Any,
+        slots: list[int],
+        prev_active: list[TaskId],
+        instance_id: str | None = None,
+        running: list[TaskId] | None = None,
     ) -> Pending:
         """Publish this member's report for the generation it just joined."""
         generation, member = group_generation(consumer.consumer_group_metadata())
@@ -199,6 +206,7 @@ class AssignmentCoordinator:
             positions=self.local_positions(),
             prev_active=frozenset(prev_active),
             tags=self.tags,
+            running=frozenset(running or ()),
         )
         self._publish(REPORT_PREFIX + member, report.to_json())
         with self._lock:
@@ -234,6 +242,7 @@ class AssignmentCoordinator:
             if tasks is None:
                 pending.unplaced = True
                 return None
+            pending.revoking = final.revoking_of(pending.member, pending.slots, pending.instance_id)
             self.rebalance_latencies.append(time.monotonic() - pending.joined)
             del self.rebalance_latencies[:-100]
             return tasks

@@ -54,6 +54,7 @@ __all__ = [
     "Report",
     "compute_assignment",
     "group_generation",
+    "hold_back_running",
     "members_topic_name",
     "missing_slots",
     "reported_members",
@@ -107,6 +108,9 @@ class Report:
     positions: dict[TaskId, Positions] = field(default_factory=dict)
     prev_active: frozenset[TaskId] = frozenset()
     tags: dict[str, str] = field(default_factory=dict)
+    #: cooperative rebalancing: the tasks the member still runs (uncommitted since the
+    #: rebalance began); a task moves away from it only after it released it
+    running: frozenset[TaskId] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +122,7 @@ class Report:
             "positions": {str(t): p for t, p in sorted(self.positions.items())},
             "prev_active": sorted(str(t) for t in self.prev_active),
             "tags": self.tags,
+            "running": sorted(str(t) for t in self.running),
         }
 
     @classmethod
@@ -134,6 +139,7 @@ class Report:
             },
             prev_active=frozenset(TaskId.parse(t) for t in data.get("prev_active", [])),
             tags={str(k): str(v) for k, v in data.get("tags", {}).items()},
+            running=frozenset(TaskId.parse(t) for t in data.get("running", [])),
         )
 
 
@@ -154,19 +160,31 @@ class Assignment:
     lags: dict[str, dict[TaskId, int]] = field(default_factory=dict)
     #: each member's report time, as the leader read it (what the placement was made from)
     reports: dict[str, int] = field(default_factory=dict)
+    #: cooperative rebalancing: per member, the tasks it runs that go elsewhere; it commits
+    #: and closes them, and their new owners get them in a later generation
+    revoking: dict[str, list[TaskId]] = field(default_factory=dict)
 
     def tasks_of(self, member: str, slots: Iterable[int], instance_id: str | None) -> list[TaskId] | None:
         """The member's tasks, by member id, else (a static member, ``instance_id``) by the
         slots of its previous incarnation, whose id the broker derived from the same instance
         id (``<instance id>-<uuid>``); None if the assignment does not name it."""
+        named = self._named(member, slots, instance_id)
+        return None if named is None else list(self.members[named])
+
+    def revoking_of(self, member: str, slots: Iterable[int], instance_id: str | None) -> list[TaskId]:
+        """The tasks the member must release (commit and close) in this generation."""
+        named = self._named(member, slots, instance_id)
+        return [] if named is None else list(self.revoking.get(named, []))
+
+    def _named(self, member: str, slots: Iterable[int], instance_id: str | None) -> str | None:
         if member in self.members:
-            return list(self.members[member])
+            return member
         mine = sorted(slots)
         if not instance_id or not mine:
             return None
         for other, theirs in self.slots.items():
             if sorted(theirs) == mine and other.startswith(instance_id + "-") and other in self.members:
-                return list(self.members[other])
+                return other
         return None
 
     def to_json(self) -> dict[str, Any]:
@@ -185,6 +203,7 @@ class Assignment:
                 pid: {str(t): n for t, n in sorted(ls.items())} for pid, ls in sorted(self.lags.items())
             },
             "reports": dict(sorted(self.reports.items())),
+            "revoking": {m: [str(t) for t in ts] for m, ts in sorted(self.revoking.items()) if ts},
         }
 
     @classmethod
@@ -205,6 +224,7 @@ class Assignment:
                 for pid, ls in data.get("lags", {}).items()
             },
             reports={m: int(t) for m, t in data.get("reports", {}).items()},
+            revoking={m: [TaskId.parse(t) for t in ts] for m, ts in data.get("revoking", {}).items()},
         )
 
     def role_of(self, process: str, role: str) -> set[TaskId]:
@@ -293,6 +313,7 @@ def compute_assignment(
                 clients[pid].active, [m.member for m in members], {m.member: m.prev_active for m in members}
             )
         )
+    revoking = hold_back_running(member_tasks, reports)
     leader = min(r.member for r in reports)
     return Assignment(
         generation=generation,
@@ -314,7 +335,39 @@ def compute_assignment(
             for pid, s in clients.items()
         },
         reports={r.member: r.time_ms for r in reports},
+        revoking=revoking,
     )
+
+
+def hold_back_running(
+    member_tasks: dict[str, list[TaskId]], reports: list[Report]
+) -> dict[str, list[TaskId]]:
+    """Cooperative handover (KIP-429's rule: a partition is given out only once no member
+    owns it): a task a member still runs goes to no one else in this generation.
+
+    A task one member runs and the placement gives to another is *revoking*: taken out of
+    the new owner's list (``member_tasks`` is changed in place) and returned as that
+    member's to release; its new owner gets it in the follow-up generation, which the
+    releasing member starts once it committed and closed the task. A task that two members
+    claim to run (only after a member missed a generation) goes to no one and is released
+    by neither: each drops it uncommitted, and the next generation places it.
+    Returns the revoking tasks per member.
+    """
+    claims: dict[TaskId, list[str]] = {}
+    for report in reports:
+        for task in report.running:
+            claims.setdefault(task, []).append(report.member)
+    revoking: dict[str, list[TaskId]] = {}
+    for task, members in sorted(claims.items()):
+        owner = members[0] if len(members) == 1 else None
+        if owner is not None and task in member_tasks.get(owner, []):
+            continue  # it stays where it runs
+        for tasks in member_tasks.values():
+            if task in tasks:
+                tasks.remove(task)
+        if owner is not None:
+            revoking.setdefault(owner, []).append(task)
+    return revoking
 
 
 def encode(value: Report | Assignment) -> bytes:
