@@ -26,6 +26,7 @@ from platform_streams.runtime.internal_topics import prepare_topics
 from platform_streams.runtime.lifecycle import State, StreamsUncaughtExceptionResponse
 from platform_streams.runtime.membership import ClientMembership
 from platform_streams.runtime.observer import GuardReleasingListener
+from platform_streams.runtime.pattern_refresh import PatternRefresher, subscribe_patterns, uses_patterns
 from platform_streams.runtime.standby import StandbyUpdater
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
 from platform_streams.runtime.worker import StreamWorker
@@ -76,6 +77,8 @@ class StreamsRuntime:
         self._eager_sends = False
         self._next_worker_index = 0
         self._paused = False
+        #: lists the topics regex sources match every metadata.max.age.ms (None: no patterns)
+        self._pattern_refresher: PatternRefresher | None = None
         #: global stores' bootstrap/tail thread (None when the topology has no global stores)
         self.global_worker: GlobalStreamWorker | None = None
         #: what the composed client plugs in (metrics, interactive queries), see runtime/api.py
@@ -116,6 +119,9 @@ class StreamsRuntime:
         self._require(State.CREATED, "start")
         self._transition(State.REBALANCING)
         try:
+            if uses_patterns(self.plan):
+                subscribe_patterns(self.plan, self.config)
+                self._pattern_refresher = PatternRefresher(self.plan, self.config, self._on_pattern_topics)
             self.partition_counts = prepare_topics(self.plan, self.config)
             self.membership.start(self.partition_counts)
             self._membership_check_topic = membership_check_topic(self.config, self.membership.control_topic)
@@ -132,6 +138,8 @@ class StreamsRuntime:
             raise
         for _ in range(self.config.num_stream_threads):
             self._start_worker()
+        if self._pattern_refresher is not None:
+            self._pattern_refresher.start()
 
     def close(self, timeout_s: float | None = None) -> bool:
         """Stop the workers (each commits and leaves the group); True if all stopped in time."""
@@ -325,7 +333,19 @@ class StreamsRuntime:
         """Start what serves this client to others (the composed client's HTTP endpoint and
         instance directory); nothing here."""
 
+    def _on_pattern_topics(self) -> None:
+        """Pattern sources match other topics now: size the new topics' tasks and restart the
+        workers, whose new subscription is the rebalance (runtime/pattern_refresh.py)."""
+        self.partition_counts.update(prepare_topics(self.plan, self.config))
+        coordinator = self.membership.coordinator
+        if coordinator is not None:
+            coordinator.start(self.partition_counts)
+        if self._state.is_running_or_rebalancing():
+            self.restart_workers()
+
     def _stop_serving(self, *, clean: bool) -> None:
+        if self._pattern_refresher is not None:
+            self._pattern_refresher.stop()
         for add_on in self.add_ons:
             add_on.close(clean=clean)
 
