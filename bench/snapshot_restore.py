@@ -3,6 +3,13 @@
     python bench/snapshot_restore.py                            # embedded broker, 1M keys x 5 updates
     python bench/snapshot_restore.py --keys 200000 --updates 3  # smaller
     PLATFORM_STREAMS_BOOTSTRAP_SERVERS=host:9092 python bench/snapshot_restore.py
+    python bench/snapshot_restore.py --cluster                  # Spark standalone cluster + s3://
+
+With ``--cluster`` the snapshots go to ``s3://`` on a versitygw server and the compaction
+runs on a Spark standalone cluster (a master and two one-core workers, each its own JVM),
+both started by the launchers the test suite uses (``tests/support/s3_server.py``,
+``tests/support/spark_cluster.py``). The restoring task then has a state directory of its
+own and shares no path with the job: its snapshot comes from the object store.
 
 What runs, in one process on one broker:
 
@@ -116,6 +123,29 @@ def _restore(config: StreamsConfig) -> tuple[float, int, Any, StreamTask]:
     return seconds, lifecycle.total_restored, lifecycle.last_snapshots.get(task_id), task
 
 
+def _start_cluster(stack: ExitStack, work: Path, app_id: str) -> tuple[str, str, dict[str, str]]:
+    """versitygw and a standalone cluster (the test suite's launchers); master, location, conf."""
+    from tests.support.s3_server import start_s3_server
+    from tests.support.spark_cluster import start_spark_cluster
+
+    server = start_s3_server(work / "s3", work / "versitygw.log")
+    stack.callback(server.stop)
+    server.create_bucket("snapshots")
+    os.environ.update(server.env())  # the usual AWS settings, for this process and its executors
+    started = time.monotonic()
+    cluster = start_spark_cluster(work / "spark", worker_env=server.env(), worker_memory="1g")
+    stack.callback(cluster.stop)
+    up_s = time.monotonic() - started
+    print(f"  Spark standalone cluster {cluster.master_url} up in {up_s:.0f}s", flush=True)
+    conf = {
+        "spark.executor.memory": "768m",
+        "spark.executor.cores": "1",
+        "spark.default.parallelism": "2",
+        "spark.sql.shuffle.partitions": "2",
+    }
+    return cluster.master_url, f"s3://snapshots/{app_id}", conf
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", type=int, default=1_000_000)
@@ -124,6 +154,11 @@ def main() -> int:
     )
     parser.add_argument("--tail", type=int, default=100_000, help="updates after the snapshot")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="compact on a Spark standalone cluster into s3:// (versitygw), started here",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with ExitStack() as stack:
@@ -151,11 +186,14 @@ def main() -> int:
 
         from platform_streams.ops.spark import compact_changelog, spark_session
 
-        spark = spark_session(args.master, "bench-snapshot-restore", ui=False)
+        master, location, conf = args.master, str(work / "snapshots"), None
+        if args.cluster:
+            master, location, conf = _start_cluster(stack, work, app_id)
+        spark = spark_session(master, "bench-snapshot-restore", conf, ui=False)
         spark.sparkContext.setLogLevel("ERROR")
         started = time.monotonic()
         result = compact_changelog(
-            spark, {"bootstrap.servers": bootstrap}, app_id, STORE, work / "snapshots", parquet=False
+            spark, {"bootstrap.servers": bootstrap}, app_id, STORE, location, parquet=False
         )
         compaction_s = time.monotonic() - started
         spark.stop()
@@ -176,7 +214,7 @@ def main() -> int:
         full_s, full_n, _none, full_task = _restore(StreamsConfig(**base, state_dir=work / "full"))
         print(f"  full replay: {full_n:,} records in {full_s:.2f}s", flush=True)
         snap_config = StreamsConfig(
-            **base, state_dir=work / "snap", state_snapshot_location=str(work / "snapshots")
+            **base, state_dir=work / "snap", state_snapshot_location=location
         )
         snap_s, snap_n, used, snap_task = _restore(snap_config)
         assert used, "the snapshot was not used"
@@ -204,7 +242,11 @@ def main() -> int:
             f"| {args.keys:,} | {total + args.tail:,} | {args.tail:,} | {compaction_s:.1f} | {full_s:.2f} "
             f"| {snap_s:.2f} | {ratio:.1f}x |"
         )
-        print(f"\n{platform.python_version()}, {os.cpu_count()} CPUs, manifest offset {manifest.offset}")
+        where = f"{master}, {location}" if args.cluster else master
+        print(
+            f"\n{platform.python_version()}, {os.cpu_count()} CPUs, manifest offset {manifest.offset}, "
+            f"{where}, load average {os.getloadavg()[0]:.1f}"
+        )
     return 0
 
 
