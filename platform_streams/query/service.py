@@ -37,6 +37,7 @@ from platform_streams.runtime.observer import WorkerObserver
 from platform_streams.runtime.task import store_changelogs
 from platform_streams.state.manager import FROM_BEGINNING
 from platform_streams.state.restore import StateRestoreListener
+from platform_streams.state.versioned import VersionedKeyValueStoreBuilder
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -268,6 +269,14 @@ class InteractiveQueries(ClientAddOn):
         builder = self._streams.plan.topology.stores[store]
         serde: Serde | None = getattr(builder, "key_serde", None)
         return serde if serde is not None else self._streams.config.default_key_serde
+
+    def is_versioned(self, store: str) -> bool:
+        """True for a versioned store (KIP-889; a versioned KTable's too): it answers only
+        VersionedKeyQuery and MultiVersionedKeyQuery."""
+        self._sub_of(store)
+        builder = self._streams.plan.topology.stores[store]
+        versioned = getattr(builder, "versioned", False)
+        return isinstance(builder, VersionedKeyValueStoreBuilder) or bool(versioned)
 
     def key_routable(self, store: str) -> bool:
         """True if a key of ``store`` lives in its murmur2 partition (see query/placement.py)."""

@@ -13,6 +13,8 @@
     GET /stores/<store>/range?from=&to=&prefix=&limit=&order=desc
     GET /stores/<store>/windows/<key>?from=&to=     windows of one key (start in [from, to])
     GET /stores/<store>/windows?from=&to=&limit=     every key's windows starting in [from, to]
+    GET /stores/<store>/keys/<key>?as_of=<ms>        a versioned store: the version valid then
+    GET /stores/<store>/versions/<key>?from=&to=&order=asc   a versioned store: every version
 
 Key-scoped queries of a store whose keys are not murmur2-placed (query/placement.py) ask
 every partition's owner and merge (server/scatter.py). Otherwise they are answered here
@@ -41,7 +43,15 @@ import orjson
 
 from platform_streams.errors import InvalidStateStoreError, StreamsStateError, StreamsTimeoutError
 from platform_streams.query.metadata import HostInfo
-from platform_streams.query.queries import KeyQuery, Query, RangeQuery, WindowKeyQuery, WindowRangeQuery
+from platform_streams.query.queries import (
+    KeyQuery,
+    MultiVersionedKeyQuery,
+    Query,
+    RangeQuery,
+    VersionedKeyQuery,
+    WindowKeyQuery,
+    WindowRangeQuery,
+)
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import FailureReason, QueryResult
 from platform_streams.server.codec import MalformedKeyError, dumps, jsonable, parse_key, parse_number
@@ -49,6 +59,7 @@ from platform_streams.server.control import handle_control
 from platform_streams.server.forwarding import LAG_HEADER, ForwardError, forward
 from platform_streams.server.key_routing import Refused, answer_key, max_lag_of
 from platform_streams.server.scatter import scatter_key_query, window_rows
+from platform_streams.state.versioned_store import VersionedRecord
 
 if TYPE_CHECKING:
     from platform_streams.kafka_streams import KafkaStreams
@@ -139,6 +150,8 @@ class Api:
                 return self._key_query(store, key, params, window=False)
             case ["stores", store, "windows", key]:
                 return self._key_query(store, key, params, window=True)
+            case ["stores", store, "versions", key]:
+                return self._key_query(store, key, params, window=False, versions=True)
             case ["stores", store, "metadata", key]:
                 return self._metadata(store, key)
             case ["stores", store, "range"]:
@@ -223,12 +236,16 @@ class Api:
         meta = self._run(lambda: self._streams.interactive_queries.query_metadata_for_key(store, key))
         return _json(200, {"store": store, "key": key, **meta.to_dict()})
 
-    def _key_query(self, store: str, key_text: str, params: dict[str, str], *, window: bool) -> Response:
+    def _key_query(
+        self, store: str, key_text: str, params: dict[str, str], *, window: bool, versions: bool = False
+    ) -> Response:
         self._known_store(store)
         key = self._key_of(store, key_text)
         service = self._streams.interactive_queries
         query: Query
-        if window:
+        if versions or (not window and service.is_versioned(store)):
+            query = self._versioned_query(store, key, params, versions)
+        elif window:
             time_from, time_to = self._times(params)
             if time_from is None and time_to is None:
                 query = WindowRangeQuery.with_key(key)
@@ -236,8 +253,9 @@ class Api:
                 query = WindowKeyQuery.with_key_and_window_start_range(key, time_from or 0, _upper(time_to))
         else:
             query = KeyQuery.with_key(key)
+        kind = "versions" if versions else "windows" if window else "keys"
+        path = "/".join(["", "stores", _q(store), kind, _q(key_text)])
         if not service.key_routable(store) or _flag(params, "scatter"):
-            path = "/".join(["", "stores", _q(store), "windows" if window else "keys", _q(key_text)])
             status, document = scatter_key_query(self, store, key, path, query, params, window=window)
             return _json(status, document)
         try:
@@ -246,8 +264,26 @@ class Api:
             raise HttpError(400, str(exc), store=store) from None
         partition = self._run(lambda: service.key_partition(store, key))
         request = StateQueryRequest.in_store(store).with_query(query).with_partitions({partition})
-        path = "/".join(["", "stores", _q(store), "windows" if window else "keys", _q(key_text)])
         return answer_key(self, store, key, path, partition, request, params, window=window, bound=bound)
+
+    def _versioned_query(self, store: str, key: Any, params: dict[str, str], versions: bool) -> Query:
+        """``/keys/<key>?as_of=`` of a versioned store: Kafka's VersionedKeyQuery (the latest
+        version without ``as_of``); ``/versions/<key>?from=&to=&order=asc``: its
+        MultiVersionedKeyQuery (newest first by default, as Kafka's)."""
+        if not self._streams.interactive_queries.is_versioned(store):
+            raise HttpError(400, f"store {store!r} is not versioned: ask /keys/<key>", store=store)
+        if not versions:
+            try:
+                as_of = parse_number(params.get("as_of"), "as_of")
+            except ValueError as exc:
+                raise HttpError(400, str(exc), store=store) from None
+            single = VersionedKeyQuery.with_key(key)
+            return single if as_of is None else single.as_of(as_of)
+        time_from, time_to = self._times(params)
+        multi = MultiVersionedKeyQuery.with_key(key)
+        multi = multi if time_from is None else multi.from_time_ms(time_from)
+        multi = multi if time_to is None else multi.to_time_ms(time_to)
+        return multi.with_ascending_timestamps() if params.get("order", "").lower() == "asc" else multi
 
     def _local(self, request: StateQueryRequest, partition: int) -> QueryResult | None:
         """This instance's successful answer for ``partition``, None if it has none."""
@@ -281,6 +317,12 @@ class Api:
         headers = {LAG_HEADER: str(lag or 0)}
         if window:
             document["windows"] = window_rows(answer.result)
+            return Response(200, dumps(document), headers=headers)
+        if isinstance(answer.result, list) and self._streams.interactive_queries.is_versioned(store):
+            document["versions"] = answer.result  # a MultiVersionedKeyQuery: none is an empty list
+            return Response(200, dumps(document), headers=headers)
+        if isinstance(answer.result, VersionedRecord):  # the version valid at as_of
+            document.update(jsonable(answer.result))
             return Response(200, dumps(document), headers=headers)
         if answer.result is None:
             return Response(404, dumps({**document, "error": "key not found"}), headers=headers)

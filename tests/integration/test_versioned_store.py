@@ -23,6 +23,7 @@ from platform_streams.kafka import KafkaAdmin
 from platform_streams.query import MultiVersionedKeyQuery, StateQueryRequest, VersionedKeyQuery
 from platform_streams.serde import Integer, String
 from platform_streams.state import Stores, VersionedRecord
+from tests.integration.iq_apps import http_get
 from tests.integration.support_apps import app_config, running_app, wait_until
 from tests.support.kafka import consume_all, new_topic, produce
 from tests.support.versioned import (
@@ -219,7 +220,7 @@ def test_iq_versioned_queries_before_and_after_restore(
         Consumed(key_serde=INT, value_serde=INT),
         Materialized.as_(Stores.persistent_versioned_key_value_store(IQ_STORE, 86_400_000, 3_600_000)),
     )
-    config = app_config(bootstrap_servers, tmp_path / "state")
+    config = app_config(bootstrap_servers, tmp_path / "state", http_port=0)
 
     def loaded(streams: Any) -> bool:
         request = StateQueryRequest.in_store(IQ_STORE).with_query(VersionedKeyQuery.with_key(RECORD_KEY))
@@ -238,3 +239,26 @@ def test_iq_versioned_queries_before_and_after_restore(
     with running_app(builder, config) as streams:
         assert sum(worker.state_lifecycle.total_restored for worker in streams.workers) == len(stamps)
         _verify_store(streams, stamps)
+        _verify_over_http(streams, stamps)
+
+
+def _verify_over_http(streams: Any, stamps: list[int]) -> None:
+    """The same VersionedKeyQuery / MultiVersionedKeyQuery served by the worker's HTTP endpoint:
+    ``/keys/<key>?as_of=`` is the version valid at that time, ``/versions/<key>?from=&to=&order=``
+    every version overlapping the range."""
+    url = f"http://{streams.http_server.address}/stores/{IQ_STORE}"
+    status, _, body = http_get(f"{url}/keys/{RECORD_KEY}")
+    assert status == 200, body
+    assert (body["value"], body["timestamp"], body["valid_to"]) == (RECORD_VALUES[-1], stamps[-1], None)
+    status, _, body = http_get(f"{url}/keys/{RECORD_KEY}?as_of={stamps[0]}")
+    assert (body["value"], body["timestamp"], body["valid_to"]) == (RECORD_VALUES[0], stamps[0], stamps[1])
+    assert http_get(f"{url}/keys/{RECORD_KEY}?as_of={stamps[0] - 50}")[0] == 404
+    status, _, body = http_get(f"{url}/versions/{RECORD_KEY}?from={stamps[1] + 5}&order=asc")
+    assert status == 200, body
+    assert [(v["value"], v["timestamp"], v["valid_to"]) for v in body["versions"]] == [
+        (RECORD_VALUES[i], stamps[i], stamps[i + 1] if i < len(stamps) - 1 else None) for i in (1, 2, 3)
+    ]
+    status, _, body = http_get(f"{url}/versions/{RECORD_KEY}")  # newest first, as Kafka's default
+    assert [v["value"] for v in body["versions"]] == RECORD_VALUES[::-1]
+    assert http_get(f"{url}/versions/{NON_EXISTING_KEY}")[2]["versions"] == []
+    assert http_get(f"{url}/keys/{RECORD_KEY}?as_of=soon")[0] == 400
