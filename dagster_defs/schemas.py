@@ -37,8 +37,11 @@ def topic_registry_serdes(app: ResolvedStreamApp, topic: str) -> dict[str, Any]:
     config = app.validated_settings()
     found: dict[str, Any] = {}
     for node in app.topology.nodes.values():
-        reads = isinstance(node, SourceNode) and topic in node.topics
-        if reads or (isinstance(node, SinkNode) and node.topic == topic):
+        if not isinstance(node, SourceNode | SinkNode):
+            continue
+        if (isinstance(node, SourceNode) and topic in node.topics) or (
+            isinstance(node, SinkNode) and node.topic == topic
+        ):
             for field, serde, default in (
                 ("key", node.key_serde, config.default_key_serde),
                 ("value", node.value_serde, config.default_value_serde),
