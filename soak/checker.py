@@ -25,6 +25,7 @@ from platform_streams.kafka import KafkaAdmin, KafkaException, read_partition_ba
 from platform_streams.kafka.positions import log_end_offsets
 from soak.app import COUNTS_STORE, REPARTITION, SUBTOPOLOGIES, group_of, table_value
 from soak.cluster import App
+from soak.connection import client_conf
 from soak.faults import http_get
 from soak.output import Writers, scan
 from soak.producer import History
@@ -356,7 +357,7 @@ def _caught_up(admin: KafkaAdmin, app: App, history: History, input_topic: str, 
         return False
     topic = repartition_topic(app)
     tps = [(topic, p) for p in range(partitions)]
-    ends = log_end_offsets({"bootstrap.servers": app.spec.bootstrap}, tps)
+    ends = log_end_offsets(client_conf(app.spec.bootstrap), tps)
     committed = admin.committed_offsets(app.spec.app_id, tps)
     behind = {tp: end - (committed.get(tp) or 0) for tp, end in ends.items()}
     pending = {tp: committed.get(tp) or 0 for tp, n in behind.items() if n > 0}
@@ -376,7 +377,7 @@ def committed_records_after(
 ) -> dict[tuple[str, int], int]:
     """The partitions of ``positions`` with a committed record at or after their offset
     (read_committed, to the last stable offset)."""
-    conf = {"bootstrap.servers": bootstrap, "isolation.level": "read_committed"}
+    conf = {**client_conf(bootstrap), "isolation.level": "read_committed"}
     with_records = {}
     for (topic, partition), start in positions.items():
         with closing(read_partition_batches(conf, topic, partition, start, batch_size=1)) as batches:

@@ -10,6 +10,7 @@ from array import array
 from collections.abc import Callable
 
 from platform_streams.kafka import OFFSET_BEGINNING, FetchWaitEscalation
+from soak.connection import client_conf
 
 _PARTITION_EOF = -191
 
@@ -30,7 +31,7 @@ def scan(
     advances for ``stall_s``."""
     reader = FetchWaitEscalation(
         {
-            "bootstrap.servers": bootstrap,
+            **client_conf(bootstrap),
             "group.id": f"soak-check-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,

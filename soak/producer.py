@@ -18,6 +18,7 @@ from typing import Any
 
 from platform_streams.kafka import create_producer
 from soak.app import GRACE_MS, POISON_PREFIX, WINDOW_MS, amount
+from soak.connection import client_conf
 
 
 @dataclass
@@ -61,7 +62,7 @@ class Producer:
         self._thread = threading.Thread(target=self._run, name="soak-producer", daemon=True)
         self._producer = create_producer(
             {
-                "bootstrap.servers": bootstrap,
+                **client_conf(bootstrap),
                 "enable.idempotence": True,
                 "message.timeout.ms": 0,  # never give up: a paused broker delays, it loses nothing
                 "linger.ms": 20,

@@ -29,6 +29,7 @@ from platform_streams.kafka.embedded_broker import EmbeddedBroker
 from soak.app import GROUPS, table_value
 from soak.checker import AppChecker, caught_up, committed_input
 from soak.cluster import REPO, App, AppSpec, Instance, Supervised
+from soak.connection import client_conf, client_settings
 from soak.faults import FaultRunner, http_get
 from soak.producer import Producer
 from soak.report import plot, summary_line, write_json
@@ -209,14 +210,15 @@ def _run(
     apps: dict[str, App],
     replay: str,
 ) -> int:
-    admin = KafkaAdmin(bootstrap)
-    aborts = broker_aborts_dead_transactions(bootstrap, admin)
+    admin = KafkaAdmin(client_conf(bootstrap))
+    aborts = broker_aborts_dead_transactions(bootstrap, admin, conf=client_settings())
     print(
         f"soak: broker {'aborts' if aborts else 'COMMITS (Tansu)'} a killed producer's open transaction",
         flush=True,
     )
     shared = _create_topics(admin, run_id)
-    produce(bootstrap, shared["SOAK_TABLE"], [(f"g{i}", table_value(f"g{i}")) for i in range(GROUPS)])
+    table = [(f"g{i}", table_value(f"g{i}")) for i in range(GROUPS)]
+    produce(bootstrap, shared["SOAK_TABLE"], table, conf=client_settings())
     for name, guarantee in (("eos", "exactly_once_v2"), ("alos", "at_least_once")):
         topics, dead_letter = _app_topics(admin, run_id, name, shared)
         spec = AppSpec(name, f"soak-{run_id}-{name}", guarantee, bootstrap, topics, run_dir, dead_letter)

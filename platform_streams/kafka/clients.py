@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import logging
 import re
+import ssl
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -117,8 +119,37 @@ def _record_credential_error(servers: str, error: KafkaError) -> None:
 
 
 def credential_error(conf: Mapping[str, Any]) -> str | None:
-    """The last authentication/TLS failure seen by a client of ``conf``'s bootstrap servers."""
-    return _credential_errors.get(str(conf.get("bootstrap.servers", "")))
+    """The last authentication/TLS failure seen by a client of ``conf``'s bootstrap servers,
+    led by the reason when it is our own certificate's dates (:func:`_certificate_dates`)."""
+    seen = _credential_errors.get(str(conf.get("bootstrap.servers", "")))
+    if seen is None:
+        return None
+    dates = _certificate_dates(conf)
+    return f"{dates} (the broker answered: {seen})" if dates else seen
+
+
+def _certificate_dates(conf: Mapping[str, Any]) -> str | None:
+    """"our certificate X expired on D" (or is not valid yet), else None.
+
+    Why look: a Java broker answers a client certificate that is out of date with the TLS
+    alert "certificate unknown", the same as for one from an unknown CA, so the client's
+    error alone does not say what to fix. The file is read with the ``ssl`` module's
+    certificate decoder (no extra dependency); any failure to read it means no hint.
+    """
+    path = conf.get("ssl.certificate.location")
+    if not path:
+        return None
+    try:
+        decoded = ssl._ssl._test_decode_cert(str(path))  # type: ignore[attr-defined]
+        not_before, not_after = (ssl.cert_time_to_seconds(decoded[k]) for k in ("notBefore", "notAfter"))
+    except (AttributeError, KeyError, OSError, ValueError, ssl.SSLError):
+        return None
+    now = time.time()
+    if now > not_after:
+        return f"our certificate {path} expired on {decoded['notAfter']}"
+    if now < not_before:
+        return f"our certificate {path} is not valid before {decoded['notBefore']}"
+    return None
 
 
 def _prepared(conf: Mapping[str, Any], kind: str) -> dict[str, Any]:

@@ -58,8 +58,14 @@ _POSITION_READER: dict[str, Any] = {
     "fetch.queue.backoff.ms": 10,
 }
 
+# A refusal is final too: retried, it would only turn into a timeout that hides it.
 _TERMINAL: frozenset[int] = frozenset(
-    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
+    {
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    }
 )
 
 # How many offsets before the broker's answer are read to find the preceding record

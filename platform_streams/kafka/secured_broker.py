@@ -82,8 +82,9 @@ class CertificateAuthority:
             "making the test certificate authority",
         )  # fmt: skip
 
-    def issue(self, name: str, *, hosts: tuple[str, ...] = ()) -> TlsIdentity:
-        """A certificate for ``CN=name`` (client and server use), with ``hosts`` as SANs."""
+    def issue(self, name: str, *, hosts: tuple[str, ...] = (), expired: bool = False) -> TlsIdentity:
+        """A certificate for ``CN=name`` (client and server use), with ``hosts`` as SANs;
+        ``expired``: valid from two days ago until yesterday."""
         key, csr, cert = (self.directory / f"{name}.{ext}" for ext in ("key", "csr", "crt"))
         ext = self.directory / f"{name}.ext"
         lines = ["basicConstraints=CA:FALSE", "extendedKeyUsage=serverAuth,clientAuth"]
@@ -96,14 +97,39 @@ class CertificateAuthority:
              "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={name}"],
             f"making the key of {name}",
         )  # fmt: skip
-        _run(
-            ["openssl", "x509", "-req", "-in", str(csr), "-CA", str(self.cert), "-CAkey", str(self._key),
-             "-set_serial", str(secrets.randbits(63)), "-days", _DAYS, "-out", str(cert),
-             "-extfile", str(ext)],
-            f"signing the certificate of {name}",
-        )  # fmt: skip
+        if expired:
+            self._sign_in_the_past(csr, ext, cert)
+        else:
+            _run(
+                ["openssl", "x509", "-req", "-in", str(csr), "-CA", str(self.cert), "-CAkey", str(self._key),
+                 "-set_serial", str(secrets.randbits(63)), "-days", _DAYS, "-out", str(cert),
+                 "-extfile", str(ext)],
+                f"signing the certificate of {name}",
+            )  # fmt: skip
         key.chmod(0o600)
         return TlsIdentity(name, cert, key, self.cert)
+
+    def _sign_in_the_past(self, csr: Path, ext: Path, cert: Path) -> None:
+        """Sign with explicit dates: ``openssl x509`` (3.0) only counts days from now,
+        ``openssl ca`` takes -startdate/-enddate (and wants a small database)."""
+        db = self.directory / "ca-db"
+        db.mkdir(exist_ok=True, mode=0o700)
+        (db / "index.txt").touch()
+        (db / "serial").write_text(f"{secrets.randbits(63):016X}\n")
+        conf = db / "ca.cnf"
+        conf.write_text(
+            f"[ca]\ndefault_ca=c\n[c]\ndatabase={db / 'index.txt'}\nnew_certs_dir={db}\n"
+            f"serial={db / 'serial'}\ndefault_md=sha256\npolicy=p\nunique_subject=no\n"
+            "[p]\ncommonName=supplied\n"
+        )
+        now = time.time()
+        start, end = (time.strftime("%Y%m%d%H%M%SZ", time.gmtime(now - d * 86400)) for d in (2, 1))
+        _run(
+            ["openssl", "ca", "-batch", "-notext", "-config", str(conf), "-cert", str(self.cert),
+             "-keyfile", str(self._key), "-in", str(csr), "-out", str(cert), "-startdate", start,
+             "-enddate", end, "-extfile", str(ext)],
+            f"signing the expired certificate of {csr.stem}",
+        )  # fmt: skip
 
     def pkcs12_keystore(self, identity: TlsIdentity, password: str) -> Path:
         """``identity``'s key and chain as a PKCS12 keystore (for the JVM)."""

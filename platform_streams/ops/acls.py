@@ -120,6 +120,7 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
 
     acls, reasons, add = _builder(who)
     add("TOPIC", prefix, "PREFIXED", ("READ",), "read changelogs (snapshots) and repartition topics")
+    add("GROUP", app_id, "LITERAL", ("DESCRIBE",), "committed input offsets (the snapshot's cut)")
     for topic in inputs:
         add("TOPIC", topic, "LITERAL", ("READ",), f"read input topic {topic} (backfill)")
     for topic in outputs:
@@ -128,9 +129,13 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
 
     acls, reasons, add = _builder(who)
     add("GROUP", app_id, "LITERAL", ("DESCRIBE",), "group state and committed offsets (lag)")
+    # READ, not DESCRIBE: log ends are found by fetching (the ListOffsets probe needs
+    # scratch topics a least-privilege principal may not create), and dead letters are read
     for topic in inputs:
-        add("TOPIC", topic, "LITERAL", ("DESCRIBE",), f"log end offsets of {topic} (lag)")
-    add("TOPIC", prefix, "PREFIXED", ("DESCRIBE",), "log end offsets of repartition topics (lag)")
+        add("TOPIC", topic, "LITERAL", ("READ",), f"log end offsets of {topic} (lag)")
+    for topic in outputs:
+        add("TOPIC", topic, "LITERAL", ("READ",), f"records of {topic} (observations, dead letters)")
+    add("TOPIC", prefix, "PREFIXED", ("DESCRIBE", "DESCRIBE_CONFIGS"), "internal topics check (validate)")
     sets["dagster"] = AclSet("dagster", "Dagster sensors and checks", *_frozen(acls, reasons))
     return sets
 

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -175,23 +175,27 @@ def duplicate_updates(updates: dict[str, list[int]], expected: Counter[str]) -> 
     return {key: values for key, values in updates.items() if values != list(range(1, expected[key] + 1))}
 
 
-def broker_aborts_dead_transactions(bootstrap: str, admin: KafkaAdmin) -> bool:
+def broker_aborts_dead_transactions(
+    bootstrap: str, admin: KafkaAdmin, *, conf: Mapping[str, Any] | None = None
+) -> bool:
     """Capability probe: does a new producer with a dead one's transactional.id *abort* its open
     transaction (Apache Kafka), or commit it (Tansu)? Decides whether duplicates after SIGKILL
-    are the broker's doing or ours."""
+    are the broker's doing or ours. ``conf``: security settings of every client."""
     topic = new_topic(admin, 1, "txn-probe")
     tid = f"probe-{uuid.uuid4().hex[:10]}"
-    dead = create_producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    extra = dict(conf or {})
+    dead = create_producer({"bootstrap.servers": bootstrap, "transactional.id": tid, **extra})
     dead.init_transactions(15)
     dead.begin_transaction()
     dead.produce(topic, b"left-open", partition=0)
     dead.flush(10)
-    heir = create_producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    heir = create_producer({"bootstrap.servers": bootstrap, "transactional.id": tid, **extra})
     heir.init_transactions(30)
     heir.begin_transaction()
     heir.produce(topic, b"after", partition=0)
     heir.commit_transaction(15)
-    values = [r.value for r in consume_all(bootstrap, topic, 2, timeout_s=5, isolation="read_committed")]
+    read = consume_all(bootstrap, topic, 2, timeout_s=5, isolation="read_committed", conf=extra)
+    values = [r.value for r in read]
     return values == [b"after"]
 
 

@@ -107,6 +107,16 @@ def test_untrusted_certificate_is_one_clear_line(secured_broker: SecuredKafkaBro
     assert len(lines) == 1 and "ssl" in lines[0].lower(), done.stderr
 
 
+def test_expired_certificate_is_one_clear_line(secured_broker: SecuredKafkaBroker) -> None:
+    assert secured_broker.ca is not None
+    expired = secured_broker.ca.issue(f"expired-{uuid.uuid4().hex[:6]}", expired=True)
+    env = cli_env(secured_broker.mtls_config(expired), "expired", "in", "out")
+    done = run_cli(env, "topics", "plan", APP)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode != 0
+    assert len(lines) == 1 and "expired" in lines[0].lower(), done.stderr
+
+
 def _denied(action) -> str:  # type: ignore[no-untyped-def]
     try:
         action()

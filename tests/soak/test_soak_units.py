@@ -3,6 +3,7 @@ the history knows which windows must have closed, first writers are remembered p
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -78,3 +79,20 @@ def test_a_join_repeated_upstream_by_a_killed_process_is_the_brokers() -> None:
     assert checker.tally.wrong == 0
     checker.on_joined(writers, upstream, g, "k4|9|30001|tv-g9|15656")
     assert checker.tally.wrong == 1
+
+
+def test_every_harness_client_gets_the_security_settings_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from soak.connection import CLIENT_CONFIG_ENV, client_conf
+
+    monkeypatch.delenv(CLIENT_CONFIG_ENV, raising=False)
+    assert client_conf("h:1") == {"bootstrap.servers": "h:1"}
+    secured = {"security.protocol": "SASL_SSL", "sasl.password": "s3cret-pw", "bootstrap.servers": "x:2"}
+    monkeypatch.setenv(CLIENT_CONFIG_ENV, json.dumps(secured))
+    assert client_conf("h:1") == {"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
+                                  "sasl.password": "s3cret-pw"}  # fmt: skip
+    monkeypatch.setenv(CLIENT_CONFIG_ENV, '{"sasl.password": "s3cret-pw",')
+    with pytest.raises(SystemExit) as refused:
+        client_conf("h:1")
+    assert CLIENT_CONFIG_ENV in str(refused.value) and "s3cret-pw" not in str(refused.value)

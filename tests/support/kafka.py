@@ -149,11 +149,14 @@ def consume_all(
     expected: int,
     timeout_s: float = 60,
     isolation: str = "read_uncommitted",
+    conf: Mapping[str, Any] | None = None,
 ) -> list[ConsumedRecord]:
     """Read ``topic`` from the beginning (all partitions, no group) until ``expected``
-    records arrived or ``timeout_s`` passed; returns what it has (the test asserts)."""
+    records arrived or ``timeout_s`` passed; returns what it has (the test asserts).
+    ``conf``: more client settings (security)."""
     consumer = create_consumer(
         {
+            **(conf or {}),
             "bootstrap.servers": bootstrap,
             "group.id": new_group_id("consume-all"),
             "enable.auto.commit": False,
