@@ -3,7 +3,8 @@
 ::
 
     platform-streams snapshot create MODULE:FACTORY [--store S ...] [--location PATH]
-        [--partition N ...] [--keep N] [--no-parquet] [--master URL] [--config F] [--set k=v] [--json]
+        [--partition N ...] [--keep N] [--no-parquet] [--incremental] [--master URL] [--config F]
+        [--set k=v] [--json]
     platform-streams snapshot list MODULE:FACTORY [--store S ...] [--location PATH] [--json]
     platform-streams snapshot prune MODULE:FACTORY --keep K [--orphan-grace SECONDS] [--store S ...]
         [--location PATH] [--json]
@@ -75,6 +76,11 @@ def add_snapshot_arguments(parser: argparse.ArgumentParser) -> None:
         "--keep", type=int, help="then delete all but the KEEP newest snapshots per partition"
     )
     create.add_argument("--no-parquet", action="store_true", help="skip the Parquet copy for analysts")
+    create.add_argument(
+        "--incremental",
+        action="store_true",
+        help="build on each partition's newest snapshot: read only the changelog after it (no Parquet copy)",
+    )
     listing = actions.add_parser(
         "list", help="list published snapshots", description="list published snapshots"
     )
@@ -228,6 +234,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
                 partitions=args.partitions,
                 keep=args.keep,
                 parquet=not args.no_parquet,
+                incremental=args.incremental,
             )
         except ValueError as exc:
             raise CliError(str(exc), exit_code=1) from exc

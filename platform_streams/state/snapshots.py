@@ -1,7 +1,9 @@
 """State snapshots: what a snapshot is (its manifest), where snapshots live, how they are laid out.
 
-A snapshot is the content of one key-value store partition as of a changelog offset: a
-RocksDB SST file of the latest value of every live key, in key order, plus a manifest.
+A snapshot is the content of one store partition as of a changelog offset: a RocksDB SST
+file of the latest value of every live key, in key order, plus a manifest. For a key-value
+store the keys are the store's; for a window or session store they are its changelog keys,
+minus what its retention dropped (:mod:`platform_streams.state.segmented_snapshots`).
 Spark jobs write them (:mod:`platform_streams.ops.spark`); workers read them to restore a
 missing store quickly (:mod:`platform_streams.state.snapshot_restore`), so this module
 must not need pyspark.

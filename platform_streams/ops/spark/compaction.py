@@ -41,7 +41,7 @@ from platform_streams.ops.spark.kafka_source import KafkaReader, read_ranges, re
 from platform_streams.ops.spark.snapshot_layers import (
     LayeredSnapshotWriter,
     expire_below_floor,
-    previous_snapshots,
+    plan_incremental,
     segmented_snapshot_stores,
     split_fallbacks,
     start_offsets,
@@ -94,6 +94,8 @@ class CompactionResult:
     parquet_uri: str | None = None
     #: the Kafka reader that read the changelog ("spark-kafka" or "confluent")
     reader: str = ""
+    #: partition -> why an incremental run wrote no snapshot of it (a truncated changelog)
+    skipped: dict[int, str] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -185,6 +187,7 @@ def compact_changelog(
     reader: KafkaReader | None = None,
     layout: SegmentedLayout | None = None,
     incremental: bool = False,
+    skip_bases: Iterable[str] = (),
 ) -> CompactionResult:
     """Compact ``store``'s changelog into one snapshot per partition and publish them.
 
@@ -200,18 +203,25 @@ def compact_changelog(
     both give the same snapshots. ``layout`` makes it a window/session store's snapshot
     (its retention applies). ``incremental`` builds on each partition's newest snapshot and
     reads only the changelog after it; partitions without a usable one are compacted in
-    full (:mod:`.snapshot_layers`). An incremental run writes no Parquet copy.
+    full (:mod:`.snapshot_layers`; ``skip_bases``: snapshot ids not to build on). An
+    incremental run writes no Parquet copy.
     """
     started = time.monotonic()
     target = snapshots if isinstance(snapshots, SnapshotStore) else open_snapshot_store(snapshots)
     topic = changelog_topic or changelog_topic_name(application_id, store)
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
-    bases = {}
+    bases: dict[int, SnapshotManifest] = {}
+    blocked: dict[int, str] = {}
     if incremental:
-        bases = previous_snapshots(target, consumer_conf, application_id, store, topic, layout)
-    if partitions is not None:
-        wanted = set(partitions)
-        bases = {p: m for p, m in bases.items() if p in wanted}
+        layers = plan_incremental(
+            target, consumer_conf, application_id, store, topic, layout, skip=skip_bases
+        )
+        chosen = _partitions(consumer_conf, topic, partitions)
+        bases = {p: m for p, m in layers.bases.items() if p in chosen}
+        blocked = {p: why for p, why in layers.blocked.items() if p in chosen}
+        for partition, why in sorted(blocked.items()):
+            log.error("%s partition %d: no snapshot written: %s", topic, partition, why)
+        partitions = [p for p in chosen if p not in blocked]
     ranges = plan_offset_ranges(
         consumer_conf,
         [topic],
@@ -219,7 +229,7 @@ def compact_changelog(
         start=start_offsets(topic, bases),
         max_offsets_per_range=max_offsets_per_task,
     )
-    result = CompactionResult(run_id, topic, ranges)
+    result = CompactionResult(run_id, topic, ranges, skipped=blocked)
     if not ranges:
         log.info("changelog %s has nothing %s: no snapshot to write", topic, "new" if bases else "in it")
         return result
@@ -284,8 +294,8 @@ def compact_changelog(
             catalog.prune(application_id, store, manifest.partition, keep)
     if fallbacks:
         for partition, reason in sorted(fallbacks.items()):
-            log.warning("partition %d: %s; compacting it in full", partition, reason)
-        full = compact_changelog(
+            log.warning("partition %d: %s; building on the next older snapshot instead", partition, reason)
+        again = compact_changelog(
             spark,
             consumer_conf,
             application_id,
@@ -301,13 +311,24 @@ def compact_changelog(
             source_topics=source_topics,
             reader=reader,
             layout=layout,
+            incremental=True,
+            skip_bases=[*skip_bases, *(bases[p].snapshot_id for p in fallbacks)],
         )
-        result.ranges += full.ranges
-        result.manifests = sorted(result.manifests + full.manifests, key=lambda m: m.partition)
-        result.cuts.update(full.cuts)
+        result.ranges += again.ranges
+        result.manifests = sorted(result.manifests + again.manifests, key=lambda m: m.partition)
+        result.cuts.update(again.cuts)
+        result.skipped.update(again.skipped)
     result.seconds = time.monotonic() - started
     log.info("%s", result.summary())
     return result
+
+
+def _partitions(consumer_conf: Mapping[str, Any], topic: str, partitions: Iterable[int] | None) -> list[int]:
+    """``partitions``, or every partition of ``topic``."""
+    if partitions is not None:
+        return sorted(set(partitions))
+    with KafkaAdmin(admin_conf(consumer_conf)) as admin:
+        return list(range(admin.partition_counts([topic]).get(topic) or 0))
 
 
 def _committed_offsets(

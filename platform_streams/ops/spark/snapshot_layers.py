@@ -16,22 +16,27 @@ session stores the floor of the new stream time drops what has expired since. Th
 snapshot is complete (a restore reads it alone), equal to what a full compaction writes
 at the same offset, and the previous one is untouched (prune decides when it goes).
 
-The previous snapshot must be the partition's newest, of this store kind and retention,
-and inside the changelog as it is now (a recreated, shorter changelog makes it unusable).
-Its SST is checked against the manifest's size and sha256 in the task; a missing or
-corrupt one is reported back instead of a manifest, and the driver compacts those
-partitions in full (see :func:`split_fallbacks`).
+The previous snapshot is the partition's newest of this store kind and retention that lies
+inside the changelog as it is now (a recreated, shorter changelog, or one truncated past
+it, makes it unusable). Its SST is checked against the manifest's size and sha256 in the
+task; a missing or corrupt one is reported back instead of a manifest, and the driver
+runs those partitions again on the next older snapshot (see :func:`split_fallbacks`),
+down to a full compaction -- which a key-value changelog truncated below its snapshots
+cannot give: such a partition gets no new snapshot, with an error saying why
+(:func:`plan_incremental`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from platform_streams.config import StreamsConfig
-from platform_streams.kafka import log_end_offsets
+from platform_streams.kafka import KafkaAdmin, log_end_offsets
+from platform_streams.ops.spark.kafka_ranges import admin_conf
 from platform_streams.ops.spark.snapshots import CompactedRow, SnapshotWriter
 from platform_streams.state.segmented_snapshots import SegmentedLayout, read_sst, segmented_layout
 from platform_streams.state.snapshots import (
@@ -45,11 +50,12 @@ from platform_streams.topology.compiler import compile_topology
 from platform_streams.topology.topology import Topology
 
 __all__ = [
+    "IncrementalPlan",
     "LayeredSnapshotWriter",
     "UnusableBase",
     "expire_below_floor",
     "merge_updates",
-    "previous_snapshots",
+    "plan_incremental",
     "segmented_snapshot_stores",
     "split_fallbacks",
     "start_offsets",
@@ -79,40 +85,67 @@ def segmented_snapshot_stores(topology: Topology, config: StreamsConfig) -> dict
     return out
 
 
-def previous_snapshots(
+@dataclass
+class IncrementalPlan:
+    """What an incremental run builds on, per changelog partition."""
+
+    #: partition -> the snapshot its read starts after
+    bases: dict[int, SnapshotManifest] = field(default_factory=dict)
+    #: partition -> why it gets no snapshot in this run (see :func:`plan_incremental`)
+    blocked: dict[int, str] = field(default_factory=dict)
+
+
+def plan_incremental(
     target: SnapshotStore,
     consumer_conf: Mapping[str, Any],
     application_id: str,
     store: str,
     topic: str,
     layout: SegmentedLayout | None,
-) -> dict[int, SnapshotManifest]:
-    """partition -> the snapshot an incremental run builds on (the newest usable one)."""
+    *,
+    skip: Iterable[str] = (),
+) -> IncrementalPlan:
+    """The newest usable snapshot of each partition to build on (not one of ``skip``: ids
+    found unusable), i.e. one of this store kind and retention lying inside the changelog
+    as it is now (``log start <= offset + 1 <= log end``).
+
+    A key-value partition without one whose changelog no longer starts at 0 is *blocked*:
+    records below its start were deleted (DeleteRecords truncation keeps only what the
+    newest snapshot covers), so a full compaction of it would write a snapshot missing
+    them. A window/session changelog loses old records to retention, which the store
+    has expired anyway: it is compacted in full from its start.
+    """
     kind = layout.kind if layout is not None else "key_value"
-    newest: dict[int, SnapshotManifest] = {}
+    skipped = set(skip)
+    candidates: dict[int, list[SnapshotManifest]] = {}
     for manifest in SnapshotCatalog(target).manifests(application_id, store):  # newest first
-        if manifest.partition in newest:
+        if manifest.snapshot_id in skipped:
             continue
         problem = _base_mismatch(manifest, topic, kind, layout)
         if problem is not None:
             log.warning("%s: not a base for an incremental snapshot (%s)", manifest.describe(), problem)
             continue
-        newest[manifest.partition] = manifest
-    if not newest:
-        return {}
-    ends = log_end_offsets(consumer_conf, [(topic, p) for p in newest])
-    usable = {}
-    for partition, manifest in sorted(newest.items()):
-        end = ends.get((topic, partition))
-        if end is None or manifest.offset >= end:
-            log.warning(
-                "%s lies beyond the changelog's end (%s): that partition is compacted in full",
-                manifest.describe(),
-                end,
+        candidates.setdefault(manifest.partition, []).append(manifest)
+    with KafkaAdmin(admin_conf(consumer_conf)) as admin:
+        count = admin.partition_counts([topic]).get(topic) or 0
+        tps = [(topic, p) for p in range(count)]
+        starts = {tp: off for tp, (off, _ts) in admin.list_offsets(tps, "earliest").items()} if tps else {}
+    ends = log_end_offsets(consumer_conf, tps) if tps else {}
+    plan = IncrementalPlan()
+    for tp in tps:
+        partition = tp[1]
+        start, end = max(starts.get(tp, 0), 0), ends.get(tp, 0)
+        for manifest in candidates.get(partition, []):
+            if start <= manifest.offset + 1 <= end:
+                plan.bases[partition] = manifest
+                break
+            log.warning("%s lies outside the changelog [%d, %d]: not a base", manifest.describe(), start, end)
+        if partition not in plan.bases and kind == "key_value" and start > 0:
+            plan.blocked[partition] = (
+                f"no usable snapshot to build on and the changelog starts at offset {start} "
+                "(truncated): a full compaction would miss the records below it"
             )
-            continue
-        usable[partition] = manifest
-    return usable
+    return plan
 
 
 def _base_mismatch(
@@ -133,7 +166,7 @@ def _base_mismatch(
 
 def start_offsets(
     topic: str, bases: Mapping[int, SnapshotManifest]
-) -> dict[tuple[str, int], int] | str:
+) -> dict[tuple[str, int], int] | Literal["earliest"]:
     """Where each partition's read starts: after its base snapshot, else at the beginning."""
     if not bases:
         return "earliest"

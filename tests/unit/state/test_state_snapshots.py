@@ -193,3 +193,53 @@ def test_in_memory_and_empty_snapshots(tmp_path: Path) -> None:
     assert done.manifest.record_count == 0
     assert [p.start_offset for p in manager.changelog_offsets_to_restore()] == [13]
     manager.close()
+
+
+def _start_window_store(task_dir: Path) -> tuple[ProcessorStateManager, Any]:
+    manager = ProcessorStateManager(TASK, task_dir, eos=False)
+    context = FakeContext(task_dir, task_id=TASK, manager=manager)
+    supplier = Stores.persistent_window_store("kv", retention_ms=30_000, window_size_ms=10_000)
+    store = Stores.window_store_builder(supplier, S, L).build()
+    store.init(context, store)
+    return manager, store
+
+
+def test_window_store_restores_a_window_snapshot_like_a_replay(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A window snapshot holds the windows live at its stream time (105 s, from a tombstone:
+    starts > 75 s); the restored store gets that stream time from the manifest, not from its
+    newest live window (100 s), so it drops a late write as the replayed one does."""
+    from platform_streams.state.keys import window_key
+    from platform_streams.state.wrappers.base import innermost
+
+    starts = range(0, 100_001, 10_000)
+    changelog: list[tuple[bytes, bytes | None]] = [
+        (window_key(S.serialize(k), start), L.serialize(start)) for start in starts for k in "ab"
+    ]
+    live = sorted((key, value) for key, value in changelog if value and L.deserialize(value) > 75_000)
+    changelog.append((window_key(S.serialize("c"), 105_000), None))  # the stream time, in no window
+    root = tmp_path / "snaps"
+    window = {"store_kind": "window", "stream_time_ms": 105_000, "retention_ms": 30_000}
+    _publish(root, live, offset=22, work=tmp_path, **{**window, "retention_ms": 20_000})
+    _publish(root, _items(3), offset=20, work=tmp_path)  # a key-value snapshot
+    with caplog.at_level(logging.WARNING):
+        manager, store = _start_window_store(tmp_path / "none")
+        assert SnapshotRestorer(root, "app").restore(manager) == []
+        manager.close()
+    assert "retention 20000 ms" in caplog.text and "holds a key_value store" in caplog.text
+    _publish(root, live, offset=22, work=tmp_path, snapshot_id="good", **window)
+
+    fast_manager, fast = _start_window_store(tmp_path / "fast")
+    [done] = SnapshotRestorer(root, "app").restore(fast_manager)
+    replay_manager, replay = _start_window_store(tmp_path / "replay")
+    replay_manager.restore("kv", changelog, last_offset=22)
+    assert done.manifest.snapshot_id == "good"
+    for store in (fast, replay):
+        store.put("a", -1, 75_000)  # expired at stream time 105 s (not at 100 s): dropped
+        store.put("b", -2, 90_000)
+    assert list(innermost(fast).all()) == list(innermost(replay).all())
+    assert len(list(innermost(fast).all())) == 6
+    assert innermost(fast).observed_stream_time == innermost(replay).observed_stream_time == 105_000
+    fast_manager.close()
+    replay_manager.close()
