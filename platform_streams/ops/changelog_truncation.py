@@ -120,7 +120,12 @@ def read_standby_holders(config: StreamsConfig, expiry_ms: int, timeout_s: float
     for msg in read_partition_range(conf, topic, 0, OFFSET_BEGINNING, timeout_s=timeout_s):
         key = (msg.key() or b"").decode("utf-8", "replace")
         value = msg.value()
-        data = _json(value) if value is not None else None
+        try:
+            data = json.loads(value) if value is not None else None
+        except ValueError:
+            continue  # not a record of this runtime's
+        if data is not None and not isinstance(data, dict):
+            continue
         if key.startswith(_MEMBER):
             members[key[len(_MEMBER) :]] = (msg.timestamp()[1], data)
         elif key.startswith(REPORT_PREFIX) and data and "process" in data:
@@ -270,10 +275,3 @@ def _usable(
         shutil.rmtree(download, ignore_errors=True)
     return None, "no usable snapshot (" + "; ".join(problems) + ")"
 
-
-def _json(value: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
