@@ -42,16 +42,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from platform_streams.errors import InvalidStateStoreError, StreamsStateError, StreamsTimeoutError
+from platform_streams.query import queries
 from platform_streams.query.metadata import HostInfo
-from platform_streams.query.queries import (
-    KeyQuery,
-    MultiVersionedKeyQuery,
-    Query,
-    RangeQuery,
-    VersionedKeyQuery,
-    WindowKeyQuery,
-    WindowRangeQuery,
-)
+from platform_streams.query.queries import KeyQuery, Query, RangeQuery, WindowKeyQuery, WindowRangeQuery
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import FailureReason, QueryResult
 from platform_streams.server.codec import MalformedKeyError, dumps, jsonable, parse_key, parse_number
@@ -277,10 +270,10 @@ class Api:
                 as_of = parse_number(params.get("as_of"), "as_of")
             except ValueError as exc:
                 raise HttpError(400, str(exc), store=store) from None
-            single = VersionedKeyQuery.with_key(key)
+            single = queries.VersionedKeyQuery.with_key(key)
             return single if as_of is None else single.as_of(as_of)
         time_from, time_to = self._times(params)
-        multi = MultiVersionedKeyQuery.with_key(key)
+        multi = queries.MultiVersionedKeyQuery.with_key(key)
         multi = multi if time_from is None else multi.from_time_ms(time_from)
         multi = multi if time_to is None else multi.to_time_ms(time_to)
         return multi.with_ascending_timestamps() if params.get("order", "").lower() == "asc" else multi
