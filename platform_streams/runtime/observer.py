@@ -84,6 +84,12 @@ class RestoreListenerChain(StateRestoreListener):
         for listener in self.listeners:
             listener.on_log_end(store_name, tp, log_start, log_end)
 
+    def on_snapshot_restored(
+        self, store_name: str, tp: tuple[str, int], snapshot_offset: int, num_records: int, seconds: float
+    ) -> None:
+        for listener in self.listeners:
+            listener.on_snapshot_restored(store_name, tp, snapshot_offset, num_records, seconds)
+
 
 class GuardReleasingListener(StateRestoreListener):
     """Calls an application's restore listener with the worker's store guard released.
@@ -112,6 +118,14 @@ class GuardReleasingListener(StateRestoreListener):
     def on_restore_end(self, store_name: str, tp: tuple[str, int], total_restored: int) -> None:
         with self.guard.released():
             self.listener.on_restore_end(store_name, tp, total_restored)
+
+    def on_snapshot_restored(
+        self, store_name: str, tp: tuple[str, int], snapshot_offset: int, num_records: int, seconds: float
+    ) -> None:
+        hook = getattr(self.listener, "on_snapshot_restored", None)  # may predate it, like on_log_end
+        if hook is not None:
+            with self.guard.released():
+                hook(store_name, tp, snapshot_offset, num_records, seconds)
 
     def on_log_end(self, store_name: str, tp: tuple[str, int], log_start: int, log_end: int) -> None:
         hook = getattr(self.listener, "on_log_end", None)  # an application listener may predate it
