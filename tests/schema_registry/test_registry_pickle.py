@@ -16,15 +16,10 @@ from platform_streams.kafka.schema_registry import RegistrySettings
 from platform_streams.ops.spark.snapshots import TaskSerde
 from platform_streams.serde import Avro
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde
+from tests.schema_registry.test_registry_app import ORDER_V1
 
 pytestmark = pytest.mark.kafka_side
 
-ORDER = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "ps.pickle",
-    "fields": [{"name": "customer", "type": "string"}, {"name": "amount", "type": "long"}],
-}
 SECRET = "reader:s3cr3t-pw"
 
 #: the other process: unpickle, decode the bytes, encode again, print what it got
@@ -41,7 +36,7 @@ print(json.dumps([value.value, value.timestamp, serde.serialize(value).hex(), re
 def test_task_serde_ships_an_avro_serde_that_connects_on_first_use(registry_url: str) -> None:
     topic = f"pickle-{uuid.uuid4().hex[:8]}"
     settings = RegistrySettings(registry_url, basic_auth_user_info=SECRET)
-    avro = Avro(settings, json.dumps(ORDER), topic=topic)
+    avro = Avro(settings, json.dumps(ORDER_V1), topic=topic)
     serde = ValueAndTimestampSerde(avro)
     data = serde.serialize(ValueAndTimestamp({"customer": "a", "amount": 7}, 1234))
     assert avro._serializer is not None  # this process's client and serializer exist now
