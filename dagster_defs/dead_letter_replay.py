@@ -41,7 +41,7 @@ def dlq_replay_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
     def replay(
         context: dg.OpExecutionContext, config: DeadLetterReplayConfig, kafka: KafkaResource
     ) -> dict[str, Any]:
-        streams = app.validated_settings(kafka.connection_settings())
+        streams = app.validated_settings(kafka.client_settings())
         try:
             options = ReplayOptions(
                 filter=ReplayFilter.parse(config.error_classes, config.since, config.until),

@@ -88,7 +88,7 @@ def _evaluate(
         return workers_outcome(status, observe_workers(status, deployment.auth_token))
     if name == "dead_letter_not_growing":
         return dead_letter_outcome(app, conf, _ledger_dir(deployment, app))
-    return internal_topics_outcome(app, app.validated_settings(kafka.connection_settings()))
+    return internal_topics_outcome(app, app.validated_settings(kafka.client_settings()))
 
 
 def _check_names(app: ResolvedStreamApp) -> list[str]:

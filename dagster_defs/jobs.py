@@ -101,7 +101,7 @@ class WorkersJobConfig(dg.Config):
 
 
 def _config(app: ResolvedStreamApp, kafka: KafkaResource) -> StreamsConfig:
-    return app.validated_settings(kafka.connection_settings())
+    return app.validated_settings(kafka.client_settings())
 
 
 def _finish(context: dg.OpExecutionContext, result: OpsResult) -> dict[str, Any]:

@@ -84,6 +84,15 @@ class KafkaResource(dg.ConfigurableResource):
             settings["client_config"] = public
         return settings
 
+    def client_settings(self) -> dict[str, Any]:
+        """StreamsConfig settings with the secrets, for work done in this process (checks,
+        Spark jobs): never written anywhere (deployments get :meth:`connection_settings`
+        and :meth:`secret_env`)."""
+        settings: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers}
+        if client := self._client_settings():
+            settings["client_config"] = client
+        return settings
+
     def secret_env(self) -> dict[str, str]:
         """Environment of worker processes carrying the secrets (merged into client_config)."""
         password = _setting(self, "sasl_password")

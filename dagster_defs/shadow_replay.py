@@ -108,7 +108,7 @@ def shadow_replay_defs(
         except StreamsConfigError as exc:
             raise dg.Failure(description=str(exc)) from exc
         candidate = _candidate(app, config)
-        streams = app.validated_settings(kafka.connection_settings())
+        streams = app.validated_settings(kafka.client_settings())
         root = config.path or str(streams_deployment.deploy_root.resolve() / app.name / "shadow")
         location = shadow_dir(root, app.application_id)
         result = shadow_replay(

@@ -43,7 +43,7 @@ def prune_snapshots_job(app: ResolvedStreamApp) -> dg.JobDefinition | None:
         kafka: KafkaResource,
         streams_deployment: StreamsDeploymentResource,
     ) -> dict[str, Any]:
-        streams = app.validated_settings(kafka.connection_settings())
+        streams = app.validated_settings(kafka.client_settings())
         location = (
             config.snapshots
             or streams.state_snapshot_location

@@ -136,6 +136,7 @@ def acl_sets(app: AppLike, config: StreamsConfig, principal: str | None = None) 
     for topic in outputs:
         add("TOPIC", topic, "LITERAL", ("READ",), f"records of {topic} (observations, dead letters)")
     add("TOPIC", prefix, "PREFIXED", ("DESCRIBE", "DESCRIBE_CONFIGS"), "internal topics check (validate)")
+    add("GROUP", prefix, "PREFIXED", ("DESCRIBE",), "internal topics check: groups of apps named <app>-*")
     sets["dagster"] = AclSet("dagster", "Dagster sensors and checks", *_frozen(acls, reasons))
     return sets
 
