@@ -2,9 +2,8 @@
 topic created while the application runs is picked up at the next metadata refresh.
 
 Kafka's RegexSourceIntegrationTest (streams/integration-tests/src/test/java/org/apache/kafka/
-streams/integration/RegexSourceIntegrationTest.java): ``testRegexMatchesTopicsAWhenCreated``
-(a topic created after start joins the subscription) and ``testRegexMatchesTopicsAWhenDeleted``'s
-counterpart is left out (this engine keeps a deleted topic's tasks until the next restart).
+streams/integration/RegexSourceIntegrationTest.java), ``testRegexMatchesTopicsAWhenCreated``: a
+topic created after start joins the subscription and its records are processed.
 """
 
 from __future__ import annotations
