@@ -113,8 +113,16 @@ class TopologyPlan:
         )
 
     def external_source_topics(self) -> list[str]:
+        """The user topics read, by name or matched by a pattern (a pattern's place-holder,
+        before :meth:`subscribe`, is no topic: tools reading the plan without the broker's
+        topic list must not look for it)."""
         return sorted(
-            {t for s in self.subtopologies for t in s.source_topics if t not in self.internal_topics}
+            {
+                t
+                for s in self.subtopologies
+                for t in s.source_topics
+                if t not in self.internal_topics and not _is_place_holder(t)
+            }
         )
 
     def external_sink_topics(self) -> list[str]:
@@ -267,6 +275,10 @@ def compile_topology(topology: Topology) -> TopologyPlan:
     return TopologyPlan(
         topology, subtopologies, list(topology.global_stores.values()), topology.internal_topics
     )
+
+
+def _is_place_holder(topic: str) -> bool:
+    return topic.startswith("pattern:")
 
 
 def _initial_topics(source: SourceNode) -> list[str]:

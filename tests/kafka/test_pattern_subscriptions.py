@@ -119,6 +119,7 @@ def test_matched_topics_are_the_sources_and_one_topic_matches_one_pattern() -> N
     Kafka's message."""
     topology = Topology().add_source("a", re.compile("orders-.*")).add_source("b", re.compile(".*-eu"))
     plan = compile_topology(topology)
+    assert plan.external_source_topics() == []  # no topic is known before the listing
     assert plan.subscribe(["orders-us", "payments", "__consumer_offsets"]) is True
     assert plan.external_source_topics() == ["orders-us"]
     assert plan.subscribe(["orders-us", "payments"]) is False  # nothing new: no change
