@@ -28,6 +28,7 @@ probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred fro
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
 
@@ -36,7 +37,14 @@ from platform_streams.errors import BrokerError, StreamsError
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.topology.compiler import TopologyPlan
 
-__all__ = ["RepartitionPurger", "elects_new_group_leader", "membership_check_topic", "sends_eagerly"]
+__all__ = [
+    "RepartitionPurger",
+    "elects_new_group_leader",
+    "known_elects_new_group_leader",
+    "membership_check_topic",
+    "probe_group_leader_election",
+    "sends_eagerly",
+]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +88,42 @@ def sends_eagerly(config: StreamsConfig) -> bool:
 
 #: per bootstrap.servers: whether the group coordinator elects a new leader (probed once)
 _elects_leader: dict[str, bool] = {}
+#: bootstrap.servers whose probe is running
+_probing: set[str] = set()
+_probing_lock = threading.Lock()
+
+
+def known_elects_new_group_leader(config: StreamsConfig) -> bool | None:
+    """The probe's answer for ``config``'s broker, None while nobody has one (never asks)."""
+    return _elects_leader.get(str(config.admin_configs().get("bootstrap.servers", "")))
+
+
+def probe_group_leader_election(config: StreamsConfig) -> threading.Thread | None:
+    """Ask :func:`elects_new_group_leader` on a thread of its own, unless answered or under way.
+
+    Called by a member of the group once it has an assignment (the group then lists it
+    where the coordinator lists members at all): the answer is read when a worker stops,
+    which must not wait for a broker (an unreachable one would add the probe's timeout to
+    every close). A failed probe leaves no answer, and the next assignment asks again.
+    """
+    servers = str(config.admin_configs().get("bootstrap.servers", ""))
+    with _probing_lock:
+        if servers in _elects_leader or servers in _probing:
+            return None
+        _probing.add(servers)
+
+    def probe() -> None:
+        try:
+            elects_new_group_leader(config)
+        except Exception as exc:  # a probe is no reason to disturb anything
+            log.debug("probing the group coordinator's leader election failed: %s", exc)
+        finally:
+            with _probing_lock:
+                _probing.discard(servers)
+
+    thread = threading.Thread(target=probe, name=f"{config.application_id}-group-leader-probe", daemon=True)
+    thread.start()
+    return thread
 
 
 def elects_new_group_leader(config: StreamsConfig) -> bool:

@@ -10,13 +10,19 @@ tens of seconds). It happens on the most common stop there is: one worker of
 supervisor stops the surviving worker -- the leader -- while it rejoins.
 
 So where the coordinator does not elect a new leader
-(:func:`~platform_streams.runtime.broker_features.elects_new_group_leader`), a stopping
+(:func:`~platform_streams.runtime.broker_features.elects_new_group_leader`, asked once per
+process in the background when a worker first gets an assignment, :meth:`LeaveGuard.joined`;
+a stop before the answer came does not wait), a stopping
 worker keeps serving the group -- polling, processing nothing -- until it is not waiting
 for an assignment and one heartbeat interval has passed without a new rebalance (the
 heartbeat is how the coordinator tells a member that another one left), at most
-``1.5 x session.timeout.ms`` plus that interval. A worker that was the only member of its
+``1.5 x session.timeout.ms`` plus that interval. The worker commits (under exactly-once:
+its transaction) and closes its tasks before it serves, and an assignment that arrives
+meanwhile starts nothing (runtime/worker.py). A worker that was the only member of its
 last generation and is not rebalancing leaves at once (nobody can have left; a newcomer
-joining at that very moment is the one case left to the repair). A leader that leaves a
+joining at that very moment is the one case left to the repair); only the state-aware
+coordinator knows the members of a generation, so under the range assignor no worker is
+taken as alone. A leader that leaves a
 group which completed its rebalance is forgotten correctly, and the next start is as quick
 as a first one. On Apache Kafka the worker leaves at once.
 """
@@ -24,10 +30,14 @@ as a first one. On Apache Kafka the worker leaves at once.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from platform_streams.config import StreamsConfig
-from platform_streams.runtime.broker_features import elects_new_group_leader
+from platform_streams.runtime.broker_features import (
+    known_elects_new_group_leader,
+    probe_group_leader_election,
+)
 
 __all__ = ["LeaveGuard"]
 
@@ -51,6 +61,11 @@ class LeaveGuard:
         self._rebalance_seen = False
         self._awaiting = False
 
+    def joined(self) -> threading.Thread | None:
+        """The worker has an assignment: have the broker probed, in the background, unless it
+        was (the thread that asks, for tests)."""
+        return probe_group_leader_election(self._config)
+
     def hold(self, awaiting_assignment: bool, alone: bool) -> bool:
         """True while the worker should go on serving the group (it was asked to stop).
 
@@ -63,7 +78,8 @@ class LeaveGuard:
             if alone and not awaiting_assignment:
                 self._active = False
                 return False
-            self._active = not elects_new_group_leader(self._config)
+            # only the answer at hand: a stop never waits for the broker (no answer: no wait)
+            self._active = known_elects_new_group_leader(self._config) is False
         if not self._active:
             return False
         if now - self._since >= self.bound_s:

@@ -181,6 +181,9 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         #: says so when the group takes long to assign this worker anything
         self.assignment_wait = AssignmentWait(self.name, config)
         self._leave_guard = LeaveGuard(self.name, config)
+        #: the stop's sequence began: rebalance callbacks start no task (worker_rebalance.py)
+        self._stopping = False
+        self._tasks_finished = False
 
     @property
     def input_queues(self) -> InputQueues:
@@ -217,8 +220,9 @@ class StreamWorker(TaskRebalancing, threading.Thread):
                     self._on_task_migrated(exc)
                 except TaskCorruptedError as exc:
                     self._on_task_corrupted(exc)
+            self._stopping = True
+            clean = self._finish_tasks(clean=True)
             self._finish_rebalance()
-            clean = True
         except BaseException as exc:  # the client decides what a dead worker means
             self.failure = exc
             log.error("worker %s failed: %s", self.name, exc, exc_info=exc)
@@ -329,8 +333,11 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             self._join_group()
 
     def _finish_rebalance(self) -> None:
-        """Before a clean leave: serve the group, processing nothing (what a poll returns is
-        read again by the next owner), while the leave guard holds (runtime/leave_guard.py)."""
+        """After the final commit, before the leave: serve the group, processing nothing (what a
+        poll returns is read again by the next owner), while the leave guard holds
+        (runtime/leave_guard.py). The commit comes first because this may last 1.5 session
+        timeouts: a kill after a shorter grace period would lose the processed work, and an
+        open transaction would outlive transaction.timeout.ms."""
         if self.consumer is None:
             return
         try:
@@ -344,12 +351,14 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             log.warning("%s: serving the group before leaving it failed: %s", self.name, exc)
 
     def _alone_in_generation(self) -> bool:
-        """This worker was the only member of its last generation (it held every task)."""
+        """This worker was the only member of its last generation (the state-aware
+        coordinator's generation lists its members). Under the range assignor a member learns
+        only its own partitions: holding every one does not make it alone (more members than
+        partitions, members with standbys only), so it is never taken as alone there."""
         if self._coordinator is not None:
             current = self._coordinator.current
             return current is not None and len(current.members) <= 1
-        every = {(t, p) for t in self.source_topics for p in range(self.partition_counts.get(t, 0))}
-        return bool(every) and {(tp.topic, tp.partition) for tp in self.consumer.assignment()} >= every
+        return False
 
     def _leave_group(self) -> None:
         consumer, self.consumer = self.consumer, None
@@ -577,6 +586,16 @@ class StreamWorker(TaskRebalancing, threading.Thread):
     # -- migrations and aborted transactions ------------------------------------------------
 
     def _close(self, clean: bool) -> None:
+        try:
+            if not self._tasks_finished:
+                self._finish_tasks(clean)
+        finally:
+            self._close_clients()
+
+    def _finish_tasks(self, clean: bool) -> bool:
+        """The final commit (``clean``; under exactly-once the transaction's), then the tasks
+        closed -- dirty, the transaction aborted, when the commit failed or was not allowed.
+        Returns whether the stop is still clean."""
         if clean and self._commits_held and self.tasks:
             # a cooperative rebalance is under way: the tasks are not confirmed in the new
             # generation yet, so their progress since it began is not committed
@@ -596,26 +615,30 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             log.error("final commit failed: %s", exc)
             self.failure = self.failure or exc
             clean = False
-        try:
-            if not clean and self.collector is not None:
-                self.collector.abort()
-            self._close_tasks(clean=clean)
-        finally:
-            # Closed clients are dropped too: one left referenced lives (and keeps reconnecting)
-            # until garbage collection. The collector stays for its counters; closing its
-            # producer releases the librdkafka client.
-            self.repartition_purger.close()
-            if self.consumer is not None:
-                self.consumer.close()
-                self.consumer = None
-            if self.collector is not None:
-                try:
-                    self.collector.streams_producer.close()
-                except Exception as exc:
-                    log.warning("closing the producer failed: %s", exc)
+        if not clean and self.collector is not None:
+            self.collector.abort()
+        self._close_tasks(clean=clean)
+        self._tasks_finished = True
+        return clean
+
+    def _close_clients(self) -> None:
+        # Closed clients are dropped too: one left referenced lives (and keeps reconnecting)
+        # until garbage collection. The collector stays for its counters; closing its
+        # producer releases the librdkafka client.
+        self.repartition_purger.close()
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
+        if self.collector is not None:
+            try:
+                self.collector.streams_producer.close()
+            except Exception as exc:
+                log.warning("closing the producer failed: %s", exc)
 
     def _set_state(self, state: WorkerState) -> None:
         if self.state is not state:
             self.state = state
             self.assignment_wait.on_state(state in _AWAITING_ASSIGNMENT)
+            if state is WorkerState.RUNNING:
+                self._leave_guard.joined()  # the broker probed in the background, once
             self._on_state_change(self, state)

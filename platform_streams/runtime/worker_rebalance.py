@@ -90,6 +90,7 @@ class TaskRebalancing(CooperativeHandover):
         _commits_held: bool
         _refetch: bool
         _fetch_from: dict[tuple[str, int], int | None]
+        _stopping: bool
 
         def _process_iteration(self) -> int: ...
 
@@ -194,6 +195,12 @@ class TaskRebalancing(CooperativeHandover):
     # -- rebalance callbacks --------------------------------------------------------------
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        if self._stopping:
+            # A stopping worker that serves its group until the rebalance ends (leave_guard.py)
+            # takes the assignment -- the rebalance is over -- and starts nothing: creating and
+            # restoring tasks would overrun the stop's bound, and nothing is processed anyway.
+            self._set_state(WorkerState.PARTITIONS_ASSIGNED)
+            return
         self._start_tasks(consumer, partitions, rebalance=True)
 
     def _on_generation(self, consumer: Any, partitions: list[Any]) -> None:
