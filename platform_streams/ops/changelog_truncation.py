@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import StreamsError
+from platform_streams.errors import BrokerError, StreamsError
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin, read_partition_range
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.control_channel import control_topic_name
@@ -197,8 +197,17 @@ def truncate_changelogs(
             cuts.append(_cut(store, topic, partition, start, snapshot, problem, standbys, subtopology))
         todo = {(c.topic, c.partition): c.truncate_before for c in cuts if c.truncate_before is not None}
         if todo and not dry_run:
-            _allow_delete_records(admin, sorted({topic for topic, _ in todo}), timeout_s)
-            admin.delete_records(todo, timeout_s)
+            altered = _allow_delete_records(admin, sorted({topic for topic, _ in todo}), timeout_s)
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    admin.delete_records(todo, timeout_s)
+                    break
+                except BrokerError as exc:
+                    # a new cleanup.policy reaches the partition leaders a moment after it is set
+                    if not altered or exc.code != "POLICY_VIOLATION" or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
         for cut in cuts:
             done = "kept" if cut.truncate_before is None else "would start" if dry_run else "starts"
             log.info("changelog %s-%d: %s at %s (%s)", cut.topic, cut.partition, done,
@@ -206,21 +215,24 @@ def truncate_changelogs(
     return cuts
 
 
-def _allow_delete_records(admin: KafkaAdmin, topics: list[str], timeout_s: float) -> None:
+def _allow_delete_records(admin: KafkaAdmin, topics: list[str], timeout_s: float) -> bool:
     """Kafka refuses DeleteRecords on a compact-only topic (POLICY_VIOLATION): add ``delete`` to
     the changelog's cleanup.policy with unlimited retention (-1 time and size), so the delete
     policy removes nothing by itself and only permits DeleteRecords; compaction goes on."""
     described = admin.describe_topic_configs(topics, timeout_s)
+    altered = False
     for topic in topics:
         policy = described.get(topic, {}).get("cleanup.policy", "delete")
         if "delete" in {p.strip() for p in policy.split(",")}:
             continue
+        altered = True
         log.info("changelog %s: cleanup.policy %s -> compact,delete with unlimited retention", topic, policy)
         admin.set_topic_configs(
             topic,
             {"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"},
             timeout_s,
         )
+    return altered
 
 
 def _cut(
