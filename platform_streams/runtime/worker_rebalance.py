@@ -31,22 +31,16 @@ from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.rebalance_wait import AssignmentWait, fill_from_backup
-from platform_streams.runtime.task import StreamTask, start_task
+from platform_streams.runtime.task import start_task
 from platform_streams.runtime.task_assignment.coordinator import slot_ranges
 from platform_streams.runtime.worker_handover import CooperativeHandover
 from platform_streams.state.backend import StoreCorruptedError
 
 if TYPE_CHECKING:
-    from platform_streams.config import StreamsConfig
     from platform_streams.processor.partitioner import PlacementChecks
-    from platform_streams.runtime.input_queues import InputQueues
-    from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
-    from platform_streams.runtime.standby import StandbyUpdater
     from platform_streams.runtime.store_guard import StoreGuard
-    from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, Pending
-    from platform_streams.runtime.task_state import TaskStateLifecycle
+    from platform_streams.runtime.task_assignment.coordinator import Pending
     from platform_streams.state.cache import RecordCache
-    from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["TaskRebalancing"]
 
@@ -61,44 +55,22 @@ def _wall_clock_ms() -> int:
 class TaskRebalancing(CooperativeHandover):
     """Rebalance callbacks and task recovery of a :class:`StreamWorker` (see the module docstring)."""
 
-    if TYPE_CHECKING:  # the worker's attributes and methods this half uses
-        name: str
+    if TYPE_CHECKING:  # the worker's attributes and methods this half uses (and CooperativeHandover's)
         index: int
-        plan: TopologyPlan
-        config: StreamsConfig
-        tasks: dict[TaskId, StreamTask]
-        consumer: Any
-        collector: KafkaRecordCollector | None
-        state_lifecycle: TaskStateLifecycle
         record_cache: RecordCache
         global_stores: Mapping[str, Any]
         key_placement: PlacementChecks | None
         store_guard: StoreGuard
         migrations: int
         corruptions: int
-        _input: InputQueues
         _state_root: Path
-        _timeout_s: float
         _poll_s: float
-        _standbys: StandbyUpdater | None
-        _coordinator: AssignmentCoordinator | None
-        _pending: Pending | None
         assignment_wait: AssignmentWait
         _member: str | None
-        _previous_tasks: list[TaskId]
         _rejoin_deadline: float | None
-        _commits_held: bool
-        _refetch: bool
-        _fetch_from: dict[tuple[str, int], int | None]
         _stopping: bool
 
         def _process_iteration(self) -> int: ...
-
-        def commit(self) -> None: ...
-
-        def publish_restore_ranges(self, tasks: list[StreamTask], *, force: bool = False) -> None: ...
-
-        def _set_state(self, state: WorkerState) -> None: ...
 
         subscribed: list[str]
 
