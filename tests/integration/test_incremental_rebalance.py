@@ -22,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from platform_streams import KafkaStreams, State, StreamsConfig
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
@@ -124,6 +126,8 @@ def _config(bootstrap: str, state_dir: Path, app_id: str) -> StreamsConfig:
     )
 
 
+@pytest.mark.broker
+@pytest.mark.apache_kafka  # both brokers: Tansu's JoinGroup hold and Kafka's quick rebalance differ
 def test_tasks_that_keep_their_owner_keep_producing_while_a_third_instance_joins(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
