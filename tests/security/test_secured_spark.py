@@ -3,8 +3,9 @@ read through Spark's own Kafka source (the JVM client: SASL_SSL with SCRAM-SHA-5
 CA as a PEM truststore, passed as ``kafka.*`` options), as a principal holding only the
 documented ``spark`` ACL set.
 
-One local Spark session for the module (``getOrCreate``: the Spark suite's session when it
-runs in the same process; stopped here only when this module started it).
+One local Spark session (``getOrCreate``), left running: in make test's Kafka-side process
+the Spark suite (tests/spark) runs later and takes the same session over (and stops it),
+which spares a second JVM start; alone, the session ends with the process.
 """
 
 from __future__ import annotations
@@ -35,14 +36,11 @@ KEYS = [f"user-{i % 7}" for i in range(60)]
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
     from platform_streams.ops.spark.kafka_source import kafka_source_available
     from platform_streams.ops.spark.session import spark_session
     from tests.support.spark_connector import CONNECTOR_PROBLEM, fetch_connector_once
 
     fetch_connector_once()
-    existing = SparkSession.getActiveSession()
     conf = {"spark.default.parallelism": "2"}
     session = spark_session("local[2]", "platform-streams-tests", conf, ui=False)
     session.sparkContext.setLogLevel("ERROR")
@@ -51,11 +49,7 @@ def spark() -> Iterator[Any]:
         if os.environ.get("CI"):
             pytest.fail(f"Spark's Kafka connector is missing in CI: {why}")
         pytest.skip(f"Spark's Kafka connector is missing: {why}")
-    try:
-        yield session
-    finally:
-        if existing is None:
-            session.stop()
+    yield session
 
 
 def test_compaction_and_backfill_run_with_the_spark_set_only(
