@@ -180,41 +180,22 @@ class SnapshotRestorer:
                     return False
             if wipe:
                 manager.reset_store(part.store_name)
-            if isinstance(backend, SegmentedBytesStore):
-                return self._apply_segmented(manager, part, backend, manifest, sst, download)
-            if sst is not None:
-                try:
+            try:
+                if isinstance(backend, SegmentedBytesStore):
+                    assert manifest.stream_time_ms is not None  # _kind_mismatch checked it
+                    items = read_sst(sst, download / "reader") if sst is not None else iter(())
+                    apply_segmented_snapshot(backend, items, manifest.stream_time_ms)
+                elif sst is not None:
                     backend.ingest_sst(sst, move=True)
-                except Exception as exc:
-                    # RocksDB checks the file's own block checksums while ingesting.
-                    log.warning("ignoring %s: RocksDB refused its SST file (%s)", manifest.describe(), exc)
-                    manager.reset_store(part.store_name)
-                    return False
+            except Exception as exc:
+                # RocksDB checks the file's own block checksums while ingesting (to read it, too).
+                log.warning("ignoring %s: RocksDB refused its SST file (%s)", manifest.describe(), exc)
+                manager.reset_store(part.store_name)
+                return False
             manager.restore(part.store_name, [], last_offset=manifest.offset)
             return True
         finally:
             shutil.rmtree(download, ignore_errors=True)
-
-    def _apply_segmented(
-        self,
-        manager: ProcessorStateManager,
-        part: ChangelogPartition,
-        store: SegmentedBytesStore,
-        manifest: SnapshotManifest,
-        sst: Path | None,
-        download: Path,
-    ) -> bool:
-        assert manifest.stream_time_ms is not None  # _kind_mismatch checked it
-        items = read_sst(sst, download / "reader") if sst is not None else iter(())
-        try:
-            apply_segmented_snapshot(store, items, manifest.stream_time_ms)
-        except Exception as exc:
-            # RocksDB checks the file's own block checksums while ingesting it to read it
-            log.warning("ignoring %s: cannot read its SST file (%s)", manifest.describe(), exc)
-            manager.reset_store(part.store_name)
-            return False
-        manager.restore(part.store_name, [], last_offset=manifest.offset)
-        return True
 
 
 def _kind_mismatch(manifest: SnapshotManifest, target: Any) -> str | None:
