@@ -28,7 +28,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter
 from platform_streams.runtime.restore_ranges import RestoreRanges
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
-from platform_streams.state.restore import ChangelogReader, StateRestoreListener
+from platform_streams.state.restore import ChangelogReader, StateRestoreListener, read_start
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from platform_streams.state.snapshot_restore import SnapshotRestore, SnapshotRestorer
 
@@ -100,6 +100,8 @@ class TaskStateLifecycle:
         todo = []
         #: every task's partitions in restore order: each is opened while the one before is read
         plan: list[tuple[str, int, int]] = []
+        #: the same, with the offset each read starts at (``read_start``)
+        reads: list[tuple[str, int, int]] = []
         #: task -> the changelog ranges its restore applies unread
         trusted: dict[TaskId, dict[tuple[str, int], tuple[int, int]]] = {}
         for task in tasks:
@@ -117,8 +119,9 @@ class TaskStateLifecycle:
                 continue
             todo.append(task)
             plan.extend((p.topic, p.partition, p.start_offset) for p in parts)
+            reads.extend((p.topic, p.partition, read_start(task.state_manager, p)) for p in parts)
         empty = self._empty_changelogs(plan)
-        read_ahead = RestoreReadAhead([part for part in plan if part[:2] not in empty])
+        read_ahead = RestoreReadAhead([part for part in reads if part[:2] not in empty])
         try:
             for task in todo:
                 self._restore_and_log(task, committed, read_ahead, trusted.get(task.task_id, {}), empty)

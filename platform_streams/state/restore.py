@@ -13,6 +13,15 @@ of the log (the changelog was recreated, or the memory-only broker restarted) me
 local state belongs to another log: the store is wiped and restored from the beginning, or,
 with ``reseed`` (changelogs truncated below their snapshots), from the newest snapshot.
 
+"From the beginning" of a key-value store's own changelog is absolute offset 0, not the
+log's start: such a changelog is compact-only, so its start moves only when records are
+deleted (``platform-streams snapshot truncate``), and replaying what is left would build a
+store missing every key last written below the cut. Reading from 0 makes the broker answer
+OFFSET_OUT_OF_RANGE on a truncated log; the store is then re-seeded from a snapshot or the
+restore fails with ``CHANGELOG_TRUNCATED``. A window/session changelog (compact,delete)
+loses old records to its retention, which the store has expired anyway: it is read from
+its start.
+
 ``record_filter`` is the hook for skipping changelog records (e.g. by the ``__ps_src``
 source-offset header the runtime will add, to drop records of a transaction that a
 crashed producer left open); a skipped record still advances the offset.
@@ -26,10 +35,12 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, cast
 
 from platform_streams.errors import BrokerError
+from platform_streams.state.key_value_store import KeyValueBytesStore
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
+from platform_streams.state.wrappers.base import innermost
 
-__all__ = ["ChangelogReader", "RecordFilter", "StateRestoreListener"]
+__all__ = ["ChangelogReader", "RecordFilter", "StateRestoreListener", "read_start"]
 
 log = logging.getLogger(__name__)
 
@@ -152,37 +163,39 @@ class ChangelogReader:
         return applied
 
     def _restore_partition(self, manager: ProcessorStateManager, part: ChangelogPartition) -> int:
+        first = read_start(manager, part)
         try:
             return self._replay(manager, part)
         except BrokerError as exc:
-            if exc.code != "OFFSET_OUT_OF_RANGE" or part.start_offset == FROM_BEGINNING:
+            if exc.code != "OFFSET_OUT_OF_RANGE" or first == FROM_BEGINNING:
                 raise
             log.warning(
                 "restore of store %s: offset %d is outside changelog %s-%d (%s); "
                 "the local state does not match the log",
                 part.store_name,
-                part.start_offset,
+                first,
                 part.topic,
                 part.partition,
                 exc,
             )
             manager.reset_store(part.store_name)
             start = self._reseed(manager, part) if self._reseed is not None else FROM_BEGINNING
-            if start == FROM_BEGINNING:
-                return self._replay(manager, part._replace(start_offset=FROM_BEGINNING))
+            if start == FROM_BEGINNING and part.start_offset == FROM_BEGINNING:
+                # offset 0 of a key-value changelog is gone and no snapshot covers it
+                raise _truncated(part, 0, "and no usable snapshot re-seeds the store") from exc
+            again_from = part._replace(start_offset=start)
             try:
-                return self._replay(manager, part._replace(start_offset=start))
+                return self._replay(manager, again_from)
             except BrokerError as again:
                 if again.code != "OFFSET_OUT_OF_RANGE":
                     raise
-                # Below the log start even from the newest usable snapshot: replaying what is
-                # left would build a store missing the deleted records. Refuse instead.
-                raise BrokerError(
-                    f"restore of store {part.store_name}: changelog {part.topic}-{part.partition} no "
-                    f"longer holds offset {start} that its newest usable snapshot continues from; "
-                    "the store cannot be restored exactly",
-                    code="CHANGELOG_TRUNCATED",
-                ) from again
+                # Below the log start even from the newest usable snapshot (or from offset 0
+                # without one): replaying what is left would build a store missing the
+                # deleted records. Refuse instead.
+                what = "and no usable snapshot re-seeds the store"
+                if start != FROM_BEGINNING:
+                    what = "that its newest usable snapshot continues from"
+                raise _truncated(part, read_start(manager, again_from), what) from again
 
     def _replay(self, manager: ProcessorStateManager, part: ChangelogPartition) -> int:
         store, topic, partition, start = part
@@ -211,7 +224,9 @@ class ChangelogReader:
         timestamps: list[int] | None = [] if manager.restores_with_timestamps(store) else None
         last_offset: int | None = None
         select = _batch_filter(keep, topic, partition)
-        reader = self._read_ahead.take(self._conf, topic, partition, start, timeout_s=self._timeout_s)
+        reader = self._read_ahead.take(
+            self._conf, topic, partition, read_start(manager, part), timeout_s=self._timeout_s
+        )
         reads = reader.batches(batch_size=batch_size, on_log_end=log_end_seen)
         try:
             # read per consumed batch (the filter, keys and values taken by comprehensions, not
@@ -305,3 +320,21 @@ class ChangelogReader:
 
 def _where(offset: int) -> str:
     return "the beginning" if offset == FROM_BEGINNING else f"offset {offset}"
+
+
+def read_start(manager: ProcessorStateManager, part: ChangelogPartition) -> int:
+    """The offset a read of ``part`` starts at: its start offset, with "from the beginning" of
+    a key-value store's own changelog taken as absolute offset 0 (see the module doc)."""
+    if part.start_offset != FROM_BEGINNING or not part.topic.endswith(f"-{part.store_name}-changelog"):
+        return part.start_offset
+    store = manager.get_store(part.store_name)
+    return 0 if store is not None and isinstance(innermost(store), KeyValueBytesStore) else FROM_BEGINNING
+
+
+def _truncated(part: ChangelogPartition, offset: int, why: str) -> BrokerError:
+    return BrokerError(
+        f"restore of store {part.store_name}: changelog {part.topic}-{part.partition} no longer holds "
+        f"offset {offset} (records were deleted below its start) {why}; the store cannot be restored "
+        "exactly (restore a snapshot covering the deleted records, or reset the application)",
+        code="CHANGELOG_TRUNCATED",
+    )

@@ -28,6 +28,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.serde import String
 from platform_streams.state import ChangelogReader, ProcessorStateManager, Stores, changelog_topic_name
 from platform_streams.state import restore_read_ahead as read_ahead_module
+from platform_streams.state.restore import read_start
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from tests.support.kafka import produce
 
@@ -248,12 +249,12 @@ def test_tasks_restore_exactly_with_readers_opened_ahead(
 
     opened = _Opened(monkeypatch, real=True)
     stores = {p: _manager(tmp_path, app, p) for p in range(3)}
-    plan = [
-        (part.topic, part.partition, part.start_offset)
+    plan = [  # as the runtime plans it: a key-value changelog "from the beginning" is offset 0
+        (part.topic, part.partition, read_start(stores[p][0], part))
         for p in range(3)
         for part in stores[p][0].changelog_offsets_to_restore()
     ]
-    assert [start for _, _, start in plan] == [-2, 10_001, -2]
+    assert [start for _, _, start in plan] == [0, 10_001, 0]
     ahead = RestoreReadAhead(plan)
     conf = {"bootstrap.servers": bootstrap_servers, "allow.auto.create.topics": False}
     try:
@@ -272,16 +273,16 @@ def test_tasks_restore_exactly_with_readers_opened_ahead(
     # 0 by the caller; 1 ahead (out of range), then again from the start by the caller; 2 ahead
     by_caller = threading.current_thread().name
     assert sorted(o[:3] for o in opened.opened) == [
-        (topic, 0, -2),
-        (topic, 1, -2),
+        (topic, 0, 0),
+        (topic, 1, 0),
         (topic, 1, 10_001),
-        (topic, 2, -2),
+        (topic, 2, 0),
     ]
     assert {o[:3]: o[3] == by_caller for o in opened.opened} == {
-        (topic, 0, -2): True,
+        (topic, 0, 0): True,
         (topic, 1, 10_001): False,
-        (topic, 1, -2): True,
-        (topic, 2, -2): False,
+        (topic, 1, 0): True,
+        (topic, 2, 0): False,
     }
     assert sorted(opened.closed) == sorted(o[:3] for o in opened.opened)  # every reader closed
 

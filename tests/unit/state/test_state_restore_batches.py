@@ -35,6 +35,9 @@ class _Manager:
     def restores_with_timestamps(self, store: str) -> bool:
         return self.timestamps
 
+    def get_store(self, name: str) -> Any:
+        return None  # no store: read from the log's start
+
     def restore(
         self, store: str, batch: list[tuple[bytes, bytes | None]], *, last_offset: int | None, timestamps: Any
     ) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin, TopicSpec, create_producer
 from platform_streams.processor.task_id import TaskId
 from platform_streams.serde import String
@@ -233,4 +234,56 @@ def test_known_empty_changelog_with_a_stale_checkpoint_still_wipes(
     assert reader.restore(manager) == {"kv": 0}
     assert ahead.taken == [(topic, PARTITION, 1001)]
     assert list(store.all()) == []
+    manager.close()
+
+
+def _truncated_changelog(admin: KafkaAdmin, bootstrap: str) -> tuple[str, str]:
+    """A changelog holding a:1 b:2 a:3 c:4 (offsets 0-3) with the records below 2 deleted."""
+    if not admin.supports("delete_records"):
+        pytest.skip("the broker has no DeleteRecords: its changelogs cannot be truncated")
+    app = f"restore-{uuid.uuid4().hex[:10]}"
+    topic = changelog_topic_name(app, "kv")
+    policy = {"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"}
+    admin.create_topics([TopicSpec(topic, 3, config=policy)])
+    produce(bootstrap, topic, [("a", "1", PARTITION), ("b", "2", PARTITION), ("a", "3", PARTITION),
+                               ("c", "4", PARTITION)])  # fmt: skip
+    admin.delete_records({(topic, PARTITION): 2})
+    return app, topic
+
+
+@pytest.mark.apache_kafka
+def test_key_value_changelog_truncated_below_its_start_is_never_replayed_from_there(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """A key-value changelog only loses records to DeleteRecords (it is compact-only): a restore
+    "from the beginning" reads from offset 0, so a truncated log is refused (CHANGELOG_TRUNCATED)
+    unless a snapshot re-seeds the store -- never rebuilt from what is left (b would be lost)."""
+    app, _ = _truncated_changelog(admin, bootstrap_servers)
+    manager, store = _open(tmp_path / f"0_{PARTITION}", app)
+    with pytest.raises(BrokerError) as refused:
+        ChangelogReader(_conf(bootstrap_servers), timeout_s=20).restore(manager)
+    assert refused.value.code == "CHANGELOG_TRUNCATED", refused.value
+    assert list(store.all()) == []
+
+    seeded: list[int] = []
+
+    def reseed(manager: ProcessorStateManager, part: Any) -> int:
+        # the snapshot of offsets 0-1 a worker would ingest
+        manager.restore("kv", [(b"a", b"1"), (b"b", b"2")], last_offset=1)
+        seeded.append(part.start_offset)
+        return 2
+
+    reader = ChangelogReader(_conf(bootstrap_servers), timeout_s=20, reseed=reseed)
+    assert reader.restore(manager) == {"kv": 2}
+    assert seeded == [FROM_BEGINNING]
+    assert dict(store.all()) == {"a": "3", "b": "2", "c": "4"}
+    manager.close()
+
+    # a re-seed that finds no snapshot: refused as well
+    manager, store = _open(tmp_path / "again" / f"0_{PARTITION}", app)
+    with pytest.raises(BrokerError) as refused:
+        ChangelogReader(_conf(bootstrap_servers), timeout_s=20, reseed=lambda m, p: FROM_BEGINNING).restore(
+            manager
+        )
+    assert refused.value.code == "CHANGELOG_TRUNCATED", refused.value
     manager.close()
