@@ -25,8 +25,9 @@ BROKER ?= auto
 demo: setup
 	$(BIN)/python -m examples.demo --broker $(BROKER)
 
-# The suite runs as two pytest processes side by side (tools/test_sides.sh): the tests on
-# Apache Kafka, which mostly wait, beside all the rest on the embedded Tansu. pytest's 5
+# The suite runs as three pytest processes side by side (tools/test_sides.sh): the tests on
+# Apache Kafka and the suites with servers of their own (a secured node, a Schema Registry,
+# Spark), which mostly wait, beside all the rest on the embedded Tansu. pytest's 5
 # ("no tests collected", e.g. a -k filter matched nothing) does not fail the build; any
 # other non-zero status does. PYTEST_ARGS narrows a run.
 test: setup

@@ -45,11 +45,17 @@ pytest_plugins = ["tests.support.suite_times"]
 apply_bootstrap_alias(os.environ)
 BROKERS_ENV = "PLATFORM_STREAMS_BROKERS"
 BROKER_KINDS = ("tansu", "kafka")
-#: ``make test`` runs the suite as two pytest processes side by side (see the Makefile):
-#: ``kafka`` = every test that talks to Apache Kafka or is marked ``kafka_side`` (the soak),
+#: ``make test`` runs the suite as three pytest processes side by side (tools/test_sides.sh):
+#: ``servers`` = the suites that start a heavy server of their own (a secured Kafka node, a
+#: Schema Registry, a Spark session) and the embedded-broker demo, so each server starts once;
+#: ``kafka`` = every other test that talks to Apache Kafka or is marked ``kafka_side``;
 #: ``tansu`` = all the rest; unset = all
 SIDE_ENV = "PLATFORM_STREAMS_TEST_SIDE"
-SIDES = ("tansu", "kafka")
+SIDES = ("tansu", "kafka", "servers")
+#: what the ``servers`` side runs: these suites (paths under ``tests/``), whatever broker
+#: they use -- the Spark session is shared by tests/security and tests/spark, the registry
+#: by tests/schema_registry, tests/spark and the Dagster schema check
+SERVER_SUITES = ("security/", "schema_registry/", "spark/", "dagster/test_registry_schemas.py")
 
 
 def _selected_kinds() -> list[str]:
@@ -92,13 +98,27 @@ def _on_apache_kafka(item: pytest.Item) -> bool:
     return "kafka_bootstrap_servers" in getattr(item, "fixturenames", ())
 
 
+def side_of(item: pytest.Item) -> str:
+    """Which of ``make test``'s processes runs ``item`` (see ``SIDES``)."""
+    relative = item.nodeid.removeprefix("tests/")
+    callspec = getattr(item, "callspec", None)
+    embedded_demo = relative.startswith("dagster/test_demo.py") and (
+        callspec is not None and callspec.params.get("broker") == "tansu"
+    )
+    if relative.startswith(SERVER_SUITES) or embedded_demo:
+        return "servers"
+    if _on_apache_kafka(item) or item.get_closest_marker("kafka_side") is not None:
+        return "kafka"
+    return "tansu"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep one side of the suite when ``PLATFORM_STREAMS_TEST_SIDE`` asks for it.
 
-    Why: the Apache Kafka tests mostly wait (group joins, session timeouts, a JVM broker
-    that idles), so ``make test`` runs them in a second pytest process beside the Tansu
-    suite instead of after it, which takes ~10 minutes off CI on two cores. Each process
-    starts its own brokers; tests isolate themselves by topic and group names anyway.
+    Why: most broker and server tests wait (group joins, session timeouts, JVMs that
+    idle), so ``make test`` runs the suite as three processes side by side instead of one
+    after another: on two cores that takes tens of minutes off CI. Each process starts its
+    own brokers and servers; tests isolate themselves by topic and group names anyway.
     """
     side = os.environ.get(SIDE_ENV, "").strip()
     if not side:
@@ -107,8 +127,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"{SIDE_ENV}: unknown side {side!r}; known: {SIDES}")
     keep, drop = [], []
     for item in items:
-        on_kafka_side = _on_apache_kafka(item) or item.get_closest_marker("kafka_side") is not None
-        (keep if on_kafka_side == (side == "kafka") else drop).append(item)
+        (keep if side_of(item) == side else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
