@@ -40,11 +40,22 @@ from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin, read_partition_
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.protocol import REPORT_PREFIX, tp_key
+from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
+from platform_streams.state.key_value_store import KeyValueBytesStore
+from platform_streams.state.segments import SegmentedBytesStore
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, file_checksum
+from platform_streams.state.timestamped_builders import DslStoreBuilder, TimestampedKeyValueStoreBuilder
 from platform_streams.topology.compiler import compile_topology
 from platform_streams.topology.topology import Topology
 
-__all__ = ["ChangelogCut", "StandbyHolders", "logged_stores", "read_standby_holders", "truncate_changelogs"]
+__all__ = [
+    "ChangelogCut",
+    "StandbyHolders",
+    "logged_stores",
+    "read_standby_holders",
+    "snapshot_restorable",
+    "truncate_changelogs",
+]
 
 log = logging.getLogger(__name__)
 
@@ -89,22 +100,80 @@ class StandbyHolders:
         return lowest, None
 
 
+def snapshot_restorable(topology: Topology, config: StreamsConfig) -> dict[str, str]:
+    """Store -> ``"key_value"`` or ``"segmented"`` (window/session), for the stores a worker
+    running with ``config`` restores from a snapshot: RocksDB stores, built as the run-time
+    config builds them (its ``dsl_store_suppliers``/``default_dsl_store`` pick the DSL's
+    default stores). An in-memory store is always rebuilt from its changelog, whatever
+    snapshots exist (the restorer skips stores that are not persistent); a RocksDB store
+    with column families is refused by the restorer at run time."""
+    apply_dsl_store_config(topology, config)
+    out: dict[str, str] = {}
+    for name, builder in topology.stores.items():
+        kind = _snapshot_kind(builder)
+        if kind is not None:
+            out[name] = kind
+    return out
+
+
+def _snapshot_kind(builder: Any) -> str | None:
+    if isinstance(builder, TimestampedKeyValueStoreBuilder) and builder.versioned:
+        return None
+    if isinstance(builder, DslStoreBuilder) and builder.store_supplier is None:
+        # a DSL store of a built-in type: its bytes store is made when a task opens it
+        if builder.store_type != "rocksdb":
+            return None
+        return "key_value" if isinstance(builder, TimestampedKeyValueStoreBuilder) else "segmented"
+    supplier = (
+        builder.store_supplier if isinstance(builder, DslStoreBuilder) else getattr(builder, "supplier", None)
+    )
+    if supplier is None:
+        return None
+    bottom = supplier.get()  # a new bytes store, not opened: nothing is created on disk
+    if not bottom.persistent or not hasattr(bottom.backend, "ingest_sst"):
+        return None
+    if isinstance(bottom, SegmentedBytesStore):
+        return "segmented"
+    return "key_value" if isinstance(bottom, KeyValueBytesStore) else None
+
+
 def logged_stores(
-    topology: Topology, application_id: str, only: Iterable[str] | None = None
+    topology: Topology, config: StreamsConfig, only: Iterable[str] | None = None
 ) -> dict[str, tuple[str, int]]:
-    """Store -> (its physical changelog topic, its sub-topology id), for stores logged to a
-    changelog of their own (a table restored from its source topic is never truncated)."""
+    """Store -> (its physical changelog topic, its sub-topology id), for the changelogs that may
+    be truncated: those of persistent key-value stores logged to a changelog of their own.
+
+    Never the changelog of a table restored from its source topic, of an in-memory store
+    (rebuilt from the changelog alone), or of a window/session store: its compact,delete
+    changelog is already bounded by the store's retention, and a restore of it starts at
+    whatever its log start is (records below it are expired), so only a cut the store's
+    retention would make anyway is safe there -- left to the retention itself.
+    """
     plan = compile_topology(topology)
+    restorable = snapshot_restorable(topology, config)
     wanted = set(only) if only else None
+    unknown = sorted((wanted or set()) - set(topology.stores))
+    if unknown:
+        raise StreamsError(f"--store: {unknown} are not stores of the topology ({sorted(topology.stores)})")
     out: dict[str, tuple[str, int]] = {}
+    refused = []
     for store in sorted(topology.stores):
         changelog = plan.changelog_topic(store)
         if changelog is None or changelog != f"{store}-changelog" or (wanted and store not in wanted):
             continue
-        out[store] = (plan.physical_topic(changelog, application_id), plan.subtopology_of_store(store).id)
-    unknown = sorted((wanted or set()) - set(topology.stores))
-    if unknown:
-        raise StreamsError(f"--store: {unknown} are not stores of the topology ({sorted(topology.stores)})")
+        if restorable.get(store) != "key_value":
+            refused.append(store)
+            continue
+        out[store] = (
+            plan.physical_topic(changelog, config.application_id),
+            plan.subtopology_of_store(store).id,
+        )
+    if wanted and refused:
+        raise StreamsError(
+            f"--store: the changelogs of {refused} are never truncated: only persistent (RocksDB) "
+            "key-value stores restore from snapshots (in-memory stores are rebuilt from the changelog "
+            "alone; window/session changelogs are bounded by their retention)"
+        )
     return out
 
 

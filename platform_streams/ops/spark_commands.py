@@ -198,7 +198,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
 
         catalog = SnapshotCatalog(open_snapshot_store(location))
         try:
-            stores = logged_stores(app.topology, config.application_id, args.stores)
+            stores = logged_stores(app.topology, config, args.stores)
             cuts = truncate_changelogs(config, catalog, stores, args.partitions, dry_run=args.dry_run)
         except StreamsError as exc:
             raise CliError(str(exc)) from exc

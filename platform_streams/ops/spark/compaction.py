@@ -36,6 +36,7 @@ from pyspark.sql import SparkSession
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin
+from platform_streams.ops.changelog_truncation import snapshot_restorable
 from platform_streams.ops.spark.kafka_ranges import OffsetRange, RawRecord, admin_conf, plan_offset_ranges
 from platform_streams.ops.spark.kafka_source import KafkaReader, read_ranges, resolve_reader
 from platform_streams.ops.spark.snapshot_layers import (
@@ -222,6 +223,8 @@ def compact_changelog(
         for partition, why in sorted(blocked.items()):
             log.error("%s partition %d: no snapshot written: %s", topic, partition, why)
         partitions = [p for p in chosen if p not in blocked]
+    elif layout is None:
+        _refuse_truncated(consumer_conf, topic, partitions)
     ranges = plan_offset_ranges(
         consumer_conf,
         [topic],
@@ -323,6 +326,28 @@ def compact_changelog(
     return result
 
 
+def _refuse_truncated(consumer_conf: Mapping[str, Any], topic: str, partitions: Iterable[int] | None) -> None:
+    """A full compaction of a key-value changelog reads it from offset 0. Such a changelog is
+    compact-only: a start above 0 means records were deleted (``snapshot truncate``), and a
+    snapshot of what is left would miss every key last written below the cut (the offset
+    planner raises a start below the log start to it). Refused; an incremental run builds
+    on the snapshots the truncation kept. (A window/session changelog loses old records to
+    its retention, as its store does: compacted in full from its start.)"""
+    chosen = _partitions(consumer_conf, topic, partitions)
+    if not chosen:
+        return
+    with KafkaAdmin(admin_conf(consumer_conf)) as admin:
+        starts = admin.list_offsets([(topic, p) for p in chosen], "earliest")
+    cut = {p: offset for (_, p), (offset, _ts) in sorted(starts.items()) if offset > 0}
+    if cut:
+        raise ValueError(
+            f"changelog {topic}: partitions {sorted(cut)} start at offsets {list(cut.values())} (records "
+            "below were deleted by a truncation): a full compaction would publish snapshots missing the "
+            "keys last written below; use an incremental run (--incremental), which builds on the "
+            "snapshots the truncation kept"
+        )
+
+
 def _partitions(consumer_conf: Mapping[str, Any], topic: str, partitions: Iterable[int] | None) -> list[int]:
     """``partitions``, or every partition of ``topic``."""
     if partitions is not None:
@@ -378,12 +403,15 @@ def snapshot_stores(topology: Topology, config: StreamsConfig) -> dict[str, tupl
     """The stores of ``topology`` that snapshots can restore, with their changelog's serdes.
 
     Key-value stores (PAPI builders and DSL tables/aggregations) logged to their own
-    ``<store>-changelog`` topic; DSL values are stored as ``ValueAndTimestamp``.
+    ``<store>-changelog`` topic and kept in RocksDB as the run-time ``config`` builds them
+    (the workers restore only those from snapshots: an in-memory store is rebuilt from its
+    changelog); DSL values are stored as ``ValueAndTimestamp``.
     """
     plan = compile_topology(topology)
+    restorable = snapshot_restorable(topology, config)
     out: dict[str, tuple[Serde, Serde]] = {}
     for name, builder in topology.stores.items():
-        if plan.changelog_topic(name) != f"{name}-changelog":
+        if plan.changelog_topic(name) != f"{name}-changelog" or restorable.get(name) != "key_value":
             continue
         if not isinstance(builder, TimestampedKeyValueStoreBuilder | KeyValueStoreBuilder):
             continue
@@ -413,7 +441,12 @@ def compact_application(
     if target is None:
         raise ValueError("no snapshot location: pass one or set state_snapshot_location")
     eligible: dict[str, tuple[Serde | None, Serde | None]] = dict(snapshot_stores(topology, config))
-    layouts = segmented_snapshot_stores(topology, config)
+    restorable = snapshot_restorable(topology, config)
+    layouts = {
+        name: layout
+        for name, layout in segmented_snapshot_stores(topology, config).items()
+        if restorable.get(name) == "segmented"
+    }
     eligible.update((name, (None, None)) for name in layouts)
     plan = compile_topology(topology)
     chosen = list(stores) if stores is not None else sorted(eligible)

@@ -1,0 +1,84 @@
+"""Which changelogs ``snapshot truncate`` may cut and which stores ``snapshot create`` snapshots.
+
+Only stores the workers restore from a snapshot (persistent RocksDB key-value stores, as the
+run-time config builds them): an in-memory store is always rebuilt from its changelog, so a
+cut below a snapshot would leave it with a hole; window/session changelogs are bounded by
+their retention and never cut (docs/spark.md, "Changelogs bounded by snapshots").
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from platform_streams.config import StreamsConfig
+from platform_streams.dsl import Consumed, Grouped, Materialized, StreamsBuilder, TimeWindows
+from platform_streams.errors import StreamsError
+from platform_streams.kafka import KafkaAdmin, TopicSpec
+from platform_streams.ops.changelog_truncation import logged_stores
+from platform_streams.serde import String
+from platform_streams.state import Stores
+from platform_streams.topology import Topology
+from tests.support.kafka import produce
+
+S = String()
+
+
+def _topology() -> Topology:
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed(key_serde=S, value_serde=S)).group_by_key(
+        Grouped(key_serde=S, value_serde=S)
+    )
+    grouped.count(materialized=Materialized.as_("counts"))  # the run-time default store type
+    grouped.count(materialized=Materialized.as_(Stores.in_memory_key_value_store("memory")))
+    windowed = grouped.windowed_by(TimeWindows.of_size_and_grace(10_000, 0))
+    windowed.count(materialized=Materialized.as_("windows"))
+    return builder.build()
+
+
+def _config(**more: Any) -> StreamsConfig:
+    return StreamsConfig(application_id="app", bootstrap_servers="b:9092", **more)
+
+
+def test_only_persistent_key_value_changelogs_are_truncated() -> None:
+    assert set(logged_stores(_topology(), _config())) == {"counts"}
+    # the run-time config makes the DSL's default stores in-memory: nothing is restored from snapshots
+    assert logged_stores(_topology(), _config(default_dsl_store="in_memory")) == {}
+    with pytest.raises(StreamsError, match="memory"):
+        logged_stores(_topology(), _config(), ["memory"])
+
+
+def test_snapshots_are_made_only_of_stores_restored_from_them() -> None:
+    pytest.importorskip("pyspark")
+    from platform_streams.ops.spark.compaction import snapshot_stores
+
+    assert set(snapshot_stores(_topology(), _config())) == {"counts"}
+    assert snapshot_stores(_topology(), _config(default_dsl_store="in_memory")) == {}
+
+
+@pytest.mark.broker
+@pytest.mark.apache_kafka
+def test_a_full_compaction_of_a_truncated_key_value_changelog_is_refused(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """After a truncation the key-value changelog no longer holds the keys last written below
+    the cut: a full ``snapshot create`` reading it from its start would publish a snapshot
+    without them (the planner silently raises a start below the log start to it)."""
+    pytest.importorskip("pyspark")
+    from platform_streams.ops.spark.compaction import compact_changelog
+
+    if not admin.supports("delete_records"):
+        pytest.skip("the broker has no DeleteRecords: its changelogs cannot be truncated")
+    app = f"full-{uuid.uuid4().hex[:10]}"
+    topic = f"{app}-kv-changelog"
+    policy = {"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"}
+    admin.create_topics([TopicSpec(topic, 2, config=policy)])
+    produce(bootstrap_servers, topic, [("a", "1", 1), ("b", "2", 1), ("a", "3", 1)])
+    admin.delete_records({(topic, 1): 2})
+    conf = {"bootstrap.servers": bootstrap_servers}
+    with pytest.raises(ValueError, match=r"partitions \[1\] .*truncat"):
+        compact_changelog(None, conf, app, "kv", str(tmp_path), parquet=False)  # type: ignore[arg-type]
+    assert not any(tmp_path.iterdir())  # nothing published
