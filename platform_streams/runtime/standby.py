@@ -23,6 +23,14 @@ instance, so the active task restores them in full.
 A standby store whose files turn out corrupt (``StoreCorruptedError``: a compaction met a
 bad block, and RocksDB then refuses its writes) is closed with its files deleted; the next
 iteration opens the task again and reads that changelog from the beginning.
+
+The consumer never skips records: ``auto.offset.reset=error``, and a key-value store's own
+changelog read "from the beginning" starts at offset 0 (as a restore does,
+:func:`~platform_streams.state.restore.read_start`). A position outside the log (records
+deleted below it by ``snapshot truncate``, or the log recreated) is Kafka Streams' corrupted
+standby: the store is wiped and the task opened again, re-seeded from the newest snapshot
+when snapshots are configured -- never moved silently to the log start, which would leave
+the store with a hole that an active task taking it over would inherit.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetc
 from platform_streams.runtime.task import store_changelogs
 from platform_streams.state.backend import StoreCorruptedError
 from platform_streams.state.manager import FROM_BEGINNING, ProcessorStateManager
+from platform_streams.state.restore import read_start
 from platform_streams.state.snapshot_restore import SnapshotRestorer
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -57,6 +66,8 @@ TopicPartitionKey = tuple[str, int]
 _REFRESH_HELD_S = 0.25
 _REFRESH_IDLE_S = 2.0
 _CHECKPOINT_S = 5.0
+#: a task whose changelog position was outside the log is opened again after this long
+_REOPEN_AFTER_S = 2.0
 
 
 def stateful_tasks(
@@ -75,7 +86,15 @@ def stateful_tasks(
 class StandbyTask:
     """The stores of one task, applied from their changelogs up to the committed input."""
 
-    def __init__(self, task_id: TaskId, plan: TopologyPlan, config: StreamsConfig, task_dir: Path) -> None:
+    def __init__(
+        self,
+        task_id: TaskId,
+        plan: TopologyPlan,
+        config: StreamsConfig,
+        task_dir: Path,
+        *,
+        reseed: bool = False,
+    ) -> None:
         self.task_id = task_id
         sub = plan.subtopologies[task_id.subtopology]
         app = config.application_id
@@ -95,17 +114,19 @@ class StandbyTask:
         #: the task's input partitions (their committed offsets gate what is applied)
         self.partitions = [(plan.physical_topic(t, app), task_id.partition) for t in sub.source_topics]
         self.filter = CommittedInputFilter(self.partitions, {})
-        if config.state_snapshot_truncate_changelogs and config.state_snapshot_location:
+        if config.state_snapshot_location and (config.state_snapshot_truncate_changelogs or reseed):
             # The changelog may no longer start at 0: a new standby, or one behind the newest
-            # snapshot, starts from that snapshot (it is never behind the log start), or it
-            # would rebuild its stores from what is left of the log.
+            # snapshot (or wiped because its position was below the log start: ``reseed``),
+            # starts from that snapshot; without one it reads from offset 0 and, if that is
+            # gone, is wiped again (it never rebuilds its stores from what is left of the log).
             SnapshotRestorer(config.state_snapshot_location, app, min_gain=1).restore(self.state_manager)
         starts = self.state_manager.changelog_offsets_to_restore()
         self.store_of: dict[TopicPartitionKey, str] = {(p.topic, p.partition): p.store_name for p in starts}
         #: where the consumer starts each changelog partition
         self.start_offsets = {
-            (p.topic, p.partition): OFFSET_BEGINNING if p.start_offset == FROM_BEGINNING else p.start_offset
+            (p.topic, p.partition): OFFSET_BEGINNING if start == FROM_BEGINNING else start
             for p in starts
+            for start in [read_start(self.state_manager, p)]
         }
         #: records read but not applied yet (written for input not committed yet), per partition
         self.held: dict[TopicPartitionKey, deque[Any]] = {}
@@ -185,6 +206,10 @@ class StandbyUpdater:
         self._paused: set[TopicPartitionKey] = set()
         self._next_refresh = 0.0
         self._next_checkpoint = time.monotonic() + _CHECKPOINT_S
+        #: tasks wiped because a changelog position was outside the log: re-seeded when reopened
+        self._reseed: set[TaskId] = set()
+        #: task -> when it may be opened again (monotonic seconds)
+        self._reopen_after: dict[TaskId, float] = {}
         #: records applied by all standby tasks of this client
         self.applied_total = 0
 
@@ -193,6 +218,9 @@ class StandbyUpdater:
     def start(self) -> None:
         conf = {**self.config.restore_consumer_configs(), "group.id": self.config.application_id}
         conf["client.id"] = f"{self.config.effective_client_id}-standby-consumer"
+        # never jump to the log start over a hole: an out-of-range position is reported
+        # (``_out_of_range``) and the store re-seeded
+        conf["auto.offset.reset"] = "error"
         self._consumer = create_consumer(conf)
         self._thread = threading.Thread(
             target=self._run, name=f"{self.config.effective_client_id}-standby", daemon=True
@@ -267,8 +295,14 @@ class StandbyUpdater:
         wanted = self._desired - self._claimed
         for task_id in [t for t in self.tasks if t not in wanted]:
             self._close_task(task_id, clean=True)
+        now = time.monotonic()
         for task_id in sorted(wanted - set(self.tasks)):
-            task = StandbyTask(task_id, self.plan, self.config, self.state_root / str(task_id))
+            if self._reopen_after.get(task_id, 0.0) > now:
+                continue
+            task_dir = self.state_root / str(task_id)
+            task = StandbyTask(task_id, self.plan, self.config, task_dir, reseed=task_id in self._reseed)
+            self._reseed.discard(task_id)
+            self._reopen_after.pop(task_id, None)
             self.tasks[task_id] = task
             starts = [TopicPartition(t, p, o) for (t, p), o in task.start_offsets.items()]
             if starts:
@@ -322,12 +356,37 @@ class StandbyUpdater:
                 return task
         return None
 
+    def _out_of_range(self, tp: TopicPartitionKey, reason: Any) -> None:
+        """The position of ``tp`` is outside its log: wipe the store, open the task again later
+        (re-seeded from a snapshot when there is one)."""
+        task = self._task_of(tp)
+        if task is None:
+            return
+        store = task.store_of[tp]
+        log.warning(
+            "standby task %s: its position in changelog %s-%d is outside the log (%s: records were "
+            "deleted below it, or the log was recreated); wiping store %s and opening the task again%s",
+            task.task_id,
+            tp[0],
+            tp[1],
+            reason,
+            store,
+            " from the newest snapshot" if self.config.state_snapshot_location else "",
+        )
+        task.state_manager.reset_store(store)
+        self._close_task(task.task_id, clean=True)  # the checkpoint no longer names the wiped store
+        self._reseed.add(task.task_id)
+        self._reopen_after[task.task_id] = time.monotonic() + _REOPEN_AFTER_S
+
     def _poll(self) -> None:
         by_tp: dict[TopicPartitionKey, list[Any]] = {}
+        outside: dict[TopicPartitionKey, Any] = {}
         for msg in self._consumer.consume(1000, 0.1):
             err = msg.error()
             if err is not None:
-                if err.code() != KafkaError._PARTITION_EOF:
+                if err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                    outside[(msg.topic(), msg.partition())] = err
+                elif err.code() != KafkaError._PARTITION_EOF:
                     log.debug("standby consumer: %s", err)
                 continue
             by_tp.setdefault((msg.topic(), msg.partition()), []).append(msg)
@@ -341,6 +400,8 @@ class StandbyUpdater:
                 self._paused.add(tp)
                 self._next_refresh = min(self._next_refresh, time.monotonic() + _REFRESH_HELD_S)
             self.applied_total += task.applied - before
+        for tp, err in outside.items():
+            self._out_of_range(tp, err)
 
     def _maintain(self) -> None:
         now = time.monotonic()

@@ -129,3 +129,59 @@ def test_a_standby_reopened_on_a_partition_it_held_paused_catches_up(
         assert not _held(updater)
     finally:
         updater.close()
+
+
+def _keys(updater: StandbyUpdater) -> dict[str, str] | None:
+    with updater.reading():
+        task = updater.tasks.get(TASK)
+        store = task.store(STORE) if task is not None else None
+        return dict(store.all()) if store is not None else None
+
+
+def test_a_standby_below_a_truncated_changelog_start_is_reseeded_not_skipped_ahead(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """A standby whose position lies below the changelog's start (records deleted below a
+    snapshot while its client ran without the truncation setting) is Kafka Streams' corrupted
+    standby: wiped and re-seeded from the snapshot, never moved silently to the log start
+    (``auto.offset.reset=earliest`` left it without the keys written in between)."""
+    if not admin.supports("delete_records"):
+        pytest.skip("the broker has no DeleteRecords: its changelogs cannot be truncated")
+    from platform_streams.ops.spark.snapshots import SnapshotWriter, commit_snapshots
+    from platform_streams.state.snapshots import open_snapshot_store
+
+    source = new_topic(admin, 1, "standby-trunc-in")
+    app_id = new_app_id("standby-trunc")
+    location = tmp_path / "snapshots"
+    config = app_config(bootstrap_servers, tmp_path, app_id, state_snapshot_location=str(location))
+    plan = compile_topology(_topology(source))
+    changelog = store_changelogs(plan, plan.subtopologies[0], app_id)[STORE]
+    policy = {"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"}
+    admin.create_topics([TopicSpec(changelog, 1, config=policy)])
+    admin.alter_committed_offsets(app_id, {(source, 0): 100})
+    written = [(f"k{i}", f"v{i}") for i in range(10)]
+    produce(bootstrap_servers, changelog, [(k, v, 0) for k, v in written[:5]])
+
+    updater = StandbyUpdater(plan, config, tmp_path / app_id)
+    updater.start()
+    try:  # the standby holds offsets 0-4, then its client stops (a clean checkpoint at 4)
+        updater.set_desired([TASK])
+        wait_until(lambda: _position(updater, changelog) == 4, 30, "the standby read offsets 0-4")
+    finally:
+        updater.close()
+
+    # meanwhile: offsets 5-9 are written, a snapshot covers 0-7, the log is truncated below 8
+    produce(bootstrap_servers, changelog, [(k, v, 0) for k, v in written[5:]])
+    target = open_snapshot_store(str(location))
+    rows = sorted(((0, k.encode()), (i, v.encode())) for i, (k, v) in enumerate(written[:8]))
+    commit_snapshots(target, SnapshotWriter(target, app_id, STORE, changelog)(iter(rows)))
+    admin.delete_records({(changelog, 0): 8})
+
+    updater = StandbyUpdater(plan, config, tmp_path / app_id)
+    updater.start()
+    try:
+        updater.set_desired([TASK])
+        wait_until(lambda: _position(updater, changelog) == 9, 30, "the standby reached the log end")
+        assert _keys(updater) == dict(written)
+    finally:
+        updater.close()
