@@ -112,6 +112,16 @@ class S3SnapshotStore(SnapshotStore):
                     out[key] = meta["last_modified"].timestamp()
         return out
 
+    def list_sizes(self, prefix: str) -> dict[str, int | None]:
+        wanted = prefix.rstrip("/")
+        out: dict[str, int | None] = {}
+        for batch in obstore.list(self._store, wanted or None):
+            for meta in batch:
+                key = str(meta["path"])
+                if not wanted or key == wanted or key.startswith(wanted + "/"):
+                    out[key] = int(meta["size"])
+        return out
+
     def delete_prefix(self, prefix: str) -> None:
         if not prefix.strip("/"):
             raise ValueError("refusing to delete the whole snapshot store")

@@ -153,6 +153,10 @@ class SnapshotStore(ABC):
         """Every object key under ``prefix`` -> when it was last written (epoch seconds)."""
         raise NotImplementedError(f"{type(self).__name__} does not report modification times")
 
+    def list_sizes(self, prefix: str) -> dict[str, int | None]:
+        """Every object key under ``prefix`` -> its size in bytes (None: not reported)."""
+        return dict.fromkeys(self.list_keys(prefix))
+
     @abstractmethod
     def delete_prefix(self, prefix: str) -> None:
         """Delete every object under ``prefix``."""
@@ -214,6 +218,9 @@ class FileSystemSnapshotStore(SnapshotStore):
     def list_modified(self, prefix: str) -> dict[str, float]:
         return {key: self._path(key).stat().st_mtime for key in self.list_keys(prefix)}
 
+    def list_sizes(self, prefix: str) -> dict[str, int | None]:
+        return {key: self._path(key).stat().st_size for key in self.list_keys(prefix)}
+
     def delete_prefix(self, prefix: str) -> None:
         path = self._path(prefix)
         if path == self.root:
@@ -274,7 +281,15 @@ class SnapshotCatalog:
         self.store.put_file(self.snapshot_prefix(manifest) + manifest.sst_file, sst)
 
     def commit(self, manifest: SnapshotManifest) -> None:
-        """Write the manifest (step 2 of 2): from now on readers see the snapshot."""
+        """Write the manifest (step 2 of 2): from now on readers see the snapshot.
+
+        Refused (``ValueError``) unless the SST file is there with the manifest's size: an
+        upload deleted meanwhile (``prune_orphans`` with a grace shorter than the job) must
+        not become a published snapshot without data.
+        """
+        problem = self.missing_data(manifest)
+        if problem is not None:
+            raise ValueError(f"not publishing {manifest.describe()}: {problem}")
         data = manifest.model_dump_json(indent=2).encode("utf-8")
         self.store.put_bytes(self.snapshot_prefix(manifest) + MANIFEST_NAME, data)
         log.info("published %s", manifest.describe())
@@ -309,11 +324,42 @@ class SnapshotCatalog:
         self.store.get_file(self.snapshot_prefix(manifest) + manifest.sst_file, destination)
         return destination
 
+    def missing_data(
+        self, manifest: SnapshotManifest, sizes: dict[str, int | None] | None = None
+    ) -> str | None:
+        """Why ``manifest``'s SST file is not in the store as the manifest describes it, or None.
+
+        ``sizes``: a listing (:meth:`SnapshotStore.list_sizes`) covering the snapshot's prefix.
+        """
+        if manifest.sst_file is None or manifest.record_count == 0:
+            return None
+        prefix = self.snapshot_prefix(manifest)
+        found = sizes if sizes is not None else self.store.list_sizes(prefix)
+        key = prefix + manifest.sst_file
+        if key not in found:
+            return f"its SST file {key} is missing"
+        size = found[key]
+        if size is not None and manifest.size_bytes and size != manifest.size_bytes:
+            return f"its SST file {key} has {size} bytes, the manifest says {manifest.size_bytes}"
+        return None
+
     def prune(self, application_id: str, store: str, partition: int, keep: int) -> int:
-        """Delete all but the ``keep`` newest snapshots of a partition; returns how many went."""
+        """Delete all but the ``keep`` newest snapshots of a partition whose SST file is there;
+        returns how many went. A newer snapshot without its data is not counted (and left: it
+        is never used), so the last usable ones are never pruned for it."""
         if keep < 1:
             raise ValueError("keep at least one snapshot")
-        old = self.manifests(application_id, store, partition)[keep:]
+        sizes = self.store.list_sizes(self.partition_prefix(application_id, store, partition))
+        kept = 0
+        old = []
+        for manifest in self.manifests(application_id, store, partition):
+            if kept >= keep:
+                old.append(manifest)
+            elif self.missing_data(manifest, sizes) is None:
+                kept += 1
+            else:
+                why = self.missing_data(manifest, sizes)
+                log.warning("%s is not counted as kept: %s", manifest.describe(), why)
         for manifest in old:
             self.store.delete_prefix(self.snapshot_prefix(manifest))
         return len(old)

@@ -50,7 +50,11 @@ def _publish(
     catalog = SnapshotCatalog(FileSystemSnapshotStore(root))
     if count:
         catalog.upload_sst(manifest, sst)
-    catalog.commit(manifest)
+    if "size_bytes" in fields:  # a manifest its upload does not match: commit() refuses it
+        data = manifest.model_dump_json().encode()
+        catalog.store.put_bytes(SnapshotCatalog.snapshot_prefix(manifest) + "manifest.json", data)
+    else:
+        catalog.commit(manifest)
     return manifest
 
 
