@@ -1,12 +1,13 @@
 """Changelogs bounded by snapshots: delete changelog records that a published snapshot covers.
 
 ``platform-streams snapshot truncate`` (opt-in: ``state_snapshot_truncate_changelogs``)
-moves the log start of each store changelog partition up to its newest usable snapshot
-with DeleteRecords, so changelog storage and the worst-case restore stop growing with
-history. It runs as its own step, after ``snapshot create`` published its manifests, not
-inside the Spark job: it needs the application's control topic (what standbys hold) and
-an admin client allowed to delete records, neither of which the Spark executors should
-have, and a failed or refused truncation must not fail the snapshot that was published.
+moves the log start of each persistent key-value store's changelog partition (see
+:func:`logged_stores`) up to its newest usable snapshot with DeleteRecords, so changelog
+storage and the worst-case restore stop growing with history. It runs as its own step,
+after ``snapshot create`` published its manifests, not inside the Spark job: it needs the
+application's control topic (what standbys hold) and an admin client allowed to delete
+records, neither of which the Spark executors should have, and a failed or refused
+truncation must not fail the snapshot that was published.
 
 The rule, per changelog partition ``p`` (the safety argument is in docs/spark.md,
 "Changelogs bounded by snapshots")::

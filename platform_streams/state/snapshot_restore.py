@@ -8,7 +8,9 @@ and moves the store's offset to the snapshot's. The ChangelogReader then replays
 records after that offset. Without snapshots, or when none is usable, nothing changes.
 
 A snapshot is used only if every check passes, otherwise it is skipped with a warning and
-the next older one is tried, and finally the changelog is replayed from where the store is:
+the next older one is tried, and finally the changelog is replayed from where the store is
+(for an empty key-value store: from offset 0, which a truncated changelog no longer holds,
+so the ChangelogReader re-seeds or refuses; see :func:`~platform_streams.state.restore.read_start`):
 
 * the manifest names this application, store, changelog topic and partition, and a
   format version this code reads;
@@ -24,7 +26,8 @@ the next older one is tried, and finally the changelog is replayed from where th
   data, which must then be wiped first: ingesting cannot delete keys).
 
 A snapshot from a changelog that was since recreated (its offset lies beyond the new log)
-is caught by the ChangelogReader, which wipes the store and replays from the beginning.
+is caught by the ChangelogReader as a position outside the log (the store is wiped; see
+docs/spark.md for what an application reset leaves behind).
 """
 
 from __future__ import annotations
