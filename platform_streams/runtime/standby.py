@@ -200,6 +200,9 @@ class StandbyUpdater:
         self._desired: set[TaskId] = set()
         self._claimed: set[TaskId] = set()
         self._lock = threading.RLock()
+        #: tasks being opened outside the lock (a snapshot download); a claim waits for them
+        self._opening: set[TaskId] = set()
+        self._opened = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._consumer: Any = None
         self._thread: threading.Thread | None = None
@@ -237,6 +240,9 @@ class StandbyUpdater:
         with self._lock:
             ids = set(task_ids)
             self._claimed |= ids
+            # a task being opened (outside the lock) is closed by the opener once open
+            while ids & self._opening:
+                self._opened.wait(1.0)
             for task_id in ids:
                 self._close_task(task_id, clean=True)
 
@@ -276,7 +282,9 @@ class StandbyUpdater:
         while not self._stop.is_set():
             try:
                 with self._lock:
-                    self._sync_tasks()
+                    to_open = self._sync_tasks()
+                self._open_tasks(to_open)
+                with self._lock:
                     if self.tasks:
                         self._poll()
                         self._maintain()
@@ -291,27 +299,58 @@ class StandbyUpdater:
                         self._close_task(task_id, clean=False)
                 self._stop.wait(1.0)
 
-    def _sync_tasks(self) -> None:
+    def _sync_tasks(self) -> list[tuple[TaskId, bool]]:
+        """Close the tasks no longer wanted; the ones to open (and whether to re-seed each),
+        marked as opening."""
         wanted = self._desired - self._claimed
         for task_id in [t for t in self.tasks if t not in wanted]:
             self._close_task(task_id, clean=True)
         now = time.monotonic()
+        to_open = []
         for task_id in sorted(wanted - set(self.tasks)):
             if self._reopen_after.get(task_id, 0.0) > now:
                 continue
-            task_dir = self.state_root / str(task_id)
-            task = StandbyTask(task_id, self.plan, self.config, task_dir, reseed=task_id in self._reseed)
-            self._reseed.discard(task_id)
-            self._reopen_after.pop(task_id, None)
-            self.tasks[task_id] = task
-            starts = [TopicPartition(t, p, o) for (t, p), o in task.start_offsets.items()]
-            if starts:
-                self._consumer.incremental_assign(starts)
-                # librdkafka keeps a pause through unassign and assign: a partition this task
-                # held paused when it last closed would otherwise never be read again
-                self._consumer.resume([TopicPartition(t.topic, t.partition) for t in starts])
-            self._next_refresh = 0.0
-            log.info("standby task %s opened (changelogs from %s)", task_id, task.start_offsets)
+            to_open.append((task_id, task_id in self._reseed))
+            self._opening.add(task_id)
+        return to_open
+
+    def _open_tasks(self, to_open: list[tuple[TaskId, bool]]) -> None:
+        """Open standby tasks without holding the lock: building one may download and ingest
+        a snapshot (seconds for a big store), during which queries, ``positions()`` and claims
+        must not wait. One claimed meanwhile is closed again as soon as it is open (the claim
+        waits for that, so the worker never opens a store the standby still has open)."""
+        try:
+            for task_id, reseed in to_open:
+                if self._stop.is_set():
+                    break
+                task_dir = self.state_root / str(task_id)
+                task = StandbyTask(task_id, self.plan, self.config, task_dir, reseed=reseed)
+                with self._lock:
+                    self._opening.discard(task_id)
+                    self._opened.notify_all()
+                    if task_id in self._claimed or task_id not in self._desired:
+                        task.close(clean=True)
+                        continue
+                    self._reseed.discard(task_id)
+                    self._reopen_after.pop(task_id, None)
+                    self._register(task)
+        finally:
+            with self._lock:
+                self._opening.difference_update(task_id for task_id, _ in to_open)
+                self._opened.notify_all()
+
+    def _register(self, task: StandbyTask) -> None:
+        """Start reading the changelogs of an opened task (under the lock)."""
+        task_id = task.task_id
+        self.tasks[task_id] = task
+        starts = [TopicPartition(t, p, o) for (t, p), o in task.start_offsets.items()]
+        if starts:
+            self._consumer.incremental_assign(starts)
+            # librdkafka keeps a pause through unassign and assign: a partition this task
+            # held paused when it last closed would otherwise never be read again
+            self._consumer.resume([TopicPartition(t.topic, t.partition) for t in starts])
+        self._next_refresh = 0.0
+        log.info("standby task %s opened (changelogs from %s)", task_id, task.start_offsets)
 
     def _drop_corrupted(self, exc: StoreCorruptedError) -> bool:
         """Close the standby task owning the corrupt store dirty, the store's files deleted

@@ -185,3 +185,48 @@ def test_a_standby_below_a_truncated_changelog_start_is_reseeded_not_skipped_ahe
         assert _keys(updater) == dict(written)
     finally:
         updater.close()
+
+
+def test_a_standby_opening_from_a_snapshot_does_not_hold_the_updater_still(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Downloading and ingesting a snapshot (seconds for a big store) happens without the
+    updater's lock: queries of the other standbys (``reading()``), ``positions()`` and a
+    worker's ``claim`` are not held up for that long; a task claimed while it opens is handed
+    over (closed) as soon as it is open."""
+    import threading
+
+    from platform_streams.runtime import standby as standby_module
+
+    source = new_topic(admin, 1, "standby-open-in")
+    app_id = new_app_id("standby-open")
+    config = app_config(bootstrap_servers, tmp_path, app_id, state_snapshot_location=str(tmp_path / "snaps"),
+                        state_snapshot_truncate_changelogs=True)  # fmt: skip
+    plan = compile_topology(_topology(source))
+    admin.create_topics([TopicSpec(store_changelogs(plan, plan.subtopologies[0], app_id)[STORE], 1)])
+    downloading, release = threading.Event(), threading.Event()
+
+    class SlowRestorer(standby_module.SnapshotRestorer):
+        def restore(self, manager: Any) -> Any:  # a big snapshot being downloaded
+            downloading.set()
+            release.wait(30)
+            return super().restore(manager)
+
+    monkeypatch.setattr(standby_module, "SnapshotRestorer", SlowRestorer)
+    updater = StandbyUpdater(plan, config, tmp_path / app_id)
+    updater.start()
+    try:
+        updater.set_desired([TASK])
+        assert downloading.wait(30)
+        answered = threading.Event()
+        threading.Thread(target=lambda: (updater.positions(), answered.set()), daemon=True).start()
+        assert answered.wait(5), "positions() waited for the snapshot download"
+        claimed = threading.Event()
+        threading.Thread(target=lambda: (updater.claim([TASK]), claimed.set()), daemon=True).start()
+        assert not claimed.wait(0.5)  # the claim waits for the task being opened ...
+        release.set()
+        assert claimed.wait(30)  # ... and gets it closed once open
+        assert updater.standby_ids() == set()
+    finally:
+        release.set()
+        updater.close()
