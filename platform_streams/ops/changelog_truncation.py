@@ -43,6 +43,7 @@ from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.protocol import REPORT_PREFIX, tp_key
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.state.key_value_store import KeyValueBytesStore
+from platform_streams.state.restore import deletes_by_retention
 from platform_streams.state.segments import SegmentedBytesStore
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, file_checksum
 from platform_streams.state.timestamped_builders import DslStoreBuilder, TimestampedKeyValueStoreBuilder
@@ -162,8 +163,8 @@ def logged_stores(
         changelog = plan.changelog_topic(store)
         if changelog is None or changelog != f"{store}-changelog" or (wanted and store not in wanted):
             continue
-        if restorable.get(store) != "key_value":
-            refused.append(store)
+        if restorable.get(store) != "key_value" or deletes_by_retention(topology.stores[store]):
+            refused.append(store)  # a retention that deletes records: restored from the log start
             continue
         out[store] = (
             plan.physical_topic(changelog, config.application_id),

@@ -50,7 +50,7 @@ from platform_streams.processor.context import TaskContext
 from platform_streams.processor.record_collector import RefusingCollector
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetch_committed
-from platform_streams.runtime.task import store_changelogs
+from platform_streams.runtime.task import retention_changelogs, store_changelogs
 from platform_streams.state.backend import StoreCorruptedError
 from platform_streams.state.manager import FROM_BEGINNING, ProcessorStateManager
 from platform_streams.state.restore import read_start
@@ -107,6 +107,7 @@ class StandbyTask:
             changelog_topics=store_changelogs(plan, sub, app),
         )
         self.state_manager = ProcessorStateManager(task_id, task_dir, eos=config.exactly_once)
+        self.state_manager.retention_changelogs = retention_changelogs(plan, sub)
         self.context.registrar = self.state_manager
         for name in sub.stores:
             store = plan.topology.stores[name].build()

@@ -29,6 +29,7 @@ from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.partition_group import PartitionGroup, TopicPartitionKey
 from platform_streams.state.manager import ProcessorStateManager
+from platform_streams.state.restore import deletes_by_retention
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,14 @@ def store_changelogs(plan: TopologyPlan, sub: SubTopologyPlan, application_id: s
         for store in sub.stores
         if (topic := plan.changelog_topic(store)) is not None
     }
+
+
+def retention_changelogs(plan: TopologyPlan, sub: SubTopologyPlan) -> set[str]:
+    """The stores of ``sub`` whose changelog config lets retention delete records: a restore
+    of a key-value store "from the beginning" starts at their log start, not at offset 0
+    (:func:`~platform_streams.state.restore.read_start`)."""
+    stores = plan.topology.stores
+    return {store for store in sub.stores if store in stores and deletes_by_retention(stores[store])}
 
 
 #: the setting that skips records that cannot be deserialized, as the error names it
@@ -106,6 +115,7 @@ class StreamTask:
         )
         #: the task's stores: registration, checkpoints, restore bookkeeping, close/wipe
         self.state_manager = ProcessorStateManager(task_id, task_dir, eos=config.exactly_once)
+        self.state_manager.retention_changelogs = retention_changelogs(plan, sub)
         self.context.registrar = self.state_manager
         if record_cache is not None:
             self.context.record_cache = record_cache

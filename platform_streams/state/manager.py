@@ -108,6 +108,10 @@ class ProcessorStateManager:
         self._checkpoint_present = True  # unknown yet: the first spill checks the file
         #: stores whose directories are deleted at close (their files are corrupt)
         self._corrupted: set[str] = set()
+        #: stores whose changelog config lets retention delete records (``cleanup.policy``
+        #: with ``delete``, a user's override of a key-value store's): a restore "from the
+        #: beginning" starts at their log start (set by the task from its topology)
+        self.retention_changelogs: set[str] = set()
 
     def _read_checkpoint(self) -> dict[tuple[str, int], int]:
         try:

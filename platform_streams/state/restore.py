@@ -40,7 +40,7 @@ from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, P
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from platform_streams.state.wrappers.base import innermost
 
-__all__ = ["ChangelogReader", "RecordFilter", "StateRestoreListener", "read_start"]
+__all__ = ["ChangelogReader", "RecordFilter", "StateRestoreListener", "deletes_by_retention", "read_start"]
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +328,17 @@ def read_start(manager: ProcessorStateManager, part: ChangelogPartition) -> int:
     if part.start_offset != FROM_BEGINNING or not part.topic.endswith(f"-{part.store_name}-changelog"):
         return part.start_offset
     store = manager.get_store(part.store_name)
-    return 0 if store is not None and isinstance(innermost(store), KeyValueBytesStore) else FROM_BEGINNING
+    if store is None or not isinstance(innermost(store), KeyValueBytesStore):
+        return FROM_BEGINNING
+    return FROM_BEGINNING if part.store_name in manager.retention_changelogs else 0
+
+
+def deletes_by_retention(builder: Any) -> bool:
+    """Whether the changelog config of a store ``builder`` lets retention delete records
+    (``cleanup.policy`` with ``delete``: window/session stores, or a user's override of a
+    key-value store's compact-only default): its log start moves by itself."""
+    policy = builder.changelog_topic_config().get("cleanup.policy", "compact")
+    return "delete" in {p.strip() for p in str(policy).split(",")}
 
 
 def _truncated(part: ChangelogPartition, offset: int, why: str) -> BrokerError:

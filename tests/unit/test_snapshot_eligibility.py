@@ -82,3 +82,32 @@ def test_a_full_compaction_of_a_truncated_key_value_changelog_is_refused(
     with pytest.raises(ValueError, match=r"partitions \[1\] .*truncat"):
         compact_changelog(None, conf, app, "kv", str(tmp_path), parquet=False)  # type: ignore[arg-type]
     assert not any(tmp_path.iterdir())  # nothing published
+
+
+def test_a_key_value_changelog_with_a_deleting_retention_is_read_from_its_start(tmp_path: Path) -> None:
+    """A user's ``cleanup.policy=compact,delete`` on a key-value changelog lets retention move
+    its start: restores and standbys read it from the log start as Kafka Streams does (not
+    from offset 0, which would refuse it as truncated), and it is never truncated."""
+    from platform_streams import Topology as PapiTopology
+    from platform_streams.kafka import OFFSET_BEGINNING
+    from platform_streams.processor.task_id import TaskId
+    from platform_streams.runtime.standby import StandbyTask
+    from platform_streams.topology.compiler import compile_topology
+
+    topology = PapiTopology()
+    topology.add_source("src", "in", key_serde=S, value_serde=S)
+    topology.add_processor("p", lambda: None, "src")  # type: ignore[arg-type,return-value]
+    retained = {"cleanup.policy": "compact,delete", "retention.ms": "86400000"}
+    for name, log_config in (("kept", None), ("expiring", retained)):
+        builder = Stores.key_value_store_builder(Stores.persistent_key_value_store(name), S, S)
+        topology.add_state_store(builder.with_logging_enabled(log_config), "p")
+    config = _config(state_dir=tmp_path)
+    with pytest.raises(StreamsError, match="expiring"):
+        logged_stores(topology, config, ["expiring"])
+    assert set(logged_stores(topology, config)) == {"kept"}
+    task = StandbyTask(TaskId(0, 0), compile_topology(topology), config, tmp_path / "0_0")
+    try:
+        starts = {("app-kept-changelog", 0): 0, ("app-expiring-changelog", 0): OFFSET_BEGINNING}
+        assert task.start_offsets == starts
+    finally:
+        task.close(clean=False)

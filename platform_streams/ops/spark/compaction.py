@@ -60,6 +60,7 @@ from platform_streams.ops.spark.snapshots import (
 from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.serde import Serde
 from platform_streams.state.builders import KeyValueStoreBuilder
+from platform_streams.state.restore import deletes_by_retention
 from platform_streams.state.segmented_snapshots import SegmentedLayout
 from platform_streams.state.snapshots import (
     SnapshotCatalog,
@@ -189,6 +190,7 @@ def compact_changelog(
     layout: SegmentedLayout | None = None,
     incremental: bool = False,
     skip_bases: Iterable[str] = (),
+    from_zero: bool = True,
 ) -> CompactionResult:
     """Compact ``store``'s changelog into one snapshot per partition and publish them.
 
@@ -205,7 +207,9 @@ def compact_changelog(
     (its retention applies). ``incremental`` builds on each partition's newest snapshot and
     reads only the changelog after it; partitions without a usable one are compacted in
     full (:mod:`.snapshot_layers`; ``skip_bases``: snapshot ids not to build on). An
-    incremental run writes no Parquet copy.
+    incremental run writes no Parquet copy. A full run of a key-value changelog (one that
+    keeps every record until DeleteRecords: ``from_zero``) refuses partitions that no
+    longer start at 0.
     """
     started = time.monotonic()
     target = snapshots if isinstance(snapshots, SnapshotStore) else open_snapshot_store(snapshots)
@@ -223,7 +227,7 @@ def compact_changelog(
         for partition, why in sorted(blocked.items()):
             log.error("%s partition %d: no snapshot written: %s", topic, partition, why)
         partitions = [p for p in chosen if p not in blocked]
-    elif layout is None:
+    elif layout is None and from_zero:
         _refuse_truncated(consumer_conf, topic, partitions)
     ranges = plan_offset_ranges(
         consumer_conf,
@@ -472,6 +476,7 @@ def compact_application(
             value_serde=value_serde,
             source_topics=[plan.physical_topic(t, config.application_id) for t in sub.source_topics],
             layout=layouts.get(name),
+            from_zero=not deletes_by_retention(topology.stores[name]),
             **options,
         )
     return results
