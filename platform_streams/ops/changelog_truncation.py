@@ -31,7 +31,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ __all__ = [
     "StandbyHolders",
     "logged_stores",
     "read_standby_holders",
+    "refuse_unopted",
     "snapshot_restorable",
     "truncate_changelogs",
 ]
@@ -90,6 +91,8 @@ class StandbyHolders:
     holders: dict[TaskId, list[str]]
     #: process id -> task -> "topic/partition" -> next offset needed (its latest report)
     positions: dict[str, dict[TaskId, dict[str, int]]]
+    #: live clients whose heartbeat does not say they run with the truncation setting
+    unopted: list[str] = field(default_factory=list)
 
     def bound(self, task: TaskId, topic: str, partition: int) -> tuple[int | None, str | None]:
         """(the lowest position a standby of ``task`` needs, None if none) or (None, why blocked)."""
@@ -206,9 +209,12 @@ def read_standby_holders(config: StreamsConfig, expiry_ms: int, timeout_s: float
                 reports[process] = (written, data)
     now = int(time.time() * 1000)
     holders: dict[TaskId, list[str]] = {}
-    for process, (written, data) in members.items():
+    unopted = []
+    for process, (written, data) in sorted(members.items()):
         if data is None or now - written > expiry_ms:
             continue  # closed (tombstone) or gone
+        if data.get("truncate_changelogs") is not True:
+            unopted.append(process)
         for task in data.get("standby", []):
             holders.setdefault(TaskId.parse(task), []).append(process)
     positions = {
@@ -218,7 +224,18 @@ def read_standby_holders(config: StreamsConfig, expiry_ms: int, timeout_s: float
         }
         for process, (_, data) in reports.items()
     }
-    return StandbyHolders(holders, positions)
+    return StandbyHolders(holders, positions, unopted)
+
+
+def refuse_unopted(standbys: StandbyHolders) -> None:
+    """Refuse (``StreamsError``) while a live client does not run with the setting: its
+    standbys do not start from snapshots, so they would meet the truncated log start."""
+    if standbys.unopted:
+        raise StreamsError(
+            f"live clients {standbys.unopted} do not run with state.snapshot.truncate.changelogs=true "
+            "(or are older versions that do not say): changelogs are truncated only when every client "
+            "of the application runs with it (nothing was deleted)"
+        )
 
 
 def truncate_changelogs(
@@ -249,6 +266,7 @@ def truncate_changelogs(
             )
         expiry_ms = max(config.session_timeout_ms, 6 * config.heartbeat_interval_ms)
         standbys = read_standby_holders(config, expiry_ms, timeout_s)
+        refuse_unopted(standbys)
         wanted = set(partitions) if partitions is not None else None
         plan: list[tuple[str, str, int, int, SnapshotManifest | None, str | None]] = []
         for store, (topic, subtopology) in sorted(stores.items()):

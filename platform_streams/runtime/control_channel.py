@@ -6,7 +6,8 @@ clients and what they run, and SHUTDOWN_APPLICATION needs to reach every client.
 client (one :class:`KafkaStreams`, i.e. one process) tails ``<application_id>-control``
 (one partition, compacted) and writes two kinds of records to it:
 
-* ``member/<process id>`` -> ``{"process", "active", "standby", "host"}`` every
+* ``member/<process id>`` -> ``{"process", "active", "standby", "host",
+  "truncate_changelogs"}`` every
   ``interval`` and whenever its tasks change; a tombstone on a clean close. A client whose
   last heartbeat is older than ``expiry`` (at least the session timeout) is gone.
 * ``shutdown`` -> ``{"by", "reason"}``: every client that reads it after it started
@@ -261,6 +262,9 @@ class ControlChannel:
                 "active": sorted(str(t) for t in active),
                 "standby": sorted(str(t) for t in standby),
                 "host": self.config.application_server,
+                # ``snapshot truncate`` runs only while every live client says it restores
+                # and keeps its standbys from snapshots (ops/changelog_truncation.py)
+                "truncate_changelogs": self.config.state_snapshot_truncate_changelogs,
             },
         )
 

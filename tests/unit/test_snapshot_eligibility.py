@@ -40,7 +40,7 @@ def _topology() -> Topology:
 
 
 def _config(**more: Any) -> StreamsConfig:
-    return StreamsConfig(application_id="app", bootstrap_servers="b:9092", **more)
+    return StreamsConfig(**{"application_id": "app", "bootstrap_servers": "b:9092", **more})
 
 
 def test_only_persistent_key_value_changelogs_are_truncated() -> None:
@@ -111,3 +111,38 @@ def test_a_key_value_changelog_with_a_deleting_retention_is_read_from_its_start(
         assert task.start_offsets == starts
     finally:
         task.close(clean=False)
+
+
+@pytest.mark.broker
+def test_a_live_client_without_the_setting_blocks_truncation(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """The opt-in is every client's: each publishes it in its heartbeat, and a live client
+    that does not (an older version, or one run without the setting) blocks the truncation."""
+    import json
+
+    from platform_streams.ops.changelog_truncation import read_standby_holders, refuse_unopted
+    from platform_streams.runtime.control_channel import control_topic_name
+
+    app = f"optin-{uuid.uuid4().hex[:8]}"
+    config = _config(
+        application_id=app,
+        bootstrap_servers=bootstrap_servers,
+        state_dir=tmp_path,
+        state_snapshot_location=str(tmp_path),
+        state_snapshot_truncate_changelogs=True,
+    )
+    topic = control_topic_name(app)
+    admin.create_topics([TopicSpec(topic, 1, config={"cleanup.policy": "compact"})])
+
+    def member(process: str, **more: Any) -> tuple[str, str, int]:
+        data = {"process": process, "active": [], "standby": [], "host": None, **more}
+        return f"member/{process}", json.dumps(data), 0
+
+    produce(bootstrap_servers, topic, [member("opted", truncate_changelogs=True)])
+    holders = read_standby_holders(config, expiry_ms=60_000)
+    refuse_unopted(holders)  # every live client runs with it
+    produce(bootstrap_servers, topic, [member("older")])
+    holders = read_standby_holders(config, expiry_ms=60_000)
+    with pytest.raises(StreamsError, match=r"older.*state.snapshot.truncate.changelogs"):
+        refuse_unopted(holders)
