@@ -78,6 +78,7 @@ from platform_streams.ops.topics import (
 from platform_streams.process_supervisor import existing_worker_state_dirs
 from platform_streams.runtime.rebalance_wait import backup_group
 from platform_streams.state.private_files import app_state_dir
+from platform_streams.state.snapshots import open_snapshot_store
 from platform_streams.topology import Topology
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -179,6 +180,7 @@ def reset_application(
             dry_run=opts.dry_run,
         )
         delete_backup = backup_group_is_ours(client, existing, result, opts.timeout_s)
+        result.snapshot_stores = _snapshot_stores(plan, config, result, existing)
         result.local_state = _local_state(Path(config.state_dir), config.application_id, opts)
         result.worker_local_states = [
             _local_state(d, config.application_id, opts)
@@ -375,6 +377,25 @@ def _local_state(state_dir: Path, application_id: str, opts: ResetOptions) -> Lo
     return LocalStateAction(str(path), existed, action)
 
 
+def _snapshot_stores(
+    plan: TopologyPlan, config: StreamsConfig, result: ResetResult, existing: Iterable[str]
+) -> list[str]:
+    """Stores whose changelog the reset deletes (or that is gone already), when snapshots are
+    configured: a snapshot describes that log, so a restore of the new one must not ingest
+    it, nor may ``snapshot truncate`` cut the new log below its offset."""
+    if not config.state_snapshot_location:
+        return []
+    doomed = {t.topic for t in result.internal_topics if t.status in ("deleted", "would_delete")}
+    present = set(existing)
+    out = []
+    for store in sorted(plan.topology.stores):
+        changelog = plan.changelog_topic(store)
+        topic = None if changelog is None else plan.physical_topic(changelog, config.application_id)
+        if topic is not None and (topic in doomed or topic not in present):
+            out.append(store)
+    return out
+
+
 def _actions(result: ResetResult) -> list[str]:
     """The reset's actions as lines, for a confirmation prompt."""
     lines = [
@@ -384,6 +405,7 @@ def _actions(result: ResetResult) -> list[str]:
     ]
     lines += [f"delete topic {t.topic}" for t in result.internal_topics if t.status == "deleted"]
     lines += [f"delete local state directory {s.path}" for s in _wiped(result)]
+    lines += [f"delete the state snapshots of store {s}" for s in result.snapshot_stores]
     return lines
 
 
@@ -438,6 +460,11 @@ def _execute(
                 f"the broker kept committed offsets of deleted internal topics {sorted(stale)}; a recreated "
                 "topic would start there: delete the consumer group's offsets for them"
             )
+    if result.snapshot_stores:
+        snapshots = open_snapshot_store(str(config.state_snapshot_location))
+        for store in result.snapshot_stores:
+            snapshots.delete_prefix(f"{app_id}/{store}/")
+        log.info("reset %s: deleted the state snapshots of stores %s", app_id, result.snapshot_stores)
     wiped = _wiped(result)
     for state in wiped:
         _wipe(Path(state.path))

@@ -196,6 +196,8 @@ class ResetResult(OpsResult):
     completed: bool = False
     deleted_subjects: list[str] = field(default_factory=list)
     """Schema Registry subjects of the deleted internal topics (``ResetOptions.schema_registry``)."""
+    snapshot_stores: list[str] = field(default_factory=list)
+    """Stores whose snapshots (``state_snapshot_location``) go with their deleted changelogs."""
 
     @property
     def ok(self) -> bool:
@@ -217,6 +219,8 @@ class ResetResult(OpsResult):
         verb = "would delete" if self.dry_run else "deleted"
         topics = [t.topic for t in self.internal_topics if t.status in ("deleted", "would_delete")]
         lines.append(f"  internal topics {verb}: {', '.join(topics) or '(none exist)'}")
+        if self.snapshot_stores:
+            lines.append(f"  state snapshots {verb} of stores: {', '.join(self.snapshot_stores)}")
         states = [self.local_state] if self.local_state is not None else []
         for state in [*states, *self.worker_local_states]:
             lines.append(f"  local state {state.path}: {state.action.replace('_', ' ')}")

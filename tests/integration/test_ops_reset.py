@@ -500,3 +500,21 @@ def test_cli_reset_without_the_code_takes_kafkas_flags(
         }
     finally:
         admin.delete_topics([through, foreign])
+
+
+def test_reset_deletes_the_snapshots_of_the_changelogs_it_deletes(
+    seeded: App, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """A snapshot describes a changelog the reset deletes: left behind, a restore of the new
+    application would ingest the old state and ``snapshot truncate`` would cut the new log
+    below the old snapshot's offset. Another application's snapshots stay."""
+    location = tmp_path / "snapshots"
+    for key in (f"{seeded.id}/words/0/0007-a/manifest.json", "other-app/words/0/0007-a/manifest.json"):
+        (location / key).parent.mkdir(parents=True)
+        (location / key).write_text("{}")
+    config = seeded.config.model_copy(update={"state_snapshot_location": str(location)})
+    dry = reset_application(seeded.topology, config, ResetOptions(dry_run=True))
+    assert "words" in dry.snapshot_stores and (location / seeded.id / "words").exists()
+    reset_application(seeded.topology, config, ResetOptions())
+    assert not (location / seeded.id / "words").exists()
+    assert (location / "other-app" / "words").exists()
