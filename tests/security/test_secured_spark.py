@@ -1,7 +1,9 @@
 """The Spark jobs on the secured cluster: snapshot compaction and a Kafka-to-Kafka backfill,
-read through Spark's own Kafka source (the JVM client: SASL_SSL with SCRAM-SHA-512 and the
-CA as a PEM truststore, passed as ``kafka.*`` options), as a principal holding only the
-documented ``spark`` ACL set.
+as a principal holding only the documented ``spark`` ACL set, through both Kafka readers
+(Spark's own Kafka source, the JVM client configured with ``kafka.*`` options translated
+from the librdkafka settings; and the confluent-kafka fallback in the Spark tasks) on both
+client listeners (SASL_SSL with SCRAM-SHA-512, the CA as a PEM truststore; and mutual TLS,
+the client certificate and key as a PEM keystore).
 
 One local Spark session (``getOrCreate``), left running: in make test's Kafka-side process
 the Spark suite (tests/spark) runs later and takes the same session over (and stops it),
@@ -11,6 +13,7 @@ which spares a second JVM start; alone, the session ends with the process.
 from __future__ import annotations
 
 import os
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,17 +55,27 @@ def spark() -> Iterator[Any]:
     yield session
 
 
+@pytest.mark.parametrize(
+    ("listener", "reader"),
+    [("sasl_ssl", "spark-kafka"), ("sasl_ssl", "confluent"), ("mtls", "spark-kafka"), ("mtls", "confluent")],
+)
 def test_compaction_and_backfill_run_with_the_spark_set_only(
     spark: Any,
     secured_broker: SecuredKafkaBroker,
     new_user,  # type: ignore[no-untyped-def]
     super_admin: KafkaAdmin,
     tmp_path: Path,
+    listener: str,
+    reader: str,
 ) -> None:
     from platform_streams.ops.spark.backfill import KafkaInput, KafkaOutput, backfill
     from platform_streams.ops.spark.compaction import compact_changelog
 
-    user: Principal = new_user("spark")
+    if listener == "sasl_ssl":
+        user: Principal = new_user("spark")
+    else:  # the principal is the certificate's CN
+        name = f"spark-{uuid.uuid4().hex[:8]}"
+        user = Principal(name, "", secured_broker.mtls_config(secured_broker.issue_certificate(name)))
     source, sink, store = f"in-{user.name}", f"out-{user.name}", "counts"
     changelog = f"{user.name}-{store}-changelog"
     make_topics(super_admin, (source, 2), (sink, 2), (changelog, 2))
@@ -84,16 +97,16 @@ def test_compaction_and_backfill_run_with_the_spark_set_only(
 
     compacted = compact_changelog(
         spark, config.restore_consumer_configs(), user.name, store, tmp_path / "snapshots",
-        source_topics=[source], reader="spark-kafka", parquet=False,
+        source_topics=[source], reader=reader, parquet=False,  # type: ignore[arg-type]
     )  # fmt: skip
-    assert compacted.reader == "spark-kafka"
+    assert compacted.reader == reader
     latest = {p: {k.encode(): b"%d" % i for i, k in enumerate(KEYS) if i % 2 == p} for p in (0, 1)}
     for manifest in compacted.manifests:
         content = snapshot_content(tmp_path / "snapshots", manifest, tmp_path / f"check{manifest.partition}")
         assert content == sorted(latest[manifest.partition].items())
 
-    filled = backfill(spark, app, config, [KafkaInput(reader="spark-kafka")], KafkaOutput())
-    assert filled.reader == "spark-kafka" and filled.records_out == {sink: len(KEYS)}
+    filled = backfill(spark, app, config, [KafkaInput(reader=reader)], KafkaOutput())  # type: ignore[arg-type]
+    assert filled.reader == reader and filled.records_out == {sink: len(KEYS)}
     admin = secured_broker.client_config()
     written = consume_all(admin["bootstrap.servers"], sink, len(KEYS), timeout_s=30, conf=admin)
     got = Counter((r.key.decode(), int.from_bytes(r.value, "big", signed=True)) for r in written)

@@ -26,6 +26,7 @@ import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pyspark import RDD
@@ -213,7 +214,22 @@ def _source_options(consumer_conf: Mapping[str, Any], isolation_level: str) -> d
     if "ssl.ca.location" in conf:
         options["kafka.ssl.truststore.type"] = "PEM"
         options["kafka.ssl.truststore.location"] = str(conf["ssl.ca.location"])
+    if "ssl.certificate.location" in conf:
+        # The PEM contents, not the paths: the Java client takes a PEM keystore only as one file
+        # holding key and chain (librdkafka has two), and contents travel to a cluster's executors
+        # with the options. Both settings are PASSWORD-typed in the Java client: logged as [hidden].
+        options["kafka.ssl.keystore.type"] = "PEM"
+        options["kafka.ssl.keystore.certificate.chain"] = _pem_file(conf, "ssl.certificate.location")
+        options["kafka.ssl.keystore.key"] = _pem_file(conf, "ssl.key.location")
     return options
+
+
+def _pem_file(conf: Mapping[str, Any], setting: str) -> str:
+    """The text of the PEM file named by ``setting`` (never echoed: it may be a private key)."""
+    try:
+        return Path(str(conf[setting])).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuntimeError(f"{setting}: cannot read the PEM file ({type(exc).__name__})") from None
 
 
 _JAAS_MODULES = {
@@ -230,7 +246,12 @@ _TRANSLATED = {
     "sasl.username",
     "sasl.password",
     "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
 }
+#: the key header the Java client's PEM keystore reads: unencrypted PKCS#8 only (an encrypted
+#: key's ssl.key.password is not translated; PKCS#1/SEC1 keys are refused by the Java client)
+_PKCS8_KEY = "-----BEGIN PRIVATE KEY-----"
 
 
 def _untranslatable(consumer_conf: Mapping[str, Any]) -> str | None:
@@ -244,4 +265,13 @@ def _untranslatable(consumer_conf: Mapping[str, Any]) -> str | None:
     other = sorted(k for k in conf if k not in _TRANSLATED and not k.startswith(("socket.", "client.dns.")))
     if other:
         return f"connection settings {other} are not translated to the Java client"
+    if ("ssl.certificate.location" in conf) != ("ssl.key.location" in conf):
+        return "a client certificate needs both ssl.certificate.location and ssl.key.location"
+    if "ssl.key.location" in conf:
+        try:
+            key = _pem_file(conf, "ssl.key.location")
+        except RuntimeError as exc:
+            return str(exc)
+        if _PKCS8_KEY not in key:
+            return "ssl.key.location is not an unencrypted PKCS#8 PEM key (all the Java client reads)"
     return None
