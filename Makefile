@@ -76,8 +76,9 @@ soak: setup
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache
 
-# Spark's Kafka connector jars (tools/spark-kafka/pom.xml, from Maven Central via mvn) into
-# the per-user cache that spark_session puts on spark.jars; the Spark tests fetch it too.
+# Spark's Kafka connector and Hadoop's s3a connector jars (tools/spark-kafka/pom.xml, from
+# Maven Central via mvn) into the per-user cache that spark_session puts on spark.jars; the
+# Spark and Spark-cluster tests fetch them too.
 .PHONY: spark-kafka
 spark-kafka: setup
 	$(BIN)/python -m platform_streams.ops.spark.connector

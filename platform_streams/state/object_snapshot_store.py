@@ -69,6 +69,11 @@ class S3SnapshotStore(SnapshotStore):
         )
         #: the endpoint, region and path style, for Spark's s3a writer (never credentials)
         self.endpoint: str | None = str(endpoint) if endpoint else None
+        self.region: str | None = str(config["region"]) if config.get("region") else None
+        # obstore (object_store) addresses buckets path-style unless told otherwise; s3a follows it
+        virtual = config.get("virtual_hosted_style_request")
+        virtual = virtual or os.environ.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
+        self.path_style: bool = str(virtual or "false").lower() not in ("true", "1", "yes")
 
     def __repr__(self) -> str:
         return f"S3SnapshotStore('s3://{self.bucket}/{self.prefix}')"

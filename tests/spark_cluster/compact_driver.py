@@ -2,7 +2,8 @@
 
 A test runs it as a user runs a Spark job against a cluster (its own driver JVM, executors
 on the cluster's workers), so that it can also be killed in the middle. ``JOB`` is one JSON
-object with bootstrap, application_id, store, location and optionally source_topics.
+object with bootstrap, application_id, store, location and optionally source_topics and
+parquet (write the Parquet copy too, and read it back through Spark: ``parquet_rows``).
 With ``--serve`` the driver keeps its session (and its executors, which take minutes to
 start on a loaded two-core machine) and runs one job per line read from stdin. Each
 result is one line: ``RESULT <json>``.
@@ -28,9 +29,15 @@ def _run(spark: Any, job: dict[str, Any]) -> dict[str, Any]:
         job["store"],
         job["location"],
         source_topics=job.get("source_topics"),
-        parquet=False,
+        parquet=bool(job.get("parquet")),
     )
-    return {"manifests": [m.model_dump() for m in result.manifests], "reader": result.reader}
+    out = {"manifests": [m.model_dump() for m in result.manifests], "reader": result.reader}
+    if result.parquet_uri:
+        # read back by Spark's own reader, from the bucket (s3a), as an analyst would
+        rows = spark.read.parquet(result.parquet_uri).select("partition", "key", "value").collect()
+        out["parquet_uri"] = result.parquet_uri
+        out["parquet_rows"] = sorted([r.partition, bytes(r.key).hex(), bytes(r.value).hex()] for r in rows)
+    return out
 
 
 def main(argv: list[str]) -> None:

@@ -26,6 +26,7 @@ from platform_streams.state.snapshots import SnapshotManifest
 from tests.spark_cluster.compact_driver import RESULT
 from tests.support.s3_server import S3Server, start_s3_server
 from tests.support.spark_cluster import SparkCluster, start_spark_cluster
+from tests.support.spark_connector import fetch_connector_once
 
 pytest.importorskip("pyspark")
 pytest.importorskip("obstore")
@@ -60,6 +61,9 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 
 @pytest.fixture(scope="session")
 def spark_cluster(s3_server: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    # The drivers put the fetched jars on spark.jars: Hadoop's s3a connector (the Parquet
+    # copy of s3:// snapshots) comes with the Kafka connector.
+    fetch_connector_once()
     started = time.monotonic()
     # The workers' executors find the object store through the same AWS settings.
     cluster = start_spark_cluster(tmp_path_factory.mktemp("spark-cluster"), worker_env=s3_server.env())

@@ -60,6 +60,7 @@ class Built:
     changelog_ends: dict[tuple[str, int], int]
     counts: Counter[str]
     committed: dict[tuple[str, int], int]
+    parquet: dict[str, Any]
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +82,17 @@ def built(
     batches = [_inputs(0, 2_000), _inputs(2_000, 300), _inputs(2_300, 200)]
     placed: list[tuple[int, int]] = []
     snapshots = []
+    parquet: dict[str, Any] = {}
     with running_app(app(), config):
         for n, batch in enumerate(batches):
             placed += produce(bootstrap_servers, source, batch)
             wait_committed(admin, app_id, log_ends(placed, source, PARTITIONS), f"batch {n} is committed")
-            if n < 2:
+            if n == 0:
                 snapshots.append(compaction_driver.compact(job))
+            elif n == 1:  # the newer snapshots also get the analysts' Parquet copy, by Spark's writer
+                compaction_driver.submit({**job, "parquet": True})
+                parquet = compaction_driver.result()
+                snapshots.append([SnapshotManifest.model_validate(m) for m in parquet["manifests"]])
     ends = log_ends(placed, source, PARTITIONS)
     changelog = f"{app_id}-counts-changelog"
     changelog_partitions = [(changelog, p) for p in range(PARTITIONS)]
@@ -100,6 +106,7 @@ def built(
         log_end_offsets({"bootstrap.servers": bootstrap_servers}, changelog_partitions),
         Counter(k for batch in batches for k, _ in batch),
         {tp: o or 0 for tp, o in admin.committed_offsets(app_id, list(ends)).items()},
+        parquet,
     )
 
 
@@ -133,6 +140,29 @@ def test_cluster_compaction_into_s3_restores_on_another_host_like_a_replay(
         tail = built.changelog_ends[(f"{built.app_id}-counts-changelog", task_id.partition)]
         assert fast.last_restore[task_id] == {"counts": tail - built.newer[task_id.partition].offset - 1}
     assert _outputs(fast_out) == _outputs(full_out) == _expected(built.counts, new)
+
+
+def test_parquet_copy_is_written_into_the_bucket_by_spark_and_equals_the_store(
+    built: Built, tmp_path: Path
+) -> None:
+    """Spark's own Parquet writer reaches the s3:// location through Hadoop's s3a connector,
+    set up from the same AWS settings as the snapshot store (versitygw, path-style)."""
+    uri = built.parquet.get("parquet_uri")
+    assert uri, "no Parquet copy was written (is hadoop-aws on Spark's classpath?)"
+    assert all(m.parquet_uri == uri for m in built.newer)
+    store = open_snapshot_store(built.location)
+    prefix = uri.split(f"s3a://{BUCKET}/{built.app_id}-run/", 1)[1]
+    assert prefix.startswith(f"{built.app_id}/counts/parquet/")
+    keys = store.list_keys(prefix)
+    assert f"{prefix.rstrip('/')}/_SUCCESS" in keys
+    for partition in range(PARTITIONS):
+        assert any(k.startswith(f"{prefix}partition={partition}/") and k.endswith(".parquet") for k in keys)
+    expected = sorted(
+        [m.partition, key.hex(), value.hex()]
+        for m in built.newer
+        for key, value in snapshot_content(built.location, m, tmp_path / f"p{m.partition}")  # type: ignore[arg-type]
+    )
+    assert built.parquet["parquet_rows"] == expected
 
 
 def test_corrupt_object_is_refused_and_the_previous_snapshot_is_used(

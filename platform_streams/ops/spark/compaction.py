@@ -39,6 +39,7 @@ from platform_streams.kafka import KafkaAdmin
 from platform_streams.ops.changelog_truncation import snapshot_restorable
 from platform_streams.ops.spark.kafka_ranges import OffsetRange, RawRecord, admin_conf, plan_offset_ranges
 from platform_streams.ops.spark.kafka_source import KafkaReader, read_ranges, resolve_reader
+from platform_streams.ops.spark.s3a import parquet_writable
 from platform_streams.ops.spark.snapshot_layers import (
     LayeredSnapshotWriter,
     expire_below_floor,
@@ -242,7 +243,7 @@ def compact_changelog(
         return result
     sc = spark.sparkContext
     result.reader = resolve_reader(spark, consumer_conf, reader)
-    parquet = parquet and not bases and _parquet_writable(spark, target.uri(""))
+    parquet = parquet and not bases and parquet_writable(spark, target)
     count = max(r.partition for r in ranges) + 1
     committed = _committed_offsets(consumer_conf, application_id, source_topics, count)
     sc.setJobDescription(f"compact {topic}: read {len(ranges)} ranges ({result.reader})")
@@ -370,25 +371,6 @@ def _committed_offsets(
     with KafkaAdmin(admin_conf(consumer_conf)) as admin:
         found = admin.committed_offsets(group, tps)
     return {tp: found.get(tp) or 0 for tp in tps}
-
-
-def _parquet_writable(spark: SparkSession, uri: str) -> bool:
-    """Whether Spark's own writer can write the Parquet copy at ``uri`` (s3a needs hadoop-aws).
-
-    Checked before the job uploads anything, so a missing connector costs the analysts'
-    copy (with a warning saying why), never the snapshots.
-    """
-    if not uri.startswith("s3a://"):
-        return True
-    jvm: Any = spark.sparkContext._jvm
-    try:
-        jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem")
-    except Exception:
-        log.warning(
-            "no Parquet copy at %s: Hadoop's s3a connector (hadoop-aws) is not on Spark's classpath", uri
-        )
-        return False
-    return True
 
 
 def _write_parquet(

@@ -1,4 +1,4 @@
-"""Spark's Kafka connector jars: where they are cached, and fetching them from Maven Central.
+"""Spark's Kafka connector and Hadoop's s3a jars: where they are cached, fetching them from Maven Central.
 
 PySpark's wheel has no Kafka data source; ``spark.read.format("kafka")`` needs
 ``spark-sql-kafka-0-10_2.13`` and what it brings (``spark-token-provider-kafka-0-10``,
@@ -7,7 +7,9 @@ PySpark's wheel has no Kafka data source; ``spark.read.format("kafka")`` needs
 artifacts in ``~/.m2`` (later fetches run offline) and copies the jars into a directory
 per PySpark version; :func:`connector_jars` lists that directory for
 :func:`~platform_streams.ops.spark.session.spark_session`, which puts them on
-``spark.jars``. On a cluster the connector comes with the deployment instead
+``spark.jars``. The same fetch brings Hadoop's s3a connector (``hadoop-aws`` of PySpark's
+Hadoop version and the AWS SDK modules it uses), so that Spark's own writers reach
+``s3a://`` (the snapshots' Parquet copy). On a cluster the connectors come with the deployment instead
 (``--packages`` / ``spark.jars.packages`` or jars baked into the image: docs/spark.md).
 
 The connector's version should equal Spark's. When Maven Central has no connector of
@@ -21,6 +23,7 @@ Command line: ``python -m platform_streams.ops.spark.connector [--dir DIR] [--of
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -39,6 +42,7 @@ __all__ = [
     "connector_dir",
     "connector_jars",
     "fetch_connector",
+    "hadoop_version",
     "spark_version",
 ]
 
@@ -61,6 +65,20 @@ def spark_version() -> str:
     return str(pyspark.__version__)
 
 
+def hadoop_version() -> str:
+    """The Hadoop version PySpark ships (its ``hadoop-client-api`` jar): hadoop-aws must equal it."""
+    import pyspark
+
+    found = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
+    if not found:
+        raise RuntimeError("cannot tell PySpark's Hadoop version: no hadoop-client-api jar in pyspark/jars")
+    return found[-1].name[len("hadoop-client-api-") : -len(".jar")]
+
+
+def _pom_digest() -> str:
+    return hashlib.sha256(_POM.read_bytes()).hexdigest()
+
+
 def connector_dir(directory: str | Path | None = None) -> Path:
     """Where the jars are: ``directory``, ``$PLATFORM_STREAMS_SPARK_KAFKA_JARS``, or the cache."""
     if directory is not None:
@@ -78,6 +96,8 @@ def connector_jars(directory: str | Path | None = None) -> list[str]:
         manifest = json.loads((folder / _MANIFEST).read_text())
     except (OSError, ValueError):
         return []
+    if _POM.is_file() and manifest.get("pom_sha256") != _pom_digest():
+        return []  # fetched for another pom (e.g. before the s3a jars were part of it)
     jars = [folder / name for name in manifest.get("jars", [])]
     if not jars or not all(jar.is_file() for jar in jars):
         return []
@@ -112,18 +132,28 @@ def fetch_connector(
         )
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="spark-kafka-", dir=folder) as tmp:
-        command = ["mvn", "-q", "-B", "-f", str(_POM), "dependency:copy-dependencies"]
-        command += [f"-Dspark.version={chosen}", f"-DoutputDirectory={tmp}"]
+        command = ["mvn", "-q", "-B", "-f", str(_POM)]
+        command += ["dependency:copy-dependencies@kafka", "dependency:copy-dependencies@s3a"]
+        command += [f"-Dspark.version={chosen}", f"-Dhadoop.version={hadoop_version()}"]
+        command.append(f"-DoutputDirectory={tmp}")
         if offline:
             command.append("-o")
         done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-            raise RuntimeError(f"mvn could not fetch {CONNECTOR_ARTIFACT} {chosen}: " + " | ".join(tail))
+            raise RuntimeError(
+                f"mvn could not fetch {CONNECTOR_ARTIFACT} {chosen} and hadoop-aws: " + " | ".join(tail)
+            )
         names = sorted(p.name for p in Path(tmp).glob("*.jar"))
         for name in names:
             os.replace(Path(tmp) / name, folder / name)
-    manifest = {"spark_version": spark_version(), "connector_version": chosen, "jars": names}
+    manifest = {
+        "spark_version": spark_version(),
+        "connector_version": chosen,
+        "hadoop_version": hadoop_version(),
+        "pom_sha256": _pom_digest(),
+        "jars": names,
+    }
     (folder / _MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     log.info("Spark's Kafka connector %s: %s in %s", chosen, ", ".join(names), folder)
     return connector_jars(folder)
@@ -167,7 +197,9 @@ def _m2() -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Fetch Spark's Kafka connector jars with Maven.")
+    parser = argparse.ArgumentParser(
+        description="Fetch Spark's Kafka connector and Hadoop's s3a jars with Maven."
+    )
     parser.add_argument("--dir", help=f"target directory (default: ${JARS_ENV} or the per-user cache)")
     parser.add_argument("--version", help="connector version (default: the installed PySpark's)")
     parser.add_argument("--offline", action="store_true", help="use ~/.m2 only (mvn -o)")

@@ -8,7 +8,8 @@ Two settings matter beyond the master:
   topology module), so the driver's ``sys.path`` is handed on as ``PYTHONPATH``. On a real
   cluster, ship the code instead (``spark.submit.pyFiles``, an image, a conda pack).
 
-Spark's Kafka connector goes on ``spark.jars`` when it has been fetched
+Spark's Kafka connector (and with it Hadoop's s3a connector, for Spark's writers on
+``s3://`` snapshot locations) goes on ``spark.jars`` when it has been fetched
 (:mod:`.connector`) and the caller's ``conf`` does not supply jars or packages itself; a
 cluster deployment supplies it its own way (docs/spark.md).
 """
