@@ -146,3 +146,29 @@ def test_a_live_client_without_the_setting_blocks_truncation(
     holders = read_standby_holders(config, expiry_ms=60_000)
     with pytest.raises(StreamsError, match=r"older.*state.snapshot.truncate.changelogs"):
         refuse_unopted(holders)
+
+
+@pytest.mark.broker
+@pytest.mark.apache_kafka
+def test_an_incremental_read_below_the_log_start_is_refused_not_raised_to_it(
+    bootstrap_servers: str, admin: KafkaAdmin
+) -> None:
+    """An incremental snapshot reads from its base snapshot's offset + 1; a truncation after the
+    base was chosen would make that offset vanish, and the planner's clamp to the log start
+    would silently leave the records between them out of the snapshot."""
+    pytest.importorskip("pyspark")
+    from platform_streams.ops.spark.kafka_ranges import plan_offset_ranges
+
+    if not admin.supports("delete_records"):
+        pytest.skip("the broker has no DeleteRecords: its changelogs cannot be truncated")
+    topic = f"ranges-{uuid.uuid4().hex[:10]}"
+    policy = {"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"}
+    admin.create_topics([TopicSpec(topic, 1, config=policy)])
+    produce(bootstrap_servers, topic, [(f"k{i}", "v", 0) for i in range(5)])
+    admin.delete_records({(topic, 0): 3})
+    conf = {"bootstrap.servers": bootstrap_servers}
+    with pytest.raises(ValueError, match=rf"{topic}-0.*offset 1.*starts at 3"):
+        plan_offset_ranges(conf, [topic], start={(topic, 0): 1}, strict_start=True)
+    # without strict_start (a backfill from old committed offsets) the start is raised, as before
+    [whole] = plan_offset_ranges(conf, [topic], start={(topic, 0): 1})
+    assert (whole.start, whole.end) == (3, 5)

@@ -236,6 +236,7 @@ def compact_changelog(
         partitions=partitions,
         start=start_offsets(topic, bases),
         max_offsets_per_range=max_offsets_per_task,
+        strict_start=True,  # a base snapshot's next offset must still be there
     )
     result = CompactionResult(run_id, topic, ranges, skipped=blocked)
     if not ranges:

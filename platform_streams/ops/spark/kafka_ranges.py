@@ -88,11 +88,15 @@ def plan_offset_ranges(
     end: Position = "latest",
     max_offsets_per_range: int = 2_000_000,
     timeout_s: float = 30.0,
+    strict_start: bool = False,
 ) -> list[OffsetRange]:
     """Offset ranges covering ``topics`` between ``start`` and ``end``; empty ranges are left out.
 
     ``partitions`` limits every topic to those partition numbers. ``end="latest"`` is the
     log end seen by fetching now: a consistent point to read up to while producers go on.
+    A ``start`` offset below a partition's log start is raised to it, or, with
+    ``strict_start`` (a read that continues a snapshot: the records in between are gone),
+    refused with ``ValueError``.
     """
     if max_offsets_per_range <= 0:
         raise ValueError("max_offsets_per_range must be > 0")
@@ -110,6 +114,8 @@ def plan_offset_ranges(
         }
         ends = log_end_offsets(consumer_conf, tps, timeout_s=timeout_s, admin=admin)
         bounds = {tp: (max(earliest[tp], 0), ends[tp]) for tp in tps}
+        if strict_start and isinstance(start, Mapping):
+            _refuse_below_start(start, bounds)
         starts = _resolve(admin, consumer_conf, start, bounds, lower=True, timeout_s=timeout_s)
         stops = _resolve(admin, consumer_conf, end, bounds, lower=False, timeout_s=timeout_s)
     ranges: list[OffsetRange] = []
@@ -127,6 +133,21 @@ def plan_offset_ranges(
         sum(r.size for r in ranges),
     )
     return ranges
+
+
+def _refuse_below_start(
+    start: Mapping[tuple[str, int], int], bounds: Mapping[tuple[str, int], tuple[int, int]]
+) -> None:
+    gone = [
+        f"{tp[0]}-{tp[1]} from offset {start[tp]} (the log now starts at {bounds[tp][0]})"
+        for tp in sorted(bounds)
+        if tp in start and int(start[tp]) < bounds[tp][0]
+    ]
+    if gone:
+        raise ValueError(
+            f"cannot read {', '.join(gone)}: the records in between were deleted (a truncation "
+            "since the read was planned); nothing was read"
+        )
 
 
 def _resolve(
