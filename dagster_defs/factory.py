@@ -49,6 +49,7 @@ from dagster_defs.translator import StreamAppTranslator, StreamAssetProps
 from platform_streams.config_sources import BOOTSTRAP_ENV
 from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
+from platform_streams.kafka.authorized import missing_operations, not_allowed
 
 __all__ = ["build_stream_app_defs", "build_streams_defs", "health_sensor_name", "shared_topic_specs"]
 
@@ -148,9 +149,15 @@ def _asset_checks(app: ResolvedStreamApp, key: dg.AssetKey) -> list[dg.AssetChec
 
 
 def _topic_ends(conf: dict[str, Any], topics: Sequence[str]) -> dict[str, int]:
-    """Records ever written to each topic (sum of log end offsets); missing topics are left out."""
+    """Records ever written to each topic (sum of log end offsets); missing topics are left out.
+
+    A topic the principal may not read is hidden as if it were missing: that is refused in
+    one line instead of leaving the topic's observation out without a word."""
     with KafkaAdmin(conf) as admin:
         counts = {t: n for t, n in admin.partition_counts(topics).items() if n}
+        denied = missing_operations(admin, {t: ["READ"] for t in topics if t not in counts}, {})
+    if denied:
+        raise BrokerError(not_allowed(denied, "dagster"), code="TOPIC_AUTHORIZATION_FAILED")
     ends = log_end_offsets(conf, [(t, p) for t, n in counts.items() for p in range(n)])
     totals = dict.fromkeys(counts, 0)
     for (topic, _p), end in ends.items():

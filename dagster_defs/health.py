@@ -26,6 +26,7 @@ from dagster_defs.observations import WorkerMetrics
 from dagster_defs.spec import ResolvedStreamApp
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
+from platform_streams.kafka.authorized import missing_operations, not_allowed
 from platform_streams.ops import validate_internal_topics
 from platform_streams.ops.dead_letter_reading import dead_letter_counts
 
@@ -157,6 +158,9 @@ def dead_letter_outcome(app: ResolvedStreamApp, conf: dict[str, Any], ledger_dir
         return CheckOutcome(True, "no dead-letter topic configured", {"configured": False})
     with KafkaAdmin(conf) as admin:
         count = admin.partition_counts([topic]).get(topic)
+        denied = missing_operations(admin, {topic: ["READ"]}, {}) if not count else []
+    if denied:  # hidden from the principal, not missing
+        return CheckOutcome(False, not_allowed(denied, "dagster"), {"topic": topic})
     if not count:
         return CheckOutcome(
             False, f"dead-letter topic {topic!r} does not exist", {"topic": topic}, warn_only=True
@@ -182,6 +186,12 @@ def dead_letter_outcome(app: ResolvedStreamApp, conf: dict[str, Any], ledger_dir
 def internal_topics_outcome(app: ResolvedStreamApp, config: StreamsConfig) -> CheckOutcome:
     result = validate_internal_topics(app.topology, config)
     issues = [i.describe() for i in result.issues]
+    absent = {t.topic: ["DESCRIBE"] for t in result.issues if t.problem == "missing"}
+    if absent:  # a topic the principal may not DESCRIBE is listed as missing
+        with KafkaAdmin(config.admin_configs()) as admin:
+            denied = missing_operations(admin, absent, {})
+        if denied:
+            return CheckOutcome(False, not_allowed(denied, "dagster"), {"issues": issues})
     return CheckOutcome(
         result.ok,
         "every internal topic matches the topology" if result.ok else "; ".join(issues),

@@ -34,8 +34,9 @@ from pyspark import RDD, StorageLevel
 from pyspark.sql import SparkSession
 
 from platform_streams.config import StreamsConfig
-from platform_streams.errors import TopologyError
+from platform_streams.errors import BrokerError, TopologyError
 from platform_streams.kafka import KafkaAdmin
+from platform_streams.kafka.authorized import missing_operations, not_allowed
 from platform_streams.ops.spark.final_state import commit_input_offsets, seed_and_snapshot
 from platform_streams.ops.spark.kafka_ranges import (
     OffsetRange,
@@ -241,6 +242,7 @@ def backfill(
     started = time.monotonic()
     plan = compile_topology(load_topology(app))
     app_id = config.application_id
+    _check_authorized(plan, config, inputs, output)
     sc = spark.sparkContext
     result = BackfillResult()
     sources: dict[str, list[RDD[Any]]] = {}
@@ -350,6 +352,31 @@ def backfill(
     result.seconds = time.monotonic() - started
     log.info("%s", result.summary())
     return result
+
+
+def _check_authorized(
+    plan: TopologyPlan,
+    config: StreamsConfig,
+    inputs: Sequence[KafkaInput | ParquetInput],
+    output: ParquetOutput | KafkaOutput | None,
+) -> None:
+    """Refuse in one line, before any Spark job, when the principal may not read an input
+    or write an output topic: found later, the refusal would surface as a Python worker's
+    stack trace after the producers' delivery timeout."""
+    topics: dict[str, set[str]] = {}
+    for spec in inputs:
+        if isinstance(spec, KafkaInput):
+            for topic in spec.topics or plan.external_source_topics():
+                topics.setdefault(plan.physical_topic(topic, config.application_id), set()).add("READ")
+    if isinstance(output, KafkaOutput):
+        for topic in plan.external_sink_topics():
+            topics.setdefault(topic, set()).add("WRITE")
+    if not topics:
+        return
+    with KafkaAdmin(admin_conf(config.restore_consumer_configs())) as admin:
+        missing = missing_operations(admin, {t: sorted(ops) for t, ops in topics.items()}, {})
+    if missing:
+        raise BrokerError(not_allowed(missing, "spark"), code="TOPIC_AUTHORIZATION_FAILED")
 
 
 def _sink_partitions(

@@ -25,7 +25,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin, log_end_offsets, offsets_for_time, read_partition_range
+from platform_streams.kafka.authorized import missing_operations, not_allowed
 
 __all__ = [
     "OffsetRange",
@@ -104,6 +106,10 @@ def plan_offset_ranges(
         counts = admin.partition_counts(topics, timeout=timeout_s)
         missing = sorted(t for t, n in counts.items() if not n)
         if missing:
+            # a topic the principal may not DESCRIBE is hidden as if it did not exist
+            denied = missing_operations(admin, {t: ["READ"] for t in missing}, {})
+            if denied:
+                raise BrokerError(not_allowed(denied, "spark"), code="TOPIC_AUTHORIZATION_FAILED")
             raise ValueError(f"topics not found: {missing}")
         wanted = set(partitions) if partitions is not None else None
         tps = [
