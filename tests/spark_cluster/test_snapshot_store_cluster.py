@@ -151,12 +151,12 @@ def test_parquet_copy_is_written_into_the_bucket_by_spark_and_equals_the_store(
     assert uri, "no Parquet copy was written (is hadoop-aws on Spark's classpath?)"
     assert all(m.parquet_uri == uri for m in built.newer)
     store = open_snapshot_store(built.location)
-    prefix = uri.split(f"s3a://{BUCKET}/{built.app_id}-run/", 1)[1]
+    prefix = uri.split(f"s3a://{BUCKET}/{built.app_id}-run/", 1)[1].rstrip("/") + "/"
     assert prefix.startswith(f"{built.app_id}/counts/parquet/")
     keys = store.list_keys(prefix)
-    assert f"{prefix.rstrip('/')}/_SUCCESS" in keys
-    for partition in range(PARTITIONS):
-        assert any(k.startswith(f"{prefix}partition={partition}/") and k.endswith(".parquet") for k in keys)
+    assert f"{prefix}_SUCCESS" in keys
+    files = {k[len(prefix) :].split("/")[0] for k in keys if k.endswith(".parquet")}
+    assert files == {f"partition={p}" for p in range(PARTITIONS)}, keys
     expected = sorted(
         [m.partition, key.hex(), value.hex()]
         for m in built.newer
