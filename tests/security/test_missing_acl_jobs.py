@@ -29,9 +29,12 @@ from platform_streams.kafka import KafkaAdmin, TopicPartition, create_consumer, 
 from platform_streams.kafka.acl_admin import Acl
 from platform_streams.kafka.secured_broker import SecuredKafkaBroker
 from platform_streams.ops.acls import acl_sets
-from platform_streams.ops.topics import create_internal_topics
 from tests.security.conftest import Principal, make_topics
-from tests.security.test_secured_spark import spark  # noqa: F401 -- the one Spark session
+from tests.security.test_secured_dagster import orders_app
+from tests.security.test_secured_spark import (
+    spark,  # noqa: F401 -- the one Spark session
+    spark_config,
+)
 from tests.support.kafka import consume_all
 
 pytestmark = [pytest.mark.kafka_side]
@@ -74,11 +77,7 @@ def _spark_case(spark_session: Any, broker: SecuredKafkaBroker, admin: KafkaAdmi
     group = create_consumer({**broker.client_config(), "group.id": user.name, "log_level": 0})
     group.commit(offsets=[TopicPartition(source, 0, len(KEYS))], asynchronous=False)
     group.close()
-    client = {k: v for k, v in user.config.items() if k != "bootstrap.servers"}
-    config = StreamsConfig(
-        application_id=user.name, bootstrap_servers=user.config["bootstrap.servers"], client_config=client,
-        statestore_cache_max_bytes=0,
-    )  # fmt: skip
+    config = spark_config(user)
     app = CountByKey(source, sink, store)
     acls = list(acl_sets(app(), config)["spark"].acls)
     removed = acls.pop(index)
@@ -148,27 +147,8 @@ def _dagster_case(broker: SecuredKafkaBroker, admin: KafkaAdmin, user: Principal
 
     from dagster_defs import build_stream_app_defs
     from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeploymentResource
-    from dagster_defs.spec import resolve_app
-    from tests.dagster.support import orders_spec
 
-    topics = {f"{k}_topic": f"{k}-{user.name}" for k in ("orders", "big_orders", "by_customer", "counts")}
-    topics["dlq"] = f"dlq-{user.name}"
-    make_topics(admin, *((t, 1) for t in topics.values()))
-    spec = orders_spec(topics, user.name)
-    app = resolve_app(spec)
-    admin_conf = broker.client_config()
-    as_admin = {
-        "bootstrap_servers": admin_conf["bootstrap.servers"],
-        "client_config": {k: v for k, v in admin_conf.items() if k != "bootstrap.servers"},
-    }
-    create_internal_topics(app.topology, app.validated_settings(as_admin))
-    producer = create_producer(admin_conf)
-    for i in range(4):
-        producer.produce(topics["orders_topic"], key=b"o%d" % i, value=b"c1:10")
-    assert producer.flush(30) == 0
-    group = create_consumer({**admin_conf, "group.id": user.name, "log_level": 0})
-    group.commit(offsets=[TopicPartition(topics["orders_topic"], 0, 2)], asynchronous=False)
-    group.close()
+    spec, app, _topics = orders_app(broker, admin, user, partitions=1, orders=4, committed=2)
     acls = list(acl_sets(app.topology, app.validated_settings())["dagster"].acls)
     removed = acls.pop(index)
     broker.grant(acls)

@@ -31,28 +31,8 @@ def test_health_sensor_ticks_with_the_dagster_set_and_credentials_from_env_vars(
 ) -> None:
     from dagster_defs import build_stream_app_defs
     from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeploymentResource
-    from dagster_defs.spec import resolve_app
-    from tests.dagster.support import orders_spec
-
     user: Principal = new_user("dagster")
-    topics = {f"{k}_topic": f"{k}-{user.name}" for k in ("orders", "big_orders", "by_customer", "counts")}
-    topics["dlq"] = f"dlq-{user.name}"
-    make_topics(super_admin, *((t, 2) for t in topics.values()))
-    spec = orders_spec(topics, user.name)
-    app = resolve_app(spec)
-    admin_conf = secured_broker.client_config()
-    as_admin = {
-        "bootstrap_servers": admin_conf["bootstrap.servers"],
-        "client_config": {k: v for k, v in admin_conf.items() if k != "bootstrap.servers"},
-    }
-    create_internal_topics(app.topology, app.validated_settings(as_admin))
-    producer = create_producer(admin_conf)
-    for i in range(20):
-        producer.produce(topics["orders_topic"], key=b"o%d" % i, value=b"c1:10", partition=i % 2)
-    assert producer.flush(30) == 0
-    group = create_consumer({**admin_conf, "group.id": user.name, "log_level": 0})
-    group.commit(offsets=[TopicPartition(topics["orders_topic"], p, 4) for p in (0, 1)], asynchronous=False)
-    group.close()
+    spec, app, _topics = orders_app(secured_broker, super_admin, user, partitions=2, orders=20, committed=4)
     config: StreamsConfig = app.validated_settings()
     secured_broker.grant(list(acl_sets(app.topology, config)["dagster"].acls))
 
@@ -88,3 +68,35 @@ def test_health_sensor_ticks_with_the_dagster_set_and_credentials_from_env_vars(
     assert 20 in seen.values()
     text = str(result).lower()
     assert "authoriz" not in text and user.password not in str(result)
+
+
+def orders_app(
+    broker: SecuredKafkaBroker, admin: KafkaAdmin, user: Principal, *,
+    partitions: int, orders: int, committed: int,
+) -> tuple[Any, Any, dict[str, str]]:  # fmt: skip
+    """The demo's orders app of ``user`` (application id = user name): its topics and internal
+    topics made by the super user, ``orders`` records spread over the input's partitions, the
+    group's offsets committed at ``committed`` on each. (spec, resolved app, topics)."""
+    from dagster_defs.spec import resolve_app
+    from tests.dagster.support import orders_spec
+
+    topics = {f"{k}_topic": f"{k}-{user.name}" for k in ("orders", "big_orders", "by_customer", "counts")}
+    topics["dlq"] = f"dlq-{user.name}"
+    make_topics(admin, *((t, partitions) for t in topics.values()))
+    spec = orders_spec(topics, user.name)
+    app = resolve_app(spec)
+    admin_conf = broker.client_config()
+    as_admin = {
+        "bootstrap_servers": admin_conf["bootstrap.servers"],
+        "client_config": {k: v for k, v in admin_conf.items() if k != "bootstrap.servers"},
+    }
+    create_internal_topics(app.topology, app.validated_settings(as_admin))
+    producer = create_producer(admin_conf)
+    for i in range(orders):
+        producer.produce(topics["orders_topic"], key=b"o%d" % i, value=b"c1:10", partition=i % partitions)
+    assert producer.flush(30) == 0
+    group = create_consumer({**admin_conf, "group.id": user.name, "log_level": 0})
+    offsets = [TopicPartition(topics["orders_topic"], p, committed) for p in range(partitions)]
+    group.commit(offsets=offsets, asynchronous=False)
+    group.close()
+    return spec, app, topics

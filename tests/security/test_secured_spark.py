@@ -87,11 +87,7 @@ def test_compaction_and_backfill_run_with_the_spark_set_only(
     group = create_consumer({**secured_broker.client_config(), "group.id": user.name, "log_level": 0})
     group.commit(offsets=[TopicPartition(source, p, len(KEYS)) for p in (0, 1)], asynchronous=False)
     group.close()
-    client = {k: v for k, v in user.config.items() if k != "bootstrap.servers"}
-    config = StreamsConfig(
-        application_id=user.name, bootstrap_servers=user.config["bootstrap.servers"], client_config=client,
-        statestore_cache_max_bytes=0,
-    )  # fmt: skip
+    config = spark_config(user)
     app = CountByKey(source, sink, store)
     secured_broker.grant(list(acl_sets(app(), config)["spark"].acls))
 
@@ -112,3 +108,12 @@ def test_compaction_and_backfill_run_with_the_spark_set_only(
     got = Counter((r.key.decode(), int.from_bytes(r.value, "big", signed=True)) for r in written)
     counts = Counter(KEYS)
     assert got == Counter({(k, n): 1 for k in counts for n in range(1, counts[k] + 1)})
+
+
+def spark_config(user: Principal) -> StreamsConfig:
+    """The jobs' settings: ``user``'s name as the application id, its connection settings."""
+    client = {k: v for k, v in user.config.items() if k != "bootstrap.servers"}
+    return StreamsConfig(
+        application_id=user.name, bootstrap_servers=user.config["bootstrap.servers"], client_config=client,
+        statestore_cache_max_bytes=0,
+    )  # fmt: skip
