@@ -31,6 +31,7 @@ def test_health_sensor_ticks_with_the_dagster_set_and_credentials_from_env_vars(
 ) -> None:
     from dagster_defs import build_stream_app_defs
     from dagster_defs.resources import KafkaResource, SparkResource, StreamsDeploymentResource
+
     user: Principal = new_user("dagster")
     spec, app, _topics = orders_app(secured_broker, super_admin, user, partitions=2, orders=20, committed=4)
     config: StreamsConfig = app.validated_settings()
