@@ -52,6 +52,9 @@ class FakeAdmin:
         self.topics = dict.fromkeys(topics, 1)
         self.groups, self.active = list(groups), set(active)
         self.deleted: list[str] = []
+        #: a PLAINTEXT connection, as KafkaAdmin.conf says (the authorized-operations
+        #: check before a delete runs only on secured connections)
+        self.conf = {"bootstrap.servers": "fake:9092"}
 
     def list_topics(self) -> dict[str, int]:
         return dict(self.topics)
