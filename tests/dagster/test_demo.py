@@ -10,7 +10,7 @@ are -- what ``make demo`` runs.
 
 The demo starts the Dagster webserver and daemon in their own sessions and the workers
 outlive the Dagster run that started them. However the test ends (a failure, the demo's
-600 s limit, pytest-timeout), the demo gets Ctrl-C first, so its own ``finally`` blocks stop
+780 s limit, pytest-timeout), the demo gets Ctrl-C first, so its own ``finally`` blocks stop
 Dagster and the workers, and then every process carrying this test's environment mark is
 stopped (tests/support/processes.py): none outlives the test.
 """
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(720)  # the demo's own limit is 600 s (plus Apache Kafka's start); 480 ran out at load 45
+@pytest.mark.timeout(900)  # the limit below is 780 s (+ Kafka's start): 183 s quiet, 494-637 s at load 20-30
 @pytest.mark.parametrize("broker", ["tansu", "kafka"])  # "kafka": tests/conftest.py's Kafka side
 def test_the_demo_runs_every_step_and_checks_its_results(
     tmp_path: Path, broker: str, request: pytest.FixtureRequest
@@ -70,7 +70,7 @@ def test_the_demo_runs_every_step_and_checks_its_results(
     lines: list[str] = []
     reader = threading.Thread(target=_read, args=(demo, lines), daemon=True)
     reader.start()
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + 780
     left: list[str] = []
     finished = False
     try:
@@ -85,7 +85,7 @@ def test_the_demo_runs_every_step_and_checks_its_results(
         reader.join(timeout=10)
         kill_marked(mark)
     out = "".join(lines)
-    assert finished, "the demo did not finish within 600 s (or 90 s after SIGTERM):\n" + out[-4000:]
+    assert finished, "the demo did not finish within 780 s (or 90 s after SIGTERM):\n" + out[-4000:]
     assert demo.returncode == 0, out[-4000:]
     assert "[demo] OK" in out
     assert ("(Tansu, in memory) ready" if broker == "tansu" else "Apache Kafka (KRaft") in out
