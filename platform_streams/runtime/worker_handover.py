@@ -98,6 +98,17 @@ class CooperativeHandover:
     def _cooperative(self) -> bool:
         return self._coordinator is not None and self.config.rebalance_protocol == "cooperative"
 
+    def _commit_on_revocation(self) -> bool:
+        """Commit before the group's generation changes; a failed commit aborts and closes
+        the tasks (their input is processed again by whoever gets it). True if committed."""
+        try:
+            self.commit()
+        except StreamsError as exc:
+            log.warning("commit on revocation failed (the input will be processed again): %s", exc)
+            self._abort_and_close_tasks()
+            return False
+        return True
+
     def _hold_commits(self) -> None:
         """The group revoked this member's slots: a rebalance began. Commit what the current
         generation confirmed (its metadata is still valid: the broker forms the next generation
@@ -106,11 +117,7 @@ class CooperativeHandover:
         self._pending = None
         if confirmed:
             self._previous_tasks = list(self.tasks)
-            try:
-                self.commit()
-            except StreamsError as exc:
-                log.warning("commit on revocation failed (the input will be processed again): %s", exc)
-                self._abort_and_close_tasks()
+            if not self._commit_on_revocation():
                 return
         self._commits_held = True
         # librdkafka unassigns everything after the callback; the loop assigns the input again

@@ -364,11 +364,7 @@ class TaskRebalancing(CooperativeHandover):
             self._previous_tasks = list(self.tasks)
         self._pending = None
         if self.tasks:
-            try:
-                self.commit()
-            except StreamsError as exc:
-                log.warning("commit on revocation failed (the input will be processed again): %s", exc)
-                self._abort_and_close_tasks()
+            if not self._commit_on_revocation():
                 return
             self._close_tasks(clean=True)
 
