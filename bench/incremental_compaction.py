@@ -28,9 +28,7 @@ import shutil
 import statistics
 import struct
 import sys
-import tempfile
 import time
-import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -39,12 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, TopicSpec, create_producer  # noqa: E402
+from bench.snapshot_restore import STORE, changelog_bench  # noqa: E402
+from platform_streams.kafka import create_producer  # noqa: E402
 from platform_streams.processor.partitioner import default_partition  # noqa: E402
 from platform_streams.state.rocksdb import RocksDBBackend  # noqa: E402
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store  # noqa: E402
 
-STORE = "counts"
 _VALUE = struct.Struct(">qq")  # ValueAndTimestamp(count): timestamp (8) + long (8)
 
 
@@ -102,15 +100,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with ExitStack() as stack:
-        bootstrap = os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS", "").strip()
-        if not bootstrap:
-            bootstrap = stack.enter_context(EmbeddedBroker(kill_with_parent=True)).bootstrap_servers
-        work = Path(tempfile.mkdtemp(prefix="ps-bench-incremental-"))
-        stack.callback(shutil.rmtree, work, True)
-        app_id = f"bench-incr-{uuid.uuid4().hex[:8]}"
-        changelog = f"{app_id}-{STORE}-changelog"
-        with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
-            admin.create_topics([TopicSpec(changelog, args.partitions)])
+        bootstrap, work, app_id, changelog = changelog_bench(stack, "incr", args.partitions)
         keys = [f"user-{i:07d}".encode() for i in range(args.keys)]
         started = time.monotonic()
         history = _produce(

@@ -146,6 +146,22 @@ def _start_cluster(stack: ExitStack, work: Path, app_id: str) -> tuple[str, str,
     return cluster.master_url, f"s3://snapshots/{app_id}", conf
 
 
+def changelog_bench(stack: ExitStack, name: str, partitions: int) -> tuple[str, Path, str, str]:
+    """A broker (``PLATFORM_STREAMS_BOOTSTRAP_SERVERS`` or an embedded one), a scratch
+    directory, a fresh application id and its store's changelog topic, all undone by ``stack``;
+    returns ``(bootstrap, work dir, application id, changelog)``."""
+    bootstrap = os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS", "").strip()
+    if not bootstrap:
+        bootstrap = stack.enter_context(EmbeddedBroker(kill_with_parent=True)).bootstrap_servers
+    work = Path(tempfile.mkdtemp(prefix=f"ps-bench-{name}-"))
+    stack.callback(shutil.rmtree, work, True)
+    app_id = f"bench-{name}-{uuid.uuid4().hex[:8]}"
+    changelog = f"{app_id}-{STORE}-changelog"
+    with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([TopicSpec(changelog, partitions)])
+    return bootstrap, work, app_id, changelog
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", type=int, default=1_000_000)
@@ -162,15 +178,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with ExitStack() as stack:
-        bootstrap = os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS", "").strip()
-        if not bootstrap:
-            bootstrap = stack.enter_context(EmbeddedBroker(kill_with_parent=True)).bootstrap_servers
-        work = Path(tempfile.mkdtemp(prefix="ps-bench-snapshot-"))
-        stack.callback(shutil.rmtree, work, True)
-        app_id = f"bench-snap-{uuid.uuid4().hex[:8]}"
-        changelog = f"{app_id}-{STORE}-changelog"
-        with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
-            admin.create_topics([TopicSpec(changelog, 1)])
+        bootstrap, work, app_id, changelog = changelog_bench(stack, "snap", 1)
         keys = [f"user-{i:07d}".encode() for i in range(args.keys)]
         total = args.keys * args.updates
         print(
