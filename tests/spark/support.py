@@ -17,6 +17,19 @@ from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, 
 from platform_streams.testing.records import DriverRecord
 from platform_streams.topology.compiler import compile_topology
 from platform_streams.topology.topology import Topology
+from tests.integration.support_apps import app_config
+
+
+def snapshot_config(bootstrap: str, app_id: str, state_dir: Path, snapshots: Path | None) -> StreamsConfig:
+    """An application's settings for a restore test: no cache (every update reaches the
+    changelog), and snapshots read from ``snapshots`` when given (else the changelog alone)."""
+    return app_config(
+        bootstrap,
+        state_dir,
+        app_id,
+        statestore_cache_max_bytes=0,
+        state_snapshot_location=str(snapshots) if snapshots else None,
+    )
 
 
 def snapshot_content(location: Path, manifest: SnapshotManifest, work: Path) -> list[tuple[bytes, bytes]]:

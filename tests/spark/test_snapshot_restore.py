@@ -31,7 +31,7 @@ from tests.integration.support_apps import (
 from tests.spark.apps import CountByKey
 from tests.spark.support import count_outputs as _outputs
 from tests.spark.support import expected_counts as _expected
-from tests.spark.support import restore_then_process
+from tests.spark.support import restore_then_process, snapshot_config
 from tests.support.kafka import new_topic, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -98,16 +98,6 @@ def built(
     )
 
 
-def _config(built: Built, state_dir: Path, snapshots: Path | None) -> Any:
-    return app_config(
-        built.bootstrap,
-        state_dir,
-        built.app_id,
-        statestore_cache_max_bytes=0,
-        state_snapshot_location=str(snapshots) if snapshots else None,
-    )
-
-
 def test_worker_with_deleted_state_restores_snapshot_plus_tail_like_a_full_replay(built: Built) -> None:
     assert {m.partition for m in built.manifests} == {0, 1}
     assert all(m.record_count > 0 for m in built.manifests)
@@ -115,7 +105,7 @@ def test_worker_with_deleted_state_restores_snapshot_plus_tail_like_a_full_repla
     shutil.rmtree(built.state_dir)  # the worker lost its disk
     fast_out, fast = restore_then_process(
         built.app(),
-        _config(built, built.state_dir, built.snapshots),
+        snapshot_config(built.bootstrap, built.app_id, built.state_dir, built.snapshots),
         built.app.source,
         PARTITIONS,
         new,
@@ -123,7 +113,7 @@ def test_worker_with_deleted_state_restores_snapshot_plus_tail_like_a_full_repla
     )
     full_out, full = restore_then_process(
         built.app(),
-        _config(built, built.state_dir.with_name("full"), None),
+        snapshot_config(built.bootstrap, built.app_id, built.state_dir.with_name("full"), None),
         built.app.source,
         PARTITIONS,
         new,
@@ -160,7 +150,7 @@ def test_corrupt_snapshot_is_rejected_and_the_worker_falls_back_to_the_changelog
     with caplog.at_level(logging.WARNING, logger="platform_streams.state.snapshot_restore"):
         out, lifecycle = restore_then_process(
             built.app(),
-            _config(built, tmp_path / "state", broken),
+            snapshot_config(built.bootstrap, built.app_id, tmp_path / "state", broken),
             built.app.source,
             PARTITIONS,
             new,
@@ -176,7 +166,7 @@ def test_running_app_with_deleted_state_starts_from_the_snapshot(
     built: Built, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
     """The real worker loop: KafkaStreams with ``state_snapshot_location`` and an empty state dir."""
-    config = _config(built, tmp_path / "state", built.snapshots)
+    config = snapshot_config(built.bootstrap, built.app_id, tmp_path / "state", built.snapshots)
     new = _inputs(30_000, 200)
     with running_app(built.app(), config) as streams:
         lifecycle = streams.workers[0].state_lifecycle

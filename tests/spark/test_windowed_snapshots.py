@@ -31,7 +31,7 @@ from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, 
 from platform_streams.state.wrappers.base import innermost
 from tests.integration.support_apps import app_config, log_ends, new_app_id, running_app, wait_committed
 from tests.spark.apps import WindowedAndSessionCounts
-from tests.spark.support import restore_then_process, snapshot_content
+from tests.spark.support import restore_then_process, snapshot_config, snapshot_content
 from tests.support.kafka import new_topic, produce
 
 # kafka_side: Spark is a JVM of its own (the shadow-replay suite's session is reused there)
@@ -90,16 +90,6 @@ def built(
     )
 
 
-def _config(built: Built, state_dir: Path, snapshots: Path | None) -> Any:
-    return app_config(
-        built.bootstrap,
-        state_dir,
-        built.app_id,
-        statestore_cache_max_bytes=0,
-        state_snapshot_location=str(snapshots) if snapshots else None,
-    )
-
-
 def _restore(built: Built, state_dir: Path, snapshots: Path | None) -> tuple[dict[Any, list[Any]], Any]:
     """Restore (from snapshots + tail, or the changelog alone), then process more input;
     every store's content ``(phase, partition, store) -> all()`` after each step."""
@@ -114,7 +104,7 @@ def _restore(built: Built, state_dir: Path, snapshots: Path | None) -> tuple[dic
     new, new_ts = _inputs(3_400, 300)
     _out, lifecycle = restore_then_process(
         built.app(),
-        _config(built, state_dir, snapshots),
+        snapshot_config(built.bootstrap, built.app_id, state_dir, snapshots),
         built.app.source,
         PARTITIONS,
         new,
