@@ -29,6 +29,7 @@ The safety argument (docs/scale-out.md, "Cooperative rebalancing"), in short:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import StreamsError
@@ -97,6 +98,18 @@ class CooperativeHandover:
     @property
     def _cooperative(self) -> bool:
         return self._coordinator is not None and self.config.rebalance_protocol == "cooperative"
+
+    def _close_task_state(
+        self, task: StreamTask, written: Mapping[tuple[str, int], int], *, clean: bool
+    ) -> None:
+        """Close one task's state (checkpointed when ``clean``) and tell the restore-range
+        tracker; a failure is logged so the other tasks still close."""
+        if self.state_lifecycle.restore_ranges is not None:
+            self.state_lifecycle.restore_ranges.closed(task.task_id, clean=clean)
+        try:
+            self.state_lifecycle.close_task(task, written, clean=clean)
+        except Exception:
+            log.exception("closing task %s failed", task.task_id)
 
     def _commit_on_revocation(self) -> bool:
         """Commit before the group's generation changes; a failed commit aborts and closes
@@ -216,12 +229,7 @@ class CooperativeHandover:
         closing = [self.tasks[t] for t in task_ids]
         self.publish_restore_ranges(closing, force=True)
         for task in closing:
-            if self.state_lifecycle.restore_ranges is not None:
-                self.state_lifecycle.restore_ranges.closed(task.task_id, clean=True)
-            try:
-                self.state_lifecycle.close_task(task, written, clean=True)
-            except Exception:
-                log.exception("closing task %s failed", task.task_id)
+            self._close_task_state(task, written, clean=True)
             del self.tasks[task.task_id]
             for tp in task.partitions:
                 self._input.queues.pop(tp, None)

@@ -382,12 +382,7 @@ class TaskRebalancing(CooperativeHandover):
         if clean:  # after its final commit: what the next instance may restore unread
             self.publish_restore_ranges(list(self.tasks.values()), force=True)
         for task in self.tasks.values():
-            if self.state_lifecycle.restore_ranges is not None:
-                self.state_lifecycle.restore_ranges.closed(task.task_id, clean=clean)
-            try:
-                self.state_lifecycle.close_task(task, written, clean=clean)
-            except Exception:
-                log.exception("closing task %s failed", task.task_id)
+            self._close_task_state(task, written, clean=clean)
         if self._standbys is not None and self.tasks:
             self._standbys.unclaim(list(self.tasks))
         self.tasks.clear()
