@@ -268,10 +268,10 @@ class DslWindowStore(_DslStore, WindowStore[Any, Any]):
         inner.put(key, None if value is None else value_and_timestamp(value, timestamp), window_start_ms)
 
     def fetch_between_timestamped(
-        self, key: Any, time_from_ms: int, time_to_ms: int
+        self, key: Any, time_from_ms: int, time_to_ms: int, *, backward: bool = False
     ) -> Iterator[tuple[int, ValueAndTimestamp]]:
         items: Iterator[tuple[int, ValueAndTimestamp]] = self._require().fetch_between(
-            key, time_from_ms, time_to_ms
+            key, time_from_ms, time_to_ms, backward=backward
         )
         return items
 

@@ -73,10 +73,7 @@ def cases(draw: st.DrawFn, names: list[str] | None = None) -> dict[str, Any]:
 #: Known differences (docs/oracle.md; each has an xfail(strict) case in test_regressions.py).
 #: Topologies whose outputs for ONE input record come in another order than Kafka's: their
 #: records are compared per input record as a sorted list (values and timestamps still exact).
-ORDER_WITHIN_RECORD_DIFFERS = {
-    "sliding_update": "Kafka updates existing sliding windows newest first (processReverse, a "
-    "backward store fetch); platform_streams oldest first (processInOrder)",
-}
+ORDER_WITHIN_RECORD_DIFFERS: dict[str, str] = {}
 #: Topologies left out of generated cases: their difference is not one a comparison can allow for.
 NOT_GENERATED = {
     "sliding_suppress": "suppress(until_window_closes) closes a sliding window at end + grace in "

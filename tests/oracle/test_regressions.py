@@ -17,11 +17,6 @@ import pytest
 from tests.oracle import python_side
 from tests.oracle.cases import plain, request
 
-_SLIDING_ORDER = (
-    "Kafka's KStreamSlidingWindowAggregate.processReverse updates existing windows newest first "
-    "(backward fetch) and stops at the first window ending before the record; ours walks them "
-    "oldest first (processInOrder), so one record's updates leave in another order"
-)
 _SLIDING_SUPPRESS = (
     "suppress(until_window_closes) after sliding windows: Kafka buffers a window until "
     "end + grace <= stream time, platform_streams until end + 1 + grace (deliberately, see "
@@ -48,6 +43,8 @@ CASES: list[Any] = [
         id="session-aggregates-count-null-values",
     ),
     pytest.param(
+        # KStreamSlidingWindowAggregate.processReverse: an out-of-order record updates the
+        # existing windows newest first and stops at the first window ending before it
         "sliding_update",
         {"size": 30, "grace": 15},
         [["p", "in", "a", "0", 328], ["p", "in", "a", "1", 341], ["p", "in", "a", "1", 326]],
@@ -62,7 +59,6 @@ CASES: list[Any] = [
         ],
         [["a", 296, 1], ["a", 298, 2], ["a", 311, 3], ["a", 327, 2], ["a", 329, 1]],
         id="sliding-out-of-order-update-order",
-        marks=pytest.mark.xfail(strict=True, reason=_SLIDING_ORDER),
     ),
     pytest.param(
         "sliding_suppress",

@@ -4,7 +4,8 @@ Sliding windows exist only where records are: for each record at t, its *left wi
 ``[t - d, t]`` (ending at the record) and, when later records lie within d of it, its
 *right window* ``[t + 1, t + 1 + d]`` (starting just after it). Both ends are inclusive
 and results are keyed ``TimeWindow(start, start + d)``. Each record reads the key's
-windows starting in ``[t - 2d, t + 1]`` once, then:
+windows starting in ``[t - 2d, t + 1]`` once, newest first as Kafka does when its store
+iterates backward (``processReverse``: the order the updates leave in), then:
 
 * updates every existing window containing t (starting in ``[t - d, t]``);
 * creates its left window from the aggregate of the latest window ending before t
@@ -45,6 +46,17 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
         super().__init__(params, op)
         self.windows = windows
         self.diff = windows.time_difference_ms
+        self._reverse_possible: bool | None = None
+
+    def _backward_fetch_supported(self, key: Any) -> bool:
+        """Kafka probes its store once with ``backwardFetch(key, 0, 0)``: a store that cannot
+        iterate backward (UnsupportedOperationException there) gets the forward algorithm."""
+        try:
+            for _ in self.store.fetch_between_timestamped(key, 0, 0, backward=True):
+                break
+        except NotImplementedError:
+            return False
+        return True
 
     def close_time(self, stream_time: int) -> int:
         # a window is closed when end < stream time - grace, i.e. due = end + 1 <= stream time - grace
@@ -66,7 +78,12 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
             if timestamp < diff:
                 self._process_early(key, value, timestamp, close)
                 return  # Kafka's processEarly returns without maybeForwardFinalResult
-            self._process_in_order(key, value, timestamp, close)
+            if self._reverse_possible is None:
+                self._reverse_possible = self._backward_fetch_supported(key)
+            if self._reverse_possible:
+                self._process_reverse(key, value, timestamp, close)
+            else:
+                self._process_in_order(key, value, timestamp, close)
         finally:
             self._headers = None
         self.emit_closed(headers)
@@ -99,6 +116,26 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
                 right_exists = True
             else:  # pragma: no cover - the fetch bounds exclude it
                 raise AssertionError(f"unexpected sliding window starting at {start} for a record at {ts}")
+        self._create_windows(
+            key, value, ts, close, starts, left_agg, right_agg, left_exists, right_exists, previous_ts
+        )
+
+    def _create_windows(
+        self,
+        key: Any,
+        value: Any,
+        ts: int,
+        close: int,
+        starts: set[int],
+        left_agg: ValueAndTimestamp | None,
+        right_agg: ValueAndTimestamp | None,
+        left_exists: bool,
+        right_exists: bool,
+        previous_ts: int | None,
+    ) -> None:
+        """Kafka's ``createWindows``: the previous record's right window, the record's left
+        window, then its right window, each only when missing and not empty."""
+        diff = self.diff
         if previous_ts is not None:
             prev_right = previous_ts + 1
             if prev_right not in starts and prev_right + diff >= ts:
@@ -113,6 +150,41 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
             self._update(key, value, ts, ts - diff, seed, close)
         if not right_exists and right_agg is not None and right_agg.timestamp > ts:
             self._create_right_window(key, ts, right_agg)
+
+    def _process_reverse(self, key: Any, value: Any, ts: int, close: int) -> None:
+        """Kafka's ``processReverse``: the key's windows newest first, so the windows after the
+        record are updated before its left window, and the walk stops at the first window ending
+        before the record (the previous record's aggregate) -- or, when the record's left window
+        already holds a record at or after it, right there, creating nothing."""
+        diff = self.diff
+        starts: set[int] = set()
+        left_agg: ValueAndTimestamp | None = None
+        right_agg: ValueAndTimestamp | None = None
+        left_exists = right_exists = False
+        previous_ts: int | None = None
+        windows = self.store.fetch_between_timestamped(key, max(0, ts - 2 * diff), ts + 1, backward=True)
+        for start, vat in list(windows):
+            starts.add(start)
+            end = start + diff
+            if start == ts + 1:
+                right_exists = True
+            elif end > ts:
+                if right_agg is None:
+                    right_agg = vat
+                self._update(key, value, ts, start, vat, close, new=False)
+            elif end == ts:
+                left_exists = True
+                self._update(key, value, ts, start, vat, close, new=False)
+                if vat.timestamp >= ts:
+                    return
+                previous_ts = vat.timestamp
+            else:
+                left_agg = vat
+                previous_ts = vat.timestamp
+                break
+        self._create_windows(
+            key, value, ts, close, starts, left_agg, right_agg, left_exists, right_exists, previous_ts
+        )
 
     def _process_early(self, key: Any, value: Any, ts: int, close: int) -> None:
         combined: tuple[int, ValueAndTimestamp] | None = None
