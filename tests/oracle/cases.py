@@ -77,8 +77,8 @@ ORDER_WITHIN_RECORD_DIFFERS: dict[str, str] = {}
 #: Topologies left out of generated cases: their difference is not one a comparison can allow for.
 NOT_GENERATED = {
     "sliding_suppress": "suppress(until_window_closes) closes a sliding window at end + grace in "
-    "Kafka, end + 1 + grace in platform_streams (deliberate: Kafka can emit a 'final' sliding "
-    "window that a record at exactly end + grace still updates)",
+    "Kafka, end + 1 + grace in platform_streams (deliberate, docs/oracle.md #3: Kafka emits a "
+    "second 'final' result when a record at exactly end + grace updates the emitted window)",
 }
 
 
