@@ -8,6 +8,8 @@ from platform_streams.processor.api import (
     PunctuationType,
     Punctuator,
 )
+from platform_streams.processor.async_processing import AsyncRecordContext
+from platform_streams.processor.async_runtime import AsyncOptions
 from platform_streams.processor.fixed_key import (
     FixedKeyProcessor,
     FixedKeyProcessorContext,
@@ -19,6 +21,8 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.state.api import StateStore  # one StateStore type
 
 __all__ = [
+    "AsyncOptions",
+    "AsyncRecordContext",
     "Cancellable",
     "FixedKeyProcessor",
     "FixedKeyProcessorContext",

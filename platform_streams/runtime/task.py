@@ -17,6 +17,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import DeserializationError, ProcessorError, SerializationError, StreamsError
 from platform_streams.processor.api import PunctuationType
+from platform_streams.processor.async_processing import in_flight_work
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.exception_handlers import HandlerResponse, RecordExceptionHandler
 from platform_streams.processor.fusion import failed_sink, node_of_traceback
@@ -238,6 +239,12 @@ class StreamTask:
 
     def process(self, max_records: int) -> int:
         """Process up to ``max_records`` buffered records; returns how many were processed."""
+        work = in_flight_work(self.context)
+        if work is not None:  # async processors: complete what finished; take what they have room for
+            work.bind(self._handle_failure, self._node_failed)
+            max_records = work.room(max_records)
+            if not max_records:
+                return 0
         sources = self.graph.sources
         ctx = self.context
         consumed = self.consumed
@@ -422,12 +429,23 @@ class StreamTask:
         """Push dirty cache entries downstream (upstream stores first), keeping disk as it is.
 
         The first step of a commit: what caches forward must be produced, and the input
-        offsets committed, before the stores write their data to disk (see the worker)."""
+        offsets committed, before the stores write their data to disk (see the worker). Async
+        processors complete what they have in flight first: the offsets committed cover it."""
+        self.complete_in_flight()
         stores = self.context.stores
         for name in self._store_flush_order():
             flush_cache = getattr(stores.get(name), "flush_cache", None)
             if flush_cache is not None:
                 flush_cache()
+
+    def complete_in_flight(self) -> int:
+        """Wait for the async processors' calls in flight and complete them (forward their
+        results on this thread); returns how many completed (0: the task has none)."""
+        work = in_flight_work(self.context)
+        if work is None:
+            return 0
+        work.bind(self._handle_failure, self._node_failed)
+        return work.complete_all()
 
     def _store_flush_order(self) -> list[str]:
         stores = self.context.stores

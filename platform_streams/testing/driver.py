@@ -230,7 +230,8 @@ class TopologyTestDriver:
                 # a task with several queues finds a record's source by the record's own topic
                 task.graph.sources.setdefault(record.topic(), task.graph.sources[queue])
                 task.add_records((queue, 0), [record])
-                while task.process(1_000_000):
+                # async processors: what is in flight completes before the pipe returns
+                while task.process(1_000_000) or task.complete_in_flight():
                     pass
             for task in self._tasks:
                 task.flush_stores()

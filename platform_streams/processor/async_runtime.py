@@ -1,0 +1,216 @@
+"""Where async processors' calls run: one event loop thread and one bounded thread pool per process.
+
+An async processor's user function is either an ``async def`` (awaited on the loop) or a
+blocking function (run in the pool, awaited from the loop). Either way one coroutine per
+record wraps the call with its timeout and retries (:meth:`AsyncRuntime.submit`); what it
+ends with (a result or the last error) goes back to the stream thread, which alone forwards
+results and touches stores (platform_streams/processor/async_processing.py).
+
+The process-wide in-flight count bounds all async processors of the process together
+(every task, every worker), as ``max_in_flight`` of each node bounds one node in one task.
+Statistics (in flight, queue wait, call latency, completions, failures) are plain counters
+and :class:`Durations` that the metrics collector reads at scrape time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+from bisect import bisect_left
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["AsyncOptions", "AsyncRuntime", "AsyncStats", "Call", "Durations", "is_coroutine_function"]
+
+#: seconds: an I/O call (a local cache's ~1 ms to a model's tens of seconds)
+DURATION_BOUNDS_S: tuple[float, ...] = (
+    0.001, 0.002_5, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+
+#: the process-wide bound on records in flight when no node asks for less
+DEFAULT_PROCESS_MAX_IN_FLIGHT = 10_000
+
+
+@dataclass(frozen=True)
+class AsyncOptions:
+    """How one async processor runs its calls.
+
+    ``max_in_flight``: records this node holds at once in one task (running, or waiting behind
+    a record of the same key); the task takes no more input records while it is full, so the
+    partition buffers fill and the consumer pauses those partitions. ``process_max_in_flight``:
+    the bound over every async node of the process (the smallest asked for wins).
+    ``timeout_s`` bounds each attempt; ``retries`` more attempts follow a failed or timed-out
+    one after ``retry_backoff_s`` (doubling); then the processing exception handler decides
+    (log and continue / dead-letter topic, or fail). ``threads``: the size of the process's
+    pool for blocking functions (the largest asked for wins; it only grows).
+    """
+
+    max_in_flight: int = 256
+    process_max_in_flight: int = DEFAULT_PROCESS_MAX_IN_FLIGHT
+    timeout_s: float = 30.0
+    retries: int = 0
+    retry_backoff_s: float = 0.1
+    threads: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("max_in_flight", "process_max_in_flight", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"AsyncOptions.{name} must be at least 1, got {getattr(self, name)}")
+        if self.retries < 0:
+            raise ValueError(f"AsyncOptions.retries must be 0 or more, got {self.retries}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"AsyncOptions.timeout_s must be positive, got {self.timeout_s}")
+
+
+def is_coroutine_function(fn: Any) -> bool:
+    """``fn`` (or the ``__call__`` of an object) is an ``async def``."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+class Durations:
+    """Counts of durations per bucket of :data:`DURATION_BOUNDS_S` (the last: above them all) and
+    their sum; one writer thread. The metrics package exports them as a histogram (the
+    processor layer does not import it: it sits below the runtime, which the metrics observe)."""
+
+    __slots__ = ("counts", "sum")
+
+    bounds = DURATION_BOUNDS_S
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(DURATION_BOUNDS_S) + 1)
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect_left(DURATION_BOUNDS_S, seconds)] += 1
+        self.sum += seconds
+
+
+class AsyncStats:
+    """What the process's async processors did; written by the loop thread only, read by a scrape."""
+
+    def __init__(self) -> None:
+        self.completed = 0
+        self.failed = 0
+        self.retried = 0
+        self.timed_out = 0
+        #: seconds from a record's arrival at the node to its call's start (per-key waits)
+        self.queue_wait = Durations()
+        #: seconds of one call, all its attempts included
+        self.call_latency = Durations()
+
+
+class Call:
+    """One record's call: what the loop thread runs and hands back."""
+
+    __slots__ = ("admitted", "args", "done", "error", "fn", "result")
+
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], done: Callable[[Call], None], admitted: float
+    ) -> None:
+        self.fn = fn
+        self.args = args
+        self.done = done
+        #: ``perf_counter()`` when the record reached the node (its queue wait starts)
+        self.admitted = admitted
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class AsyncRuntime:
+    """The process's event loop thread, its thread pool and its in-flight bound."""
+
+    _shared: AsyncRuntime | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._threads = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self.max_in_flight = DEFAULT_PROCESS_MAX_IN_FLIGHT
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self.stats = AsyncStats()
+        thread = threading.Thread(target=self._run, name="platform-streams-async", daemon=True)
+        thread.start()
+
+    @classmethod
+    def shared(cls) -> AsyncRuntime:
+        """The process's runtime, started on first use."""
+        runtime = cls._shared
+        if runtime is None:
+            with cls._shared_lock:
+                runtime = cls._shared
+                if runtime is None:
+                    runtime = cls._shared = AsyncRuntime()
+        return runtime
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def configure(self, options: AsyncOptions) -> None:
+        """A node with ``options`` joins: the process bound is the smallest asked for, the pool
+        the largest."""
+        with self._lock:
+            self.max_in_flight = min(self.max_in_flight, options.process_max_in_flight)
+            if options.threads > self._threads:
+                old, self._threads = self._pool, options.threads
+                self._pool = ThreadPoolExecutor(options.threads, thread_name_prefix="platform-streams-async")
+                if old is not None:
+                    old.shutdown(wait=False)
+
+    # -- the process-wide bound ------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def room(self) -> int:
+        return self.max_in_flight - self._in_flight
+
+    def acquire(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    # -- running calls ---------------------------------------------------------------------
+
+    def submit(self, call: Call, options: AsyncOptions, is_async: bool) -> None:
+        """Run ``call`` (from any thread); ``call.done(call)`` runs on the loop thread when it ended."""
+        asyncio.run_coroutine_threadsafe(self._attempts(call, options, is_async), self.loop)
+
+    async def _attempts(self, call: Call, options: AsyncOptions, is_async: bool) -> None:
+        started = time.perf_counter()
+        stats = self.stats  # written here only, on the loop thread
+        stats.queue_wait.observe(started - call.admitted)
+        try:
+            for attempt in range(options.retries + 1):
+                try:
+                    if is_async:
+                        awaitable = call.fn(*call.args)
+                    else:
+                        awaitable = self.loop.run_in_executor(self._pool, call.fn, *call.args)
+                    call.result = await asyncio.wait_for(awaitable, options.timeout_s)
+                    call.error = None
+                    break
+                except Exception as exc:
+                    call.error = exc
+                    if isinstance(exc, TimeoutError):
+                        stats.timed_out += 1
+                    if attempt < options.retries:
+                        stats.retried += 1
+                        await asyncio.sleep(options.retry_backoff_s * (2**attempt))
+        finally:
+            stats.call_latency.observe(time.perf_counter() - started)
+            if call.error is None:
+                stats.completed += 1
+            else:
+                stats.failed += 1
+            call.done(call)
