@@ -16,9 +16,10 @@ pytestmark = pytest.mark.oracle
 PARAMS = {"size": 10, "grace": 5, "advance": 5, "gap": 10, "diff": 10, "after": 10}
 
 _FINAL_INDEX = (
-    "emit-final windowed aggregations add a second store <store>-close-time (the close time emitted "
-    "up to) that Kafka's KStreamWindowAggregate/SessionWindowAggregate do not have: Kafka keeps the "
-    "last emitted close time in its commit metadata instead"
+    "kept on purpose (docs/oracle.md #4): emit-final windowed aggregations add a second store "
+    "<store>-close-time (the close time emitted up to) that Kafka's KStreamWindowAggregate/"
+    "SessionWindowAggregate do not have: Kafka keeps it only in the commit's offset metadata, "
+    "which the embedded broker drops, and without it Kafka re-emits every retained closed window"
 )
 #: catalogue topologies whose describe() text differs today, and why (docs/oracle.md)
 DESCRIBE_DIFFERS: dict[str, str] = {
