@@ -63,11 +63,13 @@ def test_should_set_changelog_topic_properties() -> None:
 MANUAL_UPGRADE = (
     "restarts an application whose non-versioned store is replaced by a versioned one restored "
     "from the same changelog (Kafka's documented manual upgrade). Translated and run on Apache "
-    "Kafka, it fails here for two reasons in the changelog format: records are stamped with the "
-    "task's stream time, not the record's own timestamp (state/wrappers/base.py record_timestamp), "
-    "so out-of-order versions restore under the wrong timestamps; and a timestamped store logs "
-    "timestamp+value bytes where Kafka logs the plain value with the timestamp on the record, so "
-    "a versioned store restores 8-byte-prefixed values"
+    "Kafka, it fails here for two reasons in the changelog format (docs/oracle.md, 'Changelog "
+    "records'): records are stamped with the task's stream time, not the record's own timestamp "
+    "(state/wrappers/base.py record_timestamp; Kafka: ChangeLoggingKeyValueBytesStore logs "
+    "recordContext().timestamp()), so out-of-order versions restore under the wrong timestamps; "
+    "and a timestamped store logs timestamp+value bytes where Kafka "
+    "(ChangeLoggingTimestampedKeyValueBytesStore) logs the plain value with the timestamp on the "
+    "record, so a versioned store restores 8-byte-prefixed values"
 )
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
