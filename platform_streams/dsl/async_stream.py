@@ -43,19 +43,28 @@ class AsyncStreamOps:
         ) -> None: ...
 
     def map_values_async(
-        self, mapper: Callable[..., Any], options: AsyncOptions | None = None, named: Named | str | None = None
+        self,
+        mapper: Callable[..., Any],
+        options: AsyncOptions | None = None,
+        named: Named | str | None = None,
     ) -> KStream:
         """New value from ``await mapper(value)`` (or ``mapper(key, value)``); the key is unchanged."""
         return self._async("KSTREAM-MAPVALUES-ASYNC-", MAP_VALUES, mapper, options, named, value_kept=False)
 
     def filter_async(
-        self, predicate: Callable[..., Any], options: AsyncOptions | None = None, named: Named | str | None = None
+        self,
+        predicate: Callable[..., Any],
+        options: AsyncOptions | None = None,
+        named: Named | str | None = None,
     ) -> KStream:
         """Keep the records for which ``await predicate(key, value)`` (or ``predicate(value)``) is true."""
         return self._async("KSTREAM-FILTER-ASYNC-", FILTER, predicate, options, named, value_kept=True)
 
     def foreach_async(
-        self, action: Callable[..., Any], options: AsyncOptions | None = None, named: Named | str | None = None
+        self,
+        action: Callable[..., Any],
+        options: AsyncOptions | None = None,
+        named: Named | str | None = None,
     ) -> None:
         """Run ``await action(key, value)`` (or ``action(value)``) per record; a terminal operation."""
         self._async("KSTREAM-FOREACH-ASYNC-", FOREACH, action, options, named, value_kept=True)

@@ -26,10 +26,10 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.errors import InvalidStateStoreError
+from platform_streams.errors import InvalidStateStoreError, ProcessorError
 from platform_streams.processor.async_runtime import AsyncOptions, AsyncRuntime, Call, is_coroutine_function
 from platform_streams.processor.node import NodeFailure, NodeProcessor
 from platform_streams.processor.record import Headers, Record
@@ -110,7 +110,9 @@ class _Job(Call):
 
     __slots__ = ("context", "headers", "key", "msg", "timestamp", "token", "value")
 
-    def __init__(self, node: AsyncNode, key: Any, value: Any, timestamp: int, headers: Headers, msg: Any) -> None:
+    def __init__(
+        self, node: AsyncNode, key: Any, value: Any, timestamp: int, headers: Headers, msg: Any
+    ) -> None:
         super().__init__(node.fn, (), node.finished, time.perf_counter())
         self.key = key
         self.value = value
@@ -168,7 +170,8 @@ class TaskAsyncWork:
         return max(0, min(max_records, room))
 
     def _room(self) -> int:
-        room = min([AsyncRuntime.shared().room(), *(n.options.max_in_flight - n.in_flight for n in self.nodes)])
+        nodes = self.nodes
+        room = min([AsyncRuntime.shared().room(), *(n.options.max_in_flight - n.in_flight for n in nodes)])
         return 1 if room <= 0 and self.in_flight == 0 else room
 
     def complete_all(self) -> int:
@@ -313,7 +316,17 @@ class AsyncNode(NodeProcessor):
             raise error
         on_node_failure = self.work.on_node_failure
         if on_node_failure is None or on_node_failure(error, self.name):
-            raise error
+            if isinstance(error, ProcessorError):
+                raise error
+            msg = job.msg  # a misuse of the context (a store it was not given): stop, naming the node
+            raise ProcessorError(
+                f"{type(error).__name__}: {error}",
+                node=self.name,
+                task_id=str(self.task.task_id),
+                topic=None if msg is None else msg.topic(),
+                partition=None if msg is None else msg.partition(),
+                offset=None if msg is None else msg.offset(),
+            ) from error
 
     def _emit(self, job: _Job) -> None:
         kind = self.kind

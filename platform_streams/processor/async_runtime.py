@@ -68,7 +68,8 @@ class AsyncOptions:
 
 def is_coroutine_function(fn: Any) -> bool:
     """``fn`` (or the ``__call__`` of an object) is an ``async def``."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    call = type(fn).__call__ if callable(fn) and not inspect.isroutine(fn) else None
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 class Durations:

@@ -81,6 +81,8 @@ PUBLIC_API: dict[str, set[str]] = {
         "Void",
     },
     "platform_streams.processor": {
+        "AsyncOptions",
+        "AsyncRecordContext",
         "Cancellable",
         "FixedKeyProcessor",
         "FixedKeyProcessorContext",
