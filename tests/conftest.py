@@ -54,8 +54,10 @@ SIDE_ENV = "PLATFORM_STREAMS_TEST_SIDE"
 SIDES = ("tansu", "kafka", "servers")
 #: what the ``servers`` side runs: these suites (paths under ``tests/``), whatever broker
 #: they use -- the Spark session is shared by tests/security and tests/spark, the registry
-#: by tests/schema_registry, tests/spark and the Dagster schema check
-SERVER_SUITES = ("security/", "schema_registry/", "spark/", "dagster/test_registry_schemas.py")
+#: by tests/schema_registry, tests/spark and the Dagster schema check. The Dagster suite
+#: runs Spark jobs in process too, and it is the largest suite the Tansu side could give
+#: up: that side is the long pole of ``make test``
+SERVER_SUITES = ("security/", "schema_registry/", "spark/", "dagster/")
 
 
 def _selected_kinds() -> list[str]:
@@ -101,11 +103,9 @@ def _on_apache_kafka(item: pytest.Item) -> bool:
 def side_of(item: pytest.Item) -> str:
     """Which of ``make test``'s processes runs ``item`` (see ``SIDES``)."""
     relative = item.nodeid.removeprefix("tests/")
-    callspec = getattr(item, "callspec", None)
-    embedded_demo = relative.startswith("dagster/test_demo.py") and (
-        callspec is not None and callspec.params.get("broker") == "tansu"
-    )
-    if relative.startswith(SERVER_SUITES) or embedded_demo:
+    if relative.startswith("dagster/test_demo.py"):  # one demo a side: each takes minutes
+        return "kafka" if _on_apache_kafka(item) else "servers"
+    if relative.startswith(SERVER_SUITES):
         return "servers"
     if _on_apache_kafka(item) or item.get_closest_marker("kafka_side") is not None:
         return "kafka"
@@ -129,9 +129,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         (keep if side_of(item) == side else drop).append(item)
     if side == "servers":
-        # its demo last: the other sides start with their Dagster suites (the Kafka side with
-        # its own demo), and Dagster and Spark start-ups in all three processes at once on two
-        # cores pushed the demo's waits past their limits
+        # its demo last: the Kafka side starts with its own demo, and Dagster and Spark
+        # start-ups in several processes at once on two cores pushed the demo's waits past
+        # their limits
         keep.sort(key=lambda item: item.nodeid.startswith("tests/dagster/test_demo.py"))
     if drop:
         config.hook.pytest_deselected(items=drop)
