@@ -1,0 +1,242 @@
+"""A client's membership in a streams group (KIP-1071): the broker assigns the tasks.
+
+On a broker with streams groups (StreamsGroupHeartbeat, probed through ApiVersions) the group
+coordinator does what the control-topic protocol does elsewhere: it keeps the members, runs
+the high-availability assignor (actives, standbys, warm-ups) and moves tasks incrementally.
+This module turns a :class:`TopologyPlan` into the topology the heartbeat carries, runs the
+heartbeat loop on a thread of its own, hands the caller each change of its tasks (revoked
+first, then added: the order the broker relies on), and answers the two questions the commit
+path asks: which member and epoch to name in an OffsetCommit (at-least-once), and the group
+metadata a transactional producer sends (exactly-once).
+
+The broker's status codes surface as Kafka Streams surfaces them (``StreamThread
+.handleStreamsRebalanceData``): INCORRECTLY_PARTITIONED_TOPICS fails the client with a
+topology error; MISSING_SOURCE_TOPICS fails it after two heartbeat intervals;
+SHUTDOWN_APPLICATION calls the client's shutdown hook.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from platform_streams.errors import MissingSourceTopicError, StreamsError, TopologyError
+from platform_streams.kafka.streams_group import StreamsGroupClient, group_metadata
+from platform_streams.kafka.streams_group.member import (
+    Assignment,
+    HeartbeatOutcome,
+    InternalTopicSpec,
+    StreamsMember,
+    SubtopologySpec,
+    TopologySpec,
+)
+from platform_streams.topology.compiler import TopologyPlan
+
+__all__ = ["StreamsGroupMembership", "TaskChange", "topology_spec"]
+
+log = logging.getLogger(__name__)
+
+#: (revoked, added): the tasks to stop, then the tasks to start
+TaskChange = Callable[[Assignment, Assignment], None]
+
+
+def topology_spec(plan: TopologyPlan, application_id: str, epoch: int = 0) -> TopologySpec:
+    """The plan as StreamsGroupHeartbeat's topology: sub-topology ids are the plan's indexes
+    (the ``<sub>_<partition>`` task ids both sides use), internal topics by physical name."""
+    subs = []
+    internal = plan.internal_topics
+    for sub in plan.subtopologies:
+        repartition_sources = tuple(
+            InternalTopicSpec(
+                plan.physical_topic(t, application_id),
+                internal[t].num_partitions or 0,
+                configs=internal[t].config,
+            )
+            for t in sub.source_topics
+            if t in internal
+        )
+        changelogs = []
+        for store in sub.stores:
+            logical = plan.changelog_topic(store)
+            if logical is not None and logical in internal:
+                changelogs.append(
+                    InternalTopicSpec(
+                        plan.physical_topic(logical, application_id), configs=internal[logical].config
+                    )
+                )
+        groups = []
+        for declared in plan.topology.copartition_groups:
+            topics = {
+                plan.physical_topic(t, application_id) for name in declared for t in plan.pattern_topics(name)
+            }
+            mine = tuple(
+                sorted(
+                    t
+                    for t in topics
+                    if t in {plan.physical_topic(s, application_id) for s in sub.source_topics}
+                )
+            )
+            if len(mine) > 1:
+                groups.append(mine)
+        subs.append(
+            SubtopologySpec(
+                id=str(sub.id),
+                source_topics=tuple(t for t in sub.source_topics if t not in internal),
+                repartition_sources=repartition_sources,
+                repartition_sinks=tuple(
+                    plan.physical_topic(t, application_id) for t in sub.sink_topics if t in internal
+                ),
+                changelogs=tuple(changelogs),
+                copartition_groups=tuple(groups),
+            )
+        )
+    return TopologySpec(epoch=epoch, subtopologies=tuple(subs))
+
+
+class StreamsGroupMembership:
+    """The heartbeat thread of one client in a streams group (see the module docstring)."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        application_id: str,
+        topology: TopologySpec,
+        *,
+        process_id: str,
+        on_change: TaskChange,
+        on_shutdown_request: Callable[[], None] | None = None,
+        on_failure: Callable[[StreamsError], None] | None = None,
+        endpoint: tuple[str, int] | None = None,
+        client_tags: Mapping[str, str] | None = None,
+        client_id: str = "platform-streams",
+    ) -> None:
+        self.application_id = application_id
+        self.client = StreamsGroupClient(bootstrap, application_id, client_id=client_id)
+        self.member = StreamsMember(
+            self.client, topology, process_id=process_id, endpoint=endpoint, client_tags=client_tags
+        )
+        self._on_change = on_change
+        self._on_shutdown_request = on_shutdown_request
+        self._on_failure = on_failure
+        self._stop = threading.Event()
+        self._missing_since: float | None = None
+        self._ack_now = False
+        self._thread = threading.Thread(target=self._run, name=f"{application_id}-streams-group", daemon=True)
+        #: the last outcome: member epoch, statuses (what /state shows)
+        self.last: HeartbeatOutcome | None = None
+        self.failure: StreamsError | None = None
+        self.shutdown_requested = False
+
+    # -- the commit path --------------------------------------------------------------------
+
+    @property
+    def member_id(self) -> str:
+        return self.member.member_id
+
+    @property
+    def member_epoch(self) -> int:
+        return self.member.member_epoch
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        """At-least-once: OffsetCommit v9 naming this member at its epoch (a stale epoch is
+        refused with STALE_MEMBER_EPOCH, so a fenced member cannot commit over the new owner)."""
+        self.client.commit(self.member.member_id, self.member.member_epoch, offsets)
+
+    def group_metadata(self) -> bytes:
+        """Exactly-once: what ``send_offsets_to_transaction`` takes, naming this member at its
+        epoch; the coordinator refuses the TxnOffsetCommit of a stale epoch."""
+        return group_metadata(self.application_id, self.member.member_id, self.member.member_epoch)
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def heartbeat_once(self) -> HeartbeatOutcome:
+        """One heartbeat and its consequences (the loop's body; tests drive it directly)."""
+        outcome = self.member.heartbeat()
+        self.last = outcome
+        if outcome.rejoined:
+            log.warning(
+                "%s: the broker fenced this member; its tasks are lost, joining again", self.application_id
+            )
+            lost = self.member.owned
+            self._on_change(lost, Assignment())
+        self._check_statuses(outcome)
+        if outcome.assignment is not None:
+            self._apply(outcome.assignment)
+        return outcome
+
+    def _apply(self, target: Assignment) -> None:
+        owned = self.member.owned
+        revoked = Assignment(
+            owned.active - target.active, owned.standby - target.standby, owned.warmup - target.warmup
+        )
+        added = Assignment(
+            target.active - owned.active, target.standby - owned.standby, target.warmup - owned.warmup
+        )
+        if revoked != Assignment() or added != Assignment():
+            self._on_change(revoked, added)
+            # the broker hands revoked tasks to their new owners only once this member says it
+            # let them go: say so now, not an interval later (Kafka's client does the same)
+            self._ack_now = True
+        self.member.acknowledge(target)
+
+    def _check_statuses(self, outcome: HeartbeatOutcome) -> None:
+        missing = None
+        for name, detail in outcome.statuses:
+            if name == "SHUTDOWN_APPLICATION" and not self.shutdown_requested:
+                self.shutdown_requested = True
+                if self._on_shutdown_request is not None:
+                    self._on_shutdown_request()
+            elif name == "INCORRECTLY_PARTITIONED_TOPICS":
+                raise TopologyError(detail)
+            elif name == "MISSING_SOURCE_TOPICS":
+                missing = detail
+        if missing is None:
+            self._missing_since = None
+            return
+        now = time.monotonic()
+        if self._missing_since is None:
+            self._missing_since = now
+            log.info("%s: missing source topics: %s", self.application_id, missing)
+        elif now - self._missing_since >= 2 * max(outcome.interval_s, 0.05):
+            raise MissingSourceTopicError(
+                f"Missing source topics: {missing}. Timeout exceeded after "
+                f"{int((now - self._missing_since) * 1000)}ms."
+            )
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._ack_now = False
+                outcome = self.heartbeat_once()
+                wait = 0.0 if self._ack_now else outcome.interval_s
+            except StreamsError as exc:
+                if isinstance(exc, TopologyError):
+                    self.failure = exc
+                    if self._on_failure is not None:
+                        self._on_failure(exc)
+                    return
+                log.warning("%s: streams-group heartbeat failed: %s", self.application_id, exc)
+                wait = 1.0
+            self._stop.wait(wait)
+
+    def request_shutdown(self) -> None:
+        """Ask every client of the application to stop (SHUTDOWN_APPLICATION)."""
+        self.member.request_shutdown()
+
+    def close(self, *, leave: bool = True) -> None:
+        """Stop heartbeating; ``leave``: epoch -1, the tasks go to the others at once."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        try:
+            if leave:
+                self.member.leave()
+        except StreamsError as exc:
+            log.warning("%s: leaving the streams group failed: %s", self.application_id, exc)
+        finally:
+            self.client.close()

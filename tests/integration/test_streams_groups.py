@@ -1,0 +1,212 @@
+"""The Streams group protocol (KIP-1071) against Apache Kafka's group coordinator.
+
+What the broker checks is the spec: ``StreamsGroup.validateOffsetCommit`` (group-coordinator,
+Kafka 4.4) refuses an OffsetCommit below v9, from an unknown member, or at a stale member
+epoch once the group has members, and checks a TxnOffsetCommit's member id and generation
+when they are given. The membership side follows ``StreamsGroupHeartbeatRequestManager`` /
+``StreamsMembershipManager`` (Kafka's clients module): join with epoch 0 and the topology,
+report owned tasks, revoke what the broker no longer returns. Kafka's own
+``kafka-streams-groups.sh`` (``StreamsGroupCommand``, from the broker's jars) reads the group.
+
+These need a broker that speaks StreamsGroupHeartbeat: the Apache Kafka node (the shared one
+when ``PLATFORM_STREAMS_BOOTSTRAP`` names it, else the session's), never the embedded broker.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from platform_streams.config_sources import BOOTSTRAP_ENV
+from platform_streams.kafka import KafkaAdmin, TopicSpec, create_consumer, create_producer
+from platform_streams.kafka.apache_jars import kafka_classpath, require_java
+from platform_streams.kafka.streams_group import (
+    CommitRefused,
+    broker_supports_streams_groups,
+    error_name,
+    group_metadata,
+)
+from platform_streams.kafka.streams_group.member import Assignment, SubtopologySpec, TopologySpec
+from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
+
+pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
+
+
+@pytest.fixture(scope="module")
+def streams_bootstrap(request: pytest.FixtureRequest) -> str:
+    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
+    bootstrap = external or str(request.getfixturevalue("kafka_bootstrap_servers"))
+    if not broker_supports_streams_groups(bootstrap):
+        pytest.skip(f"{bootstrap} does not speak StreamsGroupHeartbeat (no streams groups)")
+    return bootstrap
+
+
+def _wait(what: str, condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def _source_topic(bootstrap: str, partitions: int) -> tuple[str, str, TopologySpec]:
+    tag = uuid.uuid4().hex[:10]
+    app, topic = f"sg-{tag}", f"sg-in-{tag}"
+    with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([TopicSpec(topic, partitions, replication_factor=-1)])
+    return app, topic, TopologySpec(0, (SubtopologySpec("0", source_topics=(topic,)),))
+
+
+class _Recorder:
+    """A member's task changes, as its membership hands them over."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active: set[tuple[str, int]] = set()
+        self.revoked: list[tuple[str, int]] = []
+
+    def __call__(self, revoked: Assignment, added: Assignment) -> None:
+        with self.lock:
+            self.active -= revoked.active
+            self.revoked.extend(revoked.active)
+            self.active |= added.active
+
+
+@pytest.fixture
+def members() -> Iterator[list[StreamsGroupMembership]]:
+    started: list[StreamsGroupMembership] = []
+    yield started
+    for membership in started:
+        membership.close()
+
+
+def test_commits_name_the_member_and_epoch_the_broker_checks(
+    streams_bootstrap: str, members: list[StreamsGroupMembership]
+) -> None:
+    """At-least-once: OffsetCommit v9 with the member id and epoch (librdkafka's own commit,
+    naming no member, is refused). Exactly-once: librdkafka's transactional producer sends
+    the member id and epoch given in the group-metadata bytes, and the coordinator fences a
+    stale epoch (TxnOffsetCommit -> ILLEGAL_GENERATION)."""
+    app, topic, topology = _source_topic(streams_bootstrap, 2)
+    tasks = _Recorder()
+    membership = StreamsGroupMembership(
+        streams_bootstrap, app, topology, process_id=str(uuid.uuid4()), on_change=tasks
+    )
+    members.append(membership)
+    membership.start()
+    _wait("the broker to assign both tasks", lambda: len(tasks.active) == 2)
+    epoch = membership.member_epoch
+    assert epoch > 0
+
+    membership.commit({(topic, 0): 3})
+    with pytest.raises(CommitRefused) as stale:
+        membership.client.commit(membership.member_id, epoch + 1, {(topic, 0): 4})
+    assert error_name(stale.value.error_code) == "STALE_MEMBER_EPOCH"
+
+    consumer = create_consumer(
+        {"bootstrap.servers": streams_bootstrap, "group.id": app, "enable.auto.commit": False}
+    )
+    try:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        with pytest.raises(KafkaException, match=r"UNKNOWN_MEMBER_ID|Unknown member"):
+            consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
+
+        producer = create_producer({"bootstrap.servers": streams_bootstrap, "transactional.id": f"{app}-0"})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(topic, 1, 7)], membership.group_metadata(), 30)
+        producer.commit_transaction(30)
+
+        producer.begin_transaction()
+        with pytest.raises(KafkaException) as fenced:
+            producer.send_offsets_to_transaction(
+                [TopicPartition(topic, 1, 8)], group_metadata(app, membership.member_id, epoch + 1), 30
+            )
+        assert fenced.value.args[0].name() == "ILLEGAL_GENERATION"
+        producer.abort_transaction(30)
+
+        committed = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=30)
+        assert [(tp.partition, tp.offset) for tp in committed] == [(0, 3), (1, 7)]
+    finally:
+        consumer.close()
+
+
+def _describe(bootstrap: str, app: str) -> str:
+    """``kafka-streams-groups.sh --describe --members --verbose`` from the broker's own jars."""
+    done = subprocess.run(
+        [
+            require_java(),
+            "-cp",
+            kafka_classpath(),
+            "org.apache.kafka.tools.streams.StreamsGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--members",
+            "--verbose",
+            "--group",
+            app,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_third_member_takes_tasks_incrementally_and_kafkas_tool_sees_it(
+    streams_bootstrap: str, members: list[StreamsGroupMembership]
+) -> None:
+    """Two members share six tasks; a third joins. Only the tasks that move to it are revoked
+    from their owners (the others are never stopped), the three end up with two each, and
+    Kafka's tool lists the three members with their tasks."""
+    app, _, topology = _source_topic(streams_bootstrap, 6)
+    recorders = [_Recorder() for _ in range(3)]
+
+    def join(index: int) -> None:
+        membership = StreamsGroupMembership(
+            streams_bootstrap, app, topology, process_id=f"process-{index}", on_change=recorders[index]
+        )
+        members.append(membership)
+        membership.start()
+
+    join(0)
+    join(1)
+    _wait(
+        "two members to share the six tasks",
+        lambda: (
+            len(recorders[0].active) + len(recorders[1].active) == 6 and all(r.active for r in recorders[:2])
+        ),
+    )
+    before = [set(r.active) for r in recorders[:2]]
+    join(2)
+    _wait(
+        "the third member to get its two tasks",
+        lambda: all(len(r.active) == 2 for r in recorders),
+        timeout=90,
+    )
+    moved = set(recorders[2].active)
+    for old, recorder in zip(before, recorders[:2], strict=True):
+        assert set(recorder.revoked) <= moved, "a task that stayed was stopped"
+        assert old - moved <= recorder.active
+    assert sum(len(old - moved) for old in before) == 4
+
+    _wait(
+        "the group to settle", lambda: all(m.last and m.last.assignment is None for m in members), timeout=30
+    )
+    described = _describe(streams_bootstrap, app)
+    for index, membership in enumerate(members):
+        [line] = [line for line in described.splitlines() if membership.member_id in line]
+        partitions = ",".join(str(p) for _, p in sorted(recorders[index].active))
+        assert f"process-{index}" in line
+        assert f"ACTIVE: 0:[{partitions}];" in line, described
