@@ -4,6 +4,7 @@
     python bench/run.py --broker both                    # Tansu and Apache Kafka, side by side
     python bench/run.py --records 200000 --repeats 1 --workloads count,window_sum
     python bench/run.py --engines platform_streams,raw_confluent     # skip Quix Streams and Java
+    python bench/run.py --broker kafka --sizes 200000,2000000        # + marginal CPU per record
     PLATFORM_STREAMS_BOOTSTRAP_SERVERS=host:9092 python bench/run.py         # an external cluster
 
 Engines: ``raw_confluent`` (a hand-written confluent-kafka loop: the ceiling),
@@ -25,6 +26,14 @@ broker and are not what is measured) to "every input record processed, output fl
 offsets committed". A workload with ``restore`` then starts the same application on an
 empty state directory and times assignment -> state rebuilt from the changelog -> ready.
 Each run's output is read back and checked against the right answer.
+
+``--sizes A,B`` (instead of ``--records``) runs every engine at both input sizes back to back
+(the size order alternates between rounds; the engine order rotates between workloads and
+rounds) and adds a table of the marginal CPU per record, ``(CPU(B) - CPU(A)) / (B - A)`` of
+the medians, with the ratios raw/engine and Java/engine: the steady-state cost, without any
+engine's start-up (the JVM's JIT and class loading above all) and less sensitive to a busy
+machine than wall time. A restore's marginal is per changelog record. The per-size tables
+show each size as ``workload@records``; ``--results-json`` keeps both.
 
 Quix Streams pins an older confluent-kafka than platform_streams needs, so its children run
 in ``bench/.venv-quix`` (created here on first use with ``QUIX_VERSION``); both engines
@@ -64,7 +73,7 @@ import orjson  # noqa: E402
 from bench import verify  # noqa: E402
 from bench.child import MODULES  # noqa: E402
 from bench.common import GROUP_TIMING, RunResult, RunSpec, Timer  # noqa: E402
-from bench.tables import Results, side_by_side, table  # noqa: E402
+from bench.tables import Results, marginal_table, side_by_side, table  # noqa: E402
 from bench.workloads import (  # noqa: E402
     EVENT_TIME_START_MS,
     ORDER_AVRO,
@@ -288,18 +297,21 @@ class Target:
     admin: KafkaAdmin
     #: ListOffsets(latest) is the log end (Apache Kafka; not Tansu): probed
     exact_list_offsets: bool
-    inputs: dict[str, InputTopic] = field(default_factory=dict)
+    inputs: dict[tuple[str, int], InputTopic] = field(default_factory=dict)
 
-    def input_for(self, workload: Workload, args: argparse.Namespace) -> InputTopic:
-        source = self.inputs.get(workload.input.name)
+    def input_for(
+        self, workload: Workload, args: argparse.Namespace, records: int | None = None
+    ) -> InputTopic:
+        records = records or args.records
+        source = self.inputs.get((workload.input.name, records))
         if source is None:
             started = time.perf_counter()
             registry = getattr(args, "registry_url", None)  # other scripts' args have none
-            source = self.inputs[workload.input.name] = produce_input(
-                self.bootstrap, self.admin, workload.input, args.records, args.partitions, registry
+            source = self.inputs[(workload.input.name, records)] = produce_input(
+                self.bootstrap, self.admin, workload.input, records, args.partitions, registry
             )
             print(
-                f"[{self.name}] {workload.input.name}: {args.records:,} inputs produced in "
+                f"[{self.name}] {workload.input.name}: {records:,} inputs produced in "
                 f"{time.perf_counter() - started:.1f}s",
                 flush=True,
             )
@@ -313,6 +325,7 @@ def new_run(
     admin: KafkaAdmin,
     source: InputTopic,
     args: argparse.Namespace,
+    records: int | None = None,
 ) -> RunSpec:
     """A fresh application id, output topic and state directory for one run over ``source``."""
     app_id = f"bench-{workload}-{engine}-{uuid.uuid4().hex[:8]}"
@@ -320,8 +333,9 @@ def new_run(
     admin.create_topics([TopicSpec(sink, args.partitions, config=NO_RETENTION)])
     state_dir = tempfile.mkdtemp(prefix="ps-bench-", dir=getattr(args, "state_root", None))
     ends = {str(p): end for p, end in source.ends.items()}
+    records = records or args.records
     return RunSpec(
-        workload, engine, bootstrap, source.topic, sink, args.records, state_dir, app_id, input_ends=ends
+        workload, engine, bootstrap, source.topic, sink, records, state_dir, app_id, input_ends=ends
     )
 
 
@@ -332,12 +346,17 @@ def run_once(
     args: argparse.Namespace,
     python: str,
     results: Results,
+    records: int | None = None,
 ) -> None:
-    """One processing run of ``engine`` on ``target`` (and its restore), checked and recorded."""
-    source = target.input_for(workload, args)
-    answer = verify.Answer(workload, args.records, source.base_ts)
+    """One processing run of ``engine`` on ``target`` (and its restore), checked and recorded;
+    ``records`` (default ``--records``) is the input size, which labels the results when the
+    bench runs several (``workload@records``)."""
+    records = records or args.records
+    label = f"{workload.name}@{records}" if getattr(args, "size_list", None) else workload.name
+    source = target.input_for(workload, args, records)
+    answer = verify.Answer(workload, records, source.base_ts)
     bootstrap, admin = target.bootstrap, target.admin
-    spec = new_run(workload.name, engine, bootstrap, admin, source, args)
+    spec = new_run(workload.name, engine, bootstrap, admin, source, args, records)
     if workload.input.encoding == "avro":
         spec = replace(spec, config={**spec.config, REGISTRY_URL: args.registry_url})
     app_id, sink, state_dir = spec.app_id, spec.output_topic, spec.state_dir
@@ -348,9 +367,9 @@ def run_once(
         shutil.rmtree(state_dir, ignore_errors=True)
     result.note = load
     result.outputs = answer.check(bootstrap, sink, args.partitions, engine)
-    results.setdefault((target.name, workload.name, engine), []).append(result)
+    results.setdefault((target.name, label, engine), []).append(result)
     print(
-        f"  [{target.name}] {engine}: {result.records_per_s:,.0f} records/s, "
+        f"  [{target.name}] {engine} {records:,}: {result.records_per_s:,.0f} records/s, "
         f"{result.wall_s:.2f}s wall, {result.cpu_s:.2f}s CPU, {result.peak_rss_mb:.0f} MB, "
         f"{result.outputs:,} outputs (checked), load {load}",
         flush=True,
@@ -370,7 +389,8 @@ def run_once(
         raise AssertionError(f"{engine} on {target.name} {problem}")
     if problem:
         restored.wrong = f"wrong on {target.name}: {problem} (stops at ListOffsets' end, inexact here)"
-    results.setdefault((target.name, f"{workload.name}/restore", engine), []).append(restored)
+    restore_label = f"{workload.name}/restore{label[len(workload.name):]}"
+    results.setdefault((target.name, restore_label, engine), []).append(restored)
     print(
         f"  [{target.name}] {engine} restore: {restored.records:,} changelog records in "
         f"{restored.wall_s:.2f}s ({restored.records_per_s:,.0f}/s), {restored.cpu_s:.2f}s CPU, "
@@ -389,18 +409,25 @@ def run_round(
     pythons: dict[str, str],
     results: Results,
 ) -> None:
-    """Round ``repeat``: every workload on every broker and engine, in an order that alternates
-    between rounds to spread drift of the machine's load. Rounds are outermost so that a
-    bench stopped early still has whole rounds (``--results-json`` keeps every finished run)."""
-    for name in names:
+    """Round ``repeat``: every workload on every broker and engine, in an order that changes
+    between rounds to spread drift of the machine's load: brokers alternate, engines rotate
+    by one place per workload and per round, and with ``--sizes`` each engine runs every
+    size back to back (ascending in even rounds, descending in odd ones). Rounds are
+    outermost so that a bench stopped early still has whole rounds (``--results-json``
+    keeps every finished run)."""
+    sizes = getattr(args, "size_list", None) or [args.records]
+    for index, name in enumerate(names):
         workload = WORKLOADS[name]
         print(f"{name} (round {repeat + 1}): {workload.description}", flush=True)
         mine = [e for e in engines if workload.engines is None or e in workload.engines]
+        shift = (repeat + index) % len(mine) if mine else 0
+        order = mine[shift:] + mine[:shift]
         for target in targets if repeat % 2 == 0 else targets[::-1]:
-            for engine in mine if repeat % 2 == 0 else mine[::-1]:
-                run_once(workload, engine, target, args, pythons[engine], results)
-                if args.results_json:
-                    save_results(results, args.results_json)
+            for engine in order:
+                for records in sizes if repeat % 2 == 0 else sizes[::-1]:
+                    run_once(workload, engine, target, args, pythons[engine], results, records)
+                    if args.results_json:
+                        save_results(results, args.results_json)
 
 
 def save_results(results: Results, path: str) -> None:
@@ -420,6 +447,9 @@ def print_tables(results: Results, brokers: list[str]) -> None:
     for name in brokers:
         print(f"\n{name}:\n")
         print(table(results, name))
+        if any("@" in w for (b, w, _) in results if b == name):
+            print(f"\n{name}, marginal CPU per record (per changelog record for a restore):\n")
+            print(marginal_table(results, name))
     if len(brokers) > 1:
         print("\nside by side:\n")
         print(side_by_side(results, brokers))
@@ -430,6 +460,12 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument(
+        "--sizes",
+        default=None,
+        help="input sizes, e.g. 200000,2000000: every engine runs each, back to back, and a table "
+        "of the marginal CPU per record between the smallest and the largest is added",
+    )
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
@@ -450,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     engines = [e for e in args.engines.split(",") if e]
     names = [w for w in args.workloads.split(",") if w]
+    args.size_list = sorted({int(n) for n in args.sizes.split(",") if n}) if args.sizes else None
+    if args.size_list is not None and len(args.size_list) < 2:
+        parser.error("--sizes needs two or more sizes (the marginal cost is a difference)")
     unknown = sorted(set(engines) - set(ENGINES)) + sorted(set(names) - set(WORKLOADS))
     if unknown:
         parser.error(f"unknown {unknown}; engines: {sorted(ENGINES)}, workloads: {sorted(WORKLOADS)}")

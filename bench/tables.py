@@ -105,3 +105,53 @@ def side_by_side(results: Results, brokers: list[str]) -> str:
         cpu_ratio = f"{cpus[-1] / cpus[0]:.2f}" if cpus[0] and cpus[-1] else "-"
         lines.append(f"| {workload} | {engine} | " + " | ".join(cells) + f" | {rate_ratio} | {cpu_ratio} |")
     return "\n".join(lines)
+
+
+#: the marginal table's engine columns, in this order (those that ran), and its ratio columns
+MARGINAL_ENGINES = ("raw_confluent", "platform_streams", "kafka_streams", "quixstreams")
+MARGINAL_RATIOS = (("raw_confluent", "raw/ps"), ("kafka_streams", "Java/ps"))
+
+
+def marginal_us(runs_by_size: dict[int, list[RunResult]]) -> float | None:
+    """(CPU(largest) - CPU(smallest)) / (records(largest) - records(smallest)) in us, from the
+    median CPU and median record count of each size (a restore's records are changelog
+    records): the cost of one more record once the engine runs, start-up cancelled."""
+    sizes = sorted(s for s, runs in runs_by_size.items() if good(runs))
+    if len(sizes) < 2:
+        return None
+    small, big = (good(runs_by_size[s]) for s in (sizes[0], sizes[-1]))
+    cpu = statistics.median(r.cpu_s for r in big) - statistics.median(r.cpu_s for r in small)
+    records = statistics.median(r.records for r in big) - statistics.median(r.records for r in small)
+    return cpu / records * 1e6 if records > 0 else None
+
+
+def marginal_table(results: Results, broker: str) -> str:
+    """Workloads x engines: the marginal CPU per record between the smallest and the largest
+    size (results labelled ``workload@records``), and the ratios of the raw loop's and Java's
+    marginal to platform_streams' (above 1: platform_streams costs less)."""
+    grouped: dict[str, dict[str, dict[int, list[RunResult]]]] = {}
+    for (where, label, engine), runs in results.items():
+        if where != broker or "@" not in label:
+            continue
+        workload, size = label.rsplit("@", 1)
+        grouped.setdefault(workload, {}).setdefault(engine, {})[int(size)] = runs
+    engines = [e for e in MARGINAL_ENGINES if any(e in by_engine for by_engine in grouped.values())]
+    lines = [
+        "| workload | "
+        + " | ".join(f"{e} us/rec" for e in engines)
+        + " | "
+        + " | ".join(name for _, name in MARGINAL_RATIOS)
+        + " | sizes |",
+        "|---|" + "---:|" * (len(engines) + len(MARGINAL_RATIOS)) + "---|",
+    ]
+    for workload, by_engine in grouped.items():
+        marginal = {e: marginal_us(by_engine[e]) if e in by_engine else None for e in engines}
+        cells = [f"{marginal[e]:.2f}" if marginal[e] is not None else "-" for e in engines]
+        ours = marginal.get("platform_streams")
+        for base, _ in MARGINAL_RATIOS:
+            other = marginal.get(base)
+            cells.append(f"{other / ours:.2f}" if other is not None and ours else "-")
+        sizes = sorted({s for by in by_engine.values() for s in by})
+        shown = ", ".join(f"{s:,}" for s in sizes)
+        lines.append(f"| {workload} | " + " | ".join(cells) + f" | {shown} |")
+    return "\n".join(lines)
