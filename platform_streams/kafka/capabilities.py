@@ -18,6 +18,19 @@ the smallest request that shows the difference, on a scratch topic it deletes ag
   matches record timestamps (Tansu answers the last batch's start + 1, and matches its own
   write time). Where it is, log ends and time lookups come from ListOffsets directly.
 
+Two behaviours cannot be provoked on demand, so they are answered by the probe of the
+storage they come from (``STORAGE_BEHAVIOURS``; docs/brokers.md, "Features are probed"):
+
+* ``high_watermark_after_append`` -- the high watermark moves only once a batch is stored,
+  so a fetch never skips a batch still being stored (a race inside the broker).
+* ``fetch_answers_when_wait_expires`` -- a fetch whose ``fetch.wait.max.ms`` runs out is
+  answered with what the broker has, however large the partition (a slow read of hundreds
+  of thousands of records).
+
+Both hold on a broker that keeps each partition as one appended log, and that broker's
+ListOffsets is exact; both fail on Tansu's memory storage, whose ListOffsets answers a
+batch's start (``exact_list_offsets``).
+
 Results are cached per ``bootstrap.servers`` for the life of the process (a broker does
 not change what it supports under a running application), so many workers and tools in
 one process probe once. A probe that answers "no" is cached; one that cannot finish (a
@@ -32,7 +45,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
@@ -46,7 +59,7 @@ from platform_streams.kafka.log_reader import read_partition_range
 if TYPE_CHECKING:
     from platform_streams.kafka.admin import KafkaAdmin
 
-__all__ = ["FEATURES", "broker_supports"]
+__all__ = ["FEATURES", "STORAGE_BEHAVIOURS", "broker_supports", "known_support"]
 
 _log = logging.getLogger(__name__)
 
@@ -58,8 +71,10 @@ _lock = threading.Lock()
 
 def broker_supports(admin: KafkaAdmin, feature: str) -> bool:
     """Whether the broker behind ``admin`` supports ``feature``; probed once per process."""
+    feature = STORAGE_BEHAVIOURS.get(feature, feature)
     if feature not in FEATURES:
-        raise ValueError(f"unknown broker feature {feature!r}; known: {sorted(FEATURES)}")
+        known = sorted([*FEATURES, *STORAGE_BEHAVIOURS])
+        raise ValueError(f"unknown broker feature {feature!r}; known: {known}")
     key = (str(admin.conf.get("bootstrap.servers", "")), feature)
     with _lock:
         if key in _cache:
@@ -84,6 +99,15 @@ def broker_supports(admin: KafkaAdmin, feature: str) -> bool:
             last,
         )
         return False
+
+
+def known_support(conf: Mapping[str, Any], feature: str) -> bool | None:
+    """What an earlier probe of this process found for ``conf``'s broker, None if nobody asked.
+
+    For clients that hold no admin (readers): never probes, never waits.
+    """
+    feature = STORAGE_BEHAVIOURS.get(feature, feature)
+    return _cache.get((str(conf.get("bootstrap.servers", "")), feature))
 
 
 def _scratch_topic(admin: KafkaAdmin, feature: str) -> str:
@@ -223,4 +247,10 @@ FEATURES: dict[str, Callable[[Any], bool]] = {
     "txn_offset_commit_fencing": _probe_txn_offset_commit_fencing,
     "exact_list_offsets": _probe_exact_list_offsets,
     "aborts_fenced_transactions": _probe_aborts_fenced_transactions,
+}
+
+#: behaviours that cannot be provoked on demand, and the probe that answers them (module docstring)
+STORAGE_BEHAVIOURS: dict[str, str] = {
+    "high_watermark_after_append": "exact_list_offsets",
+    "fetch_answers_when_wait_expires": "exact_list_offsets",
 }

@@ -16,7 +16,9 @@ answers with whatever it has when the wait expires, so it never starves this way
 a reader has seen neither a record nor an EOF event for ``idle_s`` it recreates the
 consumer, same assignment and positions, with ``fetch.wait.max.ms`` =
 :data:`LONG_FETCH_WAIT_MS` (librdkafka's default), once, logging one WARNING. The cost on
-a healthy broker is nothing; on a starving one, ``idle_s`` once per reader.
+a healthy broker is nothing; on a starving one, ``idle_s`` once per reader. A reader on a
+broker this process already found answering a fetch when its wait runs out
+(``fetch_answers_when_wait_expires``, :mod:`.capabilities`: Apache Kafka) is not watched.
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ def _is_progress(msg: Message) -> bool:
     return err is None or err.code() == KafkaError._PARTITION_EOF
 
 
+def _answers_when_wait_expires(conf: Mapping[str, Any]) -> bool:
+    # imported here: the capability probes read logs through this module's readers
+    from platform_streams.kafka.capabilities import known_support
+
+    return known_support(conf, "fetch_answers_when_wait_expires") is True
+
+
 class FetchWaitEscalation:
     """One reader's consumer plus the starvation watch (see the module docstring).
 
@@ -75,6 +84,8 @@ class FetchWaitEscalation:
         self._clock = clock
         #: True once the consumer runs with the long wait (or never had a short one)
         self.escalated = int(self.conf.get("fetch.wait.max.ms", LONG_FETCH_WAIT_MS)) >= LONG_FETCH_WAIT_MS
+        #: False where the broker never starves a short wait (or the wait is long already)
+        self.watching = not self.escalated and not _answers_when_wait_expires(self.conf)
         self.consumer: Consumer = factory(dict(self.conf))
         self._last_progress = clock()
 
@@ -87,7 +98,7 @@ class FetchWaitEscalation:
         """Note one consume round; replaces :attr:`consumer` when the reader starves."""
         if any(m is not None and _is_progress(m) for m in messages):
             self._last_progress = self._clock()
-        elif not self.escalated and self._clock() - self._last_progress >= self._idle_s:
+        elif self.watching and self._clock() - self._last_progress >= self._idle_s:
             self._escalate()
 
     def watch_from_now(self) -> None:
@@ -115,5 +126,6 @@ class FetchWaitEscalation:
         self.consumer.close()
         self.conf["fetch.wait.max.ms"] = LONG_FETCH_WAIT_MS
         self.escalated = True
+        self.watching = False
         self.consumer = self._factory(dict(self.conf))
         self.assign()

@@ -19,6 +19,14 @@ probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred fro
   and the group never completes another rebalance (docs/brokers.md). Where the coordinator
   does not elect one (:func:`elects_new_group_leader`), a stopping worker first lets the
   rebalance finish (:class:`~platform_streams.runtime.leave_guard.LeaveGuard`).
+* **Records a fetch skipped.** Where the broker can advance a partition's high watermark
+  before storing the batch (Tansu's memory storage), an at-least-once worker checks its
+  repartition topics' offsets as it routes records (:mod:`~platform_streams.runtime.offset_gaps`);
+  where it moves only after the append (``high_watermark_after_append``: Apache Kafka), no
+  check (:func:`broker_may_skip_batches`).
+* **Repairing a wedged group.** The group repair (:mod:`~platform_streams.runtime.rebalance_wait`)
+  and the reading of the offsets a repair saved engage only where the coordinator is not
+  known to elect a new leader itself (:func:`group_repair_needed`).
 * **Purging repartition topics.** Kafka Streams deletes consumed repartition records after
   a commit (``TaskManager.maybePurgeCommittedRecords``, every
   ``repartition.purge.interval.ms``): :class:`RepartitionPurger`. On a broker without
@@ -39,7 +47,9 @@ from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = [
     "RepartitionPurger",
+    "broker_may_skip_batches",
     "elects_new_group_leader",
+    "group_repair_needed",
     "known_elects_new_group_leader",
     "membership_check_topic",
     "probe_group_leader_election",
@@ -84,6 +94,23 @@ def sends_eagerly(config: StreamsConfig) -> bool:
             "records wait in memory until their commit (slower commits, see the README)"
         )
     return aborts
+
+
+def broker_may_skip_batches(config: StreamsConfig) -> bool:
+    """Whether a fetch may skip a batch the broker has not finished storing (not
+    ``high_watermark_after_append``, probed once per process): the offset-gap guard's switch."""
+    with KafkaAdmin(config.admin_configs()) as admin:
+        after_append = admin.supports("high_watermark_after_append")
+    if after_append:
+        log.info("the broker moves the high watermark after the append: no offset-gap guard")
+    return not after_append
+
+
+def group_repair_needed(config: StreamsConfig) -> bool:
+    """Whether the group repair may act, and a repair's saved offsets be read: not where
+    the group coordinator is known to elect a new leader itself (Apache Kafka), which
+    never wedges a group and so never has a repair's backup group."""
+    return _elects_leader.get(str(config.admin_configs().get("bootstrap.servers", ""))) is not True
 
 
 #: per bootstrap.servers: whether the group coordinator elects a new leader (probed once)

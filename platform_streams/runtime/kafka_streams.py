@@ -19,7 +19,11 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import IllegalStateError, StreamsStateError, StreamsTimeoutError
 from platform_streams.runtime.api import ClientAddOn, WorkerState
-from platform_streams.runtime.broker_features import membership_check_topic, sends_eagerly
+from platform_streams.runtime.broker_features import (
+    broker_may_skip_batches,
+    membership_check_topic,
+    sends_eagerly,
+)
 from platform_streams.runtime.global_worker import GlobalStreamWorker
 from platform_streams.runtime.global_worker import bootstrap as bootstrap_global_stores
 from platform_streams.runtime.internal_topics import prepare_topics
@@ -126,6 +130,7 @@ class StreamsRuntime:
             self.membership.start(self.partition_counts)
             self._membership_check_topic = membership_check_topic(self.config, self.membership.control_topic)
             self._eager_sends = sends_eagerly(self.config)
+            broker_may_skip_batches(self.config)  # probed now: readers ask the answer, never the broker
             self.global_worker = bootstrap_global_stores(
                 self.config, self.plan, self.partition_counts, on_failure=self._on_global_failure
             )

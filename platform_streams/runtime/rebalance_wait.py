@@ -20,9 +20,11 @@ members, the committed offsets of its source partitions). The group counts as we
 when that observation stayed the same, in a rebalancing state, for longer than any
 legitimate rebalance can last (the rebalance timeout plus a session timeout, plus jitter so
 that one worker acts first and the others see the group change and stand back). A broker
-that lists the group's members (Apache Kafka) elects a new leader itself: there the repair
-never acts. A member whose generation moves, a group that becomes STABLE, offsets that
-advance (somebody holds partitions and commits) all restart the clock.
+that lists the group's members (Apache Kafka) elects a new leader itself: once the process
+knows that (``elects_new_group_leader``, :mod:`~platform_streams.runtime.broker_features`),
+the group is not looked at and no saved offsets are read. A member whose generation moves,
+a group that becomes STABLE, offsets that advance (somebody holds partitions and commits)
+all restart the clock.
 
 Before deleting, the offsets are saved in a second group, ``<application_id>-offsets-backup``
 (:func:`backup_group`), and a worker whose assignment has no committed offset for a
@@ -44,6 +46,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsError
 from platform_streams.kafka import KafkaAdmin, group_membership
+from platform_streams.runtime.broker_features import elects_new_group_leader, group_repair_needed
 
 __all__ = [
     "AssignmentWait",
@@ -100,6 +103,7 @@ class AssignmentWait:
     def __init__(self, worker_name: str, config: StreamsConfig) -> None:
         self.worker_name = worker_name
         self.group = config.application_id
+        self._config = config
         session_s = config.session_timeout_ms / 1000.0
         self.warning_s = max(_WARNING_MIN_S, 3 * session_s)
         self.check_s = max(_CHECK_MIN_S, session_s)
@@ -157,7 +161,7 @@ class AssignmentWait:
         if self.since is None or now < self._next_check:
             return False
         self._next_check = now + self.check_s
-        return True
+        return group_repair_needed(self._config)
 
     def wedged(self, seen: GroupObservation, recreations: int = 0) -> bool:
         """True when ``seen`` has not changed for longer than any legitimate rebalance lasts.
@@ -404,10 +408,14 @@ def fill_from_backup(
     policy; after a repair deleted the group that is no longer true, and reading from
     ``auto.offset.reset`` would process committed input again. Without missing offsets (every
     rebalance of a running application) this costs nothing; with some (a first start), one
-    offsets read of the backup group.
+    offsets read of the backup group -- none where the coordinator elects a new leader
+    itself (Apache Kafka: no group is ever repaired there; one DescribeGroups per process
+    finds out).
     """
     missing = [tp for tp, o in committed.items() if o is None]
-    if not missing:
+    if missing and group_repair_needed(config):
+        elects_new_group_leader(config)  # asked once per process; no answer keeps the read
+    if not missing or not group_repair_needed(config):
         return dict(committed)
     try:
         with KafkaAdmin(config.admin_configs()) as admin:

@@ -55,7 +55,7 @@ from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.broker_calls import retrying
-from platform_streams.runtime.broker_features import RepartitionPurger
+from platform_streams.runtime.broker_features import RepartitionPurger, broker_may_skip_batches
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, dead_letter_topic_limit
 from platform_streams.runtime.leave_guard import LeaveGuard
@@ -447,11 +447,12 @@ class StreamWorker(TaskRebalancing, threading.Thread):
 
     def _gap_guard(self, plan: TopologyPlan, config: StreamsConfig) -> OffsetGapGuard | None:
         """At-least-once reads its repartition topics with read_uncommitted; they are written
-        without transactions, so their offsets follow on and a gap is a skipping broker."""
+        without transactions, so their offsets follow on and a gap is a skipping broker
+        (none where the high watermark moves only after the append: Apache Kafka)."""
         if config.exactly_once:
             return None
         topics = plan.repartition_topics(config.application_id)
-        if not topics:
+        if not topics or not broker_may_skip_batches(config):
             return None
         return OffsetGapGuard(
             topics, lambda tp, offset: self.consumer.seek(TopicPartition(tp[0], tp[1], offset))

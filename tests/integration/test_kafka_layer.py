@@ -396,10 +396,14 @@ def test_log_reader_fails_instead_of_hanging(bootstrap_servers: str, log_topic: 
 
 
 @pytest.mark.broker
-def test_fetch_wait_escalation_keeps_positions(bootstrap_servers: str, log_topic: str) -> None:
+def test_fetch_wait_escalation_keeps_positions(
+    bootstrap_servers: str, log_topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A consumer recreated with the long fetch wait resumes where the old one was: no
     record lost or repeated (idle_s=0 escalates at the first empty round, i.e. before,
-    during or after the first fetch, whatever the broker's speed)."""
+    during or after the first fetch, whatever the broker's speed). Watched on every broker
+    here, as on one that starves a short wait."""
+    monkeypatch.setattr(fetch_wait, "_answers_when_wait_expires", lambda conf: False)
     conf = {"bootstrap.servers": bootstrap_servers, "group.id": new_group_id(), "enable.partition.eof": True}
     starts = {(log_topic, 0): OFFSET_BEGINNING, (log_topic, 1): OFFSET_BEGINNING}
     guard = FetchWaitEscalation({**conf, "fetch.wait.max.ms": 10}, starts, reader="test", idle_s=0.0)
@@ -424,13 +428,36 @@ def test_fetch_wait_escalation_keeps_positions(bootstrap_servers: str, log_topic
 
 
 @pytest.mark.broker
+def test_fetch_wait_is_watched_only_where_the_broker_can_starve_a_short_wait(
+    bootstrap_servers: str, admin: KafkaAdmin, broker_kind: str, log_topic: str
+) -> None:
+    """The escalation is a workaround for one broker's storage (docs/brokers.md): once the
+    process knows its broker's offsets are exact (Apache Kafka answers a fetch with what it
+    has when the wait runs out), a reader with the short wait is not watched and rounds
+    without progress change nothing; elsewhere the first such round escalates (idle_s=0)."""
+    kafka_like = admin.supports("exact_list_offsets")
+    assert kafka_like == (broker_kind == "kafka") or broker_kind == "external"
+    conf = {"bootstrap.servers": bootstrap_servers, "group.id": new_group_id(), "fetch.wait.max.ms": 10}
+    reader = FetchWaitEscalation(conf, {(log_topic, 0): OFFSET_BEGINNING}, reader="test", idle_s=0.0)
+    try:
+        reader.after_consume([])
+        reader.after_consume([])
+    finally:
+        reader.close()
+    assert reader.escalated != kafka_like
+    assert reader.conf["fetch.wait.max.ms"] == (10 if kafka_like else LONG_FETCH_WAIT_MS)
+
+
+@pytest.mark.broker
 def test_log_reader_escalates_its_fetch_wait_and_reads_on(
     bootstrap_servers: str, log_topic: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A reader that sees neither a record nor an EOF for STARVATION_S (here: waiting for
     records up to end_offset) switches to the long fetch wait once, warns, and still reads
-    the range exactly; log_end_offsets answers through the same helper."""
+    the range exactly; log_end_offsets answers through the same helper. Watched on every
+    broker here, as on one that starves a short wait."""
     monkeypatch.setattr(fetch_wait, "STARVATION_S", 0.2)
+    monkeypatch.setattr(fetch_wait, "_answers_when_wait_expires", lambda conf: False)
 
     with (
         _five_more_records_after(bootstrap_servers, log_topic, 1.0),
