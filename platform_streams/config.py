@@ -147,6 +147,13 @@ def _check_token(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
 TOPOLOGY_OPTIMIZATIONS = ("reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join")
 
 
+def _resolve_processor_wrapper(value: Any) -> Any:
+    # imported when a wrapper is set: the processor package imports this module's users
+    from platform_streams.processor.wrapper import resolve_processor_wrapper
+
+    return resolve_processor_wrapper(value)
+
+
 class StreamsConfig(BaseModel):
     """Validated, immutable settings of one Streams application (see the module docstring).
 
@@ -217,6 +224,10 @@ class StreamsConfig(BaseModel):
     #: topology whose store, changelog or repartition topic has a generated name (which adding
     #: an operator upstream would change); off, it logs them in one WARN
     ensure_explicit_internal_resource_naming: bool = False
+    #: Kafka's ``processor.wrapper.class`` (KIP-1112): a ProcessorWrapper (instance, class or
+    #: dotted path) given the supplier of every processor, DSL and Processor API; a class is
+    #: made and configured with these settings once per topology
+    processor_wrapper: Annotated[Any, BeforeValidator(_resolve_processor_wrapper)] = None
     # Names are resolved to instances by ``_resolve_serde`` (validate_default covers defaults).
     default_key_serde: Serde = Field(default="bytes")  # type: ignore[assignment]
     default_value_serde: Serde = Field(default="bytes")  # type: ignore[assignment]
@@ -500,6 +511,7 @@ class StreamsConfig(BaseModel):
         "processing_exception_handler",
         "production_exception_handler",
         "rocksdb_config_setter",
+        "processor_wrapper",
     )
     def _dump_handler(self, value: Any, info: SerializationInfo) -> Any:
         if info.mode != "json" or isinstance(value, str):

@@ -127,7 +127,7 @@ class StreamsBuilder:
         if rewritten:
             self.plan.refresh_check_topology()
         if self._topology is None or rewritten:
-            self._topology = self.plan.lower()
+            self._topology = self.plan.lower(effective)
             self._lowered = set(self.plan.nodes)
         else:
             fresh = [node for node in self.plan.nodes if node not in self._lowered]

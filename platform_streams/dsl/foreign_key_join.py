@@ -158,16 +158,14 @@ def foreign_key_join(
         registration_source,
     )
     # Kafka's SubscriptionStoreFactory: timestamped, raw combined keys, logged, never cached
-    topology.add_state_store(
-        key_value_spec(
-            builder,
-            subscription_store,
-            Materialized(caching_enabled=False),
-            key_serde=Bytes(),
-            value_serde=wrapper_serde,
-        ),
-        receive,
+    subscription_spec = key_value_spec(
+        builder,
+        subscription_store,
+        Materialized(caching_enabled=False),
+        key_serde=Bytes(),
+        value_serde=wrapper_serde,
     )
+    topology.add_state_store(subscription_spec, receive)
 
     foreign_view = other.value_getter_supplier()
     join_foreign = names.suffixed(name, "-subscription-join-foreign", _PROCESSOR)
@@ -178,7 +176,9 @@ def foreign_key_join(
     topology.add_processor(
         foreign_join, lambda: ForeignTableJoinProcessor(subscription_store, schema), other.node_name
     )
-    topology.connect_processor_and_state_stores(foreign_join, subscription_store)
+    # the store is the supplier's own here too (Kafka's ForeignTableJoinProcessorSupplier
+    # provides it through stores(), so a processor wrapper sees it on both processors)
+    topology.add_state_store(subscription_spec, foreign_join)
 
     response_topic = names.suffixed(name, "-subscription-response", _RESPONSE) + "-topic"
     topology.add_internal_topic(

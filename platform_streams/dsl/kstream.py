@@ -17,7 +17,7 @@ from platform_streams.dsl.naming import takes_key
 from platform_streams.dsl.options import Branched, Grouped, Named, Produced, Repartitioned, name_of
 from platform_streams.dsl.plan import OptimizableRepartitionNode, ProcessorGraphNode
 from platform_streams.errors import TopologyError
-from platform_streams.processor.fixed_key import FixedKeyProcessorAdapter
+from platform_streams.processor.fixed_key import FixedKeySupplier
 from platform_streams.serde import Serde
 from platform_streams.topology.nodes import OpKind, StatelessOp
 
@@ -178,7 +178,7 @@ class KStream(AsyncStreamOps):
         """Run a :class:`~platform_streams.processor.FixedKeyProcessor` (KIP-820): it may change
         values, never keys, so the result keeps the key serde and needs no repartition."""
         name = name_of(named) or self._builder.names.name("KSTREAM-PROCESSVALUES-")
-        self._add_processor(name, lambda: FixedKeyProcessorAdapter(supplier(), name), supplier, store_names)
+        self._add_processor(name, FixedKeySupplier(supplier, name), supplier, store_names)
         return KStream(
             self._builder,
             name,

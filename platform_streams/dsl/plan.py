@@ -36,6 +36,7 @@ from platform_streams.topology.nodes import InternalTopic, StatelessOp, repartit
 from platform_streams.topology.topology import StoreBuilderLike, Topology
 
 if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
     from platform_streams.serde import Serde
 
 __all__ = [
@@ -457,14 +458,17 @@ class LogicalPlan:
 
     # -- lowering ----------------------------------------------------------------------
 
-    def lower(self) -> Topology:
-        """A new ``Topology`` from the nodes, in order (Kafka's ``buildAndOptimizeTopology``)."""
-        return self.lower_into(Topology(), self.nodes)
+    def lower(self, config: StreamsConfig | None = None) -> Topology:
+        """A new ``Topology`` from the nodes, in order (Kafka's ``buildAndOptimizeTopology``);
+        ``config``'s processor wrapper wraps its processors (never the check topology's)."""
+        return self.lower_into(Topology(config), self.nodes)
 
     def lower_into(self, topology: Topology, nodes: Iterable[PlanNode]) -> Topology:
         """Lower ``nodes`` (in plan order) into ``topology``, which holds the ones before them."""
+        topology.begin_lowering()
         for node in nodes:
             node.lower(topology)
+        topology.finish_lowering()
         for store, topic in self.source_changelogs.items():
             topology.use_source_topic_as_changelog(store, topic)
         return topology

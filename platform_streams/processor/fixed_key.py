@@ -27,6 +27,7 @@ __all__ = [
     "FixedKeyProcessorContext",
     "FixedKeyProcessorSupplier",
     "FixedKeyRecord",
+    "FixedKeySupplier",
 ]
 
 
@@ -111,6 +112,23 @@ class FixedKeyProcessor(ABC):
 
 #: Makes a new fixed-key processor per task (Kafka Streams' FixedKeyProcessorSupplier).
 FixedKeyProcessorSupplier = Callable[[], FixedKeyProcessor]
+
+
+class FixedKeySupplier:
+    """The supplier of a ``process_values`` node: ``supplier()``'s fixed-key processor run in
+    the field-based graph. A processor wrapper wraps ``supplier`` (Kafka's
+    ``wrapFixedKeyProcessorSupplier``); ``stores()`` are the user supplier's."""
+
+    def __init__(self, supplier: Callable[[], Any], node_name: str) -> None:
+        self.supplier = supplier
+        self.node_name = node_name
+
+    def __call__(self) -> FixedKeyProcessorAdapter:
+        return FixedKeyProcessorAdapter(self.supplier(), self.node_name)
+
+    def stores(self) -> Any:
+        provided = getattr(self.supplier, "stores", None)
+        return provided() if callable(provided) else None
 
 
 class FixedKeyProcessorAdapter(NodeProcessor):

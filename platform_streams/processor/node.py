@@ -133,6 +133,11 @@ def as_node_processor(made: object, node_name: str) -> NodeProcessor:
     """Accept what a supplier returned: a NodeProcessor, or a Processor to adapt."""
     if isinstance(made, NodeProcessor):
         return made
+    from platform_streams.processor.wrapper import NodeAsProcessor
+
+    if isinstance(made, NodeAsProcessor):
+        # a DSL node a processor wrapper handed back unchanged: run the node itself
+        return made.node
     if isinstance(made, Processor):
         return RecordProcessorAdapter(made)
     raise TypeError(

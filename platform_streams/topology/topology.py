@@ -23,6 +23,8 @@ from platform_streams.topology.nodes import (
 )
 
 if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+    from platform_streams.processor.wrapper import ProcessorWrapper
     from platform_streams.topology.describe import TopologyDescription
 
 
@@ -57,7 +59,9 @@ class GlobalStoreSpec:
 class Topology:
     """An acyclic graph of sources, processors and sinks (Kafka Streams' ``Topology``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: StreamsConfig | None = None) -> None:
+        """``config``'s ``processor_wrapper`` (Kafka's ``new Topology(TopologyConfig)``)
+        wraps every processor added from here on."""
         self._nodes: dict[str, Node] = {}
         self._stores: dict[str, StoreBuilderLike] = {}
         self._global_stores: dict[str, GlobalStoreSpec] = {}
@@ -65,6 +69,17 @@ class Topology:
         self._copartition_groups: list[frozenset[str]] = []
         #: store name -> source topic reused as its changelog (topology_optimization)
         self._source_changelogs: dict[str, str] = {}
+        self._wrapper: ProcessorWrapper | None = None
+        if config is not None and config.processor_wrapper is not None:
+            from platform_streams.processor.wrapper import make_processor_wrapper
+
+            self._wrapper = make_processor_wrapper(config.processor_wrapper, dict(config))
+        #: processor -> the stores ``add_state_store`` gave it (what its ``stores()`` returns
+        #: to a wrapper; stores connected by name are not among them, as in Kafka)
+        self._provided: dict[str, list[str]] = {}
+        #: while the DSL lowers its plan: processors whose wrapped ``stores()`` is asked once
+        #: the plan's stores are connected (:meth:`finish_lowering`)
+        self._pending: list[str] | None = None
 
     # -- Processor API ---------------------------------------------------------------------
 
@@ -107,11 +122,53 @@ class Topology:
         return self
 
     def add_processor(self, name: str, supplier: Callable[[], Any], *parent_names: str) -> Topology:
-        """Add a processor made per task by ``supplier``, fed by ``parent_names``."""
+        """Add a processor made per task by ``supplier``, fed by ``parent_names``; the store
+        builders of the supplier's ``stores()`` (if it has one) are added and connected to it,
+        as Kafka's ``addProcessor`` does. A configured processor wrapper wraps ``supplier``."""
         if not callable(supplier):
             raise TopologyError(f"processor {name!r}: supplier must be callable, got {supplier!r}")
-        self._add(ProcessorNode(name, list(parent_names), supplier=supplier))
+        wrapped = self._wrap(name, supplier)
+        self._add(ProcessorNode(name, list(parent_names), supplier=wrapped))
+        if self._pending is not None:
+            self._pending.append(name)
+        else:
+            self._connect_supplied_stores(name, wrapped)
         return self
+
+    def _wrap(self, name: str, supplier: Callable[[], Any]) -> Callable[[], Any]:
+        if self._wrapper is None:
+            return supplier
+        from platform_streams.processor.fixed_key import FixedKeySupplier
+        from platform_streams.processor.wrapper import dsl_supplier
+
+        if isinstance(supplier, FixedKeySupplier):
+            inner = self._wrapper.wrap_fixed_key_processor_supplier(name, supplier.supplier)
+            if inner is supplier.supplier:
+                return supplier
+            return FixedKeySupplier(inner, name)
+        if self._pending is not None:  # a DSL node: its supplier speaks the Processor API
+            supplier = dsl_supplier(supplier, lambda: self._provided_builders(name))
+        return self._wrapper.wrap_processor_supplier(name, supplier)
+
+    def _provided_builders(self, name: str) -> list[StoreBuilderLike]:
+        return [self._stores[store] for store in self._provided.get(name, ())]
+
+    def _connect_supplied_stores(self, name: str, supplier: Any) -> None:
+        provided = getattr(supplier, "stores", None)
+        for store_builder in (provided() if callable(provided) else None) or ():
+            self.add_state_store(store_builder, name)
+
+    def begin_lowering(self) -> None:
+        """The DSL starts writing its plan here: a wrapper's ``stores()`` waits for the
+        plan's own store connections (:meth:`finish_lowering`)."""
+        self._pending = []
+
+    def finish_lowering(self) -> None:
+        pending, self._pending = self._pending or [], None
+        for name in pending:
+            node = self._nodes.get(name)
+            if isinstance(node, ProcessorNode) and node.supplier is not None:
+                self._connect_supplied_stores(name, node.supplier)
 
     def add_sink(
         self,
@@ -134,14 +191,27 @@ class Topology:
     def add_state_store(self, store_builder: StoreBuilderLike, *processor_names: str) -> Topology:
         """Register a store and connect it to the named processors."""
         name = store_builder.name
+        if self._stores.get(name) is store_builder:
+            # the same builder again (two suppliers' ``stores()`` sharing it): connect only,
+            # as Kafka's addStateStore does for a compatible store factory
+            self._provide(processor_names, name)
+            self.connect_processor_and_state_stores_all(processor_names, name)
+            return self
         if name in self._stores or name in self._global_stores:
             raise TopologyError(f"state store {name!r} is already added")
         self._stores[name] = store_builder
         if store_builder.logging_enabled and name not in self._source_changelogs:
             config = tuple(sorted(store_builder.changelog_topic_config().items()))
             self.add_internal_topic(InternalTopic(f"{name}-changelog", "changelog", None, config))
+        self._provide(processor_names, name)
         self.connect_processor_and_state_stores_all(processor_names, name)
         return self
+
+    def _provide(self, processor_names: Iterable[str], store: str) -> None:
+        for processor in processor_names:
+            provided = self._provided.setdefault(processor, [])
+            if store not in provided:
+                provided.append(store)
 
     def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> Topology:
         """Give ``processor_name`` access to already-added stores."""
@@ -186,7 +256,12 @@ class Topology:
     # -- used by the DSL and the compiler -------------------------------------------------
 
     def add_stateless(self, name: str, op: StatelessOp, *parent_names: str) -> Topology:
-        """Add a fusable stateless operator node (the DSL's filter, map, ...)."""
+        """Add a fusable stateless operator node (the DSL's filter, map, ...); with a processor
+        wrapper, a processor node running ``op`` that the wrapper wraps."""
+        if self._wrapper is not None:
+            from platform_streams.processor.wrapper import StatelessOpProcessor
+
+            return self.add_processor(name, lambda: StatelessOpProcessor(name, op), *parent_names)
         self._add(ProcessorNode(name, list(parent_names), op=op))
         return self
 
