@@ -260,6 +260,12 @@ class StreamsConfig(BaseModel):
         description="'state_aware': KIP-441 placement computed by the clients "
         "(runtime/task_assignment); 'range': the consumer group's range assignor.",
     )
+    group_protocol: Literal["classic", "streams"] = Field(
+        default="classic",
+        description="Kafka's group.protocol. 'streams': the broker's streams group (KIP-1071, "
+        "Kafka 4.2+) keeps the members and assigns the tasks (docs/streams-groups.md); "
+        "'classic': this library's own placement over the consumer group.",
+    )
     rebalance_protocol: Literal["eager", "cooperative"] = Field(
         default="eager",
         description="With task_assignor='state_aware': 'cooperative' keeps the tasks that do not "

@@ -34,6 +34,7 @@ from platform_streams.runtime.pattern_refresh import PatternRefresher, subscribe
 from platform_streams.runtime.standby import StandbyUpdater
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
 from platform_streams.runtime.worker import StreamWorker
+from platform_streams.runtime.worker_streams_group import StreamsGroupSettings, streams_group_settings
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.restore import StateRestoreListener
@@ -78,6 +79,8 @@ class StreamsRuntime:
         #: where EOS workers prove membership before committing (None: the broker fences; see
         #: runtime/broker_features.py)
         self._membership_check_topic: str | None = None
+        #: group_protocol="streams": what each worker sends its streams group (None: classic)
+        self._streams_group: StreamsGroupSettings | None = None
         self._eager_sends = False
         self._next_worker_index = 0
         self._paused = False
@@ -129,6 +132,9 @@ class StreamsRuntime:
             self.partition_counts = prepare_topics(self.plan, self.config)
             self.membership.start(self.partition_counts)
             self._membership_check_topic = membership_check_topic(self.config, self.membership.control_topic)
+            self._streams_group = streams_group_settings(self.plan, self.config, self.membership.process_id)
+            if self._streams_group is not None:  # the broker checks the member epoch on every commit
+                self._membership_check_topic = None
             self._eager_sends = sends_eagerly(self.config)
             broker_may_skip_batches(self.config)  # probed now: readers ask the answer, never the broker
             self.global_worker = bootstrap_global_stores(
@@ -301,6 +307,7 @@ class StreamsRuntime:
             coordinator=self.membership.coordinator,
             eager_sends=self._eager_sends,
             restore_ranges=self.membership.restore_ranges,
+            streams_group=self._streams_group,
         )
         worker.pause_requested = self._paused
         for add_on in self.add_ons:

@@ -56,8 +56,10 @@ class ClientMembership:
         self.identity = ProcessIdentity(config.application_id, state_root, config.group_instance_id)
         self.control_topic = control_topic_name(config.application_id)
         self.standbys: StandbyUpdater | None = None
-        state_aware = config.task_assignor == "state_aware"
-        if config.num_standby_replicas > 0 or state_aware:  # warm-ups are standbys too
+        # under a streams group the broker places tasks and standbys (worker_streams_group.py)
+        classic = config.group_protocol == "classic"
+        state_aware = config.task_assignor == "state_aware" and classic
+        if (config.num_standby_replicas > 0 and classic) or state_aware:  # warm-ups are standbys too
             self.standbys = StandbyUpdater(plan, config, state_root)
         self.channel: ControlChannel | None = None
         self._denied: BaseException | None = None

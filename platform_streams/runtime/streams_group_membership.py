@@ -105,7 +105,7 @@ class StreamsGroupMembership:
         topology: TopologySpec,
         *,
         process_id: str,
-        on_change: TaskChange,
+        on_change: TaskChange | None = None,
         on_shutdown_request: Callable[[], None] | None = None,
         on_failure: Callable[[StreamsError], None] | None = None,
         endpoint: tuple[str, int] | None = None,
@@ -123,6 +123,12 @@ class StreamsGroupMembership:
         self._stop = threading.Event()
         self._missing_since: float | None = None
         self._ack_now = False
+        self._wake = threading.Event()
+        #: without ``on_change``: the target the worker has yet to apply, and whether the
+        #: broker fenced this member since the worker last looked (its tasks are lost)
+        self._target: Assignment | None = None
+        self._lost = False
+        self._changes = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=f"{application_id}-streams-group", daemon=True)
         #: the last outcome: member epoch, statuses (what /state shows)
         self.last: HeartbeatOutcome | None = None
@@ -162,27 +168,52 @@ class StreamsGroupMembership:
             log.warning(
                 "%s: the broker fenced this member; its tasks are lost, joining again", self.application_id
             )
-            lost = self.member.owned
-            self._on_change(lost, Assignment())
+            if self._on_change is None:
+                with self._changes:
+                    self._lost, self._target = True, None
+            else:
+                self._on_change(self.member.owned, Assignment())
         self._check_statuses(outcome)
         if outcome.assignment is not None:
             self._apply(outcome.assignment)
         return outcome
 
     def _apply(self, target: Assignment) -> None:
-        owned = self.member.owned
-        revoked = Assignment(
-            owned.active - target.active, owned.standby - target.standby, owned.warmup - target.warmup
-        )
-        added = Assignment(
-            target.active - owned.active, target.standby - owned.standby, target.warmup - owned.warmup
-        )
+        if self._on_change is None:
+            with self._changes:
+                self._target = target
+            return
+        revoked, added = _difference(self.member.owned, target)
         if revoked != Assignment() or added != Assignment():
             self._on_change(revoked, added)
             # the broker hands revoked tasks to their new owners only once this member says it
             # let them go: say so now, not an interval later (Kafka's client does the same)
             self._ack_now = True
         self.member.acknowledge(target)
+
+    def take_lost(self) -> bool:
+        """Whether the broker fenced this member since the last look (its tasks are gone:
+        close them without committing)."""
+        with self._changes:
+            lost, self._lost = self._lost, False
+            return lost
+
+    def take_change(self) -> tuple[Assignment, Assignment, Assignment] | None:
+        """The broker's latest target not yet applied: (target, revoked, added) against what
+        this member owns; the caller stops the revoked tasks, starts the added ones, then
+        calls :meth:`applied`. None when nothing changed."""
+        with self._changes:
+            target, self._target = self._target, None
+        if target is None:
+            return None
+        revoked, added = _difference(self.member.owned, target)
+        return target, revoked, added
+
+    def applied(self, target: Assignment) -> None:
+        """The caller now runs ``target``: report it at once (the broker hands the revoked
+        tasks to their new owners only after this)."""
+        self.member.acknowledge(target)
+        self._wake.set()
 
     def _check_statuses(self, outcome: HeartbeatOutcome) -> None:
         missing = None
@@ -222,7 +253,8 @@ class StreamsGroupMembership:
                     return
                 log.warning("%s: streams-group heartbeat failed: %s", self.application_id, exc)
                 wait = 1.0
-            self._stop.wait(wait)
+            self._wake.wait(wait)
+            self._wake.clear()
 
     def request_shutdown(self) -> None:
         """Ask every client of the application to stop (SHUTDOWN_APPLICATION)."""
@@ -231,6 +263,7 @@ class StreamsGroupMembership:
     def close(self, *, leave: bool = True) -> None:
         """Stop heartbeating; ``leave``: epoch -1, the tasks go to the others at once."""
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         try:
@@ -240,3 +273,14 @@ class StreamsGroupMembership:
             log.warning("%s: leaving the streams group failed: %s", self.application_id, exc)
         finally:
             self.client.close()
+
+
+def _difference(owned: Assignment, target: Assignment) -> tuple[Assignment, Assignment]:
+    """(revoked, added): what ``owned`` has that ``target`` has not, and the other way round."""
+    revoked = Assignment(
+        owned.active - target.active, owned.standby - target.standby, owned.warmup - target.warmup
+    )
+    added = Assignment(
+        target.active - owned.active, target.standby - owned.standby, target.warmup - owned.warmup
+    )
+    return revoked, added

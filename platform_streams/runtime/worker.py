@@ -69,6 +69,7 @@ from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask, store_changelogs
 from platform_streams.runtime.task_state import TaskStateLifecycle
 from platform_streams.runtime.worker_rebalance import TaskRebalancing
+from platform_streams.runtime.worker_streams_group import StreamsGroupSettings, StreamsGroupTasks
 from platform_streams.state.cache import RecordCache
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.restore import StateRestoreListener
@@ -88,7 +89,7 @@ _BATCH = 5000
 _AWAITING_ASSIGNMENT = frozenset({WorkerState.STARTING, WorkerState.PARTITIONS_REVOKED})
 
 
-class StreamWorker(TaskRebalancing, threading.Thread):
+class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
     """Runs the poll -> process -> punctuate -> commit loop for its assigned tasks."""
 
     def __init__(
@@ -107,6 +108,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         coordinator: AssignmentCoordinator | None = None,
         eager_sends: bool = False,
         restore_ranges: RestoreRanges | None = None,
+        streams_group: StreamsGroupSettings | None = None,
     ) -> None:
         super().__init__(name=f"{config.effective_client_id}-StreamThread-{index + 1}", daemon=True)
         self.index = index
@@ -184,6 +186,8 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         #: the stop's sequence began: rebalance callbacks start no task (worker_rebalance.py)
         self._stopping = False
         self._tasks_finished = False
+        #: group_protocol="streams": the broker assigns the tasks (runtime/worker_streams_group.py)
+        self._streams_settings = streams_group
 
     @property
     def input_queues(self) -> InputQueues:
@@ -295,6 +299,9 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         consumer_conf = self.config.consumer_configs(self.index)
         self._route_statistics(consumer_conf, "consumer")
         self.consumer = create_consumer(consumer_conf)
+        if self._streams_settings is not None:  # assign()-ed by the streams group, never subscribed
+            self._join_streams_group(self._streams_settings)
+            return
         coordinator = self._coordinator
         self._subscribe(self.source_topics if coordinator is None else [coordinator.members_topic])
 
@@ -338,7 +345,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         (runtime/leave_guard.py). The commit comes first because this may last 1.5 session
         timeouts: a kill after a shorter grace period would lose the processed work, and an
         open transaction would outlive transaction.timeout.ms."""
-        if self.consumer is None:
+        if self.consumer is None or self.streams_group is not None:  # a streams group's leave is final
             return
         try:
             alone = self._alone_in_generation()
@@ -369,7 +376,9 @@ class StreamWorker(TaskRebalancing, threading.Thread):
     def run_once(self) -> int:
         """One iteration: poll, process, punctuate, maybe commit. Returns records processed."""
         self.store_guard.yield_point()
-        if self.assignment_wait.waiting:
+        if self.streams_group is not None:
+            self._reconcile_streams_group()
+        elif self.assignment_wait.waiting:
             self.assignment_wait.warn_if_long(self.consumer, self.state.value)
             if self.assignment_wait.check_due():
                 self._check_group()
@@ -533,7 +542,11 @@ class StreamWorker(TaskRebalancing, threading.Thread):
             if positions or collector.streams_producer.buffered:
                 self._check_membership()  # a zombie must not even send: some brokers never take it back
             committed = collector.commit_transaction(
-                positions, self.consumer.consumer_group_metadata(), self._check_membership
+                positions,
+                self.consumer.consumer_group_metadata()
+                if self.streams_group is None
+                else self._streams_group_metadata(),
+                self._check_membership,
             )
         else:
             collector.flush()
@@ -566,6 +579,9 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         )
 
     def _commit_offsets(self, positions: list[Any]) -> None:
+        if self.streams_group is not None:
+            self._commit_streams_group({(tp.topic, tp.partition): tp.offset for tp in positions})
+            return
         result = self.consumer.commit(offsets=positions, asynchronous=False)
         failed = [tp for tp in result or () if tp.error is not None]
         if failed:
@@ -627,6 +643,7 @@ class StreamWorker(TaskRebalancing, threading.Thread):
         # until garbage collection. The collector stays for its counters; closing its
         # producer releases the librdkafka client.
         self.repartition_purger.close()
+        self._leave_streams_group()  # after the final commit: the tasks go to the others at once
         if self.consumer is not None:
             self.consumer.close()
             self.consumer = None

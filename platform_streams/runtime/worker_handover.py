@@ -242,11 +242,15 @@ class CooperativeHandover:
     def _add(self, task_ids: list[TaskId]) -> None:
         """Create, restore and start the tasks the assignment adds (no one else runs them:
         see :func:`~.task_assignment.protocol.hold_back_running`); the kept tasks read on."""
-        assert self._coordinator is not None
         if not task_ids:
             self._set_state(WorkerState.RUNNING)
             return
-        assigned = {(tp.topic, tp.partition) for tp in self._coordinator.partitions_of(task_ids)}
+        app = self.config.application_id
+        assigned = {  # every source of a sub-topology: they are co-partitioned
+            (self.plan.physical_topic(t, app), task.partition)
+            for task in task_ids
+            for t in self.plan.subtopologies[task.subtopology].source_topics
+        }
         added = tasks_of_assignment(self.plan, self.config.application_id, assigned)
         if self._standbys is not None:
             self._standbys.claim(added)

@@ -20,12 +20,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from platform_streams.config_sources import BOOTSTRAP_ENV
+from platform_streams.dev.brokers.apache_jars import kafka_classpath, require_java
 from platform_streams.kafka import KafkaAdmin, TopicSpec, create_consumer, create_producer
-from platform_streams.kafka.apache_jars import kafka_classpath, require_java
 from platform_streams.kafka.streams_group import (
     CommitRefused,
     broker_supports_streams_groups,
@@ -34,6 +36,8 @@ from platform_streams.kafka.streams_group import (
 )
 from platform_streams.kafka.streams_group.member import Assignment, SubtopologySpec, TopologySpec
 from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
+from tests.integration.support_apps import app_config, count_app, running_app, wait_until
+from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
 
@@ -210,3 +214,43 @@ def test_third_member_takes_tasks_incrementally_and_kafkas_tool_sees_it(
         partitions = ",".join(str(p) for _, p in sorted(recorders[index].active))
         assert f"process-{index}" in line
         assert f"ACTIVE: 0:[{partitions}];" in line, described
+
+
+def test_an_application_on_a_streams_group_counts_exactly(streams_bootstrap: str, tmp_path: Path) -> None:
+    """``group_protocol="streams"`` under exactly-once: the broker assigns the tasks, the
+    counts are exact, the committed offsets are the group's, and Kafka's tool shows the
+    application's member with its tasks."""
+    with KafkaAdmin({"bootstrap.servers": streams_bootstrap}) as admin:
+        source, sink = new_topic(admin, 4, "sg-src"), new_topic(admin, 4, "sg-out")
+    records = [(f"k{i % 8}", "v") for i in range(200)]
+    produce(streams_bootstrap, source, records)
+    config = app_config(
+        streams_bootstrap,
+        tmp_path,
+        group_protocol="streams",
+        processing_guarantee="exactly_once_v2",
+    )
+    with running_app(count_app(source, sink).build(), config) as streams:
+        wait_until(
+            lambda: (
+                _final_counts(consume_all(streams_bootstrap, sink, 10**6, 2, "read_committed"))
+                == {f"k{i}": 25 for i in range(8)}
+            ),
+            90,
+            "every key counted to 25",
+        )
+        [worker] = streams.workers
+        assert worker.streams_group is not None and worker.streams_group.member_epoch > 0
+        assert sorted(str(t) for t in worker.tasks) == ["0_0", "0_1", "0_2", "0_3"]
+        described = _describe(streams_bootstrap, config.application_id)
+        assert worker.streams_group.member_id in described
+        assert "ACTIVE: 0:[0,1,2,3];" in described, described
+
+
+def _final_counts(records: list[Any]) -> dict[str, int]:
+    """The highest count per key (the sink's big-endian Long values; counts only grow)."""
+    counts: dict[str, int] = {}
+    for record in records:
+        key = record.key.decode()
+        counts[key] = max(counts.get(key, 0), int.from_bytes(record.value, "big", signed=True))
+    return counts

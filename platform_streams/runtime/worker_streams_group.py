@@ -1,0 +1,161 @@
+"""A worker as a member of a streams group (``group_protocol="streams"``, KIP-1071).
+
+The broker's group coordinator assigns the tasks; the worker runs exactly its active tasks
+and changes them incrementally, as ``StreamThread`` does under the streams protocol: the
+heartbeat thread (:class:`~.streams_group_membership.StreamsGroupMembership`) only records
+the broker's target; the worker, on its own thread between two loop iterations, commits and
+closes the revoked tasks, starts the added ones (the cooperative handover's release and add
+steps, :mod:`.worker_handover`), and only then reports the new set -- the broker gives a
+revoked task to its new owner after that report, so two members never run one task.
+
+The consumer never subscribes: it is ``assign()``-ed the tasks' input partitions, and reads
+the committed offsets with a member-less OffsetFetch (the coordinator accepts those). Commits
+name the member and its epoch (docs/streams-groups.md): OffsetCommit v9 at-least-once, the
+member's group metadata in the transaction under exactly-once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from platform_streams.errors import UnsupportedBrokerFeatureError
+from platform_streams.kafka.streams_group import broker_supports_streams_groups
+from platform_streams.kafka.streams_group.member import Assignment, TopologySpec
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.streams_group_membership import StreamsGroupMembership, topology_spec
+
+if TYPE_CHECKING:
+    from platform_streams.config import StreamsConfig
+    from platform_streams.runtime.task import StreamTask
+    from platform_streams.topology.compiler import TopologyPlan
+
+__all__ = ["StreamsGroupSettings", "StreamsGroupTasks", "streams_group_settings"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StreamsGroupSettings:
+    """What every worker of a client sends when it joins (each worker is one member)."""
+
+    topology: TopologySpec
+    process_id: str
+    endpoint: tuple[str, int] | None = None
+    client_tags: dict[str, str] = field(default_factory=dict)
+
+
+def _task_ids(tasks: frozenset[tuple[str, int]]) -> list[TaskId]:
+    return sorted(TaskId(int(sub), partition) for sub, partition in tasks)
+
+
+class StreamsGroupTasks:
+    """The worker's side of a streams group (see the module docstring)."""
+
+    if TYPE_CHECKING:  # the worker's attributes and methods this part uses
+        name: str
+        index: int
+        config: StreamsConfig
+        consumer: Any
+        tasks: dict[TaskId, StreamTask]
+
+        def _commit_on_revocation(self) -> bool: ...
+        def _release(self, task_ids: list[TaskId]) -> None: ...
+        def _add(self, task_ids: list[TaskId]) -> None: ...
+        def _abort_and_close_tasks(self) -> None: ...
+
+    streams_group: StreamsGroupMembership | None = None
+    _warned_standbys = False
+
+    def _join_streams_group(self, settings: StreamsGroupSettings) -> None:
+        self.streams_group = StreamsGroupMembership(
+            self.config.bootstrap_servers,
+            self.config.application_id,
+            settings.topology,
+            process_id=settings.process_id,
+            endpoint=settings.endpoint,
+            client_tags=settings.client_tags,
+            client_id=f"{self.config.effective_client_id}-StreamThread-{self.index + 1}",
+        )
+        self.streams_group.start()
+
+    def _reconcile_streams_group(self) -> None:
+        """Apply what the broker decided since the last look (on the worker's thread)."""
+        group = self.streams_group
+        assert group is not None
+        if group.failure is not None:
+            raise group.failure
+        if group.take_lost() and self.tasks:
+            log.warning("%s: fenced by the streams group; closing tasks without committing", self.name)
+            self._abort_and_close_tasks()
+        change = group.take_change()
+        if change is None:
+            return
+        target, revoked, _ = change
+        leaving = [t for t in _task_ids(revoked.active) if t in self.tasks]
+        if leaving:
+            log.info("%s: the streams group moves %s away", self.name, [str(t) for t in leaving])
+            if self._commit_on_revocation():  # else every task was aborted and closed
+                self._release(leaving)
+        starting = [t for t in _task_ids(target.active) if t not in self.tasks]
+        if starting:
+            log.info("%s: the streams group assigns %s", self.name, [str(t) for t in starting])
+        self._add(starting)
+        if (target.standby or target.warmup) and not self._warned_standbys:
+            self._warned_standbys = True
+            log.warning(
+                "%s: the broker assigned standby/warm-up tasks %s; they are not kept under "
+                "group_protocol='streams' yet (docs/streams-groups.md)",
+                self.name,
+                sorted(f"{s}_{p}" for s, p in target.standby | target.warmup),
+            )
+        group.applied(Assignment(target.active, target.standby, target.warmup))
+
+    def _streams_group_metadata(self) -> bytes:
+        assert self.streams_group is not None
+        return self.streams_group.group_metadata()
+
+    def _commit_streams_group(self, offsets: dict[tuple[str, int], int]) -> None:
+        assert self.streams_group is not None
+        self.streams_group.commit(offsets)
+
+    def _leave_streams_group(self) -> None:
+        group, self.streams_group = self.streams_group, None
+        if group is not None:
+            group.close(leave=True)
+
+
+def streams_group_settings(
+    plan: TopologyPlan, config: StreamsConfig, process_id: str
+) -> StreamsGroupSettings | None:
+    """The workers' settings under ``group_protocol="streams"`` (None under "classic").
+
+    Refused, with the reason, on a broker without streams groups (no StreamsGroupHeartbeat in
+    ApiVersions: the embedded broker, Kafka before 4.2 or with ``streams.version`` 0) and on a
+    secured connection (the streams-group connection speaks neither TLS settings nor SASL
+    from the client's configuration yet): Kafka Streams fails the same way rather than fall
+    back to another protocol the user did not choose.
+    """
+    if config.group_protocol != "streams":
+        return None
+    security = str(config.consumer_configs(0).get("security.protocol", "PLAINTEXT")).upper()
+    if security != "PLAINTEXT":
+        raise UnsupportedBrokerFeatureError(
+            f"group_protocol='streams' supports security.protocol PLAINTEXT only so far, not {security}"
+        )
+    if not broker_supports_streams_groups(config.bootstrap_servers):
+        raise UnsupportedBrokerFeatureError(
+            "group_protocol='streams': the broker does not support streams groups (no "
+            "StreamsGroupHeartbeat; Apache Kafka 4.2+ needed); use group_protocol='classic'"
+        )
+    endpoint = None
+    if config.application_server:
+        host, _, port = config.application_server.rpartition(":")
+        endpoint = (host, int(port))
+    return StreamsGroupSettings(
+        topology=topology_spec(plan, config.application_id),
+        process_id=process_id,
+        endpoint=endpoint,
+        client_tags=dict(config.client_tags),
+    )
