@@ -259,6 +259,33 @@ def _tablesource(name: str, params: Params) -> Topology:
     return b.build()
 
 
+def _versioned(b: StreamsBuilder, topic: str, store: str) -> KTable:
+    return b.table(topic, SS, Materialized.as_(Stores.persistent_versioned_key_value_store(store, 100)))
+
+
+def _vtable(name: str, params: Params) -> Topology:
+    """Versioned tables (KIP-889/914, 100 ms of history): an out-of-order update changes the
+    history but is not forwarded downstream."""
+    b = StreamsBuilder()
+    kind = name.split("_", 1)[1]
+    left = _versioned(b, "in", "vin") if kind == "join" else None
+    table = _versioned(b, "tbl", "vsrc")
+    out = Produced(key_serde=S, value_serde=S)
+    if kind == "source":
+        table.to_stream().to("out", out)
+    elif kind == "ops":
+        table.filter(lambda k, v: iv(v) % 2 == 0).map_values(lambda v: v + "!").to_stream().to("out", out)
+    elif kind == "count":
+        grouped = table.group_by(lambda k, v: (str(iv(v) % 3), v), Grouped(key_serde=S, value_serde=S))
+        grouped.count(materialized=Materialized.as_("tagg")).to_stream().to(
+            "out", Produced(key_serde=S, value_serde=L)
+        )
+    else:
+        assert left is not None
+        left.join(table, joiner).to_stream().to("out", out)
+    return b.build()
+
+
 def _time_key(params: Params) -> Serde:
     return TimeWindowedSerde(S, params["size"])
 
@@ -307,4 +334,8 @@ CATALOGUE: dict[str, Entry] = {
     "tablegroup_reduce": Entry(_tablegroup, ("tbl",), store=("tagg", "kv")),
     "tablegroup_count": Entry(_tablegroup, ("tbl",), store=("tagg", "kv"), value_serde=L),
     "tablesource": Entry(_tablesource, ("tbl",), store=("src", "kv")),
+    "vtable_source": Entry(_vtable, ("tbl",)),
+    "vtable_ops": Entry(_vtable, ("tbl",)),
+    "vtable_count": Entry(_vtable, ("tbl",), store=("tagg", "kv"), value_serde=L),
+    "vtable_join": Entry(_vtable, ("in", "tbl")),
 }

@@ -178,9 +178,29 @@ final class Catalogue {
             }
             case "tablesource" -> b.table("tbl", SS, Materialized.as("src")).toStream()
                 .to("out", Produced.with(S, S));
+            case "vtable" -> {
+                // versioned tables (KIP-889/914: 100 ms of history): an out-of-order update
+                // changes the history but is not forwarded downstream
+                KTable<String, String> left = parts[1].equals("join") ? versioned(b, "in", "vin") : null;
+                KTable<String, String> table = versioned(b, "tbl", "vsrc");
+                switch (parts[1]) {
+                    case "source" -> table.toStream().to("out", Produced.with(S, S));
+                    case "ops" -> table.filter((k, v) -> iv(v) % 2 == 0).mapValues(v -> v + "!")
+                        .toStream().to("out", Produced.with(S, S));
+                    case "count" -> table
+                        .groupBy((k, v) -> KeyValue.pair(Integer.toString(iv(v) % 3), v), Grouped.with(S, S))
+                        .count(Materialized.as("tagg")).toStream().to("out", Produced.with(S, L));
+                    default -> left.join(table, JOINER).toStream().to("out", Produced.with(S, S));
+                }
+            }
             default -> throw new IllegalArgumentException("unknown topology " + name);
         }
         return b.build();
+    }
+
+    private static KTable<String, String> versioned(StreamsBuilder b, String topic, String store) {
+        return b.table(topic, SS, Materialized.<String, String>as(
+            Stores.persistentVersionedKeyValueStore(store, Duration.ofMillis(100))));
     }
 
     private static void timeWindowed(StreamsBuilder b, String kind, String emit, Map<String, Long> params) {
