@@ -87,7 +87,7 @@ def make_processor_wrapper(setting: Any, configs: Mapping[str, Any]) -> Processo
         return setting
     wrapper = setting()
     wrapper.configure(configs)
-    return wrapper  # type: ignore[no-any-return]
+    return wrapper
 
 
 class _DslSupplier:
