@@ -37,7 +37,7 @@ test: setup
 # tools/kafka/pom.xml into ~/.m2 (offline once there). `make kafka` runs one KRaft node
 # (broker+controller) on a free port until Ctrl-C, then stops it and removes its data.
 kafka-jars: setup
-	$(BIN)/python -c "from platform_streams.kafka.apache_jars import kafka_classpath; kafka_classpath()"
+	$(BIN)/python -c "from platform_streams.dev.brokers.apache_jars import kafka_classpath; kafka_classpath()"
 
 kafka: kafka-jars
 	$(BIN)/python -m platform_streams.cli broker --broker kafka --port 0

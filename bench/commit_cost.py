@@ -30,7 +30,8 @@ from contextlib import contextmanager
 import confluent_kafka
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, TopicSpec
+from platform_streams.dev.brokers import EmbeddedBroker
+from platform_streams.kafka import KafkaAdmin, TopicSpec
 
 COMMITS = 30
 

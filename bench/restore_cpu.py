@@ -28,7 +28,8 @@ if str(ROOT) not in sys.path:
 
 from bench.stateful_cpu import TOPIC, _Collector, _task  # noqa: E402
 from platform_streams import StreamsConfig  # noqa: E402
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, TopicSpec, create_producer  # noqa: E402
+from platform_streams.dev.brokers import EmbeddedBroker  # noqa: E402
+from platform_streams.kafka import KafkaAdmin, TopicSpec, create_producer  # noqa: E402
 from platform_streams.processor.source_position import SOURCE_HEADER  # noqa: E402
 from platform_streams.runtime.changelog_filter import CommittedInputFilter  # noqa: E402
 from platform_streams.state.restore import ChangelogReader  # noqa: E402

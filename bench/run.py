@@ -82,13 +82,8 @@ from bench.workloads import (  # noqa: E402
     InputSpec,
     Workload,
 )
-from platform_streams.kafka import (  # noqa: E402
-    ApacheKafkaBroker,
-    EmbeddedBroker,
-    KafkaAdmin,
-    TopicSpec,
-    log_end_offsets,
-)
+from platform_streams.dev.brokers import ApacheKafkaBroker, EmbeddedBroker  # noqa: E402
+from platform_streams.kafka import KafkaAdmin, TopicSpec, log_end_offsets  # noqa: E402
 from platform_streams.kafka.capabilities import broker_supports  # noqa: E402
 from platform_streams.serde import Avro  # noqa: E402
 

@@ -49,15 +49,9 @@ from bench.common import GROUP_TIMING, RunSpec  # noqa: E402
 from bench.engine_ps import build  # noqa: E402
 from bench.workloads import WORKLOADS, Workload  # noqa: E402
 from platform_streams import StreamsBuilder, StreamsConfig  # noqa: E402
+from platform_streams.dev.brokers import EmbeddedBroker  # noqa: E402
 from platform_streams.dsl import Consumed, Produced  # noqa: E402
-from platform_streams.kafka import (  # noqa: E402
-    OFFSET_BEGINNING,
-    EmbeddedBroker,
-    KafkaAdmin,
-    TopicPartition,
-    TopicSpec,
-    create_consumer,
-)
+from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin, TopicPartition, TopicSpec, create_consumer  # noqa: E402
 from platform_streams.process_supervisor import run_workers  # noqa: E402
 from platform_streams.runtime.control_channel import control_topic_name  # noqa: E402
 from platform_streams.serde import Bytes, Json  # noqa: E402

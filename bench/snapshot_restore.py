@@ -47,8 +47,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from platform_streams.config import StreamsConfig  # noqa: E402
+from platform_streams.dev.brokers import EmbeddedBroker  # noqa: E402
 from platform_streams.dsl import Consumed, Grouped, Materialized, StreamsBuilder  # noqa: E402
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, TopicSpec, create_producer  # noqa: E402
+from platform_streams.kafka import KafkaAdmin, TopicSpec, create_producer  # noqa: E402
 from platform_streams.processor.task_id import TaskId  # noqa: E402
 from platform_streams.runtime.task import StreamTask  # noqa: E402
 from platform_streams.runtime.task_state import TaskStateLifecycle  # noqa: E402

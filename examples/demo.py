@@ -54,19 +54,17 @@ from examples.orders_app import (
     Order,
     is_big,
 )
+from platform_streams.dev.brokers import ApacheKafkaBroker, EmbeddedBroker, find_free_port
+from platform_streams.dev.brokers.apache_jars import apache_kafka_missing
 from platform_streams.errors import StreamsError
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
-    ApacheKafkaBroker,
-    EmbeddedBroker,
     KafkaAdmin,
     TopicPartition,
     TopicSpec,
     create_consumer,
     create_producer,
-    find_free_port,
 )
-from platform_streams.kafka.apache_jars import apache_kafka_missing
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
 
 APP = "orders_app"  # the asset (dagster_defs/apps/orders.yaml)

@@ -91,7 +91,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _broker_arguments(parser: argparse.ArgumentParser) -> None:
-    from platform_streams.kafka import DEFAULT_LOCAL_BROKER, LOCAL_BROKER_KINDS
+    from platform_streams.dev.brokers import DEFAULT_LOCAL_BROKER, LOCAL_BROKER_KINDS
 
     parser.add_argument(
         "--broker",
@@ -109,7 +109,7 @@ def _broker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _broker(args: argparse.Namespace) -> int:
-    from platform_streams.kafka import run_local_broker_forever
+    from platform_streams.dev.brokers import run_local_broker_forever
 
     run_local_broker_forever(args.broker, args.port or None, args.host, args.log_file)
     return 0

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform_streams.kafka.local_broker import find_free_port
+from platform_streams.dev.brokers.local import find_free_port
 
 REPO = Path(__file__).resolve().parents[1]
 #: one set of group timings for every member (Tansu keeps a group's first session timeout);

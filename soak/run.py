@@ -23,9 +23,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from platform_streams.kafka import ApacheKafkaBroker, KafkaAdmin, TopicSpec
-from platform_streams.kafka.apache_jars import apache_kafka_missing
-from platform_streams.kafka.embedded_broker import EmbeddedBroker
+from platform_streams.dev.brokers import ApacheKafkaBroker
+from platform_streams.dev.brokers.apache_jars import apache_kafka_missing
+from platform_streams.dev.brokers.embedded import EmbeddedBroker
+from platform_streams.kafka import KafkaAdmin, TopicSpec
 from soak.app import GROUPS, table_value
 from soak.checker import AppChecker, caught_up, committed_input
 from soak.cluster import REPO, App, AppSpec, Instance, Supervised

@@ -35,8 +35,9 @@ if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
 from platform_streams.config_sources import BOOTSTRAP_ENV, apply_bootstrap_alias  # noqa: E402
+from platform_streams.dev.brokers import ApacheKafkaBroker, EmbeddedBroker  # noqa: E402
 from platform_streams.errors import BrokerError  # noqa: E402
-from platform_streams.kafka import ApacheKafkaBroker, EmbeddedBroker, KafkaAdmin  # noqa: E402
+from platform_streams.kafka import KafkaAdmin  # noqa: E402
 
 #: prints the wall time of each suite at the end of a run (CI's budget, per side)
 pytest_plugins = ["tests.support.suite_times"]

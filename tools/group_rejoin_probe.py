@@ -189,7 +189,7 @@ def main() -> int:
     out_root.mkdir(parents=True, exist_ok=True)
     broker = None
     if not args.bootstrap:
-        from platform_streams.kafka import EmbeddedBroker
+        from platform_streams.dev.brokers import EmbeddedBroker
 
         broker = EmbeddedBroker(log_path=out_root / "tansu.log")
         broker.start()

@@ -12,9 +12,10 @@ many ways) are dealt with in one place:
 * a blocking admin facade returning plain data (:mod:`.admin`, groups in :mod:`.admin_groups`);
 * log positions that are right on Kafka and Tansu: log end, offset for a time (:mod:`.positions`);
 * a partition range reader that finds the log end from fetches (:mod:`.log_reader`);
-* the embedded broker for local runs and tests (:mod:`.embedded_broker`), and Apache Kafka
-  itself run from its Maven Central jars, one node or a 3-node cluster (:mod:`.apache_broker`,
-  jars resolved by :mod:`.apache_jars`).
+* what the broker really does, probed (:mod:`.capabilities`).
+
+The local brokers (the embedded one, Apache Kafka from its jars) are development tools:
+:mod:`platform_streams.dev.brokers`.
 """
 
 from confluent_kafka import (
@@ -35,20 +36,12 @@ from confluent_kafka.admin import AdminClient
 
 from platform_streams.kafka.admin import KafkaAdmin, TopicSpec
 from platform_streams.kafka.admin_groups import GroupDescription, GroupMember, rejoin_group_once
-from platform_streams.kafka.apache_broker import ApacheKafkaBroker, ApacheKafkaCluster
 from platform_streams.kafka.clients import (
     create_admin,
     create_consumer,
     create_producer,
     group_membership,
     redact_config,
-)
-from platform_streams.kafka.embedded_broker import (
-    DEFAULT_LOCAL_BROKER,
-    LOCAL_BROKER_KINDS,
-    EmbeddedBroker,
-    run_embedded_broker_forever,
-    run_local_broker_forever,
 )
 from platform_streams.kafka.errors import (
     as_kafka_error,
@@ -60,7 +53,6 @@ from platform_streams.kafka.errors import (
     to_broker_error,
 )
 from platform_streams.kafka.fetch_wait import FetchWaitEscalation
-from platform_streams.kafka.local_broker import BrokerProcess, find_free_port, run_broker_forever
 from platform_streams.kafka.log_reader import (
     LogEndListener,
     PartitionReader,
@@ -71,8 +63,6 @@ from platform_streams.kafka.log_reader import (
 from platform_streams.kafka.positions import TimeLookup, empty_partitions, log_end_offsets, offsets_for_time
 
 __all__ = [
-    "DEFAULT_LOCAL_BROKER",
-    "LOCAL_BROKER_KINDS",
     "OFFSET_BEGINNING",
     "OFFSET_END",
     "OFFSET_INVALID",
@@ -80,11 +70,7 @@ __all__ = [
     "TIMESTAMP_LOG_APPEND_TIME",
     "TIMESTAMP_NOT_AVAILABLE",
     "AdminClient",
-    "ApacheKafkaBroker",
-    "ApacheKafkaCluster",
-    "BrokerProcess",
     "Consumer",
-    "EmbeddedBroker",
     "FetchWaitEscalation",
     "GroupDescription",
     "GroupMember",
@@ -103,7 +89,6 @@ __all__ = [
     "create_consumer",
     "create_producer",
     "empty_partitions",
-    "find_free_port",
     "group_membership",
     "high_watermark_from_fetch",
     "is_denied",
@@ -117,8 +102,5 @@ __all__ = [
     "read_partition_range",
     "redact_config",
     "rejoin_group_once",
-    "run_broker_forever",
-    "run_embedded_broker_forever",
-    "run_local_broker_forever",
     "to_broker_error",
 ]

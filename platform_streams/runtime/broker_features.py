@@ -20,7 +20,7 @@ probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred fro
   does not elect one (:func:`elects_new_group_leader`), a stopping worker first lets the
   rebalance finish (:class:`~platform_streams.runtime.leave_guard.LeaveGuard`).
 * **Records a fetch skipped.** Where the broker can advance a partition's high watermark
-  before storing the batch (Tansu's memory storage), an at-least-once worker checks its
+  before storing the batch (the embedded broker's storage), an at-least-once worker checks its
   repartition topics' offsets as it routes records (:mod:`~platform_streams.runtime.offset_gaps`);
   where it moves only after the append (``high_watermark_after_append``: Apache Kafka), no
   check (:func:`broker_may_skip_batches`).

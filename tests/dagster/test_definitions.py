@@ -171,7 +171,7 @@ def test_without_a_broker_the_location_loads_and_the_sensor_says_so_once(
     code location was built is the one used; an unreachable broker is one skip message."""
     from dagster_defs.resources import default_resources
     from platform_streams.config_sources import BOOTSTRAP_ENV
-    from platform_streams.kafka import find_free_port
+    from platform_streams.dev.brokers import find_free_port
 
     monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
     monkeypatch.delenv("PLATFORM_STREAMS_BOOTSTRAP", raising=False)

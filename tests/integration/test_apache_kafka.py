@@ -37,10 +37,10 @@ from typing import Any
 import pytest
 
 from platform_streams import KafkaStreams, StreamsBuilder
+from platform_streams.dev.brokers import ApacheKafkaCluster
 from platform_streams.dsl import Consumed, Materialized, Produced, Repartitioned
 from platform_streams.errors import CoPartitioningError, TaskMigratedError
 from platform_streams.kafka import (
-    ApacheKafkaCluster,
     KafkaAdmin,
     TopicPartition,
     TopicSpec,

@@ -22,7 +22,8 @@ import pytest
 
 from examples.orders_app import build_topology, is_big
 from platform_streams.cli import main
-from platform_streams.kafka import KafkaAdmin, find_free_port
+from platform_streams.dev.brokers import find_free_port
+from platform_streams.kafka import KafkaAdmin
 from tests.support.kafka import consume_all, new_topic, produce
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from platform_streams.cli_app_loader import BROKER_UNREACHABLE
-from platform_streams.kafka import KafkaAdmin, create_producer, find_free_port
+from platform_streams.dev.brokers import find_free_port
+from platform_streams.kafka import KafkaAdmin, create_producer
 from platform_streams.kafka.reachability import bootstrap_addresses
 from tests.support.kafka import new_topic
 

@@ -26,9 +26,10 @@ from typing import Any
 import pytest
 
 from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsUncaughtExceptionResponse
+from platform_streams.dev.brokers import EmbeddedBroker
 from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.errors import StreamsStateError
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin
+from platform_streams.kafka import KafkaAdmin
 from platform_streams.processor.exception_handlers import HEADER_EXCEPTION
 from platform_streams.serde import Json, String
 from tests.integration.eos_support import duplicate_updates, read_output, updates_per_key

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from platform_streams.dev.brokers import EmbeddedBroker, find_free_port
 from platform_streams.errors import BrokerError, StreamsConfigError, StreamsTimeoutError
 from platform_streams.kafka import (
     OFFSET_BEGINNING,
-    EmbeddedBroker,
     FetchWaitEscalation,
     KafkaAdmin,
     KafkaError,
@@ -37,7 +37,6 @@ from platform_streams.kafka import (
     create_producer,
     empty_partitions,
     fetch_wait,
-    find_free_port,
     high_watermark_from_fetch,
     is_fatal,
     is_fenced,
@@ -157,7 +156,7 @@ def test_embedded_broker_on_requested_port_with_log(tmp_path: Path) -> None:
 
 @pytest.mark.broker
 def test_run_embedded_broker_forever_until_sigterm() -> None:
-    code = "from platform_streams.kafka import run_embedded_broker_forever; run_embedded_broker_forever()"
+    code = "from platform_streams.dev.brokers import run_embedded_broker_forever as run; run()"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

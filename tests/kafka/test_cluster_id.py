@@ -1,4 +1,4 @@
-"""KRaft cluster ids for ``kafka-storage format`` (platform_streams/kafka/apache_broker.py).
+"""KRaft cluster ids for ``kafka-storage format`` (platform_streams/dev/brokers/apache.py).
 
 Translated from Kafka's ``Uuid.randomUuid()`` contract
 (clients/src/main/java/org/apache/kafka/common/Uuid.java, and its UuidTest): a random id is
@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from platform_streams.kafka import apache_broker
+from platform_streams.dev.brokers import apache as apache_broker
 
 
 def test_an_id_that_would_start_with_a_dash_or_is_reserved_is_drawn_again(

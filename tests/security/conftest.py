@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from platform_streams.dev.brokers.secured import SecuredKafkaBroker
 from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin, TopicSpec
-from platform_streams.kafka.secured_broker import SecuredKafkaBroker
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from platform_streams import KafkaStreams, State
+from platform_streams.dev.brokers.secured import SecuredKafkaBroker
 from platform_streams.kafka import create_producer
-from platform_streams.kafka.secured_broker import SecuredKafkaBroker
 from platform_streams.ops.acls import OPTIONAL, acl_sets
 from tests.integration.ops_apps import build_topology
 from tests.security.conftest import Principal, make_topics

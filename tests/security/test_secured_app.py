@@ -15,8 +15,8 @@ import pytest
 
 from platform_streams import KafkaStreams
 from platform_streams.config import StreamsConfig
+from platform_streams.dev.brokers.secured import SecuredKafkaBroker
 from platform_streams.kafka import create_consumer, create_producer
-from platform_streams.kafka.secured_broker import SecuredKafkaBroker
 from platform_streams.ops.acls import acl_sets
 from tests.integration.ops_apps import build_topology
 from tests.security.conftest import Principal, make_topics

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from platform_streams.config import StreamsConfig
+from platform_streams.dev.brokers.secured import SecuredKafkaBroker
 from platform_streams.kafka import KafkaAdmin, TopicPartition, create_consumer, create_producer
-from platform_streams.kafka.secured_broker import SecuredKafkaBroker
 from platform_streams.ops.acls import acl_sets
 from tests.security.conftest import Principal, make_topics
 from tests.spark.apps import CountByKey

@@ -15,9 +15,9 @@ import pytest
 
 from platform_streams import cli
 from platform_streams.config import StreamsConfig
+from platform_streams.dev.brokers.secured import CertificateAuthority, SecuredKafkaBroker
 from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin, KafkaException, TopicSpec, create_producer
-from platform_streams.kafka.secured_broker import CertificateAuthority, SecuredKafkaBroker
 from platform_streams.ops.acls import acl_sets, isolation_acls
 from tests.integration.ops_apps import build_topology
 from tests.security.conftest import Principal, make_topics

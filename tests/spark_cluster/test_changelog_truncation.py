@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from platform_streams.kafka import EmbeddedBroker, KafkaAdmin, log_end_offsets
+from platform_streams.dev.brokers import EmbeddedBroker
+from platform_streams.kafka import KafkaAdmin, log_end_offsets
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from tests.integration.support_apps import (
     app_config,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from examples.demo import choose_broker
-from platform_streams.kafka.apache_jars import apache_kafka_missing
+from platform_streams.dev.brokers.apache_jars import apache_kafka_missing
 
 
 def _without_java(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -32,17 +32,16 @@ import time
 from pathlib import Path
 from typing import IO
 
-from confluent_kafka import KafkaException
-
-from platform_streams.errors import BrokerError, IllegalStateError
-from platform_streams.kafka.clients import create_admin
-from platform_streams.kafka.local_broker import (
+from platform_streams.dev.brokers.local import (
     BrokerProcess,
     find_free_port,
     hostport,
     kill_with_parent_prefix,
     run_broker_forever,
 )
+from platform_streams.errors import BrokerError, IllegalStateError
+from platform_streams.kafka import KafkaException
+from platform_streams.kafka.clients import create_admin
 
 __all__ = ["EmbeddedBroker", "find_free_port", "run_embedded_broker_forever"]
 
@@ -255,7 +254,7 @@ def run_local_broker_forever(
     """Run the local broker ``kind`` (a key of :data:`LOCAL_BROKER_KINDS`) until SIGINT/SIGTERM,
     so callers (the CLI) choose a broker without knowing which product each one is."""
     if kind == "kafka":
-        from platform_streams.kafka.apache_broker import ApacheKafkaBroker
+        from platform_streams.dev.brokers.apache import ApacheKafkaBroker
 
         broker = ApacheKafkaBroker(host, log_path, port=port, kill_with_parent=True)
         run_broker_forever(broker, "Apache Kafka (KRaft, one node, temporary data)")

@@ -3,7 +3,7 @@
 The embedded Tansu broker is fast but differs from Apache Kafka (the project's broker
 notes list how); every claim about Kafka's contract is checked against the real thing
 here. :class:`ApacheKafkaBroker` has the interface of
-:class:`~platform_streams.kafka.embedded_broker.EmbeddedBroker` (context manager,
+:class:`~platform_streams.dev.brokers.embedded.EmbeddedBroker` (context manager,
 ``bootstrap_servers``, ``kill_with_parent``) so the CLI, the demo and the tests take
 either. :class:`ApacheKafkaCluster` runs three of them as one KRaft quorum on loopback
 for replication and failover tests.
@@ -44,17 +44,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from confluent_kafka import KafkaException, TopicPartition
-
-from platform_streams.errors import BrokerError, IllegalStateError
-from platform_streams.kafka.apache_jars import kafka_classpath, require_java
-from platform_streams.kafka.clients import create_admin, create_consumer, create_producer
-from platform_streams.kafka.local_broker import (
+from platform_streams.dev.brokers.apache_jars import kafka_classpath, require_java
+from platform_streams.dev.brokers.local import (
     BrokerProcess,
     find_free_port,
     hostport,
     kill_with_parent_prefix,
 )
+from platform_streams.errors import BrokerError, IllegalStateError
+from platform_streams.kafka import KafkaException, TopicPartition
+from platform_streams.kafka.clients import create_admin, create_consumer, create_producer
 
 __all__ = ["ApacheKafkaBroker", "ApacheKafkaCluster", "single_node_config"]
 

@@ -1,7 +1,7 @@
 """What every local broker process shares, Tansu's or Apache Kafka's.
 
-:class:`~platform_streams.kafka.embedded_broker.EmbeddedBroker` (Tansu) and
-:class:`~platform_streams.kafka.apache_broker.ApacheKafkaBroker` are both one child
+:class:`~platform_streams.dev.brokers.embedded.EmbeddedBroker` (Tansu) and
+:class:`~platform_streams.dev.brokers.apache.ApacheKafkaBroker` are both one child
 process on a loopback port with a log file; the CLI's ``broker`` command, the demo and the
 test fixtures take either. This module holds the address, process and context-manager
 parts they share, free-port and ``host:port`` helpers, the ``setpriv --pdeathsig`` prefix

@@ -1,6 +1,6 @@
 """Apache Kafka with TLS, SASL and ACLs on: the secured node the security tests run against.
 
-:class:`SecuredKafkaBroker` is an :class:`~platform_streams.kafka.apache_broker.ApacheKafkaBroker`
+:class:`SecuredKafkaBroker` is an :class:`~platform_streams.dev.brokers.apache.ApacheKafkaBroker`
 (one KRaft node from Maven Central's jars) with three listeners:
 
 * ``SASL_SSL`` (:attr:`bootstrap_servers`): TLS, then SCRAM-SHA-512; users are created
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from platform_streams.dev.brokers.apache import ApacheKafkaBroker
+from platform_streams.dev.brokers.local import find_free_port, hostport
 from platform_streams.errors import BrokerError
 from platform_streams.kafka.acl_admin import Acl, SecurityAdmin
-from platform_streams.kafka.apache_broker import ApacheKafkaBroker
-from platform_streams.kafka.local_broker import find_free_port, hostport
 
 __all__ = ["CertificateAuthority", "SecuredKafkaBroker", "TlsIdentity"]
 

@@ -37,7 +37,7 @@ def default_pom() -> Path:
     given = os.environ.get(KAFKA_POM_ENV, "").strip()
     if given:
         return Path(given)
-    return Path(__file__).resolve().parents[2] / "tools" / "kafka" / "pom.xml"
+    return Path(__file__).resolve().parents[3] / "tools" / "kafka" / "pom.xml"
 
 
 def require_java() -> str:
