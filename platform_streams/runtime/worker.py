@@ -155,6 +155,7 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         self._commits_held = False
         self._refetch = False
         self._fetch_from: dict[tuple[str, int], int | None] = {}
+        self._follow_up_of: int | None = None
         #: deletes consumed repartition records after commits (brokers with DeleteRecords)
         self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None

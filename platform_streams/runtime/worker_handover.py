@@ -76,6 +76,8 @@ class CooperativeHandover:
         _pending: Pending | None
         _previous_tasks: list[TaskId]
         _commits_held: bool
+        #: the generation whose assignment this member released tasks of (its follow-up)
+        _follow_up_of: int | None
         _refetch: bool
         _fetch_from: dict[TP, int | None]
 
@@ -175,7 +177,7 @@ class CooperativeHandover:
         self._input.paused.difference_update(positions)
         self._input.positioned(self.consumer, positions)
 
-    def _hand_over(self, tasks: list[TaskId], revoking: list[TaskId]) -> None:
+    def _hand_over(self, tasks: list[TaskId], revoking: list[TaskId], generation: int) -> None:
         """The new generation's assignment arrived: keep, release, drop and add tasks.
 
         A task this member runs that the assignment neither leaves with it nor tells it to
@@ -183,10 +185,24 @@ class CooperativeHandover:
         it (one shared transaction) every task restarts from its last commit. Otherwise every
         task is committed under the new generation first, as ``handleRevocation`` commits the
         revoked tasks with all others that need it, then the revoked ones are closed.
+
+        An assignment telling this member to release tasks it no longer runs is the one it
+        already acted on: its follow-up rejoin formed no new generation. Tansu answers a
+        static member's changed subscription that way (the member alone rejoins the same
+        generation); a rejoin under a new member id makes it rebalance.
         """
         assert self._coordinator is not None
-        keep, release = set(tasks), set(revoking)
+        keep, release = set(tasks), {t for t in revoking if t in self.tasks}
         dropped = set(self.tasks) - keep - release
+        if revoking and not release and self._follow_up_of == generation:
+            log.warning(
+                "%s: the follow-up rejoin formed no new generation (still %d): rejoining as a new member",
+                self.name,
+                generation,
+            )
+            self._commits_held = False
+            self._rejoin_as_new_member()
+            return
         self._commits_held = False
         if dropped:
             log.warning(
@@ -214,7 +230,14 @@ class CooperativeHandover:
             log.info(
                 "%s: released %s; starting a follow-up rebalance", self.name, sorted(str(t) for t in release)
             )
+            self._follow_up_of = generation
             self._coordinator.resubscribe(self.subscribed, self._subscribe)
+
+    def _rejoin_as_new_member(self) -> None:
+        """Leave the subscription and join again: librdkafka rejoins without its member id,
+        which every broker answers with a new generation (the kept tasks read on)."""
+        self.consumer.unsubscribe()
+        self._subscribe(self.subscribed)
 
     def _restart(self, tasks: list[TaskId]) -> None:
         assert self._coordinator is not None

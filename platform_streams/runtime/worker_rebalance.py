@@ -232,7 +232,7 @@ class TaskRebalancing(CooperativeHandover):
             log.warning("%s: generation %d was placed after %.0fs", self.name, pending.generation, waited)
         log.info("%s: assignment received: tasks %s", self.name, [str(t) for t in tasks])
         if self._cooperative and (self.tasks or self._commits_held):
-            self._hand_over(tasks, pending.revoking)
+            self._hand_over(tasks, pending.revoking, pending.generation)
             return 0
         self._start_tasks(self.consumer, self._coordinator.partitions_of(tasks), rebalance=True)
         return 0
