@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -131,17 +132,23 @@ def _config(bootstrap: str, state_dir: Path, app_id: str) -> StreamsConfig:
 def test_tasks_that_keep_their_owner_keep_producing_while_a_third_instance_joins(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
     app_id = new_app_id("coop")
-    feed, watch = _Feed(bootstrap_servers, source), _Watch(bootstrap_servers, sink)
+    third_instance_joins(
+        bootstrap_servers, admin, lambda name: _config(bootstrap_servers, tmp_path / name, app_id)
+    )
+
+
+def third_instance_joins(
+    bootstrap: str, admin: KafkaAdmin, config_of: Callable[[str], StreamsConfig]
+) -> list[int]:
+    """The scenario of the module docstring with the instances' configs ``config_of("a")``,
+    ``("b")``, ``("c")`` (one application); returns the partitions whose task kept its owner."""
+    source, sink = new_topic(admin, PARTITIONS, "in"), new_topic(admin, PARTITIONS, "out")
+    feed, watch = _Feed(bootstrap, source), _Watch(bootstrap, sink)
     clients: list[KafkaStreams] = []
     try:
         for name in ("a", "b"):
-            clients.append(
-                KafkaStreams(
-                    count_app(source, sink).build(), _config(bootstrap_servers, tmp_path / name, app_id)
-                )
-            )
+            clients.append(KafkaStreams(count_app(source, sink).build(), config_of(name)))
             clients[-1].start()
         for c in clients:
             c.wait_for_state(State.RUNNING, timeout_s=90)
@@ -152,9 +159,7 @@ def test_tasks_that_keep_their_owner_keep_producing_while_a_third_instance_joins
         )
         wait_until(lambda: all(len(a) > 20 for a in watch.arrivals), 60, "every partition produces")
         joined = time.monotonic()
-        clients.append(
-            KafkaStreams(count_app(source, sink).build(), _config(bootstrap_servers, tmp_path / "c", app_id))
-        )
+        clients.append(KafkaStreams(count_app(source, sink).build(), config_of("c")))
         clients[-1].start()
         after = wait_until(lambda: _settled(clients), 90, "three instances run two tasks each")
         settled = time.monotonic()
@@ -182,6 +187,7 @@ def test_tasks_that_keep_their_owner_keep_producing_while_a_third_instance_joins
             wrong = {k: (watch.counts.get(k), n) for k, n in expected.items() if watch.counts.get(k) != n}
             shown = dict(sorted(wrong.items())[:12])
             raise AssertionError(f"counts (seen, expected) differ: {shown}") from None
+        return kept
     finally:
         feed.stop.set()
         watch.stop.set()

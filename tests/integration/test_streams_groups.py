@@ -25,8 +25,7 @@ from typing import Any
 
 import pytest
 
-from platform_streams import KafkaStreams, State, StreamsConfig
-from platform_streams.config_sources import BOOTSTRAP_ENV
+from platform_streams.config.sources import BOOTSTRAP_ENV
 from platform_streams.dev.brokers.apache_jars import kafka_classpath, require_java
 from platform_streams.kafka import KafkaAdmin, TopicSpec, create_consumer, create_producer
 from platform_streams.kafka.streams_group import (
@@ -38,14 +37,7 @@ from platform_streams.kafka.streams_group import (
 from platform_streams.kafka.streams_group.member import Assignment, SubtopologySpec, TopologySpec
 from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
 from tests.integration.support_apps import app_config, count_app, new_app_id, running_app, wait_until
-from tests.integration.test_incremental_rebalance import (
-    KEPT_BOUND_S,
-    PARTITIONS,
-    _Feed,
-    _owners,
-    _settled,
-    _Watch,
-)
+from tests.integration.test_incremental_rebalance import third_instance_joins
 from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
@@ -270,53 +262,19 @@ def test_a_third_instance_joining_leaves_the_unmoved_tasks_producing(
 ) -> None:
     """Two instances of a counting app on a streams group run six tasks under steady input; a
     third joins. The broker moves two tasks to it; the four that keep their owner never stop
-    (their longest output gap stays within the bound of the classic cooperative path), and
-    every count is exact afterwards (the measure of ``test_incremental_rebalance``)."""
-    with KafkaAdmin({"bootstrap.servers": streams_bootstrap}) as admin:
-        source, sink = new_topic(admin, PARTITIONS, "sg-in"), new_topic(admin, PARTITIONS, "sg-out")
+    (their longest output gap stays within the cooperative path's bound), and every count is
+    exact afterwards (``test_incremental_rebalance``'s scenario and measure)."""
     app_id = new_app_id("sg")
-
-    def config(name: str) -> StreamsConfig:
-        return app_config(
-            streams_bootstrap, tmp_path / name, app_id, statestore_cache_max_bytes=0, group_protocol="streams"
+    with KafkaAdmin({"bootstrap.servers": streams_bootstrap}) as admin:
+        kept = third_instance_joins(
+            streams_bootstrap,
+            admin,
+            lambda name: app_config(
+                streams_bootstrap,
+                tmp_path / name,
+                app_id,
+                statestore_cache_max_bytes=0,
+                group_protocol="streams",
+            ),
         )
-
-    feed, watch = _Feed(streams_bootstrap, source), _Watch(streams_bootstrap, sink)
-    clients: list[KafkaStreams] = []
-    try:
-        for name in ("a", "b"):
-            clients.append(KafkaStreams(count_app(source, sink).build(), config(name)))
-            clients[-1].start()
-        for client in clients:
-            client.wait_for_state(State.RUNNING, timeout_s=90)
-        feed.start()
-        watch.start()
-        before = wait_until(
-            lambda: len(_owners(clients)) == PARTITIONS and _owners(clients), 60, "6 tasks run"
-        )
-        wait_until(lambda: all(len(a) > 20 for a in watch.arrivals), 60, "every partition produces")
-        joined = time.monotonic()
-        clients.append(KafkaStreams(count_app(source, sink).build(), config("c")))
-        clients[-1].start()
-        after = wait_until(lambda: _settled(clients), 90, "three instances run two tasks each")
-        settled = time.monotonic()
-        time.sleep(2.0)
-        gaps = watch.longest_gaps(joined, settled + 1.0)
-        kept = [p for p in range(PARTITIONS) if before[p] == after[p]]
-        print(
-            f"settled after {settled - joined:.1f}s; longest gaps {[round(g, 2) for g in gaps]}; kept {kept}"
-        )
-        assert len(kept) == 4, f"only the two tasks the third instance takes may move: {before} -> {after}"
-        assert max(gaps[p] for p in kept) <= KEPT_BOUND_S, [round(gaps[p], 2) for p in kept]
-        feed.stop.set()
-        feed.join(30)
-        expected = {f"p{p}-{k}": 0 for p in range(PARTITIONS) for k in range(50)}
-        for p in range(PARTITIONS):
-            for n in range(feed.sent[p]):
-                expected[f"p{p}-{n % 50}"] += 1
-        wait_until(lambda: watch.counts == expected, 30, "every count is exact")
-    finally:
-        feed.stop.set()
-        watch.stop.set()
-        for client in clients:
-            client.close(timeout_s=60)
+    assert len(kept) == 4, f"only the two tasks the third instance takes may move; kept {kept}"
