@@ -58,7 +58,7 @@ def child(spec_json: str, mode: str) -> dict[str, Any]:
     """One run in this process: the count app under EOS, every commit timed."""
     from bench.engine_ps import build, streams_config
     from platform_streams import KafkaStreams, State
-    from platform_streams.runtime import kafka_streams as runtime_client
+    from platform_streams.runtime import streams_runtime as runtime_client
     from platform_streams.runtime.worker import StreamWorker
 
     spec = RunSpec(**json.loads(spec_json))

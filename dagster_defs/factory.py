@@ -46,7 +46,7 @@ from dagster_defs.schemas import schema_check_defs, topic_schema_metadata
 from dagster_defs.shadow_replay import shadow_replay_defs
 from dagster_defs.spec import ResolvedStreamApp, StreamAppSpec, resolve_app
 from dagster_defs.translator import StreamAppTranslator, StreamAssetProps
-from platform_streams.config_sources import BOOTSTRAP_ENV
+from platform_streams.config.sources import BOOTSTRAP_ENV
 from platform_streams.errors import BrokerError
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 from platform_streams.kafka.authorized import missing_operations, not_allowed

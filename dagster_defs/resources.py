@@ -21,7 +21,7 @@ from pydantic import Field
 
 from dagster_defs.deploy.kubernetes import CommandRunner, HelmLauncher
 from dagster_defs.deploy.local import LocalProcessLauncher
-from platform_streams.config_sources import BOOTSTRAP_ENV, apply_bootstrap_alias
+from platform_streams.config.sources import BOOTSTRAP_ENV, apply_bootstrap_alias
 
 __all__ = [
     "ENV_FALLBACKS",

@@ -34,8 +34,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from platform_streams.config_secrets import is_secret_key, remember_text
-from platform_streams.config_sources import yaml_problem
+from platform_streams.config.secret_keys import is_secret_key, remember_text
+from platform_streams.config.sources import yaml_problem
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.topology import Topology, built_topology
 
@@ -207,7 +207,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise StreamsConfigError(f"cannot read {str(file)!r}: {exc}") from exc
-    remember_text(text)  # its streams settings may hold credentials (config_secrets)
+    remember_text(text)  # its streams settings may hold credentials (config/secret_keys.py)
     try:
         data = json.loads(text) if file.suffix.lower() == ".json" else yaml.safe_load(text)
     except ValueError as exc:  # json's message gives a position, never the text

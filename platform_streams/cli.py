@@ -55,7 +55,7 @@ from platform_streams.cli_records import (
     run_produce,
 )
 from platform_streams.cli_run import add_run_arguments, run_command
-from platform_streams.config_secrets import redact
+from platform_streams.config.secret_keys import redact
 from platform_streams.errors import BrokerUnreachableError, StreamsConfigError, StreamsError
 from platform_streams.ops.acl_commands import add_acls_arguments, run_acls
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
@@ -240,7 +240,7 @@ def _without_traceback(record: logging.LogRecord) -> bool:
 class _RedactingFormatter(logging.Formatter):
     """Every log line, traceback included, with the credentials the settings held masked: with
     the error line in :func:`main`, the only ways this command writes text to stderr, so no
-    error path -- present or future -- can print a secret's value (see config_secrets)."""
+    error path -- present or future -- can print a secret's value (see config/secret_keys.py)."""
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))

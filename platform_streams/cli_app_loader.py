@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from platform_streams.config import StreamsConfig, is_secret_key
-from platform_streams.config_layers import Layers, named_layers
+from platform_streams.config.layers import Layers, named_layers
 from platform_streams.errors import StreamsConfigError
 from platform_streams.topology.topology import Topology, built_topology
 

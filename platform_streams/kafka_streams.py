@@ -1,6 +1,6 @@
 """``KafkaStreams``: the client applications use -- the runtime plus its add-ons.
 
-The runtime (:class:`~platform_streams.runtime.kafka_streams.StreamsRuntime`) runs the
+The runtime (:class:`~platform_streams.runtime.streams_runtime.StreamsRuntime`) runs the
 workers; this class composes it with what reads it: the metrics registry (served on
 ``/metrics``), interactive queries (IQv2, key -> host metadata) and the worker HTTP
 endpoint. Each add-on is built here with the runtime's typed view
@@ -20,7 +20,7 @@ from platform_streams.query.metadata import KeyQueryMetadata, StreamsMetadata, a
 from platform_streams.query.request import StateQueryRequest
 from platform_streams.query.results import StateQueryResult
 from platform_streams.query.service import InteractiveQueries
-from platform_streams.runtime.kafka_streams import StreamsRuntime
+from platform_streams.runtime.streams_runtime import StreamsRuntime
 from platform_streams.serde.base import Serde
 from platform_streams.server.http import WorkerHttpServer
 from platform_streams.topology.topology import Topology

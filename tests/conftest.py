@@ -34,7 +34,7 @@ _REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
-from platform_streams.config_sources import BOOTSTRAP_ENV, apply_bootstrap_alias  # noqa: E402
+from platform_streams.config.sources import BOOTSTRAP_ENV, apply_bootstrap_alias  # noqa: E402
 from platform_streams.dev.brokers import ApacheKafkaBroker, EmbeddedBroker  # noqa: E402
 from platform_streams.errors import BrokerError  # noqa: E402
 from platform_streams.kafka import KafkaAdmin  # noqa: E402

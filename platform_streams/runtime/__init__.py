@@ -5,8 +5,8 @@ with metrics, interactive queries and the HTTP endpoint (platform_streams/kafka_
 """
 
 from platform_streams.runtime.api import ClientAddOn, RuntimeView, WorkerState, WorkerView
-from platform_streams.runtime.kafka_streams import StreamsRuntime
 from platform_streams.runtime.lifecycle import State, StreamsUncaughtExceptionResponse
+from platform_streams.runtime.streams_runtime import StreamsRuntime
 
 __all__ = [
     "ClientAddOn",

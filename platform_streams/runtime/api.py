@@ -5,7 +5,7 @@ runtime must tell them about workers and state changes -- but the runtime must n
 on them. So the runtime publishes *views* here (:class:`RuntimeView`, :class:`WorkerView`,
 :class:`TaskView`), and each add-on implements :class:`ClientAddOn`. The composed client
 (:class:`platform_streams.kafka_streams.KafkaStreams`) builds the add-ons with the view and
-hands them to :class:`~platform_streams.runtime.kafka_streams.StreamsRuntime`; the
+hands them to :class:`~platform_streams.runtime.streams_runtime.StreamsRuntime`; the
 import-linter contract "runtime never imports server, query or metrics" (pyproject.toml)
 keeps it that way.
 

@@ -170,7 +170,7 @@ def test_without_a_broker_the_location_loads_and_the_sensor_says_so_once(
     """Settings are read when the sensor ticks, not at import: the variable set after the
     code location was built is the one used; an unreachable broker is one skip message."""
     from dagster_defs.resources import default_resources
-    from platform_streams.config_sources import BOOTSTRAP_ENV
+    from platform_streams.config.sources import BOOTSTRAP_ENV
     from platform_streams.dev.brokers import find_free_port
 
     monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
@@ -196,7 +196,7 @@ def test_every_variable_the_code_location_reads_is_accepted_by_the_workers_it_st
     says, made every worker exit while starting."""
     from dagster_defs.resources import ENV_FALLBACKS
     from platform_streams.config import StreamsConfig
-    from platform_streams.config_sources import BOOTSTRAP_ENV
+    from platform_streams.config.sources import BOOTSTRAP_ENV
 
     env = {name: "x" for name in ENV_FALLBACKS.values()}
     env |= {BOOTSTRAP_ENV: "kafka-0:9092", "PLATFORM_STREAMS_APPLICATION_ID": "app"}

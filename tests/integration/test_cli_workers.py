@@ -42,7 +42,7 @@ def _worker_pids(app: Cli) -> list[int]:
 
 
 def _running(app: Cli, pid: int) -> bool:
-    return f"[pid {pid}] platform_streams.runtime.kafka_streams: state REBALANCING -> RUNNING" in app.stderr
+    return f"[pid {pid}] platform_streams.runtime.streams_runtime: state REBALANCING -> RUNNING" in app.stderr
 
 
 def _alive(pid: int) -> bool:

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from platform_streams.config import StreamsConfig
-from platform_streams.config_sources import BOOTSTRAP_ENV
+from platform_streams.config.sources import BOOTSTRAP_ENV
 from platform_streams.errors import StreamsConfigError
 
 

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from platform_streams.cli_app_loader import CliError, load_config
 from platform_streams.config import StreamsConfig
-from platform_streams.config_sources import NOT_SETTINGS
+from platform_streams.config.sources import NOT_SETTINGS
 from platform_streams.errors import StreamsConfigError
 from platform_streams.kafka.properties import client_property_problem, known_property_names
 

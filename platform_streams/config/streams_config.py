@@ -10,8 +10,8 @@ The model itself never talks to Kafka: :meth:`StreamsConfig.consumer_configs` an
 return plain librdkafka dicts which ``platform_streams.kafka`` turns into clients. That
 keeps the settings we *must* force (manual commits, no auto topic creation, the range
 assignor for co-partitioning, read_committed under EOS) in one reviewable place. Java
-keys, files and environment variables are translated by :mod:`platform_streams.config_sources`;
-:mod:`platform_streams.config_layers` names the layers and checks pass-through client keys
+keys, files and environment variables are translated by :mod:`platform_streams.config.sources`;
+:mod:`platform_streams.config.layers` names the layers and checks pass-through client keys
 with librdkafka (the model checks them too, for configs built in Python).
 """
 
@@ -41,10 +41,10 @@ from pydantic import (
 )
 from pydantic_core.core_schema import SerializationInfo
 
-from platform_streams.config_layers import Layers, client_key_problem, named_layers
-from platform_streams.config_rocksdb import parse_byte_size, resolve_config_setter
-from platform_streams.config_secrets import is_secret_key, remember_settings
-from platform_streams.config_sources import CLIENT_FIELDS, env_values, merge, normalize, read_file
+from platform_streams.config.layers import Layers, client_key_problem, named_layers
+from platform_streams.config.rocksdb import parse_byte_size, resolve_config_setter
+from platform_streams.config.secret_keys import is_secret_key, remember_settings
+from platform_streams.config.sources import CLIENT_FIELDS, env_values, merge, normalize, read_file
 from platform_streams.errors import StreamsConfigError
 from platform_streams.serde import Serde, serde_from_name
 
@@ -318,7 +318,7 @@ class StreamsConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _remember_secrets(cls, data: Any) -> Any:
-        # before any check can quote them: see config_secrets
+        # before any check can quote them: see config/secret_keys.py
         if isinstance(data, Mapping):
             remember_settings(data)
         return data

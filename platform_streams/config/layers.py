@@ -1,6 +1,6 @@
 """The named layers of a configuration, and the checks that must name the layer.
 
-Why a module of its own: :mod:`platform_streams.config_sources` translates what operators
+Why a module of its own: :mod:`platform_streams.config.sources` translates what operators
 write into field names and validates nothing; the model validates values once, after the
 layers are merged -- when it is too late to say which layer a bad key came from. Keys the
 model cannot judge, the pass-through librdkafka properties (``security.protocol``,
@@ -19,8 +19,8 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from platform_streams.config_secrets import remember_settings
-from platform_streams.config_sources import (
+from platform_streams.config.secret_keys import remember_settings
+from platform_streams.config.sources import (
     CLIENT_FIELDS,
     CLIENT_PREFIXES,
     Origins,
@@ -110,7 +110,7 @@ def named_layers(
     out: Layers = []
     for name, values in raw:
         origins: Origins = {}
-        remember_settings(values)  # before any check can quote them (config_secrets)
+        remember_settings(values)  # before any check can quote them (config/secret_keys.py)
         data = normalize(values, fields, origins)
         _check_layer(name, data, origins, fields)
         out.append((name, data))

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from platform_streams.config_secrets import is_secret_key, remember, remember_settings, remember_text
+from platform_streams.config.secret_keys import is_secret_key, remember, remember_settings, remember_text
 from platform_streams.errors import StreamsConfigError
 
 __all__ = [
