@@ -134,6 +134,8 @@ class StreamsGroupMembership:
         self.last: HeartbeatOutcome | None = None
         self.failure: StreamsError | None = None
         self.shutdown_requested = False
+        #: how often the broker dropped this member (its tasks lost, joined again)
+        self.fenced = 0
 
     # -- the commit path --------------------------------------------------------------------
 
@@ -165,6 +167,7 @@ class StreamsGroupMembership:
         outcome = self.member.heartbeat()
         self.last = outcome
         if outcome.rejoined:
+            self.fenced += 1
             log.warning(
                 "%s: the broker fenced this member; its tasks are lost, joining again", self.application_id
             )

@@ -20,8 +20,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.errors import UnsupportedBrokerFeatureError
-from platform_streams.kafka.streams_group import broker_supports_streams_groups
+from platform_streams.errors import TaskMigratedError, UnsupportedBrokerFeatureError
+from platform_streams.kafka.streams_group import CommitRefused, broker_supports_streams_groups, error_name
 from platform_streams.kafka.streams_group.member import Assignment, TopologySpec
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.streams_group_membership import StreamsGroupMembership, topology_spec
@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["StreamsGroupSettings", "StreamsGroupTasks", "streams_group_settings"]
 
 log = logging.getLogger(__name__)
+
+#: OffsetCommit answers meaning "this member no longer runs these tasks"
+_MOVED_ON = frozenset(
+    {"STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "ILLEGAL_GENERATION"}
+)
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,28 @@ class StreamsGroupTasks:
         return self.streams_group.group_metadata()
 
     def _commit_streams_group(self, offsets: dict[tuple[str, int], int]) -> None:
-        assert self.streams_group is not None
-        self.streams_group.commit(offsets)
+        """OffsetCommit naming the member. A commit refused for its epoch means the broker
+        moved on: once more with the epoch a heartbeat brought meanwhile (the member still
+        runs these tasks: the worker applies every change before it commits), else the
+        tasks migrated -- as librdkafka's UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION mean."""
+        group = self.streams_group
+        assert group is not None
+        epoch = group.member_epoch
+        try:
+            group.commit(offsets)
+        except CommitRefused as exc:
+            reason = error_name(exc.error_code)
+            if reason == "STALE_MEMBER_EPOCH" and group.member_epoch not in (epoch, 0, -1):
+                try:
+                    group.commit(offsets)
+                    return
+                except CommitRefused as again:
+                    exc, reason = again, error_name(again.error_code)
+            if reason in _MOVED_ON:
+                raise TaskMigratedError(
+                    f"offset commit: the streams group moved on without this member ({exc})"
+                ) from exc
+            raise
 
     def _leave_streams_group(self) -> None:
         group, self.streams_group = self.streams_group, None

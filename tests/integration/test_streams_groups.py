@@ -30,11 +30,17 @@ from platform_streams.dev.brokers.apache_jars import kafka_classpath, require_ja
 from platform_streams.kafka import KafkaAdmin, TopicSpec, create_consumer, create_producer
 from platform_streams.kafka.streams_group import (
     CommitRefused,
+    StreamsGroupClient,
     broker_supports_streams_groups,
     error_name,
     group_metadata,
 )
-from platform_streams.kafka.streams_group.member import Assignment, SubtopologySpec, TopologySpec
+from platform_streams.kafka.streams_group.member import (
+    Assignment,
+    StreamsMember,
+    SubtopologySpec,
+    TopologySpec,
+)
 from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
 from tests.integration.support_apps import app_config, count_app, new_app_id, running_app, wait_until
 from tests.integration.test_incremental_rebalance import third_instance_joins
@@ -220,7 +226,9 @@ def test_third_member_takes_tasks_incrementally_and_kafkas_tool_sees_it(
 def test_an_application_on_a_streams_group_counts_exactly(streams_bootstrap: str, tmp_path: Path) -> None:
     """``group_protocol="streams"`` under exactly-once: the broker assigns the tasks, the
     counts are exact, the committed offsets are the group's, and Kafka's tool shows the
-    application's member with its tasks."""
+    application's member with its tasks. Then the broker drops the member (a leave sent in
+    its name: what a session timeout does to a paused process): the zombie's transaction
+    cannot commit, its tasks are closed dirty, it joins again, and the counts stay exact."""
     with KafkaAdmin({"bootstrap.servers": streams_bootstrap}) as admin:
         source, sink = new_topic(admin, 4, "sg-src"), new_topic(admin, 4, "sg-out")
     records = [(f"k{i % 8}", "v") for i in range(200)]
@@ -246,6 +254,29 @@ def test_an_application_on_a_streams_group_counts_exactly(streams_bootstrap: str
         described = _describe(streams_bootstrap, config.application_id)
         assert worker.streams_group.member_id in described
         assert "ACTIVE: 0:[0,1,2,3];" in described, described
+
+        group = worker.streams_group
+        removed_id, removed_epoch = group.member_id, group.member_epoch
+        zombie = StreamsMember(
+            StreamsGroupClient(streams_bootstrap, config.application_id),
+            TopologySpec(0, ()),
+            process_id="remover",
+            member_id=removed_id,
+        )
+        zombie.member_epoch = removed_epoch
+        zombie.leave()
+        zombie.client.close()
+        produce(streams_bootstrap, source, records)
+        wait_until(
+            lambda: (
+                _final_counts(consume_all(streams_bootstrap, sink, 10**6, 2, "read_committed"))
+                == {f"k{i}": 50 for i in range(8)}
+            ),
+            90,
+            "every key counted to 50 after the member was dropped",
+        )
+        assert worker.migrations + group.fenced >= 1, "the dropped member's tasks were not closed"
+        assert group.member_epoch != removed_epoch and len(worker.tasks) == 4
 
 
 def _final_counts(records: list[Any]) -> dict[str, int]:
