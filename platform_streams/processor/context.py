@@ -72,6 +72,9 @@ class TaskContext(StateStoreContext):
         #: flush emits later, when no record is current (approximates Kafka's cached record context)
         self.last_record: Any = None
         self.stream_time = -1
+        #: the timestamp of ``current`` as its source extracted it (valid while ``current`` is set):
+        #: the time a key-value store's change is logged with, as Kafka's recordContext().timestamp()
+        self.record_time = -1
         self.punctuations = PunctuationQueue()
         #: True once a stream-time punctuator is scheduled: the task then checks after each record
         self.has_stream_punctuation = False

@@ -91,6 +91,7 @@ def _record(em: Emitter, source: SourceNode, hooks: SourceHooks, indent: int) ->
     if hooks.on_record_lateness is not None:
         late = em.bind(hooks.on_record_lateness, "late")
         em.rows(name, [(i + 3, f"{late}(0)"), (i + 2, "else:"), (i + 3, f"{late}({ctx}.stream_time - ts)")])
+    em.line(i + 2, f"{ctx}.record_time = ts", name)
     em.line(i + 2, "h = msg.headers()", name)
     em.children(source, "k", "v", i + 2)
     return ctx

@@ -143,9 +143,12 @@ class SupplierStoreBuilder(StoreBuilder[S]):
 
     def build(self) -> S:
         store: Any = self.supplier.get()
+        cached = self._caching and self.caching_layer is not None
         if self._logging:
             store = self.logging_layer(store)
-        if self._caching and self.caching_layer is not None:
+            if not cached and isinstance(store, ChangeLoggingKeyValueStore):
+                store.stamp_records(values_timestamped=self.timestamped)
+        if cached:
             store = self.caching_layer(store)
         return self._metered(store)
 

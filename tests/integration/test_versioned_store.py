@@ -6,6 +6,8 @@ with its shouldSetChangelogTopicProperties check folded in: a Processor API app 
 (out of order, replaced, tombstoned, deleted) and checks every ``get(key, as_of)`` after each
 record; the state directory is deleted, the store is restored from its changelog (whose records
 carry the version timestamps), and every version answers ``as_of`` queries as before.
+``test_should_manual_upgrade_from_non_versioned_non_timestamped_to_versioned`` is the same
+class's manual upgrade: a plain key-value store's changelog restores a versioned store.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from tests.support.versioned import (
     INPUT_BATCHES,
     STORE_NAME,
     DataTracker,
+    KeyValueStoreContentCheckerProcessor,
     VersionedStoreContentCheckerProcessor,
+    key_value_store_builder,
     store_builder,
 )
 
@@ -90,6 +94,39 @@ def test_should_restore(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Pat
     with running_app(_checker_app(source, sink, data), config) as streams:
         restored = sum(worker.state_lifecycle.total_restored for worker in streams.workers)
         assert restored == produced  # one changelog record per put and per delete
+        produced += _produce(bootstrap_servers, source, base + 12, [(1, "a12"), (2, "b12"), (3, "c12")])
+        assert _failed_checks(bootstrap_servers, sink, produced) == [0] * produced
+
+
+@pytest.mark.apache_kafka  # restore depends on the broker keeping the changelog records' timestamps
+def test_should_manual_upgrade_from_non_versioned_non_timestamped_to_versioned(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """VersionedKeyValueStoreIntegrationTest.shouldManualUpgradeFromNonVersionedNonTimestampedToVersioned:
+    an application with a plain key-value store is stopped, its local state wiped, and restarted
+    with a versioned store of the same name, restored from the same changelog: every change
+    restores as the version at its record's timestamp (an out-of-order update included)."""
+    source, sink = new_topic(admin, 1, "upgrade-in"), new_topic(admin, 1, "upgrade-out")
+    config = app_config(bootstrap_servers, tmp_path / "state")
+    base = int(time.time() * 1000)
+    builder = StreamsBuilder()
+    builder.add_state_store(key_value_store_builder())
+    (
+        builder.stream(source, Consumed(key_serde=INT, value_serde=S))
+        .process(KeyValueStoreContentCheckerProcessor, STORE_NAME)
+        .to(sink, Produced(key_serde=INT, value_serde=INT))
+    )
+    data = DataTracker()
+    produced = 0
+    with running_app(builder, config):
+        for offset, records in INPUT_BATCHES[:3]:  # the third is out of order
+            produced += _produce(bootstrap_servers, source, base + offset, records)
+            for key, value in records:
+                data.add(key, base + offset, value)
+        assert _failed_checks(bootstrap_servers, sink, produced) == [0] * produced
+
+    shutil.rmtree(Path(config.state_dir) / config.application_id)
+    with running_app(_checker_app(source, sink, data), config):
         produced += _produce(bootstrap_servers, source, base + 12, [(1, "a12"), (2, "b12"), (3, "c12")])
         assert _failed_checks(bootstrap_servers, sink, produced) == [0] * produced
 

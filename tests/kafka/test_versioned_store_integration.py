@@ -5,8 +5,9 @@ VersionedKeyValueStoreIntegrationTest.java. ``shouldPutGetAndDelete`` and the ch
 config of ``shouldSetChangelogTopicProperties`` run here; ``shouldRestore`` runs on the broker
 (tests/integration/test_versioned_store.py). Not translated:
 ``shouldAllowCustomIQv2ForCustomStoreImplementations`` (custom store implementations are not
-pluggable into the versioned builder here) and the two manual upgrade paths from non-versioned
-stores, skipped tests at the end that say why.
+pluggable into the versioned builder here) and the manual upgrade from a timestamped store, a
+skipped test at the end that says why; the upgrade from a plain key-value store runs on the
+broker (``test_should_manual_upgrade_from_non_versioned_non_timestamped_to_versioned``).
 """
 
 from __future__ import annotations
@@ -61,15 +62,13 @@ def test_should_set_changelog_topic_properties() -> None:
 
 
 MANUAL_UPGRADE = (
-    "restarts an application whose non-versioned store is replaced by a versioned one restored "
-    "from the same changelog (Kafka's documented manual upgrade). Translated and run on Apache "
-    "Kafka, it fails here for two reasons in the changelog format (docs/oracle.md, 'Changelog "
-    "records'): records are stamped with the task's stream time, not the record's own timestamp "
-    "(state/wrappers/base.py record_timestamp; Kafka: ChangeLoggingKeyValueBytesStore logs "
-    "recordContext().timestamp()), so out-of-order versions restore under the wrong timestamps; "
-    "and a timestamped store logs timestamp+value bytes where Kafka "
+    "restarts an application whose timestamped key-value store is replaced by a versioned one "
+    "restored from the same changelog (Kafka's documented manual upgrade). Not supported: a "
+    "timestamped store logs its own timestamp+value bytes, where Kafka "
     "(ChangeLoggingTimestampedKeyValueBytesStore) logs the plain value with the timestamp on the "
-    "record, so a versioned store restores 8-byte-prefixed values"
+    "record, so a versioned store would restore 8-byte-prefixed values; changing the format needs "
+    "a marker old changelogs lack (docs/oracle.md, 'Changelog records'). The non-timestamped "
+    "case runs on the broker (tests/integration/test_versioned_store.py)"
 )
 
 # Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
@@ -77,6 +76,5 @@ test_java_case_without_python_equivalent = cases_without_python_equivalent(
     "VersionedKeyValueStoreIntegrationTest",
     {
         "shouldManualUpgradeFromNonVersionedTimestampedToVersioned": MANUAL_UPGRADE,
-        "shouldManualUpgradeFromNonVersionedNonTimestampedToVersioned": MANUAL_UPGRADE,
     },
 )

@@ -83,3 +83,28 @@ INPUT_BATCHES: list[tuple[int, list[tuple[int, str | None]]]] = [
     (5, [(1, "a5_new"), (2, "b5"), (3, None)]),  # replace existing records
     (7, [(1, DELETE_VALUE_KEYWORD), (2, DELETE_VALUE_KEYWORD), (3, DELETE_VALUE_KEYWORD)]),  # delete
 ]
+
+
+def key_value_store_builder() -> Any:
+    """The non-versioned store the manual-upgrade cases start from (same name and changelog)."""
+    return Stores.key_value_store_builder(Stores.persistent_key_value_store(STORE_NAME), Integer(), String())
+
+
+class KeyValueStoreContentCheckerProcessor(Processor):
+    """``KeyValueStoreContentCheckerProcessor``: puts each record into a plain key-value store,
+    then forwards how many keys read back other than last written."""
+
+    def __init__(self) -> None:
+        self.data: dict[int, str | None] = {}
+
+    def init(self, context: Any) -> None:
+        self.context = context
+        self.store = context.get_state_store(STORE_NAME)
+
+    def process(self, record: Record) -> None:
+        if record.value == DELETE_VALUE_KEYWORD:
+            raise ValueError("'delete' is not supported by KeyValueStoreContentCheckerProcessor")
+        self.store.put(record.key, record.value)
+        self.data[record.key] = record.value
+        failed = sum(1 for key, value in self.data.items() if self.store.get(key) != value)
+        self.context.forward(Record(record.key, failed, record.timestamp))

@@ -42,10 +42,10 @@ def changelog_topic_name(application_id: str, store_name: str) -> str:
 
 
 def record_timestamp(context: StateStoreContext) -> int:
-    """The timestamp given to a change: the task's stream time (wall clock before any record).
-
-    The context does not expose the current record's own timestamp; stream time is never
-    earlier than it, so changelog retention (``compact,delete`` topics) errs on keeping.
+    """The timestamp given to a change of a windowed or cached store: the task's stream time
+    (wall clock before any record). Stream time is never earlier than the record's own, so
+    changelog retention (``compact,delete`` topics) errs on keeping. An uncached key-value
+    store stamps its record's time instead (``change_logging.change_time``).
     """
     ts = context.current_stream_time_ms()
     return ts if ts >= 0 else context.current_system_time_ms()

@@ -112,13 +112,54 @@ class _ChangeLogging(WrappedStore):
         return context.change_sender(self._store_name), record_timestamp(context)
 
 
+def change_time(context: StateStoreContext) -> int:
+    """The timestamp of the input record being processed (its source's extracted timestamp);
+    outside one (a punctuation, a cache flush) the stream time, as :func:`record_timestamp`."""
+    if getattr(context, "current", None) is not None:
+        time: int = getattr(context, "record_time", -1)
+        if time >= 0:
+            return time
+    return record_timestamp(context)
+
+
 class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
-    """Logs puts and deletes of a key-value bytes store."""
+    """Logs puts and deletes of a key-value bytes store.
+
+    A store without a cache (:meth:`stamp_records`) stamps each change as Kafka's
+    ``ChangeLoggingKeyValueBytesStore`` and ``ChangeLoggingTimestampedKeyValueBytesStore`` do:
+    a timestamped store's value with its own timestamp (the first 8 bytes), anything else with
+    the timestamp of the record being processed, so a versioned store restored from this
+    changelog (Kafka's manual upgrade) gets each change as the version at that time. The value
+    bytes are the store's either way. A processor that forwards a record under a new timestamp
+    does not change the time a downstream store's change is stamped with (the input record's),
+    where Kafka's does. Under a cache, changes are stamped with the stream time of their flush,
+    as the caching layers' one-loop flushes (``flush_sender``) stamp them; Kafka's cache keeps
+    each entry's own record context for it.
+    """
 
     wrapped: KeyValueStore[bytes, bytes]
+    #: stamp each change with its record's (or value's) timestamp, not the stream time
+    _record_times = False
+    #: the values are ``timestamp (8) + value``
+    _values_timestamped = False
 
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
+
+    def stamp_records(self, *, values_timestamped: bool) -> None:
+        """Stamp changes as Kafka does (a store written directly, not through a cache)."""
+        self._record_times = True
+        self._values_timestamped = values_timestamped
+
+    def _log(self, key: bytes, value: bytes | None) -> None:
+        context = self._context
+        if not self._record_times:
+            time = record_timestamp(context)
+        elif value is not None and self._values_timestamped:
+            time = int.from_bytes(value[:8], "big", signed=True)
+        else:
+            time = change_time(context)
+        context.log_change(self._store_name, key, value, time)
 
     def get(self, key: bytes) -> bytes | None:
         return self.wrapped.get(key)
