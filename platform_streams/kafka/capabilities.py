@@ -14,6 +14,10 @@ the smallest request that shows the difference, on a scratch topic it deletes ag
   coordinator aborts the transaction its previous incarnation left open (Kafka; Tansu
   commits it). Where it does, a record sent in an open transaction can always be taken back,
   so exactly-once workers send records as they come instead of holding them until the commit.
+* ``offsets_only_transactions`` -- a transaction holding input offsets and no records
+  stores them, every time (Kafka; Tansu stores them for a producer's first transaction only
+  and drops them without an error afterwards). Where it does not, an exactly-once worker
+  commits offsets that no record goes with as a plain, membership-checked offset commit.
 * ``exact_list_offsets`` -- ListOffsets(latest) is the log end and ListOffsets(timestamp)
   matches record timestamps (Tansu answers the last batch's start + 1, and matches its own
   write time). Where it is, log ends and time lookups come from ListOffsets directly.
@@ -220,6 +224,37 @@ def _probe_aborts_fenced_transactions(admin: KafkaAdmin) -> bool:
         _drop(admin, scratch)
 
 
+def _probe_offsets_only_transactions(admin: KafkaAdmin) -> bool:
+    """Two transactions of one producer, each with only an offset for a scratch group: Kafka
+    stores both; Tansu stores the first and silently drops the second."""
+    scratch = _scratch_topic(admin, "offsets_only_transactions")
+    group = f"platform-streams-probe-{uuid.uuid4().hex[:12]}"
+    producer = create_producer(
+        {**admin.conf, "transactional.id": f"platform-streams-probe-{uuid.uuid4().hex}", "log_level": 0}
+    )
+    try:
+        producer.init_transactions(_TXN_TIMEOUT_S)
+        for offset in (1, 2):
+            producer.begin_transaction()
+            # generation -1, no member: the commit of a client outside group management,
+            # which Kafka accepts for a group that does not exist yet
+            producer.send_offsets_to_transaction(
+                [TopicPartition(scratch, 0, offset)], stale_group_metadata(group, -1, ""), _TXN_TIMEOUT_S
+            )
+            producer.commit_transaction(_TXN_TIMEOUT_S)
+        # require_stable: Kafka answers once the second transaction's offsets are applied
+        stored = admin.committed_offsets(group, [(scratch, 0)], 15.0, require_stable=True).get((scratch, 0))
+        if stored not in (1, 2):
+            raise StreamsTimeoutError(f"probe offsets not stored (read {stored})")  # inconclusive
+        return stored == 2
+    finally:
+        try:
+            admin.delete_group(group)
+        except Exception as exc:  # the probe's verdict matters more than the cleanup
+            _log.warning("could not delete probe group %s: %s", group, exc)
+        _drop(admin, scratch)
+
+
 def _probe_exact_list_offsets(admin: KafkaAdmin) -> bool:
     """20 records in 5 batches, timestamps an hour ago + 1..20 s: ListOffsets must say 20 and 7.
 
@@ -247,6 +282,7 @@ FEATURES: dict[str, Callable[[Any], bool]] = {
     "txn_offset_commit_fencing": _probe_txn_offset_commit_fencing,
     "exact_list_offsets": _probe_exact_list_offsets,
     "aborts_fenced_transactions": _probe_aborts_fenced_transactions,
+    "offsets_only_transactions": _probe_offsets_only_transactions,
 }
 
 #: behaviours that cannot be provoked on demand, and the probe that answers them (module docstring)

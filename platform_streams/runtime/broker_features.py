@@ -1,6 +1,6 @@
 """What the runtime does differently on a broker that has Kafka's features (probed, not named).
 
-Three places where a broker without a Kafka feature needs a workaround; the features are
+The places where a broker without a Kafka feature needs a workaround; the features are
 probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred from a name:
 
 * **Fencing a zombie under exactly_once_v2.** Kafka rejects a transactional offset commit
@@ -14,6 +14,13 @@ probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred fro
   always open transaction, as Kafka Streams does; elsewhere they wait in memory for the
   commit, so that nothing a crash leaves open can become visible
   (``StreamsProducer``, :func:`sends_eagerly`).
+* **Offsets without records under exactly_once_v2.** Where a transaction that holds only
+  input offsets may lose them (``offsets_only_transactions``: the embedded broker keeps them
+  for a producer's first such transaction only), a worker commits offsets that no record goes
+  with -- input that produced nothing, the offsets a group repair saved -- as a plain offset
+  commit, which the group coordinator checks against the membership
+  (:func:`commits_offsets_in_empty_transactions`). Nothing else is in such a transaction, so
+  nothing loses its atomicity.
 * **Leaving a group mid-rebalance.** Kafka's group coordinator elects a new leader when the
   leader leaves while the group rebalances; the embedded broker's keeps the departed leader,
   and the group never completes another rebalance (docs/brokers.md). Where the coordinator
@@ -48,6 +55,7 @@ from platform_streams.topology.compiler import TopologyPlan
 __all__ = [
     "RepartitionPurger",
     "broker_may_skip_batches",
+    "commits_offsets_in_empty_transactions",
     "elects_new_group_leader",
     "group_repair_needed",
     "known_elects_new_group_leader",
@@ -94,6 +102,21 @@ def sends_eagerly(config: StreamsConfig) -> bool:
             "records wait in memory until their commit (slower commits, see the README)"
         )
     return aborts
+
+
+def commits_offsets_in_empty_transactions(config: StreamsConfig) -> bool:
+    """Whether a transaction with offsets and no records stores its offsets every time
+    (``offsets_only_transactions``, probed once per process); exactly-once only."""
+    if not config.exactly_once:
+        return True
+    with KafkaAdmin(config.admin_configs()) as admin:
+        stores = admin.supports("offsets_only_transactions")
+    if not stores:
+        log.info(
+            "the broker drops the offsets of a transaction without records: EOS commits offsets that "
+            "no record goes with as plain offset commits"
+        )
+    return stores
 
 
 def broker_may_skip_batches(config: StreamsConfig) -> bool:

@@ -184,6 +184,11 @@ class StreamsProducer:
         self._offsets_in_transaction = False
 
     @property
+    def holds_records(self) -> bool:
+        """Whether the next commit's transaction has records in it (exactly-once)."""
+        return bool(self._buffer) or (self.eager and self.sent > self._sent_at_begin)
+
+    @property
     def _holds_anything(self) -> bool:
         """Eager only: whether the open transaction has records or offsets in it (derived from
         the per-topic counts, so the at-least-once send path counts nothing extra)."""

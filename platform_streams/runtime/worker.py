@@ -55,7 +55,11 @@ from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.broker_calls import retrying
-from platform_streams.runtime.broker_features import RepartitionPurger, broker_may_skip_batches
+from platform_streams.runtime.broker_features import (
+    RepartitionPurger,
+    broker_may_skip_batches,
+    commits_offsets_in_empty_transactions,
+)
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, dead_letter_topic_limit
 from platform_streams.runtime.leave_guard import LeaveGuard
@@ -145,6 +149,8 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         self._standbys = standbys
         self._control_topic = control_topic
         self._eager_sends = eager_sends  # EOS: send before the commit (runtime/broker_features.py)
+        #: EOS: whether a transaction keeps offsets that no record goes with (probed with the clients)
+        self._offsets_alone_in_transactions = True
         #: state-aware placement: the group only gives membership, the coordinator the tasks
         self._coordinator = coordinator
         self._pending: Pending | None = None
@@ -262,6 +268,7 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
             conf["stats_cb"] = lambda document: self.observer.on_client_statistics(client, document)
 
     def _start_clients(self) -> None:
+        self._offsets_alone_in_transactions = commits_offsets_in_empty_transactions(self.config)
         settings = producer_settings(
             self.config, self.index, self.transactional_id, self._changelogs, self._route_statistics
         )
@@ -539,7 +546,14 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         for task in tasks:
             offsets.update(task.offsets_to_commit())
         positions = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-        if collector.eos:
+        if collector.eos and positions and not (
+            collector.streams_producer.holds_records or self._offsets_alone_in_transactions
+        ):
+            # offsets no record goes with, on a broker that may drop them from a transaction
+            # (runtime/broker_features.py); a plain commit is checked against the membership
+            retrying(lambda: self._commit_offsets(positions), "commit offsets", self._timeout_s)
+            committed = True
+        elif collector.eos:
             if positions or collector.streams_producer.buffered:
                 self._check_membership()  # a zombie must not even send: some brokers never take it back
             committed = collector.commit_transaction(

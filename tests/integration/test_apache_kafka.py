@@ -58,7 +58,13 @@ from tests.support.kafka import GROUP_TIMING, consume_all, new_group_id, new_top
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 S, L = String(), Long()
-FEATURES = ("delete_records", "txn_offset_commit_fencing", "exact_list_offsets", "aborts_fenced_transactions")
+FEATURES = (
+    "delete_records",
+    "txn_offset_commit_fencing",
+    "exact_list_offsets",
+    "aborts_fenced_transactions",
+    "offsets_only_transactions",
+)
 
 
 @pytest.fixture(scope="module")
@@ -239,6 +245,28 @@ def test_log_ends_and_time_lookups_come_from_list_offsets_directly(
     )
     beyond, _ = offsets_for_time(admin, conf, base + 100_000, {tp: (0, 40)})
     assert (beyond[tp].offset, beyond[tp].method) == (40, "list_offsets")
+
+
+def test_exactly_once_commits_the_offsets_of_input_that_produced_nothing(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+) -> None:
+    """Input that a filter drops leaves a transaction with offsets and no records. Tansu keeps
+    such a transaction's offsets only for a producer's first one (``offsets_only_transactions``),
+    so after the first commit the group's offsets stood still there; a group repair's re-commit
+    of saved offsets is the same kind of transaction."""
+    source = new_topic(admin, 1, "dropped-in")
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed(key_serde=S, value_serde=S)).filter(lambda k, v: False).to(
+        new_topic(admin, 1, "dropped-out"), Produced(key_serde=S, value_serde=S)
+    )
+    config = app_config(
+        bootstrap_servers, tmp_path / "state", processing_guarantee="exactly_once_v2", commit_interval_ms=100
+    )
+    committed = lambda: admin.committed_offsets(config.application_id, [(source, 0)])[(source, 0)]  # noqa: E731
+    with running_app(builder.build(), config):
+        for end in (3, 6, 9):  # three commits, each its own transaction
+            produce(bootstrap_servers, source, [("k", "v")] * 3)
+            wait_until(lambda end=end: committed() == end, 60, f"the offsets up to {end} committed")
 
 
 def _owns(consumers: list[Any], sizes: list[int]) -> bool:
