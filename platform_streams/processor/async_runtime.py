@@ -15,10 +15,12 @@ and :class:`Durations` that the metrics collector reads at scrape time.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import inspect
 import threading
 import time
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +32,9 @@ __all__ = ["AsyncOptions", "AsyncRuntime", "AsyncStats", "Call", "Durations", "i
 DURATION_BOUNDS_S: tuple[float, ...] = (
     0.001, 0.002_5, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 )  # fmt: skip
+
+#: how often (at most) the watchdog looks for calls past their deadline, seconds
+_WATCH_S = 0.05
 
 #: the process-wide bound on records in flight when no node asks for less
 DEFAULT_PROCESS_MAX_IN_FLIGHT = 10_000
@@ -135,6 +140,12 @@ class AsyncRuntime:
         self._in_flight = 0
         self._lock = threading.Lock()
         self.stats = AsyncStats()
+        #: calls queued for the loop (any thread appends, the loop thread takes)
+        self._submitted: deque[tuple[Call, AsyncOptions, bool]] = deque()
+        self._wake_scheduled = False
+        #: the attempts running, by deadline (loop thread only; see ``_expire``)
+        self._deadlines: list[_Deadline] = []
+        self._watch_armed = False
         thread = threading.Thread(target=self._run, name="platform-streams-async", daemon=True)
         thread.start()
 
@@ -184,21 +195,46 @@ class AsyncRuntime:
     # -- running calls ---------------------------------------------------------------------
 
     def submit(self, call: Call, options: AsyncOptions, is_async: bool) -> None:
-        """Run ``call`` (from any thread); ``call.done(call)`` runs on the loop thread when it ended."""
-        asyncio.run_coroutine_threadsafe(self._attempts(call, options, is_async), self.loop)
+        """Run ``call`` (from any thread); ``call.done(call)`` runs on the loop thread when it ended.
+
+        Calls are queued and the loop is woken once per batch, not once per call: a wake-up is
+        a write to the loop's self-pipe, and waking it per record cost a fifth of the stream
+        thread's time per record (bench/async_io.py)."""
+        self._submitted.append((call, options, is_async))
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            self.loop.call_soon_threadsafe(self._start_submitted)
+
+    def _start_submitted(self) -> None:
+        # reset before draining: a call queued after the reset schedules another wake-up
+        self._wake_scheduled = False
+        submitted, create_task, attempts = self._submitted, self.loop.create_task, self._attempts
+        while submitted:
+            create_task(attempts(*submitted.popleft()))
 
     async def _attempts(self, call: Call, options: AsyncOptions, is_async: bool) -> None:
         started = time.perf_counter()
         stats = self.stats  # written here only, on the loop thread
         stats.queue_wait.observe(started - call.admitted)
+        task = asyncio.current_task()
+        assert task is not None
         try:
             for attempt in range(options.retries + 1):
                 try:
-                    if is_async:
-                        awaitable = call.fn(*call.args)
-                    else:
-                        awaitable = self.loop.run_in_executor(self._pool, call.fn, *call.args)
-                    call.result = await asyncio.wait_for(awaitable, options.timeout_s)
+                    deadline = _Deadline(self.loop.time() + options.timeout_s, task)
+                    self._watch(deadline)
+                    try:
+                        if is_async:
+                            call.result = await call.fn(*call.args)
+                        else:
+                            call.result = await self.loop.run_in_executor(self._pool, call.fn, *call.args)
+                    except asyncio.CancelledError:
+                        if not deadline.expired:
+                            raise
+                        task.uncancel()
+                        raise TimeoutError(f"the call took longer than {options.timeout_s} s") from None
+                    finally:
+                        deadline.live = False
                     call.error = None
                     break
                 except Exception as exc:
@@ -215,3 +251,42 @@ class AsyncRuntime:
             else:
                 stats.failed += 1
             call.done(call)
+
+    # -- timeouts ------------------------------------------------------------------------------
+    # One watchdog cancels the calls past their deadline, instead of asyncio.timeout per call:
+    # that arms and cancels a timer handle per call, a sixth of the loop thread's time a call
+    # at thousands of calls a second (bench/async_io.py). Calls mostly end in the order they
+    # start, so the heap's top is mostly ended calls, dropped at each check.
+
+    def _watch(self, deadline: _Deadline) -> None:
+        heapq.heappush(self._deadlines, deadline)
+        if not self._watch_armed:
+            self._watch_armed = True
+            self.loop.call_later(min(_WATCH_S, deadline.at - self.loop.time()), self._expire)
+
+    def _expire(self) -> None:
+        deadlines, now = self._deadlines, self.loop.time()
+        while deadlines and (not deadlines[0].live or deadlines[0].at <= now):
+            deadline = heapq.heappop(deadlines)
+            if deadline.live:
+                deadline.expired = True
+                deadline.task.cancel()
+        if deadlines:
+            self.loop.call_later(min(_WATCH_S, max(0.0, deadlines[0].at - now)), self._expire)
+        else:
+            self._watch_armed = False
+
+
+class _Deadline:
+    """When one attempt of a call times out, and whether it still runs."""
+
+    __slots__ = ("at", "expired", "live", "task")
+
+    def __init__(self, at: float, task: asyncio.Task[Any]) -> None:
+        self.at = at
+        self.task = task
+        self.live = True
+        self.expired = False
+
+    def __lt__(self, other: _Deadline) -> bool:
+        return self.at < other.at
