@@ -29,7 +29,10 @@ label.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from itertools import starmap
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from rocksdict import Rdict, WriteBatch
@@ -48,6 +51,8 @@ LABEL_KEY = b""
 #: the smallest key after :data:`LABEL_KEY`: where scans of a labelled family start
 _AFTER_LABEL = b"\x00"
 _MISSING = object()
+#: the value of a ``(key, value)`` entry, as a C callable for map()
+_value_of = itemgetter(1)
 
 
 class RocksDBBytesMap(BytesMap):
@@ -98,13 +103,20 @@ class RocksDBBytesMap(BytesMap):
         """
         batch = WriteBatch(raw_mode=True)
         handle = self.handle
-        put = batch.put
-        delete = batch.delete
-        for key, value in entries:
-            if value is None:
-                delete(key, handle)
-            else:
-                put(key, value, handle)
+        entries = entries if isinstance(entries, list) else list(entries)
+        if None in map(_value_of, entries):
+            put = batch.put
+            delete = batch.delete
+            for key, value in entries:
+                if value is None:
+                    delete(key, handle)
+                else:
+                    put(key, value, handle)
+        else:
+            # no tombstone (a restore's usual batch): every put by C calls, no Python
+            # statement per entry
+            batch.set_default_column_family(handle)
+            deque(starmap(batch.put, entries), maxlen=0)
         self._backend.write_batch(batch)
 
     def items(

@@ -9,6 +9,7 @@ skipped records (the filter, records without key) still move the store's positio
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,3 +83,37 @@ def test_remainder_is_applied_at_the_end_with_the_last_offset_read(monkeypatch: 
         ([(b"k0", b"v"), (b"k1", None), (b"k2", b"v")], 2, None),
         ([(b"k3", b"v")], 4, None),  # the skipped record 4 still moves the position
     ]
+
+
+class _GcWatchingManager(_Manager):
+    """Notes whether the cyclic collector was on while each batch was applied."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.collector_on: list[bool] = []
+
+    def restore(
+        self, store: str, batch: list[tuple[bytes, bytes | None]], *, last_offset: int | None, timestamps: Any
+    ) -> None:
+        self.collector_on.append(gc.isenabled())
+        super().restore(store, batch, last_offset=last_offset, timestamps=timestamps)
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_the_collector_is_paused_while_a_partition_is_replayed(
+    monkeypatch: pytest.MonkeyPatch, enabled_before: bool
+) -> None:
+    # every consumed record is a GC-tracked object living for one batch: the automatic
+    # collector's young collections cost a quarter of a restore's CPU, so the full batches of a
+    # replay are applied with it paused, and the setting the restore found is restored
+    msgs = [_msg(o, b"k%d" % o, b"v") for o in range(7)]
+    _consumed(monkeypatch, [msgs[0:4], msgs[4:7]])
+    manager = _GcWatchingManager()
+    was = gc.isenabled()
+    (gc.enable if enabled_before else gc.disable)()
+    try:
+        assert ChangelogReader({}, batch_size=3).restore(manager) == {"s": 7}  # type: ignore[arg-type]
+        assert manager.collector_on[:2] == [False, False]  # the two full batches
+        assert gc.isenabled() is enabled_before
+    finally:
+        (gc.enable if was else gc.disable)()
