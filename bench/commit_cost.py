@@ -1,4 +1,4 @@
-"""What one commit costs on the processing thread, piece by piece (issue 17, the commit path).
+"""What one commit costs on the processing thread, piece by piece (the commit path).
 
     PYTHONPATH=. python bench/commit_cost.py              # embedded Tansu, 3 rounds
     PYTHONPATH=. python bench/commit_cost.py --rounds 1 --bootstrap host:9092

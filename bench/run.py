@@ -197,7 +197,7 @@ def run_child(spec: RunSpec, python: str) -> RunResult:
     """One measured run in a fresh child. ``BENCH_PROFILE_DIR`` (optional) runs each
     platform_streams child under ``py-spy record`` (``BENCH_PY_SPY``, default ``py-spy`` on the
     PATH) and writes its raw stacks per run there (``BENCH_PY_SPY_ARGS``: more py-spy options,
-    e.g. ``--idle``): how the profiles of bench/RESULTS.md's issue 17 sections were made."""
+    e.g. ``--idle``): how the profiles of bench/RESULTS.md's CPU sections were made."""
     command = [python, "-m", "bench.child", json.dumps(asdict(spec))]
     profile_dir = os.environ.get("BENCH_PROFILE_DIR")
     if profile_dir and spec.engine == "platform_streams":

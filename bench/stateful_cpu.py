@@ -74,7 +74,7 @@ def _messages(workload_name: str, records: int) -> list[Message]:
     """The workload's input as real ``confluent_kafka.Message`` objects (confluent-kafka
     builds them from Python): the task reads the type it reads from a consumer. (A Python
     stand-in cost about the same: count 21,543 against 21,367 instructions a record,
-    bench/RESULTS.md, issue 17 session seventeen.)"""
+    bench/RESULTS.md.)"""
     spec = WORKLOADS[workload_name].input
     return [
         Message(

@@ -16,8 +16,8 @@ rebalance callback. One round, on a fresh topic and group:
     python tools/group_rejoin_probe.py --bootstrap HOST:PORT --rounds 10 --mode stop
     python tools/group_rejoin_probe.py --rounds 3 --debug /tmp/cgrp  # librdkafka debug=cgrp logs
 
-Written to find the broker behaviour behind issue 13 ("groups that never rebalance");
-the finding is in docs/brokers.md.
+Reproduces the broker behaviour "consumer groups that never finish a rebalance"
+described in docs/brokers.md.
 """
 
 from __future__ import annotations

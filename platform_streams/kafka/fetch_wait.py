@@ -3,7 +3,7 @@
 Our assign()-based readers (log end lookups, changelog restore, range reads) use
 ``fetch.wait.max.ms=10`` so that the fetch that finds the log end answers in ~10 ms
 instead of librdkafka's 500 ms (every partition restore pays it once; see
-``/work/shared/BROKER.md`` "Latency").
+``docs/brokers.md`` "Latency").
 
 Tansu (memory storage) answers a fetch *empty* -- no records and no high watermark
 advance, hence no partition-EOF either -- when its own read of the partition takes longer

@@ -330,7 +330,7 @@ class Emitter:
         self.line(indent, "try:", node)
         # positional: (topic, value, key, partition -- -1 is librdkafka's "any" --, callback,
         # on_delivery -- None: the producer's own --, timestamp, headers); keyword arguments
-        # cost ~0.45 us more a call (bench/RESULTS.md, issue 17 session twenty-one)
+        # cost ~0.45 us more a call (bench/RESULTS.md)
         self.line(indent + 1, f"pr{n}({topic}, vb{n}, kb{n}, -1, None, None, ts, h or None)", node)
         self.line(indent, f"except Exception as px{n}:", node)
         self.line(indent + 1, f"{refused}(px{n}, {topic}, kb{n}, vb{n}, ts, h, None)", node)

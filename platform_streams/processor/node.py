@@ -76,7 +76,7 @@ class FusedFragment:
     what the processor does with the record (``process(k, v, ts, h)``, or with a step
     ``if k is None or v is None or not step(k, v, ts): process(k, v, ts, h)``).
     Why: the calls it spares (the step, the cache's ``replace``, the closure's set-up)
-    are a sixth of a count's CPU per record (bench/RESULTS.md, issue 17 session eighteen).
+    are a sixth of a count's CPU per record (bench/RESULTS.md).
     """
 
     template: str

@@ -7,7 +7,7 @@ The hash is ``murmurhash2`` (a compiled MurmurHash2, seeded with Java's ``0x9747
 bit-identical to ``org.apache.kafka.common.utils.Utils.murmur2`` (tests/unit/test_partitioner.py
 checks Kafka's vectors and a line-by-line port of the Java code) and ~9x faster than the
 pure-Python port this module had, which cost a tenth of a worker's time when every record
-carries a new key (the source-topic placement check below; bench/RESULTS.md, issue 17).
+carries a new key (the source-topic placement check below; bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class PlacementCheck:
         Remembering pays when keys repeat (a set lookup instead of the hash); when nine in
         ten records of several batches in a row bring a new key (an every-key-new input),
         it only fills the set with keys no record asks for again (~0.3 us a record of a
-        count's 6, measured: bench/RESULTS.md, issue 17 session twenty). Then batches stop
+        count's 6, measured: bench/RESULTS.md). Then batches stop
         remembering for a while and try again, in case the keys start repeating. The check
         stays exact either way: every key not in the set is hashed.
         """

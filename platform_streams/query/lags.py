@@ -9,7 +9,7 @@ Kafka reports it (``Task.LATEST_OFFSET``). A copy with no applied offset yet cou
 (Kafka's choice too: the relative order of copies is right, the lag an over-estimate).
 
 End offsets come from fetch responses (:func:`platform_streams.kafka.log_end_offsets`), not
-ListOffsets(latest), which one supported broker answers wrongly (/work/shared/BROKER.md);
+ListOffsets(latest), which one supported broker answers wrongly (docs/brokers.md);
 a restoring task's end is the one its restore read from the same fetch responses, so
 asking about it costs no broker round trip. Lags are in records (offsets): Kafka Streams
 dropped time lags from KIP-535 (they need a record fetch per partition), and so do we.

@@ -117,7 +117,7 @@ class InputQueues:
         """Route a batch of one topic's records with no error event (the usual batch): its
         runs of one partition found by C-level iteration (the message type's own ``error``,
         ``topic`` and ``partition`` mapped over the batch, ``groupby``), not a Python step a
-        record (~25-60 ns a record less: bench/RESULTS.md, issue 17 session twenty-one).
+        record (~25-60 ns a record less: bench/RESULTS.md).
         False, having routed nothing, for any other batch (the loop of :meth:`route`),
         among them any batch with a record that is not the client's ``Message`` (test
         doubles: the C methods refuse other types with a TypeError)."""

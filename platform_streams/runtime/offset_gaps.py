@@ -13,7 +13,7 @@ which the broker registers right after the watermark (the window left is that ga
 
 Kafka Streams reads its repartition topics with read_uncommitted under at-least-once,
 and every upstream task writes to every repartition partition: the exact pattern that
-loses records on that broker (soak finding 10: three joins lost in five minutes). On a
+loses records on that broker (a soak run lost three joins in five minutes). On a
 repartition topic written without transactions, offsets are contiguous (no transaction
 markers, no compaction, and purging moves only the log start below the committed
 offset), so a gap in what the consumer hands out is the broker skipping records. The

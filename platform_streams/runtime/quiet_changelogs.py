@@ -4,7 +4,7 @@ Why: at-least-once, every changelog record used to carry a delivery report, beca
 checkpoint needs the offset written and a failed changelog record must fail the commit
 (the store already holds the change). A report is a Python callback per record (the
 producer's poll, a ``Message`` built, the collector's ``on_delivery``): about 6 % of the
-stream thread of an every-key-new count (bench/RESULTS.md, issue 17 session twenty).
+stream thread of an every-key-new count (bench/RESULTS.md).
 
 A cache flush sends its changelog records in one loop; only its last record needs a
 report for the checkpoint. The changelog producer is idempotent (``producer_settings``):

@@ -4,7 +4,7 @@ Why: a restore keeps only changelog records written for committed input
 (:mod:`platform_streams.runtime.changelog_filter`), which means reading every record's
 ``__ps_src`` header. confluent-kafka builds a Python list of header tuples per record for
 that: about a third of a restore's CPU (py-spy of the count_unique restore in
-bench/RESULTS.md, issue 17). Most of a changelog needs no such check: whatever a task
+bench/RESULTS.md). Most of a changelog needs no such check: whatever a task
 wrote and had acknowledged before a commit was written for input that commit covers.
 
 What a range claims. A task instance (a task from its creation in a worker to its close)

@@ -363,7 +363,7 @@ class StreamsProducer:
             if topic not in self._changelog_topics:
                 # librdkafka's own produce, positional only: (topic, value, key, partition -- -1
                 # any --, callback, on_delivery -- None: the producer's --, timestamp, headers);
-                # keywords cost ~0.45 us more a call (bench/RESULTS.md, issue 17 session 21)
+                # keywords cost ~0.45 us more a call (bench/RESULTS.md)
                 self._produce(
                     topic,
                     value,

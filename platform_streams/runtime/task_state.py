@@ -157,7 +157,7 @@ class TaskStateLifecycle:
     def _empty_changelogs(self, plan: Iterable[tuple[str, int, int]]) -> set[tuple[str, int]]:
         """The plan's partitions restored from the beginning whose changelog holds no record:
         one ListOffsets request instead of a reader each (a fresh application's every
-        changelog; ~40 ms a partition of its start, bench/RESULTS.md issue 17). A broker
+        changelog; ~40 ms a partition of its start, bench/RESULTS.md). A broker
         that does not answer costs nothing but the try: every partition is read as before."""
         fresh = [(topic, partition) for topic, partition, start in plan if start == FROM_BEGINNING]
         if not fresh:
@@ -260,7 +260,7 @@ class TaskStateLifecycle:
         overlays and the checkpoint still names what the disk holds, so a crash restores the
         difference from the changelog. Why: exactly-once commits every 100 ms by default,
         and a RocksDB flush and a checkpoint file per task and commit were 0.42 s of a
-        6.7 s count_eos_100ms run (0.10 s with this; bench/RESULTS.md, issue 17).
+        6.7 s count_eos_100ms run (0.10 s with this; bench/RESULTS.md).
         At-least-once (30 s commits by default) flushes at every commit, which keeps the
         store flush-latency series (and its dashboard panel) alive for quiet applications.
         Only tasks whose persistent stores are all logged defer (an unlogged store's disk

@@ -197,7 +197,7 @@ class TaskRebalancing(CooperativeHandover):
         ``partial_after_s`` the leader places the tasks over the members that reported; after
         ``warning_s`` the worker says what it waits for; a member the generation's assignment
         left out, or still without one after the longest legitimate rebalance
-        (``wedged_after_s``, plus jitter), starts a new generation (the soak's finding 13: a
+        (``wedged_after_s``, plus jitter), starts a new generation (docs/soak/README.md: a
         group re-created by a repair kept a member that never reported, and both workers
         idled for 23 minutes).
         """
@@ -283,7 +283,7 @@ class TaskRebalancing(CooperativeHandover):
         ``assign`` comes first: librdkafka then looks the input up and fetches it while the
         stores are opened and restored and the processors compiled (nothing polls the
         consumer meanwhile, so the records wait in its queue), instead of after; a start
-        without restore waited ~0.2 s for its first records (bench/RESULTS.md, issue 17).
+        without restore waited ~0.2 s for its first records (bench/RESULTS.md).
         A partition without a committed offset is assigned at the position the reset policy
         names (what librdkafka would look up again).
         """

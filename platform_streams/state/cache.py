@@ -236,7 +236,7 @@ class NamedCache:
         An overflowing cache thus drops the entries no record will update before any live
         one, and their eviction does not take every dirty entry along as an LRU eviction of a
         dirty entry does (open windows would reach the changelog once more at the next
-        flush; bench/RESULTS.md, issue 17 session thirteen). Only for stores whose flush
+        flush; bench/RESULTS.md). Only for stores whose flush
         forwards nothing downstream, where an early write of one key cannot overtake
         another key's forwarded update.
         """

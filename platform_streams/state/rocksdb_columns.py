@@ -10,7 +10,7 @@ overlay: ``rocksdb.py``'s module docs).
 and expires a segment by dropping it; a tumbling-window application makes and drops one
 family per task and segment interval (window_sum: one a minute of event time per task).
 Creating or dropping a family costs RocksDB ~3 ms of CPU each (it rewrites its OPTIONS file
-and MANIFEST and builds the family's table cache; bench/RESULTS.md, issue 17), about 5 % of
+and MANIFEST and builds the family's table cache; bench/RESULTS.md), about 5 % of
 window_sum's stream thread. A backend whose store sets
 :attr:`~platform_streams.state.backend.StorageBackend.recycle_columns` (the segmented stores,
 whose keys are never empty) therefore *recycles* them: an expired column is emptied in one

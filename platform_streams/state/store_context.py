@@ -43,7 +43,7 @@ class QuietSend(NamedTuple):
     ``runtime/quiet_changelogs.py`` says why and how they are proved written):
     ``produce`` is librdkafka's, called with positional arguments only: ``(topic, value,
     key, partition, None, None, timestamp, headers or None)`` (the two Nones: no callback;
-    keyword arguments cost ~0.45 us more a call, bench/RESULTS.md issue 17 session twenty-one),
+    keyword arguments cost ~0.45 us more a call, bench/RESULTS.md),
     and ``sent(n, complete)`` is called once the flush has sent ``n`` records that way --
     ``complete`` False when it stopped before its last record, which goes through the
     reported :attr:`ChangeSender.send`."""

@@ -2,7 +2,7 @@
 
 librdkafka then looks the input up and fetches it while the stores are opened and restored,
 instead of only after: a fresh application's first records arrived ~0.2 s after its tasks
-were ready (bench/RESULTS.md, issue 17). A partition with a committed offset is assigned
+were ready (bench/RESULTS.md). A partition with a committed offset is assigned
 there (the offset the restore's changelog filter used); one without at the reset policy's
 logical offset, ``OFFSET_BEGINNING`` for ``earliest``, instead of ``OFFSET_INVALID`` (which
 made librdkafka fetch the committed offsets once more). Kafka Streams does the same in its

@@ -1,4 +1,4 @@
-"""The wait for a generation's placement is bounded (the soak's finding 13).
+"""The wait for a generation's placement is bounded (docs/soak/README.md).
 
 State-aware assignment (``runtime/task_assignment``) places tasks once every member of a
 generation has published its report on the control topic, and the member with the lowest

@@ -1,4 +1,4 @@
-"""The worker HTTP endpoint under hostile input, on running workers on the broker (issue 13).
+"""The worker HTTP endpoint under malicious input, on running workers on the broker.
 
 What needs no running client (timeouts, backlog, tokens, key syntax) is checked in
 tests/unit/server/test_http_hardening.py; here: a request smuggled in a body must not

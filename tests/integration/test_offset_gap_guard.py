@@ -1,7 +1,7 @@
 """The offset-gap guard with a real consumer on a real broker.
 
 Tansu can answer a fetch with a later batch while an earlier one is still being stored
-(soak finding 10; ``platform_streams/runtime/offset_gaps.py``). That race cannot be
+(docs/brokers.md; ``platform_streams/runtime/offset_gaps.py``). That race cannot be
 provoked on demand, so the first test takes the skipped records out of what the consumer
 handed over, exactly as the broker's answer would have left them out, and checks that
 the guard's seek makes the real consumer fetch them again. The second needs no stand-in:

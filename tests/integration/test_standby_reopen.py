@@ -1,6 +1,6 @@
 """A standby task reopened on a changelog partition it had held paused catches up again.
 
-The soak finding (fixed in 17b0f99): under exactly-once a standby task applies a changelog
+Under exactly-once a standby task applies a changelog
 record only once the owner has committed the input it was written for (the ``__ps_src``
 header), and :class:`~platform_streams.runtime.standby.StandbyUpdater` pauses the partition
 while it holds records beyond the committed offsets. librdkafka keeps that pause through

@@ -4,8 +4,9 @@ TopologyTestDriver in Kafka too, parametrized as Kafka's ``data()`` (left join, 
 materialized, rejoin).
 
 Not translated: ``shouldIgnoreOutOfOrderRecordsIffVersioned`` and the versioned-table parameters
-(versioned stores are another branch of issue 15); the ``UniqueTopicSerdeScope`` assertions
-(serdes here take no topic name, so there are no pseudo-topics to check).
+(versioned stores are tested in tests/integration/test_versioned_store.py); the
+``UniqueTopicSerdeScope`` assertions (serdes here take no topic name, so there are no
+pseudo-topics to check).
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def _details(run_dir: Path, lines_per_log: int = 60) -> str:
     for log in sorted(run_dir.glob("*.log")):
         lines = [line[:300] for line in log.read_text(errors="replace").splitlines() if line[:1] != "%"]
         said = [line for line in lines if " WARNING " in line or " ERROR " in line]
-        # and how each log ends, at every level: a stand-still logs no warning (finding 13)
+        # and how each log ends, at every level: a stand-still logs no warning (docs/soak/README.md)
         found += [f"--- {log.name}", *said[:lines_per_log], f"--- {log.name}, last lines", *lines[-25:]]
     return "\n" + "\n".join(found)
 

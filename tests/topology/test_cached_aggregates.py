@@ -1,7 +1,7 @@
 """Aggregates read back through the record cache are what the store's bytes say.
 
 The record cache may keep an aggregate's decoded form beside its bytes so the next record
-of the key skips the decode (``state/wrappers/direct_cache_path.py``, issue 17). Kafka
+of the key skips the decode (``state/wrappers/direct_cache_path.py``). Kafka
 Streams decodes the bytes on every read (``MeteredKeyValueStore.get`` ->
 ``outerValue(bytes)``), so what an aggregator receives is always
 ``deserialize(serialize(aggregate))``, a fresh object. These tests pin that down where a

@@ -1,6 +1,6 @@
 """The direct cache paths send exactly what the layered paths send.
 
-``state/wrappers/direct_flush_path.py`` (issue 17) replaces, for the DSL's usual store stack,
+``state/wrappers/direct_flush_path.py`` replaces, for the DSL's usual store stack,
 the flush that goes entry by entry down the layers (caching -> change-logging -> bytes
 store) and back up to the processor (metered listener -> timestamped store -> ``emit``).
 The layered flush is Kafka Streams' (``CachingKeyValueStore.putAndMaybeForward`` ->

@@ -1,5 +1,5 @@
 """A worker's shared record cache: another cache may take a key-value cache's clean entries,
-never a window cache's (issue 17, session fourteen; state/cache.py ``RecordCache.evict_from``).
+never a window cache's (state/cache.py ``RecordCache.evict_from``).
 
 The windowed table join of Kafka's KStreamWindowAggregateTest.testJoin: table2's store
 expires window A@0 when B@1000 arrives, and only table2's cache still answers it (Kafka's

@@ -1,4 +1,4 @@
-"""The per-record shortcuts of issue 9 (performance) behave exactly like the general code.
+"""The per-record shortcuts (performance) behave exactly like the general code.
 
 Each shortcut replaces a call chain on the hot path; these tests pin that the results, and
 the errors, are the ones the general path gives.

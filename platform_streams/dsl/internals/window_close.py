@@ -94,7 +94,7 @@ class PendingWindows:
     window closes for every key at once, so a bucket is a burst (window_sum: 2,500 windows a
     task and minute), added with one dict store each and emitted sorted by one C ``sorted``
     instead of a heap push and pop of a 3-tuple per window (log n tuple comparisons each;
-    ~6 % of window_sum's stream thread, bench/RESULTS.md issue 17). Emitted in the same
+    ~6 % of window_sum's stream thread, bench/RESULTS.md). Emitted in the same
     order as before: due time, then window start, then key bytes.
     """
 

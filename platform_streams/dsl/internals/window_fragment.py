@@ -12,7 +12,7 @@ replaced and accounted for as the step and ``NamedCache.replace`` do. Whatever i
 cached window of a fixed-width number (a new window, a pending delete, a store with a key
 index, an aggregate that is None) goes to the step, or to ``process`` itself (a None or
 non-``bytes`` key, metrics on). Measured as a bound before it was written: -17 % CPU a
-record of window_sum in process (bench/RESULTS.md, issue 17 session eighteen).
+record of window_sum in process (bench/RESULTS.md).
 """
 
 from __future__ import annotations

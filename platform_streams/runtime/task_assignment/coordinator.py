@@ -232,8 +232,8 @@ class AssignmentCoordinator:
         than a member needs to report) the lowest member that reported places the tasks
         over the members that reported. A member that never reports -- one the broker kept
         in the group after it died, or whose report the broker lost -- would otherwise hold
-        every other member without tasks for as long as the generation lasts (the soak's
-        finding 13).
+        every other member without tasks for as long as the generation lasts (seen in the
+        60-minute soak run, docs/soak/README.md).
         """
         with self._lock:
             final = next(iter(self._assignments.get(pending.generation, [])), None)

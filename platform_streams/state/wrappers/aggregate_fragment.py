@@ -16,8 +16,8 @@ but not cached -- put in the cache clean first, where it fits, so the step reads
 no second time --, a key not cached decoded, a stack with metrics to record, a key that is
 not ``bytes``) calls the step, and an aggregate the cache cannot keep decoded (None: a
 delete; a type not exact) is written by the store's own ``put_timestamped``, as the step's
-tail would. Measured in process: a count -15 % CPU per record (bench/RESULTS.md, issue 17
-session eighteen), count_unique -10 % (session twenty).
+tail would. Measured in process: a count -15 % CPU per record, count_unique -10 %
+(bench/RESULTS.md).
 
 Only for the stack the step serves with raw ``bytes`` keys (the ``Bytes`` key serde) and a
 task context whose stream time the fragment reads.

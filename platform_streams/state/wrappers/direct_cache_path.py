@@ -9,7 +9,7 @@ decode. :func:`direct_cache_path` builds the two calls as closures that do exact
 work and nothing else: the same bytes, the same cache entries and timestamps, the same
 misses read from (and cached from) the store below, so flushes, the changelog and
 evictions are unchanged. Measured on ``bench/stateful_cpu.py --workloads count``: about 8 %
-of a count's CPU per record (bench/RESULTS.md, issue 17).
+of a count's CPU per record (bench/RESULTS.md).
 
 Each call first checks that the layers it skips have nothing to do: no metrics hook on
 the metered layer (latency recording), no hit/miss counting on the caching layer (metrics

@@ -1,6 +1,6 @@
 """The coordinator's choice of assignment and leader (pure logic: no broker).
 
-Why these cases: the 60-minute soak of 2026-11-24 (finding 13, docs/soak/README.md) showed
+Why these cases: the 60-minute soak of 2026-11-24 (docs/soak/README.md) showed
 that generation numbers repeat when a repair deletes and re-creates the group (Tansu starts
 the new group at generation 0 again), that a worker then took tasks from an assignment of
 the *old* group's generation 0, that a client which had led an old generation of that

@@ -120,7 +120,7 @@ def test_offsets_are_saved_in_the_backup_group_before_the_delete(monkeypatch: py
     assert admin.calls == [
         f"write {backup_group('wedged')} [(('in', 0), 5)]",
         "delete wedged",
-        "told the clients: group re-created",  # the old group's assignments void (finding 13)
+        "told the clients: group re-created",  # the old group's assignments void (docs/soak/README.md)
     ]  # nothing written into the re-created group: its members may have committed already
     assert left == ["left"]
 

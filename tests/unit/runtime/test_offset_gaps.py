@@ -1,7 +1,7 @@
 """The offset-gap guard's logic (pure: records are stand-ins with an offset).
 
 The broker behaviour it answers is Tansu's: a fetch that returns a later batch while an
-earlier one is still being stored (soak finding 10); the real-broker side is in
+earlier one is still being stored (docs/brokers.md); the real-broker side is in
 ``tests/integration/test_offset_gap_guard.py``.
 """
 
@@ -62,7 +62,7 @@ def test_a_run_starting_past_the_next_offset_is_dropped_and_the_gap_fetched_agai
     guard: OffsetGapGuard, seeks: list
 ) -> None:
     guard.admit(TP, recs(454, 455, 456))
-    assert guard.admit(TP, recs(460, 461)) == []  # what soak finding 10 lost: 457..459
+    assert guard.admit(TP, recs(460, 461)) == []  # what the soak run lost: 457..459
     assert seeks == [(TP, 457)] and guard.refetches == 1
     assert guard.admit(TP, recs(461, 462)) == []  # a stale run of the same batch: seek again
     assert offsets(guard.admit(TP, recs(457, 458, 459, 460, 461))) == [457, 458, 459, 460, 461]

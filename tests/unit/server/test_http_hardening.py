@@ -1,4 +1,4 @@
-"""The worker HTTP endpoint under hostile or careless clients (issue 13), on the real server.
+"""The worker HTTP endpoint under malicious or careless clients, on the real server.
 
 A client that is not started needs no broker: ``/health/*`` and ``/metrics`` answer, and
 every input check runs before a query would need a running client. The checks that need a

@@ -1,4 +1,4 @@
-"""Entries marked final leave an overflowing record cache first (issue 17, session thirteen).
+"""Entries marked final leave an overflowing record cache first.
 
 ``NamedCache.mark_final`` is how an emit-final windowed aggregation tells the cache which of
 its windows closed. Kafka Streams' ``NamedCache`` evicts by LRU order only, flushing every

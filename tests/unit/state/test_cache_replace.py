@@ -1,4 +1,4 @@
-"""``NamedCache.replace``: the put of an entry the caller has just read (issue 17, session 17).
+"""``NamedCache.replace``: the put of an entry the caller has just read.
 
 The aggregation steps of ``state/wrappers/direct_cache_path.py`` read a cached key's entry
 (which moves it to the end of the LRU order), compute the new aggregate and write it back

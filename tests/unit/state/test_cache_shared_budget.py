@@ -1,4 +1,4 @@
-"""A cache about to flush takes room from another cache's clean entry first (issue 17, session 14).
+"""A cache about to flush takes room from another cache's clean entry first.
 
 Kafka Streams' ``ThreadCache.maybeEvict`` evicts only from the named cache that grew, and a
 cache only shrinks by its own evictions. On a worker that read one partition first (its

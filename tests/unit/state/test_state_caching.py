@@ -195,7 +195,7 @@ def test_merge_sorted() -> None:
 
 
 def test_a_kept_decoded_value_is_charged_and_given_back() -> None:
-    """An entry keeping its decoded form (issue 17) costs DECODED_OVERHEAD_BYTES more while it
+    """An entry keeping its decoded form costs DECODED_OVERHEAD_BYTES more while it
     does: replacing it by a plain put, evicting or removing it gives the bytes back. A key's
     first put keeps no decoded form (a key seen once would pay for it and never read it)."""
     cache = RecordCache(max_bytes=10_000)
