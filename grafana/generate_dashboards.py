@@ -584,6 +584,45 @@ def overview() -> dict[str, Any]:
             ],
         ),
         Row(
+            "Async processors",
+            [
+                series(
+                    "Async records in flight",
+                    gauge,
+                    "kafka_streams_async_in_flight",
+                    "instance",
+                    "Records each process's async processors hold: calls running and records "
+                    "waiting behind an earlier record of their key (max_in_flight bounds it; "
+                    "docs/async-processing.md).",
+                ),
+                Panel(
+                    "Async calls / s",
+                    [
+                        q(rate(f"kafka_streams_async_{name}_total", "instance"), "{{instance}} " + legend)
+                        for name, legend in (
+                            ("calls_completed", "completed"),
+                            ("calls_failed", "failed"),
+                            ("call_retries", "retries"),
+                        )
+                    ],
+                    unit="ops",
+                    description="Calls that returned, calls that still failed after their retries (the "
+                    "exception handler then decides), and attempts made again.",
+                ),
+                latency_panel(
+                    "Async call latency",
+                    "kafka_streams_async_call_latency_seconds",
+                    "One call, all its attempts included: the I/O the async processors wait for.",
+                ),
+                latency_panel(
+                    "Async queue wait",
+                    "kafka_streams_async_queue_wait_seconds",
+                    "From a record's arrival at an async processor to its call's start: time spent "
+                    "behind an earlier record of the same key (a hot key shows here).",
+                ),
+            ],
+        ),
+        Row(
             "Process",
             [
                 Panel(

@@ -22,6 +22,7 @@ from typing import Literal
 
 from platform_streams.metrics.histogram import E2E_LATENCY_BUCKETS_S, LATENCY_BUCKETS_S, RECORD_COUNT_BUCKETS
 from platform_streams.metrics.librdkafka import STATISTICS
+from platform_streams.processor.async_runtime import DURATION_BOUNDS_S
 
 __all__ = [
     "BASE_LABELS",
@@ -179,6 +180,23 @@ CATALOG: tuple[MetricSpec, ...] = (
        "(task_assignor=state_aware).", ()),
     _m("client_probing_rebalances", "counter", _OURS, "",
        "Probing rebalances this client started as leader, to move tasks to warmed-up clients.", ()),
+    _m("async_in_flight", "gauge", _OURS, "",
+       "Records the process's async processors hold: calls running, and records waiting behind "
+       "an earlier record of their key (docs/async-processing.md).", ()),
+    _m("async_calls_completed", "counter", _OURS, "",
+       "Async processor calls that returned (after retries).", ()),
+    _m("async_calls_failed", "counter", _OURS, "",
+       "Async processor calls that still failed after their retries (then the exception handler "
+       "decides).", ()),
+    _m("async_call_retries", "counter", _OURS, "",
+       "Attempts of async processor calls made again after a failure or a timeout.", ()),
+    _m("async_call_timeouts", "counter", _OURS, "",
+       "Attempts of async processor calls that exceeded their timeout.", ()),
+    _m("async_queue_wait_seconds", "histogram", _OURS, "",
+       "Time from a record's arrival at an async processor to its call's start (waiting behind "
+       "an earlier record of the same key).", (), buckets=DURATION_BOUNDS_S),
+    _m("async_call_latency_seconds", "histogram", _OURS, "",
+       "Time of one async processor call, all its attempts included.", (), buckets=DURATION_BOUNDS_S),
     # -- thread (worker) ----------------------------------------------------------------------
     _m("thread_state", "stateset", _THREAD_G, "thread-state",
        "The worker's state (1 for the current state).", (*_THREAD, "state")),

@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from platform_streams.metrics.catalog import BASE_LABELS, ROCKSDB_PROPERTIES, Level, MetricSpec, by_name
 from platform_streams.metrics.histogram import Histogram
 from platform_streams.metrics.topic_metrics import TopicNodes, add_topic_series
+from platform_streams.processor.async_runtime import AsyncRuntime, Durations
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import RuntimeView, WorkerState
 
@@ -79,6 +80,14 @@ def _new_family(spec: MetricSpec) -> Metric:
     if spec.kind == "info":
         return InfoMetricFamily(spec.name, spec.help, labels=list(BASE_LABELS))
     return GaugeMetricFamily(spec.name, spec.help, labels=labels)
+
+
+def _histogram(durations: Durations) -> Histogram:
+    """The async runtime's bucket counts as a :class:`Histogram` (same bounds), for the scrape."""
+    hist = Histogram(durations.bounds)
+    hist.counts = list(durations.counts)
+    hist.sum = durations.sum
+    return hist
 
 
 class StreamsCollector(Collector):
@@ -148,6 +157,23 @@ class StreamsCollector(Collector):
                     "kafka_streams_client_rebalance_latency_seconds", [], coordinator.rebalance_latencies[-1]
                 )
             fams.add("kafka_streams_client_probing_rebalances", [], coordinator.probing_rebalances)
+        StreamsCollector._async(fams)
+
+    @staticmethod
+    def _async(fams: _Families) -> None:
+        """The process's async processors (one runtime per process: every client of the process
+        reports the same figures); nothing before the first async processor started one."""
+        runtime = AsyncRuntime.current()
+        if runtime is None:
+            return
+        stats = runtime.stats
+        fams.add("kafka_streams_async_in_flight", [], runtime.in_flight)
+        fams.add("kafka_streams_async_calls_completed", [], stats.completed)
+        fams.add("kafka_streams_async_calls_failed", [], stats.failed)
+        fams.add("kafka_streams_async_call_retries", [], stats.retried)
+        fams.add("kafka_streams_async_call_timeouts", [], stats.timed_out)
+        fams.histogram("kafka_streams_async_queue_wait_seconds", [], _histogram(stats.queue_wait))
+        fams.histogram("kafka_streams_async_call_latency_seconds", [], _histogram(stats.call_latency))
 
     def _thread(self, fams: _Families, rec: ThreadRecorder) -> None:
         worker = rec.worker

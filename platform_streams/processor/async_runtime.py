@@ -160,6 +160,11 @@ class AsyncRuntime:
                     runtime = cls._shared = AsyncRuntime()
         return runtime
 
+    @classmethod
+    def current(cls) -> AsyncRuntime | None:
+        """The process's runtime if one was started (the metrics never start one)."""
+        return cls._shared
+
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()

@@ -11,6 +11,7 @@ be one the worker exports on ``/metrics``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import subprocess
@@ -69,10 +70,16 @@ class Live:
     exported: set[str]
 
 
+async def _looked_up(value: object) -> None:
+    """An I/O call of an async processor."""
+    await asyncio.sleep(0.001)
+
+
 def _count_app(source: str, sink: str) -> StreamsBuilder:
     builder = StreamsBuilder()
     stream = builder.stream(source, Consumed(key_serde=S, value_serde=J))
     stream.process(Ticking)  # the punctuate panels
+    stream.foreach_async(_looked_up)  # the async processor panels
     (
         stream.group_by_key()
         .count(materialized=Materialized.as_("counts"))
