@@ -143,13 +143,13 @@ class SupplierStoreBuilder(StoreBuilder[S]):
 
     def build(self) -> S:
         store: Any = self.supplier.get()
-        cached = self._caching and self.caching_layer is not None
+        caching_layer = self.caching_layer if self._caching else None
         if self._logging:
             store = self.logging_layer(store)
-            if not cached and isinstance(store, ChangeLoggingKeyValueStore):
+            if caching_layer is None and isinstance(store, ChangeLoggingKeyValueStore):
                 store.stamp_records(values_timestamped=self.timestamped)
-        if cached:
-            store = self.caching_layer(store)
+        if caching_layer is not None:
+            store = caching_layer(store)
         return self._metered(store)
 
     @abstractmethod

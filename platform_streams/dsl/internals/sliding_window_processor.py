@@ -36,6 +36,24 @@ if TYPE_CHECKING:
 __all__ = ["SlidingWindowAggregateProcessor"]
 
 
+class _Found:
+    """What a walk over a record's windows found (Kafka's locals of ``processInOrder`` and
+    ``processReverse``, handed to ``createWindows``)."""
+
+    __slots__ = ("left_agg", "left_exists", "previous_ts", "right_agg", "right_exists", "starts")
+
+    def __init__(self) -> None:
+        self.starts: set[int] = set()
+        #: the aggregate of the latest window ending before the record
+        self.left_agg: ValueAndTimestamp | None = None
+        #: the aggregate of a window holding the record and records after it
+        self.right_agg: ValueAndTimestamp | None = None
+        self.left_exists = False
+        self.right_exists = False
+        #: the timestamp of the latest record before this one
+        self.previous_ts: int | None = None
+
+
 class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
     """One record updates/creates at most its left window, right window and the previous right window."""
 
@@ -90,66 +108,34 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
 
     # -- the algorithm (Kafka Streams' processInOrder / processEarly / createWindows) ----------
 
-    def _process_in_order(self, key: Any, value: Any, ts: int, close: int) -> None:
-        diff = self.diff
-        starts: set[int] = set()
-        left_agg: ValueAndTimestamp | None = None
-        right_agg: ValueAndTimestamp | None = None
-        left_exists = right_exists = False
-        previous_ts: int | None = None
-        windows = list(self.store.fetch_between_timestamped(key, max(0, ts - 2 * diff), ts + 1))
-        for start, vat in windows:
-            starts.add(start)
-            end = start + diff
-            if end < ts:
-                left_agg = vat
-                previous_ts = vat.timestamp
-            elif end == ts:
-                left_exists = True
-                if vat.timestamp < ts:
-                    previous_ts = vat.timestamp
-                self._update(key, value, ts, start, vat, close, new=False)
-            elif start <= ts:
-                right_agg = vat
-                self._update(key, value, ts, start, vat, close, new=False)
-            elif start == ts + 1:
-                right_exists = True
-            else:  # pragma: no cover - the fetch bounds exclude it
-                raise AssertionError(f"unexpected sliding window starting at {start} for a record at {ts}")
-        self._create_windows(
-            key, value, ts, close, starts, left_agg, right_agg, left_exists, right_exists, previous_ts
+    def _windows_around(self, key: Any, ts: int, *, backward: bool) -> list[tuple[int, ValueAndTimestamp]]:
+        """The key's windows starting in ``[ts - 2d, ts + 1]`` (``+ 1``: the record's right window)."""
+        return list(
+            self.store.fetch_between_timestamped(key, max(0, ts - 2 * self.diff), ts + 1, backward=backward)
         )
 
-    def _create_windows(
-        self,
-        key: Any,
-        value: Any,
-        ts: int,
-        close: int,
-        starts: set[int],
-        left_agg: ValueAndTimestamp | None,
-        right_agg: ValueAndTimestamp | None,
-        left_exists: bool,
-        right_exists: bool,
-        previous_ts: int | None,
-    ) -> None:
-        """Kafka's ``createWindows``: the previous record's right window, the record's left
-        window, then its right window, each only when missing and not empty."""
+    def _process_in_order(self, key: Any, value: Any, ts: int, close: int) -> None:
         diff = self.diff
-        if previous_ts is not None:
-            prev_right = previous_ts + 1
-            if prev_right not in starts and prev_right + diff >= ts:
-                self._update(
-                    key, value, ts, prev_right, ValueAndTimestamp(self.params.initializer(), ts), close
-                )
-        if not left_exists:
-            if previous_ts is not None and ts - diff <= previous_ts and left_agg is not None:
-                seed = ValueAndTimestamp(left_agg.value, ts)
-            else:
-                seed = ValueAndTimestamp(self.params.initializer(), ts)
-            self._update(key, value, ts, ts - diff, seed, close)
-        if not right_exists and right_agg is not None and right_agg.timestamp > ts:
-            self._create_right_window(key, ts, right_agg)
+        found = _Found()
+        for start, vat in self._windows_around(key, ts, backward=False):
+            found.starts.add(start)
+            end = start + diff
+            if end < ts:
+                found.left_agg = vat
+                found.previous_ts = vat.timestamp
+            elif end == ts:
+                found.left_exists = True
+                if vat.timestamp < ts:
+                    found.previous_ts = vat.timestamp
+                self._update(key, value, ts, start, vat, close, new=False)
+            elif start <= ts:
+                found.right_agg = vat
+                self._update(key, value, ts, start, vat, close, new=False)
+            elif start == ts + 1:
+                found.right_exists = True
+            else:  # pragma: no cover - the fetch bounds exclude it
+                raise AssertionError(f"unexpected sliding window starting at {start} for a record at {ts}")
+        self._create_windows(key, value, ts, close, found)
 
     def _process_reverse(self, key: Any, value: Any, ts: int, close: int) -> None:
         """Kafka's ``processReverse``: the key's windows newest first, so the windows after the
@@ -157,34 +143,47 @@ class SlidingWindowAggregateProcessor(WindowAggregateProcessor):
         before the record (the previous record's aggregate) -- or, when the record's left window
         already holds a record at or after it, right there, creating nothing."""
         diff = self.diff
-        starts: set[int] = set()
-        left_agg: ValueAndTimestamp | None = None
-        right_agg: ValueAndTimestamp | None = None
-        left_exists = right_exists = False
-        previous_ts: int | None = None
-        windows = self.store.fetch_between_timestamped(key, max(0, ts - 2 * diff), ts + 1, backward=True)
-        for start, vat in list(windows):
-            starts.add(start)
+        found = _Found()
+        for start, vat in self._windows_around(key, ts, backward=True):
+            found.starts.add(start)
             end = start + diff
             if start == ts + 1:
-                right_exists = True
+                found.right_exists = True
             elif end > ts:
-                if right_agg is None:
-                    right_agg = vat
+                if found.right_agg is None:
+                    found.right_agg = vat
                 self._update(key, value, ts, start, vat, close, new=False)
             elif end == ts:
-                left_exists = True
+                found.left_exists = True
                 self._update(key, value, ts, start, vat, close, new=False)
                 if vat.timestamp >= ts:
                     return
-                previous_ts = vat.timestamp
+                found.previous_ts = vat.timestamp
             else:
-                left_agg = vat
-                previous_ts = vat.timestamp
+                found.left_agg = vat
+                found.previous_ts = vat.timestamp
                 break
-        self._create_windows(
-            key, value, ts, close, starts, left_agg, right_agg, left_exists, right_exists, previous_ts
-        )
+        self._create_windows(key, value, ts, close, found)
+
+    def _create_windows(self, key: Any, value: Any, ts: int, close: int, found: _Found) -> None:
+        """Kafka's ``createWindows``: the previous record's right window, the record's left
+        window, then its right window, each only when missing and not empty."""
+        diff = self.diff
+        previous_ts, left_agg, right_agg = found.previous_ts, found.left_agg, found.right_agg
+        if previous_ts is not None:
+            prev_right = previous_ts + 1
+            if prev_right not in found.starts and prev_right + diff >= ts:
+                self._update(
+                    key, value, ts, prev_right, ValueAndTimestamp(self.params.initializer(), ts), close
+                )
+        if not found.left_exists:
+            if previous_ts is not None and ts - diff <= previous_ts and left_agg is not None:
+                seed = ValueAndTimestamp(left_agg.value, ts)
+            else:
+                seed = ValueAndTimestamp(self.params.initializer(), ts)
+            self._update(key, value, ts, ts - diff, seed, close)
+        if not found.right_exists and right_agg is not None and right_agg.timestamp > ts:
+            self._create_right_window(key, ts, right_agg)
 
     def _process_early(self, key: Any, value: Any, ts: int, close: int) -> None:
         combined: tuple[int, ValueAndTimestamp] | None = None
