@@ -162,6 +162,7 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         self._refetch = False
         self._fetch_from: dict[tuple[str, int], int | None] = {}
         self._follow_up_of: int | None = None
+        self._recreations_seen = 0
         #: deletes consumed repartition records after commits (brokers with DeleteRecords)
         self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None

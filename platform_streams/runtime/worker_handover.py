@@ -78,6 +78,8 @@ class CooperativeHandover:
         _commits_held: bool
         #: the generation whose assignment this member released tasks of (its follow-up)
         _follow_up_of: int | None
+        #: the coordinator's count of group re-creations this member has acted on
+        _recreations_seen: int
         _refetch: bool
         _fetch_from: dict[TP, int | None]
 
@@ -192,6 +194,8 @@ class CooperativeHandover:
         generation); a rejoin under a new member id makes it rebalance.
         """
         assert self._coordinator is not None
+        if self._coordinator.recreations != self._recreations_seen:
+            self._group_recreated()
         keep, release = set(tasks), {t for t in revoking if t in self.tasks}
         dropped = set(self.tasks) - keep - release
         if revoking and not release and self._follow_up_of == generation:
@@ -232,6 +236,19 @@ class CooperativeHandover:
             )
             self._follow_up_of = generation
             self._coordinator.resubscribe(self.subscribed, self._subscribe)
+
+    def _group_recreated(self) -> None:
+        """A wedge repair deleted the group and created it again (runtime/rebalance_wait.py):
+        its committed offsets are gone, and a kept task commits only the partitions that
+        progressed, so one without new input would never be committed in the new group.
+        Every kept task commits all its partitions again at its next commit, as a task
+        started after the repair commits the saved offsets (``StreamTask.recommit``)."""
+        assert self._coordinator is not None
+        self._recreations_seen = self._coordinator.recreations
+        self._follow_up_of = None  # generation numbers start again
+        for task in self.tasks.values():
+            for tp, offset in task.committed.items():
+                task.recommit.setdefault(tp, offset)
 
     def _rejoin_as_new_member(self) -> None:
         """Leave the subscription and join again: librdkafka rejoins without its member id,
