@@ -51,6 +51,7 @@ from platform_streams.kafka import (
     group_membership,
     is_denied,
 )
+from platform_streams.processor.async_processing import calls_in_flight
 from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
@@ -87,6 +88,8 @@ log = logging.getLogger(__name__)
 
 #: records taken from librdkafka per poll
 _BATCH = 5000
+#: the idle poll's wait while async processors have calls in flight, seconds
+_ASYNC_POLL_S = 0.005
 
 
 #: worker states in which the consumer is in the group but holds no assignment yet
@@ -487,8 +490,10 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         messages: list[Any] = consumer.consume(_BATCH, 0)
         if messages or self._input.backlog():
             return messages
+        # async processors' calls in flight: come back soon to forward what completes
+        wait_s = _ASYNC_POLL_S if calls_in_flight(self.tasks.values()) else self._poll_s
         with self.store_guard.released():
-            first = consumer.poll(self._poll_s)
+            first = consumer.poll(wait_s)
         if first is None:
             return []
         return [first, *consumer.consume(_BATCH - 1, 0)]
