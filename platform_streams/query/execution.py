@@ -71,7 +71,7 @@ def _dispatch(store: Any, query: Query | None, limit: int | None) -> Any:
     if versioned is not None:
         # Kafka's versioned stores answer only the versioned queries (KIP-960/968)
         if isinstance(query, queries.VersionedKeyQuery):
-            return versioned.get(query.key, query.as_of_timestamp)
+            return versioned.get(query.key, query.as_of_timestamp, with_valid_to=True)
         if isinstance(query, queries.MultiVersionedKeyQuery):
             time_from = _MIN_TIME if query.from_time is None else query.from_time
             time_to = _MAX_TIME if query.to_time is None else query.to_time

@@ -141,8 +141,14 @@ class MeteredVersionedKeyValueStore(MeteredStore):
         self._record("delete", start)
         return self._record_of(old)
 
-    def get(self, key: Any, as_of_timestamp: int | None = None) -> VersionedRecord | None:
-        """The latest version, or the one valid at ``as_of_timestamp``."""
+    def get(
+        self, key: Any, as_of_timestamp: int | None = None, *, with_valid_to: bool = False
+    ) -> VersionedRecord | None:
+        """The latest version, or the one valid at ``as_of_timestamp``: its value and timestamp.
+
+        As in Kafka, the store's own ``get`` leaves ``valid_to`` unset (its
+        MeteredVersionedKeyValueStore reads through a ValueAndTimestamp); an interactive
+        ``VersionedKeyQuery`` asks ``with_valid_to`` (Kafka's ``runVersionedKeyQuery`` keeps it)."""
         start = perf_counter_ns()
         raw_key = self._raw_key(key)
         store = self.bytes_store
@@ -152,6 +158,8 @@ class MeteredVersionedKeyValueStore(MeteredStore):
             found = None if latest is None else (latest[0], latest[1], None)
         else:
             found = store.get_as_of(raw_key, as_of_timestamp)
+            if found is not None and not with_valid_to:
+                found = (found[0], found[1], None)
         self._record("get", start)
         return self._record_of(found)
 

@@ -32,7 +32,11 @@ def request(
 ) -> dict[str, Any]:
     """The request both sides answer for one case."""
     entry = CATALOGUE[name]
-    store = {"name": entry.store[0], "kind": entry.store[1], "keys": KEYS} if entry.store else None
+    store: dict[str, Any] | None = None
+    if entry.store:
+        store = {"name": entry.store[0], "kind": entry.store[1], "keys": KEYS}
+        if entry.store[1] == "versioned":  # probe times: every record's time, and the end of time
+            store["as_of"] = sorted({step[4] for step in steps if step[0] == "p"} | {2**62})
     return {"topology": name, "params": params, "steps": steps, "store": store, "describe": describe}
 
 

@@ -67,7 +67,7 @@ class Entry:
     build: Callable[[str, Params], Topology]
     inputs: tuple[str, ...]
     params: tuple[str, ...] = ()
-    store: tuple[str, str] | None = None  # (name, "kv" | "window" | "session")
+    store: tuple[str, str] | None = None  # (name, "kv" | "window" | "session" | "versioned")
     key_serde: Callable[[Params], Serde] = lambda params: S
     value_serde: Serde = S
 
@@ -334,8 +334,8 @@ CATALOGUE: dict[str, Entry] = {
     "tablegroup_reduce": Entry(_tablegroup, ("tbl",), store=("tagg", "kv")),
     "tablegroup_count": Entry(_tablegroup, ("tbl",), store=("tagg", "kv"), value_serde=L),
     "tablesource": Entry(_tablesource, ("tbl",), store=("src", "kv")),
-    "vtable_source": Entry(_vtable, ("tbl",)),
+    "vtable_source": Entry(_vtable, ("tbl",), store=("vsrc", "versioned")),
     "vtable_ops": Entry(_vtable, ("tbl",)),
     "vtable_count": Entry(_vtable, ("tbl",), store=("tagg", "kv"), value_serde=L),
-    "vtable_join": Entry(_vtable, ("in", "tbl")),
+    "vtable_join": Entry(_vtable, ("in", "tbl"), store=("vsrc", "versioned")),
 }

@@ -53,7 +53,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         answer["out"] = records
         store = request.get("store")
         if store:
-            answer["store"] = _read_store(driver, store["name"], store["kind"])
+            answer["store"] = _read_store(driver, store["name"], store["kind"], store.get("as_of", []))
     shutil.rmtree(state_dir, ignore_errors=True)
     return answer
 
@@ -62,7 +62,18 @@ def _hex(data: bytes | None) -> str | None:
     return None if data is None else data.hex()
 
 
-def _read_store(driver: TopologyTestDriver, name: str, kind: str) -> list[list[Any]]:
+def _read_store(driver: TopologyTestDriver, name: str, kind: str, as_of: list[int]) -> list[list[Any]]:
+    if kind == "versioned":  # each key's version as of each probe time (Oracle.java's readStore)
+        versioned = driver.get_versioned_key_value_store(name)
+        rows_at: list[list[Any]] = []
+        for key in KEYS:
+            for time in as_of:
+                version = versioned.get(key, time)
+                if version is None:
+                    rows_at.append([key, time, None, None, None])
+                else:
+                    rows_at.append([key, time, version.value, version.timestamp, version.valid_to])
+        return rows_at
     store = driver.get_state_store(name)
     if kind == "kv":
         return [[key, value] for key, value in store.all()]

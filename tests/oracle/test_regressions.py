@@ -62,6 +62,19 @@ CASES: list[Any] = [
         id="sliding-out-of-order-update-order",
     ),
     pytest.param(
+        # a versioned store read as of a time gives the value and timestamp, never validTo
+        # (Kafka's MeteredVersionedKeyValueStore.get goes through ValueAndTimestamp); only an
+        # interactive query's VersionedRecord carries validTo
+        "vtable_source",
+        {},
+        [["p", "tbl", "a", "1", 10], ["p", "tbl", "a", "2", 20], ["p", "tbl", "a", "0", 15]],
+        [("a", "1", 10), ("a", "2", 20), ("a", "0", 15)],
+        [["a", 10, "1", 10, None], ["a", 15, "0", 15, None], ["a", 20, "2", 20, None]]
+        + [["a", 2**62, "2", 20, None]]
+        + [[key, time, None, None, None] for key in ("b", "c") for time in (10, 15, 20, 2**62)],
+        id="versioned-store-get-as-of-has-no-valid-to",
+    ),
+    pytest.param(
         "sliding_suppress",
         {"size": 1, "grace": 0},
         [["p", "in", "a", "0", t] for t in (1, 2, 3, 3, 5)],

@@ -34,6 +34,8 @@ import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.WindowStoreIterator;
 import org.apache.kafka.streams.test.TestRecord;
@@ -126,7 +128,10 @@ public final class Oracle {
             if (store.isObject()) {
                 List<String> keys = new ArrayList<>();
                 store.path("keys").forEach(key -> keys.add(key.asText()));
-                answer.put("store", readStore(driver, store.get("name").asText(), store.get("kind").asText(), keys));
+                List<Long> asOf = new ArrayList<>();
+                store.path("as_of").forEach(time -> asOf.add(time.asLong()));
+                answer.put("store", readStore(driver, store.get("name").asText(), store.get("kind").asText(), keys,
+                    asOf));
             }
         } finally {
             Utils.delete(stateDir.toFile());
@@ -151,13 +156,26 @@ public final class Oracle {
 
     /** A key-value store's entries; a window or session store's windows of {@code keys}, read
      * as interactive queries do (a window fetch applies the store's retention). */
-    private static List<Object> readStore(TopologyTestDriver driver, String name, String kind, List<String> keys) {
+    private static List<Object> readStore(TopologyTestDriver driver, String name, String kind, List<String> keys,
+                                          List<Long> asOf) {
         List<Object> rows = new ArrayList<>();
         switch (kind) {
             case "kv" -> {
                 KeyValueStore<String, Object> store = driver.getKeyValueStore(name);
                 try (KeyValueIterator<String, Object> it = store.all()) {
                     it.forEachRemaining(kv -> rows.add(List.of(kv.key, kv.value)));
+                }
+            }
+            case "versioned" -> {
+                // each key's version as of each probe time: value, timestamp and validTo
+                VersionedKeyValueStore<String, Object> store = driver.getVersionedKeyValueStore(name);
+                for (String key : keys) {
+                    for (long time : asOf) {
+                        VersionedRecord<Object> version = store.get(key, time);
+                        rows.add(version == null ? Arrays.asList(key, time, null, null, null)
+                            : Arrays.asList(key, time, version.value(), version.timestamp(),
+                                version.validTo().orElse(null)));
+                    }
                 }
             }
             case "window" -> {
