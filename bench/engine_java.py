@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.common import RunSpec, Timer
+from bench.common import GROUP_TIMING, RunSpec, Timer
 from bench.workloads import Workload
 
 ORACLE_DIR = Path(__file__).resolve().parent.parent / "tools" / "kafka-streams-oracle"
@@ -45,6 +45,7 @@ def run(workload: Workload, spec: RunSpec, timer: Timer) -> dict[str, Any]:
         "kind": workload.kind,
         "guarantee": "exactly_once_v2" if workload.exactly_once else "at_least_once",
         "commit_interval_ms": workload.commit_interval_ms,
+        "group_timing": GROUP_TIMING,
     }
     proc = subprocess.run(
         ["java", "-cp", ensure_built(), "io.platformstreams.oracle.Bench", json.dumps(request)],

@@ -3,10 +3,17 @@
     python bench/latency.py                                   # embedded broker, every cell
     python bench/latency.py --seconds 12 --rates 10,50,90 --engines raw_confluent,platform_streams
     python bench/latency.py --workloads filter_map_json,count_eos_100ms
+    python bench/latency.py --rate-base raw                   # every engine at % of the raw loop's max
 
-First the raw loop's maximum is measured on this broker, now (``filter_map_json`` over
-``--max-records`` records, as bench/run.py times it). Then, per (workload, engine), one
-engine child (the same ``bench/engine_*.py`` app bench/run.py measures) runs on a fresh
+First each engine's maximum rate on each workload is measured on this broker, now
+(``--rate-base engine``, the default): the engine child processes ``--max-sizes`` inputs
+(two sizes) and its maximum is the steady-state rate between them, ``(B - A) / (wall(B) -
+wall(A))``, which leaves out every engine's start-up (the JVM's JIT above all, which would
+make a short run's rate a fraction of Java Kafka Streams' real maximum). With ``--rate-base
+raw`` (the earlier setting) the raw loop's ``filter_map_json`` rate over ``--max-records``
+is every engine's base. Then, per (workload, engine), one
+engine child (the same ``bench/engine_*.py`` app bench/run.py measures; ``kafka_streams`` is
+Java Kafka Streams in a JVM under it, stopped with it) runs on a fresh
 input topic while a producer process writes orders at ``--rates`` percent of that maximum,
 ``--seconds`` per rate, one rate after the other with a pause between them that lets the
 previous rate's outputs drain. Every record's timestamp (and its ``ts`` field) is its send
@@ -32,6 +39,7 @@ import argparse
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -206,6 +214,7 @@ def measure(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group: the kafka_streams JVM is stopped with it
     )
     ctx = multiprocessing.get_context("spawn")
     ready, phases_q = ctx.Event(), ctx.Queue()
@@ -251,8 +260,8 @@ def measure(
                     ready.set()
             if child.poll() is not None:
                 raise RuntimeError(f"{engine} on {workload_name} exited: {child.stderr.read()[-3000:]}")  # type: ignore[union-attr]
-            if not ready.is_set() and time.monotonic() - started > 180:
-                raise RuntimeError(f"{engine} on {workload_name}: no output after 180 s")
+            if not ready.is_set() and time.monotonic() - started > 300:  # a JVM on a busy machine
+                raise RuntimeError(f"{engine} on {workload_name}: no output after 300 s")
             while not phases_q.empty():
                 item = phases_q.get()
                 if item is None:
@@ -264,11 +273,11 @@ def measure(
                 break
     finally:
         reader.close()
-        child.terminate()
+        _stop_group(child, signal.SIGTERM)
         try:
             child.wait(20)
         except subprocess.TimeoutExpired:
-            child.kill()
+            _stop_group(child, signal.SIGKILL)
             child.wait()
         producer.join(30)
         if producer.is_alive():
@@ -296,6 +305,73 @@ def measure(
     return cells
 
 
+def _stop_group(child: subprocess.Popen[str], sig: signal.Signals) -> None:
+    """Signal the child's process group (the child and, for kafka_streams, its JVM)."""
+    try:
+        os.killpg(child.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _timed_run(spec: RunSpec, python: str) -> float:
+    """Wall seconds of one measured run of ``spec`` (the latency child: it knows the
+    latency-only workloads), from assignment to every input record processed."""
+    proc = subprocess.run(
+        [python, "-m", "bench.latency_child", orjson.dumps(asdict(spec)).decode()],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{spec.engine} maximum run failed: {proc.stderr[-3000:]}")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    return float(orjson.loads(lines[-1])["wall_s"])
+
+
+def engine_maximum(
+    bootstrap: str,
+    admin: KafkaAdmin,
+    engine: str,
+    python: str,
+    workload_name: str,
+    sizes: list[int],
+    inputs: dict[tuple[str, int], Any],
+    partitions: int,
+) -> float:
+    """``engine``'s steady-state records/s on ``workload_name``: the records between the
+    smallest and the largest of ``sizes`` over the wall time between their runs."""
+    walls = []
+    workload = ALL_WORKLOADS[workload_name]
+    for records in (sizes[0], sizes[-1]):
+        source = inputs.get((workload.input.name, records))
+        if source is None:
+            source = inputs[(workload.input.name, records)] = produce_input(
+                bootstrap, admin, workload.input, records, partitions
+            )
+        app_id = f"bench-latency-max-{engine}-{uuid.uuid4().hex[:8]}"
+        admin.create_topics([TopicSpec(f"{app_id}-out", partitions)])
+        with tempfile.TemporaryDirectory(prefix="ps-bench-latency-") as state_dir:
+            spec = RunSpec(
+                workload_name,
+                engine,
+                bootstrap,
+                source.topic,
+                f"{app_id}-out",
+                records,
+                state_dir,
+                app_id,
+                input_ends={str(p): end for p, end in source.ends.items()},
+            )
+            walls.append(_timed_run(spec, python))
+        admin.delete_topics([t for t in admin.list_topics() if app_id in t])
+    spent = walls[1] - walls[0]
+    if spent <= 0:
+        raise RuntimeError(f"{engine} on {workload_name}: no steady-state rate (walls {walls})")
+    return (sizes[-1] - sizes[0]) / spent
+
+
 def raw_maximum(bootstrap: str, admin: KafkaAdmin, records: int, partitions: int) -> float:
     """The raw loop's records/s on ``filter_map_json`` over ``records`` inputs, now."""
     source = produce_input(bootstrap, admin, ORDERS, records, partitions)
@@ -318,10 +394,11 @@ def raw_maximum(bootstrap: str, admin: KafkaAdmin, records: int, partitions: int
     return result.records_per_s
 
 
-def table(cells: list[Cell]) -> str:
+def table(cells: list[Cell], base: str = "raw") -> str:
     raw = {(c.workload, c.phase.percent): c for c in cells if c.engine == "raw_confluent"}
     lines = [
-        "| workload | rate (% of raw max) | engine | target/s | sent/s | outputs | p50 ms | p99 ms "
+        f"| workload | rate (% of {'raw' if base == 'raw' else 'own'} max) | engine | target/s | sent/s "
+        "| outputs | p50 ms | p99 ms "
         "| p999 ms | p99 vs raw | goal p99 <= 2x raw | load |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
@@ -348,7 +425,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rates", default="10,50,90", help="percent of the raw loop's maximum")
     parser.add_argument("--max-records", type=int, default=300_000, help="input of the maximum's run")
     parser.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS))
-    parser.add_argument("--engines", default="raw_confluent,quixstreams,platform_streams")
+    parser.add_argument("--engines", default="raw_confluent,platform_streams,kafka_streams")
+    parser.add_argument(
+        "--rate-base",
+        choices=["engine", "raw"],
+        default="engine",
+        help="rates as % of each engine's own maximum on the workload, or of the raw loop's",
+    )
+    parser.add_argument(
+        "--max-sizes", default="100000,400000", help="the two input sizes of an engine's maximum"
+    )
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--bootstrap", default=os.environ.get("PLATFORM_STREAMS_BOOTSTRAP_SERVERS") or None)
     args = parser.parse_args(argv)
@@ -362,16 +448,28 @@ def main(argv: list[str] | None = None) -> int:
         pythons["quixstreams"] = ensure_quix_python()
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}", flush=True)
     cells: list[Cell] = []
+    percents = [int(p) for p in args.rates.split(",")]
+    sizes = sorted(int(n) for n in args.max_sizes.split(","))
+    inputs: dict[tuple[str, int], Any] = {}
     with broker(args.bootstrap) as bootstrap, KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
-        maximum = raw_maximum(bootstrap, admin, args.max_records, args.partitions)
-        rates = [(int(p), maximum * int(p) / 100) for p in args.rates.split(",")]
-        print(
-            f"raw loop maximum (filter_map_json, {args.max_records:,} records): {maximum:,.0f} records/s",
-            flush=True,
-        )
+        if args.rate_base == "raw":
+            maximum = raw_maximum(bootstrap, admin, args.max_records, args.partitions)
+            raw_rates = [(p, maximum * p / 100) for p in percents]
+            print(
+                f"raw loop maximum (filter_map_json, {args.max_records:,} records): {maximum:,.0f} records/s",
+                flush=True,
+            )
         for name in names:
             for engine in engines:
                 try:
+                    if args.rate_base == "raw":
+                        rates = raw_rates
+                    else:
+                        own = engine_maximum(
+                            bootstrap, admin, engine, pythons[engine], name, sizes, inputs, args.partitions
+                        )
+                        rates = [(p, own * p / 100) for p in percents]
+                        print(f"  {name} {engine}: maximum {own:,.0f} records/s (steady state)", flush=True)
                     done = measure(bootstrap, admin, engine, pythons[engine], name, rates, args)
                 except RuntimeError as exc:
                     print(f"  {name} {engine}: FAILED {exc}", flush=True)
@@ -385,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
     print()
-    print(table(cells))
+    print(table(cells, args.rate_base))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -1,6 +1,8 @@
-"""Scale-out benchmark: the same application in 1 and in 2 worker processes.
+"""Scale-out benchmark: the same application in 1, 2 and 4 worker processes (and Java Kafka
+Streams with 1, 2 and 4 stream threads).
 
     python bench/scale_out.py                                  # embedded broker, 2M records
+    python bench/scale_out.py --processes 1,2,4 --engines platform_streams,kafka_streams
     python bench/scale_out.py --records 1000000 --workloads filter_map_json,count_eos_100ms
     PLATFORM_STREAMS_BOOTSTRAP_SERVERS=host:9092 python bench/scale_out.py
 
@@ -15,11 +17,18 @@ per worker commit (every second under at-least-once here), so a rate taken from 
 end points alone is off by up to a commit interval over a window of a few seconds; the fit
 averages the steps out. Group joins,
 rebalances and the first and last commit intervals are outside the window, so the figure
-is the steady state of N processes sharing the partitions. The ratio is the median of
-N=2 over the median of N=1.
+is the steady state of N processes sharing the partitions. The ratios are the median of
+each N over the median of N=1.
+
+``kafka_streams`` runs the same workloads (not the CPU-bound one, which has no Java twin) as
+one Java Kafka Streams instance (tools/kafka-streams-oracle/.../Bench.java, as bench/run.py
+runs it) with ``num.stream.threads`` = N, measured the same way from its group's committed
+offsets; its window opens at 10 % of the input (it publishes no task shares: its N threads
+join as one instance, at once). Its commit interval is capped at 1 s like the workers'.
 
 On a 2-core machine the embedded broker shares the cores with the workers: the ratio is
-bounded by what the broker leaves to them, and it is reported as measured.
+bounded by what the broker leaves to them, and it is reported as measured; 4 workers (or
+threads) on 2 cores show contention, not scaling.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +200,32 @@ class Run:
     broker_cores: float
 
 
+def _java_command(
+    bootstrap: str,
+    workload: str,
+    topics: tuple[str, str],
+    app_id: str,
+    state_dir: Path,
+    ends: dict[int, int],
+    threads: int,
+) -> list[str]:
+    """The Java Kafka Streams app of ``workload`` in one instance with ``threads`` stream threads."""
+    from bench.engine_java import ensure_built
+
+    w = WORKLOADS[workload]
+    total = sum(ends.values())
+    request = {
+        **asdict(RunSpec(workload, "kafka_streams", bootstrap, *topics, total, str(state_dir), app_id)),
+        "input_ends": {str(p): end for p, end in ends.items()},
+        "config": {"num_stream_threads": threads},
+        "kind": w.kind,
+        "guarantee": "exactly_once_v2" if w.exactly_once else "at_least_once",
+        "commit_interval_ms": min(w.commit_interval_ms, 1_000),
+        "group_timing": GROUP_TIMING,
+    }
+    return ["java", "-cp", ensure_built(), "io.platformstreams.oracle.Bench", json.dumps(request)]
+
+
 def _run(
     bootstrap: str,
     admin: KafkaAdmin,
@@ -200,21 +235,25 @@ def _run(
     processes: int,
     workdir: Path,
     broker_pid: int | None,
+    engine: str = "platform_streams",
 ) -> Run:
-    """One run with ``processes`` workers: steady-state records/s and where the CPU went."""
+    """One run with ``processes`` workers (Java: stream threads): steady-state records/s and
+    where the CPU went."""
     total = sum(ends.values())
     app_id = f"scale-{workload}-{uuid.uuid4().hex[:8]}"
     sink = f"bench-scale-out-{uuid.uuid4().hex[:8]}"
     admin.create_topics([TopicSpec(sink, 4)])
     env = {**os.environ, _ENV: "|".join([workload, bootstrap, source, sink, app_id, str(workdir / app_id)])}
     log = (workdir / f"{app_id}.log").open("w")
-    child = subprocess.Popen(
-        [sys.executable, str(Path(__file__)), "--child", str(processes)],
-        env=env,
-        stdout=log,
-        stderr=log,
-        cwd=ROOT,
-    )
+    java = engine == "kafka_streams"
+    if java:
+        by_partition = {p: end for (_, p), end in ends.items()}
+        topics = (source, sink)
+        state = workdir / app_id
+        command = _java_command(bootstrap, workload, topics, app_id, state, by_partition, processes)
+    else:
+        command = [sys.executable, str(Path(__file__)), "--child", str(processes)]
+    child = subprocess.Popen(command, env=env, stdout=log, stderr=log, cwd=ROOT)
     members = _Members(bootstrap, app_id)
     try:
         # the window opens at 10 % of the input, or later once every worker runs its share
@@ -230,7 +269,7 @@ def _run(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"run did not finish; see {log.name}")
             # the control topic is read only until the window opens (it costs broker time)
-            stable = t_low is not None or members.stable(processes)
+            stable = java or t_low is not None or members.stable(processes)
             done = _committed(admin, app_id, ends)
             now = time.monotonic()
             if t_low is None and done >= low and stable:
@@ -262,12 +301,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--workloads", default="filter_map_json,count,count_eos_100ms,score_json_cpu_bound")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--processes", default="1,2,4", help="worker processes (Java: stream threads)")
+    parser.add_argument("--engines", default="platform_streams", help="platform_streams,kafka_streams")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return _child(args)
     from bench.run import produce_input
 
+    counts = [int(n) for n in args.processes.split(",")]
+    engines = [e for e in args.engines.split(",") if e]
     workdir = Path(tempfile.mkdtemp(prefix="bench-scale-out-"))
     print(f"cpus: {os.cpu_count()}, records: {args.records}, logs: {workdir}", flush=True)
     rows = []
@@ -275,34 +318,56 @@ def main(argv: list[str] | None = None) -> int:
         for workload in args.workloads.split(","):
             produced = produce_input(bootstrap, admin, _workload(workload).input, args.records, 4)
             ends = {(produced.topic, p): end for p, end in produced.ends.items()}
-            runs: dict[int, list[Run]] = {1: [], 2: []}
-            for repeat in range(args.repeats):
-                for processes in (1, 2) if repeat % 2 == 0 else (2, 1):
-                    run = _run(
-                        bootstrap, admin, workload, produced.topic, ends, processes, workdir, broker_pid
-                    )
-                    runs[processes].append(run)
-                    print(
-                        f"{workload} processes={processes} run {repeat + 1}: "
-                        f"{run.records_per_s:,.0f} records/s, "
-                        f"{run.machine_cores:.2f} cores busy (broker {run.broker_cores:.2f})",
-                        flush=True,
-                    )
-            rows.append((workload, runs))
+            for engine in engines:
+                if engine == "kafka_streams" and workload not in WORKLOADS:
+                    continue  # the CPU-bound workload has no Java twin
+                runs: dict[int, list[Run]] = {n: [] for n in counts}
+                for repeat in range(args.repeats):
+                    for processes in counts if repeat % 2 == 0 else counts[::-1]:
+                        run = _run(
+                            bootstrap,
+                            admin,
+                            workload,
+                            produced.topic,
+                            ends,
+                            processes,
+                            workdir,
+                            broker_pid,
+                            engine,
+                        )
+                        runs[processes].append(run)
+                        print(
+                            f"{workload} {engine} {processes=} run {repeat + 1}: "
+                            f"{run.records_per_s:,.0f} records/s, "
+                            f"{run.machine_cores:.2f} cores busy (broker {run.broker_cores:.2f}), "
+                            f"load {os.getloadavg()[0]:.1f}",
+                            flush=True,
+                        )
+                rows.append((workload, engine, runs))
+    print(f"\ncpus: {os.cpu_count()}; load average at the end {os.getloadavg()[0]:.1f}")
+    unit = "processes (Java: stream threads)"
     print(
-        "\n| workload | 1 process (records/s) | 2 processes (records/s) | 2 vs 1 "
-        "| cores busy 1 / 2 (broker) | runs 1 / 2 |"
+        "\n| workload | engine | "
+        + " | ".join(f"{n} {unit if n == counts[0] else ''} (records/s)".replace("  ", " ") for n in counts)
+        + " | "
+        + " | ".join(f"{n} vs {counts[0]}" for n in counts[1:])
+        + " | cores busy (broker) | runs |"
     )
-    print("|---|---:|---:|---:|---|---|")
-    for workload, runs in rows:
-        one, two = (statistics.median(r.records_per_s for r in runs[n]) for n in (1, 2))
+    print("|---|---|" + "---:|" * (2 * len(counts) - 1) + "---|---|")
+    for workload, engine, runs in rows:
+        medians = {n: statistics.median(r.records_per_s for r in runs[n]) for n in counts}
+        ratios = " | ".join(f"{medians[n] / medians[counts[0]]:.2f}x" for n in counts[1:])
         cores = " / ".join(
             f"{statistics.median(r.machine_cores for r in runs[n]):.2f} "
             f"({statistics.median(r.broker_cores for r in runs[n]):.2f})"
-            for n in (1, 2)
+            for n in counts
         )
-        detail = " / ".join(", ".join(f"{r.records_per_s:,.0f}" for r in runs[n]) for n in (1, 2))
-        print(f"| {workload} | {one:,.0f} | {two:,.0f} | {two / one:.2f}x | {cores} | {detail} |")
+        detail = " / ".join(", ".join(f"{r.records_per_s:,.0f}" for r in runs[n]) for n in counts)
+        print(
+            f"| {workload} | {engine} | "
+            + " | ".join(f"{medians[n]:,.0f}" for n in counts)
+            + f" | {ratios} | {cores} | {detail} |"
+        )
     return 0
 
 

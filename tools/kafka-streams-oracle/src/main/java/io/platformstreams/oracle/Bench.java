@@ -197,9 +197,13 @@ public final class Bench {
         // bench/scale_out.py's Java rows: 1, 2, 4 stream threads in one instance
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, spec.path("config").path("num_stream_threads").asInt(1));
         // the harness's group timings (bench/common.py GROUP_TIMING), the same in every engine
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 500);
-        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG), 10000);
+        JsonNode timing = spec.path("group_timing");
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG),
+            timing.path("session_timeout_ms").asInt(6000));
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG),
+            timing.path("heartbeat_interval_ms").asInt(500));
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG),
+            timing.path("max_poll_interval_ms").asInt(10000));
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG), false);
         return props;
     }
