@@ -28,6 +28,7 @@ from platform_streams.kafka.streams_group.member import (
     Assignment,
     HeartbeatOutcome,
     InternalTopicSpec,
+    StreamsGroupRefused,
     StreamsMember,
     SubtopologySpec,
     TopologySpec,
@@ -38,34 +39,45 @@ __all__ = ["StreamsGroupMembership", "TaskChange", "topology_spec"]
 
 log = logging.getLogger(__name__)
 
+#: Kafka Streams' ``InternalTopicConfig.INTERNAL_TOPIC_DEFAULT_OVERRIDES``
+_INTERNAL_TOPIC_DEFAULTS = {"message.timestamp.type": "CreateTime"}
+
 #: (revoked, added): the tasks to stop, then the tasks to start
 TaskChange = Callable[[Assignment, Assignment], None]
 
 
-def topology_spec(plan: TopologyPlan, application_id: str, epoch: int = 0) -> TopologySpec:
+def topology_spec(plan: TopologyPlan, application_id: str, replication_factor: int = -1) -> TopologySpec:
     """The plan as StreamsGroupHeartbeat's topology: sub-topology ids are the plan's indexes
-    (the ``<sub>_<partition>`` task ids both sides use), internal topics by physical name."""
+    (the ``<sub>_<partition>`` task ids both sides use), internal topics by physical name.
+
+    The internal topics are described as Kafka Streams describes them
+    (``StreamThread.initBrokerTopology``): the configured replication factor and the topic
+    configs with Kafka's internal-topic default (``message.timestamp.type=CreateTime``), sorted
+    by key. The broker keeps the first topology a group is given and refuses a different one
+    ("Topology updates are not supported yet"), so a description that differed from Java's
+    in any field would keep this client out of a group a Java instance started.
+    """
+
+    def topic(name: str, partitions: int = 0) -> InternalTopicSpec:
+        configs = {**_INTERNAL_TOPIC_DEFAULTS, **dict(internal[name].config)}
+        return InternalTopicSpec(
+            plan.physical_topic(name, application_id),
+            partitions,
+            replication_factor,
+            tuple(sorted(configs.items())),
+        )
+
     subs = []
     internal = plan.internal_topics
     for sub in plan.subtopologies:
         repartition_sources = tuple(
-            InternalTopicSpec(
-                plan.physical_topic(t, application_id),
-                internal[t].num_partitions or 0,
-                configs=internal[t].config,
-            )
-            for t in sub.source_topics
-            if t in internal
+            topic(t, internal[t].num_partitions or 0) for t in sub.source_topics if t in internal
         )
         changelogs = []
         for store in sub.stores:
             logical = plan.changelog_topic(store)
             if logical is not None and logical in internal:
-                changelogs.append(
-                    InternalTopicSpec(
-                        plan.physical_topic(logical, application_id), configs=internal[logical].config
-                    )
-                )
+                changelogs.append(topic(logical))
         groups = []
         for declared in plan.topology.copartition_groups:
             topics = {
@@ -92,7 +104,7 @@ def topology_spec(plan: TopologyPlan, application_id: str, epoch: int = 0) -> To
                 copartition_groups=tuple(groups),
             )
         )
-    return TopologySpec(epoch=epoch, subtopologies=tuple(subs))
+    return TopologySpec(epoch=0, subtopologies=tuple(subs))
 
 
 class StreamsGroupMembership:
@@ -249,7 +261,7 @@ class StreamsGroupMembership:
                 outcome = self.heartbeat_once()
                 wait = 0.0 if self._ack_now else outcome.interval_s
             except StreamsError as exc:
-                if isinstance(exc, TopologyError):
+                if isinstance(exc, (TopologyError, StreamsGroupRefused)):
                     self.failure = exc
                     if self._on_failure is not None:
                         self._on_failure(exc)

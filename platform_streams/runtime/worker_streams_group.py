@@ -179,7 +179,7 @@ def streams_group_settings(
         host, _, port = config.application_server.rpartition(":")
         endpoint = (host, int(port))
     return StreamsGroupSettings(
-        topology=topology_spec(plan, config.application_id),
+        topology=topology_spec(plan, config.application_id, config.replication_factor),
         process_id=process_id,
         endpoint=endpoint,
         client_tags=dict(config.client_tags),

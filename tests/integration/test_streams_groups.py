@@ -37,6 +37,7 @@ from platform_streams.kafka.streams_group import (
 )
 from platform_streams.kafka.streams_group.member import (
     Assignment,
+    StreamsGroupRefused,
     StreamsMember,
     SubtopologySpec,
     TopologySpec,
@@ -309,3 +310,33 @@ def test_a_third_instance_joining_leaves_the_unmoved_tasks_producing(
             ),
         )
     assert len(kept) == 4, f"only the two tasks the third instance takes may move; kept {kept}"
+
+
+def test_a_member_with_another_topology_is_refused_clearly(
+    streams_bootstrap: str, members: list[StreamsGroupMembership]
+) -> None:
+    """The broker keeps the first topology a streams group is given and refuses a member with
+    a different one (``INVALID_REQUEST``, "Topology updates are not supported yet"): the
+    membership stops with an error saying why instead of retrying forever."""
+    app, topic, topology = _source_topic(streams_bootstrap, 1)
+    first = StreamsGroupMembership(
+        streams_bootstrap, app, topology, process_id="first", on_change=_Recorder()
+    )
+    members.append(first)
+    first.heartbeat_once()
+    other = TopologySpec(
+        0,
+        (
+            SubtopologySpec(
+                "0",
+                source_topics=(topic,),
+                repartition_sinks=(f"{app}-x",),
+            ),
+        ),
+    )
+    second = StreamsGroupMembership(streams_bootstrap, app, other, process_id="second", on_change=_Recorder())
+    members.append(second)
+    second.start()
+    _wait("the second member to give up", lambda: second.failure is not None, timeout=30)
+    assert isinstance(second.failure, StreamsGroupRefused)
+    assert "INVALID_REQUEST" in str(second.failure) and "topology it was first given" in str(second.failure)

@@ -36,6 +36,7 @@ __all__ = [
     "Assignment",
     "HeartbeatOutcome",
     "InternalTopicSpec",
+    "StreamsGroupRefused",
     "StreamsMember",
     "SubtopologySpec",
     "TaskSet",
@@ -57,6 +58,23 @@ STATUS_NAMES = {
 _REJOIN = {"FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"}
 #: a heartbeat that changed nothing: try again at the next interval
 _RETRY = {"COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"}
+
+
+#: errors about the topology: the group was started with another one
+_TOPOLOGY_ERRORS = {"INVALID_REQUEST", "STREAMS_INVALID_TOPOLOGY", "STREAMS_INVALID_TOPOLOGY_EPOCH"}
+_TOPOLOGY_HINT = (
+    "; the group keeps the topology it was first given: another version of the application "
+    "(or one describing its internal topics differently) is running in this group"
+)
+
+
+class StreamsGroupRefused(BrokerError):
+    """A heartbeat error that retrying cannot fix (a different topology, no authorization, an
+    invalid request); ``error`` is Kafka's error name."""
+
+    def __init__(self, message: str, error: str) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -243,9 +261,11 @@ class StreamsMember:
         if error in _RETRY:
             return HeartbeatOutcome(self.member_epoch, interval_s, None)
         if error != "NONE":
-            raise BrokerError(
-                f"StreamsGroupHeartbeat for group {self.client.group_id}: {error}"
+            raise StreamsGroupRefused(
+                f"the broker refused this member of streams group {self.client.group_id}: {error}"
                 + (f" ({response.error_message})" if response.error_message else "")
+                + (_TOPOLOGY_HINT if error in _TOPOLOGY_ERRORS else ""),
+                error,
             )
         if owned_changed:
             self._owned_sent = sent_owned
