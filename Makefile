@@ -86,4 +86,4 @@ spark-kafka: setup
 # The S3-compatible server of the snapshot-store tests (versitygw, built once with `go install`
 # from the Go module proxy into ~/.cache/platform-streams/versitygw; its go.mod asks for Go 1.25).
 s3-server: setup
-	$(BIN)/python -m tests.support.s3_server
+	$(BIN)/python -m platform_streams.dev.servers.s3

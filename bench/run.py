@@ -500,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         args.registry_url = None
         if any(WORKLOADS[n].input.encoding == "avro" for n in names):
             # the tests' registry (Apicurio, tools/schema-registry), built and started the same way
-            from tests.support.schema_registry import running_registry
+            from platform_streams.dev.servers.schema_registry import running_registry
 
             log = Path(tempfile.mkdtemp(prefix="ps-bench-registry-")) / "registry.log"
             args.registry_url = stack.enter_context(running_registry(log))

@@ -7,8 +7,8 @@
 
 With ``--cluster`` the snapshots go to ``s3://`` on a versitygw server and the compaction
 runs on a Spark standalone cluster (a master and two one-core workers, each its own JVM),
-both started by the launchers the test suite uses (``tests/support/s3_server.py``,
-``tests/support/spark_cluster.py``). The restoring task then has a state directory of its
+both started by the launchers the test suite uses (``platform_streams/dev/servers/s3.py``,
+``platform_streams/dev/servers/spark_cluster.py``). The restoring task then has a state directory of its
 own and shares no path with the job: its snapshot comes from the object store.
 
 What runs, in one process on one broker:
@@ -126,8 +126,8 @@ def _restore(config: StreamsConfig) -> tuple[float, int, Any, StreamTask]:
 
 def _start_cluster(stack: ExitStack, work: Path, app_id: str) -> tuple[str, str, dict[str, str]]:
     """versitygw and a standalone cluster (the test suite's launchers); master, location, conf."""
-    from tests.support.s3_server import start_s3_server
-    from tests.support.spark_cluster import start_spark_cluster
+    from platform_streams.dev.servers.s3 import start_s3_server
+    from platform_streams.dev.servers.spark_cluster import start_spark_cluster
 
     server = start_s3_server(work / "s3", work / "versitygw.log")
     stack.callback(server.stop)

@@ -202,10 +202,10 @@ def admin(bootstrap_servers: str) -> Iterator[KafkaAdmin]:
 
 @pytest.fixture(scope="session")
 def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The session's Schema Registry (Apicurio, tests/support/schema_registry.py), started once
+    """The session's Schema Registry (Apicurio, platform_streams/dev/servers/schema_registry.py), started once
     for every suite that needs one (the registry serdes, Spark, Dagster): mark those tests
     ``kafka_side``, where it runs."""
-    from tests.support.schema_registry import running_registry
+    from platform_streams.dev.servers.schema_registry import running_registry
 
     started = time.monotonic()
     with running_registry(tmp_path_factory.mktemp("schema-registry") / "registry.log") as url:

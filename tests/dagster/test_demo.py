@@ -12,7 +12,7 @@ The demo starts the Dagster webserver and daemon in their own sessions and the w
 outlive the Dagster run that started them. However the test ends (a failure, the demo's
 780 s limit, pytest-timeout), the demo gets Ctrl-C first, so its own ``finally`` blocks stop
 Dagster and the workers, and then every process carrying this test's environment mark is
-stopped (tests/support/processes.py): none outlives the test.
+stopped (platform_streams/dev/servers/processes.py): none outlives the test.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import kill_marked, marked_env, marked_pids, new_mark
+from platform_streams.dev.servers.processes import kill_marked, marked_env, marked_pids, new_mark
 
 pytestmark = [pytest.mark.dagster, pytest.mark.spark, pytest.mark.slow]
 

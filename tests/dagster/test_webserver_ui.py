@@ -26,10 +26,10 @@ import yaml
 
 from dagster_defs.deploy.local import LocalProcessLauncher
 from platform_streams.dev.brokers import find_free_port
+from platform_streams.dev.servers.processes import kill_marked, marked_env, new_mark
 from platform_streams.kafka import KafkaAdmin
 from tests.dagster.support import orders_spec
 from tests.support.kafka import consume_all, new_topic, produce
-from tests.support.processes import kill_marked, marked_env, new_mark
 
 pytestmark = [pytest.mark.dagster, pytest.mark.broker]
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
+from platform_streams.dev.servers.s3 import S3Server, start_s3_server
+from platform_streams.dev.servers.spark_cluster import SparkCluster, start_spark_cluster
 from platform_streams.state.snapshots import SnapshotManifest
 from tests.spark_cluster.compact_driver import RESULT
-from tests.support.s3_server import S3Server, start_s3_server
-from tests.support.spark_cluster import SparkCluster, start_spark_cluster
 from tests.support.spark_connector import fetch_connector_once
 
 pytest.importorskip("pyspark")

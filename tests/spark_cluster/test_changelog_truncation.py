@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from platform_streams.dev.brokers import EmbeddedBroker
+from platform_streams.dev.servers.s3 import S3Server
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from tests.integration.support_apps import (
@@ -31,7 +32,6 @@ from tests.spark.apps import CountByKey
 from tests.spark.support import count_outputs, expected_counts, restore_then_process
 from tests.spark_cluster.conftest import BUCKET, CompactionDriver
 from tests.support.kafka import consume_all, new_topic, produce
-from tests.support.s3_server import S3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.kafka_side, pytest.mark.timeout(900)]
 

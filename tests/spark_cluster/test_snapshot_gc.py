@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from platform_streams.dev.servers.s3 import S3Server
 from platform_streams.state.rocksdb import write_sst_file
 from platform_streams.state.snapshots import (
     SnapshotCatalog,
@@ -15,7 +16,6 @@ from platform_streams.state.snapshots import (
     open_snapshot_store,
 )
 from tests.spark_cluster.conftest import BUCKET
-from tests.support.s3_server import S3Server
 from tests.support.snapshot_publish import publish_snapshot
 
 pytestmark = [pytest.mark.kafka_side]

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from platform_streams.dev.servers.s3 import S3Server
+from platform_streams.dev.servers.spark_cluster import SparkCluster
 from platform_streams.kafka import KafkaAdmin, TopicSpec, log_end_offsets
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
 from tests.integration.support_apps import app_config, log_ends, new_app_id, running_app, wait_committed
@@ -32,8 +34,6 @@ from tests.spark.support import restore_then_process, snapshot_content
 from tests.spark_cluster.compact_driver import RESULT
 from tests.spark_cluster.conftest import BUCKET, DRIVER, ROOT, CompactionDriver
 from tests.support.kafka import new_topic, produce
-from tests.support.s3_server import S3Server
-from tests.support.spark_cluster import SparkCluster
 
 pytestmark = [
     pytest.mark.spark,

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.processes import stop_process
+from platform_streams.dev.servers.processes import stop_process
 
 __all__ = ["PrometheusServer", "prometheus_binary", "running_prometheus"]
 

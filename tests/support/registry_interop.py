@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.support.schema_registry import CCOMPAT
+from platform_streams.dev.servers.schema_registry import CCOMPAT
 
 MODULE = Path(__file__).resolve().parents[2] / "tools" / "registry-interop"
 JAR = MODULE / "target" / "registry-interop.jar"

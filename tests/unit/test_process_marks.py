@@ -1,4 +1,4 @@
-"""tests/support/processes.py finds what a test started even after it left the test's process
+"""platform_streams/dev/servers/processes.py finds what a test started even after it left the test's process
 tree (own session, parent gone), as the demo's Dagster processes and workers do, and stops it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from tests.support.processes import kill_marked, marked_env, marked_pids, new_mark
+from platform_streams.dev.servers.processes import kill_marked, marked_env, marked_pids, new_mark
 
 # a parent that starts a grandchild in its own session, prints its pid and exits: the
 # grandchild is re-parented to init, out of reach of the test's Popen and process group

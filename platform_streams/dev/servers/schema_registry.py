@@ -5,7 +5,8 @@ jars turned into a runnable Quarkus jar, about two minutes the first time, then 
 the module's files are older than the jar) and started on a free loopback port with in-memory
 storage. Its Confluent-compatible API is under ``/apis/ccompat/v7``.
 
-Command line (builds, starts, prints the URL until Ctrl-C): ``python -m tests.support.schema_registry``.
+Command line (builds, starts, prints the URL until Ctrl-C):
+``python -m platform_streams.dev.servers.schema_registry``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.processes import stop_process
+from platform_streams.dev.servers.processes import stop_process
 
-MODULE = Path(__file__).resolve().parents[2] / "tools" / "schema-registry"
+MODULE = Path(__file__).resolve().parents[3] / "tools" / "schema-registry"
 RUNNER = MODULE / "target" / "schema-registry-runner.jar"
 CCOMPAT = "/apis/ccompat/v7"
 

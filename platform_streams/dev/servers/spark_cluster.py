@@ -9,6 +9,7 @@ job's pickled closures, jars and Python path over the network like on a real clu
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -19,9 +20,11 @@ from pathlib import Path
 
 
 def spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
+    """Where pyspark is installed (its ``bin/spark-class``), found without importing it."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("pyspark is not installed: pip install 'platform-streams[spark]'")
+    return Path(spec.origin).resolve().parent
 
 
 def _free_port() -> int:

@@ -5,7 +5,7 @@ The binary is built once with ``go install`` from the Go module proxy into
 time, then reused); ``make s3-server`` does the same ahead of a test run. The server keeps
 each bucket as a directory under a temporary root, so it needs no cloud and no disk image.
 
-Command line (installs, then prints the binary's path): ``python -m tests.support.s3_server``.
+Command line (installs, then prints the binary's path): ``python -m platform_streams.dev.servers.s3``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.processes import stop_process
+from platform_streams.dev.servers.processes import stop_process
 
 VERSITYGW_VERSION = "v1.8.0"
 VERSITYGW_MODULE = "github.com/versity/versitygw/cmd/versitygw"
