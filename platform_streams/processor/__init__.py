@@ -18,6 +18,7 @@ from platform_streams.processor.fixed_key import (
 )
 from platform_streams.processor.record import Headers, Record, RecordMetadata
 from platform_streams.processor.task_id import TaskId
+from platform_streams.processor.wrapper import ProcessorWrapper
 from platform_streams.state.api import StateStore  # one StateStore type
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "Processor",
     "ProcessorContext",
     "ProcessorSupplier",
+    "ProcessorWrapper",
     "PunctuationType",
     "Punctuator",
     "Record",

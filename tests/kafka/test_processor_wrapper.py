@@ -42,9 +42,14 @@ from platform_streams.dsl import (
     TimeWindows,
 )
 from platform_streams.dsl.suppress import BufferConfig
-from platform_streams.processor import FixedKeyProcessor, Processor, ProcessorContext, Record
+from platform_streams.processor import (
+    FixedKeyProcessor,
+    Processor,
+    ProcessorContext,
+    ProcessorWrapper,
+    Record,
+)
 from platform_streams.processor.fixed_key import FixedKeyRecord
-from platform_streams.processor.wrapper import ProcessorWrapper
 from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver

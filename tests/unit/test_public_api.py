@@ -92,6 +92,7 @@ PUBLIC_API: dict[str, set[str]] = {
         "Processor",
         "ProcessorContext",
         "ProcessorSupplier",
+        "ProcessorWrapper",
         "PunctuationType",
         "Punctuator",
         "Record",
