@@ -30,9 +30,8 @@ from platform_streams.kafka import (
 )
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.offset_gaps import OffsetGapGuard
-from platform_streams.runtime.worker import StreamWorker
-from platform_streams.topology.compiler import compile_topology
 from tests.support.kafka import new_group_id, new_topic, produce
+from tests.support.workers import idle_worker
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
@@ -132,14 +131,7 @@ def test_workers_guard_repartition_offsets_only_where_the_broker_can_skip_a_batc
     config = StreamsConfig(
         application_id=new_group_id("gap-guard"), bootstrap_servers=bootstrap_servers, state_dir=str(tmp_path)
     )
-    worker = StreamWorker(
-        0,
-        compile_topology(builder.build()),
-        config,
-        partition_counts={"in": 1},
-        on_state_change=lambda worker, state: None,
-        on_failure=lambda worker, exc: None,
-    )
+    worker = idle_worker(builder.build(), config, {"in": 1})
     external_kafka = broker_kind == "external" and admin.supports("exact_list_offsets")
     kafka_like = broker_kind == "kafka" or external_kafka
     assert (worker.input_queues._gap_guard is None) == kafka_like

@@ -27,7 +27,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime import broker_features
 from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.worker import StreamWorker
-from platform_streams.topology.compiler import compile_topology
+from tests.support.workers import idle_worker
 
 
 class _Consumer:
@@ -79,14 +79,7 @@ def test_the_final_commit_comes_before_serving_the_group_and_a_late_assignment_s
     monkeypatch.setattr(broker_features, "_elects_leader", {"127.0.0.1:1": False})
     builder = StreamsBuilder()
     builder.stream("in").to("out")
-    worker = StreamWorker(
-        0,
-        compile_topology(builder.build()),
-        config,
-        partition_counts={"in": 2},
-        on_state_change=lambda worker, state: None,
-        on_failure=lambda worker, exc: None,
-    )
+    worker = idle_worker(builder.build(), config, {"in": 2})
     calls: list[str] = []
 
     def start_clients() -> None:
@@ -133,14 +126,7 @@ def test_a_range_assigned_worker_holding_every_partition_is_not_taken_as_alone(
     monkeypatch.setattr(broker_features, "_elects_leader", {"127.0.0.1:1": False})
     builder = StreamsBuilder()
     builder.stream("in").to("out")
-    worker = StreamWorker(
-        0,
-        compile_topology(builder.build()),
-        config,
-        partition_counts={"in": 1},
-        on_state_change=lambda worker, state: None,
-        on_failure=lambda worker, exc: None,
-    )
+    worker = idle_worker(builder.build(), config, {"in": 1})
     calls: list[str] = []
 
     class _HoldsEverything(_Consumer):
