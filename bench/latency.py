@@ -394,10 +394,10 @@ def raw_maximum(bootstrap: str, admin: KafkaAdmin, records: int, partitions: int
     return result.records_per_s
 
 
-def table(cells: list[Cell], base: str = "raw") -> str:
+def table(cells: list[Cell], rate_base: str = "raw") -> str:
     raw = {(c.workload, c.phase.percent): c for c in cells if c.engine == "raw_confluent"}
     lines = [
-        f"| workload | rate (% of {'raw' if base == 'raw' else 'own'} max) | engine | target/s | sent/s "
+        f"| workload | rate (% of {'raw' if rate_base == 'raw' else 'own'} max) | engine | target/s | sent/s "
         "| outputs | p50 ms | p99 ms "
         "| p999 ms | p99 vs raw | goal p99 <= 2x raw | load |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
