@@ -145,7 +145,7 @@ class InteractiveQueries(ClientAddOn):
     def local_snapshot(self) -> InstanceSnapshot:
         active: set[str] = set()
         for worker in list(self._streams.workers):
-            if worker.state in _RELEASING:
+            if worker.state in _RELEASING and not worker.processing:
                 continue
             active.update(str(t) for t in _keys(worker.tasks))
         updater = self._streams.standbys
@@ -240,9 +240,9 @@ class InteractiveQueries(ClientAddOn):
 
         out: list[StoreReplica] = []
         for worker in list(self._streams.workers):
-            if worker.state in _RELEASING:
+            if worker.state in _RELEASING and not worker.processing:
                 continue
-            running = worker.state is WorkerState.RUNNING
+            running = worker.processing
             for task_id, task in list(worker.tasks.items()):
                 fresh = running and not self._restoring.get((worker.name, task_id))
                 out += of(task_id, task, Role.ACTIVE if fresh else Role.RESTORING)
@@ -322,7 +322,7 @@ class InteractiveQueries(ClientAddOn):
                 )
         for worker in list(self._streams.workers):
             with worker.store_guard.hold(timeout_s):
-                worker_running = worker.state is WorkerState.RUNNING
+                worker_running = worker.processing
                 hosted = [
                     (task_id, task, worker_running and not self._restoring.get((worker.name, task_id)), True)
                     for task_id, task in list(worker.tasks.items())

@@ -87,6 +87,11 @@ class WorkerView(Protocol):
     def tasks(self) -> Mapping[TaskId, StreamTask]:
         """The active tasks (the metrics recorder hooks into them, queries read their stores)."""
 
+    @property
+    def processing(self) -> bool:
+        """Its active tasks process: RUNNING, or kept through a cooperative rebalance (queries
+        answer from them as from running actives)."""
+
     def add_observer(self, observer: WorkerObserver) -> None:
         """Also call ``observer`` from the worker loop (before the worker starts)."""
 

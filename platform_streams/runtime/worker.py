@@ -205,6 +205,12 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         """The assigned partitions' queues (and what each received: topic-level metrics)."""
         return self._input
 
+    @property
+    def processing(self) -> bool:
+        """RUNNING, or its tasks kept processing through a cooperative rebalance (commits held
+        until the new generation's assignment: worker_handover.py)."""
+        return self.state is WorkerState.RUNNING or (self._commits_held and bool(self.tasks))
+
     # -- thread ---------------------------------------------------------------------------
 
     def add_observer(self, observer: WorkerObserver) -> None:

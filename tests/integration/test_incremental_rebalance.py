@@ -33,6 +33,7 @@ from platform_streams.kafka import (
     create_consumer,
     create_producer,
 )
+from platform_streams.query import KeyQuery, StateQueryRequest
 from platform_streams.serde import Long
 from tests.integration.support_apps import active_tasks, app_config, count_app, new_app_id, wait_until
 from tests.support.kafka import new_group_id, new_topic
@@ -106,6 +107,40 @@ class _Watch(threading.Thread):
         return gaps
 
 
+class _Ask(threading.Thread):
+    """Interactive queries during the rebalance (KIP-535): every 50 ms, each partition's key
+    ``p<partition>-0`` asked of the client that ran its task before, requiring an active
+    task; the times each partition's answer failed."""
+
+    def __init__(self, owners: dict[int, KafkaStreams]) -> None:
+        super().__init__(daemon=True)
+        self.owners = owners
+        self.stop = threading.Event()
+        self.failed: list[list[float]] = [[] for _ in range(PARTITIONS)]
+
+    def run(self) -> None:
+        while not self.stop.wait(0.05):
+            for p, client in self.owners.items():
+                request = (
+                    StateQueryRequest.in_store("counts")
+                    .with_query(KeyQuery.with_key(f"p{p}-0"))
+                    .with_partitions({p})
+                    .require_active()
+                )
+                result = client.query(request).partition_results.get(p)
+                if result is None or not result.is_success():
+                    self.failed[p].append(time.monotonic())
+
+    def longest_outage(self, p: int) -> float:
+        """The longest run of failed answers of partition ``p`` (first to last failure)."""
+        longest, start, last = 0.0, None, None
+        for t in self.failed[p]:
+            start = t if start is None or last is None or t - last > 0.2 else start
+            last = t
+            longest = max(longest, last - start)
+        return longest
+
+
 def _owners(clients: list[KafkaStreams]) -> dict[int, int]:
     """Input partition -> index of the client whose worker runs its task."""
     return {int(t.split("_")[1]): i for i, c in enumerate(clients) for t in active_tasks(c)}
@@ -158,12 +193,15 @@ def third_instance_joins(
             lambda: len(_owners(clients)) == PARTITIONS and _owners(clients), 60, "6 tasks run"
         )
         wait_until(lambda: all(len(a) > 20 for a in watch.arrivals), 60, "every partition produces")
+        ask = _Ask({p: clients[i] for p, i in before.items()})
+        ask.start()
         joined = time.monotonic()
         clients.append(KafkaStreams(count_app(source, sink).build(), config_of("c")))
         clients[-1].start()
         after = wait_until(lambda: _settled(clients), 90, "three instances run two tasks each")
         settled = time.monotonic()
         time.sleep(2.0)  # outputs of the moved tasks' first commits
+        ask.stop.set()
         gaps = watch.longest_gaps(joined, settled + 1.0)
         kept = [p for p in range(PARTITIONS) if before[p] == after[p]]
         moved = [p for p in range(PARTITIONS) if p not in kept]
@@ -175,6 +213,9 @@ def third_instance_joins(
         assert max(gaps[p] for p in kept) <= KEPT_BOUND_S, (
             f"tasks that kept their owner paused: {[round(gaps[p], 2) for p in kept]}"
         )
+        # a kept task keeps answering queries as the running active (KIP-535)
+        outages = {p: round(ask.longest_outage(p), 2) for p in kept}
+        assert max(outages.values()) <= KEPT_BOUND_S, f"kept tasks refused active queries: {outages}"
         feed.stop.set()
         feed.join(30)
         expected = {f"p{p}-{k}": 0 for p in range(PARTITIONS) for k in range(50)}
@@ -191,5 +232,7 @@ def third_instance_joins(
     finally:
         feed.stop.set()
         watch.stop.set()
+        if "ask" in locals():
+            ask.stop.set()
         for c in clients:
             c.close(timeout_s=60)

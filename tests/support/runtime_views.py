@@ -10,6 +10,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
 from platform_streams.state.restore import StateRestoreListener
 
@@ -21,6 +22,12 @@ class FakeWorker(SimpleNamespace):
         attrs.setdefault("input_queues", None)
         attrs.setdefault("state_lifecycle", SimpleNamespace(listener=None))
         super().__init__(**attrs)
+
+    @property
+    def processing(self) -> bool:
+        """As the worker's: RUNNING, or tasks kept through a cooperative rebalance (a test sets
+        ``kept_through_rebalance``)."""
+        return self.state is WorkerState.RUNNING or bool(getattr(self, "kept_through_rebalance", False))
 
     def add_observer(self, observer: WorkerObserver) -> None:
         self.observer = chain_observer(self.observer, observer)

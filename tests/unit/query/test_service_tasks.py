@@ -25,6 +25,7 @@ from platform_streams.query import (
     PositionBound,
     StateQueryRequest,
 )
+from platform_streams.query.lags import Role
 from platform_streams.query.service import InteractiveQueries
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.worker import WorkerState
@@ -63,11 +64,15 @@ class FakeStandbys:
 
 
 def _service(
-    driver: TopologyTestDriver, *, active: bool, state: WorkerState
+    driver: TopologyTestDriver, *, active: bool, state: WorkerState, kept: bool = False
 ) -> tuple[InteractiveQueries, Any]:
     task = driver._tasks[0]
     worker = FakeWorker(
-        name="w-1", state=state, tasks={TaskId(0, 0): task} if active else {}, store_guard=StoreGuard()
+        name="w-1",
+        state=state,
+        tasks={TaskId(0, 0): task} if active else {},
+        store_guard=StoreGuard(),
+        kept_through_rebalance=kept,
     )
     standbys = FakeStandbys({} if active else {TaskId(0, 0): task})
     streams = SimpleNamespace(
@@ -120,6 +125,20 @@ def test_a_restoring_task_is_not_active(driver: TopologyTestDriver) -> None:
     )
     stale = service.query(REQUEST).partition_results[0]
     assert stale.get_result() == 3 and stale.position.is_empty()
+
+
+def test_a_task_kept_through_a_cooperative_rebalance_answers_as_the_running_active(
+    driver: TopologyTestDriver,
+) -> None:
+    """KIP-535: queries keep being answered during rebalances. Under cooperative rebalancing
+    a kept task processes on while its worker waits for the new generation (state
+    PARTITIONS_REVOKED, then PARTITIONS_ASSIGNED), so it answers as the running active."""
+    for state in (WorkerState.PARTITIONS_REVOKED, WorkerState.PARTITIONS_ASSIGNED):
+        service, task = _service(driver, active=True, state=state, kept=True)
+        answer = service.query(REQUEST.require_active()).partition_results[0]
+        assert answer.get_result() == 3 and answer.position == Position.from_partition_offsets(task.consumed)
+        assert service.local_snapshot().active_tasks == frozenset({"0_0"})
+        assert [copy.role for copy in service.local_replicas("counts", 0)] == [Role.ACTIVE]
 
 
 def test_partitions_that_are_absent_or_do_not_exist(driver: TopologyTestDriver) -> None:
