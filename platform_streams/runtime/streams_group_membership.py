@@ -272,8 +272,10 @@ class StreamsGroupMembership:
             self._wake.clear()
 
     def request_shutdown(self) -> None:
-        """Ask every client of the application to stop (SHUTDOWN_APPLICATION)."""
+        """Ask every client of the application to stop (SHUTDOWN_APPLICATION): the flag rides
+        on the next heartbeat, sent now."""
         self.member.request_shutdown()
+        self._wake.set()
 
     def close(self, *, leave: bool = True) -> None:
         """Stop heartbeating; ``leave``: epoch -1, the tasks go to the others at once."""
@@ -282,6 +284,12 @@ class StreamsGroupMembership:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         try:
+            if (
+                self.member.shutdown_requested
+                and not self.member.shutdown_sent
+                and self.member.member_epoch > 0
+            ):
+                self.member.heartbeat()  # the broker takes the flag from a member, not from a leave
             if leave:
                 self.member.leave()
         except StreamsError as exc:

@@ -132,7 +132,9 @@ class StreamsRuntime:
             self.partition_counts = prepare_topics(self.plan, self.config)
             self.membership.start(self.partition_counts)
             self._membership_check_topic = membership_check_topic(self.config, self.membership.control_topic)
-            self._streams_group = streams_group_settings(self.plan, self.config, self.membership.process_id)
+            self._streams_group = streams_group_settings(
+                self.plan, self.config, self.membership.process_id, self._on_application_shutdown
+            )
             if self._streams_group is not None:  # the broker checks the member epoch on every commit
                 self._membership_check_topic = None
             self._eager_sends = sends_eagerly(self.config)
@@ -382,6 +384,11 @@ class StreamsRuntime:
                 response = self._exception_handler(exc)
             except Exception:
                 log.exception("uncaught exception handler failed; shutting down the client")
+        # a failed worker's streams-group member waits for this answer: SHUTDOWN_APPLICATION
+        # reaches the group's other members (Java ones too) through it
+        worker.leave_streams_group(
+            shutdown_application=response is StreamsUncaughtExceptionResponse.SHUTDOWN_APPLICATION
+        )
         with self._lock:
             if not self._state.is_running_or_rebalancing():
                 return

@@ -17,6 +17,7 @@ member's group metadata in the transaction under exactly-once.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,8 @@ class StreamsGroupSettings:
     process_id: str
     endpoint: tuple[str, int] | None = None
     client_tags: dict[str, str] = field(default_factory=dict)
+    #: the broker's SHUTDOWN_APPLICATION status: called with who asked
+    on_shutdown_request: Callable[[str], None] | None = None
 
 
 def _task_ids(tasks: frozenset[tuple[str, int]]) -> list[TaskId]:
@@ -82,6 +85,7 @@ class StreamsGroupTasks:
             endpoint=settings.endpoint,
             client_tags=settings.client_tags,
             client_id=f"{self.config.effective_client_id}-StreamThread-{self.index + 1}",
+            on_shutdown_request=_shutdown_hook(settings),
         )
         self.streams_group.start()
 
@@ -146,13 +150,32 @@ class StreamsGroupTasks:
             raise
 
     def _leave_streams_group(self) -> None:
+        """After the final commit. A failing worker stays a member until the client decided
+        what its failure means (:meth:`leave_streams_group`)."""
+        if getattr(self, "failure", None) is None:
+            self.leave_streams_group()
+
+    def leave_streams_group(self, *, shutdown_application: bool = False) -> None:
+        """Leave the group (``shutdown_application``: first ask every member to stop)."""
         group, self.streams_group = self.streams_group, None
         if group is not None:
+            if shutdown_application:
+                group.request_shutdown()
             group.close(leave=True)
 
 
+def _shutdown_hook(settings: StreamsGroupSettings) -> Callable[[], None] | None:
+    hook = settings.on_shutdown_request
+    if hook is None:
+        return None
+    return lambda: hook("a member of the streams group (the broker's SHUTDOWN_APPLICATION status)")
+
+
 def streams_group_settings(
-    plan: TopologyPlan, config: StreamsConfig, process_id: str
+    plan: TopologyPlan,
+    config: StreamsConfig,
+    process_id: str,
+    on_shutdown_request: Callable[[str], None] | None = None,
 ) -> StreamsGroupSettings | None:
     """The workers' settings under ``group_protocol="streams"`` (None under "classic").
 
@@ -183,4 +206,5 @@ def streams_group_settings(
         process_id=process_id,
         endpoint=endpoint,
         client_tags=dict(config.client_tags),
+        on_shutdown_request=on_shutdown_request,
     )

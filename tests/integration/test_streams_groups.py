@@ -340,3 +340,31 @@ def test_a_member_with_another_topology_is_refused_clearly(
     _wait("the second member to give up", lambda: second.failure is not None, timeout=30)
     assert isinstance(second.failure, StreamsGroupRefused)
     assert "INVALID_REQUEST" in str(second.failure) and "topology it was first given" in str(second.failure)
+
+
+def test_shutdown_application_reaches_the_other_members(
+    streams_bootstrap: str, members: list[StreamsGroupMembership]
+) -> None:
+    """A member that asks for SHUTDOWN_APPLICATION and leaves at once (a worker whose
+    uncaught-exception handler answered SHUTDOWN_APPLICATION) still tells the group: the
+    other members get the broker's SHUTDOWN_APPLICATION status, as Kafka Streams' do
+    (``StreamThread.handleStreamsRebalanceData`` runs the shutdown hook)."""
+    app, _, topology = _source_topic(streams_bootstrap, 2)
+    asked: list[bool] = []
+    failing = StreamsGroupMembership(streams_bootstrap, app, topology, process_id="a", on_change=_Recorder())
+    other = StreamsGroupMembership(
+        streams_bootstrap,
+        app,
+        topology,
+        process_id="b",
+        on_change=_Recorder(),
+        on_shutdown_request=lambda: asked.append(True),
+    )
+    members.append(other)
+    failing.heartbeat_once()
+    other.start()
+    _wait("the other member to join", lambda: other.member_epoch > 0)
+    failing.request_shutdown()
+    failing.close(leave=True)
+    _wait("the other member to be asked to shut down", lambda: bool(asked), timeout=30)
+    assert other.shutdown_requested

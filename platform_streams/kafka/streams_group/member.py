@@ -197,6 +197,8 @@ class StreamsMember:
         self._owned_sent: Assignment | None = None
         self._task_offsets: dict[tuple[str, int], int] | None = None
         self._shutdown_requested = False
+        #: a heartbeat carrying the SHUTDOWN_APPLICATION flag was answered
+        self.shutdown_sent = False
         self._lock = threading.Lock()
 
     @property
@@ -214,6 +216,10 @@ class StreamsMember:
     def request_shutdown(self) -> None:
         """SHUTDOWN_APPLICATION: ask every member of the group to stop."""
         self._shutdown_requested = True
+
+    @property
+    def shutdown_requested(self) -> bool:
+        return self._shutdown_requested
 
     def heartbeat(self) -> HeartbeatOutcome:
         with self._lock:
@@ -269,6 +275,7 @@ class StreamsMember:
             )
         if owned_changed:
             self._owned_sent = sent_owned
+        self.shutdown_sent = self.shutdown_sent or self._shutdown_requested
         self.member_epoch = int(response.member_epoch)
         assignment = None
         if response.active_tasks is not None:
