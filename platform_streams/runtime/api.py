@@ -95,6 +95,9 @@ class WorkerView(Protocol):
     def add_observer(self, observer: WorkerObserver) -> None:
         """Also call ``observer`` from the worker loop (before the worker starts)."""
 
+    def streams_group_view(self) -> dict[str, Any] | None:
+        """Its streams-group member and the broker's group state/epoch (None: classic)."""
+
     def add_restore_listener(self, listener: StateRestoreListener) -> None:
         """Also tell ``listener`` about this worker's restores (before the worker starts)."""
 

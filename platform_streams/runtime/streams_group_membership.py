@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from platform_streams.errors import MissingSourceTopicError, StreamsError, TopologyError
 from platform_streams.kafka.streams_group import StreamsGroupClient, group_metadata
@@ -270,6 +271,29 @@ class StreamsGroupMembership:
                 wait = 1.0
             self._wake.wait(wait)
             self._wake.clear()
+
+    def view(self) -> dict[str, Any]:
+        """What ``/state`` shows: this member, and the broker's view of its group (one
+        StreamsGroupDescribe; "unknown" with the reason when the broker does not answer)."""
+        last = self.last
+        view: dict[str, Any] = {
+            "group_id": self.application_id,
+            "member_id": self.member.member_id,
+            "member_epoch": self.member.member_epoch,
+            "statuses": [f"{name}: {detail}" for name, detail in last.statuses] if last else [],
+            "fenced": self.fenced,
+        }
+        try:
+            group = self.client.describe()
+        except StreamsError as exc:
+            return {**view, "group_state": f"unknown ({exc})"}
+        return {
+            **view,
+            "group_state": group.group_state,
+            "group_epoch": int(group.group_epoch),
+            "assignment_epoch": int(group.assignment_epoch),
+            "members": len(group.members),
+        }
 
     def request_shutdown(self) -> None:
         """Ask every client of the application to stop (SHUTDOWN_APPLICATION): the flag rides

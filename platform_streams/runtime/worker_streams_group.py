@@ -121,6 +121,11 @@ class StreamsGroupTasks:
             )
         group.applied(Assignment(target.active, target.standby, target.warmup))
 
+    def streams_group_view(self) -> dict[str, Any] | None:
+        """This worker's streams-group membership as ``/state`` shows it (None: classic)."""
+        group = self.streams_group
+        return None if group is None else group.view()
+
     def _streams_group_metadata(self) -> bytes:
         assert self.streams_group is not None
         return self.streams_group.group_metadata()

@@ -197,6 +197,8 @@ class Api:
                     "lag": {f"{t}-{p}": n for (t, p), n in sorted(lag.items())},
                     "processed_total": worker.processed_total,
                     "snapshot_restores": _snapshot_restores(worker.state_lifecycle.last_snapshots),
+                    # group_protocol="streams": member epoch, statuses, the broker's group state
+                    "streams_group": worker.streams_group_view(),
                 }
             )
         return {

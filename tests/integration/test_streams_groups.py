@@ -255,6 +255,9 @@ def test_an_application_on_a_streams_group_counts_exactly(streams_bootstrap: str
         described = _describe(streams_bootstrap, config.application_id)
         assert worker.streams_group.member_id in described
         assert "ACTIVE: 0:[0,1,2,3];" in described, described
+        view = worker.streams_group_view()
+        assert view is not None and view["group_state"] == "Stable" and view["members"] == 1
+        assert view["member_epoch"] == worker.streams_group.member_epoch
 
         group = worker.streams_group
         removed_id, removed_epoch = group.member_id, group.member_epoch
