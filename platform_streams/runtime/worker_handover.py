@@ -189,7 +189,7 @@ class CooperativeHandover:
         revoked tasks with all others that need it, then the revoked ones are closed.
 
         An assignment telling this member to release tasks it no longer runs is the one it
-        already acted on: its follow-up rejoin formed no new generation. Tansu answers a
+        already acted on: its follow-up rejoin formed no new generation. The embedded broker answers a
         static member's changed subscription that way (the member alone rejoins the same
         generation); a rejoin under a new member id makes it rebalance.
         """
