@@ -75,6 +75,17 @@ CASES: list[Any] = [
         id="versioned-store-get-as-of-has-no-valid-to",
     ),
     pytest.param(
+        # emit-final sessions that end at the same time come out by start time, as from Kafka's
+        # default RocksDB time-ordered session store (key [end][start][key]); Kafka's in-memory
+        # store gives them by key (a before c): docs/oracle.md #7
+        "session_final",
+        {"gap": 10, "grace": 0},
+        [["p", "in", k, "1", t] for k, t in (("c", 374), ("a", 381), ("c", 384), ("a", 384), ("b", 500))],
+        [(("c", 374, 384), 2, 384), (("a", 381, 384), 2, 384)],
+        [["a", 381, 384, 2], ["b", 500, 500, 1], ["c", 374, 384, 2]],
+        id="session-final-same-end-by-start-time",
+    ),
+    pytest.param(
         "sliding_suppress",
         {"size": 1, "grace": 0},
         [["p", "in", "a", "0", t] for t in (1, 2, 3, 3, 5)],
