@@ -46,6 +46,23 @@ class History:
         return out
 
 
+def produce_table(bootstrap: str, topic: str, records: list[tuple[str, str]]) -> None:
+    """Write the table's ``(key, value)`` records before the input starts, with Java's
+    partitioner (the joins need the keys where Kafka Streams would put them)."""
+    producer = create_producer({**client_conf(bootstrap), "partitioner": "murmur2_random"})
+    failed: list[str] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    for key, value in records:
+        producer.produce(topic, key=key.encode(), value=value.encode(), on_delivery=delivered)
+    if producer.flush(30) or failed:
+        why = failed[:3] or "not delivered in 30 s"
+        raise RuntimeError(f"soak: writing the table to {topic} failed: {why}")
+
+
 class Producer:
     """Produces ``rate`` records/s from a thread until :meth:`stop`; ``poison()`` adds one."""
 

@@ -30,13 +30,11 @@ from platform_streams.kafka import KafkaAdmin, TopicSpec
 from soak.app import GROUPS, table_value
 from soak.checker import AppChecker, caught_up, committed_input
 from soak.cluster import REPO, App, AppSpec, Instance, Supervised
-from soak.connection import client_conf, client_settings
+from soak.connection import client_conf
 from soak.faults import FaultRunner, http_get
-from soak.producer import Producer
+from soak.producer import Producer, produce_table
 from soak.report import plot, summary_line, write_json
 from soak.schedule import make_schedule
-from tests.integration.eos_support import broker_aborts_dead_transactions
-from tests.support.kafka import produce
 
 PARTITIONS = 4
 
@@ -212,14 +210,14 @@ def _run(
     replay: str,
 ) -> int:
     admin = KafkaAdmin(client_conf(bootstrap))
-    aborts = broker_aborts_dead_transactions(bootstrap, admin, conf=client_settings())
+    aborts = admin.supports("aborts_fenced_transactions")
     print(
         f"soak: broker {'aborts' if aborts else 'COMMITS (Tansu)'} a killed producer's open transaction",
         flush=True,
     )
     shared = _create_topics(admin, run_id)
     table = [(f"g{i}", table_value(f"g{i}")) for i in range(GROUPS)]
-    produce(bootstrap, shared["SOAK_TABLE"], table, conf=client_settings())
+    produce_table(bootstrap, shared["SOAK_TABLE"], table)
     for name, guarantee in (("eos", "exactly_once_v2"), ("alos", "at_least_once")):
         topics, dead_letter = _app_topics(admin, run_id, name, shared)
         spec = AppSpec(name, f"soak-{run_id}-{name}", guarantee, bootstrap, topics, run_dir, dead_letter)
