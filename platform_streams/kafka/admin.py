@@ -355,16 +355,27 @@ class KafkaAdmin(GroupAdminMixin):
             return {}
         deadline = time.monotonic() + timeout
         request = ConsumerGroupTopicPartitions(group_id, wanted)
-        try:
-            futures = self._admin().list_consumer_group_offsets(
-                [request], require_stable=require_stable, request_timeout=timeout
+        while True:
+            try:
+                futures = self._admin().list_consumer_group_offsets(
+                    [request], require_stable=require_stable, request_timeout=timeout
+                )
+                what = f"list offsets of group {group_id!r}"
+                listed = self._result(futures[group_id].result, deadline, what)
+            except KafkaException as exc:
+                err = as_kafka_error(exc)
+                if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                    return {} if wanted is None else {(tp.topic, tp.partition): None for tp in wanted}
+                raise to_broker_error(exc, f"list committed offsets of group {group_id!r}") from exc
+            # Kafka answers UNSTABLE_OFFSET_COMMIT until a pending transaction's offset markers
+            # are written (just after its commit returns, too): ask again until the deadline
+            unstable = any(
+                tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT
+                for tp in listed.topic_partitions or []
             )
-            listed = self._result(futures[group_id].result, deadline, f"list offsets of group {group_id!r}")
-        except KafkaException as exc:
-            err = as_kafka_error(exc)
-            if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return {} if wanted is None else {(tp.topic, tp.partition): None for tp in wanted}
-            raise to_broker_error(exc, f"list committed offsets of group {group_id!r}") from exc
+            if not (unstable and time.monotonic() < deadline - 0.1):
+                break
+            time.sleep(0.1)
         offsets: dict[tuple[str, int], int | None] = (
             {} if wanted is None else {(tp.topic, tp.partition): None for tp in wanted}
         )

@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from platform_streams.kafka import (
     offsets_for_time,
     read_partition_range,
 )
+from platform_streams.kafka.capabilities import stale_group_metadata
 from platform_streams.runtime.broker_calls import retrying
 from platform_streams.serde import Long, String
 from tests.integration.support_apps import app_config, running_app, wait_until
@@ -267,6 +269,30 @@ def test_exactly_once_commits_the_offsets_of_input_that_produced_nothing(
         for end in (3, 6, 9):  # three commits, each its own transaction
             produce(bootstrap_servers, source, [("k", "v")] * 3)
             wait_until(lambda end=end: committed() == end, 60, f"the offsets up to {end} committed")
+
+
+def test_require_stable_waits_out_a_pending_transactional_offset_commit(
+    bootstrap_servers: str, broker_kind: str, admin: KafkaAdmin
+) -> None:
+    """``committed_offsets(require_stable=True)`` answers once a pending transactional offset
+    commit is decided, instead of failing with UNSTABLE_OFFSET_COMMIT (which Kafka answers
+    while the commit markers are not written yet): the ``offsets_only_transactions`` probe
+    reads right after a commit, and an error there twice made Kafka look unsupported."""
+    if not _kafka_like(broker_kind, admin, "txn_offset_commit_fencing"):
+        pytest.skip("KIP-447 stable offsets are Kafka's")
+    topic, group = new_topic(admin, 1, "stable"), new_group_id("stable")
+    txn_id = new_group_id("txn")
+    producer = create_producer({"bootstrap.servers": bootstrap_servers, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    pending = [TopicPartition(topic, 0, 5)]
+    producer.send_offsets_to_transaction(pending, stale_group_metadata(group, -1, ""), 30)
+    committer = threading.Timer(1.5, lambda: producer.commit_transaction(30))
+    committer.start()  # pending for 1.5 s: the read below starts while the offsets are unstable
+    try:
+        assert admin.committed_offsets(group, [(topic, 0)], 30.0, require_stable=True) == {(topic, 0): 5}
+    finally:
+        committer.join()
 
 
 def _owns(consumers: list[Any], sizes: list[int]) -> bool:
