@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--task-assignor", default=None, help="'state_aware' or 'range' (the config's default)"
     )
+    parser.add_argument(
+        "--rebalance-protocol", default=None, help="'eager' or 'cooperative' (the config's default)"
+    )
     parser.add_argument("--probing-ms", type=int, default=None, help="probing_rebalance_interval_ms")
     parser.add_argument("--rack", default=None, help="client.rack of this instance")
     parser.add_argument("--acceptable-lag", type=int, default=None, help="acceptable_recovery_lag")
@@ -97,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         settings["group_instance_id"] = args.instance_id
     if args.task_assignor:
         settings["task_assignor"] = args.task_assignor
+    if args.rebalance_protocol:
+        settings["rebalance_protocol"] = args.rebalance_protocol
     if args.probing_ms is not None:
         settings["probing_rebalance_interval_ms"] = args.probing_ms
     if args.acceptable_lag is not None:
