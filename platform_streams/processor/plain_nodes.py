@@ -167,6 +167,7 @@ def plain_source(
                 on_record_lateness(0)
         elif on_record_lateness is not None:
             on_record_lateness(task.stream_time - ts)
+        task.record_time = ts  # the time a key-value store's change is logged with, as fused code sets it
         forward(k, v, ts, msg.headers())
 
     return run

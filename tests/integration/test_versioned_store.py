@@ -99,15 +99,17 @@ def test_should_restore(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Pat
 
 
 @pytest.mark.apache_kafka  # restore depends on the broker keeping the changelog records' timestamps
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "plain-nodes"])
 def test_should_manual_upgrade_from_non_versioned_non_timestamped_to_versioned(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, fusion: bool
 ) -> None:
     """VersionedKeyValueStoreIntegrationTest.shouldManualUpgradeFromNonVersionedNonTimestampedToVersioned:
     an application with a plain key-value store is stopped, its local state wiped, and restarted
     with a versioned store of the same name, restored from the same changelog: every change
     restores as the version at its record's timestamp (an out-of-order update included)."""
     source, sink = new_topic(admin, 1, "upgrade-in"), new_topic(admin, 1, "upgrade-out")
-    config = app_config(bootstrap_servers, tmp_path / "state")
+    # plain nodes (fusion=False) stamp the changes as the fused code does
+    config = app_config(bootstrap_servers, tmp_path / "state", fusion=fusion)
     base = int(time.time() * 1000)
     builder = StreamsBuilder()
     builder.add_state_store(key_value_store_builder())
