@@ -96,7 +96,10 @@ class StreamsGroupTasks:
         if group.failure is not None:
             raise group.failure
         if group.take_lost() and self.tasks:
-            log.warning("%s: fenced by the streams group; closing tasks without committing", self.name)
+            log.warning(
+                "%s: partitions lost (the streams group dropped this member); closing tasks uncommitted",
+                self.name,
+            )
             self._abort_and_close_tasks()
         change = group.take_change()
         if change is None:

@@ -88,6 +88,13 @@ _COMMON_CONFIG: dict[str, str] = {
     "group.min.session.timeout.ms": "1000",
     "group.consumer.min.session.timeout.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "500",
+    # streams groups (KIP-1071) as quick as the tests' classic groups: no first-assignment
+    # delay, 6 s sessions and 0.5 s heartbeats (Kafka's minimums are 45 s and 5 s)
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.min.session.timeout.ms": "1000",
+    "group.streams.session.timeout.ms": "6000",
+    "group.streams.min.heartbeat.interval.ms": "500",
+    "group.streams.heartbeat.interval.ms": "500",
     "log.cleaner.backoff.ms": "500",
     "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
     "log.initial.task.delay.ms": "1000",
