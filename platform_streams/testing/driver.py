@@ -234,7 +234,11 @@ class TopologyTestDriver:
                 while task.process(1_000_000) or task.complete_in_flight():
                     pass
             for task in self._tasks:
+                # async processors: what punctuators or cache flushes sent them completes too
+                task.complete_in_flight()
                 task.flush_stores()
+                while task.complete_in_flight():
+                    task.flush_stores()
                 task.refresh_punctuation_flags()
             if not self._pending:
                 return

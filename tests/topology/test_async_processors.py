@@ -22,7 +22,7 @@ import pytest
 from platform_streams import StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.errors import ProcessorError
-from platform_streams.processor import AsyncOptions, AsyncRecordContext, Record
+from platform_streams.processor import AsyncOptions, AsyncRecordContext, Processor, PunctuationType, Record
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import StreamTask, start_task
 from platform_streams.serde import String
@@ -227,3 +227,30 @@ def test_a_commit_completes_the_work_in_flight_first(tmp_path: Path) -> None:
     finally:
         gate.set()
         task.close()
+
+
+def test_what_a_punctuator_forwards_completes_before_advance_returns() -> None:
+    """A wall-clock punctuator forwards into an async mapper: its result is there when
+    ``advance_wall_clock_time`` returns, as a piped record's is when ``pipe_input`` returns."""
+
+    class Ticker(Processor):
+        def init(self, context: Any) -> None:
+            super().init(context)
+            context.schedule(1000, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+        def tick(self, now: int) -> None:
+            self.context.forward(Record("tick", str(now), now))
+
+        def process(self, record: Record) -> None:
+            pass
+
+    async def later(value: str) -> str:
+        await asyncio.sleep(0.01)
+        return f"at {value}"
+
+    builder = StreamsBuilder()
+    _to_out(_stream(builder).process(Ticker).map_values_async(later))
+    with TopologyTestDriver(builder.build()) as driver:
+        out = driver.create_output_topic("out", S, S)
+        driver.advance_wall_clock_time(1000)
+        assert out.read_key_values_to_list() == [("tick", "at 1000")]
