@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from platform_streams.errors import MissingSourceTopicError, StreamsError, TopologyError
+from platform_streams.errors import MissingSourceTopicError, StreamsError, TaskMigratedError, TopologyError
 from platform_streams.kafka.streams_group import StreamsGroupClient, group_metadata
 from platform_streams.kafka.streams_group.member import (
     Assignment,
@@ -163,12 +163,28 @@ class StreamsGroupMembership:
     def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """At-least-once: OffsetCommit v9 naming this member at its epoch (a stale epoch is
         refused with STALE_MEMBER_EPOCH, so a fenced member cannot commit over the new owner)."""
-        self.client.commit(self.member.member_id, self.member.member_epoch, offsets)
+        member_id, epoch = self.member.member_id, self.member.member_epoch
+        self._refuse_if_lost()  # after reading the epoch: a new one means the loss is flagged
+        self.client.commit(member_id, epoch, offsets)
 
     def group_metadata(self) -> bytes:
         """Exactly-once: what ``send_offsets_to_transaction`` takes, naming this member at its
         epoch; the coordinator refuses the TxnOffsetCommit of a stale epoch."""
-        return group_metadata(self.application_id, self.member.member_id, self.member.member_epoch)
+        metadata = group_metadata(self.application_id, self.member.member_id, self.member.member_epoch)
+        self._refuse_if_lost()
+        return metadata
+
+    def _refuse_if_lost(self) -> None:
+        """The broker checks a commit's epoch only, not who owns the tasks, and the heartbeat
+        thread joins again at once after the member was dropped: until the worker has taken
+        the loss (:meth:`take_lost`, its tasks closed uncommitted), the new epoch must not
+        carry the lost tasks' offsets (or their transaction) over their new owner's."""
+        with self._changes:
+            lost = self._lost
+        if lost:
+            raise TaskMigratedError(
+                f"{self.application_id}: the streams group dropped this member; its tasks are lost"
+            )
 
     # -- the loop -----------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ import pytest
 
 from platform_streams.config.sources import BOOTSTRAP_ENV
 from platform_streams.dev.brokers.apache_jars import kafka_classpath, require_java
+from platform_streams.errors import TaskMigratedError
 from platform_streams.kafka import KafkaAdmin, TopicSpec, create_consumer, create_producer
 from platform_streams.kafka.streams_group import (
     CommitRefused,
@@ -313,6 +314,40 @@ def test_a_third_instance_joining_leaves_the_unmoved_tasks_producing(
             ),
         )
     assert len(kept) == 4, f"only the two tasks the third instance takes may move; kept {kept}"
+
+
+def test_a_dropped_member_that_joined_again_commits_nothing_before_its_lost_tasks_are_closed(
+    streams_bootstrap: str, members: list[StreamsGroupMembership]
+) -> None:
+    """The broker checks a commit's member epoch only (StreamsGroup.validateMemberEpoch), not
+    who owns the partitions. The heartbeat thread joins again at once after the broker dropped
+    the member, so a worker still running the lost tasks would read the new epoch and commit
+    their stale offsets (exactly-once: their transaction) over the tasks' new owner. Until the
+    worker took the loss (``take_lost``: it closes the tasks uncommitted), the membership
+    refuses both commit paths; Kafka's client likewise joins again only after onTasksLost."""
+    app, topic, topology = _source_topic(streams_bootstrap, 2)
+    membership = StreamsGroupMembership(streams_bootstrap, app, topology, process_id=str(uuid.uuid4()))
+    members.append(membership)
+    beat = lambda: membership.heartbeat_once() is not None  # noqa: E731
+    _wait("the member to join", lambda: beat() and membership.member_epoch > 0)
+    remover = StreamsMember(
+        StreamsGroupClient(streams_bootstrap, app),
+        TopologySpec(0, ()),
+        process_id="remover",
+        member_id=membership.member_id,
+    )
+    remover.member_epoch, dropped_epoch = membership.member_epoch, membership.member_epoch
+    remover.leave()  # what a session timeout does to a paused process
+    remover.client.close()
+    rejoined = lambda: membership.fenced == 1 and membership.member_epoch > 0  # noqa: E731
+    _wait("the member to be dropped and join again", lambda: beat() and rejoined())
+    assert membership.member_epoch != dropped_epoch
+    with pytest.raises(TaskMigratedError):
+        membership.commit({(topic, 0): 3})
+    with pytest.raises(TaskMigratedError):
+        membership.group_metadata()
+    assert membership.take_lost()
+    membership.commit({(topic, 0): 3})  # the lost tasks are closed: commits go through again
 
 
 def test_a_member_with_another_topology_is_refused_clearly(
