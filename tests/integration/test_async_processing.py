@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,10 @@ class AsyncRunner(Runner):
     def __init__(self, log_path: Path, in_flight_file: Path, **args: object) -> None:
         super().__init__(log_path, in_flight_file=in_flight_file, **args)
         self.in_flight_file = in_flight_file
+
+
+def _holds(runner: AsyncRunner, records: int) -> bool:
+    return _in_flight(runner)[0] >= records
 
 
 def _in_flight(runner: AsyncRunner) -> tuple[int, int]:
@@ -94,7 +99,7 @@ def test_join_and_kill_with_records_in_flight_lose_and_double_nothing(
         # kill -9 each one at a random point with calls in flight, and restart it
         for member, runner in (("a", first), ("b", second)):
             time.sleep(rng.uniform(0.1, 1.0))
-            wait_until(lambda runner=runner: _in_flight(runner)[0] >= 50, 30, f"{member} holds records")
+            wait_until(partial(_holds, runner, 50), 30, f"{member} holds records")
             runner.kill()
             held.append(_in_flight(runner)[0])
             restarted = start(member)

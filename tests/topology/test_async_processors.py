@@ -23,6 +23,7 @@ from platform_streams import StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.errors import ProcessorError
 from platform_streams.processor import AsyncOptions, AsyncRecordContext, Processor, PunctuationType, Record
+from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task import StreamTask, start_task
 from platform_streams.serde import String
@@ -138,7 +139,9 @@ class _Capture:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
 
-    def send(self, topic: str, key: bytes, value: bytes, *rest: Any) -> None:
+    def send(self, *record: *OutgoingRecord) -> None:
+        _, key, value, *_rest = record
+        assert key is not None and value is not None
         self.sent.append((key.decode(), value.decode()))
 
     def partition_count(self, topic: str) -> int:
