@@ -324,6 +324,9 @@ class AsyncNode(NodeProcessor):
     def _complete(self, job: _Job) -> None:
         task = self.task
         previous, task.current = task.current, job.msg
+        # a store written downstream logs its change with this record's time, not the time of
+        # the record the stream thread processed last (change_logging.change_time)
+        previous_time, task.record_time = task.record_time, job.timestamp
         try:
             if job.error is not None:
                 self._failed(job)
@@ -336,7 +339,7 @@ class AsyncNode(NodeProcessor):
                     raise
                 on_failure(job.msg, exc)
         finally:
-            task.current = previous
+            task.current, task.record_time = previous, previous_time
 
     def _failed(self, job: _Job) -> None:
         """The call kept failing: the processing exception handler decides for this node (skip
