@@ -30,7 +30,7 @@ from tests.integration.eos_support import (
 )
 from tests.integration.support_apps import wait_until
 
-pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
 
 PARTITIONS = 4
 KEYS = 400
@@ -61,8 +61,13 @@ def _in_flight(runner: AsyncRunner) -> tuple[int, int]:
 
 
 def test_join_and_kill_with_records_in_flight_lose_and_double_nothing(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+    bootstrap_servers: str, broker_kind: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
+    if broker_kind == "tansu":
+        # Tansu commits a killed producer's open transaction (no "nothing doubled" to check),
+        # and a statically named member restarted after kill -9 did not get back to RUNNING
+        # within 60 s there once (not looked into): the Apache Kafka copy runs it
+        pytest.skip("exactly-once after kill -9 is checked on Apache Kafka")
     app = RunnerApp.create(bootstrap_servers, admin, new_app_id("async-eos"), PARTITIONS)
 
     def args(member: str) -> dict[str, object]:
