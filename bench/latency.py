@@ -59,7 +59,7 @@ import orjson  # noqa: E402
 
 from bench.common import RunSpec  # noqa: E402
 from bench.latency_child import EXTRA_WORKLOADS  # noqa: E402
-from bench.run import broker, ensure_quix_python, machine, produce_input, run_child  # noqa: E402
+from bench.run import broker, ensure_quix_python, machine, produce_input  # noqa: E402
 from bench.workloads import ORDERS, WORKLOADS  # noqa: E402
 from platform_streams.kafka import KafkaAdmin, TopicSpec  # noqa: E402
 
@@ -330,6 +330,30 @@ def _timed_run(spec: RunSpec, python: str) -> float:
     return float(orjson.loads(lines[-1])["wall_s"])
 
 
+def _max_run(
+    bootstrap: str, admin: KafkaAdmin, workload_name: str, engine: str, python: str, source: Any, records: int
+) -> float:
+    """Wall seconds of ``engine`` over ``records`` inputs of ``source`` in a fresh application
+    (its topics deleted after)."""
+    app_id = f"bench-latency-max-{engine}-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([TopicSpec(f"{app_id}-out", len(source.ends))])
+    with tempfile.TemporaryDirectory(prefix="ps-bench-latency-") as state_dir:
+        spec = RunSpec(
+            workload_name,
+            engine,
+            bootstrap,
+            source.topic,
+            f"{app_id}-out",
+            records,
+            state_dir,
+            app_id,
+            input_ends={str(p): end for p, end in source.ends.items()},
+        )
+        wall = _timed_run(spec, python)
+    admin.delete_topics([t for t in admin.list_topics() if app_id in t])
+    return wall
+
+
 def engine_maximum(
     bootstrap: str,
     admin: KafkaAdmin,
@@ -350,22 +374,7 @@ def engine_maximum(
             source = inputs[(workload.input.name, records)] = produce_input(
                 bootstrap, admin, workload.input, records, partitions
             )
-        app_id = f"bench-latency-max-{engine}-{uuid.uuid4().hex[:8]}"
-        admin.create_topics([TopicSpec(f"{app_id}-out", partitions)])
-        with tempfile.TemporaryDirectory(prefix="ps-bench-latency-") as state_dir:
-            spec = RunSpec(
-                workload_name,
-                engine,
-                bootstrap,
-                source.topic,
-                f"{app_id}-out",
-                records,
-                state_dir,
-                app_id,
-                input_ends={str(p): end for p, end in source.ends.items()},
-            )
-            walls.append(_timed_run(spec, python))
-        admin.delete_topics([t for t in admin.list_topics() if app_id in t])
+        walls.append(_max_run(bootstrap, admin, workload_name, engine, python, source, records))
     spent = walls[1] - walls[0]
     if spent <= 0:
         raise RuntimeError(f"{engine} on {workload_name}: no steady-state rate (walls {walls})")
@@ -375,23 +384,9 @@ def engine_maximum(
 def raw_maximum(bootstrap: str, admin: KafkaAdmin, records: int, partitions: int) -> float:
     """The raw loop's records/s on ``filter_map_json`` over ``records`` inputs, now."""
     source = produce_input(bootstrap, admin, ORDERS, records, partitions)
-    app_id = f"bench-latency-max-{uuid.uuid4().hex[:8]}"
-    admin.create_topics([TopicSpec(f"{app_id}-out", partitions)])
-    with tempfile.TemporaryDirectory(prefix="ps-bench-latency-") as state_dir:
-        spec = RunSpec(
-            "filter_map_json",
-            "raw_confluent",
-            bootstrap,
-            source.topic,
-            f"{app_id}-out",
-            records,
-            state_dir,
-            app_id,
-            input_ends={str(p): end for p, end in source.ends.items()},
-        )
-        result = run_child(spec, sys.executable)
-    admin.delete_topics([source.topic, f"{app_id}-out"])
-    return result.records_per_s
+    wall = _max_run(bootstrap, admin, "filter_map_json", "raw_confluent", sys.executable, source, records)
+    admin.delete_topics([source.topic])
+    return records / wall
 
 
 def table(cells: list[Cell], rate_base: str = "raw") -> str:
