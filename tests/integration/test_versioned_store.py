@@ -99,7 +99,10 @@ def test_should_restore(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Pat
 
 
 @pytest.mark.apache_kafka  # restore depends on the broker keeping the changelog records' timestamps
-@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "plain-nodes"])
+@pytest.mark.parametrize(
+    "fusion",
+    [pytest.param(True, id="fused"), pytest.param(False, id="plain-nodes", marks=pytest.mark.kafka_side)],
+)
 def test_should_manual_upgrade_from_non_versioned_non_timestamped_to_versioned(
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, fusion: bool
 ) -> None:
