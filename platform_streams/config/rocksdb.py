@@ -6,10 +6,11 @@ the backend (``state/rocksdb_options.py``) applies the values.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from typing import Any
+
+from platform_streams.config.dotted_paths import import_dotted
 
 __all__ = ["parse_byte_size", "resolve_config_setter"]
 
@@ -56,14 +57,7 @@ def resolve_config_setter(value: Any) -> Callable[..., None] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        path = value.strip()
-        module_name, sep, attr = path.replace(":", ".").rpartition(".")
-        if not sep or not module_name or not attr:
-            raise ValueError(f"must be a callable or a dotted path 'package.module.name', got {value!r}")
-        try:
-            value = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ValueError(f"cannot import {path!r}: {exc}") from exc
+        value = import_dotted(value, "a callable")
     if isinstance(value, type):
         value = value()
     if not callable(value):

@@ -17,11 +17,11 @@ operators are no longer fused into the source's code while a wrapper is configur
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from platform_streams.config.dotted_paths import import_dotted
 from platform_streams.processor.api import Processor, ProcessorContext
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers, Record
@@ -66,13 +66,7 @@ def resolve_processor_wrapper(value: Any) -> Any:
     if value is None or isinstance(value, ProcessorWrapper):
         return value
     if isinstance(value, str):
-        module_name, sep, attr = value.strip().replace(":", ".").rpartition(".")
-        if not sep or not module_name or not attr:
-            raise ValueError(f"must be a ProcessorWrapper class or a dotted path, got {value!r}")
-        try:
-            value = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ValueError(f"cannot import {value!r}: {exc}") from exc
+        value = import_dotted(value, "a ProcessorWrapper class")
     if isinstance(value, type) and issubclass(value, ProcessorWrapper):
         return value
     raise ValueError(
