@@ -428,7 +428,15 @@ class StreamsProducer:
 
     def _flush_one(self, producer: Any, deadline: float) -> None:
         while True:
-            remaining = producer.flush(min(5.0, max(0.1, deadline - time.monotonic())))
+            try:
+                remaining = producer.flush(min(5.0, max(0.1, deadline - time.monotonic())))
+            except SystemError as exc:
+                # without an error_cb, confluent_kafka raises a fatal producer error (fenced: a
+                # transaction that outlived transaction.timeout.ms) from flush, and a delivery
+                # report served meanwhile turns it into a SystemError: the cause is the failure
+                if isinstance(exc.__cause__, KafkaException):
+                    raise translate(exc.__cause__, "flush") from exc.__cause__
+                raise
             if not remaining:
                 return
             if time.monotonic() >= deadline:
