@@ -20,7 +20,8 @@ from platform_streams.serde import String
 from tests.integration.support_apps import app_config, running_app, wait_until
 from tests.support.kafka import consume_all, new_topic, produce
 
-pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
+# both copies on the Kafka side of make test: the Tansu side is the long pole
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka, pytest.mark.kafka_side]
 
 S = String()
 
