@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from platform_streams.config.dotted_paths import import_dotted
+from platform_streams.dotted_paths import import_dotted
 
 __all__ = ["parse_byte_size", "resolve_config_setter"]
 

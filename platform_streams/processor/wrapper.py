@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from platform_streams.config.dotted_paths import import_dotted
+from platform_streams.dotted_paths import import_dotted
 from platform_streams.processor.api import Processor, ProcessorContext
 from platform_streams.processor.node import NodeProcessor
 from platform_streams.processor.record import Headers, Record

@@ -1,5 +1,8 @@
 """Settings that name a class or a callable by a dotted path, as Kafka's class-valued settings
-(``rocksdb.config.setter``, ``processor.wrapper.class``) name a class."""
+(``rocksdb.config.setter``, ``processor.wrapper.class``) name a class.
+
+A leaf module of its own: ``config`` and ``processor`` both use it, and neither may import
+the other's package for it (tests/unit/test_package_shape.py lists the cycles)."""
 
 from __future__ import annotations
 
