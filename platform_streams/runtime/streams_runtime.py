@@ -21,6 +21,7 @@ from platform_streams.errors import IllegalStateError, StreamsStateError, Stream
 from platform_streams.runtime.api import ClientAddOn, WorkerState
 from platform_streams.runtime.broker_features import (
     broker_may_skip_batches,
+    commits_offsets_in_empty_transactions,
     membership_check_topic,
     sends_eagerly,
 )
@@ -82,6 +83,7 @@ class StreamsRuntime:
         #: group_protocol="streams": what each worker sends its streams group (None: classic)
         self._streams_group: StreamsGroupSettings | None = None
         self._eager_sends = False
+        self._offsets_alone_in_transactions = True
         self._next_worker_index = 0
         self._paused = False
         #: lists the topics regex sources match every metadata.max.age.ms (None: no patterns)
@@ -138,6 +140,7 @@ class StreamsRuntime:
             if self._streams_group is not None:  # the broker checks the member epoch on every commit
                 self._membership_check_topic = None
             self._eager_sends = sends_eagerly(self.config)
+            self._offsets_alone_in_transactions = commits_offsets_in_empty_transactions(self.config)
             broker_may_skip_batches(self.config)  # probed now: readers ask the answer, never the broker
             self.global_worker = bootstrap_global_stores(
                 self.config, self.plan, self.partition_counts, on_failure=self._on_global_failure
@@ -308,6 +311,7 @@ class StreamsRuntime:
             control_topic=self._membership_check_topic,
             coordinator=self.membership.coordinator,
             eager_sends=self._eager_sends,
+            offsets_alone_in_transactions=self._offsets_alone_in_transactions,
             restore_ranges=self.membership.restore_ranges,
             streams_group=self._streams_group,
         )

@@ -56,11 +56,7 @@ from platform_streams.processor.partitioner import PlacementChecks
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.broker_calls import retrying
-from platform_streams.runtime.broker_features import (
-    RepartitionPurger,
-    broker_may_skip_batches,
-    commits_offsets_in_empty_transactions,
-)
+from platform_streams.runtime.broker_features import RepartitionPurger, broker_may_skip_batches
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, dead_letter_topic_limit
 from platform_streams.runtime.leave_guard import LeaveGuard
@@ -114,6 +110,7 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         control_topic: str | None = None,
         coordinator: AssignmentCoordinator | None = None,
         eager_sends: bool = False,
+        offsets_alone_in_transactions: bool = True,
         restore_ranges: RestoreRanges | None = None,
         streams_group: StreamsGroupSettings | None = None,
     ) -> None:
@@ -152,8 +149,8 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         self._standbys = standbys
         self._control_topic = control_topic
         self._eager_sends = eager_sends  # EOS: send before the commit (runtime/broker_features.py)
-        #: EOS: whether a transaction keeps offsets that no record goes with (probed with the clients)
-        self._offsets_alone_in_transactions = True
+        #: EOS: whether a transaction keeps offsets that no record goes with (runtime/broker_features.py)
+        self._offsets_alone_in_transactions = offsets_alone_in_transactions
         #: state-aware placement: the group only gives membership, the coordinator the tasks
         self._coordinator = coordinator
         self._pending: Pending | None = None
@@ -278,7 +275,6 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
             conf["stats_cb"] = lambda document: self.observer.on_client_statistics(client, document)
 
     def _start_clients(self) -> None:
-        self._offsets_alone_in_transactions = commits_offsets_in_empty_transactions(self.config)
         settings = producer_settings(
             self.config, self.index, self.transactional_id, self._changelogs, self._route_statistics
         )
