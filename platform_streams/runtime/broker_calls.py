@@ -85,7 +85,8 @@ def translate(exc: BaseException, what: str) -> StreamsError:
         return TaskMigratedError(f"{what}: the consumer group moved on without this member ({exc})")
     if outcome is Outcome.FENCED:
         return ProducerFencedError(
-            f"{what}: fenced by a newer producer with the same transactional.id ({exc})"
+            f"{what}: the producer was fenced (a newer producer with the same transactional.id, or "
+            f"the broker aborted the transaction after transaction.timeout.ms) ({exc})"
         )
     if outcome is Outcome.ABORTABLE:
         return TaskCorruptedError([], f"{what}: the transaction must be aborted ({exc})")
