@@ -1,0 +1,339 @@
+"""Rack-aware active task placement (KIP-925): Kafka Streams' ``RackAwareTaskAssignor``.
+
+After the balanced placement of the active tasks, the tasks are re-placed over the same
+clients so that the total cost is minimal, where placing a task on a client costs
+
+* ``traffic_cost`` for each of the task's input partitions with no replica in the
+  client's rack (``client.rack``: the task would fetch across racks), plus
+* ``non_overlap_cost`` if the client is not the one the balanced placement chose.
+
+Every client keeps exactly as many active tasks as the balanced placement gave it, so
+the optimization never undoes the balance. ``min_traffic`` minimizes only that cost;
+``balance_subtopology`` also caps each client's share of every sub-topology's tasks at
+``ceil(its tasks x the sub-topology's tasks / all tasks)``, so one sub-topology's tasks
+are spread as its own share says.
+
+It is a min-cost flow (source -> task -> client [-> client per sub-topology] -> sink),
+solved by :mod:`.min_cost_flow`, a port of Kafka's solver: where two placements have the
+same cost, the one chosen is Kafka's (see that module).
+
+It is enabled only when every client reports a rack (all threads of a process the same)
+and every replica of every task's input partition -- with standbys, of every changelog
+partition too -- has a rack; otherwise the placement is left as it is, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Literal
+
+from platform_streams.processor.task_id import TaskId
+from platform_streams.runtime.task_assignment.client_state import ClientState
+from platform_streams.runtime.task_assignment.min_cost_flow import Graph
+
+__all__ = [
+    "DEFAULT_NON_OVERLAP_COST",
+    "DEFAULT_TRAFFIC_COST",
+    "STATELESS_NON_OVERLAP_COST",
+    "STATELESS_TRAFFIC_COST",
+    "RackAwareTaskAssignor",
+    "Strategy",
+]
+
+log = logging.getLogger(__name__)
+
+Strategy = Literal["none", "min_traffic", "balance_subtopology"]
+
+#: Kafka's HighAvailabilityTaskAssignor defaults for stateful tasks
+DEFAULT_TRAFFIC_COST = 10
+DEFAULT_NON_OVERLAP_COST = 1
+#: stateless tasks move freely: only the traffic counts
+STATELESS_TRAFFIC_COST = 1
+STATELESS_NON_OVERLAP_COST = 0
+
+_SOURCE = -1
+
+HasTask = Callable[[ClientState, TaskId], bool]
+
+
+def _has_active(state: ClientState, task: TaskId) -> bool:
+    return task in state.active
+
+
+class RackAwareTaskAssignor:
+    """The optimizer over one assignment's clients (one per leader computation).
+
+    ``input_partitions``: each task's input partitions ("topic/partition");
+    ``changelog_partitions``: each stateful task's changelog partitions;
+    ``partition_racks``: per partition, the rack of each replica (None: a broker without
+    a rack); ``process_racks``: per process, the ``client.rack`` each of its members
+    reported (None: unset); ``all_tasks``: every task of the application (the sub-topology
+    groups of ``balance_subtopology``).
+    """
+
+    def __init__(
+        self,
+        strategy: Strategy,
+        input_partitions: Mapping[TaskId, Collection[str]],
+        changelog_partitions: Mapping[TaskId, Collection[str]],
+        partition_racks: Mapping[str, Sequence[str | None]] | None,
+        process_racks: Mapping[str, Mapping[str, str | None]],
+        all_tasks: Collection[TaskId],
+        num_standby_replicas: int = 0,
+    ) -> None:
+        self.strategy = strategy
+        self.input_partitions = input_partitions
+        self.changelog_partitions = changelog_partitions
+        self.partition_racks = partition_racks
+        self.num_standby_replicas = num_standby_replicas
+        groups: dict[int, set[TaskId]] = {}
+        for task in all_tasks:
+            groups.setdefault(task.subtopology, set()).add(task)
+        self.tasks_per_subtopology = [sorted(groups[s]) for s in sorted(groups)]
+        self.racks_for_partition: dict[str, set[str]] = {}
+        self.rack_for_process: dict[str, str] = {}
+        self.valid_client_rack = self._validate_client_racks(process_racks)
+        self._can_enable: bool | None = None
+
+    # -- can it run ------------------------------------------------------------------------
+
+    def _validate_client_racks(self, process_racks: Mapping[str, Mapping[str, str | None]]) -> bool:
+        """Every process has a rack, the same for all its members (Kafka's validateClientRack)."""
+        for process, members in sorted(process_racks.items()):
+            racks = {rack for rack in members.values() if rack is not None}
+            if not members or len(racks) < len(set(members.values())) or not racks:
+                if self.strategy != "none":
+                    log.warning(
+                        "rack-aware assignment off: process %s has a member without client.rack", process
+                    )
+                return False
+            if len(racks) > 1:
+                log.warning(
+                    "rack-aware assignment off: process %s has members in racks %s", process, sorted(racks)
+                )
+                return False
+            self.rack_for_process[process] = next(iter(racks))
+        return True
+
+    def can_enable(self) -> bool:
+        """Whether the optimization runs (the strategy, client racks, partition racks)."""
+        if self.strategy == "none":
+            return False
+        if self._can_enable is None:
+            ok = self.valid_client_rack and self._validate_partition_racks(self.input_partitions)
+            if ok and self.num_standby_replicas > 0:
+                ok = self._validate_partition_racks(self.changelog_partitions)
+            self._can_enable = ok
+        return self._can_enable
+
+    def _validate_partition_racks(self, partitions: Mapping[TaskId, Collection[str]]) -> bool:
+        if self.partition_racks is None:
+            log.warning("rack-aware assignment off: the partitions' replica racks are unknown")
+            return False
+        for tps in partitions.values():
+            for tp in tps:
+                replicas = self.partition_racks.get(tp)
+                if not replicas:
+                    log.warning("rack-aware assignment off: partition %s is not in the cluster metadata", tp)
+                    return False
+                if any(rack is None for rack in replicas):
+                    log.warning(
+                        "rack-aware assignment off: a replica of %s is on a broker without a rack", tp
+                    )
+                    return False
+                self.racks_for_partition.setdefault(tp, set()).update(r for r in replicas if r is not None)
+        return True
+
+    # -- costs -----------------------------------------------------------------------------
+
+    def cost(
+        self, task: TaskId, process: str, in_current: bool, traffic_cost: int, non_overlap_cost: int
+    ) -> int:
+        """The cost of ``task`` running on ``process`` (Kafka's getCost for an active task)."""
+        rack = self.rack_for_process.get(process)
+        if rack is None:
+            raise ValueError(
+                f"Client {process} doesn't have rack configured. Maybe forgot to call can_enable first"
+            )
+        tps = self.input_partitions.get(task)
+        if not tps:
+            raise ValueError(f"Task {task} has no TopicPartitions")
+        total = 0
+        for tp in sorted(tps):
+            racks = self.racks_for_partition.get(tp)
+            if not racks:
+                raise ValueError(
+                    f"TopicPartition {tp} has no rack information. Maybe forgot to call can_enable first"
+                )
+            if rack not in racks:
+                total += traffic_cost
+        return total if in_current else total + non_overlap_cost
+
+    def active_tasks_cost(
+        self,
+        tasks: Collection[TaskId],
+        clients: Mapping[str, ClientState],
+        traffic_cost: int,
+        non_overlap_cost: int,
+    ) -> int:
+        """The cost of the current placement of ``tasks``."""
+        if not tasks:
+            return 0
+        graph, _owner, _count = self._min_traffic_graph(
+            sorted(clients), sorted(tasks), clients, traffic_cost, non_overlap_cost
+        )
+        return graph.total_cost()
+
+    # -- the optimization --------------------------------------------------------------------
+
+    def optimize_active_tasks(
+        self,
+        tasks: Collection[TaskId],
+        clients: Mapping[str, ClientState],
+        traffic_cost: int,
+        non_overlap_cost: int,
+    ) -> int:
+        """Re-place ``tasks`` (each active on exactly one of ``clients``) at minimal cost,
+        every client keeping its number of them; returns the cost reached."""
+        if not tasks:
+            return 0
+        client_list = sorted(clients)
+        task_list = sorted(tasks)
+        if self.strategy == "balance_subtopology":
+            graph, owner, count = self._balance_subtopology_graph(
+                client_list, task_list, clients, traffic_cost, non_overlap_cost
+            )
+            ordered = [t for group in self.tasks_per_subtopology for t in group if t in set(task_list)]
+            group_of = {t: i for i, group in enumerate(self.tasks_per_subtopology) for t in group}
+
+            def client_index(node: int, task: TaskId) -> int:
+                return node - len(task_list) - len(client_list) * group_of[task]
+        else:
+            graph, owner, count = self._min_traffic_graph(
+                client_list, task_list, clients, traffic_cost, non_overlap_cost
+            )
+            ordered = task_list
+
+            def client_index(node: int, task: TaskId) -> int:
+                return node - len(task_list)
+
+        graph.solve_min_cost_flow()
+        total = graph.total_cost()
+        assigned = 0
+        for node, task in enumerate(ordered):
+            for edge in graph.edges(node):
+                if edge.flow <= 0:
+                    continue
+                assigned += 1
+                process = client_list[client_index(edge.destination, task)]
+                if process == owner[task]:
+                    break
+                clients[owner[task]].unassign_active(task)
+                clients[process].assign_active(task)
+        _validate_assigned(task_list, assigned, clients, count)
+        log.info(
+            "rack-aware (%s) placement of %d active tasks: cost %d", self.strategy, len(task_list), total
+        )
+        return total
+
+    def _owners(
+        self, client_list: list[str], task_list: list[TaskId], clients: Mapping[str, ClientState]
+    ) -> tuple[dict[TaskId, str], dict[str, int]]:
+        owner: dict[TaskId, str] = {}
+        count: dict[str, int] = {}
+        for task in task_list:
+            for process in client_list:
+                if _has_active(clients[process], task):
+                    if task in owner:
+                        raise ValueError(f"Task {task} assigned to multiple clients {process}, {owner[task]}")
+                    owner[task] = process
+                    count[process] = count.get(process, 0) + 1
+            if task not in owner:
+                raise ValueError(f"Task {task} not assigned to any client")
+        return owner, count
+
+    def _min_traffic_graph(
+        self,
+        client_list: list[str],
+        task_list: list[TaskId],
+        clients: Mapping[str, ClientState],
+        traffic_cost: int,
+        non_overlap_cost: int,
+    ) -> tuple[Graph, dict[TaskId, str], dict[str, int]]:
+        """Kafka's MinTrafficGraphConstructor: the current placement is the initial flow."""
+        owner, count = self._owners(client_list, task_list, clients)
+        graph = Graph()
+        for node, task in enumerate(task_list):
+            for index, process in enumerate(client_list):
+                flow = 1 if owner[task] == process else 0
+                cost = self.cost(task, process, flow == 1, traffic_cost, non_overlap_cost)
+                graph.add_edge(node, len(task_list) + index, 1, cost, flow)
+            graph.add_edge(_SOURCE, node, 1, 0, 1)
+        sink = len(client_list) + len(task_list)
+        for index, process in enumerate(client_list):
+            capacity = count.get(process, 0)
+            graph.add_edge(len(task_list) + index, sink, capacity, 0, capacity)
+        graph.source, graph.sink = _SOURCE, sink
+        return graph, owner, count
+
+    def _balance_subtopology_graph(
+        self,
+        client_list: list[str],
+        task_list: list[TaskId],
+        clients: Mapping[str, ClientState],
+        traffic_cost: int,
+        non_overlap_cost: int,
+    ) -> tuple[Graph, dict[TaskId, str], dict[str, int]]:
+        """Kafka's BalanceSubtopologyGraphConstructor: a second stage per client caps its
+        share of each sub-topology; the initial flow is a max flow found from scratch."""
+        wanted = set(task_list)
+        known = {t for group in self.tasks_per_subtopology for t in group}
+        for task in task_list:
+            if task not in known:
+                raise ValueError(f"Task {task} not in tasksForTopicGroup")
+        owner, count = self._owners(client_list, task_list, clients)
+        n_tasks, n_clients, n_groups = len(task_list), len(client_list), len(self.tasks_per_subtopology)
+        sink = n_clients + n_tasks + n_clients * n_groups
+        graph = Graph()
+        task_node = 0
+        for group_index, group in enumerate(self.tasks_per_subtopology):
+            valid = [t for t in group if t in wanted]
+            for index, process in enumerate(client_list):
+                client_node = n_tasks + n_clients * group_index + index
+                for offset, task in enumerate(valid):
+                    cost = self.cost(task, process, owner[task] == process, traffic_cost, non_overlap_cost)
+                    graph.add_edge(task_node + offset, client_node, 1, cost, 0)
+                if valid:
+                    share = count[process] * 1.0 / n_tasks * len(valid) if process in count else 0.0
+                    graph.add_edge(
+                        client_node, n_tasks + n_clients * n_groups + index, math.ceil(share), 0, 0
+                    )
+            task_node += len(valid)
+        for node in range(n_tasks):
+            graph.add_edge(_SOURCE, node, 1, 0, 0)
+        for index, process in enumerate(client_list):
+            graph.add_edge(n_tasks + n_clients * n_groups + index, sink, count.get(process, 0), 0, 0)
+        graph.source, graph.sink = _SOURCE, sink
+        max_flow = graph.calculate_max_flow()
+        if max_flow != n_tasks:
+            raise ValueError(f"max flow calculated: {max_flow} doesn't match taskSize: {n_tasks}")
+        return graph, owner, count
+
+
+def _validate_assigned(
+    task_list: list[TaskId], assigned: int, clients: Mapping[str, ClientState], before: Mapping[str, int]
+) -> None:
+    """Every task placed once, and every client holds as many of them as before."""
+    if assigned != len(task_list):
+        raise ValueError(
+            f"Computed active task assignment number {assigned} is different size {len(task_list)}"
+        )
+    after: dict[str, int] = {}
+    for task in task_list:
+        for process, state in clients.items():
+            if _has_active(state, task):
+                after[process] = after.get(process, 0) + 1
+    if after != dict(before):
+        raise ValueError(f"clients' active task counts changed from {dict(before)} to {after}")
