@@ -108,7 +108,7 @@ _UNSUPPORTED_JAVA_KEYS = frozenset(
     """default.timestamp.extractor
     upgrade.from built.in.metrics.version state.cleanup.delay.ms window.size.ms windowed.inner.class.serde
     windowstore.changelog.additional.retention.ms task.assignor.class
-    rack.aware.assignment.strategy rack.aware.assignment.tags client.tag default.client.supplier
+    client.tag default.client.supplier
     enable.metrics.push default.windowed.key.serde.inner default.windowed.value.serde.inner
     metrics.num.samples metrics.sample.window.ms metric.reporters""".split()  # noqa: SIM905
 )

@@ -291,6 +291,24 @@ class StreamsConfig(BaseModel):
     # --- worker HTTP endpoint: /metrics, /health, /state, interactive queries ----------
     http_host: str = Field(default="127.0.0.1", min_length=1, description="Address the endpoint binds to.")
     http_port: int | None = Field(
+    rack_aware_assignment_strategy: Literal["none", "min_traffic", "balance_subtopology"] = Field(
+        default="none",
+        description="KIP-925 rack-aware active task placement: 'min_traffic' places active tasks "
+        "to minimize the input partitions read from another rack (client.rack against the "
+        "replicas' broker.rack), each client keeping its task count; 'balance_subtopology' also "
+        "spreads each sub-topology's tasks; 'none' leaves the placement alone. Needs client_rack "
+        "on every client and a rack on every broker (docs/scale-out.md).",
+    )
+    rack_aware_assignment_traffic_cost: int | None = Field(
+        default=None,
+        ge=0,
+        description="Cost of one cross-rack input partition of a stateful task (unset: 10).",
+    )
+    rack_aware_assignment_non_overlap_cost: int | None = Field(
+        default=None,
+        ge=0,
+        description="Cost of moving a stateful task off the balanced placement's client (unset: 1).",
+    )
         default=None, ge=0, le=65535, description="None: no endpoint; 0: any free port (see the log)."
     )
     # wrap runs inside before: the check only ever sees (and errors only ever print) the masked input

@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -276,6 +282,32 @@ class KafkaAdmin(GroupAdminMixin):
                     continue  # deleted since we listed it
                 raise to_broker_error(exc, f"describe configs of {resource.name!r}") from exc
             result[resource.name] = {k: e.value for k, e in entries.items() if e.value is not None}
+        return result
+
+    def partition_racks(
+        self, names: Iterable[str], timeout: float = 10.0
+    ) -> dict[tuple[str, int], list[str | None]]:
+        """DescribeTopics: per partition, the rack of each replica's broker (None: the broker
+        has no ``broker.rack``); missing topics are left out of the result."""
+        deadline = time.monotonic() + timeout
+        topics = list(dict.fromkeys(names))
+        if not topics:
+            return {}
+        try:
+            futures = self._admin().describe_topics(TopicCollection(topics), request_timeout=timeout)
+        except KafkaException as exc:
+            raise to_broker_error(exc, "describe topics") from exc
+        result: dict[tuple[str, int], list[str | None]] = {}
+        for name, future in futures.items():
+            try:
+                described = self._result(future.result, deadline, f"describe topic {name!r}")
+            except KafkaException as exc:
+                err = as_kafka_error(exc)
+                if err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                raise to_broker_error(exc, f"describe topic {name!r}") from exc
+            for info in described.partitions:
+                result[(name, info.id)] = [node.rack or None for node in info.replicas]
         return result
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str], timeout: float = 10.0) -> None:

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from platform_streams.processor.task_id import TaskId
 
-__all__ = ["LATEST_OFFSET", "AssignmentConfigs", "ClientState", "ConstrainedPrioritySet"]
+__all__ = ["LATEST_OFFSET", "AssignmentConfigs", "ClientState", "ConstrainedPrioritySet", "RackAwareStrategy"]
+
+#: KIP-925's rack.aware.assignment.strategy values (runtime/task_assignment/rack_aware.py)
+RackAwareStrategy = Literal["none", "min_traffic", "balance_subtopology"]
 
 #: the lag of a task the client is running as an active task now (Kafka's Task.LATEST_OFFSET)
 LATEST_OFFSET = -2
@@ -30,6 +34,11 @@ class AssignmentConfigs:
     num_standby_replicas: int = 0
     probing_rebalance_interval_ms: int = 600_000
     rack_aware_assignment_tags: tuple[str, ...] = ()
+    #: KIP-925: "none", "min_traffic" or "balance_subtopology" (active task placement)
+    rack_aware_assignment_strategy: RackAwareStrategy = "none"
+    #: None: the assignor's defaults (10 and 1 for stateful tasks)
+    rack_aware_assignment_traffic_cost: int | None = None
+    rack_aware_assignment_non_overlap_cost: int | None = None
 
 
 @dataclass

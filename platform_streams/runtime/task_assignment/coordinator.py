@@ -19,6 +19,7 @@ from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import TopicPartition
+from platform_streams.kafka.admin import KafkaAdmin
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.task import store_changelogs
@@ -37,6 +38,7 @@ from platform_streams.runtime.task_assignment.protocol import (
     reported_members,
     tp_key,
 )
+from platform_streams.runtime.task_assignment.rack_aware import RackInputs
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
 from platform_streams.topology.compiler import TopologyPlan
 
@@ -109,9 +111,14 @@ class AssignmentCoordinator:
             num_standby_replicas=config.num_standby_replicas,
             probing_rebalance_interval_ms=config.probing_rebalance_interval_ms,
             rack_aware_assignment_tags=tuple(config.rack_aware_assignment_tags or ["rack"]),
+            rack_aware_assignment_strategy=config.rack_aware_assignment_strategy,
+            rack_aware_assignment_traffic_cost=config.rack_aware_assignment_traffic_cost,
+            rack_aware_assignment_non_overlap_cost=config.rack_aware_assignment_non_overlap_cost,
         )
         self.tags = dict(config.client_tags)
         rack = config.consumer_configs().get("client.rack")
+        #: this client's client.rack, reported for rack-aware active placement
+        self.rack = str(rack) if rack else None
         if rack:
             self.tags.setdefault("rack", str(rack))
         self.all_tasks: list[TaskId] = []
@@ -207,6 +214,7 @@ class AssignmentCoordinator:
             prev_active=frozenset(prev_active),
             tags=self.tags,
             running=frozenset(running or ()),
+            rack=self.rack,
         )
         self._publish(REPORT_PREFIX + member, report.to_json())
         with self._lock:
@@ -315,8 +323,9 @@ class AssignmentCoordinator:
 
     def _lead(self, generation: int, members: list[Report], consumer: Any) -> None:
         ends = self._end_offsets(consumer)
+        racks = self._rack_inputs() if self.configs.rack_aware_assignment_strategy != "none" else None
         assignment = compute_assignment(
-            generation, members, self.all_tasks, self.changelogs, ends, self.configs, self.current
+            generation, members, self.all_tasks, self.changelogs, ends, self.configs, self.current, racks
         )
         self._publish(ASSIGNMENT_KEY, assignment.to_json())
         self._published.add(generation)
@@ -327,6 +336,24 @@ class AssignmentCoordinator:
             len(self.all_tasks),
             " (probing rebalance needed: warm-ups)" if assignment.probing else "",
         )
+
+    def _rack_inputs(self) -> RackInputs:
+        """Each task's input partitions and the racks of their replicas (and, for the
+        standbys' check, of the changelogs'), described by the cluster; unknown racks
+        (the describe failed) turn the rack-aware placement off for this generation."""
+        inputs = {
+            task: [tp_key(tp.topic, tp.partition) for tp in self.partitions_of([task])]
+            for task in self.all_tasks
+        }
+        every = (*inputs.values(), *self.changelogs.values())
+        topics = {key.rpartition("/")[0] for tps in every for key in tps}
+        try:
+            with KafkaAdmin(self.config.admin_configs(), request_timeout=5.0) as admin:
+                described = admin.partition_racks(sorted(topics), timeout=5.0)
+        except Exception as exc:  # the placement is still valid without racks
+            log.warning("rack-aware assignment off for this generation: describe topics failed: %s", exc)
+            return RackInputs(inputs, None)
+        return RackInputs(inputs, {tp_key(t, p): racks for (t, p), racks in described.items()})
 
     def _end_offsets(self, consumer: Any) -> dict[str, int]:
         ends: dict[str, int] = {}

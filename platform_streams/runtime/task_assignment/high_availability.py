@@ -6,12 +6,14 @@
 
 1. stateful active tasks placed stickily (previous owner, else the client with the most
    of the task's state), within each client's share, then balanced by load (active tasks
-   per thread);
+   per thread), then, with a rack-aware strategy (KIP-925, :mod:`.rack_aware`), swapped
+   between clients to cut cross-rack traffic, every client keeping its count;
 2. standbys (:mod:`.standby_assignors`);
 3. active tasks placed on a client that is not caught up while another is: moved to a
    caught-up client, the balanced client keeping a warm-up (:mod:`.task_movement`);
 4. standbys likewise;
-5. stateless tasks to the least loaded clients, one at a time.
+5. stateless tasks to the least loaded clients, one at a time (then rack-aware likewise,
+   where only the traffic counts).
 
 A task therefore only ever starts on a client that is caught up when one exists: its
 previous owner or a standby holder; that is what turns a failover or a scale event into
@@ -30,6 +32,13 @@ from platform_streams.runtime.task_assignment.client_state import (
     tasks_to_caught_up_clients,
     tasks_to_clients_by_lag,
 )
+from platform_streams.runtime.task_assignment.rack_aware import (
+    DEFAULT_NON_OVERLAP_COST,
+    DEFAULT_TRAFFIC_COST,
+    STATELESS_NON_OVERLAP_COST,
+    STATELESS_TRAFFIC_COST,
+    RackAwareTaskAssignor,
+)
 from platform_streams.runtime.task_assignment.standby_assignors import assign_standby_tasks
 from platform_streams.runtime.task_assignment.task_movement import (
     Budget,
@@ -45,14 +54,28 @@ def assign(
     all_tasks: Iterable[TaskId],
     stateful_tasks: Iterable[TaskId],
     configs: AssignmentConfigs,
+    rack_aware: RackAwareTaskAssignor | None = None,
 ) -> bool:
-    """Place every task (see the module docstring); True when a probing rebalance is needed."""
+    """Place every task (see the module docstring); True when a probing rebalance is needed.
+
+    ``rack_aware`` (built for these clients) re-places the active tasks where it can be
+    enabled; without it, or with strategy "none", nothing differs."""
     if not clients:
         return False
     stateful = sorted(set(stateful_tasks))
     stateless = sorted(set(all_tasks) - set(stateful))
     ordered = dict(sorted(clients.items()))
+    rack_aware = rack_aware if rack_aware is not None and rack_aware.can_enable() else None
     _assign_active_stateful(ordered, stateful)
+    if rack_aware is not None:
+        traffic = configs.rack_aware_assignment_traffic_cost
+        non_overlap = configs.rack_aware_assignment_non_overlap_cost
+        rack_aware.optimize_active_tasks(
+            stateful,
+            ordered,
+            DEFAULT_TRAFFIC_COST if traffic is None else traffic,
+            DEFAULT_NON_OVERLAP_COST if non_overlap is None else non_overlap,
+        )
     assign_standby_tasks(ordered, stateful, configs)
     budget = Budget(configs.max_warmup_replicas)
     caught_up = tasks_to_caught_up_clients(stateful, ordered, configs.acceptable_recovery_lag)
@@ -61,6 +84,10 @@ def assign(
     active_moves = assign_active_task_movements(caught_up, by_lag, ordered, warmups, budget)
     standby_moves = assign_standby_task_movements(caught_up, by_lag, ordered, budget, warmups)
     _assign_stateless(ordered, stateless)
+    if rack_aware is not None:
+        rack_aware.optimize_active_tasks(
+            stateless, ordered, STATELESS_TRAFFIC_COST, STATELESS_NON_OVERLAP_COST
+        )
     return active_moves + standby_moves > 0
 
 

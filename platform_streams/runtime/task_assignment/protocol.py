@@ -46,6 +46,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task_assignment.client_state import AssignmentConfigs, ClientState
 from platform_streams.runtime.task_assignment.high_availability import assign
 from platform_streams.runtime.task_assignment.members import distribute_over_members
+from platform_streams.runtime.task_assignment.rack_aware import RackAwareTaskAssignor, RackInputs
 
 __all__ = [
     "EPOCH_KEY",
@@ -111,6 +112,8 @@ class Report:
     #: cooperative rebalancing: the tasks the member still runs (uncommitted since the
     #: rebalance began); a task moves away from it only after it released it
     running: frozenset[TaskId] = frozenset()
+    #: the member's client.rack (rack-aware active placement); None: unset
+    rack: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +126,7 @@ class Report:
             "prev_active": sorted(str(t) for t in self.prev_active),
             "tags": self.tags,
             "running": sorted(str(t) for t in self.running),
+            "rack": self.rack,
         }
 
     @classmethod
@@ -140,6 +144,7 @@ class Report:
             prev_active=frozenset(TaskId.parse(t) for t in data.get("prev_active", [])),
             tags={str(k): str(v) for k, v in data.get("tags", {}).items()},
             running=frozenset(TaskId.parse(t) for t in data.get("running", [])),
+            rack=None if data.get("rack") is None else str(data["rack"]),
         )
 
 
@@ -286,8 +291,13 @@ def compute_assignment(
     end_offsets: Mapping[str, int],
     configs: AssignmentConfigs,
     previous: Assignment | None = None,
+    racks: RackInputs | None = None,
 ) -> Assignment:
-    """The leader's work: the KIP-441 placement over processes, then over their members."""
+    """The leader's work: the KIP-441 placement over processes, then over their members.
+
+    With a rack-aware strategy in ``configs``, ``racks`` (the tasks' input partitions and
+    their replicas' racks) and every member's reported rack, the active tasks are placed
+    to cut cross-rack traffic (:mod:`.rack_aware`)."""
     lags = _lags(reports, changelogs, end_offsets)
     by_process: dict[str, list[Report]] = {}
     for report in reports:
@@ -305,7 +315,19 @@ def compute_assignment(
             prev_active={t for m in members for t in m.prev_active},
             prev_standby=prev_standby,
         )
-    probing = assign(clients, all_tasks, list(changelogs), configs)
+    all_tasks = list(all_tasks)
+    rack_aware = None
+    if configs.rack_aware_assignment_strategy != "none":
+        rack_aware = RackAwareTaskAssignor(
+            configs.rack_aware_assignment_strategy,
+            input_partitions=racks.input_partitions if racks is not None else {},
+            changelog_partitions=changelogs,
+            partition_racks=racks.partition_racks if racks is not None else None,
+            process_racks={pid: {m.member: m.rack for m in ms} for pid, ms in by_process.items()},
+            all_tasks=all_tasks,
+            num_standby_replicas=configs.num_standby_replicas,
+        )
+    probing = assign(clients, all_tasks, list(changelogs), configs, rack_aware)
     member_tasks: dict[str, list[TaskId]] = {}
     for pid, members in by_process.items():
         member_tasks.update(

@@ -27,10 +27,10 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Literal
+from dataclasses import dataclass
 
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.task_assignment.client_state import ClientState
+from platform_streams.runtime.task_assignment.client_state import ClientState, RackAwareStrategy
 from platform_streams.runtime.task_assignment.min_cost_flow import Graph
 
 __all__ = [
@@ -39,12 +39,13 @@ __all__ = [
     "STATELESS_NON_OVERLAP_COST",
     "STATELESS_TRAFFIC_COST",
     "RackAwareTaskAssignor",
+    "RackInputs",
     "Strategy",
 ]
 
 log = logging.getLogger(__name__)
 
-Strategy = Literal["none", "min_traffic", "balance_subtopology"]
+Strategy = RackAwareStrategy
 
 #: Kafka's HighAvailabilityTaskAssignor defaults for stateful tasks
 DEFAULT_TRAFFIC_COST = 10
@@ -56,6 +57,16 @@ STATELESS_NON_OVERLAP_COST = 0
 _SOURCE = -1
 
 HasTask = Callable[[ClientState, TaskId], bool]
+
+
+@dataclass(frozen=True)
+class RackInputs:
+    """What the leader learns from the cluster for the optimization: each task's input
+    partitions ("topic/partition") and each partition's replica racks (None: the topics
+    could not be described; a None rack: a broker without ``broker.rack``)."""
+
+    input_partitions: Mapping[TaskId, Collection[str]]
+    partition_racks: Mapping[str, Sequence[str | None]] | None
 
 
 def _has_active(state: ClientState, task: TaskId) -> bool:
