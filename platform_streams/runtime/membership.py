@@ -56,11 +56,19 @@ class ClientMembership:
         self.identity = ProcessIdentity(config.application_id, state_root, config.group_instance_id)
         self.control_topic = control_topic_name(config.application_id)
         self.standbys: StandbyUpdater | None = None
-        # under a streams group the broker places tasks and standbys (worker_streams_group.py)
+        # under a streams group the broker places tasks and standbys (worker_streams_group.py):
+        # how many is the group's config there, so any stateful topology may be given some
         classic = config.group_protocol == "classic"
         state_aware = config.task_assignor == "state_aware" and classic
-        if (config.num_standby_replicas > 0 and classic) or state_aware:  # warm-ups are standbys too
+        broker_placed = not classic and any(
+            plan.changelog_topic(store) is not None for sub in plan.subtopologies for store in sub.stores
+        )
+        if (config.num_standby_replicas > 0 and classic) or state_aware or broker_placed:  # warm-ups too
             self.standbys = StandbyUpdater(plan, config, state_root)
+        #: group_protocol="streams": per worker (each a member), the standby and warm-up tasks
+        #: the broker gave it; this client keeps their union
+        self._broker_standbys: dict[int, frozenset[TaskId]] = {}
+        self._broker_lock = threading.Lock()
         self.channel: ControlChannel | None = None
         self._denied: BaseException | None = None
         #: close() runs from the error-shutdown thread and from the caller's close() alike
@@ -150,9 +158,23 @@ class ClientMembership:
             self.channel.publish_soon()
         self.replace_standbys()
 
+    def set_broker_standbys(self, worker_index: int, tasks: frozenset[TaskId]) -> None:
+        """Under a streams group: the standby and warm-up tasks the broker gave one worker."""
+        with self._broker_lock:
+            if tasks:
+                self._broker_standbys[worker_index] = tasks
+            else:
+                self._broker_standbys.pop(worker_index, None)
+        self.replace_standbys()
+
     def replace_standbys(self) -> None:
         """Recompute which standby tasks this client keeps from the current view."""
         if self.standbys is None or self.channel is None:
+            return
+        if self.config.group_protocol != "classic":
+            with self._broker_lock:
+                given = set().union(*self._broker_standbys.values())
+            self.standbys.set_desired(given - set(self._local_active()))
             return
         if self.coordinator is not None:
             self.standbys.set_desired(self.coordinator.standby_tasks() - set(self._local_active()))

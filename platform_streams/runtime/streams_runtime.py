@@ -135,7 +135,11 @@ class StreamsRuntime:
             self.membership.start(self.partition_counts)
             self._membership_check_topic = membership_check_topic(self.config, self.membership.control_topic)
             self._streams_group = streams_group_settings(
-                self.plan, self.config, self.membership.process_id, self._on_application_shutdown
+                self.plan,
+                self.config,
+                self.membership.process_id,
+                self._on_application_shutdown,
+                self.membership.set_broker_standbys,
             )
             if self._streams_group is not None:  # the broker checks the member epoch on every commit
                 self._membership_check_topic = None

@@ -17,6 +17,7 @@ member's group metadata in the transaction under exactly-once.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from platform_streams.runtime.streams_group_membership import StreamsGroupMember
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
+    from platform_streams.runtime.standby import StandbyUpdater
     from platform_streams.runtime.task import StreamTask
     from platform_streams.topology.compiler import TopologyPlan
 
@@ -40,6 +42,9 @@ log = logging.getLogger(__name__)
 _MOVED_ON = frozenset(
     {"STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "ILLEGAL_GENERATION"}
 )
+#: how often moving standby positions are reported (Kafka's task offset interval is a group
+#: config the v0 heartbeat does not carry)
+_OFFSETS_INTERVAL_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,9 @@ class StreamsGroupSettings:
     client_tags: dict[str, str] = field(default_factory=dict)
     #: the broker's SHUTDOWN_APPLICATION status: called with who asked
     on_shutdown_request: Callable[[str], None] | None = None
+    #: (worker index, its standby and warm-up tasks): the client keeps them
+    #: (:meth:`~.membership.ClientMembership.set_broker_standbys`)
+    on_standby_tasks: Callable[[int, frozenset[TaskId]], None] | None = None
 
 
 def _task_ids(tasks: frozenset[tuple[str, int]]) -> list[TaskId]:
@@ -67,6 +75,7 @@ class StreamsGroupTasks:
         config: StreamsConfig
         consumer: Any
         tasks: dict[TaskId, StreamTask]
+        _standbys: StandbyUpdater | None
 
         def _commit_on_revocation(self) -> bool: ...
         def _release(self, task_ids: list[TaskId]) -> None: ...
@@ -74,7 +83,10 @@ class StreamsGroupTasks:
         def _abort_and_close_tasks(self) -> None: ...
 
     streams_group: StreamsGroupMembership | None = None
-    _warned_standbys = False
+    _streams_settings: StreamsGroupSettings | None = None
+    _kept_standbys: frozenset[TaskId] = frozenset()
+    _offsets_reported: dict[tuple[str, int], int] | None = None
+    _offsets_reported_at = 0.0
 
     def _join_streams_group(self, settings: StreamsGroupSettings) -> None:
         self.streams_group = StreamsGroupMembership(
@@ -103,6 +115,7 @@ class StreamsGroupTasks:
             self._abort_and_close_tasks()
         change = group.take_change()
         if change is None:
+            self._report_task_offsets()
             return
         target, revoked, _ = change
         leaving = [t for t in _task_ids(revoked.active) if t in self.tasks]
@@ -114,15 +127,47 @@ class StreamsGroupTasks:
         if starting:
             log.info("%s: the streams group assigns %s", self.name, [str(t) for t in starting])
         self._add(starting)
-        if (target.standby or target.warmup) and not self._warned_standbys:
-            self._warned_standbys = True
-            log.warning(
-                "%s: the broker assigned standby/warm-up tasks %s; they are not kept under "
-                "group_protocol='streams' yet (docs/streams-groups.md)",
-                self.name,
-                sorted(f"{s}_{p}" for s, p in target.standby | target.warmup),
-            )
+        # standbys and warm-ups alike are standby tasks here, as StreamThread hands both to
+        # TaskManager.handleAssignment as standbys; one moving to active was claimed by _add
+        self._keep_standbys(frozenset(_task_ids(target.standby | target.warmup)))
         group.applied(Assignment(target.active, target.standby, target.warmup))
+        self._report_task_offsets(force=True)
+
+    def _keep_standbys(self, tasks: frozenset[TaskId]) -> None:
+        settings = self._streams_settings
+        if tasks == self._kept_standbys or settings is None or settings.on_standby_tasks is None:
+            return
+        self._kept_standbys = tasks
+        if tasks:
+            log.info("%s: the streams group gives standbys %s", self.name, [str(t) for t in sorted(tasks)])
+        settings.on_standby_tasks(self.index, tasks)
+
+    def _report_task_offsets(self, *, force: bool = False) -> None:
+        """The changelog position of each standby and warm-up task of this member (the next
+        offset to read, summed over its changelog partitions: Kafka's task offset sum from
+        ``ProcessorStateManager.changelogOffsets``), in the next heartbeat: the broker
+        ranks standby candidates by it and decides from it when a warm-up has caught up. Sent
+        when the tasks change, once a new standby has a position, and then, if the positions
+        moved, every ``_OFFSETS_INTERVAL_S`` (the updater's lock is not taken more often)."""
+        group = self.streams_group
+        if group is None or self._standbys is None or not self._kept_standbys:
+            return
+        now = time.monotonic()
+        reported = self._offsets_reported or {}
+        # a standby not reported yet (it was still opening) is looked at again soon
+        complete = all((str(t.subtopology), t.partition) in reported for t in self._kept_standbys)
+        if not force and now - self._offsets_reported_at < (_OFFSETS_INTERVAL_S if complete else 1.0):
+            return
+        self._offsets_reported_at = now
+        positions = self._standbys.positions()
+        offsets = {
+            (str(t.subtopology), t.partition): sum(offset + 1 for offset in positions[t].values())
+            for t in self._kept_standbys
+            if positions.get(t)
+        }
+        if offsets != self._offsets_reported:
+            self._offsets_reported = offsets
+            group.member.report_task_offsets(offsets)
 
     def streams_group_view(self) -> dict[str, Any] | None:
         """This worker's streams-group membership as ``/state`` shows it (None: classic)."""
@@ -166,6 +211,7 @@ class StreamsGroupTasks:
     def leave_streams_group(self, *, shutdown_application: bool = False) -> None:
         """Leave the group (``shutdown_application``: first ask every member to stop)."""
         group, self.streams_group = self.streams_group, None
+        self._keep_standbys(frozenset())
         if group is not None:
             if shutdown_application:
                 group.request_shutdown()
@@ -184,6 +230,7 @@ def streams_group_settings(
     config: StreamsConfig,
     process_id: str,
     on_shutdown_request: Callable[[str], None] | None = None,
+    on_standby_tasks: Callable[[int, frozenset[TaskId]], None] | None = None,
 ) -> StreamsGroupSettings | None:
     """The workers' settings under ``group_protocol="streams"`` (None under "classic").
 
@@ -205,6 +252,13 @@ def streams_group_settings(
             "group_protocol='streams': the broker does not support streams groups (no "
             "StreamsGroupHeartbeat; Apache Kafka 4.2+ needed); use group_protocol='classic'"
         )
+    if config.num_standby_replicas:
+        log.warning(
+            "num_standby_replicas=%d is ignored under group_protocol='streams': standby replicas "
+            "are the streams group's config on the broker (streams.num.standby.replicas; "
+            "kafka-configs.sh --entity-type groups or an admin client sets it)",
+            config.num_standby_replicas,
+        )
     endpoint = None
     if config.application_server:
         host, _, port = config.application_server.rpartition(":")
@@ -215,4 +269,5 @@ def streams_group_settings(
         endpoint=endpoint,
         client_tags=dict(config.client_tags),
         on_shutdown_request=on_shutdown_request,
+        on_standby_tasks=on_standby_tasks,
     )

@@ -19,16 +19,18 @@ import subprocess
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from platform_streams import KafkaStreams, State
 from platform_streams.config.sources import BOOTSTRAP_ENV
 from platform_streams.dev.brokers.apache_jars import kafka_classpath, require_java
 from platform_streams.errors import TaskMigratedError
-from platform_streams.kafka import KafkaAdmin, TopicSpec, create_consumer, create_producer
+from platform_streams.kafka import KafkaAdmin, TopicSpec, create_consumer, create_producer, log_end_offsets
 from platform_streams.kafka.streams_group import (
     CommitRefused,
     StreamsGroupClient,
@@ -36,6 +38,7 @@ from platform_streams.kafka.streams_group import (
     error_name,
     group_metadata,
 )
+from platform_streams.kafka.streams_group.group_config import set_group_configs
 from platform_streams.kafka.streams_group.member import (
     Assignment,
     StreamsGroupRefused,
@@ -43,8 +46,17 @@ from platform_streams.kafka.streams_group.member import (
     SubtopologySpec,
     TopologySpec,
 )
+from platform_streams.query import RangeQuery, StateQueryRequest, StateQueryResult
 from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
-from tests.integration.support_apps import app_config, count_app, new_app_id, running_app, wait_until
+from platform_streams.state import StateRestoreListener
+from tests.integration.support_apps import (
+    active_tasks,
+    app_config,
+    count_app,
+    new_app_id,
+    running_app,
+    wait_until,
+)
 from tests.integration.test_incremental_rebalance import third_instance_joins
 from tests.support.kafka import consume_all, new_topic, produce
 
@@ -406,3 +418,114 @@ def test_shutdown_application_reaches_the_other_members(
     failing.close(leave=True)
     _wait("the other member to be asked to shut down", lambda: bool(asked), timeout=30)
     assert other.shutdown_requested
+
+
+class _Restored(StateRestoreListener):
+    """Changelog records an instance's active tasks restored, per changelog partition."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.records: dict[tuple[str, int], int] = {}
+
+    def on_batch_restored(
+        self, store_name: str, tp: tuple[str, int], batch_end_offset: int, num_restored: int
+    ) -> None:
+        with self.lock:
+            self.records[tp] = self.records.get(tp, 0) + num_restored
+
+    def of(self, tp: tuple[str, int]) -> int:
+        with self.lock:
+            return self.records.get(tp, 0)
+
+
+def _rows(streams: KafkaStreams, partition: int) -> dict[str, int]:
+    """The ``counts`` rows one instance holds for one partition (its active or its standby)."""
+    request = StateQueryRequest.in_store("counts").with_query(RangeQuery.with_no_bounds())
+    result: StateQueryResult = streams.query(request.with_partitions({partition}))
+    answer = result.partition_results.get(partition)
+    return dict(answer.result) if answer is not None and answer.is_success() else {}
+
+
+def test_a_broker_assigned_standby_is_kept_warm_and_takes_over_with_a_small_restore(
+    streams_bootstrap: str, tmp_path: Path
+) -> None:
+    """The group config ``streams.num.standby.replicas=1`` (a group setting under the streams
+    protocol: Kafka Streams ignores ``num.standby.replicas`` there) makes the broker give each of
+    two instances a standby of the other's task. The standby keeps its store updated from the
+    changelog (it holds what the owner's store holds); when the owner closes, the broker moves
+    the task to the standby's member, which restores only a small tail. The standby's position
+    reaches the broker as the member's task offset (what places standbys and promotes
+    warm-ups). ``test_standby``'s failover scenario on a streams group."""
+    with KafkaAdmin({"bootstrap.servers": streams_bootstrap}) as admin:
+        source, sink = new_topic(admin, 2, "sg-sb-src"), new_topic(admin, 2, "sg-sb-out")
+    app_id = new_app_id("sg-sb")
+    set_group_configs(streams_bootstrap, app_id, {"streams.num.standby.replicas": "1"})
+    changelog = f"{app_id}-counts-changelog"
+    records = [(f"k{i % 40}", "v") for i in range(2000)]
+    produce(streams_bootstrap, source, records)
+
+    def config(name: str) -> Any:
+        return app_config(
+            streams_bootstrap, tmp_path / name, app_id, statestore_cache_max_bytes=0, group_protocol="streams"
+        )
+
+    restored = _Restored()
+    survivor = KafkaStreams(count_app(source, sink).build(), config("b"))
+    survivor.set_global_state_restore_listener(restored)
+    try:
+        with running_app(count_app(source, sink).build(), config("a")) as owner:
+            survivor.start()
+
+            def placed() -> tuple[int, int] | None:
+                mine, theirs = active_tasks(survivor), active_tasks(owner)
+                if len(mine) != 1 or len(theirs) != 1:
+                    return None
+                if survivor.local_standby_tasks() != theirs or owner.local_standby_tasks() != mine:
+                    return None
+                return int(mine[0].split("_")[1]), int(theirs[0].split("_")[1])
+
+            _, moved = wait_until(placed, 90, "one task each, and a standby of the other's")
+            counted = dict(Counter(k for k, _ in records))
+            wait_until(
+                lambda: {**_rows(owner, moved), **_rows(survivor, 1 - moved)} == counted,
+                60,
+                "every key counted",
+            )
+            wait_until(
+                lambda: _rows(survivor, moved) == _rows(owner, moved),
+                60,
+                "the survivor's standby holds what the owner's store holds",
+            )
+            tp = (changelog, moved)
+            size = log_end_offsets({"bootstrap.servers": streams_bootstrap}, [tp])[tp]
+            assert size >= 500, f"the moved task's changelog holds {size} records"
+            [worker] = survivor.workers
+            group = worker.streams_group
+            assert group is not None
+
+            def reported() -> list[tuple[str, int, int]]:
+                [member] = [m for m in group.client.describe().members if m.member_id == group.member_id]
+                return [(t.subtopology_id, int(t.partition), int(t.offset)) for t in member.task_offsets]
+
+            # the standby's position reaches the broker (its task offset: the next offset to read)
+            wait_until(lambda: reported() == [("0", moved, size)], 30, "the standby's offset reported", 0.5)
+            before = restored.of(tp)
+        # the owner closed (left the group): the broker hands its task to the standby's member
+        wait_until(
+            lambda: active_tasks(survivor) == ["0_0", "0_1"] and survivor.state() is State.RUNNING,
+            60,
+            "the survivor runs both tasks",
+        )
+        replayed = restored.of(tp) - before
+        assert replayed < size // 10, f"the warm standby still restored {replayed} of {size} records"
+        produce(streams_bootstrap, source, records)
+        wait_until(
+            lambda: (
+                _final_counts(consume_all(streams_bootstrap, sink, 10**6, 2))
+                == {f"k{i}": 100 for i in range(40)}
+            ),
+            60,
+            "every key counted to 100 after the takeover",
+        )
+    finally:
+        assert survivor.close(timeout_s=60)
