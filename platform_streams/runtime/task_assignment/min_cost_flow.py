@@ -117,44 +117,45 @@ class Graph:
         self._copy_flows_from(residual)
 
     def _cancel_negative_cycles(self) -> None:
-        edges = self._ordered()
+        """Kafka's cancelNegativeCycles over flat arrays (the edges in Kafka's order): the
+        same passes, relaxations and cycles, at a fraction of the interpreter's cost."""
+        ordered = self._ordered()
+        nodes = sorted(self._nodes)
+        index = {node: i for i, node in enumerate(nodes)}
+        slot = {id(edge): k for k, (_u, edge) in enumerate(ordered)}
+        starts = [index[u] for u, _e in ordered]
+        ends = [index[e.destination] for _u, e in ordered]
+        costs = [e.cost for _u, e in ordered]
+        residual = [e.residual for _u, e in ordered]
+        flow = [e.flow for _u, e in ordered]
+        forward = [e.forward for _u, e in ordered]
+        counter = [slot[id(e.counter)] if e.counter is not None else -1 for _u, e in ordered]
+        dummy = index[_DUMMY]
         while True:
-            parents: dict[int, int] = {}
-            parent_edges: dict[int, Edge] = {}
-            node = self._detect_negative_cycle(edges, parents, parent_edges)
+            parent_edge = [-1] * len(nodes)
+            node = _detect_negative_cycle(len(nodes), dummy, starts, ends, costs, residual, parent_edge)
             if node is None:
-                return
+                break
             seen: set[int] = set()
             while node not in seen:
                 seen.add(node)
-                node = parents[node]
-            self._cancel_cycle(node, parents, parent_edges)
-
-    def _detect_negative_cycle(
-        self, edges: list[tuple[int, Edge]], parents: dict[int, int], parent_edges: dict[int, Edge]
-    ) -> int | None:
-        """Bellman-Ford from the dummy node: a node relaxed in the n-th pass (None: no cycle)."""
-        distance: dict[int, int] = {_DUMMY: 0}
-        count = len(self._nodes)
-        for i in range(count):
-            relaxed = False
-            for start, edge in edges:
-                if edge.residual == 0:
-                    continue
-                d_start = distance.get(start)
-                if d_start is None:
-                    continue
-                d_end = distance.get(edge.destination)
-                if d_end is None or d_end > d_start + edge.cost:
-                    distance[edge.destination] = d_start + edge.cost
-                    parents[edge.destination] = start
-                    parent_edges[edge.destination] = edge
-                    relaxed = True
-                    if i == count - 1:
-                        return edge.destination
-            if not relaxed:
-                return None
-        return None
+                node = starts[parent_edge[node]]
+            cycle = [parent_edge[node]]
+            current = starts[parent_edge[node]]
+            while current != node:
+                cycle.append(parent_edge[current])
+                current = starts[parent_edge[current]]
+            amount = min(residual[k] for k in cycle)
+            for k in cycle:
+                residual[k] -= amount
+                if forward[k]:
+                    flow[k] += amount
+                c = counter[k]
+                residual[c] += amount
+                if forward[c] and flow[c] >= amount:
+                    flow[c] -= amount
+        for k, (_u, edge) in enumerate(ordered):
+            edge.residual, edge.flow = residual[k], flow[k]
 
     @staticmethod
     def _push(edge: Edge, amount: int) -> None:
@@ -166,18 +167,6 @@ class Graph:
         counter.residual += amount
         if counter.forward and counter.flow >= amount:
             counter.flow -= amount
-
-    def _cancel_cycle(self, node: int, parents: dict[int, int], parent_edges: dict[int, Edge]) -> None:
-        amount = parent_edges[node].residual
-        current = parents[node]
-        while current != node:
-            amount = min(amount, parent_edges[current].residual)
-            current = parents[current]
-        self._push(parent_edges[node], amount)
-        current = parents[node]
-        while current != node:
-            self._push(parent_edges[current], amount)
-            current = parents[current]
 
     # -- max flow ----------------------------------------------------------------------------
 
@@ -244,3 +233,39 @@ class Graph:
                 f"Output flow for source {self.source} is {outflow.get(self.source)} which doesn't match "
                 f"input flow {inflow.get(self.sink)} for sink {self.sink}"
             )
+
+
+def _detect_negative_cycle(
+    count: int,
+    source: int,
+    starts: list[int],
+    ends: list[int],
+    costs: list[int],
+    residual: list[int],
+    parent_edge: list[int],
+) -> int | None:
+    """Kafka's detectNegativeCycles (Bellman-Ford from ``source``, edges in order, ``count``
+    passes): the node relaxed in the last pass, or None. ``parent_edge`` gets, per node,
+    the edge that last relaxed it. Stops after a pass that relaxed nothing (a later pass
+    could relax nothing either, so the answer is the same)."""
+    live = [(starts[k], ends[k], costs[k], k) for k in range(len(starts)) if residual[k] != 0]
+    unreached = float("inf")
+    distance: list[float] = [unreached] * count
+    distance[source] = 0
+    last = count - 1
+    for i in range(count):
+        relaxed = False
+        for start, end, cost, k in live:
+            d_start = distance[start]
+            if d_start == unreached:
+                continue
+            candidate = d_start + cost
+            if candidate < distance[end]:
+                distance[end] = candidate
+                parent_edge[end] = k
+                relaxed = True
+                if i == last:
+                    return end
+        if not relaxed:
+            return None
+    return None
