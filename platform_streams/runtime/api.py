@@ -114,7 +114,7 @@ class RuntimeView(Protocol):
 
     @property
     def standbys(self) -> StandbyUpdater | None:
-        """The standby tasks' updater (``num_standby_replicas`` > 0), None without."""
+        """The standby tasks' updater (``num_standby_replicas`` > 0, or a streams group), None without."""
 
     @property
     def coordinator(self) -> AssignmentCoordinator | None:

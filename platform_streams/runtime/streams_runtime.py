@@ -229,7 +229,7 @@ class StreamsRuntime:
         ]
 
     def local_standby_tasks(self) -> list[str]:
-        """The standby tasks this client keeps now (``num_standby_replicas`` > 0)."""
+        """The standby tasks this client keeps now (placed by the client or by a streams group)."""
         standbys = self.membership.standbys
         return sorted(str(t) for t in standbys.standby_ids()) if standbys is not None else []
 
@@ -282,7 +282,7 @@ class StreamsRuntime:
 
     @property
     def standbys(self) -> StandbyUpdater | None:
-        """The standby tasks' updater (``num_standby_replicas`` > 0), None without."""
+        """The standby tasks' updater (``num_standby_replicas`` > 0, or a streams group), None without."""
         return self.membership.standbys
 
     @property

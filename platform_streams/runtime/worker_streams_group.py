@@ -1,7 +1,9 @@
 """A worker as a member of a streams group (``group_protocol="streams"``, KIP-1071).
 
 The broker's group coordinator assigns the tasks; the worker runs exactly its active tasks
-and changes them incrementally, as ``StreamThread`` does under the streams protocol: the
+(its standby and warm-up tasks go to the client's standby updater, :mod:`.standby`, and their
+changelog positions back to the broker as task offsets) and changes them incrementally, as
+``StreamThread`` does under the streams protocol: the
 heartbeat thread (:class:`~.streams_group_membership.StreamsGroupMembership`) only records
 the broker's target; the worker, on its own thread between two loop iterations, commits and
 closes the revoked tasks, starts the added ones (the cooperative handover's release and add
@@ -87,6 +89,7 @@ class StreamsGroupTasks:
     _kept_standbys: frozenset[TaskId] = frozenset()
     _offsets_reported: dict[tuple[str, int], int] | None = None
     _offsets_reported_at = 0.0
+    _standbys_changed_at = 0.0
 
     def _join_streams_group(self, settings: StreamsGroupSettings) -> None:
         self.streams_group = StreamsGroupMembership(
@@ -138,6 +141,7 @@ class StreamsGroupTasks:
         if tasks == self._kept_standbys or settings is None or settings.on_standby_tasks is None:
             return
         self._kept_standbys = tasks
+        self._standbys_changed_at = time.monotonic()
         if tasks:
             log.info("%s: the streams group gives standbys %s", self.name, [str(t) for t in sorted(tasks)])
         settings.on_standby_tasks(self.index, tasks)
@@ -154,9 +158,11 @@ class StreamsGroupTasks:
             return
         now = time.monotonic()
         reported = self._offsets_reported or {}
-        # a standby not reported yet (it was still opening) is looked at again soon
+        # a new standby not reported yet (still opening) is looked at again soon; one whose
+        # changelog is empty has no position for a while: not every second forever
         complete = all((str(t.subtopology), t.partition) in reported for t in self._kept_standbys)
-        if not force and now - self._offsets_reported_at < (_OFFSETS_INTERVAL_S if complete else 1.0):
+        soon = not complete and now - self._standbys_changed_at < _OFFSETS_INTERVAL_S * 3
+        if not force and now - self._offsets_reported_at < (1.0 if soon else _OFFSETS_INTERVAL_S):
             return
         self._offsets_reported_at = now
         positions = self._standbys.positions()
