@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from platform_streams.processor.task_id import TaskId
@@ -56,7 +56,8 @@ STATELESS_NON_OVERLAP_COST = 0
 
 _SOURCE = -1
 
-HasTask = Callable[[ClientState, TaskId], bool]
+Tasks = Collection[TaskId]
+Clients = Mapping[str, ClientState]
 
 
 @dataclass(frozen=True)
@@ -183,53 +184,39 @@ class RackAwareTaskAssignor:
         return total if in_current else total + non_overlap_cost
 
     def active_tasks_cost(
-        self,
-        tasks: Collection[TaskId],
-        clients: Mapping[str, ClientState],
-        traffic_cost: int,
-        non_overlap_cost: int,
+        self, tasks: Tasks, clients: Clients, traffic_cost: int, non_overlap_cost: int
     ) -> int:
         """The cost of the current placement of ``tasks``."""
         if not tasks:
             return 0
-        graph, _owner, _count = self._min_traffic_graph(
-            sorted(clients), sorted(tasks), clients, traffic_cost, non_overlap_cost
-        )
-        return graph.total_cost()
+        return self._min_traffic_graph(
+            _Problem.of(tasks, clients, traffic_cost, non_overlap_cost)
+        ).total_cost()
 
     # -- the optimization --------------------------------------------------------------------
 
     def optimize_active_tasks(
-        self,
-        tasks: Collection[TaskId],
-        clients: Mapping[str, ClientState],
-        traffic_cost: int,
-        non_overlap_cost: int,
+        self, tasks: Tasks, clients: Clients, traffic_cost: int, non_overlap_cost: int
     ) -> int:
         """Re-place ``tasks`` (each active on exactly one of ``clients``) at minimal cost,
         every client keeping its number of them; returns the cost reached."""
         if not tasks:
             return 0
-        client_list = sorted(clients)
-        task_list = sorted(tasks)
-        if self.strategy == "balance_subtopology":
-            graph, owner, count = self._balance_subtopology_graph(
-                client_list, task_list, clients, traffic_cost, non_overlap_cost
-            )
-            ordered = [t for group in self.tasks_per_subtopology for t in group if t in set(task_list)]
-            group_of = {t: i for i, group in enumerate(self.tasks_per_subtopology) for t in group}
-
-            def client_index(node: int, task: TaskId) -> int:
-                return node - len(task_list) - len(client_list) * group_of[task]
+        balance = self.strategy == "balance_subtopology"
+        group_of = {t: i for i, group in enumerate(self.tasks_per_subtopology) for t in group}
+        if balance:
+            for task in sorted(tasks):
+                if task not in group_of:
+                    raise ValueError(f"Task {task} not in tasksForTopicGroup")
+        problem = _Problem.of(tasks, clients, traffic_cost, non_overlap_cost)
+        n_tasks, n_clients = len(problem.tasks), len(problem.clients)
+        if balance:
+            graph = self._balance_subtopology_graph(problem)
+            wanted = set(problem.tasks)
+            ordered = [t for group in self.tasks_per_subtopology for t in group if t in wanted]
         else:
-            graph, owner, count = self._min_traffic_graph(
-                client_list, task_list, clients, traffic_cost, non_overlap_cost
-            )
-            ordered = task_list
-
-            def client_index(node: int, task: TaskId) -> int:
-                return node - len(task_list)
-
+            graph = self._min_traffic_graph(problem)
+            ordered = problem.tasks
         graph.solve_min_cost_flow()
         total = graph.total_cost()
         assigned = 0
@@ -238,20 +225,90 @@ class RackAwareTaskAssignor:
                 if edge.flow <= 0:
                     continue
                 assigned += 1
-                process = client_list[client_index(edge.destination, task)]
-                if process == owner[task]:
+                first_client_node = n_tasks + (n_clients * group_of[task] if balance else 0)
+                process = problem.clients[edge.destination - first_client_node]
+                if process == problem.owner[task]:
                     break
-                clients[owner[task]].unassign_active(task)
+                clients[problem.owner[task]].unassign_active(task)
                 clients[process].assign_active(task)
-        _validate_assigned(task_list, assigned, clients, count)
-        log.info(
-            "rack-aware (%s) placement of %d active tasks: cost %d", self.strategy, len(task_list), total
-        )
+        _validate_assigned(problem.tasks, assigned, clients, problem.count)
+        log.info("rack-aware (%s) placement of %d active tasks: cost %d", self.strategy, n_tasks, total)
         return total
 
-    def _owners(
-        self, client_list: list[str], task_list: list[TaskId], clients: Mapping[str, ClientState]
-    ) -> tuple[dict[TaskId, str], dict[str, int]]:
+    def _min_traffic_graph(self, problem: _Problem) -> Graph:
+        """Kafka's MinTrafficGraphConstructor: the current placement is the initial flow."""
+        graph = Graph()
+        n_tasks = len(problem.tasks)
+        for node, task in enumerate(problem.tasks):
+            for index, process in enumerate(problem.clients):
+                flow = 1 if problem.owner[task] == process else 0
+                graph.add_edge(node, n_tasks + index, 1, problem.cost_of(self, task, process), flow)
+            graph.add_edge(_SOURCE, node, 1, 0, 1)
+        sink = len(problem.clients) + n_tasks
+        for index, process in enumerate(problem.clients):
+            capacity = problem.count.get(process, 0)
+            graph.add_edge(n_tasks + index, sink, capacity, 0, capacity)
+        graph.source, graph.sink = _SOURCE, sink
+        return graph
+
+    def _balance_subtopology_graph(self, problem: _Problem) -> Graph:
+        """Kafka's BalanceSubtopologyGraphConstructor: a second stage per client caps its
+        share of each sub-topology; the initial flow is a max flow found from scratch."""
+        wanted = set(problem.tasks)
+        count = problem.count
+        n_tasks, n_clients, n_groups = (
+            len(problem.tasks),
+            len(problem.clients),
+            len(self.tasks_per_subtopology),
+        )
+        second_stage = n_tasks + n_clients * n_groups
+        sink = second_stage + n_clients
+        graph = Graph()
+        task_node = 0
+        for group_index, group in enumerate(self.tasks_per_subtopology):
+            valid = [t for t in group if t in wanted]
+            for index, process in enumerate(problem.clients):
+                client_node = n_tasks + n_clients * group_index + index
+                for offset, task in enumerate(valid):
+                    graph.add_edge(
+                        task_node + offset, client_node, 1, problem.cost_of(self, task, process), 0
+                    )
+                if valid:
+                    share = count[process] * 1.0 / n_tasks * len(valid) if process in count else 0.0
+                    graph.add_edge(client_node, second_stage + index, math.ceil(share), 0, 0)
+            task_node += len(valid)
+        for node in range(n_tasks):
+            graph.add_edge(_SOURCE, node, 1, 0, 0)
+        for index, process in enumerate(problem.clients):
+            graph.add_edge(second_stage + index, sink, count.get(process, 0), 0, 0)
+        graph.source, graph.sink = _SOURCE, sink
+        max_flow = graph.calculate_max_flow()
+        if max_flow != n_tasks:
+            raise ValueError(f"max flow calculated: {max_flow} doesn't match taskSize: {n_tasks}")
+        return graph
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One optimization: the clients and tasks in order, each task's current client, each
+    client's number of the tasks, and the two costs."""
+
+    clients: list[str]
+    tasks: list[TaskId]
+    owner: dict[TaskId, str]
+    count: dict[str, int]
+    traffic_cost: int
+    non_overlap_cost: int
+
+    @classmethod
+    def of(
+        cls,
+        tasks: Collection[TaskId],
+        clients: Mapping[str, ClientState],
+        traffic_cost: int,
+        non_overlap_cost: int,
+    ) -> _Problem:
+        client_list, task_list = sorted(clients), sorted(tasks)
         owner: dict[TaskId, str] = {}
         count: dict[str, int] = {}
         for task in task_list:
@@ -263,74 +320,11 @@ class RackAwareTaskAssignor:
                     count[process] = count.get(process, 0) + 1
             if task not in owner:
                 raise ValueError(f"Task {task} not assigned to any client")
-        return owner, count
+        return cls(client_list, task_list, owner, count, traffic_cost, non_overlap_cost)
 
-    def _min_traffic_graph(
-        self,
-        client_list: list[str],
-        task_list: list[TaskId],
-        clients: Mapping[str, ClientState],
-        traffic_cost: int,
-        non_overlap_cost: int,
-    ) -> tuple[Graph, dict[TaskId, str], dict[str, int]]:
-        """Kafka's MinTrafficGraphConstructor: the current placement is the initial flow."""
-        owner, count = self._owners(client_list, task_list, clients)
-        graph = Graph()
-        for node, task in enumerate(task_list):
-            for index, process in enumerate(client_list):
-                flow = 1 if owner[task] == process else 0
-                cost = self.cost(task, process, flow == 1, traffic_cost, non_overlap_cost)
-                graph.add_edge(node, len(task_list) + index, 1, cost, flow)
-            graph.add_edge(_SOURCE, node, 1, 0, 1)
-        sink = len(client_list) + len(task_list)
-        for index, process in enumerate(client_list):
-            capacity = count.get(process, 0)
-            graph.add_edge(len(task_list) + index, sink, capacity, 0, capacity)
-        graph.source, graph.sink = _SOURCE, sink
-        return graph, owner, count
-
-    def _balance_subtopology_graph(
-        self,
-        client_list: list[str],
-        task_list: list[TaskId],
-        clients: Mapping[str, ClientState],
-        traffic_cost: int,
-        non_overlap_cost: int,
-    ) -> tuple[Graph, dict[TaskId, str], dict[str, int]]:
-        """Kafka's BalanceSubtopologyGraphConstructor: a second stage per client caps its
-        share of each sub-topology; the initial flow is a max flow found from scratch."""
-        wanted = set(task_list)
-        known = {t for group in self.tasks_per_subtopology for t in group}
-        for task in task_list:
-            if task not in known:
-                raise ValueError(f"Task {task} not in tasksForTopicGroup")
-        owner, count = self._owners(client_list, task_list, clients)
-        n_tasks, n_clients, n_groups = len(task_list), len(client_list), len(self.tasks_per_subtopology)
-        sink = n_clients + n_tasks + n_clients * n_groups
-        graph = Graph()
-        task_node = 0
-        for group_index, group in enumerate(self.tasks_per_subtopology):
-            valid = [t for t in group if t in wanted]
-            for index, process in enumerate(client_list):
-                client_node = n_tasks + n_clients * group_index + index
-                for offset, task in enumerate(valid):
-                    cost = self.cost(task, process, owner[task] == process, traffic_cost, non_overlap_cost)
-                    graph.add_edge(task_node + offset, client_node, 1, cost, 0)
-                if valid:
-                    share = count[process] * 1.0 / n_tasks * len(valid) if process in count else 0.0
-                    graph.add_edge(
-                        client_node, n_tasks + n_clients * n_groups + index, math.ceil(share), 0, 0
-                    )
-            task_node += len(valid)
-        for node in range(n_tasks):
-            graph.add_edge(_SOURCE, node, 1, 0, 0)
-        for index, process in enumerate(client_list):
-            graph.add_edge(n_tasks + n_clients * n_groups + index, sink, count.get(process, 0), 0, 0)
-        graph.source, graph.sink = _SOURCE, sink
-        max_flow = graph.calculate_max_flow()
-        if max_flow != n_tasks:
-            raise ValueError(f"max flow calculated: {max_flow} doesn't match taskSize: {n_tasks}")
-        return graph, owner, count
+    def cost_of(self, assignor: RackAwareTaskAssignor, task: TaskId, process: str) -> int:
+        in_current = self.owner[task] == process
+        return assignor.cost(task, process, in_current, self.traffic_cost, self.non_overlap_cost)
 
 
 def _validate_assigned(
