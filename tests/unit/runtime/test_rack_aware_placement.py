@@ -7,15 +7,22 @@ after the balanced placement of the stateful and of the stateless active tasks.
 
 from __future__ import annotations
 
+import struct
+from pathlib import Path
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
+from platform_streams import StreamsBuilder
 from platform_streams.config import StreamsConfig
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task_assignment.client_state import AssignmentConfigs, ClientState
+from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
 from platform_streams.runtime.task_assignment.high_availability import assign
 from platform_streams.runtime.task_assignment.protocol import Report, compute_assignment
 from platform_streams.runtime.task_assignment.rack_aware import RackAwareTaskAssignor, RackInputs
+from platform_streams.topology.compiler import compile_topology
 
 T = TaskId
 TASKS = [T(0, p) for p in range(4)]
@@ -132,3 +139,38 @@ def test_settings_are_validated_and_reach_the_assignor_configs() -> None:
         StreamsConfig.from_properties({**base, "rack.aware.assignment.strategy": "nearest"})
     with pytest.raises(ValidationError, match="rack_aware_assignment_non_overlap_cost"):
         StreamsConfig.from_properties({**base, "rack.aware.assignment.non_overlap_cost": "-1"})
+
+
+class _Member:
+    """librdkafka's consumer as far as ``join`` reads it: the group metadata."""
+
+    def consumer_group_metadata(self) -> bytes:
+        return b"CGMDv2:" + struct.pack("=i", 7) + b"app\x00m-1\x00"
+
+
+def test_a_member_reports_its_client_rack(tmp_path: Path) -> None:
+    """What the leader's process_racks come from: the report of each member's join."""
+    builder = StreamsBuilder()
+    builder.stream("in").to("out")
+    published: list[tuple[str, dict[str, Any] | None]] = []
+    coordinator = AssignmentCoordinator(
+        compile_topology(builder.build()),
+        StreamsConfig(
+            application_id="app",
+            bootstrap_servers="unused:9092",
+            state_dir=tmp_path,
+            client_rack="eu-1a",
+            rack_aware_assignment_strategy="min_traffic",
+            rack_aware_assignment_traffic_cost=5,
+        ),
+        "p1",
+        tmp_path / "p1",
+        publish=lambda key, value: published.append((key, value)),
+        standby_positions=dict,
+        on_assignment=lambda: None,
+    )
+    coordinator.join(_Member(), [0], [])
+    assert [Report.from_json(v).rack for _k, v in published if v is not None] == ["eu-1a"]
+    assert coordinator.configs.rack_aware_assignment_strategy == "min_traffic"
+    assert coordinator.configs.rack_aware_assignment_traffic_cost == 5
+    assert coordinator.configs.rack_aware_assignment_non_overlap_cost is None
