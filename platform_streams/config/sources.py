@@ -54,6 +54,11 @@ _ALIASES: dict[str, str] = {
     "default.production.exception.handler": "production_exception_handler",
     "production.exception.handler": "production_exception_handler",
     "dsl.store.suppliers.class": "dsl_store_suppliers",
+    # Kafka's StreamsConfig.InternalConfig keys (dunder-named, private API)
+    "__emit.interval.ms.kstreams.windowed.aggregation__": "emit_interval_ms_kstreams_windowed_aggregation",
+    "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": (
+        "emit_interval_ms_kstreams_outer_join_spurious_results_fix"
+    ),
 }
 # Deprecated aliases lose to their replacement when both are given (Java semantics).
 _DEPRECATED = frozenset({"cache.max.bytes.buffering"})

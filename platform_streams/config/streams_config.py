@@ -240,6 +240,16 @@ class StreamsConfig(BaseModel):
     #: ``dsl_store_suppliers`` is unset, as Kafka's ``TopologyConfig`` does)
     default_dsl_store: Literal["rocksDB", "in_memory"] = "rocksDB"
 
+    #: Kafka's internal (private API) ``__emit.interval.ms.kstreams.windowed.aggregation__``:
+    #: an ``on_window_close()`` aggregation checks for closed windows at most once per this
+    #: many ms of wall clock (the windows closed meanwhile are emitted at the next check).
+    #: 0: at every record, as Kafka's TopologyTestDriver sets it; KafkaStreams' default is 1000
+    emit_interval_ms_kstreams_windowed_aggregation: int = Field(default=0, ge=0)
+    #: Kafka's internal ``__emit.interval.ms.kstreams.outer.join.spurious.results.fix__``: a
+    #: left/outer stream-stream join scans its outer-join store for unmatched records whose
+    #: window closed at most once per this many ms of wall clock; 0 as above (Kafka: 1000)
+    emit_interval_ms_kstreams_outer_join_spurious_results_fix: int = Field(default=0, ge=0)
+
     # --- error handling --------------------------------------------------------------
     deserialization_exception_handler: ExceptionHandlerSpec = "log_and_fail"
     processing_exception_handler: ExceptionHandlerSpec = "log_and_fail"
@@ -281,16 +291,6 @@ class StreamsConfig(BaseModel):
         default_factory=list,
         description="Tag keys standbys are spread over (default: 'rack', from client.rack).",
     )
-    metrics_recording_level: Literal["INFO", "DEBUG", "TRACE"] = "INFO"
-    fusion: bool = Field(
-        default=True,
-        description="Compile stateless chains into one generated function per source (fast); "
-        "False runs every node as a plain closure, for stepping through in a debugger.",
-    )
-
-    # --- worker HTTP endpoint: /metrics, /health, /state, interactive queries ----------
-    http_host: str = Field(default="127.0.0.1", min_length=1, description="Address the endpoint binds to.")
-    http_port: int | None = Field(
     rack_aware_assignment_strategy: Literal["none", "min_traffic", "balance_subtopology"] = Field(
         default="none",
         description="KIP-925 rack-aware active task placement: 'min_traffic' places active tasks "
@@ -309,6 +309,16 @@ class StreamsConfig(BaseModel):
         ge=0,
         description="Cost of moving a stateful task off the balanced placement's client (unset: 1).",
     )
+    metrics_recording_level: Literal["INFO", "DEBUG", "TRACE"] = "INFO"
+    fusion: bool = Field(
+        default=True,
+        description="Compile stateless chains into one generated function per source (fast); "
+        "False runs every node as a plain closure, for stepping through in a debugger.",
+    )
+
+    # --- worker HTTP endpoint: /metrics, /health, /state, interactive queries ----------
+    http_host: str = Field(default="127.0.0.1", min_length=1, description="Address the endpoint binds to.")
+    http_port: int | None = Field(
         default=None, ge=0, le=65535, description="None: no endpoint; 0: any free port (see the log)."
     )
     # wrap runs inside before: the check only ever sees (and errors only ever print) the masked input

@@ -252,8 +252,10 @@ class TopologyTestDriver:
             return config
         values: dict[str, Any] = {"application_id": _DEFAULT_APP, "bootstrap_servers": "dummy:9092"}
         if config:
+            # Java-style keys are routed like StreamsConfig.from_properties does; the driver's
+            # own id and bootstrap stand in for missing ones (Kafka's driver: putIfAbsent)
             values.update(
-                StreamsConfig.from_properties(dict(config)).model_dump(exclude_unset=True)
+                StreamsConfig.from_properties({**values, **config}).model_dump(exclude_unset=True)
                 if any("." in k for k in config)
                 else dict(config)
             )

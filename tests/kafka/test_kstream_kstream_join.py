@@ -25,7 +25,6 @@ from platform_streams.state import Stores
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     MockApiProcessorSupplier,
-    cases_without_python_equivalent,
     dropped_records,
     expected_description,
 )
@@ -362,16 +361,40 @@ def test_should_log_and_meter_on_skipped_records_with_null_value(caplog: pytest.
     assert kafka_text in caplog.messages
 
 
-OUTER_JOIN_EMIT_INTERVAL = (
-    "sets Kafka's internal "
-    "InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX; this engine has "
-    "no such config"
-)
-
-# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
-test_java_case_without_python_equivalent = cases_without_python_equivalent(
-    "KStreamKStreamJoinTest",
-    {
-        "shouldThrottleEmitNonJoinedOuterRecordsEvenWhenClockDrift": OUTER_JOIN_EMIT_INTERVAL,
-    },
-)
+def test_should_throttle_emit_non_joined_outer_records_even_when_clock_drift() -> None:
+    """KStreamKStreamJoinTest.shouldThrottleEmitNonJoinedOuterRecordsEvenWhenClockDrift: an outer
+    join's right side parks unmatched records in the outer-join store and scans it for closed
+    ones at most once per ``__emit.interval.ms.kstreams.outer.join.spurious.results.fix__`` of
+    wall clock, the next scan due one interval after the last one's wall clock (not after the
+    time the previous one was due). The Java test drives the right-side processor through a
+    mock context at system times 1000, 2100, 2500 and 4000 with Kafka's default interval, 1 s;
+    here the driver's wall clock, with the interval set (platform_streams' default is 0)."""
+    builder = StreamsBuilder()
+    left = builder.stream("left", Consumed(key_serde=S, value_serde=S))
+    right = builder.stream("right", Consumed(key_serde=S, value_serde=S))
+    window = JoinWindows.of_time_difference_with_no_grace(1000)
+    left.outer_join(right, lambda v1, v2: f"{v1}{v2}", window).to("out")
+    config = {
+        "default_key_serde": "string",
+        "default_value_serde": "string",
+        "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 1000,
+    }
+    with TopologyTestDriver(builder.build(), config, initial_wall_clock_ms=1000) as driver:
+        topic = driver.create_input_topic("right", S, S)
+        outer_store = driver.get_key_value_store("KSTREAM-OUTERSHARED-0000000004-store")
+        topic.pipe_input("key1", "value1", 10_000)
+        driver.advance_wall_clock_time(1100)  # 2100
+        topic.pipe_input("key2", "value2", 13_000)
+        driver.advance_wall_clock_time(400)  # 2500
+        topic.pipe_input("key3", "value3", 15_000)
+        # being throttled, so the older value still exists
+        assert len(list(outer_store.all())) == 2
+        driver.advance_wall_clock_time(1500)  # 4000
+        topic.pipe_input("key4", "value4", 17_000)
+        assert len(list(outer_store.all())) == 1
+        output = driver.create_output_topic("out", S, S)
+        assert [(r.key, r.value, r.timestamp) for r in output.read_records_to_list()] == [
+            ("key1", "Nonevalue1", 10_000),
+            ("key2", "Nonevalue2", 13_000),
+            ("key3", "Nonevalue3", 15_000),
+        ]

@@ -3,13 +3,16 @@ internals/KStreamWindowAggregateTest.java), translated: ``testAggBasic`` for bot
 with and without caching.
 
 ``showThrowIfEmitFinalUsedWithUnlimitedWindow`` and ``shouldLogAndMeterWhenSkippingExpiredWindow``
-/ ``...ByGrace`` (but their log text) translated. Cases with no Python equivalent (the
-internal emit-interval config) are skipped tests at the end, each saying why. ``testJoin``
+/ ``...ByGrace`` (but their log text) translated. The emit-interval cases
+(``shouldNotEmitFinalIfNotProgressEnough``, ``shouldEmitWithInterval0``,
+``shouldEmitWithLargeInterval``, ``shouldEmitFromLastEmitTime``: Kafka's internal
+``__emit.interval.ms.kstreams.windowed.aggregation__``) run through the driver. ``testJoin``
 (the KTable-KTable join of two windowed aggregations) translated too.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +32,6 @@ from platform_streams.state.windowed import TimeWindow
 from platform_streams.testing import TopologyTestDriver
 from tests.kafka.support import (
     MockApiProcessorSupplier,
-    cases_without_python_equivalent,
     check_windowed_null_key_skip,
     task_drops_and_lateness,
 )
@@ -280,19 +282,125 @@ def test_should_log_and_meter_when_skipping_null_key(caplog: pytest.LogCaptureFi
     check_windowed_null_key_skip(caplog, TimeWindows.of_size_with_no_grace(10).advance_by(5), "null key")
 
 
-EMIT_INTERVAL = (
-    "sets Kafka's internal InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION (the "
-    "emit-final throttle); this engine has no such config and checks for closed windows on "
-    "every record"
+#: Kafka's InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, as the Java tests set it
+EMIT_INTERVAL_KEY = "__emit.interval.ms.kstreams.windowed.aggregation__"
+
+#: a step of the emit-interval cases: (wall clock to set (None: leave it), records (key, value,
+#: timestamp), what ON_WINDOW_CLOSE forwarded, what ON_WINDOW_UPDATE forwarded), each forward as
+#: (key, window start, aggregate, timestamp)
+_Forwards = list[tuple[str, int, str, int]]
+_Step = tuple[int | None, list[tuple[str, str, int]], _Forwards, _Forwards]
+
+#: the first records of shouldNotEmitFinalIfNotProgressEnough and shouldEmitFromLastEmitTime
+_A_B_C: _Step = (
+    0,
+    [("A", "1", 0), ("B", "2", 5), ("C", "3", 15)],
+    [("A", 0, "0+1", 0), ("B", 0, "0+2", 5)],
+    [("A", 0, "0+1", 0), ("B", 0, "0+2", 5), ("B", 5, "0+2", 5), ("C", 10, "0+3", 15), ("C", 15, "0+3", 15)],
 )
 
-# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
-test_java_case_without_python_equivalent = cases_without_python_equivalent(
-    "KStreamWindowAggregateTest",
-    {
-        "shouldNotEmitFinalIfNotProgressEnough": EMIT_INTERVAL,
-        "shouldEmitWithInterval0": EMIT_INTERVAL,
-        "shouldEmitWithLargeInterval": EMIT_INTERVAL,
-        "shouldEmitFromLastEmitTime": EMIT_INTERVAL,
-    },
-)
+#: Java test -> (the emit interval it sets, its steps); the Java tests drive the processor through
+#: a mock context whose system time they set (``context.setSystemTimeMs``): here the driver's
+#: wall clock, which the aggregation reads as Kafka's reads ``currentSystemTimeMs()``
+EMIT_INTERVAL_CASES: dict[str, tuple[int, list[_Step]]] = {
+    "shouldNotEmitFinalIfNotProgressEnough": (0, [
+        _A_B_C,
+        # stream time does not move: nothing closes
+        (None, [("D", "4", 15)], [], [("D", 10, "0+4", 15), ("D", 15, "0+4", 15)]),
+        # stream time moves, but not enough to close another window
+        (None, [("E", "5", 19)], [], [("E", 10, "0+5", 19), ("E", 15, "0+5", 19)]),
+    ]),
+    "shouldEmitWithInterval0": (0, [
+        (0,
+         [("A", "1", 0), ("A", "1", 5), ("B", "2", 10), ("C", "3", 15), ("D", "4", 20)],
+         [("A", 0, "0+1+1", 5), ("A", 5, "0+1", 5), ("B", 5, "0+2", 10)],
+         [("A", 0, "0+1", 0), ("A", 0, "0+1+1", 5), ("A", 5, "0+1", 5), ("B", 5, "0+2", 10),
+          ("B", 10, "0+2", 10), ("C", 10, "0+3", 15), ("C", 15, "0+3", 15), ("D", 15, "0+4", 20),
+          ("D", 20, "0+4", 20)]),
+    ]),
+    "shouldEmitWithLargeInterval": (1000, [
+        # the first record opens the throttle for 1 s of wall clock: C at 15 closes A@0/10 but
+        # emits nothing
+        (0,
+         [("A", "1", 0), ("A", "1", 5), ("B", "2", 10), ("C", "3", 15)],
+         [],
+         [("A", 0, "0+1", 0), ("A", 0, "0+1+1", 5), ("A", 5, "0+1", 5), ("B", 5, "0+2", 10),
+          ("B", 10, "0+2", 10), ("C", 10, "0+3", 15), ("C", 15, "0+3", 15)]),
+        # 10 s later: every window closed since is emitted
+        (10_000, [("D", "4", 20)],
+         [("A", 0, "0+1+1", 5), ("A", 5, "0+1", 5), ("B", 5, "0+2", 10)],
+         [("D", 15, "0+4", 20), ("D", 20, "0+4", 20)]),
+        # 100 ms later: throttled again
+        (10_100, [("E", "5", 40)], [], [("E", 35, "0+5", 40), ("E", 40, "0+5", 40)]),
+    ]),
+}  # fmt: skip
+
+
+def _emit_interval_app(emit_final: bool, caching: bool) -> tuple[StreamsBuilder, MockApiProcessorSupplier]:
+    """The Java tests' processor: ``TimeWindows.ofSizeAndGrace(10, 5).advanceBy(5)``, the string
+    aggregation over a store of one day's retention without changelog, as Java's; the Java store
+    has no cache (a mock context), the driver's may have one (it commits after every record, so
+    both forward every update)."""
+    builder = StreamsBuilder()
+    materialized = (
+        Materialized.as_("dummy-store-name").with_value_serde(S).with_logging_disabled().with_retention(86_400_000)
+    )
+    (
+        builder.stream("topic", Consumed(key_serde=S, value_serde=S))
+        .group_by_key(Grouped(key_serde=S, value_serde=S))
+        .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
+        .emit_strategy(EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update())
+        .aggregate(
+            lambda: "0",
+            lambda k, v, agg: f"{agg}+{v}",
+            materialized if caching else materialized.with_caching_disabled(),
+        )
+        .to_stream()
+        .process(supplier := MockApiProcessorSupplier())
+    )
+    return builder, supplier
+
+
+def _run_steps(driver: TopologyTestDriver, processor: Any, steps: list[_Step], emit_final: bool) -> None:
+    topic = driver.create_input_topic("topic", S, S)
+    for wall_clock, records, final, updates in steps:
+        if wall_clock is not None:
+            driver.advance_wall_clock_time(wall_clock - driver.wall_clock_ms)
+        for key, value, ts in records:
+            topic.pipe_input(key, value, ts)
+        expected = final if emit_final else updates
+        processor.check_and_clear_process_result(*(_w(*output) for output in expected))
+
+
+@pytest.mark.parametrize("emit_final", [False, True], ids=["ON_WINDOW_UPDATE", "ON_WINDOW_CLOSE"])
+@pytest.mark.parametrize("caching", [True, False], ids=["cached", "uncached"])
+@pytest.mark.parametrize("java_test", list(EMIT_INTERVAL_CASES))
+def test_emit_interval(java_test: str, emit_final: bool, caching: bool) -> None:
+    """KStreamWindowAggregateTest.<java_test>: emit-final checks for closed windows at most once
+    per ``__emit.interval.ms.kstreams.windowed.aggregation__`` of wall clock (Kafka's
+    ``AbstractKStreamTimeWindowAggregateProcessor.shouldEmitFinal``), and only when the close
+    time moved; ON_WINDOW_UPDATE ignores the setting."""
+    interval, steps = EMIT_INTERVAL_CASES[java_test]
+    builder, supplier = _emit_interval_app(emit_final, caching)
+    with TopologyTestDriver(builder.build(), {**CONFIG, EMIT_INTERVAL_KEY: interval}) as driver:
+        (processor,) = supplier.captured_processors(1)
+        _run_steps(driver, processor, steps, emit_final)
+
+
+@pytest.mark.parametrize("emit_final", [False, True], ids=["ON_WINDOW_UPDATE", "ON_WINDOW_CLOSE"])
+def test_should_emit_from_last_emit_time(emit_final: bool, tmp_path: Path) -> None:
+    """KStreamWindowAggregateTest.shouldEmitFromLastEmitTime: a new processor over the same store
+    (here: a new driver on the same state directory) emits only the windows closed since the last
+    close time emitted, not the ones the old processor emitted."""
+    builder, supplier = _emit_interval_app(emit_final, caching=False)
+    config = {**CONFIG, EMIT_INTERVAL_KEY: 0, "state_dir": str(tmp_path)}
+    with TopologyTestDriver(builder.build(), config) as driver:
+        _run_steps(driver, supplier.processors[0], [_A_B_C], emit_final)
+    with TopologyTestDriver(builder.build(), config) as driver:
+        _run_steps(
+            driver,
+            supplier.processors[1],
+            [(None, [("D", "4", 25)], [("B", 5, "0+2", 5), ("C", 10, "0+3", 15)],
+              [("D", 20, "0+4", 25), ("D", 25, "0+4", 25)])],
+            emit_final,
+        )  # fmt: skip

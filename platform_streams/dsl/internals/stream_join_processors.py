@@ -83,6 +83,8 @@ class TimeTracker:
     #: lower bound of the earliest timestamp in the outer-join store; 0 = unknown (scan once)
     min_time: int = 0
     initialised: bool = False
+    #: the wall clock before which the outer-join store is not scanned again (the emit throttle)
+    next_time_to_emit: int = 0
 
 
 @dataclass
@@ -166,6 +168,10 @@ class _OuterJoinStore:
 class StreamJoinProcessor(NodeProcessor):
     """One side of the join: look up the other side's window store, emit matches, park unmatched."""
 
+    #: scan the outer-join store at most once per this many ms of wall clock (Kafka's internal
+    #: ``__emit.interval.ms.kstreams.outer.join.spurious.results.fix__``); 0: at every record
+    emit_interval_ms = 0
+
     def __init__(self, params: JoinSideParams) -> None:
         self.p = params
         self.dropped_records = 0
@@ -187,6 +193,7 @@ class StreamJoinProcessor(NodeProcessor):
             if not self.tracker.initialised:
                 self.tracker.min_time = self.outer_store.first_time()
                 self.tracker.initialised = True
+            self.emit_interval_ms = config.emit_interval_ms_kstreams_outer_join_spurious_results_fix
 
     def close(self) -> None:
         self.p.trackers.remove(self.context.task_id)
@@ -229,8 +236,20 @@ class StreamJoinProcessor(NodeProcessor):
         """Emit (and forget) every parked record whose join window has closed."""
         p = self.p
         tracker = self.tracker
-        if tracker.min_time + p.after_ms + p.grace_ms >= tracker.stream_time:
+        interval = self.emit_interval_ms
+        # an empty store (min_time MAX_TIME) still goes on to the throttle in Kafka, where this
+        # sum is a long that wraps negative: its scan uses up the interval
+        if tracker.min_time + p.after_ms + p.grace_ms >= tracker.stream_time and not (
+            interval and tracker.min_time == MAX_TIME and p.after_ms + p.grace_ms > 0
+        ):
             return
+        if interval:
+            # Kafka's throttle: the next scan is due an interval after *now* (not after when
+            # this one was due), so a clock jump does not open it for every record
+            now = self.context.current_system_time_ms()
+            if now < tracker.next_time_to_emit:
+                return
+            tracker.next_time_to_emit = now + interval
         assert self.outer_store is not None
         outer = self.outer_store
         tracker.min_time = MAX_TIME

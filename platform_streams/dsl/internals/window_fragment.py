@@ -82,11 +82,16 @@ else:
 
 def window_fragment(processor: TimeWindowAggregateProcessor) -> FusedFragment | None:
     """The fragment of an initialised processor, or None where ``process`` must run: hopping
-    windows, a wall-clock close, no one-call step, or a store the step's in-line form does
+    windows, a wall-clock close or emit throttle, no one-call step, or a store the step's in-line form does
     not serve (``aggregate_fragment_parts``)."""
     windows = processor.windows
     step = processor._step
-    if processor.wall_clock is not None or step is None or windows.size_ms != windows.advance_ms:
+    if (
+        processor.wall_clock is not None
+        or processor.emit_interval_ms
+        or step is None
+        or windows.size_ms != windows.advance_ms
+    ):
         return None
     parts = processor.store.aggregate_fragment_parts()
     if parts is None:

@@ -97,6 +97,11 @@ class WindowAggregateProcessor(NodeProcessor):
     store: Any
     pending: PendingWindows | None = None
     wall_clock: WallClockClose | None = None
+    #: emit-final: check for closed windows at most once per this many ms of wall clock (Kafka's
+    #: internal ``__emit.interval.ms.kstreams.windowed.aggregation__``); 0: at every record
+    emit_interval_ms = 0
+    #: the wall clock before which the throttle holds (Kafka's ``TimeTracker.nextTimeToEmit``)
+    _next_emit_ms = 0
 
     def __init__(self, params: AggregateParams, op: TableOp) -> None:
         self.params = params
@@ -120,6 +125,7 @@ class WindowAggregateProcessor(NodeProcessor):
             self.pending = PendingWindows.for_store(
                 context.get_state_store(params.pending_store_name), self._stored_windows
             )
+            self.emit_interval_ms = context.config.emit_interval_ms_kstreams_windowed_aggregation
             idle = params.emit.wall_clock_after_ms
             if idle is not None:
                 self.wall_clock = WallClockClose(idle)
@@ -175,10 +181,21 @@ class WindowAggregateProcessor(NodeProcessor):
         """Emit-final: forward the windows stream time has closed (Kafka's ``maybeForwardFinalResult``,
         called after the record was applied)."""
         pending = self.pending
-        if pending is not None:
+        if pending is not None and (not self.emit_interval_ms or self.emit_due_by_wall_clock()):
             close_time = self.close_time(self.observed_stream_time)
             if close_time >= pending.min_due:  # else nothing can be closed: skip the call
                 self._emit_closed(close_time, headers)
+
+    def emit_due_by_wall_clock(self) -> bool:
+        """Kafka's emit-final throttle (``shouldEmitFinal``), asked once per record that could
+        emit: False until ``emit_interval_ms`` of wall clock passed since the last check that
+        passed. The next check is due an interval after *now*, so a clock jump does not open
+        the throttle for every record until it caught up."""
+        now = self.context.current_system_time_ms()
+        if now < self._next_emit_ms:
+            return False
+        self._next_emit_ms = now + self.emit_interval_ms
+        return True
 
     def _emit_closed(self, close_time: int, headers: Headers) -> None:
         assert self.pending is not None
@@ -292,6 +309,8 @@ class TimeWindowAggregateProcessor(WindowAggregateProcessor):
         # record is applied, so the close time stays this one
         pending = self.pending
         due = pending is not None and close_time >= pending.min_due
+        if self.emit_interval_ms and pending is not None and not self.emit_due_by_wall_clock():
+            due = False
         if due and self.emit_before_write:
             self._emit_closed(close_time, headers)
         size = windows.size_ms
