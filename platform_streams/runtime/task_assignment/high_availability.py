@@ -8,7 +8,8 @@
    of the task's state), within each client's share, then balanced by load (active tasks
    per thread), then, with a rack-aware strategy (KIP-925, :mod:`.rack_aware`), swapped
    between clients to cut cross-rack traffic, every client keeping its count;
-2. standbys (:mod:`.standby_assignors`);
+2. standbys (:mod:`.standby_assignors`), then with a rack-aware strategy swapped between
+   clients in different racks to cut changelog traffic, as long as their tags stay spread;
 3. active tasks placed on a client that is not caught up while another is: moved to a
    caught-up client, the balanced client keeping a warm-up (:mod:`.task_movement`);
 4. standbys likewise;
@@ -39,7 +40,11 @@ from platform_streams.runtime.task_assignment.rack_aware import (
     STATELESS_TRAFFIC_COST,
     RackAwareTaskAssignor,
 )
-from platform_streams.runtime.task_assignment.standby_assignors import assign_standby_tasks
+from platform_streams.runtime.task_assignment.standby_assignors import (
+    assign_standby_tasks,
+    standby_movement_allowed,
+    tag_aware_enabled,
+)
 from platform_streams.runtime.task_assignment.task_movement import (
     Budget,
     assign_active_task_movements,
@@ -67,16 +72,24 @@ def assign(
     ordered = dict(sorted(clients.items()))
     rack_aware = rack_aware if rack_aware is not None and rack_aware.can_enable() else None
     _assign_active_stateful(ordered, stateful)
+    traffic = configs.rack_aware_assignment_traffic_cost
+    traffic = DEFAULT_TRAFFIC_COST if traffic is None else traffic
+    non_overlap = configs.rack_aware_assignment_non_overlap_cost
+    non_overlap = DEFAULT_NON_OVERLAP_COST if non_overlap is None else non_overlap
     if rack_aware is not None:
-        traffic = configs.rack_aware_assignment_traffic_cost
-        non_overlap = configs.rack_aware_assignment_non_overlap_cost
-        rack_aware.optimize_active_tasks(
-            stateful,
-            ordered,
-            DEFAULT_TRAFFIC_COST if traffic is None else traffic,
-            DEFAULT_NON_OVERLAP_COST if non_overlap is None else non_overlap,
-        )
+        rack_aware.optimize_active_tasks(stateful, ordered, traffic, non_overlap)
     assign_standby_tasks(ordered, stateful, configs)
+    if rack_aware is not None and configs.num_standby_replicas > 0:
+        tags = configs.rack_aware_assignment_tags
+        tag_aware = tag_aware_enabled(ordered, tags)
+        rack_aware.optimize_standby_tasks(
+            ordered,
+            traffic,
+            non_overlap,
+            lambda source, destination, task: (
+                not tag_aware or standby_movement_allowed(ordered, tags, source, destination, task)
+            ),
+        )
     budget = Budget(configs.max_warmup_replicas)
     caught_up = tasks_to_caught_up_clients(stateful, ordered, configs.acceptable_recovery_lag)
     by_lag = tasks_to_clients_by_lag(stateful, ordered)

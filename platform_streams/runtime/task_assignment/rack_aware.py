@@ -13,6 +13,10 @@ the optimization never undoes the balance. ``min_traffic`` minimizes only that c
 ``ceil(its tasks x the sub-topology's tasks / all tasks)``, so one sub-topology's tasks
 are spread as its own share says.
 
+Standbys are then improved the same way over their changelog partitions, but only by
+swaps between two clients of different racks that the standby assignor allows
+(:meth:`RackAwareTaskAssignor.optimize_standby_tasks`, Kafka's ``optimizeStandbyTasks``).
+
 It is a min-cost flow (source -> task -> client [-> client per sub-topology] -> sink),
 solved by :mod:`.min_cost_flow`, a port of Kafka's solver: where two placements have the
 same cost, the one chosen is Kafka's (see that module).
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from platform_streams.processor.task_id import TaskId
@@ -58,6 +62,11 @@ _SOURCE = -1
 
 Tasks = Collection[TaskId]
 Clients = Mapping[str, ClientState]
+#: whether a standby may move from the first client to the second (the standby assignor's rule)
+MoveStandby = Callable[[str, str, TaskId], bool]
+
+#: Kafka stops the standby optimization after this many rounds (it settles in about 3)
+STANDBY_OPTIMIZER_MAX_ITERATION = 4
 
 
 @dataclass(frozen=True)
@@ -70,8 +79,8 @@ class RackInputs:
     partition_racks: Mapping[str, Sequence[str | None]] | None
 
 
-def _has_active(state: ClientState, task: TaskId) -> bool:
-    return task in state.active
+def _holds(state: ClientState, task: TaskId, standby: bool) -> bool:
+    return task in (state.standby if standby else state.active)
 
 
 class RackAwareTaskAssignor:
@@ -161,15 +170,22 @@ class RackAwareTaskAssignor:
     # -- costs -----------------------------------------------------------------------------
 
     def cost(
-        self, task: TaskId, process: str, in_current: bool, traffic_cost: int, non_overlap_cost: int
+        self,
+        task: TaskId,
+        process: str,
+        in_current: bool,
+        traffic_cost: int,
+        non_overlap_cost: int,
+        standby: bool = False,
     ) -> int:
-        """The cost of ``task`` running on ``process`` (Kafka's getCost for an active task)."""
+        """The cost of ``task`` on ``process`` (Kafka's getCost): an active task reads its
+        input partitions, a standby its changelog partitions."""
         rack = self.rack_for_process.get(process)
         if rack is None:
             raise ValueError(
                 f"Client {process} doesn't have rack configured. Maybe forgot to call can_enable first"
             )
-        tps = self.input_partitions.get(task)
+        tps = (self.changelog_partitions if standby else self.input_partitions).get(task)
         if not tps:
             raise ValueError(f"Task {task} has no TopicPartitions")
         total = 0
@@ -209,7 +225,7 @@ class RackAwareTaskAssignor:
                 if task not in group_of:
                     raise ValueError(f"Task {task} not in tasksForTopicGroup")
         problem = _Problem.of(tasks, clients, traffic_cost, non_overlap_cost)
-        n_tasks, n_clients = len(problem.tasks), len(problem.clients)
+        n_tasks = len(problem.tasks)
         if balance:
             graph = self._balance_subtopology_graph(problem)
             wanted = set(problem.tasks)
@@ -219,21 +235,50 @@ class RackAwareTaskAssignor:
             ordered = problem.tasks
         graph.solve_min_cost_flow()
         total = graph.total_cost()
-        assigned = 0
-        for node, task in enumerate(ordered):
-            for edge in graph.edges(node):
-                if edge.flow <= 0:
-                    continue
-                assigned += 1
-                first_client_node = n_tasks + (n_clients * group_of[task] if balance else 0)
-                process = problem.clients[edge.destination - first_client_node]
-                if process == problem.owner[task]:
-                    break
-                clients[problem.owner[task]].unassign_active(task)
-                clients[process].assign_active(task)
-        _validate_assigned(problem.tasks, assigned, clients, problem.count)
+        _apply_flow(graph, problem, ordered, group_of if balance else None, clients)
         log.info("rack-aware (%s) placement of %d active tasks: cost %d", self.strategy, n_tasks, total)
         return total
+
+    def standby_tasks_cost(self, clients: Clients, traffic_cost: int, non_overlap_cost: int) -> int:
+        """The cost of the current standbys: each counts as placed where it is."""
+        return sum(
+            self.cost(task, process, True, traffic_cost, non_overlap_cost, standby=True)
+            for process, state in sorted(clients.items())
+            for task in sorted(state.standby)
+        )
+
+    def optimize_standby_tasks(
+        self, clients: Clients, traffic_cost: int, non_overlap_cost: int, can_move: MoveStandby
+    ) -> int:
+        """Kafka's optimizeStandbyTasks: for each pair of clients in different racks, swap
+        standbys between them (each keeping its count) at minimal cost over their changelog
+        partitions, where ``can_move(source, destination, task)`` allows (the standby
+        assignor's rule: tags stay spread); up to four rounds while anything moved."""
+        client_list = sorted(clients)
+
+        def movable(source: str, destination: str) -> list[TaskId]:
+            return sorted(
+                t
+                for t in clients[source].standby
+                if not clients[destination].has_assigned_task(t) and can_move(source, destination, t)
+            )
+
+        moved, rounds = True, 0
+        while moved and rounds < STANDBY_OPTIMIZER_MAX_ITERATION:
+            moved, rounds = False, rounds + 1
+            for i, first in enumerate(client_list):
+                for second in client_list[i + 1 :]:
+                    if self.rack_for_process[first] == self.rack_for_process[second]:
+                        continue  # no traffic to save
+                    one, other = movable(first, second), movable(second, first)
+                    if not one or not other:
+                        continue  # only swaps keep both counts
+                    pair = {first: clients[first], second: clients[second]}
+                    problem = _Problem.of(one + other, pair, traffic_cost, non_overlap_cost, standby=True)
+                    graph = self._min_traffic_graph(problem)
+                    graph.solve_min_cost_flow()
+                    moved |= _apply_flow(graph, problem, problem.tasks, None, pair)
+        return self.standby_tasks_cost(clients, traffic_cost, non_overlap_cost)
 
     def _min_traffic_graph(self, problem: _Problem) -> Graph:
         """Kafka's MinTrafficGraphConstructor: the current placement is the initial flow."""
@@ -299,6 +344,8 @@ class _Problem:
     count: dict[str, int]
     traffic_cost: int
     non_overlap_cost: int
+    #: standbys (their changelog partitions), else active tasks (their input partitions)
+    standby: bool = False
 
     @classmethod
     def of(
@@ -307,38 +354,77 @@ class _Problem:
         clients: Mapping[str, ClientState],
         traffic_cost: int,
         non_overlap_cost: int,
+        standby: bool = False,
     ) -> _Problem:
         client_list, task_list = sorted(clients), sorted(tasks)
         owner: dict[TaskId, str] = {}
         count: dict[str, int] = {}
         for task in task_list:
             for process in client_list:
-                if _has_active(clients[process], task):
-                    if task in owner:
+                if _holds(clients[process], task, standby):
+                    if task in owner and not standby:
                         raise ValueError(f"Task {task} assigned to multiple clients {process}, {owner[task]}")
                     owner[task] = process
                     count[process] = count.get(process, 0) + 1
             if task not in owner:
                 raise ValueError(f"Task {task} not assigned to any client")
-        return cls(client_list, task_list, owner, count, traffic_cost, non_overlap_cost)
+        return cls(client_list, task_list, owner, count, traffic_cost, non_overlap_cost, standby)
 
     def cost_of(self, assignor: RackAwareTaskAssignor, task: TaskId, process: str) -> int:
         in_current = self.owner[task] == process
-        return assignor.cost(task, process, in_current, self.traffic_cost, self.non_overlap_cost)
+        return assignor.cost(
+            task, process, in_current, self.traffic_cost, self.non_overlap_cost, self.standby
+        )
+
+
+def _apply_flow(
+    graph: Graph,
+    problem: _Problem,
+    ordered: list[TaskId],
+    group_of: Mapping[TaskId, int] | None,
+    clients: Clients,
+) -> bool:
+    """Kafka's assignTaskFromMinCostFlow: move each task (task node ``i`` is
+    ``ordered[i]``) to the client its unit of flow reaches -- client nodes follow the task
+    nodes, one row of clients per sub-topology with ``group_of``; True if any moved."""
+    standby = problem.standby
+    n_tasks, n_clients = len(problem.tasks), len(problem.clients)
+    assigned, moved = 0, False
+    for node, task in enumerate(ordered):
+        for edge in graph.edges(node):
+            if edge.flow <= 0:
+                continue
+            assigned += 1
+            first_client_node = n_tasks + (n_clients * group_of[task] if group_of is not None else 0)
+            process = problem.clients[edge.destination - first_client_node]
+            owner = problem.owner[task]
+            if process == owner:
+                break
+            if standby:
+                clients[owner].unassign_standby(task)
+                clients[process].assign_standby(task)
+            else:
+                clients[owner].unassign_active(task)
+                clients[process].assign_active(task)
+            moved = True
+    _validate_assigned(problem.tasks, assigned, clients, problem.count, standby)
+    return moved
 
 
 def _validate_assigned(
-    task_list: list[TaskId], assigned: int, clients: Mapping[str, ClientState], before: Mapping[str, int]
+    task_list: list[TaskId],
+    assigned: int,
+    clients: Mapping[str, ClientState],
+    before: Mapping[str, int],
+    standby: bool,
 ) -> None:
     """Every task placed once, and every client holds as many of them as before."""
     if assigned != len(task_list):
-        raise ValueError(
-            f"Computed active task assignment number {assigned} is different size {len(task_list)}"
-        )
+        raise ValueError(f"Computed task assignment number {assigned} is different size {len(task_list)}")
     after: dict[str, int] = {}
     for task in task_list:
         for process, state in clients.items():
-            if _has_active(state, task):
+            if _holds(state, task, standby):
                 after[process] = after.get(process, 0) + 1
     if after != dict(before):
-        raise ValueError(f"clients' active task counts changed from {dict(before)} to {after}")
+        raise ValueError(f"clients' task counts changed from {dict(before)} to {after}")

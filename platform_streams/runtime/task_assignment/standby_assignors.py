@@ -21,7 +21,7 @@ from platform_streams.runtime.task_assignment.client_state import (
     ConstrainedPrioritySet,
 )
 
-__all__ = ["assign_standby_tasks", "tag_aware_enabled"]
+__all__ = ["assign_standby_tasks", "standby_movement_allowed", "tag_aware_enabled"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,25 @@ def assign_standby_tasks(
         left = remaining - _assign_least_loaded(clients, task, remaining, queue)
         if left > 0:
             _warn_short(task, left, replicas)
+
+
+def standby_movement_allowed(
+    clients: Mapping[str, ClientState], tags: Iterable[str], source: str, destination: str, task: TaskId
+) -> bool:
+    """Kafka's ``ClientTagAwareStandbyTaskAssignor.isAllowedTaskMovement``: moving ``task``'s
+    standby from ``source`` to ``destination`` leaves at least as many distinct tag values
+    (over ``tags``) among the task's holders as before."""
+    keys = tuple(tags)
+
+    def tag_set(client: str) -> set[tuple[str, str]]:
+        own = clients[client].tags
+        return {(k, own[k]) for k in keys if k in own}
+
+    others: set[tuple[str, str]] = set()
+    for client, state in clients.items():
+        if client not in (source, destination) and state.has_assigned_task(task):
+            others |= tag_set(client)
+    return len(others | tag_set(destination)) >= len(others | tag_set(source))
 
 
 def _assign_on_other_tags(

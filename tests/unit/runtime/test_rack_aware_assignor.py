@@ -19,6 +19,7 @@ import pytest
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.task_assignment.client_state import ClientState
 from platform_streams.runtime.task_assignment.rack_aware import RackAwareTaskAssignor
+from platform_streams.runtime.task_assignment.standby_assignors import standby_movement_allowed
 
 REPLICA_0, REPLICA_1, REPLICA_2, REPLICA_3, REPLICA_4 = (
     ["rack0", "rack1"],
@@ -305,3 +306,74 @@ def test_should_maintain_original_assignment_for_min_cost(seed: int) -> None:
     assert a.active_tasks_cost(tasks, states, 0, 1) == 0
     assert a.optimize_active_tasks(tasks, states, 0, 1) == 0
     assert {pid: s.active for pid, s in states.items()} == before
+
+
+#: mockInternalTopicManagerForChangelog: the changelogs' replicas
+CHANGELOG_RACKS: dict[str, list[str | None]] = {
+    "store-0-changelog/0": list(REPLICA_0),
+    "store-0-changelog/1": list(REPLICA_1),
+    "store-0-changelog/2": list(REPLICA_1),
+    "store-1-changelog/0": list(REPLICA_2),
+    "store-1-changelog/1": list(REPLICA_3),
+    "store-1-changelog/2": list(REPLICA_0),
+}
+STANDBY_TASKS = [T(0, 0), T(0, 1), T(0, 2), T(1, 0), T(1, 1), T(1, 2)]
+
+
+def _standby_setup(strategy: str) -> tuple[RackAwareTaskAssignor, dict[str, ClientState]]:
+    """The clients of shouldOptimizeStandbyTasks*: one active each, two standbys each."""
+    a = assignor(
+        strategy,
+        changelog_partitions={t: [f"store-{t.subtopology}-changelog/{t.partition}"] for t in STANDBY_TASKS},
+        partition_racks={**PARTITION_RACKS, **CHANGELOG_RACKS},
+        num_standby_replicas=2,
+    )
+    layout = {
+        "pid1": (T(0, 0), [T(0, 1), T(1, 1)]),
+        "pid2": (T(0, 1), [T(0, 0), T(1, 0)]),
+        "pid3": (T(1, 0), [T(0, 0), T(0, 2)]),
+        "pid4": (T(1, 1), [T(0, 1), T(1, 2)]),
+        "pid6": (T(0, 2), [T(1, 0), T(1, 2)]),
+        "pid7": (T(1, 2), [T(0, 2), T(1, 1)]),
+    }
+    states: dict[str, ClientState] = {}
+    for pid, (active, standbys) in layout.items():
+        state = ClientState(tags={"rack": PROCESS_RACKS[pid]["1"] or ""})
+        state.assign_active(active)
+        for task in standbys:
+            state.assign_standby(task)
+        states[pid] = state
+    return a, states
+
+
+def _holders_in_distinct_racks(states: dict[str, ClientState]) -> bool:
+    return all(
+        len({s.tags["rack"] for s in states.values() if s.has_assigned_task(t)}) == 3 for t in STANDBY_TASKS
+    )
+
+
+@pytest.mark.parametrize("strategy", ["min_traffic", "balance_subtopology"])
+def test_should_optimize_standby_tasks_when_tasks_all_movable(strategy: str) -> None:
+    """shouldOptimizeStandbyTasksWhenTasksAllMovable: 60 -> 20, counts kept."""
+    a, states = _standby_setup(strategy)
+    counts = {pid: len(s.standby) for pid, s in states.items()}
+    assert a.can_enable() and _holders_in_distinct_racks(states)
+    assert a.standby_tasks_cost(states, 10, 1) == 60
+    assert a.optimize_standby_tasks(states, 10, 1, lambda source, destination, task: True) == 20
+    assert {pid: len(s.standby) for pid, s in states.items()} == counts
+
+
+@pytest.mark.parametrize("strategy", ["min_traffic", "balance_subtopology"])
+def test_should_optimize_standby_tasks_with_moving_constraint(strategy: str) -> None:
+    """shouldOptimizeStandbyTasksWithMovingConstraint: with the tag-aware assignor's rule
+    (the holders' racks stay distinct) only 60 -> 50."""
+    a, states = _standby_setup(strategy)
+    counts = {pid: len(s.standby) for pid, s in states.items()}
+
+    def can_move(source: str, destination: str, task: TaskId) -> bool:
+        return standby_movement_allowed(states, ["rack"], source, destination, task)
+
+    assert a.can_enable() and a.standby_tasks_cost(states, 10, 1) == 60
+    assert a.optimize_standby_tasks(states, 10, 1, can_move) == 50
+    assert {pid: len(s.standby) for pid, s in states.items()} == counts
+    assert _holders_in_distinct_racks(states)

@@ -174,3 +174,44 @@ def test_a_member_reports_its_client_rack(tmp_path: Path) -> None:
     assert coordinator.configs.rack_aware_assignment_strategy == "min_traffic"
     assert coordinator.configs.rack_aware_assignment_traffic_cost == 5
     assert coordinator.configs.rack_aware_assignment_non_overlap_cost is None
+
+
+def test_standbys_are_swapped_toward_their_changelogs_racks() -> None:
+    """HighAvailabilityTaskAssignor.assignStandbyReplicaTasks with rack awareness: after
+    the tag-aware standbys, swaps between clients of different racks lower the changelog
+    traffic, each client keeps its count, and every task's holders stay in distinct racks.
+    Each changelog lives in the rack its plain placement did not pick for the standby."""
+    racks = {"p1": "a", "p2": "b", "p3": "c"}
+    tasks = [T(0, p) for p in range(6)]
+
+    def run(
+        strategy: str, partition_racks: dict[str, list[str | None]]
+    ) -> tuple[dict[str, ClientState], RackAwareTaskAssignor]:
+        clients = {p: ClientState(tags={"rack": r}) for p, r in racks.items()}
+        rack_aware = RackAwareTaskAssignor(
+            strategy,  # type: ignore[arg-type]
+            input_partitions={t: [f"in/{t.partition}"] for t in tasks},
+            changelog_partitions={t: [f"log/{t.partition}"] for t in tasks},
+            partition_racks=partition_racks,
+            process_racks={p: {"m": r} for p, r in racks.items()},
+            all_tasks=tasks,
+            num_standby_replicas=1,
+        )
+        configs = _configs(strategy, num_standby_replicas=1, rack_aware_assignment_tags=("rack",))
+        assign(clients, tasks, tasks, configs, rack_aware)
+        return clients, rack_aware
+
+    inputs: dict[str, list[str | None]] = {f"in/{p}": ["a", "b", "c"] for p in range(6)}
+    plain, _ = run("none", inputs)
+    logs: dict[str, list[str | None]] = {}
+    for task in tasks:
+        used = {racks[p] for p, s in plain.items() if s.has_assigned_task(task)}
+        logs[f"log/{task.partition}"] = sorted({"a", "b", "c"} - used)
+    placed, rack_aware = run("min_traffic", {**inputs, **logs})
+    assert rack_aware.can_enable()
+    assert {p: s.active for p, s in placed.items()} == {p: s.active for p, s in plain.items()}
+    assert {p: len(s.standby) for p, s in placed.items()} == {p: len(s.standby) for p, s in plain.items()}
+    assert rack_aware.standby_tasks_cost(placed, 10, 1) < rack_aware.standby_tasks_cost(plain, 10, 1)
+    for task in tasks:
+        holders = [p for p, s in placed.items() if s.has_assigned_task(task)]
+        assert len(holders) == 2 and len({racks[p] for p in holders}) == 2
