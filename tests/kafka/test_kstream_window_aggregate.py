@@ -208,6 +208,29 @@ def test_show_throw_if_emit_final_used_with_unlimited_window(emit_final: bool) -
         windowed.aggregate(lambda: "0", lambda key, value, agg: f"{agg}+{value}")
 
 
+def _string_aggregate(
+    builder: StreamsBuilder,
+    windows: TimeWindows,
+    emit_final: bool,
+    materialized: Any,
+    caching: bool,
+    init: str,
+) -> Any:
+    """``topic`` grouped by key, windowed, aggregated as Kafka's ``MockAggregator.TOSTRING_ADDER``
+    from ``init``, emitting per strategy, the store cached or not."""
+    return (
+        builder.stream("topic", Consumed(key_serde=S, value_serde=S))
+        .group_by_key(Grouped(key_serde=S, value_serde=S))
+        .windowed_by(windows)
+        .emit_strategy(EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update())
+        .aggregate(
+            lambda: init,
+            lambda k, v, agg: f"{agg}+{v}",
+            materialized if caching else materialized.with_caching_disabled(),
+        )
+    )
+
+
 #: Java test -> (window advance, store retention (None: the default), (value, timestamp) of key
 #: k in order, dropped records, average record lateness (ms), the output per strategy as
 #: (``Windowed.toString()``, value, timestamp), None where Java does not read it); windows
@@ -247,16 +270,9 @@ def test_should_meter_when_skipping_expired_window(java_test: str, emit_final: b
     builder = StreamsBuilder()
     materialized = Materialized.as_("topic1-Canonicalized").with_value_serde(S).with_logging_disabled()
     materialized = materialized if retention is None else materialized.with_retention(retention)
+    windows = TimeWindows.of_size_and_grace(10, 90).advance_by(advance)
     (
-        builder.stream("topic", Consumed(key_serde=S, value_serde=S))
-        .group_by_key(Grouped(key_serde=S, value_serde=S))
-        .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(advance))
-        .emit_strategy(EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update())
-        .aggregate(
-            lambda: "",
-            lambda k, v, agg: f"{agg}+{v}",
-            materialized if caching else materialized.with_caching_disabled(),
-        )
+        _string_aggregate(builder, windows, emit_final, materialized, caching, "")
         .to_stream()
         .map(lambda key, value: (f"[{key.key}@{key.window.start()}/{key.window.end()}]", value))
         .to("output")
@@ -345,19 +361,9 @@ def _emit_interval_app(emit_final: bool, caching: bool) -> tuple[StreamsBuilder,
     materialized = (
         Materialized.as_("dummy-store-name").with_value_serde(S).with_logging_disabled().with_retention(86_400_000)
     )
-    (
-        builder.stream("topic", Consumed(key_serde=S, value_serde=S))
-        .group_by_key(Grouped(key_serde=S, value_serde=S))
-        .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
-        .emit_strategy(EmitStrategy.on_window_close() if emit_final else EmitStrategy.on_window_update())
-        .aggregate(
-            lambda: "0",
-            lambda k, v, agg: f"{agg}+{v}",
-            materialized if caching else materialized.with_caching_disabled(),
-        )
-        .to_stream()
-        .process(supplier := MockApiProcessorSupplier())
-    )
+    windows = TimeWindows.of_size_and_grace(10, 5).advance_by(5)
+    supplier = MockApiProcessorSupplier()
+    _string_aggregate(builder, windows, emit_final, materialized, caching, "0").to_stream().process(supplier)
     return builder, supplier
 
 
