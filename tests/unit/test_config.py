@@ -411,6 +411,24 @@ def test_file_errors(tmp_path: Path) -> None:
     assert issubclass(StreamsConfigError, ValueError)
 
 
+def test_from_properties_routes_internal_emit_intervals() -> None:
+    """Kafka's dunder-named InternalConfig emit intervals reach their fields (default 0, Kafka's
+    TopologyTestDriver value); a bad value's error names the field."""
+    windowed, outer = "__emit.interval.ms.kstreams.windowed.aggregation__", (
+        "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
+    )
+    c = StreamsConfig.from_properties({**BASE, windowed: "1000", outer: 250})
+    assert c.emit_interval_ms_kstreams_windowed_aggregation == 1000
+    assert c.emit_interval_ms_kstreams_outer_join_spurious_results_fix == 250
+    c = StreamsConfig.from_properties(BASE)
+    assert c.emit_interval_ms_kstreams_windowed_aggregation == 0
+    assert c.emit_interval_ms_kstreams_outer_join_spurious_results_fix == 0
+    with pytest.raises(ValidationError, match="emit_interval_ms_kstreams_windowed_aggregation"):
+        StreamsConfig.from_properties({**BASE, windowed: -1})
+    with pytest.raises(ValidationError, match="emit_interval_ms_kstreams_outer_join_spurious_results_fix"):
+        StreamsConfig.from_properties({**BASE, outer: "soon"})
+
+
 def test_from_properties_validation_names_field() -> None:
     with pytest.raises(ValidationError, match="num_stream_threads"):
         StreamsConfig.from_properties({**BASE, "num.stream.threads": "zero"})
