@@ -36,7 +36,6 @@ from types import TracebackType
 from typing import Any, Literal
 
 from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     TopicCollection,
@@ -363,70 +362,6 @@ class KafkaAdmin(GroupAdminMixin):
                 raise to_broker_error(exc, f"list offsets ({spec}) of {tp.topic}-{tp.partition}") from exc
             out[(tp.topic, tp.partition)] = (info.offset, info.timestamp)
         return out
-
-    # ------------------------------------------------------------------ groups
-
-    def committed_offsets(
-        self,
-        group_id: str,
-        partitions: Iterable[tuple[str, int]] | None = None,
-        timeout: float = 10.0,
-        *,
-        require_stable: bool = False,
-    ) -> dict[tuple[str, int], int | None]:
-        """Return the group's committed offset per ``(topic, partition)``, ``None`` if none.
-
-        With ``partitions=None`` every partition the group has an offset for is returned.
-        Only offsets: commit metadata is not returned because Tansu drops it. Tansu also
-        answers for partitions of topics that do not exist (with "no offset"), and for
-        unknown groups (with nothing), so both brokers yield ``None`` for those.
-        ``require_stable`` (KIP-447) waits out pending transactional commits on Kafka.
-        """
-        wanted = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
-        if wanted is not None and not wanted:
-            return {}
-        deadline = time.monotonic() + timeout
-        request = ConsumerGroupTopicPartitions(group_id, wanted)
-        while True:
-            try:
-                futures = self._admin().list_consumer_group_offsets(
-                    [request], require_stable=require_stable, request_timeout=timeout
-                )
-                what = f"list offsets of group {group_id!r}"
-                listed = self._result(futures[group_id].result, deadline, what)
-            except KafkaException as exc:
-                err = as_kafka_error(exc)
-                if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                    return {} if wanted is None else {(tp.topic, tp.partition): None for tp in wanted}
-                raise to_broker_error(exc, f"list committed offsets of group {group_id!r}") from exc
-            # Kafka answers UNSTABLE_OFFSET_COMMIT until a pending transaction's offset markers
-            # are written (just after its commit returns, too): ask again until the deadline
-            unstable = any(
-                tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT
-                for tp in listed.topic_partitions or []
-            )
-            if not (unstable and time.monotonic() < deadline - 0.1):
-                break
-            time.sleep(0.1)
-        offsets: dict[tuple[str, int], int | None] = (
-            {} if wanted is None else {(tp.topic, tp.partition): None for tp in wanted}
-        )
-        for tp in listed.topic_partitions or []:
-            if tp.error is not None and tp.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                raise to_broker_error(tp.error, f"committed offset of {tp.topic}-{tp.partition}")
-            key = (tp.topic, tp.partition)
-            if tp.error is None and tp.offset >= 0:
-                offsets[key] = tp.offset
-            elif wanted is not None:
-                offsets[key] = None
-        return offsets
-
-    def group_state(self, group_id: str, timeout: float = 10.0) -> str:
-        """Return the group state by its Kafka name ("STABLE", "EMPTY", "DEAD", ...).
-
-        An unknown group is "DEAD" on Kafka and "EMPTY" on Tansu: both mean no members.
-        """
-        return self.describe_group(group_id, timeout).state
 
     # ------------------------------------------------------------------ capabilities
 
