@@ -38,7 +38,8 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         answer["describe"] = str(topology.describe())
     records: list[list[Any]] = []
     state_dir = Path(tempfile.mkdtemp(prefix="ps-oracle-", dir=_SCRATCH))
-    with TopologyTestDriver(topology, {**CONFIG, "state_dir": state_dir}, initial_wall_clock_ms=0) as driver:
+    config = {**CONFIG, **request.get("props", {}), "state_dir": state_dir}
+    with TopologyTestDriver(topology, config, initial_wall_clock_ms=0) as driver:
         inputs = {topic: driver.create_input_topic(topic, S, S) for topic in entry.inputs}
         output = driver.create_output_topic("out", B, B)
         for index, step in enumerate(request["steps"]):

@@ -36,3 +36,30 @@ pytestmark = pytest.mark.oracle
 @given(case=cases(NAMES))
 def test_platform_streams_matches_kafka_streams(java_oracle: JavaOracle, case: dict[str, Any]) -> None:
     assert_same(case, java_oracle.run(case), python_side.run(case))
+
+
+#: Kafka's internal emit intervals (``StreamsConfig.InternalConfig``) at KafkaStreams' default,
+#: 1 s of wall clock, where both drivers put them at 0: the generated wall-clock advances (0.1,
+#: 1 and 10 s) then hold emit-final windows and unmatched outer-join records back
+EMIT_INTERVALS = {
+    "__emit.interval.ms.kstreams.windowed.aggregation__": 1000,
+    "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 1000,
+}
+THROTTLED = [f"{kind}_final" for kind in ("tumbling", "hopping", "sliding", "session")] + [
+    "ssjoin_left",
+    "ssjoin_outer",
+]
+
+
+@settings(
+    max_examples=int(os.environ.get("ORACLE_EMIT_INTERVAL_EXAMPLES", "40")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(case=cases(THROTTLED))
+def test_emit_intervals_match_kafka_streams(java_oracle: JavaOracle, case: dict[str, Any]) -> None:
+    """Emit-final windows (time, sliding, session) and left/outer stream-stream joins with both
+    emit intervals set: the same output as Kafka's driver with the same settings."""
+    case = {**case, "props": EMIT_INTERVALS}
+    assert_same(case, java_oracle.run(case), python_side.run(case))

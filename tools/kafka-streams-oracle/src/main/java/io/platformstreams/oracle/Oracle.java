@@ -47,7 +47,8 @@ import org.apache.kafka.streams.test.TestRecord;
  *
  * <p>Request: {"topology": name, "params": {..}, "steps": [["p", topic, key, value, ts] |
  * ["a", wallClockMs]], "store": {"name": .., "kind": "kv"|"window"|"session"} | null,
- * "describe": bool, "in_memory": bool (default true: Kafka's in-memory DSL stores)}. Answer: {"ok": true, "describe": text, "out": [[keyHex, valueHex, ts, stepIndex]],
+ * "describe": bool, "in_memory": bool (default true: Kafka's in-memory DSL stores), "props": {key: long}
+ * (settings put over the driver's, e.g. Kafka's internal emit intervals)}. Answer: {"ok": true, "describe": text, "out": [[keyHex, valueHex, ts, stepIndex]],
  * "store": [[...]]} or {"ok": false, "error": text}.
  */
 public final class Oracle {
@@ -107,7 +108,9 @@ public final class Oracle {
         Path shm = Path.of("/dev/shm");
         Path stateDir = Files.isDirectory(shm) ? Files.createTempDirectory(shm, "ks-oracle-")
             : Files.createTempDirectory("ks-oracle-");
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, config(stateDir, request.path("in_memory").asBoolean(true)), Instant.ofEpochMilli(0))) {
+        Properties props = config(stateDir, request.path("in_memory").asBoolean(true));
+        request.path("props").fields().forEachRemaining(e -> props.put(e.getKey(), e.getValue().asLong()));
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, Instant.ofEpochMilli(0))) {
             Map<String, TestInputTopic<String, String>> inputs = new HashMap<>();
             TestOutputTopic<byte[], byte[]> output = driver.createOutputTopic("out",
                 new ByteArrayDeserializer(), new ByteArrayDeserializer());
