@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from confluent_kafka import (
     KafkaError,
@@ -62,6 +62,8 @@ from platform_streams.kafka.reachability import UNREACHABLE_AFTER_S, check_reach
 __all__ = ["KafkaAdmin", "TopicSpec"]
 
 _log = logging.getLogger(__name__)
+
+_K = TypeVar("_K")
 
 _POLL_INTERVAL_S = 0.05
 
@@ -272,14 +274,9 @@ class KafkaAdmin(GroupAdminMixin):
         except KafkaException as exc:
             raise to_broker_error(exc, "describe topic configs") from exc
         result: dict[str, dict[str, str]] = {}
-        for resource, future in futures.items():
-            try:
-                entries = self._result(future.result, deadline, f"describe configs of {resource.name!r}")
-            except KafkaException as exc:
-                err = as_kafka_error(exc)
-                if err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    continue  # deleted since we listed it
-                raise to_broker_error(exc, f"describe configs of {resource.name!r}") from exc
+        for resource, entries in self._existing_topics_results(
+            futures, deadline, lambda resource: f"describe configs of {resource.name!r}"
+        ):
             result[resource.name] = {k: e.value for k, e in entries.items() if e.value is not None}
         return result
 
@@ -297,17 +294,26 @@ class KafkaAdmin(GroupAdminMixin):
         except KafkaException as exc:
             raise to_broker_error(exc, "describe topics") from exc
         result: dict[tuple[str, int], list[str | None]] = {}
-        for name, future in futures.items():
+        for name, described in self._existing_topics_results(
+            futures, deadline, lambda name: f"describe topic {name!r}"
+        ):
+            for info in described.partitions:
+                result[(name, info.id)] = [node.rack or None for node in info.replicas]
+        return result
+
+    def _existing_topics_results(
+        self, futures: Mapping[_K, Future[Any]], deadline: float, what: Callable[[_K], str]
+    ) -> Iterator[tuple[_K, Any]]:
+        """Each per-topic future's result; a topic deleted since it was listed is left out."""
+        for key, future in futures.items():
             try:
-                described = self._result(future.result, deadline, f"describe topic {name!r}")
+                got = self._result(future.result, deadline, what(key))
             except KafkaException as exc:
                 err = as_kafka_error(exc)
                 if err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     continue
-                raise to_broker_error(exc, f"describe topic {name!r}") from exc
-            for info in described.partitions:
-                result[(name, info.id)] = [node.rack or None for node in info.replicas]
-        return result
+                raise to_broker_error(exc, what(key)) from exc
+            yield key, got
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str], timeout: float = 10.0) -> None:
         """IncrementalAlterConfigs: set ``configs`` on topic ``name`` (others stay as they are)."""
