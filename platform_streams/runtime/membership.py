@@ -68,6 +68,8 @@ class ClientMembership:
         #: group_protocol="streams": per worker (each a member), the standby and warm-up tasks
         #: the broker gave it; this client keeps their union
         self._broker_standbys: dict[int, frozenset[TaskId]] = {}
+        #: whether that updater was started, whether close() began (never started after it)
+        self._updating, self._closed = False, False
         self._broker_lock = threading.Lock()
         self.channel: ControlChannel | None = None
         self._denied: BaseException | None = None
@@ -126,7 +128,9 @@ class ClientMembership:
             # What this client runs, where the deploy gate (ops/deployed_topology.py) reads it
             manifest = topology_manifest(self.plan.topology, self.plan)
             self.channel.publish_record(TOPOLOGY_KEY, {**manifest, "process": self.process_id})
-            if self.standbys is not None:
+            # a streams group's updater starts with the first standby the broker gives: where
+            # the group has none (the default) it runs no consumer and no thread
+            if self.standbys is not None and self.config.group_protocol == "classic":
                 self.standbys.start()
         except BaseException:
             self.close(leave=False)
@@ -165,6 +169,9 @@ class ClientMembership:
                 self._broker_standbys[worker_index] = tasks
             else:
                 self._broker_standbys.pop(worker_index, None)
+            if tasks and self.standbys is not None and not (self._updating or self._closed):
+                self._updating = True
+                self.standbys.start()
         self.replace_standbys()
 
     def replace_standbys(self) -> None:
@@ -173,7 +180,7 @@ class ClientMembership:
             return
         if self.config.group_protocol != "classic":
             with self._broker_lock:
-                given = set().union(*self._broker_standbys.values())
+                given: set[TaskId] = set().union(*self._broker_standbys.values())
             self.standbys.set_desired(given - set(self._local_active()))
             return
         if self.coordinator is not None:
@@ -207,6 +214,8 @@ class ClientMembership:
         """Stop standbys (checkpointed) and the channel (``leave``: tell the others now)."""
         with self._closing:
             try:
+                with self._broker_lock:
+                    self._closed = True
                 if self.standbys is not None:
                     self.standbys.close()
                 channel = self.channel
