@@ -23,13 +23,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
 from platform_streams.cli_app_loader import APP_CODE_FAILED, CliError, add_config_arguments, load_config
-from platform_streams.cli_run import StopOnSignal
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import BrokerError
 from platform_streams.kafka import (
@@ -42,6 +40,7 @@ from platform_streams.kafka import (
     create_producer,
     log_end_offsets,
 )
+from platform_streams.stop_request import StopRequest
 
 __all__ = ["add_consume_arguments", "add_produce_arguments", "run_consume", "run_produce"]
 
@@ -202,7 +201,7 @@ def run_consume(args: argparse.Namespace) -> int:
         )
     # a group.id is required by librdkafka even for assign(); nothing is ever committed to it
     consumer = create_consumer({**conf, "group.id": f"{config.effective_client_id}-consume"})
-    stop = threading.Event()
+    stop = StopRequest()
     printed = 0
     try:
         consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in starts.items()])
@@ -214,7 +213,7 @@ def run_consume(args: argparse.Namespace) -> int:
             args.isolation,
         )
         last_record = time.monotonic()
-        with StopOnSignal(stop):
+        with stop.on_signals(exit_on_second=True):
             while not stop.is_set():
                 if args.timeout is not None and time.monotonic() - last_record >= args.timeout:
                     break

@@ -22,15 +22,12 @@ import argparse
 import ctypes
 import logging
 import math
-import os
 import shlex
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType, TracebackType
 from typing import TypeVar
 
 from platform_streams.cli_app_loader import (
@@ -54,13 +51,13 @@ from platform_streams.process_supervisor import worker_overrides as supervisor_o
 from platform_streams.runtime.lifecycle import State
 from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
 from platform_streams.state.private_files import make_private_dirs
+from platform_streams.stop_request import StopRequest
 from platform_streams.topology.topology import Topology
 
 __all__ = ["add_run_arguments", "run_command", "run_streams"]
 
 log = logging.getLogger("platform_streams.cli")
 
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _PR_SET_PDEATHSIG = 1
 _N = TypeVar("_N", int, float)
 
@@ -133,40 +130,14 @@ def _create_io_hint(args: argparse.Namespace) -> str:
     return f"for development, create them (1 partition; --partitions N for more) with: {shlex.join(command)}"
 
 
-class StopOnSignal:
-    """While active, SIGTERM/SIGINT set ``event``; a second signal exits at once."""
-
-    def __init__(self, event: threading.Event) -> None:
-        self.event = event
-        self.signum: int | None = None
-        self._previous: dict[int, object] = {}
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is not None:
-            os.write(2, f"platform-streams: second {signal.Signals(signum).name}, exiting now\n".encode())
-            os._exit(128 + signum)
-        self.signum = signum
-        self.event.set()
-
-    def __enter__(self) -> StopOnSignal:
-        self._previous = {sig: signal.signal(sig, self._handle) for sig in _STOP_SIGNALS}
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-
-
 def run_streams(topology: Topology, config: StreamsConfig, *, close_timeout_s: float = 60.0) -> int:
     """Run ``topology`` until SIGTERM/SIGINT (exit 0) or until it fails (CliError, exit 1)."""
-    stop = threading.Event()
+    stop = StopRequest()
     streams = KafkaStreams(topology, config)
     failing = (State.PENDING_ERROR, State.ERROR)
     streams.set_state_listener(lambda new, old: stop.set() if new in failing else None)
     log.debug("settings: %s", config.redacted())
-    with StopOnSignal(stop) as signals:
+    with stop.on_signals(exit_on_second=True) as signals:
         log.info(
             "starting application %r: bootstrap %s, state dir %s, %d stream thread(s); "
             "SIGTERM or Ctrl-C stops it",
@@ -227,7 +198,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 def _supervise(args: argparse.Namespace, config: StreamsConfig) -> int:
-    stop = threading.Event()
+    stop = StopRequest()
     policy = RestartPolicy(
         max_restarts=args.restart_limit, window_s=args.restart_window, backoff_s=args.restart_backoff
     )
@@ -240,7 +211,7 @@ def _supervise(args: argparse.Namespace, config: StreamsConfig) -> int:
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
 
-    with StopOnSignal(stop) as signals:
+    with stop.on_signals(exit_on_second=True) as signals:
 
         def on_stop() -> None:
             if signals.signum is not None:

@@ -28,17 +28,16 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import re
-import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State
 from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
+from platform_streams.stop_request import StopRequest
 
 __all__ = [
     "existing_worker_state_dirs",
@@ -54,7 +53,6 @@ log = logging.getLogger(__name__)
 #: a module-level callable returning a Topology or a StreamsBuilder
 TopologyFactory = Callable[[], Any]
 
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def worker_state_dir(state_dir: Path, index: int) -> Path:
@@ -95,23 +93,18 @@ def worker_config(config: StreamsConfig, index: int) -> StreamsConfig:
 
 def run_worker(factory: TopologyFactory, config: StreamsConfig, close_timeout_s: float = 60.0) -> int:
     """Run one client until SIGTERM/SIGINT (exit 0) or until it fails (exit 1): a worker's body."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    for sig in _STOP_SIGNALS:
-        signal.signal(sig, on_signal)
-    streams = KafkaStreams(factory(), config)
-    streams.set_state_listener(
-        lambda new, old: stop.set() if new in (State.PENDING_ERROR, State.ERROR) else None
-    )
-    streams.start()
-    while not stop.wait(0.5):
-        pass
-    closed = streams.close(timeout_s=close_timeout_s)
-    if streams.state() is State.PENDING_ERROR:
-        streams.wait_for_state(State.ERROR, timeout_s=close_timeout_s)
+    stop = StopRequest()
+    with stop.on_signals():  # through the close too: a second signal must not cut it short
+        streams = KafkaStreams(factory(), config)
+        streams.set_state_listener(
+            lambda new, old: stop.set() if new in (State.PENDING_ERROR, State.ERROR) else None
+        )
+        streams.start()
+        while not stop.wait(0.5):
+            pass
+        closed = streams.close(timeout_s=close_timeout_s)
+        if streams.state() is State.PENDING_ERROR:
+            streams.wait_for_state(State.ERROR, timeout_s=close_timeout_s)
     return 0 if closed and streams.state() is State.NOT_RUNNING and streams.failure() is None else 1
 
 
@@ -140,10 +133,9 @@ def run_workers(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    stop = stop or threading.Event()
+    request = StopRequest(stop)
     context = multiprocessing.get_context("spawn")
     level = logging.getLogger().getEffectiveLevel()
-    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in _STOP_SIGNALS}
     started: list[_SpawnedWorker] = []
 
     def start(index: int) -> _SpawnedWorker:
@@ -157,21 +149,20 @@ def run_workers(
         return started[-1]
 
     try:
-        result = supervise(
-            start,
-            workers,
-            stop,
-            application_id=config.application_id,
-            policy=restart_policy or RestartPolicy(),
-            close_timeout_s=close_timeout_s,
-            on_stop=lambda: log.info("stopping the workers of %r", config.application_id),
-        )
+        with request.on_signals():
+            result = supervise(
+                start,
+                workers,
+                request,
+                application_id=config.application_id,
+                policy=restart_policy or RestartPolicy(),
+                close_timeout_s=close_timeout_s,
+                on_stop=lambda: log.info("stopping the workers of %r", config.application_id),
+            )
         if result.failure is not None:
             log.error("workers of %r failed: %s", config.application_id, result.failure)
         return result.exit_status
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         for worker in started:
             if worker.proc.is_alive():
                 worker.proc.kill()

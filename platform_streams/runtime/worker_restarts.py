@@ -19,13 +19,12 @@ is the old behaviour: the first failure stops everything.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["RestartPolicy", "WorkerProcess", "stop_processes", "supervise"]
+__all__ = ["RestartPolicy", "StopFlag", "WorkerProcess", "stop_processes", "supervise"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +49,17 @@ class RestartPolicy:
     def delay(self, recent_failures: int) -> float:
         """The wait before restarting a worker that failed ``recent_failures`` times in the window."""
         return min(self.max_backoff_s, self.backoff_s * 2 ** max(0, recent_failures - 1))
+
+
+class StopFlag(Protocol):
+    """What the supervisor needs of its stop (a ``threading.Event`` has it, and so has the
+    signal-safe ``platform_streams.stop_request.StopRequest`` the CLI passes)."""
+
+    def set(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
 
 
 class WorkerProcess(Protocol):
@@ -107,7 +117,7 @@ class _Supervisor:
         self,
         start: Callable[[int], WorkerProcess],
         workers: int,
-        stop: threading.Event,
+        stop: StopFlag,
         policy: RestartPolicy,
         close_timeout_s: float,
         on_stop: Callable[[], None] | None,
@@ -195,7 +205,7 @@ class _Supervisor:
 def supervise(
     start: Callable[[int], WorkerProcess],
     workers: int,
-    stop: threading.Event,
+    stop: StopFlag,
     *,
     application_id: str,
     policy: RestartPolicy,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import signal
 import sys
 import threading
 import time
@@ -35,6 +34,7 @@ from platform_streams import (
 )
 from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.serde import String
+from platform_streams.stop_request import StopRequest
 from tests.integration.support_apps import APP_TIMING, close_and_report, runner_parser
 
 S = String()
@@ -112,43 +112,43 @@ def main(argv: list[str] | None = None) -> int:
     streams.set_uncaught_exception_handler(lambda exc: StreamsUncaughtExceptionResponse.REPLACE_WORKER)
     running = threading.Event()
     streams.set_state_listener(lambda new, old: running.set() if new is State.RUNNING else None)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    streams.start()
-    reported: dict[str, object] = {}
+    stop = StopRequest()
+    with stop.on_signals():  # the handler takes no lock (platform_streams/stop_request.py)
+        streams.start()
+        reported: dict[str, object] = {}
 
-    def report(kind: str, value: object) -> None:
-        if reported.get(kind) != value:
-            reported[kind] = value
-            print(f"{kind} {json.dumps(value)}", flush=True)
+        def report(kind: str, value: object) -> None:
+            if reported.get(kind) != value:
+                reported[kind] = value
+                print(f"{kind} {json.dumps(value)}", flush=True)
 
-    while not stop.wait(0.05):
-        state = streams.state()
-        if state in (State.ERROR, State.NOT_RUNNING):
-            print(f"FAILED {state.value}", flush=True)
-            return 2
-        if running.is_set() and state is State.RUNNING:
-            running.clear()
-            restored = {
-                str(task): sum(counts.values())
-                for worker in streams.workers
-                for task, counts in worker.state_lifecycle.last_restore.items()
-                if task in worker.tasks
-            }
-            reported.pop("RESTORED", None)
-            report("RESTORED", restored)
-            print("RUNNING", flush=True)
-        report("ACTIVE", sorted(str(t) for w in streams.workers for t in list(w.tasks)))
-        standbys = streams.membership.standbys
-        positions = standbys.positions() if standbys is not None else {}
-        report(
-            "STANDBY", {str(t): {f"{tp[0]}:{tp[1]}": o for tp, o in p.items()} for t, p in positions.items()}
-        )
-        report("FENCED", sum(w.migrations for w in streams.workers))
-        coordinator = streams.membership.coordinator
-        if coordinator is not None:
-            report("ROLES", {role: sorted(str(t) for t in ts) for role, ts in coordinator.roles().items()})
-    return close_and_report(streams)
+        while not stop.wait(0.05):
+            state = streams.state()
+            if state in (State.ERROR, State.NOT_RUNNING):
+                print(f"FAILED {state.value}", flush=True)
+                return 2
+            if running.is_set() and state is State.RUNNING:
+                running.clear()
+                restored = {
+                    str(task): sum(counts.values())
+                    for worker in streams.workers
+                    for task, counts in worker.state_lifecycle.last_restore.items()
+                    if task in worker.tasks
+                }
+                reported.pop("RESTORED", None)
+                report("RESTORED", restored)
+                print("RUNNING", flush=True)
+            report("ACTIVE", sorted(str(t) for w in streams.workers for t in list(w.tasks)))
+            standbys = streams.membership.standbys
+            positions = standbys.positions() if standbys is not None else {}
+            standby = {str(t): {f"{tp[0]}:{tp[1]}": o for tp, o in p.items()} for t, p in positions.items()}
+            report("STANDBY", standby)
+            report("FENCED", sum(w.migrations for w in streams.workers))
+            coordinator = streams.membership.coordinator
+            if coordinator is not None:
+                roles = coordinator.roles().items()
+                report("ROLES", {role: sorted(str(t) for t in ts) for role, ts in roles})
+        return close_and_report(streams)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from platform_streams import KafkaStreams, State, StreamsConfig
+from platform_streams.stop_request import StopRequest
 from tests.integration.iq_apps import count_app
 from tests.integration.support_apps import APP_TIMING
 
@@ -39,15 +38,15 @@ def main() -> int:
         **APP_TIMING,
     )
     streams = KafkaStreams(count_app(args.input), config)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    streams.start()
-    assert streams.http_server is not None
-    print(f"HTTP {streams.http_server.address}", flush=True)
-    streams.wait_for_state(State.RUNNING, timeout_s=60)
-    print("RUNNING", flush=True)
-    stop.wait()
-    return 0 if streams.close(timeout_s=30) else 1
+    stop = StopRequest()
+    with stop.on_signals():  # the handler takes no lock (platform_streams/stop_request.py)
+        streams.start()
+        assert streams.http_server is not None
+        print(f"HTTP {streams.http_server.address}", flush=True)
+        streams.wait_for_state(State.RUNNING, timeout_s=60)
+        print("RUNNING", flush=True)
+        stop.wait()
+        return 0 if streams.close(timeout_s=30) else 1
 
 
 if __name__ == "__main__":

@@ -8,9 +8,7 @@ the client gracefully (final commit) and the exit code says whether that was cle
 from __future__ import annotations
 
 import logging
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.serde import String
+from platform_streams.stop_request import StopRequest
 from tests.integration.support_apps import APP_TIMING, close_and_report, runner_parser
 
 
@@ -47,16 +46,16 @@ def main(argv: list[str] | None = None) -> int:
         **APP_TIMING,
     )
     streams = KafkaStreams(builder, config)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    streams.start()
-    streams.wait_for_state(State.RUNNING, timeout_s=60)
-    print("RUNNING", flush=True)
-    while not stop.wait(0.05):
-        if streams.state() in (State.ERROR, State.NOT_RUNNING):
-            print(f"FAILED {streams.state().value}", flush=True)
-            return 2
-    return close_and_report(streams)
+    stop = StopRequest()
+    with stop.on_signals():  # the handler takes no lock (platform_streams/stop_request.py)
+        streams.start()
+        streams.wait_for_state(State.RUNNING, timeout_s=60)
+        print("RUNNING", flush=True)
+        while not stop.wait(0.05):
+            if streams.state() in (State.ERROR, State.NOT_RUNNING):
+                print(f"FAILED {streams.state().value}", flush=True)
+                return 2
+        return close_and_report(streams)
 
 
 if __name__ == "__main__":

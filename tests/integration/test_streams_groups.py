@@ -304,7 +304,13 @@ def test_an_application_on_a_streams_group_counts_exactly(streams_bootstrap: str
             "every key counted to 50 after the member was dropped",
         )
         assert worker.migrations + group.fenced >= 1, "the dropped member's tasks were not closed"
-        assert group.member_epoch != removed_epoch and len(worker.tasks) == 4
+        # the member joined again with a new epoch; on a loaded machine its tasks may still be
+        # coming back in steps (a late heartbeat can cost it its tasks once more)
+        wait_until(
+            lambda: group.member_epoch != removed_epoch and len(worker.tasks) == 4,
+            60,
+            "the member to run all four tasks again under a new epoch",
+        )
 
 
 def _final_counts(records: list[Any]) -> dict[str, int]:

@@ -13,16 +13,15 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Self
 
 from platform_streams.errors import BrokerError, IllegalStateError
+from platform_streams.stop_request import StopRequest
 
 __all__ = ["BrokerProcess", "find_free_port", "hostport", "kill_with_parent_prefix", "run_broker_forever"]
 
@@ -128,23 +127,21 @@ def run_broker_forever(broker: BrokerProcess, description: str) -> None:
     Prints the bootstrap address on stdout so scripts can pick it up. Raises
     :class:`BrokerError` if the broker process dies on its own.
     """
-    stop_requested = threading.Event()
+    stop_requested = StopRequest()
+    with stop_requested.on_signals():  # through the broker's stop: a signal must not cut it short
+        try:
+            _serve(broker, description, stop_requested)
+        finally:
+            broker.stop()
 
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop_requested.set()
 
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        broker.start()
-        print(
-            f"{description} ready: bootstrap.servers={broker.bootstrap_servers} "
-            f"(pid {broker.pid}, log {broker.log_path}); Ctrl-C to stop",
-            flush=True,
-        )
-        while not stop_requested.wait(0.5):
-            if not broker.is_running():
-                raise BrokerError(f"{description} exited unexpectedly; log tail:\n{broker.log_tail()}")
-    finally:
-        broker.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+def _serve(broker: BrokerProcess, description: str, stop_requested: StopRequest) -> None:
+    broker.start()
+    print(
+        f"{description} ready: bootstrap.servers={broker.bootstrap_servers} "
+        f"(pid {broker.pid}, log {broker.log_path}); Ctrl-C to stop",
+        flush=True,
+    )
+    while not stop_requested.wait(0.5):
+        if not broker.is_running():
+            raise BrokerError(f"{description} exited unexpectedly; log tail:\n{broker.log_tail()}")
