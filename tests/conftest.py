@@ -49,6 +49,8 @@ BROKER_KINDS = ("tansu", "kafka")
 #: ``make test`` runs the suite as three pytest processes side by side (tools/test_sides.sh):
 #: ``servers`` = the suites that start a heavy server of their own (a secured Kafka node, a
 #: Schema Registry, a Spark session) and the embedded-broker demo, so each server starts once;
+#: (and the tests marked ``servers_side``: long ones that need no Tansu-side fixture, moved
+#: off the Tansu side, the long pole);
 #: ``kafka`` = every other test that talks to Apache Kafka or is marked ``kafka_side``;
 #: ``tansu`` = all the rest; unset = all
 SIDE_ENV = "PLATFORM_STREAMS_TEST_SIDE"
@@ -80,6 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "kafka_side: run in make test's Kafka-side process (a CPU/time split only: any broker)",
     )
+    config.addinivalue_line(
+        "markers",
+        "servers_side: run in make test's servers-side process (a CPU/time split only)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -106,7 +112,7 @@ def side_of(item: pytest.Item) -> str:
     relative = item.nodeid.removeprefix("tests/")
     if relative.startswith("dagster/test_demo.py"):  # one demo a side: each takes minutes
         return "kafka" if _on_apache_kafka(item) else "servers"
-    if relative.startswith(SERVER_SUITES):
+    if relative.startswith(SERVER_SUITES) or item.get_closest_marker("servers_side") is not None:
         return "servers"
     if _on_apache_kafka(item) or item.get_closest_marker("kafka_side") is not None:
         return "kafka"

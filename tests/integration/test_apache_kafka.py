@@ -380,6 +380,7 @@ def test_the_kip848_consumer_protocol_splits_copartitioned_topics_alike(
 
 
 @pytest.mark.slow
+@pytest.mark.servers_side  # three JVMs for ~100 s: off the Tansu side, the long pole
 def test_a_three_broker_cluster_keeps_acknowledged_records_when_a_broker_is_killed() -> None:
     with ApacheKafkaCluster(kill_with_parent=True) as cluster:
         bootstrap = cluster.bootstrap_servers

@@ -11,7 +11,7 @@ import pytest
 
 from bench import latency
 
-pytestmark = [pytest.mark.broker, pytest.mark.slow]
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.servers_side]  # ~100 s off the long pole
 
 
 def test_latency_rows_for_the_raw_loop_and_platform_streams(
