@@ -54,7 +54,6 @@ log = logging.getLogger(__name__)
 TopologyFactory = Callable[[], Any]
 
 
-
 def worker_state_dir(state_dir: Path, index: int) -> Path:
     """``<state_dir>-w<index>``: the state directory of worker process ``index``."""
     return Path(f"{state_dir}-w{index}")
