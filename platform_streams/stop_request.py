@@ -4,7 +4,7 @@ Python runs a signal handler in the main thread between two bytecodes -- possibl
 thread is inside ``threading.Event.wait()`` holding the event's lock (a plain, non-reentrant
 ``Lock``). A handler calling ``event.set()`` then waits for that same lock, held by the frame it
 interrupted: the process hangs on its SIGTERM until it is killed, with no final commit, no
-leave-group and no checkpoint (seen under load: a worker that never closed). So the handler
+leave-group and no checkpoint. So the handler
 here only stores the signal's number (an attribute store takes no lock), and
 :meth:`StopRequest.wait` and :meth:`StopRequest.is_set` look at it beside the event that
 other threads set.
