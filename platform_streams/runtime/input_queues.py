@@ -15,6 +15,17 @@ only when ``count_bytes`` is on (metrics at DEBUG).
 With a ``gap_guard``, each run of a guarded topic's records is checked for skipped offsets
 first (:mod:`~platform_streams.runtime.offset_gaps`: a broker that answers a fetch before
 storing an earlier batch).
+
+Records a partition delivered already are dropped. librdkafka can hand out a partition's
+records a second time without being asked: on Apache Kafka, while a second instance joined
+a cooperative group, a worker that had just assigned its kept partitions at absolute
+offsets (after assigning them at the reset policy's beginning a moment before) received
+them again from offset 0, and its kept tasks counted their first records twice. Java's
+consumer never moves a position back by itself, and Kafka Streams relies on that; so the
+queues keep, per partition, the offset the next record must at least have -- set where
+the worker positions the consumer (:meth:`positioned`), advanced by every run queued --
+and a run starting below it loses its records below it. Only the worker moves a position
+back (an assignment, a seek), never a fetch.
 """
 
 from __future__ import annotations
@@ -50,10 +61,17 @@ class InputQueues:
         #: the worker started; kept across rebalances (counters)
         self.consumed: dict[TP, int] = {}
         self.consumed_bytes: dict[TP, int] | None = {} if count_bytes else None
+        #: per partition, the lowest offset the next record may have (module docstring);
+        #: absent after a position this worker does not know (a committed or reset offset)
+        self._due: dict[TP, int] = {}
+        #: records dropped because their partition had delivered them already
+        self.redelivered = 0
 
     def add(self, queues: dict[TP, deque[Any]]) -> None:
         """Route the records of these partitions to these queues (a new task's)."""
         self.queues.update(queues)
+        for tp in queues:
+            self._due.pop(tp, None)
         if self._gap_guard is not None:
             self._gap_guard.forget(queues)
 
@@ -67,6 +85,12 @@ class InputQueues:
         """
         if starts:
             consumer.resume([TopicPartition(t, p) for t, p in starts])
+        due = self._due
+        for tp, offset in starts.items():
+            if offset is not None and offset >= 0:
+                due[tp] = offset
+            else:
+                due.pop(tp, None)
         if self._gap_guard is not None:
             self._gap_guard.expect(starts)
 
@@ -74,6 +98,7 @@ class InputQueues:
         """Forget every partition (the tasks were closed)."""
         self.queues.clear()
         self.paused.clear()
+        self._due.clear()
         if self._gap_guard is not None:
             self._gap_guard.forget()
 
@@ -150,18 +175,41 @@ class InputQueues:
                 log.warning("dropping %d record(s) of unassigned partition %s-%d", end - start, *tp)
             return
         run = messages if start == 0 and end == len(messages) else messages[start:end]
+        due = self._due.get(tp)
+        if due is not None and run[0].offset() < due:
+            run = self._drop_delivered(tp, run, due)
+            if not run:
+                return
         guard = self._gap_guard
         if guard is not None and tp[0] in guard.topics:
             run = guard.admit(tp, run)
             if not run:
                 return
         queue.extend(run)
+        self._due[tp] = run[-1].offset() + 1
         touched.add(tp)
         consumed = self.consumed
         consumed[tp] = consumed.get(tp, 0) + len(run)
         sizes = self.consumed_bytes
         if sizes is not None:
             sizes[tp] = sizes.get(tp, 0) + sum(len(m.key() or b"") + len(m.value() or b"") for m in run)
+
+    def _drop_delivered(self, tp: TP, run: list[Any], due: int) -> list[Any]:
+        """The records of ``run`` from offset ``due`` on: the ones before it were queued (and
+        perhaps processed and committed) already."""
+        kept = next((i for i, msg in enumerate(run) if msg.offset() >= due), len(run))
+        self.redelivered += kept
+        log.warning(
+            "%s-%d: the consumer delivered offsets %d..%d again (the next one due was %d); "
+            "dropped %d record(s) this worker had read already",
+            tp[0],
+            tp[1],
+            run[0].offset(),
+            run[kept - 1].offset(),
+            due,
+            kept,
+        )
+        return run[kept:]
 
     def pause_backlogged(self, consumer: Any, touched: Iterable[TP]) -> None:
         """Pause partitions whose queue is still over the limit *after* processing.

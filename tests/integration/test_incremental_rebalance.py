@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from platform_streams.kafka import (
 from platform_streams.query import KeyQuery, StateQueryRequest
 from platform_streams.serde import Long
 from tests.integration.support_apps import active_tasks, app_config, count_app, new_app_id, wait_until
-from tests.support.kafka import new_group_id, new_topic
+from tests.support.kafka import consume_all, new_group_id, new_topic
 
 PARTITIONS = 6
 #: a record per partition this often: a steady gap of ~0.1-0.3 s between outputs
@@ -50,11 +51,16 @@ KEPT_BOUND_S = 2.0
 
 
 class _Feed(threading.Thread):
-    """Steady input: one record per partition every ``INTERVAL_S``, keys ``p<partition>-<n>``."""
+    """Steady input: one record per partition every ``INTERVAL_S``, keys ``p<partition>-<n>``,
+    the round as value. Idempotent, as Java's producer is by default: a produce request that
+    librdkafka retries on a loaded machine would otherwise write its records twice, and the
+    counts would differ from what was sent without the application having done anything."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         super().__init__(daemon=True)
-        self.producer = create_producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.producer = create_producer(
+            {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True}
+        )
         self.topic = topic
         self.stop = threading.Event()
         self.sent = [0] * PARTITIONS
@@ -63,7 +69,9 @@ class _Feed(threading.Thread):
         n = 0
         while not self.stop.is_set():
             for p in range(PARTITIONS):
-                self.producer.produce(self.topic, key=f"p{p}-{n % 50}".encode(), value=b"x", partition=p)
+                self.producer.produce(
+                    self.topic, key=f"p{p}-{n % 50}".encode(), value=str(n).encode(), partition=p
+                )
                 self.sent[p] += 1
             self.producer.poll(0)
             n += 1
@@ -143,6 +151,21 @@ class _Ask(threading.Thread):
             last = t
             longest = max(longest, last - start)
         return longest
+
+
+def _input_diagnosis(bootstrap: str, source: str, sent: list[int]) -> str:
+    """Whether the input topic holds what the feed sent, once each: tells an application that
+    processed records twice from input written twice."""
+    records = consume_all(bootstrap, source, sum(sent), timeout_s=20)
+    per_partition = [sum(1 for r in records if r.partition == p) for p in range(PARTITIONS)]
+    rounds = Counter((r.partition, r.value) for r in records)
+    doubled = sorted((p, int(v or b"-1")) for (p, v), n in rounds.items() if n > 1)
+    if per_partition == sent and not doubled:
+        return "the input holds every record once: the application processed some twice"
+    return (
+        f"the input differs from what was sent: {per_partition} records, sent {sent}; "
+        f"doubled (partition, round) {doubled[:20]}"
+    )
 
 
 def _owners(clients: list[KafkaStreams]) -> dict[int, int]:
@@ -231,7 +254,9 @@ def third_instance_joins(
         except AssertionError:
             wrong = {k: (watch.counts.get(k), n) for k, n in expected.items() if watch.counts.get(k) != n}
             shown = dict(sorted(wrong.items())[:12])
-            raise AssertionError(f"counts (seen, expected) differ: {shown}") from None
+            raise AssertionError(
+                f"counts (seen, expected) differ: {shown}; {_input_diagnosis(bootstrap, source, feed.sent)}"
+            ) from None
         return kept
     finally:
         feed.stop.set()

@@ -193,3 +193,40 @@ def test_one_topic_batches_take_the_c_level_path(monkeypatch: pytest.MonkeyPatch
     worker._route([_msg("a", 0, 2), _eof("a", 0)])
     assert taken == [True, False]
     assert _offsets(worker._input.queues[("a", 0)]) == [0, 1, 2]
+
+
+def test_records_a_partition_delivered_again_are_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    # librdkafka moved a position back by itself (a late offset lookup of an earlier
+    # assignment): the records read already must not be processed twice
+    worker = _worker([("a", 0), ("a", 1)])
+    worker._route([_msg("a", 0, i) for i in range(5)])
+    touched = worker._route([*(_msg("a", 0, i) for i in range(2, 7)), _msg("a", 1, 0)])
+    assert _offsets(worker._input.queues[("a", 0)]) == [0, 1, 2, 3, 4, 5, 6]
+    assert touched == {("a", 0), ("a", 1)}
+    assert worker._input.redelivered == 3
+    assert "a-0: the consumer delivered offsets 2..4 again (the next one due was 5)" in caplog.text
+    # a run of records read already only is dropped whole
+    assert worker._route([_msg("a", 0, 0), _msg("a", 0, 1), _msg("a", 1, 0)]) == set()
+    assert worker._input.redelivered == 6
+
+
+def test_a_position_the_worker_sets_may_go_back() -> None:
+    worker = _worker([("a", 0), ("a", 1)])
+    worker._route([*(_msg("a", 0, i) for i in range(5)), *(_msg("a", 1, i) for i in range(5))])
+    worker._input.queues[("a", 0)].clear()  # processed
+    worker._input.queues[("a", 1)].clear()
+    # a rebuilt task reads from its committed offset; an unknown position takes what comes
+    worker._input.positioned(_Consumer(), {("a", 0): 1, ("a", 1): None})
+    worker._route([_msg("a", 0, 1), _msg("a", 0, 2), _msg("a", 1, 0)])
+    assert _offsets(worker._input.queues[("a", 0)]) == [1, 2]
+    assert _offsets(worker._input.queues[("a", 1)]) == [0]
+    assert worker._input.redelivered == 0
+    # a new task's queues start afresh; so do the queues after the tasks closed
+    worker._input.add({("a", 0): deque()})
+    worker._route([_msg("a", 0, 0)])
+    assert _offsets(worker._input.queues[("a", 0)]) == [0]
+    worker._input.clear()
+    worker._input.add({("a", 1): deque()})
+    worker._route([_msg("a", 1, 0)])
+    assert _offsets(worker._input.queues[("a", 1)]) == [0]
+    assert worker._input.redelivered == 0
