@@ -667,9 +667,17 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         # producer releases the librdkafka client.
         self.repartition_purger.close()
         self._leave_streams_group()  # after the final commit: the tasks go to the others at once
-        if self.consumer is not None:
-            self.consumer.close()
-            self.consumer = None
+        consumer = self.consumer
+        if consumer is not None:
+            # confluent-kafka's close can raise after its rebalance callbacks ran (a SystemError
+            # from its C code, on Apache Kafka): the producer must still be closed and the
+            # worker still reach DEAD, or its client would wait for it
+            try:
+                consumer.close()
+            except Exception as exc:
+                log.warning("%s: closing the consumer failed: %s", self.name, exc)
+            finally:
+                self.consumer = None
         if self.collector is not None:
             try:
                 self.collector.streams_producer.close()
