@@ -20,7 +20,9 @@ Records a partition delivered already are dropped. librdkafka can hand out a par
 records a second time without being asked: on Apache Kafka, while a second instance joined
 a cooperative group, a worker that had just assigned its kept partitions at absolute
 offsets (after assigning them at the reset policy's beginning a moment before) received
-them again from offset 0, and its kept tasks counted their first records twice. Java's
+them again from offset 0, and its kept tasks counted their first records twice (librdkafka
+answers an outdated ListOffsets reply by looking the old logical start up again 500 ms
+later, for the current assignment: ``rd_kafka_toppar_handle_Offset``). Java's
 consumer never moves a position back by itself, and Kafka Streams relies on that; so the
 queues keep, per partition, the offset the next record must at least have -- set where
 the worker positions the consumer (:meth:`positioned`), advanced by every run queued --
