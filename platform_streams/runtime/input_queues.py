@@ -17,17 +17,16 @@ first (:mod:`~platform_streams.runtime.offset_gaps`: a broker that answers a fet
 storing an earlier batch).
 
 Records a partition delivered already are dropped. librdkafka can hand out a partition's
-records a second time without being asked: on Apache Kafka, while a second instance joined
-a cooperative group, a worker that had just assigned its kept partitions at absolute
-offsets (after assigning them at the reset policy's beginning a moment before) received
-them again from offset 0, and its kept tasks counted their first records twice (librdkafka
-answers an outdated ListOffsets reply by looking the old logical start up again 500 ms
-later, for the current assignment: ``rd_kafka_toppar_handle_Offset``). Java's
-consumer never moves a position back by itself, and Kafka Streams relies on that; so the
-queues keep, per partition, the offset the next record must at least have -- set where
-the worker positions the consumer (:meth:`positioned`), advanced by every run queued --
-and a run starting below it loses its records below it. Only the worker moves a position
-back (an assignment, a seek), never a fetch.
+records a second time without being asked: an answer to a logical-offset lookup (the reset
+policy's beginning) that arrives after the partition was assigned again is outdated, and
+librdkafka retries it 500 ms later for the current assignment, moving the position back to
+the old logical start (``rd_kafka_toppar_handle_Offset``). The cooperative path assigns kept
+partitions again several times per rebalance, which is where it happens. Java's consumer
+never moves a position back by itself, and Kafka Streams relies on that; so the queues keep,
+per partition, the offset the next record must at least have -- set where the worker
+positions the consumer (:meth:`positioned`), advanced by every run queued -- and a run
+starting below it loses its records below it. Only the worker moves a position back (an
+assignment, a seek), never a fetch.
 """
 
 from __future__ import annotations
