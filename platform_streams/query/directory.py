@@ -54,6 +54,7 @@ from platform_streams.kafka import (
     create_consumer,
     create_producer,
 )
+from platform_streams.query.group_hosts import GroupHosts
 from platform_streams.query.metadata import HostInfo, StreamsMetadata
 
 __all__ = [
@@ -183,6 +184,9 @@ class InstanceDirectory:
         #: what this instance published last and the reader has not read back yet
         self._own_pending: tuple[bytes, StreamsMetadata] | None = None
         self._base: dict[str, Any] = {"bootstrap.servers": config.bootstrap_servers, **config.client_config}
+        #: under ``group_protocol="streams"``: the broker's word on who runs a task, which
+        #: ranks above every claim here once the broker has said anything (query/group_hosts.py)
+        self.group_hosts: GroupHosts | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -343,7 +347,11 @@ class InstanceDirectory:
         return [e.metadata for e in sorted(entries, key=lambda e: e.metadata.host_info)]
 
     def active_host(self, task: str) -> HostInfo | None:
-        """The instance that claimed ``task`` (e.g. ``"0_3"``) last, None if nobody does."""
+        """The instance that claimed ``task`` (e.g. ``"0_3"``) last, None if nobody does (or
+        the instance the streams group gives it to, see :attr:`group_hosts`)."""
+        group = self.group_hosts
+        if group is not None and group.known():
+            return group.active_host(task)
         with self._entries_lock:
             claims = [e for e in self._current() if task in e.metadata.active_tasks]
         if not claims:
@@ -351,6 +359,9 @@ class InstanceDirectory:
         return max(claims, key=lambda e: e.offset).metadata.host_info
 
     def standby_hosts(self, task: str) -> frozenset[HostInfo]:
+        group = self.group_hosts
+        if group is not None and group.known():
+            return group.standby_hosts(task)
         with self._entries_lock:
             entries = self._current()
         return frozenset(e.metadata.host_info for e in entries if task in e.metadata.standby_tasks)

@@ -25,6 +25,7 @@ from platform_streams.processor.partitioner import default_partition
 from platform_streams.processor.task_id import TaskId
 from platform_streams.query.directory import InstanceDirectory, InstanceSnapshot
 from platform_streams.query.execution import execute_query
+from platform_streams.query.group_hosts import GroupHosts
 from platform_streams.query.lags import ReplicaLag, Role, StoreReplica, lags_of, read_offsets, replicas_of
 from platform_streams.query.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from platform_streams.query.placement import KeyPlacement
@@ -95,6 +96,13 @@ class InteractiveQueries(ClientAddOn):
         directory = InstanceDirectory(
             self._streams.config, host, on_misplaced=lambda topic: placement.learn(topic, "metadata topic")
         )
+        if self._streams.config.group_protocol == "streams":
+            streams = self._streams  # its worker list changes when workers are replaced
+            directory.group_hosts = GroupHosts(
+                streams.plan,
+                streams.config.application_id,
+                lambda: [worker.streams_group_endpoints() for worker in list(streams.workers)],
+            )
         directory.ensure_topic()
         directory.start()
         self.directory = directory

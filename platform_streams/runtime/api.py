@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
+    from platform_streams.kafka.streams_group.member import EndpointPartitions
     from platform_streams.processor.partitioner import PlacementChecks
     from platform_streams.processor.task_id import TaskId
     from platform_streams.runtime.input_queues import InputQueues
@@ -97,6 +98,10 @@ class WorkerView(Protocol):
 
     def streams_group_view(self) -> dict[str, Any] | None:
         """Its streams-group member and the broker's group state/epoch (None: classic)."""
+
+    def streams_group_endpoints(self) -> tuple[int, Mapping[tuple[str, int], EndpointPartitions]] | None:
+        """The broker's latest endpoint information (its epoch, endpoint -> the partitions of
+        the tasks behind it) as this worker's streams-group member heard it (None: classic)."""
 
     def add_restore_listener(self, listener: StateRestoreListener) -> None:
         """Also tell ``listener`` about this worker's restores (before the worker starts)."""

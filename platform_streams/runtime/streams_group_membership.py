@@ -27,6 +27,7 @@ from platform_streams.errors import MissingSourceTopicError, StreamsError, TaskM
 from platform_streams.kafka.streams_group import StreamsGroupClient, group_metadata
 from platform_streams.kafka.streams_group.member import (
     Assignment,
+    EndpointPartitions,
     HeartbeatOutcome,
     InternalTopicSpec,
     StreamsGroupRefused,
@@ -150,6 +151,9 @@ class StreamsGroupMembership:
         #: how often the broker dropped this member (its tasks lost, joined again)
         self.fenced = 0
 
+        #: the broker's latest endpoint information (epoch, endpoint -> partitions) for
+        #: interactive queries; replaced whole, so readers on other threads see one version
+        self.endpoints: tuple[int, dict[tuple[str, int], EndpointPartitions]] | None = None
     # -- the commit path --------------------------------------------------------------------
 
     @property
@@ -206,6 +210,8 @@ class StreamsGroupMembership:
             else:
                 self._on_change(self.member.owned, Assignment())
         self._check_statuses(outcome)
+        if outcome.endpoints is not None:
+            self.endpoints = (outcome.endpoints_epoch, outcome.endpoints)
         if outcome.assignment is not None:
             self._apply(outcome.assignment)
         return outcome

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import TaskMigratedError, UnsupportedBrokerFeatureError
 from platform_streams.kafka.streams_group import CommitRefused, broker_supports_streams_groups, error_name
-from platform_streams.kafka.streams_group.member import Assignment, TopologySpec
+from platform_streams.kafka.streams_group.member import Assignment, EndpointPartitions, TopologySpec
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.streams_group_membership import StreamsGroupMembership, topology_spec
 
@@ -183,6 +183,12 @@ class StreamsGroupTasks:
     def _streams_group_metadata(self) -> bytes:
         assert self.streams_group is not None
         return self.streams_group.group_metadata()
+    def streams_group_endpoints(self) -> tuple[int, dict[tuple[str, int], EndpointPartitions]] | None:
+        """The broker's latest endpoint information as this worker's member heard it (None:
+        classic, or not heard yet)."""
+        group = self.streams_group
+        return None if group is None else group.endpoints
+
 
     def _commit_streams_group(self, offsets: dict[tuple[str, int], int]) -> None:
         """OffsetCommit naming the member. A commit refused for its epoch means the broker

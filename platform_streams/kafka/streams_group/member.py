@@ -24,7 +24,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kio.schema.streams_group_heartbeat.v0 import request as hb
-from kio.schema.streams_group_heartbeat.v0.response import StreamsGroupHeartbeatResponse
+from kio.schema.streams_group_heartbeat.v0.response import (
+    EndpointToPartitions,
+    StreamsGroupHeartbeatResponse,
+    TopicPartition,
+)
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
 
@@ -34,6 +38,7 @@ from platform_streams.kafka.streams_group.client import StreamsGroupClient, erro
 __all__ = [
     "STATUS_NAMES",
     "Assignment",
+    "EndpointPartitions",
     "HeartbeatOutcome",
     "InternalTopicSpec",
     "StreamsGroupRefused",
@@ -111,6 +116,17 @@ class Assignment:
     warmup: TaskSet = frozenset()
 
 
+@dataclass(frozen=True)
+class EndpointPartitions:
+    """The source partitions (``(topic, partition)``, repartition topics included) of the
+    active and standby tasks of every member behind one endpoint: the broker's
+    ``EndpointToPartitionsManager`` lists a task as its sub-topology's source topics at the
+    task's partition, which is how interactive queries find a key's hosts."""
+
+    active: frozenset[tuple[str, int]] = frozenset()
+    standby: frozenset[tuple[str, int]] = frozenset()
+
+
 @dataclass
 class HeartbeatOutcome:
     """What one heartbeat said: the new epoch, the tasks (None: unchanged), the statuses."""
@@ -121,8 +137,10 @@ class HeartbeatOutcome:
     statuses: list[tuple[str, str]] = field(default_factory=list)
     #: the member was fenced or forgotten: its tasks are lost, it joins again
     rejoined: bool = False
-    #: endpoint -> active partitions (topic, partition) for interactive queries (None: unchanged)
-    endpoints: dict[tuple[str, int], frozenset[tuple[str, int]]] | None = None
+    #: endpoint (host, port) -> its partitions, for interactive queries (None: unchanged)
+    endpoints: dict[tuple[str, int], EndpointPartitions] | None = None
+    #: the broker's endpoint-information epoch the endpoints belong to
+    endpoints_epoch: int = 0
 
 
 def _task_ids(tasks: TaskSet) -> tuple[hb.TaskIds, ...]:
@@ -287,17 +305,19 @@ class StreamsMember:
         endpoints = None
         if response.partitions_by_user_endpoint is not None:
             self._endpoint_epoch = int(response.endpoint_information_epoch)
-            endpoints = {
-                (e.user_endpoint.host, int(e.user_endpoint.port)): frozenset(
-                    (str(tp.topic), int(p)) for tp in e.active_partitions for p in tp.partitions
-                )
-                for e in response.partitions_by_user_endpoint
-            }
+            endpoints = _endpoints(response.partitions_by_user_endpoint)
         statuses = [
             (STATUS_NAMES.get(int(s.status_code), f"status {int(s.status_code)}"), s.status_detail)
             for s in response.status or ()
         ]
-        return HeartbeatOutcome(self.member_epoch, interval_s, assignment, statuses, endpoints=endpoints)
+        return HeartbeatOutcome(
+            self.member_epoch,
+            interval_s,
+            assignment,
+            statuses,
+            endpoints=endpoints,
+            endpoints_epoch=self._endpoint_epoch,
+        )
 
     def leave(self) -> None:
         """Member epoch -1: the broker hands this member's tasks to the others at once."""
@@ -318,6 +338,24 @@ class StreamsMember:
             )
             self.member_epoch = -1
             self.client.heartbeat(request)
+
+
+def _endpoints(entries: Iterable[EndpointToPartitions]) -> dict[tuple[str, int], EndpointPartitions]:
+    """Endpoint -> partitions; the broker sends one entry per *member*, so the entries of a
+    client's several members (one per worker) are merged under their shared endpoint."""
+    merged: dict[tuple[str, int], EndpointPartitions] = {}
+    for entry in entries:
+        endpoint = (str(entry.user_endpoint.host), int(entry.user_endpoint.port))
+        seen = merged.get(endpoint, EndpointPartitions())
+        merged[endpoint] = EndpointPartitions(
+            seen.active | _partitions(entry.active_partitions),
+            seen.standby | _partitions(entry.standby_partitions),
+        )
+    return merged
+
+
+def _partitions(topics: Iterable[TopicPartition]) -> frozenset[tuple[str, int]]:
+    return frozenset((str(tp.topic), int(p)) for tp in topics for p in tp.partitions)
 
 
 def _offsets(offsets: Mapping[tuple[str, int], int]) -> tuple[hb.TaskOffset, ...]:
