@@ -125,9 +125,10 @@ class StreamsGroupMembership:
         endpoint: tuple[str, int] | None = None,
         client_tags: Mapping[str, str] | None = None,
         client_id: str = "platform-streams",
+        security: Mapping[str, str] | None = None,
     ) -> None:
         self.application_id = application_id
-        self.client = StreamsGroupClient(bootstrap, application_id, client_id=client_id)
+        self.client = StreamsGroupClient(bootstrap, application_id, client_id=client_id, security=security)
         self.member = StreamsMember(
             self.client, topology, process_id=process_id, endpoint=endpoint, client_tags=client_tags
         )

@@ -24,9 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.errors import TaskMigratedError, UnsupportedBrokerFeatureError
-from platform_streams.kafka.streams_group import CommitRefused, broker_supports_streams_groups, error_name
+from platform_streams.errors import StreamsError, TaskMigratedError, UnsupportedBrokerFeatureError
+from platform_streams.kafka.streams_group import (
+    CommitRefused,
+    StreamsGroupClient,
+    broker_supports_streams_groups,
+    error_name,
+)
 from platform_streams.kafka.streams_group.member import Assignment, EndpointPartitions, TopologySpec
+from platform_streams.kafka.streams_group.security import security_properties
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.streams_group_membership import StreamsGroupMembership, topology_spec
 
@@ -100,6 +106,8 @@ class StreamsGroupTasks:
             endpoint=settings.endpoint,
             client_tags=settings.client_tags,
             client_id=f"{self.config.effective_client_id}-StreamThread-{self.index + 1}",
+            # the member authenticates as the worker's consumer does
+            security=security_properties(self.config.consumer_configs(self.index)),
             on_shutdown_request=_shutdown_hook(settings),
         )
         self.streams_group.start()
@@ -230,6 +238,18 @@ class StreamsGroupTasks:
             group.close(leave=True)
 
 
+def _check_group_access(config: StreamsConfig, security: dict[str, str]) -> None:
+    """Refuse at start, naming the ACL, a principal the broker will not let use the group (an
+    authenticated connection only: a PLAINTEXT cluster has no principals to tell apart)."""
+    client = StreamsGroupClient(config.bootstrap_servers, config.application_id, security=security)
+    try:
+        problem = client.group_access_problem()
+    finally:
+        client.close()
+    if problem:
+        raise StreamsError(f"group_protocol='streams': GROUP_AUTHORIZATION_FAILED: {problem}")
+
+
 def _shutdown_hook(settings: StreamsGroupSettings) -> Callable[[], None] | None:
     hook = settings.on_shutdown_request
     if hook is None:
@@ -247,23 +267,21 @@ def streams_group_settings(
     """The workers' settings under ``group_protocol="streams"`` (None under "classic").
 
     Refused, with the reason, on a broker without streams groups (no StreamsGroupHeartbeat in
-    ApiVersions: the embedded broker, Kafka before 4.2 or with ``streams.version`` 0) and on a
-    secured connection (the streams-group connection speaks neither TLS settings nor SASL
-    from the client's configuration yet): Kafka Streams fails the same way rather than fall
-    back to another protocol the user did not choose.
+    ApiVersions: the embedded broker, Kafka before 4.2 or with ``streams.version`` 0): Kafka
+    Streams fails the same way rather than fall back to another protocol the user did not
+    choose. The probe connects with the consumer's security settings (TLS, SASL PLAIN/SCRAM),
+    so wrong credentials or an unsupported mechanism are refused here, before any worker runs.
     """
     if config.group_protocol != "streams":
         return None
-    security = str(config.consumer_configs(0).get("security.protocol", "PLAINTEXT")).upper()
-    if security != "PLAINTEXT":
-        raise UnsupportedBrokerFeatureError(
-            f"group_protocol='streams' supports security.protocol PLAINTEXT only so far, not {security}"
-        )
-    if not broker_supports_streams_groups(config.bootstrap_servers):
+    security = security_properties(config.consumer_configs(0))
+    if not broker_supports_streams_groups(config.bootstrap_servers, security=security):
         raise UnsupportedBrokerFeatureError(
             "group_protocol='streams': the broker does not support streams groups (no "
             "StreamsGroupHeartbeat; Apache Kafka 4.2+ needed); use group_protocol='classic'"
         )
+    if security.get("security.protocol", "PLAINTEXT").upper() != "PLAINTEXT":
+        _check_group_access(config, security)
     if config.num_standby_replicas:
         log.warning(
             "num_standby_replicas=%d is ignored under group_protocol='streams': standby replicas "

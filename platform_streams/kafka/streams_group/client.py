@@ -17,6 +17,7 @@ for a wrong epoch, UNSUPPORTED_VERSION below OffsetCommit v9). So:
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import threading
 from collections.abc import Mapping
@@ -35,7 +36,12 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i8, i32, i64
 
 from platform_streams.errors import BrokerError
-from platform_streams.kafka.streams_group.connection import KafkaConnection, split_bootstrap
+from platform_streams.kafka.streams_group.connection import (
+    AuthenticationFailed,
+    KafkaConnection,
+    split_bootstrap,
+)
+from platform_streams.kafka.streams_group.security import connection_security
 
 __all__ = [
     "STREAMS_GROUP_DESCRIBE_KEY",
@@ -52,6 +58,12 @@ STREAMS_GROUP_DESCRIBE_KEY = 89
 _OFFSET_COMMIT_KEY = 8
 
 _RETRIABLE_COORDINATOR = {14, 15, 16}
+#: what each request of this client needs, by the authorization error that says it is missing
+#: (Kafka 4.4's KafkaApis: handleStreamsGroupHeartbeat checks READ on the group, then
+#: DESCRIBE on every topic of the topology; StreamsGroupDescribe DESCRIBE on the group;
+#: OffsetCommit READ on the group and on each topic)
+_GROUP_DENIED = "GROUP_AUTHORIZATION_FAILED"
+_TOPIC_DENIED = "TOPIC_AUTHORIZATION_FAILED"
 
 
 def error_name(code: int) -> str:
@@ -60,6 +72,15 @@ def error_name(code: int) -> str:
         return ErrorCode(int(code)).name.upper()
     except ValueError:
         return f"error {int(code)}"
+
+
+def _denied(error: str, group_id: str, operation: str, topics: str) -> str:
+    """The ACL an authorization error means, as the line to act on ("" for other errors)."""
+    if error == _GROUP_DENIED:
+        return f"the principal is not allowed to {operation} on group {group_id!r} (allow it)"
+    if error == _TOPIC_DENIED:
+        return f"the principal is not allowed to {topics} (allow it)"
+    return ""
 
 
 class CommitRefused(BrokerError):
@@ -96,13 +117,20 @@ def group_metadata(group_id: str, member_id: str, member_epoch: int, instance_id
     return out + b"\x00" + instance_id.encode() + b"\x00"
 
 
-def broker_supports_streams_groups(bootstrap: str) -> bool:
-    """Whether the first reachable bootstrap broker advertises StreamsGroupHeartbeat v0."""
+def broker_supports_streams_groups(bootstrap: str, *, security: Mapping[str, str] | None = None) -> bool:
+    """Whether the first reachable bootstrap broker advertises StreamsGroupHeartbeat v0.
+
+    ``security``: librdkafka-style connection properties (``security.protocol``, ``ssl.*``,
+    ``sasl.*``); a broker that refuses the credentials raises at once (the next broker
+    would refuse them too)."""
+    secured = connection_security(security)
     last: Exception | None = None
     for host, port in split_bootstrap(bootstrap):
         try:
-            conn = KafkaConnection(host, port, timeout_s=10.0)
+            conn = KafkaConnection(host, port, timeout_s=10.0, security=secured)
         except BrokerError as exc:
+            if isinstance(exc, AuthenticationFailed):
+                raise
             last = exc
             continue
         try:
@@ -122,10 +150,21 @@ class StreamsGroupClient:
     """Requests to the coordinator of one streams group (found once, found again on
     NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE)."""
 
-    def __init__(self, bootstrap: str, group_id: str, *, client_id: str = "platform-streams") -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        group_id: str,
+        *,
+        client_id: str = "platform-streams",
+        security: Mapping[str, str] | None = None,
+    ) -> None:
+        """``security``: the application's librdkafka-style connection properties
+        (``security.protocol``, ``ssl.*``, ``sasl.*``; None: PLAINTEXT), read now: a bad or
+        unsupported one raises :class:`BrokerError` naming it."""
         self._bootstrap = split_bootstrap(bootstrap)
         self.group_id = group_id
         self._client_id = client_id
+        self._security = connection_security(security)
         self._conn: KafkaConnection | None = None
         self._lock = threading.Lock()
 
@@ -133,30 +172,58 @@ class StreamsGroupClient:
         last: Exception | None = None
         for host, port in self._bootstrap:
             try:
-                return KafkaConnection(host, port, client_id=self._client_id)
+                return KafkaConnection(host, port, client_id=self._client_id, security=self._security)
             except BrokerError as exc:
+                if isinstance(exc, AuthenticationFailed):
+                    raise
                 last = exc
         raise BrokerError(f"no bootstrap broker reachable: {last}")
 
+    def _find_coordinator(self, boot: KafkaConnection) -> FindCoordinatorResponse:
+        return boot.send(
+            FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(self.group_id,)),
+            FindCoordinatorResponse,
+        )
+
+    def group_access_problem(self) -> str | None:
+        """Why this principal may not use the group, before anything else touches it, or None.
+
+        FindCoordinator needs DESCRIBE on the group, which READ implies: a refusal means READ
+        is missing, and the app should stop with the ACL to add rather than let a consumer
+        report "Group authorization failed". Other outcomes (a coordinator still loading,
+        a broker not answering) are the heartbeat's to retry: None. READ missing while
+        DESCRIBE is granted surfaces at the first heartbeat (GROUP_AUTHORIZATION_FAILED).
+        """
+        boot = self._any_broker()
+        try:
+            found = self._find_coordinator(boot)
+        except BrokerError:
+            return None
+        finally:
+            boot.close()
+        error = error_name(found.coordinators[0].error_code)
+        return _denied(error, self.group_id, "READ", "") or None
+
     def _coordinator(self) -> KafkaConnection:
         with self._lock:
+            if self._conn is not None and self._conn.session_expiring():
+                self._conn.close()
+                self._conn = None
             if self._conn is not None:
                 return self._conn
             boot = self._any_broker()
             try:
-                found = boot.send(
-                    FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(self.group_id,)),
-                    FindCoordinatorResponse,
-                )
+                found = self._find_coordinator(boot)
             finally:
                 boot.close()
             coord = found.coordinators[0]
             if coord.error_code != 0:
-                raise BrokerError(
-                    f"FindCoordinator for group {self.group_id}: {error_name(coord.error_code)} "
-                    f"{coord.error_message or ''}"
-                )
-            self._conn = KafkaConnection(coord.host, int(coord.port), client_id=self._client_id)
+                error = error_name(coord.error_code)
+                hint = _denied(error, self.group_id, "READ", "") or coord.error_message or ""
+                raise BrokerError(f"FindCoordinator for group {self.group_id}: {error} {hint}".rstrip())
+            self._conn = KafkaConnection(
+                coord.host, int(coord.port), client_id=self._client_id, security=self._security
+            )
             return self._conn
 
     def forget_coordinator(self) -> None:
@@ -176,6 +243,13 @@ class StreamsGroupClient:
             raise
         if int(response.error_code) in _RETRIABLE_COORDINATOR:
             self.forget_coordinator()
+        # the broker's own message ("Group authorization failed.") does not say which ACL
+        hint = _denied(
+            error_name(response.error_code), self.group_id, "READ",
+            "DESCRIBE every topic of the topology (source, repartition and changelog topics)",
+        )  # fmt: skip
+        if hint:
+            response = dataclasses.replace(response, error_message=hint)
         return response
 
     def describe(self) -> DescribedGroup:
@@ -187,7 +261,11 @@ class StreamsGroupClient:
         )
         group = response.groups[0]
         if group.error_code != 0:
-            raise BrokerError(f"StreamsGroupDescribe {self.group_id}: {error_name(group.error_code)}")
+            error = error_name(group.error_code)
+            hint = _denied(error, self.group_id, "DESCRIBE", "")
+            raise BrokerError(
+                f"StreamsGroupDescribe {self.group_id}: {error}" + (f": {hint}" if hint else "")
+            )
         return group
 
     def commit(self, member_id: str, member_epoch: int, offsets: Mapping[tuple[str, int], int]) -> None:
@@ -228,9 +306,11 @@ class StreamsGroupClient:
                 if part.error_code != 0:
                     if int(part.error_code) in _RETRIABLE_COORDINATOR:
                         self.forget_coordinator()
+                    error = error_name(part.error_code)
+                    hint = _denied(error, self.group_id, "READ", f"READ on topic {answered.name!r}")
                     raise CommitRefused(
                         f"offset commit for {answered.name}-{part.partition_index} refused: "
-                        f"{error_name(part.error_code)}",
+                        f"{error}" + (f": {hint}" if hint else ""),
                         int(part.error_code),
                     )
 

@@ -17,17 +17,25 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from platform_streams.kafka.errors import to_broker_error
+from platform_streams.kafka.streams_group.security import security_properties
 
 __all__ = ["set_group_configs"]
 
 
 def set_group_configs(
-    bootstrap: str, group_id: str, configs: Mapping[str, str], timeout: float = 30.0
+    bootstrap: str,
+    group_id: str,
+    configs: Mapping[str, str],
+    timeout: float = 30.0,
+    *,
+    security: Mapping[str, str] | None = None,
 ) -> None:
-    """Set ``configs`` on group ``group_id`` (the others stay as they are)."""
+    """Set ``configs`` on group ``group_id`` (the others stay as they are); ``security``: the
+    librdkafka connection properties (``security.protocol``, ``ssl.*``, ``sasl.*``).
+    ALTER_CONFIGS on the group is the ACL this needs."""
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
     resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=entries)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({**security_properties(security or {}), "bootstrap.servers": bootstrap})
     try:
         for future in admin.incremental_alter_configs([resource], request_timeout=timeout).values():
             future.result(timeout=timeout)
