@@ -16,6 +16,11 @@ missing the ``[kafka]`` runs are skipped with the reason, except under ``CI=true
 where they fail: CI must prove the Kafka side. ``PLATFORM_STREAMS_BROKERS=tansu`` (or
 ``kafka``) runs one side only; with ``PLATFORM_STREAMS_BOOTSTRAP`` set, the external
 cluster replaces both and marked tests run once.
+
+Two group protocols. A test that also takes the ``group_protocol`` fixture and is marked
+``@pytest.mark.streams_protocol`` runs a third time, ``[kafka-streams]``: on Apache Kafka with
+``group_protocol="streams"`` (KIP-1071: the broker assigns the tasks), which only Kafka has.
+Everywhere else ``group_protocol`` is ``"classic"``.
 """
 
 from __future__ import annotations
@@ -86,6 +91,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "servers_side: run in make test's servers-side process (a CPU/time split only)",
     )
+    config.addinivalue_line(
+        "markers",
+        "streams_protocol: with apache_kafka and the group_protocol fixture, also run on Apache "
+        "Kafka with group_protocol='streams' (a [kafka-streams] copy)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -94,7 +104,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     if metafunc.definition.get_closest_marker("apache_kafka") is None:
         return
-    metafunc.parametrize("broker_kind", _selected_kinds(), indirect=True, scope="session")
+    kinds = _selected_kinds()
+    streams_copy = metafunc.definition.get_closest_marker("streams_protocol") is not None
+    if streams_copy and "group_protocol" in metafunc.fixturenames:
+        cases = [(kind, "classic") for kind in kinds] + [("kafka", "streams")] * ("kafka" in kinds)
+        metafunc.parametrize(
+            ("broker_kind", "group_protocol"),
+            cases,
+            indirect=True,
+            scope="session",
+            ids=[kind if protocol == "classic" else f"{kind}-{protocol}" for kind, protocol in cases],
+        )
+        return
+    metafunc.parametrize("broker_kind", kinds, indirect=True, scope="session")
 
 
 def _on_apache_kafka(item: pytest.Item) -> bool:
@@ -110,6 +132,10 @@ def _on_apache_kafka(item: pytest.Item) -> bool:
 def side_of(item: pytest.Item) -> str:
     """Which of ``make test``'s processes runs ``item`` (see ``SIDES``)."""
     relative = item.nodeid.removeprefix("tests/")
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("group_protocol") == "streams":
+        # the Kafka side is the longer of the two broker sides; the servers side has room
+        return "servers"
     if relative.startswith("dagster/test_demo.py"):  # one demo a side: each takes minutes
         return "kafka" if _on_apache_kafka(item) else "servers"
     if relative.startswith(SERVER_SUITES) or item.get_closest_marker("servers_side") is not None:
@@ -157,6 +183,13 @@ def broker_kind(request: pytest.FixtureRequest) -> str:
     if os.environ.get(BOOTSTRAP_ENV, "").strip():
         return "external"
     return str(getattr(request, "param", "tansu"))
+
+
+@pytest.fixture(scope="session")
+def group_protocol(request: pytest.FixtureRequest) -> str:
+    """``StreamsConfig.group_protocol`` of the apps a ``streams_protocol`` test runs:
+    ``"streams"`` in its ``[kafka-streams]`` copy, else ``"classic"``."""
+    return str(getattr(request, "param", "classic"))
 
 
 @pytest.fixture(scope="session")

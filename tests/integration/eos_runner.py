@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probing-ms", type=int, default=None, help="probing_rebalance_interval_ms")
     parser.add_argument("--rack", default=None, help="client.rack of this instance")
     parser.add_argument("--acceptable-lag", type=int, default=None, help="acceptable_recovery_lag")
+    parser.add_argument("--group-protocol", default="classic", help="'classic' or 'streams' (KIP-1071)")
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s [%(process)d] %(name)s %(message)s"
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         "state_dir": args.state_dir,
         "processing_guarantee": args.guarantee,
         "num_standby_replicas": args.standbys,
+        "group_protocol": args.group_protocol,
         **APP_TIMING,
     }
     if args.commit_interval_ms is not None:

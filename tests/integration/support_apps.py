@@ -184,21 +184,35 @@ class RunnerApp:
     source: str
     sink: str
     partitions: int
+    #: the apps' ``group_protocol``; "streams" is passed on as ``--group-protocol`` (only
+    #: eos_runner.py takes it), "classic" is the runners' default and not passed
+    group_protocol: str = "classic"
 
     @classmethod
-    def create(cls, bootstrap: str, admin: KafkaAdmin, app_id: str, partitions: int) -> RunnerApp:
+    def create(
+        cls, bootstrap: str, admin: KafkaAdmin, app_id: str, partitions: int, group_protocol: str = "classic"
+    ) -> RunnerApp:
         source, sink = new_topic(admin, partitions, "in"), new_topic(admin, partitions, "out")
-        return cls(bootstrap, admin, app_id, source, sink, partitions)
+        return cls(bootstrap, admin, app_id, source, sink, partitions, group_protocol)
 
     def runner_args(self, **more: Any) -> dict[str, Any]:
-        """The runner's ``--bootstrap --app-id --input --output``, then ``more``."""
+        """The runner's ``--bootstrap --app-id --input --output`` (and ``--group-protocol``
+        when not classic), then ``more``."""
+        protocol = {"group_protocol": self.group_protocol} if self.group_protocol != "classic" else {}
         return {
             "bootstrap": self.bootstrap,
             "app_id": self.app_id,
             "input": self.source,
             "output": self.sink,
+            **protocol,
             **more,
         }
+
+    def assert_ran_as_streams_members(self, logs: str) -> None:
+        """Under ``group_protocol="streams"``, that the broker assigned the runners' tasks (the
+        worker logs each assignment of its streams group), so the run proved that protocol."""
+        if self.group_protocol == "streams":
+            assert "the streams group assigns" in logs, "no runner was assigned tasks by a streams group"
 
     def committed_total(self) -> int:
         """Input offsets the group committed, summed over the input partitions."""

@@ -38,7 +38,7 @@ from tests.integration.eos_support import (
 from tests.integration.support_apps import wait_until
 from tests.support.kafka import produce
 
-pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka, pytest.mark.streams_protocol]
 
 PARTITIONS = 4
 KEYS = 50
@@ -48,9 +48,15 @@ TOTAL = 20_000
 @pytest.mark.slow
 @pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
 def test_sigkill_at_random_points_keeps_state_exact(
-    bootstrap_servers: str, broker_kind: str, admin: KafkaAdmin, tmp_path: Path, guarantee: str
+    bootstrap_servers: str,
+    broker_kind: str,
+    group_protocol: str,
+    admin: KafkaAdmin,
+    tmp_path: Path,
+    guarantee: str,
 ) -> None:
-    app = RunnerApp.create(bootstrap_servers, admin, new_app_id(f"crash-{guarantee[:3]}"), PARTITIONS)
+    app_id = new_app_id(f"crash-{guarantee[:3]}")
+    app = RunnerApp.create(bootstrap_servers, admin, app_id, PARTITIONS, group_protocol)
     args = app.runner_args(
         state_dir=tmp_path / "state",
         guarantee=guarantee,
@@ -97,6 +103,7 @@ def test_sigkill_at_random_points_keeps_state_exact(
         last = started.start(tmp_path / "run-last.log", **args)
         wait_until(app.all_committed, 90, "the last instance committed every input")
         assert last.terminate() == 0
+        app.assert_ran_as_streams_members("".join(r.log_path.read_text() for r in started))
     updates = read_updates(app, committed_only=True)
     counts = final_counts(updates)
     wrong = {k: (counts.get(k), n) for k, n in expected.items() if counts.get(k) != n}
@@ -109,11 +116,11 @@ def test_sigkill_at_random_points_keeps_state_exact(
 
 
 def test_changelog_records_for_uncommitted_input_are_not_restored(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+    bootstrap_servers: str, group_protocol: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
     """What a leaked transaction leaves behind (a changelog record written for input beyond the
     committed offsets) is skipped by the restore: the state stays that of the committed input."""
-    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("leak"), 1)
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("leak"), 1, group_protocol)
     args = app.runner_args(state_dir=tmp_path / "state", guarantee="exactly_once_v2", instance_id="leak-a")
     produce(bootstrap_servers, app.source, inputs(0, 100, 5))
     with runners() as started:
@@ -134,6 +141,7 @@ def test_changelog_records_for_uncommitted_input_are_not_restored(
         second = started.start(tmp_path / "second.log", **args)
         wait_until(app.all_committed, 30, "105 inputs committed")
         assert second.terminate() == 0
+        app.assert_ran_as_streams_members(second.log_path.read_text())
     updates = read_updates(app, committed_only=True)
     assert final_counts(updates) == {f"k{i}": 21 for i in range(5)}
     assert updates["k0"][-1] == 21, "the leaked value must not have been restored"

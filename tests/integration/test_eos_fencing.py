@@ -31,7 +31,7 @@ from tests.integration.eos_support import (
 )
 from tests.integration.support_apps import wait_until
 
-pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka, pytest.mark.streams_protocol]
 
 PARTITIONS = 4
 
@@ -42,9 +42,9 @@ def _tasks(runner: Runner) -> set[str]:
 
 @pytest.mark.slow
 def test_a_paused_zombie_cannot_commit_and_rejoins(
-    bootstrap_servers: str, broker_kind: str, admin: KafkaAdmin, tmp_path: Path
+    bootstrap_servers: str, broker_kind: str, group_protocol: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("fence"), PARTITIONS)
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("fence"), PARTITIONS, group_protocol)
     common = app.runner_args(guarantee="exactly_once_v2", delay_us=100)
     feeder = Feeder(bootstrap_servers, app.source, 10_000, 40, chunk=200, pause_s=0.3).start()
     with runners() as started:
@@ -72,12 +72,20 @@ def test_a_paused_zombie_cannot_commit_and_rejoins(
         for runner in started:
             assert runner.terminate() == 0
     log = (tmp_path / "zombie.log").read_text()
+    app.assert_ran_as_streams_members(log)
     # refused by the membership check (Tansu), by the broker's answer to its transactional
     # offset commit (Kafka: "send_offsets_to_transaction: the consumer group moved on without
     # this member"), or its client noticed the lost session first; on a loaded machine the
     # pause can outlast transaction.timeout.ms (10 s under EOS), and Kafka's abort of the open
-    # transaction then fences the zombie's producer before any of those
-    refused = ("membership check", "moved on without this member", "partitions lost", "producer was fenced")
+    # transaction then fences the zombie's producer before any of those; on a streams group
+    # its heartbeat can hear of the drop first, and the commit then refuses itself
+    refused = (
+        "membership check",
+        "moved on without this member",
+        "partitions lost",
+        "producer was fenced",
+        "the streams group dropped this member",
+    )
     assert any(r in log for r in refused), "the zombie's commit was refused"
     if broker_kind == "kafka":
         # Apache Kafka fences the zombie by itself (KIP-447): the workers made no membership-check

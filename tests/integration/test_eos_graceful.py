@@ -26,7 +26,7 @@ from tests.integration.eos_support import (
 )
 from tests.integration.support_apps import wait_until
 
-pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
+pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka, pytest.mark.streams_protocol]
 
 PARTITIONS = 4
 KEYS = 40
@@ -35,9 +35,9 @@ TOTAL = 12_000
 
 @pytest.mark.slow
 def test_sigterm_restarts_rebalances_and_an_aborted_transaction_leave_no_duplicates(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
+    bootstrap_servers: str, group_protocol: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("graceful"), PARTITIONS)
+    app = RunnerApp.create(bootstrap_servers, admin, new_app_id("graceful"), PARTITIONS, group_protocol)
     marker = tmp_path / "failed-once"
     common = app.runner_args(guarantee="exactly_once_v2", delay_us=50, fail_on="v7000", fail_marker=marker)
     a = {**common, "state_dir": tmp_path / "a", "instance_id": "a"}
@@ -84,3 +84,4 @@ def test_sigterm_restarts_rebalances_and_an_aborted_transaction_leave_no_duplica
     # already begun the shutdown) with the records of that transaction never committed
     logs = "".join(r.log_path.read_text() for r in started)
     assert marker.exists() and "injected processing failure on 'v7000'" in logs
+    app.assert_ran_as_streams_members(logs)
