@@ -6,6 +6,7 @@
     platform-streams describe MODULE:FACTORY
     platform-streams topics plan|create|validate|delete|create-io MODULE:FACTORY ... (ops/cli_commands.py)
     platform-streams reset MODULE:FACTORY ...                               (ops/cli_commands.py)
+    platform-streams groups describe [MODULE:FACTORY] [--application-id ID]  (ops/group_commands.py)
     platform-streams dlq replay MODULE:FACTORY ...                          (ops/dlq_commands.py)
     platform-streams diff MODULE:FACTORY --against deployed ...             (ops/gate_commands.py)
     platform-streams acls MODULE:FACTORY [--check] ...                      (ops/acl_commands.py)
@@ -61,6 +62,7 @@ from platform_streams.ops.acl_commands import add_acls_arguments, run_acls
 from platform_streams.ops.cli_commands import add_reset_arguments, add_topics_arguments, run_reset, run_topics
 from platform_streams.ops.dlq_commands import add_dlq_arguments, run_dlq
 from platform_streams.ops.gate_commands import add_diff_arguments, run_diff
+from platform_streams.ops.group_commands import add_groups_arguments, run_groups
 from platform_streams.ops.shadow_commands import add_shadow_replay_arguments, run_shadow_replay
 from platform_streams.ops.spark_commands import (
     add_backfill_arguments,
@@ -129,6 +131,12 @@ COMMANDS: tuple[Command, ...] = (
         "reset an application to reprocess its input (stopped applications only)",
         add_reset_arguments,
         run_reset,
+    ),
+    Command(
+        "groups",
+        "describe an application's group (streams groups too): state, epochs, members, tasks, offsets",
+        add_groups_arguments,
+        run_groups,
     ),
     Command("dlq", "replay dead-lettered records after a fix (exactly once)", add_dlq_arguments, run_dlq),
     Command(

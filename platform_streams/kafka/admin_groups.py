@@ -16,6 +16,11 @@ What the reset tool needs to know about a group, and how far each broker tells i
 * **Writing offsets** for a group with active members is refused by Kafka
   (``UNKNOWN_MEMBER_ID``) and accepted by Tansu, so callers must check
   :attr:`GroupDescription.active` themselves right before writing.
+* **Streams groups** (KIP-1071) are invisible to librdkafka's describe (it answers
+  ``GROUP_ID_NOT_FOUND``: ``DEAD``, no members, while instances run): a ``DEAD`` answer is
+  asked again with StreamsGroupDescribe (:mod:`platform_streams.kafka.streams_group_admin`),
+  and a streams group comes back with ``group_type="streams"``, its members and Kafka's
+  streams states (``NOT_READY``, ``ASSIGNING``, ``RECONCILING`` and ``STABLE`` have members).
 * **Members that died without leaving** (kill -9) expire after the session timeout on
   Kafka. Tansu only evaluates expiry when another member joins: with nobody else the
   group stays ``STABLE`` forever (observed for 90 s with a 6 s session).
@@ -35,6 +40,7 @@ from confluent_kafka.admin import AdminClient
 from platform_streams.errors import StreamsTimeoutError
 from platform_streams.kafka.clients import create_consumer
 from platform_streams.kafka.errors import as_kafka_error, to_broker_error
+from platform_streams.kafka.streams_group_admin import describe_streams_group
 
 __all__ = [
     "ACTIVE_GROUP_STATES",
@@ -47,8 +53,11 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-#: Group states in which members are joined or joining (Java ``ConsumerGroupState`` names).
-ACTIVE_GROUP_STATES: frozenset[str] = frozenset({"STABLE", "PREPARING_REBALANCE", "COMPLETING_REBALANCE"})
+#: Group states in which members are joined or joining (Java ``ConsumerGroupState`` names,
+#: and ``StreamsGroup.StreamsGroupState``'s member-bearing ones).
+ACTIVE_GROUP_STATES: frozenset[str] = frozenset(
+    {"STABLE", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "NOT_READY", "ASSIGNING", "RECONCILING"}
+)
 
 # Java's ConsumerGroupState names; librdkafka spells two of them differently.
 _GROUP_STATE_NAMES: dict[str, str] = {
@@ -84,11 +93,13 @@ class GroupMember:
 
 @dataclass(frozen=True)
 class GroupDescription:
-    """A consumer group's state and members; ``state`` uses Kafka's names."""
+    """A group's state and members; ``state`` uses Kafka's names. ``group_type`` is
+    ``"streams"`` for a streams group, else ``"consumer"`` (classic or consumer protocol)."""
 
     group_id: str
     state: str
     members: tuple[GroupMember, ...] = field(default_factory=tuple)
+    group_type: str = "consumer"
 
     @property
     def active(self) -> bool:
@@ -102,6 +113,8 @@ class GroupDescription:
 
 class GroupAdminMixin:
     """Group methods of :class:`~platform_streams.kafka.admin.KafkaAdmin` (see module docstring)."""
+
+    _conf: dict[str, Any]
 
     def _admin(self) -> AdminClient:
         raise NotImplementedError
@@ -169,7 +182,8 @@ class GroupAdminMixin:
         return self.describe_group(group_id, timeout).state
 
     def describe_group(self, group_id: str, timeout: float = 10.0) -> GroupDescription:
-        """Describe ``group_id``; an unknown group is ``DEAD`` (Kafka) or ``EMPTY`` (Tansu)."""
+        """Describe ``group_id``, a streams group too; an unknown group is ``DEAD`` (Kafka) or
+        ``EMPTY`` (Tansu)."""
         deadline = time.monotonic() + timeout
         try:
             futures = self._admin().describe_consumer_groups([group_id], request_timeout=timeout)
@@ -177,14 +191,23 @@ class GroupAdminMixin:
         except KafkaException as exc:
             err = as_kafka_error(exc)
             if err is not None and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return GroupDescription(group_id, "DEAD")
+                return self._streams_or_dead(group_id)
             raise to_broker_error(exc, f"describe group {group_id!r}") from exc
         state = group_state_name(desc.state.name if desc.state is not None else "UNKNOWN")
+        if state == "DEAD":
+            return self._streams_or_dead(group_id)
         members = tuple(
             GroupMember(m.member_id, m.client_id, m.host, getattr(m, "group_instance_id", None))
             for m in desc.members or []
         )
         return GroupDescription(group_id, state, members)
+
+    def _streams_or_dead(self, group_id: str) -> GroupDescription:
+        streams = describe_streams_group(self._conf, group_id)
+        if streams is None:
+            return GroupDescription(group_id, "DEAD")
+        members = tuple(GroupMember(m.member_id, m.client_id, m.host, m.instance_id) for m in streams.members)
+        return GroupDescription(group_id, streams.state, members, group_type="streams")
 
     def list_group_ids(self, timeout: float = 10.0) -> list[str]:
         """The ids of every consumer group the broker lists, sorted.

@@ -7,6 +7,9 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    state right (``STABLE`` while members are in, ``EMPTY`` after), so both are checked
    (:attr:`GroupDescription.active`), again right before anything is written, because
    some brokers accept offset writes and group deletion even for an active group.
+   A streams group (``group_protocol="streams"``, which librdkafka cannot describe) is
+   described with StreamsGroupDescribe and checked as ``kafka-streams-groups.sh
+   --reset-offsets`` checks it: only an inactive group (:mod:`platform_streams.ops.app_group`).
    ``force`` stands in for Kafka's ``--force``, which removes left-over members (of
    stopped instances, until their session times out) with RemoveMembersFromConsumerGroup.
    librdkafka/confluent-kafka do not offer that call, so here ``force`` makes the broker
@@ -14,7 +17,9 @@ The equivalent of ``kafka-streams-application-reset`` plus ``KafkaStreams.cleanu
    never expired otherwise), then the group is polled until inactive, for up to twice
    the session timeout plus a margin. It still refuses if the group stays active -- then
    an instance is really running (and it saw two rebalances).
-2. **Reset input offsets** to a scenario (:class:`OffsetScenario`), clamped to each
+2. **Delete the application's streams group**, if it runs on one (its members, epochs and the
+   topology it would refuse a changed application with), before the offsets are written.
+   **Reset input offsets** to a scenario (:class:`OffsetScenario`), clamped to each
    partition's log. The log end comes from fetches (:func:`log_end_offsets`; some brokers'
    ListOffsets(latest) is wrong) and a time from :func:`offsets_for_time`, which checks
    the broker's answer against the records and scans when it is wrong, saying
@@ -43,7 +48,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,14 +55,9 @@ from typing import TYPE_CHECKING, Literal
 
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsConfigError
-from platform_streams.kafka import (
-    GroupDescription,
-    KafkaAdmin,
-    log_end_offsets,
-    offsets_for_time,
-    rejoin_group_once,
-)
+from platform_streams.kafka import KafkaAdmin, log_end_offsets, offsets_for_time
 from platform_streams.kafka.authorized import missing_operations, not_allowed
+from platform_streams.ops.app_group import check_group, delete_streams_group, recheck_group
 from platform_streams.ops.offsets import OffsetScenario, PartitionBounds, TimeTarget, compute_offset_changes
 from platform_streams.ops.reset_topics import backup_group_is_ours, reset_internal_topics
 from platform_streams.ops.results import (
@@ -90,9 +89,6 @@ __all__ = ["ResetOptions", "reset_application"]
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
-
-_FORCE_MARGIN_S = 5.0
-_GROUP_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -157,8 +153,15 @@ def reset_application(
     try:
         existing = client.list_topics(timeout=opts.timeout_s)
         _check_authorized(client, plan, app_id, opts, result)
-        _check_group(
-            client, config, opts, result, [t for t in plan.external_source_topics() if t in existing]
+        check_group(
+            client,
+            config,
+            result,
+            [t for t in plan.external_source_topics() if t in existing],
+            force=opts.force,
+            force_timeout_s=opts.force_timeout_s,
+            dry_run=opts.dry_run,
+            timeout_s=opts.timeout_s,
         )
         inputs = _input_topics(plan, opts, existing, result)
         partitions = [(t, p) for t in inputs for p in range(existing[t])]
@@ -212,74 +215,6 @@ def _check_authorized(
     missing = missing_operations(admin, topics, groups, timeout_s=opts.timeout_s)
     if missing:
         raise OperationRefusedError(not_allowed(missing, "reset"), result)
-
-
-def _check_group(
-    admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult, sources: list[str]
-) -> None:
-    """Describe the group; refuse (or, under force, expire left-over members) while it is active."""
-    group = admin.describe_group(config.application_id, timeout=opts.timeout_s)
-    if group.active and opts.force and not opts.dry_run:
-        group = _expire_left_over_members(admin, config, opts, result, sources)
-    _record_group(result, group)
-    if group.active:
-        reason = _active_reason(group, opts.force)
-        if not opts.dry_run:
-            raise OperationRefusedError(reason, result)
-        result.blocked = reason
-        result.warnings.append(f"a real run would refuse now: {reason}")
-
-
-def _expire_left_over_members(
-    admin: KafkaAdmin, config: StreamsConfig, opts: ResetOptions, result: ResetResult, sources: list[str]
-) -> GroupDescription:
-    """``force``: get members of stopped instances out of the group without RemoveMembers.
-
-    A throw-away member joins and leaves (:func:`rejoin_group_once`): the rebalance it
-    starts completes only once dead members have expired (Kafka would expire them anyway;
-    some brokers only do when someone joins). Then the group is polled until it is inactive.
-    """
-    wait_s = opts.force_timeout_s
-    if wait_s is None:
-        wait_s = 2 * config.session_timeout_ms / 1000 + _FORCE_MARGIN_S
-    deadline = time.monotonic() + wait_s
-    result.warnings.append(
-        "--force: librdkafka cannot remove group members (no RemoveMembersFromConsumerGroup), so a "
-        "temporary member joined and left the group to make the broker expire left-over members "
-        f"(waiting up to {wait_s:.0f}s); running instances would have seen two rebalances"
-    )
-    conf = {**config.consumer_configs(), "client.id": f"{config.effective_client_id}-reset-force"}
-    if sources:  # a member must subscribe to something to join
-        rejoin_group_once(conf, sources, wait_s)
-    return _wait_inactive(admin, config.application_id, max(0.0, deadline - time.monotonic()), opts.timeout_s)
-
-
-def _record_group(result: ResetResult, group: GroupDescription) -> None:
-    result.group_state = group.state
-    result.group_members = [f"{m.client_id}@{m.host} ({m.member_id})" for m in group.members]
-
-
-def _active_reason(group: GroupDescription, force: bool) -> str:
-    members = ", ".join(f"{m.client_id}@{m.host}" for m in group.members) or "the broker lists none"
-    text = (
-        f"consumer group {group.group_id!r} is {group.state} with active members ({members}): "
-        "stop every instance of the application first"
-    )
-    if force:
-        return text + "; they did not expire while --force waited, so an instance is still running"
-    return text + (
-        "; if the instances are stopped and only left-over members remain, --force makes the broker "
-        "expire them (removing members is not possible with librdkafka)"
-    )
-
-
-def _wait_inactive(admin: KafkaAdmin, group_id: str, wait_s: float, timeout_s: float) -> GroupDescription:
-    deadline = time.monotonic() + wait_s
-    group = admin.describe_group(group_id, timeout=timeout_s)
-    while group.active and time.monotonic() < deadline:
-        time.sleep(_GROUP_POLL_S)
-        group = admin.describe_group(group_id, timeout=timeout_s)
-    return group
 
 
 def _input_topics(
@@ -403,6 +338,7 @@ def _actions(result: ResetResult) -> list[str]:
         for c in result.offsets
         if c.target is not None
     ]
+    lines += [f"delete streams group {g}" for g in result.deleted_groups]
     lines += [f"delete topic {t.topic}" for t in result.internal_topics if t.status == "deleted"]
     lines += [f"delete local state directory {s.path}" for s in _wiped(result)]
     lines += [f"delete the state snapshots of store {s}" for s in result.snapshot_stores]
@@ -424,14 +360,12 @@ def _execute(
     existing: Iterable[str],
     delete_backup: bool,
 ) -> None:
-    """Do it; the group is checked again first (some brokers accept writes next to live members)."""
+    """Do it; the group is checked again first (some brokers accept writes next to live members).
+    A streams group is deleted before the offsets are written, which then outlive it
+    (:mod:`platform_streams.ops.app_group`)."""
     app_id = config.application_id
-    group = admin.describe_group(app_id, timeout=opts.timeout_s)
-    _record_group(result, group)
-    if group.active:
-        raise OperationRefusedError(
-            _active_reason(group, force=False) + " (it became active meanwhile)", result
-        )
+    group = recheck_group(admin, result, opts.timeout_s)
+    delete_streams_group(admin, group, result, opts.timeout_s)
     offsets = {(c.topic, c.partition): c.target for c in result.offsets if c.target is not None}
     admin.alter_committed_offsets(app_id, offsets, timeout=opts.timeout_s)
     log.info("reset %s: committed offsets set: %s", app_id, offsets)

@@ -153,6 +153,8 @@ class TopicsResult(OpsResult):
     refused: list[RefusedTopic] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     """Existing topics named like this application's internal topics but not in its topology."""
+    deleted_groups: list[str] = field(default_factory=list)
+    """``delete``: the application's streams group, deleted with its topics (dry run: to be)."""
 
     @property
     def ok(self) -> bool:
@@ -173,6 +175,8 @@ class TopicsResult(OpsResult):
         lines += [f"  REFUSED {r.topic}: {r.reason}" for r in self.refused]
         if self.orphans:
             lines.append(f"  orphans (named like ours, not in the topology): {', '.join(self.orphans)}")
+        for group in self.deleted_groups:
+            lines.append(f"  {'would delete' if self.dry_run else 'deleted':<12} streams group {group}")
         if self.operation == "validate":
             lines.append("  OK: every internal topic matches the topology" if self.ok else "  NOT OK")
         return "\n".join(lines + self._footer())
@@ -184,6 +188,10 @@ class ResetResult(OpsResult):
 
     group_state: str = "UNKNOWN"
     group_members: list[str] = field(default_factory=list)
+    group_type: str = "consumer"
+    """``"streams"`` when the application runs on a streams group (``group_protocol="streams"``)."""
+    deleted_groups: list[str] = field(default_factory=list)
+    """The application's streams group, deleted (or, dry run, to be deleted) by the reset."""
     scenario: str = "to-earliest"
     input_topics: list[str] = field(default_factory=list)
     offsets: list[PartitionOffsetChange] = field(default_factory=list)
@@ -205,7 +213,7 @@ class ResetResult(OpsResult):
 
     def summary(self) -> str:
         lines = self._header(f"reset ({self.scenario})")
-        lines.append(f"  consumer group {self.application_id!r}: {self.group_state}")
+        lines.append(f"  {self.group_type} group {self.application_id!r}: {self.group_state}")
         if self.blocked:
             lines.append(f"  BLOCKED: {self.blocked}")
         lines.append(f"  input topics: {', '.join(self.input_topics) or '(none)'}")
@@ -219,6 +227,9 @@ class ResetResult(OpsResult):
         verb = "would delete" if self.dry_run else "deleted"
         topics = [t.topic for t in self.internal_topics if t.status in ("deleted", "would_delete")]
         lines.append(f"  internal topics {verb}: {', '.join(topics) or '(none exist)'}")
+        if self.deleted_groups:
+            groups = ", ".join(self.deleted_groups)
+            lines.append(f"  streams group {verb}: {groups} (the offsets above are kept)")
         if self.snapshot_stores:
             lines.append(f"  state snapshots {verb} of stores: {', '.join(self.snapshot_stores)}")
         states = [self.local_state] if self.local_state is not None else []

@@ -10,7 +10,10 @@ shows is what ``KafkaStreams.start()`` would create. Besides those, the runtime 
 state-aware task assignor). The runtime creates them itself at start-up, so ``create`` and
 ``validate`` leave them out (missing before the first run is normal); ``plan`` lists them
 with whether they exist, and ``delete`` (and the reset) delete them with the rest: their
-records describe members and requests of runs that are over.
+records describe members and requests of runs that are over. ``delete`` of all of them also
+deletes the application's streams group (``group_protocol="streams"``) when it has no members,
+as ``kafka-streams-groups.sh --delete --delete-all-internal-topics`` does; a consumer group
+is kept (its offsets are the application's position, which Kafka's tools keep too).
 
 These run against production clusters, so deletion is defensive: a topic is deleted only
 if it *belongs* to the application (:func:`ownership_problem`; the reset uses the same),
@@ -38,6 +41,7 @@ from typing import Any, Literal
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, TopicSpec
 from platform_streams.kafka.authorized import missing_operations, not_allowed
+from platform_streams.ops.app_group import delete_streams_group_with_topics, streams_group_to_delete
 from platform_streams.ops.ownership import (
     INTERNAL_SUFFIXES,
     OtherApplications,
@@ -412,9 +416,13 @@ def delete_internal_topics(
         if denied:
             raise OperationRefusedError(not_allowed(denied, "topics"), result)
         present = [t for t in wanted if t in existing]
-        if not dry_run and present and confirm is not None and not confirm(present):
+        group = streams_group_to_delete(client, app_id, result.warnings) if topics is None else None
+        doomed = present + ([f"streams group {group}"] if group else [])
+        if not dry_run and doomed and confirm is not None and not confirm(doomed):
             raise OperationRefusedError("deletion was not confirmed", result)
         outcome = client.delete_topics(present) if present and not dry_run else {}
+        if group is not None and delete_streams_group_with_topics(client, group, result.warnings, dry_run):
+            result.deleted_groups.append(group)
     finally:
         if owned:
             client.close()
