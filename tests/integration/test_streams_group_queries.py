@@ -11,15 +11,12 @@ by reading the broker's endpoint information. Needs Apache Kafka (streams groups
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from platform_streams.config.sources import BOOTSTRAP_ENV
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.kafka.streams_group import broker_supports_streams_groups
 from platform_streams.kafka.streams_group.group_config import set_group_configs
 from platform_streams.kafka.streams_group.member import Assignment
 from platform_streams.query.metadata import HostInfo
@@ -39,15 +36,6 @@ pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
 
 PARTITIONS = 4
 OTHER = HostInfo("other-instance.example", 7071)
-
-
-@pytest.fixture(scope="module")
-def streams_bootstrap(request: pytest.FixtureRequest) -> str:
-    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
-    bootstrap = external or str(request.getfixturevalue("kafka_bootstrap_servers"))
-    if not broker_supports_streams_groups(bootstrap):
-        pytest.skip(f"{bootstrap} does not speak StreamsGroupHeartbeat (no streams groups)")
-    return bootstrap
 
 
 class _Tasks:

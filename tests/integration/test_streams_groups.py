@@ -14,7 +14,6 @@ when ``PLATFORM_STREAMS_BOOTSTRAP`` names it, else the session's), never the emb
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -27,14 +26,12 @@ from typing import Any
 import pytest
 
 from platform_streams import KafkaStreams, State
-from platform_streams.config.sources import BOOTSTRAP_ENV
 from platform_streams.dev.brokers.apache_jars import kafka_classpath, require_java
 from platform_streams.errors import StreamsError, TaskMigratedError
 from platform_streams.kafka import KafkaAdmin, TopicSpec, create_consumer, create_producer, log_end_offsets
 from platform_streams.kafka.streams_group import (
     CommitRefused,
     StreamsGroupClient,
-    broker_supports_streams_groups,
     error_name,
     group_metadata,
 )
@@ -61,15 +58,6 @@ from tests.integration.test_incremental_rebalance import third_instance_joins
 from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
-
-
-@pytest.fixture(scope="module")
-def streams_bootstrap(request: pytest.FixtureRequest) -> str:
-    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
-    bootstrap = external or str(request.getfixturevalue("kafka_bootstrap_servers"))
-    if not broker_supports_streams_groups(bootstrap):
-        pytest.skip(f"{bootstrap} does not speak StreamsGroupHeartbeat (no streams groups)")
-    return bootstrap
 
 
 def _wait(what: str, condition: Callable[[], bool], timeout: float = 60.0) -> None:
