@@ -117,29 +117,30 @@ def test_a_wrong_sasl_password_is_one_line_naming_the_mechanism_not_the_password
         assert wrong not in message and user.password not in message, message
 
 
-def test_without_read_on_its_group_a_streams_member_stops_naming_the_acl(
-    secured_broker: SecuredKafkaBroker, new_user, super_admin, tmp_path: Path  # type: ignore[no-untyped-def]
-) -> None:
-    """StreamsGroupHeartbeat needs READ on the group (``KafkaApis.handleStreamsGroupHeartbeat``:
-    GROUP_AUTHORIZATION_FAILED otherwise): the app stops with the ACL to add, commits nothing."""
-    user: Principal = new_user("sgnoread")
+def _outcome_without_group_read(
+    broker: SecuredKafkaBroker, admin, user: Principal, state: Path, *, describe: bool  # type: ignore[no-untyped-def]
+) -> str:
+    """What happens to the count app as ``user`` with the application set minus READ on its
+    group (plus DESCRIBE on it when ``describe``), and whether it committed output."""
     source, sink = f"in-{user.name}", f"out-{user.name}"
-    make_topics(super_admin, (source, 1), (sink, 1))
-    producer = create_producer(secured_broker.client_config())
+    make_topics(admin, (source, 1), (sink, 1))
+    producer = create_producer(broker.client_config())
     for word in ("a", "bb", "a"):
         producer.produce(source, key=word.encode(), value=word.encode())
     assert producer.flush(30) == 0
     topology = build_topology(source, sink)
-    config: StreamsConfig = app_config(user, user.name, tmp_path, group_protocol="streams")
+    config: StreamsConfig = app_config(user, user.name, state, group_protocol="streams")
     group_read = Acl(user.principal, "GROUP", user.name, "LITERAL", "READ")
     acls = list(acl_sets(topology, config)["application"].acls)
     acls.remove(group_read)
-    secured_broker.grant(acls)
+    if describe:
+        acls.append(Acl(user.principal, "GROUP", user.name, "LITERAL", "DESCRIBE"))
+    broker.grant(acls)
     streams = KafkaStreams(topology, config)
     try:
         try:
             streams.start()
-        except Exception as exc:  # noqa: BLE001 - the refusal may come before any worker runs
+        except Exception as exc:  # the refusal may come before any worker runs
             outcome = f"start() raised {type(exc).__name__}: {exc}"
         else:
             deadline = time.monotonic() + 60.0
@@ -148,6 +149,27 @@ def test_without_read_on_its_group_a_streams_member_stops_naming_the_acl(
             outcome = f"{streams.state().value}: {streams.failure()}"
     finally:
         streams.close(timeout_s=20)
-    assert outcome.startswith(("start() raised", "ERROR: ")), outcome
-    assert "GROUP_AUTHORIZATION_FAILED" in outcome and f"READ on group '{user.name}'" in outcome, outcome
-    assert read_values(secured_broker.client_config(), sink, 1, timeout_s=3.0) == []
+    committed = len(read_values(broker.client_config(), sink, 1, timeout_s=3.0))
+    return f"{outcome} | committed {committed}"
+
+
+def test_without_read_on_its_group_a_streams_member_stops_naming_the_acl(
+    secured_broker: SecuredKafkaBroker, new_user, super_admin, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    """StreamsGroupHeartbeat needs READ on the group (``KafkaApis.handleStreamsGroupHeartbeat``:
+    GROUP_AUTHORIZATION_FAILED otherwise): the app stops with the ACL to add, commits nothing --
+    refused at start when it may not even DESCRIBE the group (FindCoordinator), by its first
+    heartbeat when it may."""
+    users = [new_user("sgnoread"), new_user("sgdescribe")]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = [
+            pool.submit(_outcome_without_group_read, secured_broker, super_admin, user, tmp_path / user.name,
+                        describe=describe)
+            for user, describe in zip(users, (False, True), strict=True)
+        ]  # fmt: skip
+        outcomes = [r.result() for r in runs]
+    print("\n" + "\n".join(outcomes))
+    for user, outcome in zip(users, outcomes, strict=True):
+        assert outcome.startswith(("start() raised", "ERROR: ")), outcome
+        assert "GROUP_AUTHORIZATION_FAILED" in outcome and f"READ on group '{user.name}'" in outcome, outcome
+        assert outcome.endswith("| committed 0"), outcome

@@ -77,9 +77,9 @@ def error_name(code: int) -> str:
 def _denied(error: str, group_id: str, operation: str, topics: str) -> str:
     """The ACL an authorization error means, as the line to act on ("" for other errors)."""
     if error == _GROUP_DENIED:
-        return f"the principal is not allowed to {operation} on group {group_id!r} (allow it)"
-    if error == _TOPIC_DENIED:
-        return f"the principal is not allowed to {topics} (allow it)"
+        return f"not allowed: {operation} on group {group_id!r}"
+    if error == _TOPIC_DENIED and topics:
+        return f"not allowed: {topics}"
     return ""
 
 
@@ -194,7 +194,12 @@ class StreamsGroupClient:
         a broker not answering) are the heartbeat's to retry: None. READ missing while
         DESCRIBE is granted surfaces at the first heartbeat (GROUP_AUTHORIZATION_FAILED).
         """
-        boot = self._any_broker()
+        try:
+            boot = self._any_broker()
+        except AuthenticationFailed:
+            raise
+        except BrokerError:
+            return None
         try:
             found = self._find_coordinator(boot)
         except BrokerError:
@@ -246,7 +251,7 @@ class StreamsGroupClient:
         # the broker's own message ("Group authorization failed.") does not say which ACL
         hint = _denied(
             error_name(response.error_code), self.group_id, "READ",
-            "DESCRIBE every topic of the topology (source, repartition and changelog topics)",
+            "DESCRIBE on a topic of the topology (its source, repartition or changelog topics)",
         )  # fmt: skip
         if hint:
             response = dataclasses.replace(response, error_message=hint)
