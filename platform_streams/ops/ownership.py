@@ -17,7 +17,8 @@ changelogs of a running ``orders-v2``. Here a topic belongs to application ``A``
    id ``C`` = ``<A>-...`` with which the topic parses too, where ``C`` is a consumer group
    the broker lists (live, or only committed offsets, as a stopped application leaves
    them), a group the broker describes as active (some brokers list only groups with committed
-   offsets), or the id of an existing coordination topic (``C-control``, ``C-metadata``,
+   offsets), a streams group in any state (librdkafka lists none: it is described by id), or
+   the id of an existing coordination topic (``C-control``, ``C-metadata``,
    ``C-members``: only a run of this runtime names a topic so).
 
 Evidence can be missing -- an application that stopped long ago, whose group's offsets
@@ -122,13 +123,16 @@ def application_evidence(
     admin: KafkaAdmin, application_id: str, existing: Iterable[str], timeout_s: float
 ) -> str | None:
     """Why ``application_id`` is a running or ran application here: its coordination topic
-    exists or its consumer group is active. None if neither (a group's committed offsets
-    alone do not say: the reset's own backup group has only those)."""
+    exists, its consumer group is active or it has a streams group. None if none of these (a
+    group's committed offsets alone do not say: the reset's own backup group has only those)."""
     present = set(existing)
     topic = next((t for t in coordination_names(application_id) if t in present), None)
     if topic is not None:
         return f"its topic {topic!r} exists"
-    if admin.describe_group(application_id, timeout=timeout_s).active:
+    group = admin.describe_group(application_id, timeout=timeout_s)
+    if group.group_type == "streams":
+        return f"its streams group {application_id!r} exists"
+    if group.active:
         return f"its consumer group {application_id!r} is active"
     return None
 
@@ -151,6 +155,11 @@ def find_other_applications(
         if other in listed:
             evidence.setdefault(other, f"its consumer group {other!r} exists")
     for other in candidates:
-        if other not in evidence and admin.describe_group(other, timeout=timeout_s).active:
+        if other in evidence:
+            continue
+        group = admin.describe_group(other, timeout=timeout_s)
+        if group.group_type == "streams":
+            evidence[other] = f"its streams group {other!r} exists"
+        elif group.active:
             evidence[other] = f"its consumer group {other!r} is active"
     return OtherApplications(application_id, evidence)

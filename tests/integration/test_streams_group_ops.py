@@ -23,14 +23,12 @@ from platform_streams.cli import main
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.kafka.streams_group_admin import describe_streams_group
 from platform_streams.ops import OffsetScenario, OperationRefusedError, ResetOptions, reset_application
+from platform_streams.ops.ownership import coordination_names
 from platform_streams.ops.topics import delete_internal_topics
-from tests.integration.support_apps import app_config, count_app, running_app, wait_until
-from tests.integration.test_streams_groups import streams_bootstrap
+from tests.integration.support_apps import app_config, count_app, running_app, wait_committed, wait_until
 from tests.support.kafka import consume_all, new_topic, produce
 
 pytestmark = [pytest.mark.broker, pytest.mark.kafka_side]
-
-__all__ = ["streams_bootstrap"]  # the fixture, shared with the streams-group protocol tests
 
 RECORDS = 20
 
@@ -94,12 +92,13 @@ def test_reset_refuses_a_live_streams_group_then_resets_and_deletes_it(
         assert rerun[-1] == RECORDS - 5 and rerun[0] >= 1, rerun  # from offset 5, from an empty store
 
 
-def test_deleting_the_topics_deletes_the_stopped_applications_streams_group(
+def test_deleting_the_topics_deletes_the_stopped_applications_streams_group_and_no_other(
     streams_bootstrap: str, tmp_path: Path
 ) -> None:
     """``topics delete`` of a stopped application deletes its streams group too (Kafka's
     ``kafka-streams-groups.sh --delete --delete-all-internal-topics``), and nobody else's: a
-    running application whose id extends ours keeps its group and its topics."""
+    stopped application whose id extends ours, known only by its streams group (what a Java
+    Kafka Streams application leaves: no coordination topics), keeps its group and changelog."""
     bootstrap = streams_bootstrap
     with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
         source, sink = new_topic(admin, 1, "sgops-in"), new_topic(admin, 1, "sgops-out")
@@ -108,13 +107,15 @@ def test_deleting_the_topics_deletes_the_stopped_applications_streams_group(
         app = config.application_id
         other = app_config(bootstrap, tmp_path / "b", app_id=f"{app}-v2", group_protocol="streams")
         topology = count_app(source, sink).build()
-        with running_app(topology, config):
-            wait_until(lambda: admin.committed_offsets(app, [(source, 0)])[(source, 0)] == 3, 60, "all read")
-        with running_app(count_app(source, sink).build(), other):
-            result = delete_internal_topics(topology, config, include_orphans=True, admin=admin)
-            assert result.deleted_groups == [app], result
-            assert describe_streams_group({"bootstrap.servers": bootstrap}, app) is None
-            still = describe_streams_group({"bootstrap.servers": bootstrap}, other.application_id)
-            assert still is not None and still.members, "another application's streams group was touched"
-            existing = admin.list_topics()
-            assert f"{other.application_id}-counts-changelog" in existing, sorted(existing)
+        for each in (config, other):
+            with running_app(topology, each):
+                wait_committed(admin, each.application_id, {(source, 0): 3}, "every record read", 60)
+        admin.delete_topics([t for t in admin.list_topics() if t in coordination_names(other.application_id)])
+
+        result = delete_internal_topics(topology, config, include_orphans=True, admin=admin)
+        assert result.deleted_groups == [app], result
+        assert describe_streams_group({"bootstrap.servers": bootstrap}, app) is None
+        assert describe_streams_group({"bootstrap.servers": bootstrap}, other.application_id) is not None
+        changelog = f"{other.application_id}-counts-changelog"
+        assert changelog in admin.list_topics(), "another application's changelog was deleted"
+        assert changelog not in [t.topic for t in result.topics], result
