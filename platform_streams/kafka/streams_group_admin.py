@@ -13,7 +13,7 @@ offsets, and an OffsetCommit naming no member (epoch -1) is accepted once it is 
 
 from __future__ import annotations
 
-import inspect
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,11 +32,13 @@ from platform_streams.kafka.streams_group.client import (
     StreamsGroupClient,
     error_name,
 )
+from platform_streams.kafka.streams_group.security import security_properties
+
+log = logging.getLogger(__name__)
 
 __all__ = ["StreamsGroupView", "StreamsMemberView", "describe_streams_group", "streams_state_name"]
 
 _GROUP_ID_NOT_FOUND = 69
-_SECURITY_PREFIXES = ("security.", "ssl.", "sasl.")
 
 
 def streams_state_name(raw: str) -> str:
@@ -142,25 +144,22 @@ class _Describer(StreamsGroupClient):
         return group
 
 
-def _client_kwargs(conf: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The client's keywords for ``conf``; None when the client cannot reach a secured broker."""
-    security = {k: str(v) for k, v in conf.items() if k.startswith(_SECURITY_PREFIXES)}
-    kwargs: dict[str, Any] = {"client_id": f"{conf.get('client.id', 'platform-streams')}-streams-admin"}
-    if "security" in inspect.signature(StreamsGroupClient).parameters:
-        kwargs["security"] = security
-    elif str(security.get("security.protocol", "PLAINTEXT")).upper() != "PLAINTEXT":
-        return None
-    return kwargs
-
-
 def describe_streams_group(conf: Mapping[str, Any], group_id: str) -> StreamsGroupView | None:
     """StreamsGroupDescribe of ``group_id``: None when it is not a streams group (none of that
-    id, a classic or consumer group, a broker without streams groups, or a secured broker the
-    streams-group connection cannot speak to yet). ``conf``: librdkafka-style client properties."""
-    kwargs = _client_kwargs(conf)
-    if kwargs is None:
+    id, a classic or consumer group, a broker without streams groups). ``conf``: the
+    librdkafka-style client properties, whose security settings the connection uses.
+
+    Settings the streams-group connection cannot honour (GSSAPI, OAUTHBEARER, a keystore)
+    also give None, with a warning: no streams member of this client can run there, and the
+    consumer-group operations such a cluster runs must keep working."""
+    client_id = f"{conf.get('client.id', 'platform-streams')}-streams-admin"
+    try:
+        client = _Describer(
+            str(conf["bootstrap.servers"]), group_id, client_id=client_id, security=security_properties(conf)
+        )
+    except BrokerError as exc:
+        log.warning("group %r not looked up as a streams group: %s", group_id, exc)
         return None
-    client = _Describer(str(conf["bootstrap.servers"]), group_id, **kwargs)
     try:
         group = client.describe_or_none()
     finally:
