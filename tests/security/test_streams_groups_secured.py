@@ -21,12 +21,13 @@ import pytest
 from platform_streams import KafkaStreams, State
 from platform_streams.config import StreamsConfig
 from platform_streams.dev.brokers.secured import SecuredKafkaBroker
-from platform_streams.errors import BrokerError
+from platform_streams.errors import BrokerError, StreamsError
 from platform_streams.kafka import create_producer
 from platform_streams.kafka.acl_admin import Acl
 from platform_streams.kafka.streams_group import StreamsGroupClient, broker_supports_streams_groups
 from platform_streams.ops.acls import acl_sets
 from tests.integration.ops_apps import build_topology
+from tests.integration.support_apps import wait_until
 from tests.security.conftest import Principal, make_topics
 from tests.security.test_secured_app import app_config, read_values
 
@@ -138,15 +139,14 @@ def _outcome_without_group_read(
     broker.grant(acls)
     streams = KafkaStreams(topology, config)
     try:
-        try:
-            streams.start()
-        except Exception as exc:  # the refusal may come before any worker runs
-            outcome = f"start() raised {type(exc).__name__}: {exc}"
-        else:
-            deadline = time.monotonic() + 60.0
-            while time.monotonic() < deadline and streams.state() not in (State.ERROR, State.NOT_RUNNING):
-                time.sleep(0.2)
-            outcome = f"{streams.state().value}: {streams.failure()}"
+        streams.start()
+        # the heartbeat's refusal stops the app; no retry loop may hide it
+        stopped = wait_until(
+            lambda: streams.state() in (State.ERROR, State.NOT_RUNNING), 60.0, "the app stops"
+        )
+        outcome = f"{streams.state().value}: {streams.failure()}" if stopped else ""
+    except StreamsError as exc:  # refused before any worker runs
+        outcome = f"start() raised {type(exc).__name__}: {exc}"
     finally:
         streams.close(timeout_s=20)
     committed = len(read_values(broker.client_config(), sink, 1, timeout_s=3.0))
