@@ -50,64 +50,42 @@ class GroupDescriptionResult:
 
     def summary(self) -> str:
         group = self.group_id
-        width = max(15, len(group))
-        lines = [
-            _row(width, "GROUP", "TYPE", "STATE", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"),
-            _row(
-                width,
-                group,
-                self.group_type,
-                self.state,
-                _dash(self.group_epoch),
-                _dash(self.target_assignment_epoch),
-                len(self.members),
-            ),
-            "",
-        ]
+        epochs = (self.group_epoch, self.target_assignment_epoch, self.topology_epoch)
+        header = ("GROUP", "TYPE", "STATE", "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "TOPOLOGY-EPOCH")
+        row = (group, self.group_type, self.state, *epochs, len(self.members))
+        lines = _table((*header, "#MEMBERS"), [row])
         if self.members:
-            lines.append(
-                _row(width, "GROUP", "MEMBER", "MEMBER-EPOCH", "PROCESS", "CLIENT-ID", "HOST", "ASSIGNMENTS")
-            )
-            for m in self.members:
-                lines.append(
-                    _row(
-                        width,
+            lines += _table(
+                ("GROUP", "MEMBER", "MEMBER-EPOCH", "PROCESS", "CLIENT-ID", "HOST", "ASSIGNMENTS"),
+                [
+                    (
                         group,
                         m["member_id"],
-                        _dash(m.get("member_epoch")),
-                        m.get("process_id") or "-",
+                        m.get("member_epoch"),
+                        m.get("process_id"),
                         m["client_id"],
                         m["host"],
                         _assignments(m.get("tasks") or {}, m.get("target_tasks") or {}),
                     )
-                )
-            lines.append("")
-        if self.offsets:
-            header = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")
-            lines.append(_row(width, *header))
-            for o in self.offsets:
-                lines.append(
-                    _row(
-                        width,
-                        group,
-                        o["topic"],
-                        o["partition"],
-                        _dash(o["current_offset"]),
-                        _dash(o["log_end_offset"]),
-                        _dash(o["lag"]),
-                    )
-                )
-        else:
-            lines.append(f"Group {group!r} has no committed offsets.")
-        return "\n".join(lines)
+                    for m in self.members
+                ],
+            )
+        if not self.offsets:
+            return "\n".join([*lines, f"Group {group!r} has no committed offsets."])
+        keys = ("topic", "partition", "current_offset", "log_end_offset", "lag")
+        lines += _table(
+            ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"),
+            [(group, *(o[k] for k in keys)) for o in self.offsets],
+        )
+        return "\n".join(lines).rstrip("\n")
 
 
-def _dash(value: object) -> str:
-    return "-" if value is None else str(value)
-
-
-def _row(width: int, first: object, *rest: object) -> str:
-    return " ".join([f"{first!s:<{width}}", *(f"{v!s:<15}" for v in rest)]).rstrip()
+def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:
+    """Columns as wide as their widest cell (at least 15, as Kafka's tools), ``-`` for none,
+    and a blank line after."""
+    cells = [list(header)] + [["-" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(15, *(len(r[i]) for r in cells)) for i in range(len(header))]
+    return [" ".join(f"{c:<{w}}" for c, w in zip(r, widths, strict=True)).rstrip() for r in cells] + [""]
 
 
 def _assignments(tasks: dict[str, dict[str, list[int]]], target: dict[str, dict[str, list[int]]]) -> str:
