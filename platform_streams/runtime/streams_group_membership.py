@@ -151,10 +151,10 @@ class StreamsGroupMembership:
         self.shutdown_requested = False
         #: how often the broker dropped this member (its tasks lost, joined again)
         self.fenced = 0
-
         #: the broker's latest endpoint information (epoch, endpoint -> partitions) for
         #: interactive queries; replaced whole, so readers on other threads see one version
         self.endpoints: tuple[int, dict[tuple[str, int], EndpointPartitions]] | None = None
+
     # -- the commit path --------------------------------------------------------------------
 
     @property
@@ -210,9 +210,9 @@ class StreamsGroupMembership:
                     self._lost, self._target = True, None
             else:
                 self._on_change(self.member.owned, Assignment())
-        self._check_statuses(outcome)
         if outcome.endpoints is not None:
             self.endpoints = (outcome.endpoints_epoch, outcome.endpoints)
+        self._check_statuses(outcome)
         if outcome.assignment is not None:
             self._apply(outcome.assignment)
         return outcome

@@ -188,15 +188,15 @@ class StreamsGroupTasks:
         group = self.streams_group
         return None if group is None else group.view()
 
-    def _streams_group_metadata(self) -> bytes:
-        assert self.streams_group is not None
-        return self.streams_group.group_metadata()
     def streams_group_endpoints(self) -> tuple[int, dict[tuple[str, int], EndpointPartitions]] | None:
         """The broker's latest endpoint information as this worker's member heard it (None:
         classic, or not heard yet)."""
         group = self.streams_group
         return None if group is None else group.endpoints
 
+    def _streams_group_metadata(self) -> bytes:
+        assert self.streams_group is not None
+        return self.streams_group.group_metadata()
 
     def _commit_streams_group(self, offsets: dict[tuple[str, int], int]) -> None:
         """OffsetCommit naming the member. A commit refused for its epoch means the broker
