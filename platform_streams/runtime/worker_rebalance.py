@@ -72,6 +72,10 @@ class TaskRebalancing(CooperativeHandover):
 
         def _process_iteration(self) -> int: ...
 
+        streams_group: Any
+
+        def _after_streams_group_migration(self) -> None: ...
+
         subscribed: list[str]
 
         def _subscribe(self, topics: list[str]) -> None: ...
@@ -81,6 +85,12 @@ class TaskRebalancing(CooperativeHandover):
         self.migrations += 1
         log.warning("%s: %s; closing tasks dirty and rejoining the group", self.name, exc)
         self._abort_and_close_tasks()
+        if self.streams_group is not None:
+            # the streams group's heartbeat says what this member runs next; rebuilding the
+            # consumer's partitions a session later would restart tasks it was given again
+            # meanwhile (worker_streams_group.py)
+            self._after_streams_group_migration()
+            return
         # librdkafka rejoins by itself after the coordinator rejected the member; if no
         # assignment arrives, the tasks of the assignment we still hold are rebuilt later
         self._rejoin_deadline = time.monotonic() + self.config.session_timeout_ms / 1000.0
@@ -290,7 +300,10 @@ class TaskRebalancing(CooperativeHandover):
         self._rejoin_deadline = None
         self._set_state(WorkerState.PARTITIONS_ASSIGNED)
         if self.tasks:  # re-created after a migration without a rebalance in between
-            self._close_tasks(clean=False)
+            # what they sent since the last commit goes too: an exactly-once producer that
+            # sends as records come holds it in the open transaction, which the next commit
+            # would publish beside the re-processed copies
+            self._abort_and_close_tasks()
         assigned = {(tp.topic, tp.partition) for tp in partitions}
         log.info("%s assigned %d partitions", self.name, len(assigned))
         task_ids = tasks_of_assignment(self.plan, self.config.application_id, assigned)
