@@ -151,8 +151,6 @@ class StreamsGroupMembership:
         self.shutdown_requested = False
         #: how often the broker dropped this member (its tasks lost, joined again)
         self.fenced = 0
-        #: heartbeats answered so far (a worker waits for one after a refused commit)
-        self.heartbeats = 0
         #: the broker's latest endpoint information (epoch, endpoint -> partitions) for
         #: interactive queries; replaced whole, so readers on other threads see one version
         self.endpoints: tuple[int, dict[tuple[str, int], EndpointPartitions]] | None = None
@@ -202,7 +200,6 @@ class StreamsGroupMembership:
         """One heartbeat and its consequences (the loop's body; tests drive it directly)."""
         outcome = self.member.heartbeat()
         self.last = outcome
-        self.heartbeats += 1
         if outcome.rejoined:
             self.fenced += 1
             log.warning(

@@ -72,9 +72,6 @@ class TaskRebalancing(CooperativeHandover):
 
         def _process_iteration(self) -> int: ...
 
-        streams_group: Any
-
-        def _after_streams_group_migration(self) -> None: ...
 
         subscribed: list[str]
 
@@ -85,12 +82,6 @@ class TaskRebalancing(CooperativeHandover):
         self.migrations += 1
         log.warning("%s: %s; closing tasks dirty and rejoining the group", self.name, exc)
         self._abort_and_close_tasks()
-        if self.streams_group is not None:
-            # the streams group's heartbeat says what this member runs next; rebuilding the
-            # consumer's partitions a session later would restart tasks it was given again
-            # meanwhile (worker_streams_group.py)
-            self._after_streams_group_migration()
-            return
         # librdkafka rejoins by itself after the coordinator rejected the member; if no
         # assignment arrives, the tasks of the assignment we still hold are rebuilt later
         self._rejoin_deadline = time.monotonic() + self.config.session_timeout_ms / 1000.0

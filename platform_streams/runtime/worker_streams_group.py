@@ -96,8 +96,6 @@ class StreamsGroupTasks:
     _offsets_reported: dict[tuple[str, int], int] | None = None
     _offsets_reported_at = 0.0
     _standbys_changed_at = 0.0
-    #: after a refused commit closed the tasks: the member's heartbeat count then
-    _migrated_at_heartbeat: int | None = None
 
     def _join_streams_group(self, settings: StreamsGroupSettings) -> None:
         self.streams_group = StreamsGroupMembership(
@@ -128,11 +126,9 @@ class StreamsGroupTasks:
             self._abort_and_close_tasks()
         change = group.take_change()
         if change is None:
-            self._restart_owned_tasks(group)
             self._report_task_offsets()
             return
         target, revoked, _ = change
-        self._migrated_at_heartbeat = None  # the broker's word on what this member runs
         leaving = [t for t in _task_ids(revoked.active) if t in self.tasks]
         if leaving:
             log.info("%s: the streams group moves %s away", self.name, [str(t) for t in leaving])
@@ -147,28 +143,6 @@ class StreamsGroupTasks:
         self._keep_standbys(frozenset(_task_ids(target.standby | target.warmup)))
         group.applied(Assignment(target.active, target.standby, target.warmup))
         self._report_task_offsets(force=True)
-
-    def _after_streams_group_migration(self) -> None:
-        """A commit was refused (the member's epoch moved on) and the tasks were closed dirty.
-
-        A member the broker dropped hears so in its next heartbeat, joins again and is given
-        tasks as a new member. One that was not dropped (its epoch only moved) still owns them
-        as far as the broker knows, which will not assign them again: they are restarted, from
-        the committed offsets, once a heartbeat after the refusal said nothing else
-        (:meth:`_restart_owned_tasks`).
-        """
-        group = self.streams_group
-        self._migrated_at_heartbeat = None if group is None else group.heartbeats
-
-    def _restart_owned_tasks(self, group: StreamsGroupMembership) -> None:
-        mark = self._migrated_at_heartbeat
-        if mark is None or group.heartbeats <= mark:
-            return
-        self._migrated_at_heartbeat = None
-        missing = [t for t in _task_ids(group.member.owned.active) if t not in self.tasks]
-        if missing:
-            log.info("%s: restarting %s, still this member's", self.name, [str(t) for t in missing])
-            self._add(missing)
 
     def _keep_standbys(self, tasks: frozenset[TaskId]) -> None:
         settings = self._streams_settings

@@ -3,10 +3,11 @@
 A member the broker dropped (its session expired: a paused process, a paused broker) finds
 out when its transactional offset commit is refused (ILLEGAL_GENERATION) or its heartbeat is
 fenced. It aborts the transaction, closes its tasks dirty, joins again and runs what the
-broker assigns it -- and nothing else: a second, later restart of tasks it already runs
-again would close them without aborting what the exactly-once producer already sent in the
-open transaction, and the next commit would then publish those updates a second time
-beside their re-processed copies (the soak found 82-113 updates seen twice this way).
+broker assigns it; a session later it rebuilds the tasks of its consumer's partitions (the
+classic path's recovery when no assignment came), which closes tasks that run again by then.
+That close must abort what the exactly-once producer already sent in the open transaction,
+or the next commit publishes those updates a second time beside their re-processed copies
+(the soak found 82-113 updates seen twice this way).
 Needs Apache Kafka (streams groups).
 """
 
