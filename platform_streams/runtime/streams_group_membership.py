@@ -151,6 +151,9 @@ class StreamsGroupMembership:
         self.shutdown_requested = False
         #: how often the broker dropped this member (its tasks lost, joined again)
         self.fenced = 0
+        #: heartbeats answered, and when the last answer came (monotonic)
+        self.heartbeats = 0
+        self._answered_at = time.monotonic()
         #: the broker's latest endpoint information (epoch, endpoint -> partitions) for
         #: interactive queries; replaced whole, so readers on other threads see one version
         self.endpoints: tuple[int, dict[tuple[str, int], EndpointPartitions]] | None = None
@@ -179,6 +182,25 @@ class StreamsGroupMembership:
         self._refuse_if_lost()
         return metadata
 
+    def verify_membership(self, wait_s: float = 10.0) -> None:
+        """Before a commit writes anything: refuse (TaskMigratedError) if the broker dropped
+        this member.
+
+        The heartbeat thread learns of a drop only from its next answer. After this process
+        was paused past the session (a stopped process, a long GC-like stall) the worker
+        resumes at once and its commit would flush the tasks' caches -- changelog and output
+        records of state the new owner has moved past -- before the offset commit is refused.
+        So when no heartbeat was answered for two intervals, the commit first waits (up to
+        ``wait_s``) for a fresh answer.
+        """
+        interval = self.last.interval_s if self.last is not None else 0.5
+        if time.monotonic() - self._answered_at > max(2 * interval, 1.0) and self._thread.is_alive():
+            seen, deadline = self.heartbeats, time.monotonic() + wait_s
+            self._wake.set()
+            while self.heartbeats == seen and time.monotonic() < deadline and not self._stop.is_set():
+                time.sleep(0.01)
+        self._refuse_if_lost()
+
     def _refuse_if_lost(self) -> None:
         """The broker checks a commit's epoch only, not who owns the tasks, and the heartbeat
         thread joins again at once after the member was dropped: until the worker has taken
@@ -200,6 +222,7 @@ class StreamsGroupMembership:
         """One heartbeat and its consequences (the loop's body; tests drive it directly)."""
         outcome = self.member.heartbeat()
         self.last = outcome
+        self._answered_at = time.monotonic()
         if outcome.rejoined:
             self.fenced += 1
             log.warning(
@@ -215,6 +238,7 @@ class StreamsGroupMembership:
         self._check_statuses(outcome)
         if outcome.assignment is not None:
             self._apply(outcome.assignment)
+        self.heartbeats += 1
         return outcome
 
     def _apply(self, target: Assignment) -> None:

@@ -547,6 +547,9 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         collector = self.collector
         assert collector is not None
         started = time.perf_counter()
+        if self.streams_group is not None:
+            # a dropped member's caches hold state its tasks' new owner has moved past
+            self.streams_group.verify_membership()
         tasks = [task for task in self.tasks.values() if task is not skip]
         for task in tasks:
             task.flush_caches()

@@ -1,22 +1,33 @@
-"""Tasks rebuilt while they still run (the rebuild a worker schedules after a refused commit,
-when no assignment followed within a session): what they sent since the last commit is
-aborted with them. An exactly-once producer that sends records as they come holds those
-updates in the open transaction; closed without an abort, the next commit published them
-beside the rebuilt tasks' re-processed copies (the 5-minute soak on a streams group: 82-113
-updates published twice). The broker-side scenario is
-tests/integration/test_streams_group_fencing.py."""
+"""A streams-group member's commit after the broker dropped it.
+
+Two guards, both found by the 5-minute soak on a streams group (the broker pause and a
+16 s SIGSTOP outlast the 6 s session):
+
+* tasks rebuilt while they still run (the rebuild a worker schedules after a refused
+  commit, when no assignment followed within a session) take what they sent since the last
+  commit with them: an exactly-once producer that sends records as they come holds those
+  updates in the open transaction, which the next commit published beside the rebuilt
+  tasks' re-processed copies (82-113 updates published twice);
+* a commit after no heartbeat was answered for a while waits for one before it flushes the
+  caches: a member paused past its session resumed and flushed state its tasks' new owner
+  had moved past (at-least-once lost the last updates of the keys it had cached).
+
+The broker-side scenario is tests/integration/test_streams_group_fencing.py."""
 
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from platform_streams.errors import TaskMigratedError
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime import worker_rebalance
 from platform_streams.runtime.input_queues import InputQueues
+from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
 from platform_streams.runtime.worker import StreamWorker
 
 
@@ -63,3 +74,43 @@ def test_rebuilding_running_tasks_aborts_what_they_sent(monkeypatch: pytest.Monk
     assert closed == [False]
     assert worker.collector.aborted == 1, "the open transaction kept the closed tasks' updates"
     assert worker._rejoin_deadline is None
+
+
+def _membership(answered_s_ago: float) -> Any:
+    """A membership whose heartbeat thread answers once when woken: the broker dropped it."""
+    membership = StreamsGroupMembership.__new__(StreamsGroupMembership)
+    membership.application_id = "app"
+    membership.last = None
+    membership.heartbeats = 0
+    membership._answered_at = time.monotonic() - answered_s_ago
+    membership._lost = False
+    membership._changes = threading.Lock()
+    membership._stop = threading.Event()
+    membership._wake = threading.Event()
+
+    def heartbeat_thread() -> None:
+        membership._wake.wait(5)
+        time.sleep(0.05)  # the answer takes a round trip
+        membership._lost = True
+        membership.heartbeats += 1
+
+    membership._thread = threading.Thread(target=heartbeat_thread, daemon=True)
+    membership._thread.start()
+    return membership
+
+
+def test_a_commit_after_a_long_pause_waits_for_a_heartbeat_and_is_refused() -> None:
+    """Paused past the session, the worker must not flush its caches -- state the tasks' new
+    owner has moved past -- before the heartbeat says whether the broker dropped the member."""
+    membership = _membership(answered_s_ago=16.0)
+    with pytest.raises(TaskMigratedError):
+        membership.verify_membership(wait_s=5.0)
+    assert membership.heartbeats == 1
+
+
+def test_a_commit_right_after_a_heartbeat_does_not_wait() -> None:
+    membership = _membership(answered_s_ago=0.0)
+    started = time.monotonic()
+    membership.verify_membership(wait_s=5.0)
+    assert time.monotonic() - started < 0.05 and membership.heartbeats == 0
+    membership._wake.set()
