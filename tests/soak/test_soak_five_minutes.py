@@ -10,9 +10,7 @@ it ends within ~15 minutes however loaded the machine is.
 The harness starts its own embedded broker (``SOAK_BROKER=tansu``: ``make soak`` picks
 Apache Kafka where Java is; its fault schedule pauses the broker process, so it cannot
 share the session's); with ``PLATFORM_STREAMS_BOOTSTRAP`` set it runs on that
-broker instead and skips the broker pauses. Its ``[streams]`` form runs the same schedule on
-an Apache Kafka node of its own with ``group_protocol="streams"`` (KIP-1071), in the servers
-side's process.
+broker instead and skips the broker pauses.
 """
 
 from __future__ import annotations
@@ -80,13 +78,7 @@ def _details(run_dir: Path, lines_per_log: int = 60) -> str:
 
 
 @pytest.mark.timeout(1140)
-@pytest.mark.parametrize("group_protocol", ["classic", "streams"])
-def test_five_minutes_of_faults_lose_nothing(tmp_path: Path, group_protocol: str) -> None:
-    """``classic`` on the embedded Tansu broker; ``streams`` on Apache Kafka (streams groups
-    exist only there) with every worker a member of the broker's streams group: the same
-    faults, and the broker pause outlasts the streams group's 6 s session, so every member is
-    dropped and joins again mid-transaction (it runs on the servers side: tests/conftest.py)."""
-    streams = {"PLATFORM_STREAMS_GROUP_PROTOCOL": "streams"} if group_protocol == "streams" else {}
+def test_five_minutes_of_faults_lose_nothing(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "SOAK_MINUTES": "5",
@@ -94,11 +86,9 @@ def test_five_minutes_of_faults_lose_nothing(tmp_path: Path, group_protocol: str
         "SOAK_RATE": "100",
         "SOAK_KEYS": "100",
         "SOAK_SETTLE_S": "300",
-        # make soak's default is Apache Kafka; the classic form stays on Tansu
-        "SOAK_BROKER": "kafka" if streams else "tansu",
+        "SOAK_BROKER": "tansu",  # make soak's default is Apache Kafka; this form stays on Tansu
         "SOAK_OUT": str(tmp_path / "run"),
         "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
-        **streams,
     }
     stdout, stderr, status = _run_soak(env, timeout_s=1100)
     tail = stdout[-4000:] + stderr[-4000:] + _details(tmp_path / "run")
@@ -114,6 +104,3 @@ def test_five_minutes_of_faults_lose_nothing(tmp_path: Path, group_protocol: str
         read = report["apps"][app]["records_read"]
         assert read["counts"] >= records and read["joined"] >= records, report["apps"][app]
         assert read["dead_letters"] >= report["poison_records"] > 0
-    if streams:
-        logs = "".join(log.read_text(errors="replace") for log in (tmp_path / "run").glob("*-supervisor.log"))
-        assert "the streams group assigns" in logs, "the workers did not run as streams-group members"
