@@ -54,7 +54,7 @@ from platform_streams.kafka import (
     create_consumer,
     create_producer,
 )
-from platform_streams.query.group_hosts import GroupHosts
+from platform_streams.query.group_hosts import GroupHosts, TaskHosts
 from platform_streams.query.metadata import HostInfo, StreamsMetadata
 
 __all__ = [
@@ -349,9 +349,9 @@ class InstanceDirectory:
     def active_host(self, task: str) -> HostInfo | None:
         """The instance that claimed ``task`` (e.g. ``"0_3"``) last, None if nobody does (or
         the instance the streams group gives it to, see :attr:`group_hosts`)."""
-        group = self.group_hosts
-        if group is not None and group.known():
-            return group.active_host(task)
+        hosts = self._broker_hosts()
+        if hosts is not None:
+            return hosts.active_host(task)
         with self._entries_lock:
             claims = [e for e in self._current() if task in e.metadata.active_tasks]
         if not claims:
@@ -359,9 +359,13 @@ class InstanceDirectory:
         return max(claims, key=lambda e: e.offset).metadata.host_info
 
     def standby_hosts(self, task: str) -> frozenset[HostInfo]:
-        group = self.group_hosts
-        if group is not None and group.known():
-            return group.standby_hosts(task)
+        hosts = self._broker_hosts()
+        if hosts is not None:
+            return hosts.standby_hosts(task)
         with self._entries_lock:
             entries = self._current()
         return frozenset(e.metadata.host_info for e in entries if task in e.metadata.standby_tasks)
+
+    def _broker_hosts(self) -> TaskHosts | None:
+        group = self.group_hosts
+        return None if group is None else group.current()

@@ -27,17 +27,26 @@ from platform_streams.kafka.streams_group.member import EndpointPartitions
 from platform_streams.query.metadata import HostInfo
 from platform_streams.topology.compiler import TopologyPlan
 
-__all__ = ["EndpointInformation", "GroupHosts"]
+__all__ = ["EndpointInformation", "GroupHosts", "TaskHosts"]
 
 #: (the broker's endpoint-information epoch, endpoint (host, port) -> its partitions)
 EndpointInformation = tuple[int, Mapping[tuple[str, int], EndpointPartitions]]
 
 
 @dataclass(frozen=True)
-class _Hosts:
+class TaskHosts:
+    """One version of the broker's endpoint information, by task (``"<sub>_<partition>"``)."""
+
     epoch: int
     active: dict[str, HostInfo]
     standby: dict[str, frozenset[HostInfo]]
+
+    def active_host(self, task: str) -> HostInfo | None:
+        """The host whose member runs ``task`` as active, None if none does."""
+        return self.active.get(task)
+
+    def standby_hosts(self, task: str) -> frozenset[HostInfo]:
+        return self.standby.get(task, frozenset())
 
 
 class GroupHosts:
@@ -60,22 +69,10 @@ class GroupHosts:
             for sub in plan.subtopologies
             for topic in sub.source_topics
         }
-        self._hosts: _Hosts | None = None
+        self._hosts: TaskHosts | None = None
 
-    def known(self) -> bool:
-        """Whether the broker has told any member the group's endpoints yet."""
-        return self._current() is not None
-
-    def active_host(self, task: str) -> HostInfo | None:
-        """The host whose member runs ``task`` (e.g. ``"0_3"``) as active, None if none does."""
-        hosts = self._current()
-        return None if hosts is None else hosts.active.get(task)
-
-    def standby_hosts(self, task: str) -> frozenset[HostInfo]:
-        hosts = self._current()
-        return frozenset() if hosts is None else hosts.standby.get(task, frozenset())
-
-    def _current(self) -> _Hosts | None:
+    def current(self) -> TaskHosts | None:
+        """The newest version, None until the broker has told any member the endpoints."""
         heard = [info for info in self._sources() if info is not None]
         if not heard:
             return None
@@ -91,7 +88,7 @@ class GroupHosts:
                 active[task] = info
             for task in self._tasks(partitions.standby):
                 standby.setdefault(task, set()).add(info)
-        hosts = _Hosts(epoch, active, {task: frozenset(s) for task, s in standby.items()})
+        hosts = TaskHosts(epoch, active, {task: frozenset(s) for task, s in standby.items()})
         self._hosts = hosts  # one reference swap: readers on other threads see one version
         return hosts
 

@@ -48,18 +48,22 @@ def test_tasks_map_to_the_endpoints_the_broker_names_newest_epoch_first() -> Non
         },
     )
     heard: list[EndpointInformation | None] = [None]
-    hosts = GroupHosts(plan, APP, lambda: heard)
-    assert not hosts.known() and hosts.active_host("0_0") is None
+    group = GroupHosts(plan, APP, lambda: heard)
+    assert group.current() is None
 
     heard.append(old)
-    assert hosts.active_host("0_0") == HostInfo(*a)
+    hosts = group.current()
+    assert hosts is not None and hosts.active_host("0_0") == HostInfo(*a)
 
     heard.append(new)  # another worker of the client heard a newer epoch
+    hosts = group.current()
+    assert hosts is not None and hosts.epoch == 4
     assert hosts.active_host("0_0") == HostInfo(*b)
     assert hosts.standby_hosts("0_0") == {HostInfo(*a)}
     assert hosts.active_host("0_1") == HostInfo(*a) and hosts.active_host("1_1") == HostInfo(*a)
     assert hosts.active_host("1_0") is None and hosts.standby_hosts("1_0") == frozenset()
     assert hosts.active_host("0_5") is None
+    assert group.current() is hosts, "one version per epoch"
 
 
 def test_a_clients_members_are_merged_under_their_shared_endpoint() -> None:
