@@ -6,8 +6,7 @@ fenced. It aborts the transaction, closes its tasks dirty, joins again and runs 
 broker assigns it; a session later it rebuilds the tasks of its consumer's partitions (the
 classic path's recovery when no assignment came), which closes tasks that run again by then.
 That close must abort what the exactly-once producer already sent in the open transaction,
-or the next commit publishes those updates a second time beside their re-processed copies
-(the soak found 82-113 updates seen twice this way).
+or the next commit publishes those updates a second time beside their re-processed copies.
 Needs Apache Kafka (streams groups).
 """
 

@@ -1,16 +1,16 @@
 """A streams-group member's commit after the broker dropped it.
 
-Two guards, both found by the 5-minute soak on a streams group (the broker pause and a
-16 s SIGSTOP outlast the 6 s session):
+Two guards, for a member dropped while its process (or the broker) was paused past the
+session:
 
 * tasks rebuilt while they still run (the rebuild a worker schedules after a refused
   commit, when no assignment followed within a session) take what they sent since the last
   commit with them: an exactly-once producer that sends records as they come holds those
-  updates in the open transaction, which the next commit published beside the rebuilt
-  tasks' re-processed copies (82-113 updates published twice);
+  updates in the open transaction, which the next commit would publish beside the rebuilt
+  tasks' re-processed copies;
 * a commit after no heartbeat was answered for a while waits for one before it flushes the
-  caches: a member paused past its session resumed and flushed state its tasks' new owner
-  had moved past (at-least-once lost the last updates of the keys it had cached).
+  caches: a member paused past its session would otherwise resume and flush state its
+  tasks' new owner has moved past (under at-least-once, the newer counts are overwritten).
 
 The broker-side scenario is tests/integration/test_streams_group_fencing.py."""
 
