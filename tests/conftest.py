@@ -64,8 +64,9 @@ SIDES = ("tansu", "kafka", "servers")
 #: they use -- the Spark session is shared by tests/security and tests/spark, the registry
 #: by tests/schema_registry, tests/spark and the Dagster schema check. The Dagster suite
 #: runs Spark jobs in process too, and it is the largest suite the Tansu side could give
-#: up: that side is the long pole of ``make test``
-SERVER_SUITES = ("security/", "schema_registry/", "spark/", "dagster/")
+#: up: that side is the long pole of ``make test``; the chart and wheel suites (~3 min, no
+#: Tansu-specific fixture) go there for the same reason
+SERVER_SUITES = ("security/", "schema_registry/", "spark/", "dagster/", "helm/", "packaging/")
 
 
 def _selected_kinds() -> list[str]:
