@@ -283,6 +283,15 @@ class StreamsConfig(BaseModel):
         "task is released, then started by its new owner in a follow-up rebalance; "
         "docs/scale-out.md); 'eager' stops every task for every rebalance.",
     )
+    member_slots: int = Field(
+        default=64,
+        ge=1,
+        le=100_000,
+        description="With task_assignor='state_aware': partitions of the '<application_id>-members' "
+        "topic, the most group members (stream threads of all instances together) whose "
+        "reports a generation's placement waits for; an existing smaller topic is grown where "
+        "the broker allows (not Tansu: docs/scale-out.md, 'Membership').",
+    )
     max_warmup_replicas: int = Field(default=2, ge=1)
     client_tags: dict[str, str] = Field(
         default_factory=dict, description="KIP-708 tags of this client, e.g. {'zone': 'eu-1a'}."

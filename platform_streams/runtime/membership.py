@@ -27,12 +27,12 @@ from platform_streams.runtime.process_identity import ProcessIdentity
 from platform_streams.runtime.restore_ranges import RestoreRanges
 from platform_streams.runtime.standby import StandbyUpdater, stateful_tasks
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
-from platform_streams.runtime.task_assignment.protocol import MEMBER_SLOTS, members_topic_name
+from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.topology.compiler import TopologyPlan
 from platform_streams.topology.manifest import TOPOLOGY_KEY, topology_manifest
 
-__all__ = ["ClientMembership"]
+__all__ = ["ClientMembership", "grow_members_topic"]
 
 log = logging.getLogger(__name__)
 
@@ -109,9 +109,13 @@ class ClientMembership:
                 compact = {"cleanup.policy": "compact"}
                 specs = [TopicSpec(self.control_topic, 1, self.config.replication_factor, compact)]
                 if self.coordinator is not None:  # its partitions are the group's member slots
-                    name = members_topic_name(self.config.application_id)
-                    specs.append(TopicSpec(name, MEMBER_SLOTS, self.config.replication_factor, compact))
-                admin.create_topics(specs)
+                    name, slots = members_topic_name(self.config.application_id), self.config.member_slots
+                    specs.append(TopicSpec(name, slots, self.config.replication_factor, compact))
+                created = admin.create_topics(specs)
+                if self.coordinator is not None:
+                    self.coordinator.slot_count = (
+                        slots if created[name] == "created" else grow_members_topic(admin, name, slots)
+                    )
             if self.coordinator is not None:
                 self.coordinator.start(partition_counts)
             self._stateful = stateful_tasks(self.plan, self.config.application_id, partition_counts)
@@ -225,3 +229,34 @@ class ClientMembership:
                     self.channel = None
             finally:
                 self.identity.unlock()
+
+
+def grow_members_topic(admin: KafkaAdmin, name: str, slots: int) -> int:
+    """Grow the existing members topic ``name`` to ``slots`` partitions if it has fewer;
+    return its partition count.
+
+    Growing needs CreatePartitions (Apache Kafka; Tansu lacks it): where it fails the topic
+    keeps its count, which stays the most members a generation waits for (a warning says
+    how to migrate). Nothing is ever read from the topic, so adding partitions loses
+    nothing; the group rebalances once over the new count.
+    """
+    count = admin.partition_counts([name]).get(name) or slots
+    if count >= slots:
+        return count
+    try:
+        admin.create_partitions(name, slots, timeout=10.0)
+    except Exception as exc:  # the smaller topic still works, for up to ``count`` members
+        log.warning(
+            "member_slots=%d, but %s has %d partitions and could not be grown (%s): a generation "
+            "waits for the reports of at most %d members; with the application stopped, delete "
+            "the topic (it holds no data) to have it re-created with %d (docs/scale-out.md)",
+            slots,
+            name,
+            count,
+            exc,
+            count,
+            slots,
+        )
+        return count
+    log.info("grew %s from %d to %d partitions (member_slots)", name, count, slots)
+    return slots

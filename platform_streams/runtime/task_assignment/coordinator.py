@@ -27,6 +27,7 @@ from platform_streams.runtime.task_assignment.client_state import AssignmentConf
 from platform_streams.runtime.task_assignment.protocol import (
     ASSIGNMENT_KEY,
     EPOCH_KEY,
+    MEMBER_SLOTS,
     REPORT_PREFIX,
     Assignment,
     Positions,
@@ -130,6 +131,10 @@ class AssignmentCoordinator:
         self.recreations = 0
         self.members_topic = members_topic_name(config.application_id)
         self.control_topic = control_topic_name(config.application_id)
+        #: the members topic's partition count as last read (set when the topic is created;
+        #: a join reads it again from the broker, falling back to this)
+        self.slot_count = MEMBER_SLOTS
+        self._slotless_warned = False
         self._probed: set[int] = set()
         self.probing_rebalances = 0
 
@@ -204,6 +209,19 @@ class AssignmentCoordinator:
     ) -> Pending:
         """Publish this member's report for the generation it just joined."""
         generation, member = group_generation(consumer.consumer_group_metadata())
+        slot_count = self._read_slot_count(consumer)
+        if not slots and not self._slotless_warned:
+            self._slotless_warned = True
+            log.warning(
+                "member %s of generation %d got no member slot: the group has more members than the "
+                "%d partitions of %s, so a generation looks complete without this member's report "
+                "and may be placed without it (it then starts another generation); raise member_slots "
+                "(docs/scale-out.md, \"Membership\")",
+                member,
+                generation,
+                slot_count,
+                self.members_topic,
+            )
         report = Report(
             generation=generation,
             member=member,
@@ -215,6 +233,7 @@ class AssignmentCoordinator:
             tags=self.tags,
             running=frozenset(running or ()),
             rack=self.rack,
+            slot_count=slot_count,
         )
         self._publish(REPORT_PREFIX + member, report.to_json())
         with self._lock:
@@ -273,6 +292,19 @@ class AssignmentCoordinator:
                 )
             self._lead(pending.generation, members, consumer)
         return None
+
+    def _read_slot_count(self, consumer: Any) -> int:
+        """The members topic's partition count now (read after the group assignor read it, so
+        it is the count the slots were given out of), else the last one known."""
+        try:
+            meta = consumer.list_topics(self.members_topic, timeout=5.0)
+            count = len(meta.topics[self.members_topic].partitions)
+        except Exception as exc:  # a count from an earlier read still bounds the slots
+            log.debug("partitions of %s unknown (%s); using %d", self.members_topic, exc, self.slot_count)
+            return self.slot_count
+        if count > 0:
+            self.slot_count = count
+        return self.slot_count
 
     def resubscribe(self, current: Sequence[str], subscribe: Callable[[list[str]], None]) -> None:
         """Start a new generation: a changed subscription makes the group rebalance (the

@@ -4,11 +4,12 @@ librdkafka has no pluggable assignor, so (like Kafka Connect's distributed herde
 assigns its own work over a group) the group is used only for what the broker does well
 -- membership, generations, fencing -- and placement is computed by the clients:
 
-* every worker subscribes to ``<application_id>-members`` (:data:`MEMBER_SLOTS`
-  partitions nobody reads). A generation's assignment of that topic gives every member at
-  least one *slot* (up to :data:`MEMBER_SLOTS` members), and the slots of all members
-  tile ``0..MEMBER_SLOTS-1``: that is how a member learns the group is complete without
-  a member list (the admin API of some brokers shows none);
+* every worker subscribes to ``<application_id>-members`` (``member_slots`` partitions,
+  :data:`MEMBER_SLOTS` by default, nobody reads them). A generation's assignment of that
+  topic gives every member at least one *slot* (up to as many members as the topic has
+  partitions), and the slots of all members tile ``0..P-1`` (P: the partition count,
+  which every report carries as ``slot_count``): that is how a member learns the group is
+  complete without a member list (the admin API of some brokers shows none);
 * after ``on_assign`` of generation G (read from the consumer group metadata) a member
   publishes a :class:`Report` (``report/<member id>`` on the compacted control topic): its
   slots, its process, the changelog positions of every task its process has state for,
@@ -59,10 +60,12 @@ __all__ = [
     "members_topic_name",
     "missing_slots",
     "reported_members",
+    "slot_count",
 ]
 
-#: partitions of the members topic: the most group members (stream threads) an application
-#: can have for the completeness check; beyond that the leader also takes every report seen
+#: partitions of the members topic unless ``member_slots`` says otherwise, and the slot count
+#: of a report that does not carry one: the most group members (stream threads) the
+#: completeness check counts; beyond that the leader also takes every report seen
 MEMBER_SLOTS = 64
 
 REPORT_PREFIX = "report/"
@@ -114,6 +117,9 @@ class Report:
     running: frozenset[TaskId] = frozenset()
     #: the member's client.rack (rack-aware active placement); None: unset
     rack: str | None = None
+    #: the members topic's partition count as this member saw it when it joined: the slots
+    #: of a complete generation tile 0..slot_count-1
+    slot_count: int = MEMBER_SLOTS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -127,6 +133,7 @@ class Report:
             "tags": self.tags,
             "running": sorted(str(t) for t in self.running),
             "rack": self.rack,
+            "slot_count": self.slot_count,
         }
 
     @classmethod
@@ -145,6 +152,7 @@ class Report:
             tags={str(k): str(v) for k, v in data.get("tags", {}).items()},
             running=frozenset(TaskId.parse(t) for t in data.get("running", [])),
             rack=None if data.get("rack") is None else str(data["rack"]),
+            slot_count=int(data.get("slot_count", MEMBER_SLOTS)),
         )
 
 
@@ -248,14 +256,32 @@ def reported_members(reports: Iterable[Report], generation: int, not_before_ms: 
         for slot in report.slots:
             owner[slot] = report
     chosen = {r.member: r for r in owner.values()}
-    chosen.update({r.member: r for r in current if not r.slots})  # beyond MEMBER_SLOTS members
+    chosen.update({r.member: r for r in current if not r.slots})  # more members than slots
     return sorted(chosen.values(), key=lambda r: r.member)
+
+
+def slot_count(members: Iterable[Report]) -> int:
+    """The member slots of a generation: the largest partition count of the members topic any
+    report saw, and at least one past the highest slot reported (a member whose metadata
+    was older than the group assignor's).
+
+    Every member reads the count from the broker when it joins, after the group assignor
+    read it, so the counts agree unless the topic grew during the rebalance. Then a count
+    that is too small can make the generation look complete early (the members left out
+    start a new generation, which sees the new count) and one that is too large delays the
+    placement until the bounded wait places over the reporters: never two placements of
+    one generation, which only the first assignment on the control topic decides."""
+    count = MEMBER_SLOTS
+    for report in members:
+        count = max(count, report.slot_count, max(report.slots, default=-1) + 1)
+    return count
 
 
 def missing_slots(members: Iterable[Report]) -> list[int]:
     """The member slots no report of ``members`` claims: members that have not reported."""
+    members = list(members)
     claimed = {slot for r in members for slot in r.slots}
-    return [slot for slot in range(MEMBER_SLOTS) if slot not in claimed]
+    return [slot for slot in range(slot_count(members)) if slot not in claimed]
 
 
 def _lags(
@@ -272,14 +298,19 @@ def _lags(
         for positions in report.positions.values():
             for tp, pos in positions.items():
                 best[tp] = max(best.get(tp, 0), pos)
+    # Per process and task, not per member and task: a thousand members over a thousand
+    # stateful tasks would otherwise sum every changelog of every task once per member.
+    ends = {task: sum(best.get(tp, 0) for tp in tps) for task, tps in changelogs.items()}
     lags: dict[str, dict[TaskId, int]] = {}
     for report in reports:
-        mine = lags.setdefault(report.process, {})
-        for task, tps in changelogs.items():
-            end = sum(best.get(tp, 0) for tp in tps)
-            have = sum(report.positions.get(task, {}).get(tp, 0) for tp in tps)
-            lag = max(0, end - have)
-            mine[task] = min(mine.get(task, lag), lag)
+        mine = lags.get(report.process)
+        if mine is None:
+            mine = lags[report.process] = dict(ends)
+        for task, positions in report.positions.items():
+            tps = changelogs.get(task)
+            if tps is not None:
+                lag = max(0, ends[task] - sum(positions.get(tp, 0) for tp in tps))
+                mine[task] = min(mine[task], lag)
     return lags
 
 
