@@ -10,17 +10,10 @@ punctuators -> commit every ``commit_interval_ms``. Rebalance callbacks run insi
 ``consume``: revocation commits and closes tasks; assignment creates, restores and
 initialises them (see :meth:`StreamWorker._on_assign`).
 
-A commit, in this order (the order is what keeps state exact after a crash):
-
-1. flush caches: what they forward is produced (and changelogged) in this commit;
-2. at-least-once: wait for every record to be acknowledged, commit the input offsets;
-   exactly_once_v2: one transaction with the records, the changelog records and the input
-   offsets (:class:`~platform_streams.runtime.streams_producer.StreamsProducer`), checking
-   before the first send and again just before the commit that this worker is still a
-   member of the group (an offset commit of the control topic: the group coordinator
-   rejects it from a member it expelled, which is what fences a zombie on a broker that
-   accepts stale transactional offset commits);
-3. write the stores to disk and checkpoint the changelog offsets they reflect.
+The tasks themselves -- their registry, creation, commit and close -- are the
+:class:`~platform_streams.runtime.task_manager.TaskManager`'s (Kafka Streams' TaskManager);
+the worker decides when: a commit every ``commit_interval_ms`` (under a streams group, once
+its membership is verified), on revocation, before a stop.
 
 When the group moved on without this worker (:class:`TaskMigratedError`: a failed
 membership check, a fenced producer) its tasks are closed dirty and it rejoins; when a
@@ -64,10 +57,11 @@ from platform_streams.runtime.observer import WorkerObserver, chain_observer, ch
 from platform_streams.runtime.offset_gaps import OffsetGapGuard
 from platform_streams.runtime.producer_settings import producer_settings
 from platform_streams.runtime.rebalance_wait import AssignmentWait, observe_group, repair_group
-from platform_streams.runtime.restore_ranges import RestoreRanges, Written
+from platform_streams.runtime.restore_ranges import RestoreRanges
 from platform_streams.runtime.store_guard import StoreGuard
 from platform_streams.runtime.streams_producer import StreamsProducer
 from platform_streams.runtime.task import StreamTask, store_changelogs
+from platform_streams.runtime.task_manager import TaskManager
 from platform_streams.runtime.task_state import TaskStateLifecycle
 from platform_streams.runtime.worker_rebalance import TaskRebalancing
 from platform_streams.runtime.worker_streams_group import StreamsGroupSettings, StreamsGroupTasks
@@ -123,7 +117,6 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         self._on_failure = on_failure
         self._wait_until_ready = wait_until_ready
         self.state = WorkerState.CREATED
-        self.tasks: dict[TaskId, StreamTask] = {}
         self._input = InputQueues(
             config.buffered_records_per_partition,
             count_bytes=config.metrics_recording_level != "INFO",
@@ -136,7 +129,6 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
             {plan.physical_topic(t, app) for s in plan.subtopologies for t in s.source_topics}
         )
         self._changelogs = {t for s in plan.subtopologies for t in store_changelogs(plan, s, app).values()}
-        self._state_root = app_state_dir(Path(config.state_dir), app)
         self._commit_interval_s = config.commit_interval_ms / 1000.0
         self._poll_s = config.poll_ms / 1000.0
         self._timeout_s = config.task_timeout_ms / 1000.0
@@ -149,8 +141,6 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         self._standbys = standbys
         self._control_topic = control_topic
         self._eager_sends = eager_sends  # EOS: send before the commit (runtime/broker_features.py)
-        #: EOS: whether a transaction keeps offsets that no record goes with (runtime/broker_features.py)
-        self._offsets_alone_in_transactions = offsets_alone_in_transactions
         #: state-aware placement: the group only gives membership, the coordinator the tasks
         self._coordinator = coordinator
         self._pending: Pending | None = None
@@ -166,16 +156,27 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         #: deletes consumed repartition records after commits (brokers with DeleteRecords)
         self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None
-        self.collector: KafkaRecordCollector | None = None
         #: restore_ranges: the client's changelog ranges written for committed input
         #: (runtime/restore_ranges.py), read and published through the state lifecycle
         self.state_lifecycle = TaskStateLifecycle(config, restore_ranges=restore_ranges)
         self.record_cache = RecordCache(config.statestore_cache_max_bytes)
-        #: the client's global stores (GlobalKTable), readable by every task
-        self.global_stores: Mapping[str, Any] = {}
-        #: checks source-topic records are murmur2-placed (query/placement.py); set by the client
-        self.key_placement: PlacementChecks | None = None
-        self.committed_total = 0
+        #: the active tasks: their registry, creation, commit and close (runtime/task_manager.py)
+        self.task_manager = TaskManager(
+            self.name,
+            plan,
+            config,
+            state_root=app_state_dir(Path(config.state_dir), app),
+            input_queues=self._input,
+            state_lifecycle=self.state_lifecycle,
+            record_cache=self.record_cache,
+            standbys=standbys,
+            repartition_purger=self.repartition_purger,
+            offsets_alone_in_transactions=offsets_alone_in_transactions,
+            timeout_s=self._timeout_s,
+            commit_offsets=lambda positions: self._commit_offsets(positions),
+            check_membership=lambda: self._check_membership(),
+            group_metadata=lambda: self._group_metadata(),
+        )
         self.processed_total = 0
         #: times this worker found itself fenced / migrated, and had to abort a transaction
         self.migrations = 0
@@ -196,6 +197,42 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         self._tasks_finished = False
         #: group_protocol="streams": the broker assigns the tasks (runtime/worker_streams_group.py)
         self._streams_settings = streams_group
+
+    @property
+    def tasks(self) -> dict[TaskId, StreamTask]:
+        """The active tasks, by id (the task manager's registry)."""
+        return self.task_manager.tasks
+
+    @property
+    def collector(self) -> KafkaRecordCollector | None:
+        """The producer side of the tasks (None until the clients started)."""
+        return self.task_manager.collector
+
+    @collector.setter
+    def collector(self, collector: KafkaRecordCollector | None) -> None:
+        self.task_manager.collector = collector
+
+    @property
+    def global_stores(self) -> Mapping[str, Any]:
+        """The client's global stores (GlobalKTable), readable by every task."""
+        return self.task_manager.global_stores
+
+    @global_stores.setter
+    def global_stores(self, stores: Mapping[str, Any]) -> None:
+        self.task_manager.global_stores = stores
+
+    @property
+    def key_placement(self) -> PlacementChecks | None:
+        """Checks source-topic records are murmur2-placed (query/placement.py); set by the client."""
+        return self.task_manager.key_placement
+
+    @key_placement.setter
+    def key_placement(self, checks: PlacementChecks | None) -> None:
+        self.task_manager.key_placement = checks
+
+    @property
+    def committed_total(self) -> int:
+        return self.task_manager.committed_total
 
     @property
     def input_queues(self) -> InputQueues:
@@ -542,67 +579,25 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
             log.warning("could not commit the records processed before the failure: %s", commit_failure)
 
     def commit(self, *, skip: StreamTask | None = None, persist: bool = True) -> None:
-        """Commit the tasks' progress (see the module docstring for the steps and their order);
+        """Commit the tasks' progress (the task manager's steps, runtime/task_manager.py);
         ``skip``: a task left out, ``persist=False``: no store written to disk or checkpointed."""
-        collector = self.collector
-        assert collector is not None
+        assert self.collector is not None
         started = time.perf_counter()
         if self.streams_group is not None:
             # a dropped member's caches hold state its tasks' new owner has moved past
             self.streams_group.verify_membership()
-        tasks = [task for task in self.tasks.values() if task is not skip]
-        for task in tasks:
-            task.flush_caches()
-        offsets: dict[tuple[str, int], int] = {}
-        for task in tasks:
-            offsets.update(task.offsets_to_commit())
-        positions = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-        if collector.eos and positions and not (
-            collector.streams_producer.holds_records or self._offsets_alone_in_transactions
-        ):
-            # offsets no record goes with, on a broker that may drop them from a transaction
-            # (runtime/broker_features.py); a plain commit is checked against the membership
-            retrying(lambda: self._commit_offsets(positions), "commit offsets", self._timeout_s)
-            committed = True
-        elif collector.eos:
-            if positions or collector.streams_producer.buffered:
-                self._check_membership()  # a zombie must not even send: some brokers never take it back
-            committed = collector.commit_transaction(
-                positions,
-                self.consumer.consumer_group_metadata()
-                if self.streams_group is None
-                else self._streams_group_metadata(),
-                self._check_membership,
-            )
-        else:
-            collector.flush()
-            if positions:
-                retrying(lambda: self._commit_offsets(positions), "commit offsets", self._timeout_s)
-            committed = bool(positions)
-        if offsets:
-            for task in tasks:
-                task.mark_committed({tp: offsets[tp] for tp in task.partitions if tp in offsets})
-        for task in tasks:
-            task.context.commit_requested = False
-        if committed:
-            self.committed_total += 1
-            self.repartition_purger.after_commit(offsets)
+        self.task_manager.commit([task for task in self.tasks.values() if task is not skip], persist=persist)
         if not persist:
             return
-        self.state_lifecycle.persist(tasks, collector.offsets)
-        self.publish_restore_ranges(tasks)
         self._next_commit = time.monotonic() + self._commit_interval_s
         self.observer.on_commit(started)
 
-    def publish_restore_ranges(self, tasks: list[StreamTask], *, force: bool = False) -> None:
-        """After a commit: the changelog ranges the tasks wrote for committed input (at most
-        every few seconds a task; ``force``: a clean close)."""
-        collector, ranges = self.collector, self.state_lifecycle.restore_ranges
-        if ranges is None or collector is None:
-            return
-        ranges.after_commit(
-            tasks, Written(collector.first_offsets, collector.offsets, collector.eos), force=force
-        )
+    def _group_metadata(self) -> Any:
+        """The group metadata a transaction's offsets are sent with (the streams group's member
+        and epoch under ``group_protocol="streams"``)."""
+        if self.streams_group is None:
+            return self.consumer.consumer_group_metadata()
+        return self._streams_group_metadata()
 
     def _commit_offsets(self, positions: list[Any]) -> None:
         if self.streams_group is not None:

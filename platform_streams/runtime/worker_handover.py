@@ -23,13 +23,13 @@ The safety argument (docs/scale-out.md, "Cooperative rebalancing"), in short:
   report may have given them away.
 
 :class:`CooperativeHandover` is a mixin of :class:`~.worker_rebalance.TaskRebalancing`
-(hence of the worker); the attributes it reads are the worker's.
+(hence of the worker); the attributes it reads are the worker's, and the tasks are its
+:class:`~platform_streams.runtime.task_manager.TaskManager`'s.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from platform_streams.errors import StreamsError
@@ -43,11 +43,9 @@ from platform_streams.runtime.rebalance_wait import fill_from_backup
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
     from platform_streams.runtime.input_queues import InputQueues
-    from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
-    from platform_streams.runtime.standby import StandbyUpdater
     from platform_streams.runtime.task import StreamTask
     from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, Pending
-    from platform_streams.runtime.task_state import TaskStateLifecycle
+    from platform_streams.runtime.task_manager import TaskManager
     from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["CooperativeHandover"]
@@ -64,14 +62,11 @@ class CooperativeHandover:
         name: str
         plan: TopologyPlan
         config: StreamsConfig
-        tasks: dict[TaskId, StreamTask]
+        task_manager: TaskManager
         consumer: Any
-        collector: KafkaRecordCollector | None
-        state_lifecycle: TaskStateLifecycle
         subscribed: list[str]
         _input: InputQueues
         _timeout_s: float
-        _standbys: StandbyUpdater | None
         _coordinator: AssignmentCoordinator | None
         _pending: Pending | None
         _previous_tasks: list[TaskId]
@@ -83,9 +78,10 @@ class CooperativeHandover:
         _refetch: bool
         _fetch_from: dict[TP, int | None]
 
-        def commit(self) -> None: ...
+        @property
+        def tasks(self) -> dict[TaskId, StreamTask]: ...
 
-        def publish_restore_ranges(self, tasks: list[StreamTask], *, force: bool = False) -> None: ...
+        def commit(self) -> None: ...
 
         def _set_state(self, state: WorkerState) -> None: ...
 
@@ -95,25 +91,11 @@ class CooperativeHandover:
 
         def _start_tasks(self, consumer: Any, partitions: list[Any], *, rebalance: bool) -> None: ...
 
-        def _create_task(self, task_id: TaskId) -> None: ...
-
         def _reset_position(self, otherwise: int) -> int: ...
 
     @property
     def _cooperative(self) -> bool:
         return self._coordinator is not None and self.config.rebalance_protocol == "cooperative"
-
-    def _close_task_state(
-        self, task: StreamTask, written: Mapping[tuple[str, int], int], *, clean: bool
-    ) -> None:
-        """Close one task's state (checkpointed when ``clean``) and tell the restore-range
-        tracker; a failure is logged so the other tasks still close."""
-        if self.state_lifecycle.restore_ranges is not None:
-            self.state_lifecycle.restore_ranges.closed(task.task_id, clean=clean)
-        try:
-            self.state_lifecycle.close_task(task, written, clean=clean)
-        except Exception:
-            log.exception("closing task %s failed", task.task_id)
 
     def _commit_on_revocation(self) -> bool:
         """Commit before the group's generation changes; a failed commit aborts and closes
@@ -265,18 +247,9 @@ class CooperativeHandover:
         """Close committed tasks cleanly (checkpointed) and stop reading their input."""
         if not task_ids:
             return
-        written = self.collector.offsets if self.collector is not None else {}
-        closing = [self.tasks[t] for t in task_ids]
-        self.publish_restore_ranges(closing, force=True)
-        for task in closing:
-            self._close_task_state(task, written, clean=True)
-            del self.tasks[task.task_id]
+        for task in self.task_manager.release(task_ids):
             for tp in task.partitions:
-                self._input.queues.pop(tp, None)
-                self._input.paused.discard(tp)
                 self._fetch_from.pop(tp, None)
-        if self._standbys is not None:
-            self._standbys.unclaim(task_ids)
         self._assign_inputs(self._input_positions())
 
     def _add(self, task_ids: list[TaskId]) -> None:
@@ -292,25 +265,10 @@ class CooperativeHandover:
             for t in self.plan.subtopologies[task.subtopology].source_topics
         }
         added = tasks_of_assignment(self.plan, self.config.application_id, assigned)
-        if self._standbys is not None:
-            self._standbys.claim(added)
+        self.task_manager.claim_standbys(added)
         in_group = fetch_committed(self.consumer, assigned, self._timeout_s)
         committed = fill_from_backup(self.config, in_group, self.name)
-        for task_id in added:
-            self._create_task(task_id)
-        new = [self.tasks[t] for t in added]
-        if self.collector is not None:
-            self.collector.forget_first_offsets(tp for t in new for tp in t.changelog_partitions)
-        for task in new:
-            task.recommit = {
-                tp: o
-                for tp in task.partitions
-                if in_group.get(tp) is None and (o := committed.get(tp)) is not None
-            }
-        self.state_lifecycle.restore(new, committed)
-        for task in new:
-            task.initialize_processors()
-            task.refresh_punctuation_flags()
+        self.task_manager.start_tasks(added, committed, in_group)
         self._fetch_from.update({tp: committed.get(tp) for tp in assigned})
         self._assign_inputs(self._input_positions())
         self._set_state(WorkerState.RUNNING)

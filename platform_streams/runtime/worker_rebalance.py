@@ -2,8 +2,9 @@
 
 Split from :mod:`platform_streams.runtime.worker` (whose loop and commit path stay there)
 because this is the other half of a worker's life: the rebalance callbacks librdkafka
-calls inside ``consume`` (or the state-aware assignor's generation handshake), which
-create, restore and initialise tasks, or commit and close them; and the recovery paths
+calls inside ``consume`` (or the state-aware assignor's generation handshake), which have
+the worker's :class:`~platform_streams.runtime.task_manager.TaskManager` create, restore
+and initialise tasks, or commit and close them; and the recovery paths
 (:class:`TaskMigratedError`: close dirty and rejoin; :class:`TaskCorruptedError`: rebuild
 from the changelogs and read again from the committed offsets; its
 :class:`~platform_streams.state.backend.StoreCorruptedError`, a store whose files turned out
@@ -12,7 +13,7 @@ changelog -- or, with no changelog to restore from, fails the worker saying so).
 
 :class:`TaskRebalancing` is a mixin of :class:`~platform_streams.runtime.worker.StreamWorker`:
 it holds no state of its own, and the attributes it reads are the worker's (declared
-below for the type checker).
+below for the type checker); the tasks are the task manager's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,25 +31,17 @@ from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.assignment import tasks_of_assignment
 from platform_streams.runtime.changelog_filter import fetch_committed
 from platform_streams.runtime.rebalance_wait import AssignmentWait, fill_from_backup
-from platform_streams.runtime.task import start_task
 from platform_streams.runtime.task_assignment.coordinator import slot_ranges
 from platform_streams.runtime.worker_handover import CooperativeHandover
 from platform_streams.state.backend import StoreCorruptedError
 
 if TYPE_CHECKING:
-    from platform_streams.processor.partitioner import PlacementChecks
     from platform_streams.runtime.store_guard import StoreGuard
     from platform_streams.runtime.task_assignment.coordinator import Pending
-    from platform_streams.state.cache import RecordCache
 
 __all__ = ["TaskRebalancing"]
 
 log = logging.getLogger(__name__)
-
-
-def _wall_clock_ms() -> int:
-    """The workers' task clock: wall-clock milliseconds."""
-    return int(time.time() * 1000)
 
 
 class TaskRebalancing(CooperativeHandover):
@@ -57,13 +49,9 @@ class TaskRebalancing(CooperativeHandover):
 
     if TYPE_CHECKING:  # the worker's attributes and methods this half uses (and CooperativeHandover's)
         index: int
-        record_cache: RecordCache
-        global_stores: Mapping[str, Any]
-        key_placement: PlacementChecks | None
         store_guard: StoreGuard
         migrations: int
         corruptions: int
-        _state_root: Path
         _poll_s: float
         assignment_wait: AssignmentWait
         _member: str | None
@@ -71,11 +59,6 @@ class TaskRebalancing(CooperativeHandover):
         _stopping: bool
 
         def _process_iteration(self) -> int: ...
-
-
-        subscribed: list[str]
-
-        def _subscribe(self, topics: list[str]) -> None: ...
 
     def _on_task_migrated(self, exc: TaskMigratedError) -> None:
         """The group (or a newer producer) took our tasks: drop them dirty, wait for the rebalance."""
@@ -106,7 +89,7 @@ class TaskRebalancing(CooperativeHandover):
                     f"({exc.reason}): is the disk failing?"
                 ) from exc
             rebuilt |= {exc.path} if exc.path is not None else set()
-            task = self._mark_corrupted_store(exc)
+            task = self.task_manager.mark_corrupted_store(exc)
             log.warning(
                 "%s: store %s of task %s is corrupt (%s); closing the task dirty, deleting the store's "
                 "files at %s and restoring it from its changelog",
@@ -126,37 +109,10 @@ class TaskRebalancing(CooperativeHandover):
         except StoreCorruptedError as again:
             self._on_task_corrupted(again, rebuilt)
 
-    def _mark_corrupted_store(self, exc: StoreCorruptedError) -> TaskId:
-        """The task whose store ``exc`` names, its files marked for deletion at the task's close.
-
-        Raises (fatal for the worker) if the store has no changelog -- its files are its only
-        copy, nothing to restore it from, so they are left for the operator -- or if no task
-        of this worker owns it.
-        """
-        for task_id, task in self.tasks.items():
-            manager = task.state_manager
-            if not manager.has_store_at(exc.store, exc.path):
-                continue
-            if not manager.is_logged(exc.store):
-                raise StreamsError(
-                    f"store {exc.store} of task {task_id} is corrupt ({exc.reason}) and has no changelog "
-                    f"to restore it from (logging disabled): its files at {exc.path} are left as they "
-                    "are; repair or delete them (all its data is then lost) and restart"
-                ) from exc
-            manager.mark_corrupted(exc.store)
-            return task_id
-        raise StreamsError(
-            f"store {exc.store} at {exc.path} is corrupt ({exc.reason}) and belongs to no active task "
-            f"of worker {self.name}: it cannot be rebuilt here"
-        ) from exc
-
     def _abort_and_close_tasks(self) -> None:
-        collector = self.collector
-        if collector is not None:
-            collector.abort()
-            if collector.streams_producer.needs_reset:
-                collector.streams_producer.reset()
-        self._close_tasks(clean=False)
+        """Every task closed dirty, the open transaction aborted first (the task manager's)."""
+        self.task_manager.close_dirty()
+        self._commits_held, self._refetch = False, False
 
     def _recreate_tasks(self, why: str) -> None:
         self._rejoin_deadline = None
@@ -298,8 +254,7 @@ class TaskRebalancing(CooperativeHandover):
         assigned = {(tp.topic, tp.partition) for tp in partitions}
         log.info("%s assigned %d partitions", self.name, len(assigned))
         task_ids = tasks_of_assignment(self.plan, self.config.application_id, assigned)
-        if self._standbys is not None:
-            self._standbys.claim(task_ids)
+        self.task_manager.claim_standbys(task_ids)
         in_group = fetch_committed(consumer, assigned, self._timeout_s)
         committed = fill_from_backup(self.config, in_group, self.name)
         starts = [(t, p, committed.get((t, p))) for t, p in sorted(assigned)]
@@ -308,24 +263,7 @@ class TaskRebalancing(CooperativeHandover):
         if rebalance:
             nothing = self._reset_position(OFFSET_INVALID)
             consumer.assign([TopicPartition(t, p, nothing if o is None else o) for t, p, o in starts])
-        for task_id in task_ids:
-            self._create_task(task_id)
-        if self.collector is not None:  # the tasks' first changelog writes are the next ones
-            self.collector.forget_first_offsets(
-                tp for t in self.tasks.values() for tp in t.changelog_partitions
-            )
-        for task in self.tasks.values():
-            # offsets a repair saved are committed again at the next commit, even with no new
-            # input: otherwise the group holds none for them until input arrives
-            task.recommit = {
-                tp: o
-                for tp in task.partitions
-                if in_group.get(tp) is None and (o := committed.get(tp)) is not None
-            }
-        self.state_lifecycle.restore(self.tasks.values(), committed)
-        for task in self.tasks.values():
-            task.initialize_processors()
-            task.refresh_punctuation_flags()
+        self.task_manager.start_tasks(task_ids, committed, in_group)
         if not rebalance:
             nothing = self._reset_position(OFFSET_END)
             for t, p, o in starts:
@@ -342,22 +280,6 @@ class TaskRebalancing(CooperativeHandover):
         if reset in ("latest", "largest", "end"):
             return OFFSET_END
         return otherwise
-
-    def _create_task(self, task_id: TaskId) -> None:
-        assert self.collector is not None
-        task = start_task(
-            task_id,
-            self.plan,
-            self._state_root,
-            self.global_stores,
-            self.config,
-            self.collector,
-            _wall_clock_ms,
-            self.record_cache,
-            self.key_placement,
-        )
-        self.tasks[task_id] = task
-        self._input.add({tp: task.queues.queues[tp] for tp in task.partitions})
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._set_state(WorkerState.PARTITIONS_REVOKED)
@@ -382,13 +304,5 @@ class TaskRebalancing(CooperativeHandover):
         self._abort_and_close_tasks()
 
     def _close_tasks(self, *, clean: bool) -> None:
-        written = self.collector.offsets if self.collector is not None else {}
-        if clean:  # after its final commit: what the next instance may restore unread
-            self.publish_restore_ranges(list(self.tasks.values()), force=True)
-        for task in self.tasks.values():
-            self._close_task_state(task, written, clean=clean)
-        if self._standbys is not None and self.tasks:
-            self._standbys.unclaim(list(self.tasks))
-        self.tasks.clear()
-        self._input.clear()
+        self.task_manager.close_all(clean=clean)
         self._commits_held, self._refetch = False, False

@@ -82,8 +82,10 @@ class StreamsGroupTasks:
         index: int
         config: StreamsConfig
         consumer: Any
-        tasks: dict[TaskId, StreamTask]
         _standbys: StandbyUpdater | None
+
+        @property
+        def tasks(self) -> dict[TaskId, StreamTask]: ...
 
         def _commit_on_revocation(self) -> bool: ...
         def _release(self, task_ids: list[TaskId]) -> None: ...

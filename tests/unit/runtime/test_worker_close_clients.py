@@ -30,7 +30,7 @@ def _worker(consumer: _Closing, producer: _Closing) -> Any:
     worker.streams_group = None
     worker.failure = None
     worker.consumer = consumer
-    worker.collector = SimpleNamespace(streams_producer=producer)
+    worker.task_manager = SimpleNamespace(collector=SimpleNamespace(streams_producer=producer))
     return worker
 
 

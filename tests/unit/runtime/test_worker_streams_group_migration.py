@@ -28,17 +28,18 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime import worker_rebalance
 from platform_streams.runtime.input_queues import InputQueues
 from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
+from platform_streams.runtime.task_manager import TaskManager
 from platform_streams.runtime.worker import StreamWorker
 
 
 class _Collector:
-    def __init__(self) -> None:
-        self.aborted = 0
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
         self.streams_producer = SimpleNamespace(needs_reset=False)
         self.offsets: dict[Any, int] = {}
 
     def abort(self) -> None:
-        self.aborted += 1
+        self.events.append("abort")
 
     def forget_first_offsets(self, partitions: Any) -> None:
         list(partitions)
@@ -48,31 +49,31 @@ def test_rebuilding_running_tasks_aborts_what_they_sent(monkeypatch: pytest.Monk
     monkeypatch.setattr(worker_rebalance, "tasks_of_assignment", lambda *a: [])
     monkeypatch.setattr(worker_rebalance, "fetch_committed", lambda *a: {})
     monkeypatch.setattr(worker_rebalance, "fill_from_backup", lambda *a: {})
+    events: list[str] = []
     worker = StreamWorker.__new__(StreamWorker)
     threading.Thread.__init__(worker, name="w")
-    worker.name = "w"
     worker.plan = None
     worker.config = SimpleNamespace(application_id="app")
-    worker.collector = _Collector()
-    worker.tasks = {TaskId(0, 0): object()}
-    worker._rejoin_deadline = 1.0
-    worker._standbys = None
-    worker._timeout_s = 1.0
     worker._input = InputQueues(max_buffered=4)
-    worker.state_lifecycle = SimpleNamespace(restore=lambda tasks, committed: None)
+    worker.task_manager = TaskManager.__new__(TaskManager)
+    manager = worker.task_manager
+    manager.tasks = {TaskId(0, 0): SimpleNamespace(task_id=TaskId(0, 0))}
+    manager._input = worker._input
+    manager._standbys = None
+    manager.state_lifecycle = SimpleNamespace(
+        restore_ranges=None,
+        restore=lambda tasks, committed: None,
+        close_task=lambda task, written, clean: events.append(f"close clean={clean}"),
+    )
+    worker.collector = _Collector(events)
+    worker._rejoin_deadline = 1.0
+    worker._timeout_s = 1.0
     worker._reset_position = lambda otherwise: otherwise
     worker._set_state = lambda state: None
-    closed: list[bool] = []
-
-    def close_tasks(*, clean: bool) -> None:
-        closed.append(clean)
-        worker.tasks.clear()
-
-    worker._close_tasks = close_tasks
     consumer = SimpleNamespace(resume=lambda partitions: None, seek=lambda tp: None)
     worker._start_tasks(consumer, [], rebalance=False)
-    assert closed == [False]
-    assert worker.collector.aborted == 1, "the open transaction kept the closed tasks' updates"
+    assert events == ["abort", "close clean=False"], "the open transaction kept the closed tasks' updates"
+    assert worker.tasks == {}
     assert worker._rejoin_deadline is None
 
 

@@ -14,6 +14,7 @@ import os
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,7 @@ from platform_streams.dsl import Consumed, Grouped, Materialized
 from platform_streams.errors import IllegalStateError, StreamsError, TaskCorruptedError
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.standby import StandbyTask, StandbyUpdater
+from platform_streams.runtime.task_manager import TaskManager
 from platform_streams.runtime.worker_rebalance import TaskRebalancing
 from platform_streams.serde import Bytes, Long, String
 from platform_streams.state import ProcessorStateManager, Stores
@@ -168,7 +170,7 @@ def test_closing_deletes_only_the_corrupt_store_and_only_a_logged_one(tmp_path: 
 
 
 def _worker(tmp_path: Path, *logged: bool) -> SimpleNamespace:
-    """What ``TaskRebalancing._mark_corrupted_store`` reads of a worker: its name and tasks."""
+    """What ``TaskManager.mark_corrupted_store`` reads of a task manager: its name and tasks."""
     manager = _manager(tmp_path / str(TASK), *logged)
     return SimpleNamespace(name="w-1", tasks={TASK: SimpleNamespace(state_manager=manager)})
 
@@ -177,7 +179,7 @@ def test_the_worker_marks_the_owning_tasks_logged_store(tmp_path: Path) -> None:
     worker = _worker(tmp_path, True)
     path = store_directory(tmp_path / str(TASK), "kv0")
     exc = StoreCorruptedError("kv0", path, "Corruption: block checksum mismatch")
-    assert TaskRebalancing._mark_corrupted_store(worker, exc) == TASK  # type: ignore[arg-type]
+    assert TaskManager.mark_corrupted_store(worker, exc) == TASK  # type: ignore[arg-type]
     worker.tasks[TASK].state_manager.close()
     assert not path.exists()
 
@@ -187,10 +189,10 @@ def test_a_corrupt_store_without_changelog_fails_clearly_and_keeps_its_files(tmp
     path = store_directory(tmp_path / str(TASK), "kv0")
     exc = StoreCorruptedError("kv0", path, "Corruption: block checksum mismatch")
     with pytest.raises(StreamsError, match=r"kv0 of task 0_1 is corrupt .* no changelog to restore it from"):
-        TaskRebalancing._mark_corrupted_store(worker, exc)  # type: ignore[arg-type]
+        TaskManager.mark_corrupted_store(worker, exc)  # type: ignore[arg-type]
     other = StoreCorruptedError("kv0", tmp_path / "elsewhere", "Corruption: bad block")
     with pytest.raises(StreamsError, match="belongs to no active task"):
-        TaskRebalancing._mark_corrupted_store(worker, other)  # type: ignore[arg-type]
+        TaskManager.mark_corrupted_store(worker, other)  # type: ignore[arg-type]
     worker.tasks[TASK].state_manager.close()
     assert (path / "CURRENT").exists()
 
@@ -231,7 +233,13 @@ class _Worker(TaskRebalancing):
         self.task_dir = task_dir
         self.on_rebuild = on_rebuild
         self.rebuilds: list[str] = []
-        self.tasks = {TASK: SimpleNamespace(state_manager=_manager(task_dir, True, True))}  # type: ignore[dict-item]
+        self.task_manager = TaskManager.__new__(TaskManager)
+        self.task_manager.name = self.name
+        self.task_manager.tasks = {TASK: SimpleNamespace(state_manager=_manager(task_dir, True, True))}  # type: ignore[dict-item]
+
+    @property
+    def tasks(self) -> Any:
+        return self.task_manager.tasks
 
     def _abort_and_close_tasks(self) -> None:
         for task in self.tasks.values():
@@ -240,7 +248,7 @@ class _Worker(TaskRebalancing):
 
     def _recreate_tasks(self, why: str) -> None:
         self.rebuilds.append(why)
-        self.tasks = {TASK: SimpleNamespace(state_manager=_manager(self.task_dir, True, True))}  # type: ignore[dict-item]
+        self.task_manager.tasks = {TASK: SimpleNamespace(state_manager=_manager(self.task_dir, True, True))}  # type: ignore[dict-item]
         if self.on_rebuild:
             raise self.on_rebuild.pop(0)
 
