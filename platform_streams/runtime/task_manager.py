@@ -1,4 +1,5 @@
-"""``TaskManager``: a worker's active tasks -- their registry, creation, commit and close.
+"""``TaskManager``: a worker's active tasks -- their registry, creation, processing, commit
+and close.
 
 Kafka Streams splits a stream thread the same way: ``StreamThread`` runs the poll loop and
 serves the group, its ``TaskManager`` (with the ``Tasks`` registry) creates, commits and
@@ -37,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from platform_streams.errors import StreamsError
+from platform_streams.errors import StreamsError, TaskCorruptedError, TaskMigratedError
 from platform_streams.kafka import TopicPartition
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.broker_calls import retrying
@@ -168,6 +169,43 @@ class TaskManager:
         for task in new:
             task.initialize_processors()
             task.refresh_punctuation_flags()
+
+    # -- processing -----------------------------------------------------------------------
+
+    def process(self, max_records: int, on_failure: Callable[[StreamTask, Exception], None]) -> int:
+        """Let each task process up to ``max_records`` of its buffered records; returns how many
+        were processed. A task that fails on a record (not a migration, not an aborted
+        transaction) goes to ``on_failure`` before the error propagates: as Kafka's
+        TaskExecutor, the worker commits what was processed before it."""
+        collector = self.collector
+        assert collector is not None
+        processed = 0
+        try:
+            for task in list(self.tasks.values()):
+                collector.source = task.context  # a refused record names the input record
+                try:
+                    processed += task.process(max_records)
+                except (TaskMigratedError, TaskCorruptedError):
+                    raise
+                except Exception as exc:
+                    collector.source = None
+                    on_failure(task, exc)
+                    raise
+        finally:
+            collector.source = None
+        return processed
+
+    def punctuate(self, now_ms: int) -> None:
+        """Run the tasks' wall-clock punctuators due at ``now_ms``."""
+        for task in list(self.tasks.values()):
+            task.punctuate_wall_clock(now_ms)
+
+    def commit_needed(self) -> bool:
+        """The producer or a task asks for a commit before the commit interval is up."""
+        collector = self.collector
+        assert collector is not None
+        producer = collector.streams_producer
+        return producer.commit_needed or any(t.commit_requested for t in self.tasks.values())
 
     # -- commit ---------------------------------------------------------------------------
 

@@ -453,37 +453,19 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         polled = time.perf_counter()
         inputs = self._input
         touched = self._route(messages) if messages else None
-        processed = 0
         collector = self.collector
         assert collector is not None
-        try:
-            for task in list(self.tasks.values()):
-                collector.source = task.context  # a refused record names the input record
-                try:
-                    processed += task.process(10_000)
-                except (TaskMigratedError, TaskCorruptedError):
-                    raise
-                except Exception as exc:
-                    collector.source = None
-                    self._commit_before_failure(task, exc)
-                    raise
-        finally:
-            collector.source = None
+        processed = self.task_manager.process(10_000, self._commit_before_failure)
         if touched:
             inputs.pause_backlogged(self.consumer, touched)
         if inputs.paused:
             inputs.resume_drained(self.consumer)
-        now_wall = int(time.time() * 1000)
-        for task in list(self.tasks.values()):
-            task.punctuate_wall_clock(now_wall)
+        self.task_manager.punctuate(int(time.time() * 1000))
         collector.poll()
         self.processed_total += processed
         self.observer.on_loop(started, polled, len(messages), processed)
-        if (
-            time.monotonic() >= self._next_commit
-            or collector.streams_producer.commit_needed
-            or any(t.commit_requested for t in self.tasks.values())
-        ) and self._commit_allowed():
+        due = time.monotonic() >= self._next_commit or self.task_manager.commit_needed()
+        if due and self._commit_allowed():
             self.commit()
         return processed
 
