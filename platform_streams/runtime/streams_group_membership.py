@@ -193,13 +193,32 @@ class StreamsGroupMembership:
         So when no heartbeat was answered for two intervals, the commit first waits (up to
         ``wait_s``) for a fresh answer.
         """
-        interval = self.last.interval_s if self.last is not None else 0.5
-        if time.monotonic() - self._answered_at > max(2 * interval, 1.0) and self._thread.is_alive():
+        if self.overdue() and self._thread.is_alive():
             seen, deadline = self.heartbeats, time.monotonic() + wait_s
             self._wake.set()
             while self.heartbeats == seen and time.monotonic() < deadline and not self._stop.is_set():
                 time.sleep(0.01)
         self._refuse_if_lost()
+
+    def overdue(self) -> bool:
+        """Whether no heartbeat was answered for two intervals (at least a second): this
+        process may have been paused past its session, or the broker is away."""
+        interval = self.last.interval_s if self.last is not None else 0.5
+        return time.monotonic() - self._answered_at > max(2 * interval, 1.0)
+
+    def verify_before_processing(self) -> None:
+        """Before the worker processes records: :meth:`verify_membership` when a heartbeat is
+        overdue, else only refuse if a drop was heard.
+
+        Why: a process resumed after a pause past its session holds records fetched before
+        the pause. Processing them writes changelog records after those of the tasks' new
+        owner -- older state that a later restore applies last (at-least-once has no
+        fencing). Records already being processed when the pause came are still written;
+        exactly-once aborts them."""
+        if self.overdue():
+            self.verify_membership()
+        elif self._lost:
+            self._refuse_if_lost()
 
     def _refuse_if_lost(self) -> None:
         """The broker checks a commit's epoch only, not who owns the tasks, and the heartbeat

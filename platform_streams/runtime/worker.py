@@ -450,6 +450,8 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
             self._assign_inputs(self._input_positions())
         started = time.perf_counter()
         messages = self._poll_batch()
+        if self.streams_group is not None:
+            self.streams_group.verify_before_processing()  # a dropped member must not write
         polled = time.perf_counter()
         inputs = self._input
         touched = self._route(messages) if messages else None

@@ -115,3 +115,20 @@ def test_a_commit_right_after_a_heartbeat_does_not_wait() -> None:
     membership.verify_membership(wait_s=5.0)
     assert time.monotonic() - started < 0.05 and membership.heartbeats == 0
     membership._wake.set()
+
+
+def test_records_polled_after_a_long_pause_are_not_processed_by_a_dropped_member() -> None:
+    """Resumed after a pause past its session, a worker holds records fetched before the
+    pause. Processed, they would write changelog records after those of the tasks' new owner:
+    older counts that a later restore applies last, so the keys' last updates are lost once
+    the task comes back to this member. The heartbeat is heard first; the drop closes the
+    tasks instead."""
+    worker = StreamWorker.__new__(StreamWorker)
+    worker._refetch = False
+    routed: list[Any] = []
+    worker._poll_batch = lambda: ["a record fetched before the pause"]  # type: ignore[method-assign]
+    worker._route = lambda messages: routed.append(messages) or set()  # type: ignore[method-assign]
+    worker.streams_group = _membership(answered_s_ago=16.0)
+    with pytest.raises(TaskMigratedError):
+        worker._process_iteration()
+    assert routed == [] and worker.streams_group.heartbeats == 1
