@@ -4,6 +4,7 @@ its group takes to place every task.
     python bench/many_members.py                          # 128 members, embedded broker
     python bench/many_members.py --members 200 --threads 25 --member-slots 256
     python bench/many_members.py --members 100 --member-slots 64   # today's default slots
+    python bench/many_members.py --members 128 --existing-slots 64  # an app created with 64
     PLATFORM_STREAMS_BOOTSTRAP=host:9092 python bench/many_members.py --members 128
 
 A tiny stateless application (``stream(in).mapValues(upper).to(out)``) on an input of as many
@@ -123,6 +124,9 @@ def _run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
     app_id, source, sink = f"many-{run}", f"many-in-{run}", f"many-out-{run}"
     with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([TopicSpec(source, members, 1), TopicSpec(sink, members, 1)])
+        if args.existing_slots:  # an application created before, with that many slots
+            compact = {"cleanup.policy": "compact"}
+            admin.create_topics([TopicSpec(f"{app_id}-members", args.existing_slots, 1, compact)])
     work = Path(tempfile.mkdtemp(prefix="many-members-"))
     stop = work / "stop"
     status_files = [work / f"client-{i}.json" for i in range(clients)]
@@ -139,6 +143,8 @@ def _run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
         log = (work / f"client-{i}.log").open("w")
         children.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT))
     result: dict[str, Any] = {"members": members, "clients": clients, "member_slots": args.member_slots}
+    if args.existing_slots:
+        result["existing_slots"] = args.existing_slots
     peak_rss = 0.0
     try:
         deadline = started + args.timeout
@@ -159,6 +165,9 @@ def _run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
         threads, owners, rss = _placement(status_files)
         result["threads_reporting"] = threads
         result["generations"] = _generations(work, clients)
+        with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
+            counts = admin.partition_counts([f"{app_id}-members"])
+        result["members_topic_partitions"] = counts[f"{app_id}-members"]
         result["tasks_owned"] = len(owners)
         result["tasks_owned_twice"] = sum(1 for n in owners.values() if n > 1)
         if placed_at is None:
@@ -213,6 +222,12 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=128)
     parser.add_argument("--threads", type=int, default=16, help="stream threads per client process")
     parser.add_argument("--member-slots", type=int, default=None, help="default: --members rounded up to 64s")
+    parser.add_argument(
+        "--existing-slots",
+        type=int,
+        default=0,
+        help="create the members topic with this many partitions first (an existing application)",
+    )
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--stable-s", type=float, default=5.0, help="how long the placement must hold")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

@@ -10,6 +10,7 @@ saw, and how long each member waited for its generation's assignment.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -75,6 +76,8 @@ class Pending:
         self.resubscribed = False
         #: cooperative rebalancing: what the final assignment tells this member to release
         self.revoking: list[TaskId] = []
+        #: the members topic's partition count was read again after the join
+        self.slot_count_checked = False
 
 
 class AssignmentCoordinator:
@@ -209,7 +212,7 @@ class AssignmentCoordinator:
     ) -> Pending:
         """Publish this member's report for the generation it just joined."""
         generation, member = group_generation(consumer.consumer_group_metadata())
-        slot_count = self._read_slot_count(consumer)
+        slot_count = self.slot_count
         if not slots and not self._slotless_warned:
             self._slotless_warned = True
             log.warning(
@@ -264,6 +267,8 @@ class AssignmentCoordinator:
         """
         with self._lock:
             final = next(iter(self._assignments.get(pending.generation, [])), None)
+        if final is None and not pending.slot_count_checked:
+            self._check_slot_count(pending, consumer)
         if final is not None:
             tasks = final.tasks_of(pending.member, pending.slots, pending.instance_id)
             if tasks is None:
@@ -293,18 +298,36 @@ class AssignmentCoordinator:
             self._lead(pending.generation, members, consumer)
         return None
 
-    def _read_slot_count(self, consumer: Any) -> int:
-        """The members topic's partition count now (read after the group assignor read it, so
-        it is the count the slots were given out of), else the last one known."""
+    def _check_slot_count(self, pending: Pending, consumer: Any) -> None:
+        """Read the members topic's partition count again, once per join and before this
+        member can lead; if it differs from the count ``pending``'s report carries (another
+        client grew the topic), publish the report again with it.
+
+        Read after the group assignor read it, it is the count the slots were given out of,
+        so a leader never judges completeness by an older count of its own. Not read in
+        the join itself: that runs in librdkafka's rebalance callback, and a blocking client
+        call nested there breaks confluent-kafka's per-thread call state (the process
+        aborts: ``CallState_get: Assertion `cs != NULL' failed``).
+        """
+        pending.slot_count_checked = True
         try:
             meta = consumer.list_topics(self.members_topic, timeout=5.0)
             count = len(meta.topics[self.members_topic].partitions)
-        except Exception as exc:  # a count from an earlier read still bounds the slots
-            log.debug("partitions of %s unknown (%s); using %d", self.members_topic, exc, self.slot_count)
-            return self.slot_count
-        if count > 0:
-            self.slot_count = count
-        return self.slot_count
+        except Exception as exc:  # the count the report carries still bounds the slots
+            log.debug("partitions of %s unknown (%s)", self.members_topic, exc)
+            return
+        if count <= 0:
+            return
+        self.slot_count = count
+        if count == pending.report.slot_count:
+            return
+        report = dataclasses.replace(pending.report, slot_count=count)
+        pending.report = report
+        self._publish(REPORT_PREFIX + report.member, report.to_json())
+        with self._lock:
+            stored = self._reports.get(report.member)
+            if stored is not None and stored.generation == report.generation:
+                self._reports[report.member] = report
 
     def resubscribe(self, current: Sequence[str], subscribe: Callable[[list[str]], None]) -> None:
         """Start a new generation: a changed subscription makes the group rebalance (the

@@ -194,9 +194,11 @@ class _Consumer:
         return 0, 0
 
 
-def test_a_member_reports_the_slot_count_of_the_members_topic_and_the_leader_waits_for_all(
-    tmp_path: Path,
-) -> None:
+def test_a_leader_reads_the_slot_count_before_it_leads_and_waits_for_every_member(tmp_path: Path) -> None:
+    """65 members over a members topic another client grew to 128 partitions, while this
+    client still knew 64: the reports of the first 64 members tile slots 0..126 and carry
+    64, which would look complete; the leader reads the count (128) before it may lead,
+    publishes its report again with it, and waits for the 65th member."""
     builder = StreamsBuilder()
     builder.stream("in").to("out")
     config = StreamsConfig(application_id="app", bootstrap_servers="unused:9092", state_dir=tmp_path)
@@ -214,11 +216,16 @@ def test_a_member_reports_the_slot_count_of_the_members_topic_and_the_leader_wai
     members = [f"m-{i:03d}" for i in range(65)]
     slots = range_assign(members, 128)
     pendings = {m: coordinator.join(_Consumer(m, 128), list(slots[m]), []) for m in members[:-1]}
-    assert {v["slot_count"] for k, v in published if k.startswith(REPORT_PREFIX)} == {128}
+    reports = [Report.from_json(v) for k, v in published if k.startswith(REPORT_PREFIX)]
+    assert {r.slot_count for r in reports} == {MEMBER_SLOTS}, "the count known at the join"
+    assert not missing_slots(reports), "by those counts alone the generation looks complete"
     lead = pendings[members[0]]
     assert coordinator.assignment_for(lead, _Consumer(members[0], 128)) is None
     assert not [k for k, _ in published if k == "assignment"], "placed before the 65th member reported"
-    coordinator.join(_Consumer(members[-1], 128), list(slots[members[-1]]), [])
+    assert published[-1] == (REPORT_PREFIX + members[0], lead.report.to_json())
+    assert lead.report.slot_count == 128 == coordinator.slot_count
+    late = coordinator.join(_Consumer(members[-1], 128), list(slots[members[-1]]), [])
+    assert late.report.slot_count == 128, "a later join carries the count read since"
     coordinator.assignment_for(lead, _Consumer(members[0], 128))
     (assignment,) = [Assignment.from_json(v) for k, v in published if k == "assignment"]
     assert set(assignment.members) == set(members)
