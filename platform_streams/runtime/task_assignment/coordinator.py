@@ -134,8 +134,8 @@ class AssignmentCoordinator:
         self.recreations = 0
         self.members_topic = members_topic_name(config.application_id)
         self.control_topic = control_topic_name(config.application_id)
-        #: the members topic's partition count as last read (set when the topic is created;
-        #: a join reads it again from the broker, falling back to this)
+        #: the members topic's partition count as last read: set when the topic is created,
+        #: read again before a member may lead (:meth:`_check_slot_count`)
         self.slot_count = MEMBER_SLOTS
         self._slotless_warned = False
         self._probed: set[int] = set()

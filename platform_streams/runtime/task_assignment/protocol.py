@@ -117,8 +117,8 @@ class Report:
     running: frozenset[TaskId] = frozenset()
     #: the member's client.rack (rack-aware active placement); None: unset
     rack: str | None = None
-    #: the members topic's partition count as this member saw it when it joined: the slots
-    #: of a complete generation tile 0..slot_count-1
+    #: the members topic's partition count as this member's client knew it: the slots of a
+    #: complete generation tile 0..slot_count-1
     slot_count: int = MEMBER_SLOTS
 
     def to_json(self) -> dict[str, Any]:
@@ -265,16 +265,16 @@ def slot_count(members: Iterable[Report]) -> int:
     report saw, and at least one past the highest slot reported (a member whose metadata
     was older than the group assignor's).
 
-    Every member reads the count from the broker when it joins, after the group assignor
-    read it, so the counts agree unless the topic grew during the rebalance. Then a count
-    that is too small can make the generation look complete early (the members left out
-    start a new generation, which sees the new count) and one that is too large delays the
-    placement until the bounded wait places over the reporters: never two placements of
-    one generation, which only the first assignment on the control topic decides."""
-    count = MEMBER_SLOTS
-    for report in members:
-        count = max(count, report.slot_count, max(report.slots, default=-1) + 1)
-    return count
+    A report carries the count its client knew at the join; before a member may lead it
+    reads the count again (after the group assignor read it: the count the slots were
+    given out of) and re-publishes its report if it changed, so a leader never judges by an
+    older count of its own. Counts disagree only while the topic grows: a count too small
+    can make a generation look complete early (the members left out start a new one, which
+    reads the new count), one too large holds the placement until the bounded wait places
+    over the reporters -- never two placements of one generation, which only the first
+    assignment on the control topic decides. No reports: :data:`MEMBER_SLOTS`."""
+    counts = [max(r.slot_count, max(r.slots, default=-1) + 1) for r in members]
+    return max(counts, default=MEMBER_SLOTS)
 
 
 def missing_slots(members: Iterable[Report]) -> list[int]:

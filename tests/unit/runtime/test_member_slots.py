@@ -95,6 +95,9 @@ def test_the_slot_count_is_the_largest_any_report_shows() -> None:
     c = Report(GENERATION, "m-c", "p", tuple(range(100, 128)), 1_000, slot_count=128)
     assert missing_slots(reported_members([old, c], GENERATION)) == list(range(64, 100))
     assert Report.from_json(c.to_json()) == c
+    eight = range_assign(["x", "y"], 8)
+    small = [Report(GENERATION, m, "p", ss, 1_000, slot_count=8) for m, ss in eight.items()]
+    assert _complete(small) and not _complete(small[:1]), "a topic of fewer than 64 partitions"
 
 
 def test_placement_of_1000_members_by_simulation() -> None:
