@@ -68,12 +68,12 @@ def _complete(reports: list[Report]) -> bool:
 def test_beyond_64_members_a_member_without_a_slot_is_not_waited_for_unless_the_topic_has_more() -> None:
     members = [f"m-{i:03d}" for i in range(65)]
     process_of = {m: "p" for m in members}
-    # the default 64 slots: the last member by id gets none, and the generation looks
+    # 64 slots (the default): the last member by id gets none, and the generation looks
     # complete without its report (the leader would place 64 members; it would rejoin)
     slots = range_assign(members, MEMBER_SLOTS)
     assert slots[members[-1]] == ()
     early = _reports(slots, process_of, MEMBER_SLOTS)[:-1]
-    assert _complete(early), "today's limit: 64 slots cannot count a 65th member"
+    assert _complete(early), "64 slots cannot count a 65th member"
     # a 128-partition members topic: every member has a slot, and the generation is complete
     # only with every report
     slots = range_assign(members, 128)
