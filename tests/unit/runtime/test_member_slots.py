@@ -33,6 +33,7 @@ from platform_streams.runtime.task_assignment.protocol import (
     Assignment,
     Report,
     compute_assignment,
+    encode,
     missing_slots,
     reported_members,
 )
@@ -108,7 +109,10 @@ def test_placement_of_1000_members_by_simulation() -> None:
     process's."""
     rnd = random.Random(48)
     slot_count = 1024
-    members = [f"rdkafka-{rnd.getrandbits(64):016x}" for _ in range(1000)]
+    # member ids as librdkafka makes them: the client.id (application, process, thread), a UUID
+    members = [
+        f"app-{i // 4:08x}-StreamThread-{i % 4 + 1}-consumer-{rnd.getrandbits(128):032x}" for i in range(1000)
+    ]
     process_of = {m: f"proc-{i // 4:03d}" for i, m in enumerate(members)}
     tasks = [TaskId(0, p) for p in range(1000)] + [TaskId(1, p) for p in range(500)]
     changelogs = {t: [f"store-changelog/{t.partition}"] for t in tasks if t.subtopology == 1}
@@ -140,6 +144,8 @@ def test_placement_of_1000_members_by_simulation() -> None:
 
     first = generation(members, None)
     _check(first, members, tasks, process_of, changelogs)
+    # one record on the control topic: within the producer's default message.max.bytes
+    assert len(encode(first)) < 1_000_000
 
     gone = [m for m in members if process_of[m] == "proc-000"]
     new = [f"rdkafka-new-{i}" for i in range(4)]
