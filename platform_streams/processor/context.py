@@ -20,6 +20,7 @@ from platform_streams.processor.record import Headers, Record, RecordMetadata
 from platform_streams.processor.record_collector import RecordCollector
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
+from platform_streams.state.changelog_format import TIMESTAMPED_VALUE_MARK
 from platform_streams.state.private_files import make_private_dirs
 from platform_streams.state.store_context import ChangeSender, RestoreCallback, StateStoreContext
 
@@ -90,6 +91,9 @@ class TaskContext(StateStoreContext):
         self.dropped_records = 0
         #: builds the ``__ps_src`` header of changelog writes; set by the runtime's task
         self.source_position: SourcePositionHeader | None = None
+        #: the stores whose changelog records carry ``TIMESTAMPED_VALUE_MARK`` (timestamped
+        #: key-value stores: state/changelog_format.py says why); their layers add themselves
+        self.timestamped_changelogs: set[str] = set()
 
     # -- StateStoreContext -----------------------------------------------------------------
     @property
@@ -123,6 +127,8 @@ class TaskContext(StateStoreContext):
             raise TopologyError(f"store {store_name!r} logs changes but has no changelog topic")
         source = self.source_position
         headers = source.headers(self.current) if source is not None else None
+        if store_name in self.timestamped_changelogs:
+            headers = [*(headers or ()), TIMESTAMPED_VALUE_MARK]
         self.collector.send(topic, key, value, timestamp, headers, self._task_id.partition)
 
     def change_sender(self, store_name: str) -> ChangeSender:
@@ -133,6 +139,8 @@ class TaskContext(StateStoreContext):
             raise TopologyError(f"store {store_name!r} logs changes but has no changelog topic")
         source = self.source_position
         headers = source.headers(self.current) if source is not None else None
+        if store_name in self.timestamped_changelogs:
+            headers = [*(headers or ()), TIMESTAMPED_VALUE_MARK]
         partition = self._task_id.partition
         quiet_sender = getattr(self.collector, "quiet_sender", None)  # the Kafka collector's
         quiet = None if quiet_sender is None else quiet_sender(topic, partition)

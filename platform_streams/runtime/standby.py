@@ -52,6 +52,7 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetch_committed
 from platform_streams.runtime.task import retention_changelogs, store_changelogs
 from platform_streams.state.backend import StoreCorruptedError
+from platform_streams.state.changelog_format import versioned_values
 from platform_streams.state.manager import FROM_BEGINNING, ProcessorStateManager
 from platform_streams.state.restore import read_start
 from platform_streams.state.snapshot_restore import SnapshotRestorer
@@ -142,6 +143,7 @@ class StandbyTask:
             return True
         batch: list[tuple[bytes, bytes | None]] = []
         timestamps: list[int] = []
+        kept: list[Any] = []
         last: int | None = None
         for index, msg in enumerate(messages):
             if not self.filter.is_committed(msg):
@@ -152,7 +154,13 @@ class StandbyTask:
             if key is not None:
                 batch.append((key, msg.value()))
                 timestamps.append(msg.timestamp()[1])
+                kept.append(msg)
         if last is not None:
+            if self.state_manager.restores_with_timestamps(self.store_of[tp]):
+                # a versioned store: plain values (state/changelog_format.py)
+                values = [value for _, value in batch]
+                versioned_values(kept, values)
+                batch = [(key, value) for (key, _), value in zip(batch, values, strict=True)]
             self.state_manager.restore(self.store_of[tp], batch, last_offset=last, timestamps=timestamps)
             self.applied += len(batch)
             self._dirty = True

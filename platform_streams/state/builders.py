@@ -31,6 +31,7 @@ from platform_streams.state.wrappers.change_logging import (
     ChangeLoggingKeyValueStore,
     ChangeLoggingSessionStore,
     ChangeLoggingWindowStore,
+    logging_layer,
 )
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 from platform_streams.state.wrappers.metered_windowed import MeteredSessionStore, MeteredWindowStore
@@ -146,8 +147,9 @@ class SupplierStoreBuilder(StoreBuilder[S]):
         caching_layer = self.caching_layer if self._caching else None
         if self._logging:
             store = self.logging_layer(store)
-            if caching_layer is None and isinstance(store, ChangeLoggingKeyValueStore):
-                store.stamp_records(values_timestamped=self.timestamped)
+            logged = logging_layer(store)
+            if logged is not None:  # a versioned store's layer stamps its own changes
+                logged.stamp_values(values_timestamped=self.timestamped)
         if caching_layer is not None:
             store = caching_layer(store)
         return self._metered(store)

@@ -54,7 +54,11 @@ ENTRY_OVERHEAD_BYTES = 240
 #: Measured CPython bytes of an entry's decoded form (a 2-tuple and two new ints), see put.
 DECODED_OVERHEAD_BYTES = 120
 
-#: A cached entry: ``(value bytes or None, timestamp, decoded value or None)``.
+#: A cached entry: ``(value bytes or None, timestamp, decoded value or None)``. The timestamp
+#: is that of the record that wrote it (Kafka's ``LRUCacheEntry`` keeps the record context):
+#: the flush stamps the change of a store whose values carry no timestamp with it, and reports
+#: a delete at it. A timestamped value's change carries the value's own timestamp, so the
+#: DSL's fast paths, which write only those, put the stream time there without effect.
 CacheEntry = tuple[bytes | None, int, Any]
 #: Receives the dirty entries leaving a named cache: ``[(key, value or None, timestamp)]``.
 CacheFlushCallback = Callable[[list[tuple[bytes, bytes | None, int]]], None]

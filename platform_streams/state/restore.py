@@ -37,6 +37,7 @@ from operator import methodcaller
 from typing import Any, cast
 
 from platform_streams.errors import BrokerError
+from platform_streams.state.changelog_format import versioned_values
 from platform_streams.state.key_value_store import KeyValueBytesStore
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
@@ -262,6 +263,8 @@ class ChangelogReader:
                     read_keys = list(map(_key_of, kept))
                 keys = cast("list[bytes]", read_keys)
                 values = list(map(_value_of, kept))
+                if timestamps is not None:  # a versioned store: plain values
+                    versioned_values(kept, values)
                 done = 0
                 while done < len(kept):
                     upto = min(len(kept), done + batch_size - len(batch))

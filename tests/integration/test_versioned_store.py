@@ -6,8 +6,8 @@ with its shouldSetChangelogTopicProperties check folded in: a Processor API app 
 (out of order, replaced, tombstoned, deleted) and checks every ``get(key, as_of)`` after each
 record; the state directory is deleted, the store is restored from its changelog (whose records
 carry the version timestamps), and every version answers ``as_of`` queries as before.
-``test_should_manual_upgrade_from_non_versioned_non_timestamped_to_versioned`` is the same
-class's manual upgrade: a plain key-value store's changelog restores a versioned store.
+``test_should_manual_upgrade_from_non_versioned_to_versioned`` is the same class's manual
+upgrades: a plain or a timestamped key-value store's changelog restores a versioned store.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from tests.support.versioned import (
     STORE_NAME,
     DataTracker,
     KeyValueStoreContentCheckerProcessor,
+    TimestampedStoreContentCheckerProcessor,
     VersionedStoreContentCheckerProcessor,
     key_value_store_builder,
     store_builder,
+    timestamped_key_value_store_builder,
 )
 
 pytestmark = [pytest.mark.broker]
@@ -100,25 +102,33 @@ def test_should_restore(bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Pat
 
 @pytest.mark.apache_kafka  # restore depends on the broker keeping the changelog records' timestamps
 @pytest.mark.parametrize(
-    "fusion",
-    [pytest.param(True, id="fused"), pytest.param(False, id="plain-nodes", marks=pytest.mark.kafka_side)],
+    ("fusion", "timestamped"),
+    [
+        pytest.param(True, False, id="fused"),
+        pytest.param(False, False, id="plain-nodes", marks=pytest.mark.kafka_side),
+        pytest.param(True, True, id="timestamped", marks=pytest.mark.kafka_side),
+    ],
 )
-def test_should_manual_upgrade_from_non_versioned_non_timestamped_to_versioned(
-    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, fusion: bool
+def test_should_manual_upgrade_from_non_versioned_to_versioned(
+    bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path, fusion: bool, timestamped: bool
 ) -> None:
-    """VersionedKeyValueStoreIntegrationTest.shouldManualUpgradeFromNonVersionedNonTimestampedToVersioned:
-    an application with a plain key-value store is stopped, its local state wiped, and restarted
-    with a versioned store of the same name, restored from the same changelog: every change
-    restores as the version at its record's timestamp (an out-of-order update included)."""
+    """VersionedKeyValueStoreIntegrationTest.shouldManualUpgradeFromNonVersionedNonTimestampedToVersioned
+    and ...TimestampedToVersioned: an application with a plain (or timestamped) key-value store is
+    stopped, its local state wiped, and restarted with a versioned store of the same name,
+    restored from the same changelog: every change restores as the version at its record's
+    timestamp (an out-of-order update included); a timestamped store's records restore their
+    plain values (state/changelog_format.py)."""
     source, sink = new_topic(admin, 1, "upgrade-in"), new_topic(admin, 1, "upgrade-out")
     # plain nodes (fusion=False) stamp the changes as the fused code does
     config = app_config(bootstrap_servers, tmp_path / "state", fusion=fusion)
     base = int(time.time() * 1000)
     builder = StreamsBuilder()
-    builder.add_state_store(key_value_store_builder())
+    original = timestamped_key_value_store_builder() if timestamped else key_value_store_builder()
+    builder.add_state_store(original)
+    checker = TimestampedStoreContentCheckerProcessor if timestamped else KeyValueStoreContentCheckerProcessor
     (
         builder.stream(source, Consumed(key_serde=INT, value_serde=S))
-        .process(KeyValueStoreContentCheckerProcessor, STORE_NAME)
+        .process(checker, STORE_NAME)
         .to(sink, Produced(key_serde=INT, value_serde=INT))
     )
     data = DataTracker()

@@ -2,12 +2,12 @@
 
 Source: apache/kafka streams/src/test/java/org/apache/kafka/streams/integration/
 VersionedKeyValueStoreIntegrationTest.java. ``shouldPutGetAndDelete`` and the changelog
-config of ``shouldSetChangelogTopicProperties`` run here; ``shouldRestore`` runs on the broker
+config of ``shouldSetChangelogTopicProperties`` run here; ``shouldRestore`` and both manual
+upgrades (``shouldManualUpgradeFromNonVersioned{NonTimestamped,Timestamped}ToVersioned``: a
+restart restoring a versioned store from a key-value store's changelog) run on the broker
 (tests/integration/test_versioned_store.py). Not translated:
 ``shouldAllowCustomIQv2ForCustomStoreImplementations`` (custom store implementations are not
-pluggable into the versioned builder here) and the manual upgrade from a timestamped store, a
-skipped test at the end that says why; the upgrade from a plain key-value store runs on the
-broker (``test_should_manual_upgrade_from_non_versioned_non_timestamped_to_versioned``).
+pluggable into the versioned builder here).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from platform_streams.dsl import Consumed, Produced, StreamsBuilder
 from platform_streams.serde import Integer, String
 from platform_streams.testing import TopologyTestDriver
-from tests.kafka.support import cases_without_python_equivalent
 from tests.support.versioned import (
     HISTORY_RETENTION,
     INPUT_BATCHES,
@@ -59,22 +58,3 @@ def test_should_set_changelog_topic_properties() -> None:
     config = topics[f"{STORE_NAME}-changelog"]
     assert config["cleanup.policy"] == "compact"
     assert config["min.compaction.lag.ms"] == str(HISTORY_RETENTION + 24 * 60 * 60 * 1000)
-
-
-MANUAL_UPGRADE = (
-    "restarts an application whose timestamped key-value store is replaced by a versioned one "
-    "restored from the same changelog (Kafka's documented manual upgrade). Not supported: a "
-    "timestamped store logs its own timestamp+value bytes, where Kafka "
-    "(ChangeLoggingTimestampedKeyValueBytesStore) logs the plain value with the timestamp on the "
-    "record, so a versioned store would restore 8-byte-prefixed values; changing the format needs "
-    "a marker old changelogs lack (docs/oracle.md, 'Changelog records'). The non-timestamped "
-    "case runs on the broker (tests/integration/test_versioned_store.py)"
-)
-
-# Java cases with no Python equivalent: skipped tests whose reason says why (pytest -rs)
-test_java_case_without_python_equivalent = cases_without_python_equivalent(
-    "VersionedKeyValueStoreIntegrationTest",
-    {
-        "shouldManualUpgradeFromNonVersionedTimestampedToVersioned": MANUAL_UPGRADE,
-    },
-)

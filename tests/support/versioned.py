@@ -15,6 +15,7 @@ from typing import Any
 from platform_streams.processor import Processor, Record
 from platform_streams.serde import Integer, String
 from platform_streams.state import Stores
+from platform_streams.state.timestamped import ValueAndTimestamp
 
 STORE_NAME = "versioned-store"
 HISTORY_RETENTION = 3_600_000
@@ -106,5 +107,34 @@ class KeyValueStoreContentCheckerProcessor(Processor):
             raise ValueError("'delete' is not supported by KeyValueStoreContentCheckerProcessor")
         self.store.put(record.key, record.value)
         self.data[record.key] = record.value
+        failed = sum(1 for key, value in self.data.items() if self.store.get(key) != value)
+        self.context.forward(Record(record.key, failed, record.timestamp))
+
+
+def timestamped_key_value_store_builder() -> Any:
+    """The timestamped store the manual-upgrade case starts from (same name and changelog)."""
+    return Stores.timestamped_key_value_store_builder(
+        Stores.persistent_key_value_store(STORE_NAME), Integer(), String()
+    )
+
+
+class TimestampedStoreContentCheckerProcessor(Processor):
+    """``TimestampedStoreContentCheckerProcessor``: puts each record into a timestamped store
+    under its own timestamp (a None value: a delete, as ``ValueAndTimestamp.make(null, ts)``
+    is null), then forwards how many keys read back other than last written."""
+
+    def __init__(self) -> None:
+        self.data: dict[int, ValueAndTimestamp | None] = {}
+
+    def init(self, context: Any) -> None:
+        self.context = context
+        self.store = context.get_state_store(STORE_NAME)
+
+    def process(self, record: Record) -> None:
+        if record.value == DELETE_VALUE_KEYWORD:
+            raise ValueError("'delete' is not supported by TimestampedStoreContentCheckerProcessor")
+        stamped = None if record.value is None else ValueAndTimestamp(record.value, record.timestamp)
+        self.store.put(record.key, stamped)
+        self.data[record.key] = stamped
         failed = sum(1 for key, value in self.data.items() if self.store.get(key) != value)
         self.context.forward(Record(record.key, failed, record.timestamp))

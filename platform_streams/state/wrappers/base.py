@@ -42,11 +42,9 @@ def changelog_topic_name(application_id: str, store_name: str) -> str:
 
 
 def record_timestamp(context: StateStoreContext) -> int:
-    """The timestamp given to a change of a windowed or cached store: the task's stream time
-    (wall clock before any record). Stream time is never earlier than the record's own, so
-    changelog retention (``compact,delete`` topics) errs on keeping. An uncached key-value
-    store stamps its record's time instead (``change_logging.change_time``).
-    """
+    """The task's stream time (wall clock before any record): the time of a change made
+    outside any record (``change_logging.change_time``; a change within one carries the
+    record's time)."""
     ts = context.current_stream_time_ms()
     return ts if ts >= 0 else context.current_system_time_ms()
 

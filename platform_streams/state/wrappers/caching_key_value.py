@@ -17,6 +17,7 @@ from platform_streams.errors import InvalidStateStoreError
 from platform_streams.state.api import FlushListener, KeyValueStore, StateStore
 from platform_streams.state.cache import merge_sorted
 from platform_streams.state.wrappers.base import CachingLayer
+from platform_streams.state.wrappers.change_logging import change_time, logging_layer
 
 if TYPE_CHECKING:
     from platform_streams.serde.base import Serde
@@ -55,18 +56,27 @@ class CachingKeyValueStore(CachingLayer, KeyValueStore[bytes, bytes]):
     def layered_flush(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
         """Each entry through the layers below, then to the listener (the general flush)."""
         wrapped = self.wrapped
+        logged = logging_layer(wrapped)
         listener = self._listener
-        if listener is None:
-            for key, value, _ in entries:
+        try:
+            if listener is None:
+                for key, value, timestamp in entries:
+                    if logged is not None:
+                        logged.entry_time = timestamp
+                    wrapped.put(key, value)
+                return
+            send_old = self._send_old_values
+            for key, value, timestamp in entries:
+                old = wrapped.get(key) if (send_old or value is None) else None
+                if value is None and old is None:
+                    continue  # deleting a key that never reached the store: nothing to tell
+                if logged is not None:
+                    logged.entry_time = timestamp
                 wrapped.put(key, value)
-            return
-        send_old = self._send_old_values
-        for key, value, timestamp in entries:
-            old = wrapped.get(key) if (send_old or value is None) else None
-            if value is None and old is None:
-                continue  # deleting a key that never reached the store: nothing to tell
-            wrapped.put(key, value)
-            listener(key, value, old if send_old else None, timestamp)
+                listener(key, value, old if send_old else None, timestamp)
+        finally:
+            if logged is not None:
+                logged.entry_time = None
 
     # ------------------------------------------------------------------ point operations
 
@@ -91,11 +101,9 @@ class CachingKeyValueStore(CachingLayer, KeyValueStore[bytes, bytes]):
         cache = self._cache
         if cache is None:
             raise InvalidStateStoreError("store is not open", store=self.name)
-        context = self._context
-        timestamp = context.current_stream_time_ms()
-        if timestamp < 0:
-            timestamp = context.current_system_time_ms()
-        cache.put(key, value, timestamp)
+        # the entry keeps the time of the record writing it, as Kafka's LRUCacheEntry keeps its
+        # record context: the flush stamps the change with it, and reports a delete at it
+        cache.put(key, value, change_time(self._context))
 
     def put_if_absent(self, key: bytes, value: bytes) -> bytes | None:
         old = self.get(key)

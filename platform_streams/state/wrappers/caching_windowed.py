@@ -45,9 +45,13 @@ from platform_streams.state.wrappers.base import (
     DelegatedRetention,
     DelegatedWindowShape,
     innermost,
-    record_timestamp,
 )
-from platform_streams.state.wrappers.change_logging import ChangeLoggingWindowStore
+from platform_streams.state.wrappers.change_logging import (
+    ChangeLoggingWindowStore,
+    change_time,
+    flush_stamp,
+    logging_layer,
+)
 from platform_streams.state.wrappers.quiet_flush import QuietCount, flush_reporting_last, quiet_logger
 
 if TYPE_CHECKING:
@@ -94,7 +98,8 @@ class _IndexedCache(CachingLayer):
             if keys is None:
                 keys = index[key] = set()
             keys.add(binary)
-        cache.put(binary, value, record_timestamp(self._context))
+        # the time of the record writing it, as Kafka's LRUCacheEntry keeps its record context
+        cache.put(binary, value, change_time(self._context))
 
     def _key_index(self) -> dict[bytes, set[bytes]]:
         """The per-record-key index of the cache keys, built from the cache on first use.
@@ -177,6 +182,7 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
             return
         write = inner.binary_writer()
         sender = None if changelog is None else changelog.flush_sender()
+        timestamped = changelog is not None and changelog.values_timestamped
         listener = self._listener
         size = inner.window_size_ms
 
@@ -186,7 +192,7 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
             count: QuietCount | None,
         ) -> None:
             if sender is not None:
-                (send, topic, headers, partition, _), log_timestamp = sender
+                send, topic, headers, partition, _ = sender
                 if produce is not None:
                     assert count is not None
                     log = quiet_logger(sender, produce, count)
@@ -197,9 +203,9 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
                     continue
                 write(binary, value)
                 if produce is not None:
-                    log(binary, value)
+                    log(binary, value, flush_stamp(value, timestamp, timestamped))
                 elif sender is not None:
-                    send(topic, binary, value, log_timestamp, headers, partition)
+                    send(topic, binary, value, flush_stamp(value, timestamp, timestamped), headers, partition)
                 if listener is not None:
                     start = window_start_of(binary)
                     key = binary[: len(binary) - WINDOW_SUFFIX_LEN]
@@ -209,21 +215,29 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
 
     def _layered_flush(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
         wrapped = self.wrapped
+        logged = logging_layer(wrapped)
         listener = self._listener
         send_old = self._send_old_values
         size = self.wrapped.window_size_ms
-        for binary, value, timestamp in entries:
-            key, start, _ = split_window_key(binary)
-            if listener is None:
+        try:
+            for binary, value, timestamp in entries:
+                key, start, _ = split_window_key(binary)
+                if listener is None:
+                    if logged is not None:
+                        logged.entry_time = timestamp
+                    wrapped.put(key, value, start)
+                    continue
+                old = wrapped.fetch_at(key, start) if (send_old or value is None) else None
+                if value is None and old is None:
+                    continue
+                if logged is not None:
+                    logged.entry_time = timestamp
                 wrapped.put(key, value, start)
-                continue
-            old = wrapped.fetch_at(key, start) if (send_old or value is None) else None
-            if value is None and old is None:
-                continue
-            wrapped.put(key, value, start)
-            listener(
-                Windowed(key, TimeWindow(start, start + size)), value, old if send_old else None, timestamp
-            )
+                window = Windowed(key, TimeWindow(start, start + size))
+                listener(window, value, old if send_old else None, timestamp)
+        finally:
+            if logged is not None:
+                logged.entry_time = None
 
     def put(self, key: bytes, value: bytes | None, window_start_ms: int) -> None:
         self._cache_put(key, key + window_suffix(window_start_ms, 0), value, window_start_ms)
@@ -334,19 +348,28 @@ class CachingSessionStore(_IndexedCache, DelegatedRetention, SessionStore[bytes,
 
     def _flush_entries(self, entries: list[tuple[bytes, bytes | None, int]]) -> None:
         wrapped = self.wrapped
+        logged = logging_layer(wrapped)
         listener = self._listener
         send_old = self._send_old_values
-        for binary, value, timestamp in entries:
-            key, start, end = split_session_key(binary)
-            windowed = Windowed(key, SessionWindow(start, end))
-            if listener is None:
+        try:
+            for binary, value, timestamp in entries:
+                key, start, end = split_session_key(binary)
+                windowed = Windowed(key, SessionWindow(start, end))
+                if listener is None:
+                    if logged is not None:
+                        logged.entry_time = timestamp
+                    wrapped.put(windowed, value)
+                    continue
+                old = wrapped.fetch_session(key, start, end) if (send_old or value is None) else None
+                if value is None and old is None:
+                    continue
+                if logged is not None:
+                    logged.entry_time = timestamp
                 wrapped.put(windowed, value)
-                continue
-            old = wrapped.fetch_session(key, start, end) if (send_old or value is None) else None
-            if value is None and old is None:
-                continue
-            wrapped.put(windowed, value)
-            listener(windowed, value, old if send_old else None, timestamp)
+                listener(windowed, value, old if send_old else None, timestamp)
+        finally:
+            if logged is not None:
+                logged.entry_time = None
 
     def put(self, session_key_: Windowed[bytes], aggregate: bytes | None) -> None:
         key = session_key_.key

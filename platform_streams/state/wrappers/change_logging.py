@@ -37,6 +37,9 @@ __all__ = [
     "ChangeLoggingSessionStore",
     "ChangeLoggingWindowStore",
     "ChangelogRegisteringContext",
+    "change_time",
+    "flush_stamp",
+    "logging_layer",
 ]
 
 
@@ -90,9 +93,16 @@ class ChangelogRegisteringContext(StateStoreContext):
 
 
 class _ChangeLogging(WrappedStore):
-    """Shared init: remember the context, register the changelog topic below."""
+    """Shared init: remember the context, register the changelog topic below; the timestamp
+    of each change, as Kafka's ``ChangeLogging*BytesStore`` stamps it (:meth:`change_time_of`).
+    """
 
     _context: StateStoreContext
+    #: the values are ``timestamp (8) + value``: a change is stamped with its value's timestamp
+    values_timestamped = False
+    #: the time of the record that wrote the cache entry being flushed (Kafka's cache sets the
+    #: entry's record context before writing it below); None outside a cache flush
+    entry_time: int | None = None
 
     def init(self, context: StateStoreContext, root: StateStore) -> None:
         self._context = context
@@ -100,16 +110,32 @@ class _ChangeLogging(WrappedStore):
         topic = changelog_topic_name(context.application_id, self._store_name)
         self.wrapped.init(ChangelogRegisteringContext(context, topic), root)
 
-    def _log(self, key: bytes, value: bytes | None) -> None:
-        context = self._context
-        context.log_change(self._store_name, key, value, record_timestamp(context))
+    def stamp_values(self, *, values_timestamped: bool) -> None:
+        """Stamp a change with its value's own timestamp (a timestamped store's)."""
+        self.values_timestamped = values_timestamped
 
-    def flush_sender(self) -> tuple[ChangeSender, int]:
-        """``(sender, timestamp)`` for the changes of one cache flush: what :meth:`_log`
-        resolves per change (topic, partition, headers, stream time) resolved once, for the
-        caching layers' one-loop flushes. Valid within that flush only."""
-        context = self._context
-        return context.change_sender(self._store_name), record_timestamp(context)
+    def change_time_of(self, value: bytes | None) -> int:
+        """A change's timestamp: a timestamped value's own; else the time of the record that
+        wrote it (the flushed cache entry's, or the record being processed)."""
+        if value is not None and self.values_timestamped:
+            return int.from_bytes(value[:8], "big", signed=True)
+        entry_time = self.entry_time
+        return change_time(self._context) if entry_time is None else entry_time
+
+    def _log(self, key: bytes, value: bytes | None) -> None:
+        self._context.log_change(self._store_name, key, value, self.change_time_of(value))
+
+    def flush_sender(self) -> ChangeSender:
+        """The sender for the changes of one cache flush: what :meth:`_log` resolves per
+        change (topic, partition, headers) resolved once, for the caching layers' one-loop
+        flushes, which stamp each change with :func:`flush_stamp`. Valid within that flush only."""
+        return self._context.change_sender(self._store_name)
+
+
+def flush_stamp(value: bytes, entry_time: int, values_timestamped: bool) -> int:
+    """The timestamp of a flushed cache entry's change (:meth:`_ChangeLogging.change_time_of`
+    for a value, without the call): the value's own if timestamped, else the entry's."""
+    return int.from_bytes(value[:8], "big", signed=True) if values_timestamped else entry_time
 
 
 def change_time(context: StateStoreContext) -> int:
@@ -122,44 +148,37 @@ def change_time(context: StateStoreContext) -> int:
     return record_timestamp(context)
 
 
+def logging_layer(store: Any) -> _ChangeLogging | None:
+    """``store`` if it is a change-logging layer (a caching layer's ``wrapped``), else None."""
+    return store if isinstance(store, _ChangeLogging) else None
+
+
 class ChangeLoggingKeyValueStore(_ChangeLogging, KeyValueStore[bytes, bytes]):
     """Logs puts and deletes of a key-value bytes store.
 
-    A store without a cache (:meth:`stamp_records`) stamps each change as Kafka's
-    ``ChangeLoggingKeyValueBytesStore`` and ``ChangeLoggingTimestampedKeyValueBytesStore`` do:
-    a timestamped store's value with its own timestamp (the first 8 bytes), anything else with
-    the timestamp of the record being processed, so a versioned store restored from this
-    changelog (Kafka's manual upgrade) gets each change as the version at that time. The value
-    bytes are the store's either way. A processor that forwards a record under a new timestamp
-    does not change the time a downstream store's change is stamped with (the input record's),
-    where Kafka's does. Under a cache, changes are stamped with the stream time of their flush,
-    as the caching layers' one-loop flushes (``flush_sender``) stamp them; Kafka's cache keeps
-    each entry's own record context for it.
+    Each change is stamped as Kafka's ``ChangeLoggingKeyValueBytesStore`` and
+    ``ChangeLoggingTimestampedKeyValueBytesStore`` do: a timestamped store's value with its own
+    timestamp (the first 8 bytes), anything else with the timestamp of the record that made
+    the change (under a cache: the record that last wrote the flushed entry), so a versioned
+    store restored from this changelog (Kafka's manual upgrade) gets each change as the
+    version at that time. The value bytes are the store's either way. A processor that
+    forwards a record under a new timestamp does not change the time a downstream store's
+    change is stamped with (the input record's), where Kafka's does. A timestamped store's
+    records carry a header saying their value is ``timestamp + value``, which a versioned
+    store restoring from them drops (``state/changelog_format.py``).
     """
 
     wrapped: KeyValueStore[bytes, bytes]
-    #: stamp each change with its record's (or value's) timestamp, not the stream time
-    _record_times = False
-    #: the values are ``timestamp (8) + value``
-    _values_timestamped = False
 
     def __init__(self, wrapped: KeyValueStore[bytes, bytes]) -> None:
         super().__init__(wrapped)
 
-    def stamp_records(self, *, values_timestamped: bool) -> None:
-        """Stamp changes as Kafka does (a store written directly, not through a cache)."""
-        self._record_times = True
-        self._values_timestamped = values_timestamped
-
-    def _log(self, key: bytes, value: bytes | None) -> None:
-        context = self._context
-        if not self._record_times:
-            time = record_timestamp(context)
-        elif value is not None and self._values_timestamped:
-            time = int.from_bytes(value[:8], "big", signed=True)
-        else:
-            time = change_time(context)
-        context.log_change(self._store_name, key, value, time)
+    def init(self, context: StateStoreContext, root: StateStore) -> None:
+        super().init(context, root)
+        marked: set[str] | None = getattr(context, "timestamped_changelogs", None)
+        if marked is not None and self.values_timestamped:
+            # a versioned store restored from this changelog drops the prefix it marks
+            marked.add(self._store_name)
 
     def get(self, key: bytes) -> bytes | None:
         return self.wrapped.get(key)

@@ -9,9 +9,10 @@ and a flush is thousands of entries: for an exactly-once count (100 ms commits) 
 is a third of the worker's time, and an every-key-new count flushes every record.
 
 :func:`direct_flush` builds the flush callback that does the same work per entry in one
-loop: the same bytes-store put, the same changelog record (topic, partition, timestamp
-and headers resolved once per flush through ``StateStoreContext.change_sender``, whose
-``send`` the loop calls itself: none of them can change within a flush), the same
+loop: the same bytes-store put, the same changelog record (topic, partition and headers
+resolved once per flush through ``StateStoreContext.change_sender``, whose ``send`` the
+loop calls itself: none of them can change within a flush; each record stamped as the
+layer stamps it, ``change_logging.flush_stamp``), the same
 listener call with the same decoded key, value, old value and timestamp, in the same
 order. A value whose decoded form the cache kept beside these very bytes
 (``direct_cache_path``) is not decoded again, nor is a key of a ``Bytes`` key serde.
@@ -31,6 +32,7 @@ from typing import Any
 from platform_streams.state.api import FlushListener
 from platform_streams.state.store_context import ChangeSender
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
+from platform_streams.state.wrappers.change_logging import flush_stamp
 from platform_streams.state.wrappers.direct_cache_path import fixed_codec, kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 from platform_streams.state.wrappers.quiet_flush import QuietCount, flush_reporting_last
@@ -64,11 +66,14 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         cached_entries = caching._require()._entries
         put, get = inner._map.put, inner._map.get
         sender = None if changelog is None else changelog.flush_sender()
+        timestamped = changelog is not None and changelog.values_timestamped
         # without delivery reports but the last (runtime/quiet_changelogs.py, quiet_flush.py)
         flush_reporting_last(
             entries,
             sender,
-            lambda part, produce, count: _flush(part, cached_entries, put, get, sender, produce, count),
+            lambda part, produce, count: _flush(
+                part, cached_entries, put, get, sender, timestamped, produce, count
+            ),
         )
 
     def _flush(
@@ -76,20 +81,21 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         cached_entries: dict[bytes, Any],
         put: Callable[[bytes, bytes], None],
         get: Callable[[bytes], bytes | None],
-        sender: tuple[ChangeSender, int] | None,
+        sender: ChangeSender | None,
+        timestamped: bool,
         produce: Callable[..., None] | None,
         count: QuietCount | None,
     ) -> None:
         """Flush ``entries``; with ``produce`` (a flush's all but last) their changelog
         records go to librdkafka without a report, counted in ``count``."""
         if sender is not None:
-            (send, topic, headers, partition, _), log_timestamp = sender
+            send, topic, headers, partition, _ = sender
             produce_headers = headers or None  # the positional produce's, once a flush
         deserialize_value = metered._deserialize_value
-        quiet, last = 0, None
+        quiet, last, last_timestamp = 0, None, 0
         try:
             for entry in entries:
-                key, value, _ = entry
+                key, value, written = entry
                 if value is None:
                     layered([entry])
                     continue
@@ -99,11 +105,13 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                     if old_raw is not None:
                         old = deserialize_value(old_raw)[0]
                 put(key, value)
+                log_timestamp = flush_stamp(value, written, timestamped)
                 if produce is not None:  # quiet_flush.quiet_logger's work, without its call a record
                     try:  # positional only: store_context.QuietSend says why
                         produce(topic, value, key, partition, None, None, log_timestamp, produce_headers)
                         quiet += 1
                         last = entry
+                        last_timestamp = log_timestamp
                     except Exception:  # full queue, refused: the reported send's own handling
                         send(topic, key, value, log_timestamp, headers, partition)
                 elif sender is not None:
@@ -119,6 +127,6 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         finally:
             if count is not None and last is not None:
                 count.records += quiet
-                count.key, count.value = last[0], last[1] or b""
+                count.key, count.value, count.timestamp = last[0], last[1] or b"", last_timestamp
 
     return flush

@@ -23,11 +23,12 @@ Entries = list[tuple[bytes, bytes | None, int]]
 class QuietCount:
     """What a flush loop sent without reports: how many, and the last one's key and value."""
 
-    __slots__ = ("key", "records", "value")
+    __slots__ = ("key", "records", "timestamp", "value")
 
     def __init__(self) -> None:
         self.records = 0
         self.key = self.value = b""
+        self.timestamp = 0
 
 
 #: ``loop(entries, produce, count)``: flush ``entries``; with ``produce`` (librdkafka's)
@@ -35,13 +36,13 @@ class QuietCount:
 FlushLoop = Callable[[Entries, Callable[..., None] | None, QuietCount | None], None]
 
 
-def flush_reporting_last(entries: Entries, sender: tuple[ChangeSender, int] | None, loop: FlushLoop) -> None:
+def flush_reporting_last(entries: Entries, sender: ChangeSender | None, loop: FlushLoop) -> None:
     """Run ``loop`` over ``entries``: quietly up to the last entry that writes a record (a
     delete of a key the store does not hold writes none), reported from there on. A loop
     that stops half-way leaves quiet records with no reported one after them: the last of
     them is sent again, reported (the same key and value once more: a restore applies it
     twice, to the same effect), so that they are still proved written."""
-    quiet = None if sender is None else sender[0].quiet
+    quiet = None if sender is None else sender.quiet
     cut = len(entries) - 1
     while cut > 0 and entries[cut][1] is None:
         cut -= 1
@@ -54,9 +55,9 @@ def flush_reporting_last(entries: Entries, sender: tuple[ChangeSender, int] | No
         loop(entries[cut:], None, None)
     except BaseException:
         if count.records:
-            (send, topic, headers, partition, _), timestamp = cast("tuple[ChangeSender, int]", sender)
+            send, topic, headers, partition, _ = cast("ChangeSender", sender)
             try:
-                send(topic, count.key, count.value, timestamp, headers, partition)
+                send(topic, count.key, count.value, count.timestamp, headers, partition)
             except BaseException:
                 quiet.sent(count.records, False)
                 raise
@@ -66,21 +67,21 @@ def flush_reporting_last(entries: Entries, sender: tuple[ChangeSender, int] | No
 
 
 def quiet_logger(
-    sender: tuple[ChangeSender, int], produce: Callable[..., None], count: QuietCount
-) -> Callable[[bytes, bytes], None]:
-    """``log(key, value)``: one changelog record of the flush without a report, counted; a
-    record ``produce`` refuses (a full queue, too large) goes through the reported send,
-    which waits for room or fails as it does for any changelog record."""
-    (send, topic, headers, partition, _), timestamp = sender
+    sender: ChangeSender, produce: Callable[..., None], count: QuietCount
+) -> Callable[[bytes, bytes, int], None]:
+    """``log(key, value, timestamp)``: one changelog record of the flush without a report,
+    counted; a record ``produce`` refuses (a full queue, too large) goes through the reported
+    send, which waits for room or fails as it does for any changelog record."""
+    send, topic, headers, partition, _ = sender
     produce_headers = headers or None
 
-    def log(key: bytes, value: bytes) -> None:
+    def log(key: bytes, value: bytes, timestamp: int) -> None:
         try:  # positional only: store_context.QuietSend says why
             produce(topic, value, key, partition, None, None, timestamp, produce_headers)
         except Exception:
             send(topic, key, value, timestamp, headers, partition)
         else:
             count.records += 1
-            count.key, count.value = key, value
+            count.key, count.value, count.timestamp = key, value, timestamp
 
     return log
