@@ -96,17 +96,22 @@ class KeyValueStoreContentCheckerProcessor(Processor):
     then forwards how many keys read back other than last written."""
 
     def __init__(self) -> None:
-        self.data: dict[int, str | None] = {}
+        self.data: dict[int, Any] = {}
 
     def init(self, context: Any) -> None:
         self.context = context
         self.store = context.get_state_store(STORE_NAME)
 
+    def stored(self, record: Record) -> Any:
+        """What the record puts into the store."""
+        return record.value
+
     def process(self, record: Record) -> None:
         if record.value == DELETE_VALUE_KEYWORD:
-            raise ValueError("'delete' is not supported by KeyValueStoreContentCheckerProcessor")
-        self.store.put(record.key, record.value)
-        self.data[record.key] = record.value
+            raise ValueError(f"'delete' is not supported by {type(self).__name__}")
+        value = self.stored(record)
+        self.store.put(record.key, value)
+        self.data[record.key] = value
         failed = sum(1 for key, value in self.data.items() if self.store.get(key) != value)
         self.context.forward(Record(record.key, failed, record.timestamp))
 
@@ -118,23 +123,10 @@ def timestamped_key_value_store_builder() -> Any:
     )
 
 
-class TimestampedStoreContentCheckerProcessor(Processor):
-    """``TimestampedStoreContentCheckerProcessor``: puts each record into a timestamped store
-    under its own timestamp (a None value: a delete, as ``ValueAndTimestamp.make(null, ts)``
-    is null), then forwards how many keys read back other than last written."""
+class TimestampedStoreContentCheckerProcessor(KeyValueStoreContentCheckerProcessor):
+    """``TimestampedStoreContentCheckerProcessor``: the same over a timestamped store, each
+    value under its record's timestamp (a None value: a delete, as Kafka's
+    ``ValueAndTimestamp.make(null, ts)`` is null)."""
 
-    def __init__(self) -> None:
-        self.data: dict[int, ValueAndTimestamp | None] = {}
-
-    def init(self, context: Any) -> None:
-        self.context = context
-        self.store = context.get_state_store(STORE_NAME)
-
-    def process(self, record: Record) -> None:
-        if record.value == DELETE_VALUE_KEYWORD:
-            raise ValueError("'delete' is not supported by TimestampedStoreContentCheckerProcessor")
-        stamped = None if record.value is None else ValueAndTimestamp(record.value, record.timestamp)
-        self.store.put(record.key, stamped)
-        self.data[record.key] = stamped
-        failed = sum(1 for key, value in self.data.items() if self.store.get(key) != value)
-        self.context.forward(Record(record.key, failed, record.timestamp))
+    def stored(self, record: Record) -> Any:
+        return None if record.value is None else ValueAndTimestamp(record.value, record.timestamp)
