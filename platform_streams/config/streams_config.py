@@ -290,7 +290,7 @@ class StreamsConfig(BaseModel):
         description="With task_assignor='state_aware': partitions of the '<application_id>-members' "
         "topic, the most group members (stream threads of all instances together) whose "
         "reports a generation's placement waits for; an existing smaller topic is grown where "
-        "the broker allows (not Tansu: docs/scale-out.md, 'Membership').",
+        "the broker allows (CreatePartitions; docs/scale-out.md, 'Membership').",
     )
     max_warmup_replicas: int = Field(default=2, ge=1)
     client_tags: dict[str, str] = Field(

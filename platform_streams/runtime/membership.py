@@ -235,7 +235,7 @@ def grow_members_topic(admin: KafkaAdmin, name: str, slots: int) -> int:
     """Grow the existing members topic ``name`` to ``slots`` partitions if it has fewer;
     return its partition count.
 
-    Growing needs CreatePartitions (Apache Kafka; Tansu lacks it): where it fails the topic
+    Growing needs CreatePartitions (a broker without it refuses at once): where it fails the topic
     keeps its count, which stays the most members a generation waits for (a warning says
     how to migrate). Nothing is ever read from the topic, so adding partitions loses
     nothing; the group rebalances once over the new count.
