@@ -194,7 +194,8 @@ class CommittedInputFilter:
                     msg
                     for msg in messages
                     if (headers := msg.headers()) is None
-                    or (len(headers) == 1 and headers[0][0] == header and int(headers[0][1]) < limit)
+                    # the position header comes first (a timestamped store's marker follows it)
+                    or (headers and headers[0][0] == header and int(headers[0][1]) < limit)
                 ]
             except (TypeError, ValueError):
                 kept = []
