@@ -11,8 +11,8 @@ is a third of the worker's time, and an every-key-new count flushes every record
 :func:`direct_flush` builds the flush callback that does the same work per entry in one
 loop: the same bytes-store put, the same changelog record (topic, partition and headers
 resolved once per flush through ``StateStoreContext.change_sender``, whose ``send`` the
-loop calls itself: none of them can change within a flush; each record stamped as the
-layer stamps it, ``change_logging.flush_stamp``), the same
+loop calls itself: none of them can change within a flush; each record stamped with its
+value's timestamp, as the layer stamps a timestamped store's), the same
 listener call with the same decoded key, value, old value and timestamp, in the same
 order. A value whose decoded form the cache kept beside these very bytes
 (``direct_cache_path``) is not decoded again, nor is a key of a ``Bytes`` key serde.
@@ -32,7 +32,6 @@ from typing import Any
 from platform_streams.state.api import FlushListener
 from platform_streams.state.store_context import ChangeSender
 from platform_streams.state.wrappers.caching_key_value import CachingKeyValueStore
-from platform_streams.state.wrappers.change_logging import flush_stamp
 from platform_streams.state.wrappers.direct_cache_path import fixed_codec, kv_layers_below
 from platform_streams.state.wrappers.metered_key_value import MeteredKeyValueStore
 from platform_streams.state.wrappers.quiet_flush import QuietCount, flush_reporting_last
@@ -66,14 +65,11 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         cached_entries = caching._require()._entries
         put, get = inner._map.put, inner._map.get
         sender = None if changelog is None else changelog.flush_sender()
-        timestamped = changelog is not None and changelog.values_timestamped
         # without delivery reports but the last (runtime/quiet_changelogs.py, quiet_flush.py)
         flush_reporting_last(
             entries,
             sender,
-            lambda part, produce, count: _flush(
-                part, cached_entries, put, get, sender, timestamped, produce, count
-            ),
+            lambda part, produce, count: _flush(part, cached_entries, put, get, sender, produce, count),
         )
 
     def _flush(
@@ -82,7 +78,6 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         put: Callable[[bytes, bytes], None],
         get: Callable[[bytes], bytes | None],
         sender: ChangeSender | None,
-        timestamped: bool,
         produce: Callable[..., None] | None,
         count: QuietCount | None,
     ) -> None:
@@ -95,7 +90,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         quiet, last, last_timestamp = 0, None, 0
         try:
             for entry in entries:
-                key, value, written = entry
+                key, value, _ = entry
                 if value is None:
                     layered([entry])
                     continue
@@ -105,17 +100,6 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                     if old_raw is not None:
                         old = deserialize_value(old_raw)[0]
                 put(key, value)
-                log_timestamp = flush_stamp(value, written, timestamped)
-                if produce is not None:  # quiet_flush.quiet_logger's work, without its call a record
-                    try:  # positional only: store_context.QuietSend says why
-                        produce(topic, value, key, partition, None, None, log_timestamp, produce_headers)
-                        quiet += 1
-                        last = entry
-                        last_timestamp = log_timestamp
-                    except Exception:  # full queue, refused: the reported send's own handling
-                        send(topic, key, value, log_timestamp, headers, partition)
-                elif sender is not None:
-                    send(topic, key, value, log_timestamp, headers, partition)
                 cached = cached_entries.get(key)  # the decoded form kept for these bytes, if any
                 if cached is not None and cached[0] is value and cached[2] is not None:
                     new_value, timestamp = cached[2]
@@ -123,6 +107,18 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                     timestamp, new_value = unpack(value)  # what deserialize_value does, in C
                 else:
                     new_value, timestamp = deserialize_value(value)
+                # the change is stamped with the value's own timestamp, as the layer stamps a
+                # timestamped store's (change_logging.flush_stamp), without reading it again
+                if produce is not None:  # quiet_flush.quiet_logger's work, without its call a record
+                    try:  # positional only: store_context.QuietSend says why
+                        produce(topic, value, key, partition, None, None, timestamp, produce_headers)
+                        quiet += 1
+                        last = entry
+                        last_timestamp = timestamp
+                    except Exception:  # full queue, refused: the reported send's own handling
+                        send(topic, key, value, timestamp, headers, partition)
+                elif sender is not None:
+                    send(topic, key, value, timestamp, headers, partition)
                 listener(key if deserialize_key is None else deserialize_key(key), new_value, old, timestamp)
         finally:
             if count is not None and last is not None:
