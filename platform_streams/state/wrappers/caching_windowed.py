@@ -49,7 +49,6 @@ from platform_streams.state.wrappers.base import (
 from platform_streams.state.wrappers.change_logging import (
     ChangeLoggingWindowStore,
     change_time,
-    flush_stamp,
     logging_layer,
 )
 from platform_streams.state.wrappers.quiet_flush import QuietCount, flush_reporting_last, quiet_logger
@@ -183,6 +182,7 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
         write = inner.binary_writer()
         sender = None if changelog is None else changelog.flush_sender()
         timestamped = changelog is not None and changelog.values_timestamped
+        from_bytes = int.from_bytes
         listener = self._listener
         size = inner.window_size_ms
 
@@ -202,10 +202,12 @@ class CachingWindowStore(_IndexedCache, DelegatedWindowShape, WindowStore[bytes,
                     self._layered_flush([entry])
                     continue
                 write(binary, value)
-                if produce is not None:
-                    log(binary, value, flush_stamp(value, timestamp, timestamped))
-                elif sender is not None:
-                    send(topic, binary, value, flush_stamp(value, timestamp, timestamped), headers, partition)
+                if sender is not None:  # the layer's change_time_of, inline
+                    stamp = from_bytes(value[:8], "big", signed=True) if timestamped else timestamp
+                    if produce is not None:
+                        log(binary, value, stamp)
+                    else:
+                        send(topic, binary, value, stamp, headers, partition)
                 if listener is not None:
                     start = window_start_of(binary)
                     key = binary[: len(binary) - WINDOW_SUFFIX_LEN]

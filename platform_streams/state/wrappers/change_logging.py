@@ -38,7 +38,6 @@ __all__ = [
     "ChangeLoggingWindowStore",
     "ChangelogRegisteringContext",
     "change_time",
-    "flush_stamp",
     "logging_layer",
 ]
 
@@ -128,14 +127,9 @@ class _ChangeLogging(WrappedStore):
     def flush_sender(self) -> ChangeSender:
         """The sender for the changes of one cache flush: what :meth:`_log` resolves per
         change (topic, partition, headers) resolved once, for the caching layers' one-loop
-        flushes, which stamp each change with :func:`flush_stamp`. Valid within that flush only."""
+        flushes, which stamp each change as :meth:`change_time_of` does (with the flushed entry's
+        time). Valid within that flush only."""
         return self._context.change_sender(self._store_name)
-
-
-def flush_stamp(value: bytes, entry_time: int, values_timestamped: bool) -> int:
-    """The timestamp of a flushed cache entry's change (:meth:`_ChangeLogging.change_time_of`
-    for a value, without the call): the value's own if timestamped, else the entry's."""
-    return int.from_bytes(value[:8], "big", signed=True) if values_timestamped else entry_time
 
 
 def change_time(context: StateStoreContext) -> int:

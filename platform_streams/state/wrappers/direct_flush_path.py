@@ -108,7 +108,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
                 else:
                     new_value, timestamp = deserialize_value(value)
                 # the change is stamped with the value's own timestamp, as the layer stamps a
-                # timestamped store's (change_logging.flush_stamp), without reading it again
+                # timestamped store's (change_time_of), without reading it again
                 if produce is not None:  # quiet_flush.quiet_logger's work, without its call a record
                     try:  # positional only: store_context.QuietSend says why
                         produce(topic, value, key, partition, None, None, timestamp, produce_headers)
