@@ -17,7 +17,7 @@ from bench.common import GROUP_TIMING, RunSpec, Timer
 from bench.workloads import CENTS_AVRO, REGISTRY_URL, WINDOW_MS, Workload, add_amount, window_result
 from platform_streams import KafkaStreams, State, StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, EmitStrategy, Materialized, Produced, TimeWindows
-from platform_streams.runtime.worker import StreamWorker
+from platform_streams.runtime.workers.worker import StreamWorker
 from platform_streams.serde import Avro, Bytes, Double, Json
 
 

@@ -59,7 +59,7 @@ def child(spec_json: str, mode: str) -> dict[str, Any]:
     from bench.engine_ps import build, streams_config
     from platform_streams import KafkaStreams, State
     from platform_streams.runtime import streams_runtime as runtime_client
-    from platform_streams.runtime.worker import StreamWorker
+    from platform_streams.runtime.workers.worker import StreamWorker
 
     spec = RunSpec(**json.loads(spec_json))
     if mode == "membership_commits":

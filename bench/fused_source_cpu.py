@@ -38,7 +38,7 @@ import orjson  # noqa: E402
 from platform_streams import StreamsBuilder, StreamsConfig  # noqa: E402
 from platform_streams.dsl import Consumed, Materialized, Produced  # noqa: E402
 from platform_streams.processor import TaskId  # noqa: E402
-from platform_streams.runtime.task import StreamTask  # noqa: E402
+from platform_streams.runtime.tasks.task import StreamTask  # noqa: E402
 from platform_streams.serde import Bytes, Json  # noqa: E402
 from platform_streams.state.cache import RecordCache  # noqa: E402
 from platform_streams.topology import compile_topology  # noqa: E402

@@ -31,7 +31,7 @@ from platform_streams.dsl import Consumed, Materialized  # noqa: E402
 from platform_streams.processor import TaskId  # noqa: E402
 from platform_streams.processor.partitioner import default_partition  # noqa: E402
 from platform_streams.query.placement import KeyPlacement  # noqa: E402
-from platform_streams.runtime.task import StreamTask  # noqa: E402
+from platform_streams.runtime.tasks.task import StreamTask  # noqa: E402
 from platform_streams.serde import String  # noqa: E402
 from platform_streams.testing.records import DriverRecord  # noqa: E402
 from platform_streams.topology import compile_topology  # noqa: E402

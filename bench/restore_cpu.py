@@ -12,7 +12,7 @@ count store through the runtime's own path (``ChangelogReader`` with the committ
 filter, ``ProcessorStateManager.restore``) ``--repeats`` times, and prints the best run's
 process CPU per record (Python and librdkafka threads) and the main thread's share. Run it
 with ``PYTHONPATH`` on two checkouts to compare them. ``--trusted`` trusts the whole changelog
-(:mod:`platform_streams.runtime.restore_ranges`: what a restore after a clean close does, no
+(:mod:`platform_streams.runtime.restore.restore_ranges`: what a restore after a clean close does, no
 header read per record); without it every record's source header is judged.
 """
 
@@ -35,7 +35,7 @@ from platform_streams import StreamsConfig  # noqa: E402
 from platform_streams.dev.brokers import EmbeddedBroker  # noqa: E402
 from platform_streams.kafka import KafkaAdmin, TopicSpec, create_producer  # noqa: E402
 from platform_streams.processor.source_position import SOURCE_HEADER  # noqa: E402
-from platform_streams.runtime.changelog_filter import CommittedInputFilter  # noqa: E402
+from platform_streams.runtime.restore.changelog_filter import CommittedInputFilter  # noqa: E402
 from platform_streams.state.restore import ChangelogReader  # noqa: E402
 
 #: the changelog of the count store of application "cpu" (bench/stateful_cpu.py's task)

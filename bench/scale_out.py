@@ -62,7 +62,7 @@ from platform_streams.dev.brokers import EmbeddedBroker  # noqa: E402
 from platform_streams.dsl import Consumed, Produced  # noqa: E402
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin, TopicPartition, TopicSpec, create_consumer  # noqa: E402
 from platform_streams.process_supervisor import run_workers  # noqa: E402
-from platform_streams.runtime.control_channel import control_topic_name  # noqa: E402
+from platform_streams.runtime.membership.control_channel import control_topic_name  # noqa: E402
 from platform_streams.serde import Bytes, Json  # noqa: E402
 
 _ENV = "SCALE_OUT_BENCH_SPEC"

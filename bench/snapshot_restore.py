@@ -51,8 +51,8 @@ from platform_streams.dev.brokers import EmbeddedBroker  # noqa: E402
 from platform_streams.dsl import Consumed, Grouped, Materialized, StreamsBuilder  # noqa: E402
 from platform_streams.kafka import KafkaAdmin, TopicSpec, create_producer  # noqa: E402
 from platform_streams.processor.task_id import TaskId  # noqa: E402
-from platform_streams.runtime.task import StreamTask  # noqa: E402
-from platform_streams.runtime.task_state import TaskStateLifecycle  # noqa: E402
+from platform_streams.runtime.restore.task_state import TaskStateLifecycle  # noqa: E402
+from platform_streams.runtime.tasks.task import StreamTask  # noqa: E402
 from platform_streams.serde import String  # noqa: E402
 from platform_streams.state.wrappers.base import innermost  # noqa: E402
 from platform_streams.topology.compiler import compile_topology  # noqa: E402

@@ -43,7 +43,7 @@ from bench.engine_ps import build  # noqa: E402
 from bench.workloads import EVENT_TIME_START_MS, WORKLOADS  # noqa: E402
 from platform_streams import StreamsConfig  # noqa: E402
 from platform_streams.processor import TaskId  # noqa: E402
-from platform_streams.runtime.task import StreamTask  # noqa: E402
+from platform_streams.runtime.tasks.task import StreamTask  # noqa: E402
 from platform_streams.state.cache import RecordCache  # noqa: E402
 from platform_streams.topology import compile_topology  # noqa: E402
 

@@ -7,7 +7,7 @@ group). Each is this command re-invoked with ``--workers 1`` and its own client 
 state directory (suffix ``-w<i>``: two processes must never open the same RocksDB
 directory). The supervisor forwards SIGTERM/SIGINT, restarts a worker that fails with
 backoff while the others keep running (``--restart-limit``/``--restart-window``/
-``--restart-backoff``, see runtime/worker_restarts.py), stops all when one keeps failing
+``--restart-backoff``, see runtime/workers/worker_restarts.py), stops all when one keeps failing
 and says why, and exits when all have exited. Children run in their own process group (a terminal's Ctrl-C
 reaches them once, through the supervisor) and get SIGTERM if the supervisor dies.
 
@@ -49,7 +49,7 @@ from platform_streams.errors import (
 from platform_streams.kafka_streams import KafkaStreams
 from platform_streams.process_supervisor import worker_overrides as supervisor_overrides
 from platform_streams.runtime.lifecycle import State
-from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
+from platform_streams.runtime.workers.worker_restarts import RestartPolicy, supervise
 from platform_streams.state.private_files import make_private_dirs
 from platform_streams.stop_request import StopRequest
 from platform_streams.topology.topology import Topology

@@ -36,7 +36,7 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka_streams import KafkaStreams
 from platform_streams.runtime.lifecycle import State
-from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
+from platform_streams.runtime.workers.worker_restarts import RestartPolicy, supervise
 from platform_streams.stop_request import StopRequest
 
 __all__ = [

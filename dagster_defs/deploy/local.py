@@ -41,7 +41,7 @@ from dagster_defs.deploy.base import (
 )
 from dagster_defs.deploy.worker_client import WorkerClient
 from platform_streams.dev.brokers import find_free_port
-from platform_streams.runtime.worker_restarts import stop_processes
+from platform_streams.runtime.workers.worker_restarts import stop_processes
 
 __all__ = ["LaunchError", "LocalProcessLauncher"]
 

@@ -231,7 +231,7 @@ class GroupAdminMixin:
 
         Kafka refuses a group that has members (GROUP_NOT_EMPTY); Tansu deletes even an
         active group. Used only to repair a group Tansu can no longer rebalance
-        (runtime/rebalance_wait.py), which is why a refusal is an answer, not an error.
+        (runtime/membership/rebalance_wait.py), which is why a refusal is an answer, not an error.
         """
         deadline = time.monotonic() + timeout
         try:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from platform_streams.metrics.recorders import ThreadRecorder
     from platform_streams.metrics.streams_metrics import StreamsMetrics
     from platform_streams.query.service import InteractiveQueries
-    from platform_streams.runtime.task import StreamTask
+    from platform_streams.runtime.tasks.task import StreamTask
 
 __all__ = ["StreamsCollector"]
 

@@ -39,7 +39,7 @@ from platform_streams.config import StreamsConfig
 from platform_streams.errors import BrokerError, StreamsError
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin, read_partition_range
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.protocol import REPORT_PREFIX, tp_key
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.state.key_value_store import KeyValueBytesStore

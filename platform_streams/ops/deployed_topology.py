@@ -29,7 +29,7 @@ from platform_streams.config import StreamsConfig
 from platform_streams.errors import StreamsError
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin, read_partition_range
 from platform_streams.ops.topology_diff import TopologyDiff, diff_manifests, diff_unrecorded
-from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.topology.manifest import MANIFEST_VERSION, TOPOLOGY_KEY, topology_manifest
 from platform_streams.topology.topology import Topology
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.query.directory import metadata_topic
-from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.protocol import members_topic_name
 
 __all__ = [

@@ -75,7 +75,7 @@ from platform_streams.ops.topics import (
     owned_topic_kinds,
 )
 from platform_streams.process_supervisor import existing_worker_state_dirs
-from platform_streams.runtime.rebalance_wait import backup_group
+from platform_streams.runtime.membership.rebalance_wait import backup_group
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.snapshots import open_snapshot_store
 from platform_streams.topology import Topology
@@ -369,7 +369,7 @@ def _execute(
     offsets = {(c.topic, c.partition): c.target for c in result.offsets if c.target is not None}
     admin.alter_committed_offsets(app_id, offsets, timeout=opts.timeout_s)
     log.info("reset %s: committed offsets set: %s", app_id, offsets)
-    # offsets a group repair saved (runtime/rebalance_wait.py) would otherwise outlive the reset
+    # offsets a group repair saved (runtime/membership/rebalance_wait.py) would otherwise outlive the reset
     if delete_backup and admin.delete_group(backup_group(app_id), timeout=opts.timeout_s) is None:
         log.info("reset %s: deleted the offsets a group repair had saved", app_id)
     doomed = [t.topic for t in result.internal_topics if t.status == "deleted"]

@@ -31,7 +31,7 @@ from platform_streams.ops.topics import (
     refusal,
     unowned,
 )
-from platform_streams.runtime.rebalance_wait import backup_group
+from platform_streams.runtime.membership.rebalance_wait import backup_group
 from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["backup_group_is_ours", "reset_internal_topics"]

@@ -57,9 +57,9 @@ from platform_streams.ops.results import (
     TopicIssue,
     TopicsResult,
 )
-from platform_streams.runtime.control_channel import control_topic_name
 from platform_streams.runtime.internal_topics import internal_topic_specs
-from platform_streams.runtime.restore_ranges import forget_published_ranges
+from platform_streams.runtime.membership.control_channel import control_topic_name
+from platform_streams.runtime.restore.restore_ranges import forget_published_ranges
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology
 
@@ -449,7 +449,7 @@ def forget_ranges_of_deleted_changelogs(
     config: StreamsConfig, deleted: Iterable[str], kinds: Mapping[str, str], existing: Iterable[str]
 ) -> None:
     """Changelogs deleted while the control topic stays: forget the changelog ranges published
-    there (:func:`~platform_streams.runtime.restore_ranges.forget_published_ranges`), which
+    there (:func:`~platform_streams.runtime.restore.restore_ranges.forget_published_ranges`), which
     name offsets of the deleted topics. ``kinds``: the owned topics' kinds (a user topic
     named like the control topic is not ours to write to); ``existing``: the topics there
     were before the deletion (an application that never ran has no control topic)."""

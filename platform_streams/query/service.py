@@ -35,7 +35,7 @@ from platform_streams.query.results import FailureReason, QueryResult, StateQuer
 from platform_streams.query.task_positions import TaskPositions
 from platform_streams.runtime.api import ClientAddOn, RuntimeView, TaskView, WorkerState, WorkerView
 from platform_streams.runtime.observer import WorkerObserver
-from platform_streams.runtime.task import store_changelogs
+from platform_streams.runtime.tasks.task import store_changelogs
 from platform_streams.state.manager import FROM_BEGINNING
 from platform_streams.state.restore import StateRestoreListener
 from platform_streams.state.versioned import VersionedKeyValueStoreBuilder

@@ -25,14 +25,14 @@ if TYPE_CHECKING:
     from platform_streams.kafka.streams_group.member import EndpointPartitions
     from platform_streams.processor.partitioner import PlacementChecks
     from platform_streams.processor.task_id import TaskId
-    from platform_streams.runtime.input_queues import InputQueues
-    from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
     from platform_streams.runtime.lifecycle import State
     from platform_streams.runtime.observer import WorkerObserver
-    from platform_streams.runtime.standby import StandbyUpdater
+    from platform_streams.runtime.producing.kafka_record_collector import KafkaRecordCollector
+    from platform_streams.runtime.restore.standby import StandbyUpdater
     from platform_streams.runtime.store_guard import StoreGuard
-    from platform_streams.runtime.task import StreamTask
     from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
+    from platform_streams.runtime.tasks.task import StreamTask
+    from platform_streams.runtime.workers.input_queues import InputQueues
     from platform_streams.state.cache import RecordCache
     from platform_streams.state.manager import ProcessorStateManager
     from platform_streams.state.restore import StateRestoreListener

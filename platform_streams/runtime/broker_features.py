@@ -25,13 +25,13 @@ probed at start (:mod:`platform_streams.kafka.capabilities`), never inferred fro
   leader leaves while the group rebalances; the embedded broker's keeps the departed leader,
   and the group never completes another rebalance (docs/brokers.md). Where the coordinator
   does not elect one (:func:`elects_new_group_leader`), a stopping worker first lets the
-  rebalance finish (:class:`~platform_streams.runtime.leave_guard.LeaveGuard`).
+  rebalance finish (:class:`~platform_streams.runtime.membership.leave_guard.LeaveGuard`).
 * **Records a fetch skipped.** Where the broker can advance a partition's high watermark
   before storing the batch (the embedded broker's storage), an at-least-once worker checks its
-  repartition topics' offsets as it routes records (:mod:`~platform_streams.runtime.offset_gaps`);
+  repartition topics' offsets as it routes records (:mod:`~platform_streams.runtime.workers.offset_gaps`);
   where it moves only after the append (``high_watermark_after_append``: Apache Kafka), no
   check (:func:`broker_may_skip_batches`).
-* **Repairing a wedged group.** The group repair (:mod:`~platform_streams.runtime.rebalance_wait`)
+* **Repairing a wedged group.** The group repair (:mod:`~platform_streams.runtime.membership.rebalance_wait`)
   and the reading of the offsets a repair saved engage only where the coordinator is not
   known to elect a new leader itself (:func:`group_repair_needed`).
 * **Purging repartition topics.** Kafka Streams deletes consumed repartition records after

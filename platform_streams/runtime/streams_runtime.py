@@ -25,17 +25,21 @@ from platform_streams.runtime.broker_features import (
     membership_check_topic,
     sends_eagerly,
 )
-from platform_streams.runtime.global_worker import GlobalStreamWorker
-from platform_streams.runtime.global_worker import bootstrap as bootstrap_global_stores
 from platform_streams.runtime.internal_topics import prepare_topics
 from platform_streams.runtime.lifecycle import State, StreamsUncaughtExceptionResponse
-from platform_streams.runtime.membership import ClientMembership
+from platform_streams.runtime.membership.client_membership import ClientMembership
+from platform_streams.runtime.membership.pattern_refresh import (
+    PatternRefresher,
+    subscribe_patterns,
+    uses_patterns,
+)
 from platform_streams.runtime.observer import GuardReleasingListener
-from platform_streams.runtime.pattern_refresh import PatternRefresher, subscribe_patterns, uses_patterns
-from platform_streams.runtime.standby import StandbyUpdater
+from platform_streams.runtime.restore.standby import StandbyUpdater
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
-from platform_streams.runtime.worker import StreamWorker
-from platform_streams.runtime.worker_streams_group import StreamsGroupSettings, streams_group_settings
+from platform_streams.runtime.workers.global_worker import GlobalStreamWorker
+from platform_streams.runtime.workers.global_worker import bootstrap as bootstrap_global_stores
+from platform_streams.runtime.workers.worker import StreamWorker
+from platform_streams.runtime.workers.worker_streams_group import StreamsGroupSettings, streams_group_settings
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.restore import StateRestoreListener
@@ -357,7 +361,7 @@ class StreamsRuntime:
 
     def _on_pattern_topics(self) -> None:
         """Pattern sources match other topics now: size the new topics' tasks and restart the
-        workers, whose new subscription is the rebalance (runtime/pattern_refresh.py)."""
+        workers, whose new subscription is the rebalance (runtime/membership/pattern_refresh.py)."""
         self.partition_counts.update(prepare_topics(self.plan, self.config))
         coordinator = self.membership.coordinator
         if coordinator is not None:

@@ -40,7 +40,7 @@ class TimestampedRestoreCallback:
 
 class QuietSend(NamedTuple):
     """Changelog records of one cache flush sent without a delivery report (at-least-once;
-    ``runtime/quiet_changelogs.py`` says why and how they are proved written):
+    ``runtime/producing/quiet_changelogs.py`` says why and how they are proved written):
     ``produce`` is librdkafka's, called with positional arguments only: ``(topic, value,
     key, partition, None, None, timestamp, headers or None)`` (the two Nones: no callback;
     keyword arguments cost ~0.45 us more a call, bench/RESULTS.md),

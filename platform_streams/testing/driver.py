@@ -1,6 +1,6 @@
 """``TopologyTestDriver``: run a topology synchronously with no broker.
 
-The driver builds the very same :class:`~platform_streams.runtime.task.StreamTask`
+The driver builds the very same :class:`~platform_streams.runtime.tasks.task.StreamTask`
 objects the workers run (one per sub-topology, partition 0), feeds them records
 shaped like Kafka messages, and captures what they send. Records written to a
 topic the topology itself reads (repartition topics, or a user topic consumed
@@ -23,7 +23,7 @@ from platform_streams.errors import TopologyError
 from platform_streams.processor.record import Headers
 from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.task import StreamTask, start_task
+from platform_streams.runtime.tasks.task import StreamTask, start_task
 from platform_streams.serde import Serde
 from platform_streams.state.dsl_store_suppliers import apply_dsl_store_config
 from platform_streams.state.private_files import app_state_dir
@@ -270,7 +270,7 @@ class TopologyTestDriver:
         return {t: g for g in self.plan.global_stores for t in g.source.topics}
 
     def _make_global_stores(self) -> dict[str, Any]:
-        from platform_streams.runtime.global_state import GlobalStateUpdater
+        from platform_streams.runtime.tasks.global_state import GlobalStateUpdater
 
         self._global_updater = GlobalStateUpdater(
             self.plan, self.config, Path(self.config.state_dir), clock_ms=self._now

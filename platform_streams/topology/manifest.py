@@ -1,7 +1,7 @@
 """What a topology keeps on the broker, as JSON: the input of the deploy gate.
 
 A running application writes this manifest to its control topic when it starts
-(``topology`` record, see :mod:`platform_streams.runtime.membership`), and the deploy gate
+(``topology`` record, see :mod:`platform_streams.runtime.membership.client_membership`), and the deploy gate
 (:mod:`platform_streams.ops.topology_diff`) compares a candidate's manifest with it. It holds
 what decides whether existing state still fits a new topology: each store's changelog
 topic, kind and serdes, each repartition topic with the serdes and partition count it is

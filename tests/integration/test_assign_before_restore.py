@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from platform_streams.kafka import OFFSET_BEGINNING, KafkaAdmin
-from platform_streams.runtime.task_state import TaskStateLifecycle
-from platform_streams.runtime.worker_rebalance import TaskRebalancing
+from platform_streams.runtime.restore.task_state import TaskStateLifecycle
+from platform_streams.runtime.workers.worker_rebalance import TaskRebalancing
 from platform_streams.state import restore_read_ahead
 from tests.integration.support_apps import app_config, count_app, new_app_id, running_app, wait_until
 from tests.support.kafka import new_topic, produce

@@ -29,7 +29,7 @@ import pytest
 
 from platform_streams import KafkaStreams, State
 from platform_streams.kafka import KafkaAdmin, create_consumer, create_producer
-from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.protocol import (
     REPORT_PREFIX,
     Report,

@@ -6,7 +6,7 @@ for partitions revoked from the member, which Kafka Streams relies on: its
 with the task). A worker whose backlogged partitions were paused when a rebalance took
 them, and that got them back, never read them again, without a log line: the 5-minute
 soak's exactly-once application stood still after its third worker scaled down (CI at
-b086cb2; ``platform_streams/runtime/worker_rebalance.py``, ``_start_tasks``).
+b086cb2; ``platform_streams/runtime/workers/worker_rebalance.py``, ``_start_tasks``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_librdkafka_keeps_a_pause_through_unassign_and_assign(
     bootstrap_servers: str, admin: KafkaAdmin, incremental: bool
 ) -> None:
     """The premise of the resume on every assignment (worker) and on every standby task
-    opened (``runtime/standby.py``, incremental assignment): without ``resume`` a partition
+    opened (``runtime/restore/standby.py``, incremental assignment): without ``resume`` a partition
     paused before it was unassigned delivers nothing after it is assigned again."""
     topic = new_topic(admin, 1)
     produce(bootstrap_servers, topic, [(b"k", f"v{i}".encode(), 0) for i in range(10)])

@@ -3,7 +3,7 @@
 The process-level counterpart of Kafka Streams' REPLACE_THREAD
 (StreamsUncaughtExceptionHandler, streams/src/main/java/org/apache/kafka/streams/errors/
 StreamsUncaughtExceptionHandler.java): the supervisor restarts a dead worker with backoff
-(runtime/worker_restarts.py) and stops all only when one keeps failing, saying why.
+(runtime/workers/worker_restarts.py) and stops all only when one keeps failing, saying why.
 Before, the death of one worker (SIGKILL, a state directory it could not use) stopped the
 healthy ones too.
 """

@@ -12,7 +12,7 @@ import pytest
 from platform_streams import State, StreamsBuilder
 from platform_streams.dsl import Consumed, Materialized, Produced
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.runtime.global_worker import GlobalStreamWorker, bootstrap
+from platform_streams.runtime.workers.global_worker import GlobalStreamWorker, bootstrap
 from platform_streams.serde import String
 from platform_streams.topology import TopologyPlan, compile_topology
 from tests.integration.support_apps import active_tasks, app_config, running_app, wait_until

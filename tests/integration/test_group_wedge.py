@@ -28,7 +28,7 @@ import pytest
 from platform_streams import KafkaStreams, State, StreamsBuilder
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.kafka import KafkaAdmin, create_consumer, group_membership
-from platform_streams.runtime.rebalance_wait import backup_group
+from platform_streams.runtime.membership.rebalance_wait import backup_group
 from platform_streams.serde import String
 from tests.conftest import BOOTSTRAP_ENV
 from tests.integration.support_apps import APP_TIMING, app_config, new_app_id, wait_until
@@ -87,7 +87,7 @@ def test_a_client_in_a_group_that_does_not_rebalance_says_so_and_repairs_it(
     _leader_leaves_mid_rebalance(bootstrap_servers, app_id, source)
 
     streams = KafkaStreams(_forward_app(source, sink), app_config(bootstrap_servers, tmp_path, app_id))
-    caplog.set_level(logging.WARNING, logger="platform_streams.runtime.rebalance_wait")
+    caplog.set_level(logging.WARNING, logger="platform_streams.runtime.membership.rebalance_wait")
     streams.start()
 
     def logged(text: str) -> list[str]:
@@ -148,7 +148,7 @@ def test_a_member_of_a_recreated_group_starts_from_the_saved_offsets_not_from_au
     produce(bootstrap_servers, source, [(f"k{p}", f"p{p}-{i}", p) for p in (0, 1) for i in range(10)])
     app_id = new_app_id("saved")
     admin.alter_committed_offsets(backup_group(app_id), {(source, 0): 5, (source, 1): 7})
-    caplog.set_level(logging.WARNING, logger="platform_streams.runtime.rebalance_wait")
+    caplog.set_level(logging.WARNING, logger="platform_streams.runtime.membership.rebalance_wait")
     streams = KafkaStreams(_forward_app(source, sink), app_config(bootstrap_servers, tmp_path, app_id))
     streams.start()
     try:

@@ -14,7 +14,7 @@ import logging
 import pytest
 
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.runtime.membership import grow_members_topic
+from platform_streams.runtime.membership.client_membership import grow_members_topic
 from tests.support.kafka import new_topic
 
 pytestmark = [pytest.mark.broker, pytest.mark.apache_kafka]
@@ -25,7 +25,7 @@ def test_an_existing_members_topic_grows_to_member_slots_where_the_broker_can(
 ) -> None:
     name = new_topic(admin, 64, "app-members", config={"cleanup.policy": "compact"})
     assert grow_members_topic(admin, name, 32) == 64, "never shrunk: a smaller setting keeps the topic"
-    with caplog.at_level(logging.WARNING, logger="platform_streams.runtime.membership"):
+    with caplog.at_level(logging.WARNING, logger="platform_streams.runtime.membership.client_membership"):
         count = grow_members_topic(admin, name, 128)
     assert admin.partition_counts([name])[name] == count
     if broker_kind == "kafka":

@@ -1,7 +1,7 @@
 """The offset-gap guard with a real consumer on a real broker.
 
 Tansu can answer a fetch with a later batch while an earlier one is still being stored
-(docs/brokers.md; ``platform_streams/runtime/offset_gaps.py``). That race cannot be
+(docs/brokers.md; ``platform_streams/runtime/workers/offset_gaps.py``). That race cannot be
 provoked on demand, so the first test takes the skipped records out of what the consumer
 handed over, exactly as the broker's answer would have left them out, and checks that
 the guard's seek makes the real consumer fetch them again. The second needs no stand-in:
@@ -28,8 +28,8 @@ from platform_streams.kafka import (
     create_consumer,
     create_producer,
 )
-from platform_streams.runtime.input_queues import InputQueues
-from platform_streams.runtime.offset_gaps import OffsetGapGuard
+from platform_streams.runtime.workers.input_queues import InputQueues
+from platform_streams.runtime.workers.offset_gaps import OffsetGapGuard
 from tests.support.kafka import new_group_id, new_topic, produce
 from tests.support.workers import idle_worker
 

@@ -47,8 +47,8 @@ from platform_streams.ops import (
     reset_application,
 )
 from platform_streams.query.directory import metadata_topic
-from platform_streams.runtime.control_channel import control_topic_name
-from platform_streams.runtime.rebalance_wait import backup_group
+from platform_streams.runtime.membership.control_channel import control_topic_name
+from platform_streams.runtime.membership.rebalance_wait import backup_group
 from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_dsl_topology, build_topology
@@ -322,7 +322,7 @@ def test_offset_scenarios_land_on_the_expected_offsets(
 
 def test_reset_deletes_the_offsets_a_group_repair_saved(seeded: App, admin: KafkaAdmin) -> None:
     """A wedged-group repair keeps the group's offsets in a backup group that workers start
-    from where the group has none (runtime/rebalance_wait.py); a reset must not leave them
+    from where the group has none (runtime/membership/rebalance_wait.py); a reset must not leave them
     behind, or a restarted application would skip back to them instead of the reset's."""
     backup = backup_group(seeded.id)
     admin.alter_committed_offsets(backup, {(seeded.input, 0): 7})

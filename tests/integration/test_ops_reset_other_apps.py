@@ -36,8 +36,8 @@ from platform_streams.ops import (
     reset_application,
 )
 from platform_streams.ops.reset import application_without_code
-from platform_streams.runtime.control_channel import control_topic_name
-from platform_streams.runtime.rebalance_wait import backup_group
+from platform_streams.runtime.membership.control_channel import control_topic_name
+from platform_streams.runtime.membership.rebalance_wait import backup_group
 from tests.integration.ops_apps import build_topology
 from tests.integration.test_ops_reset import App
 from tests.support.kafka import GROUP_TIMING, consume_all, new_topic, produce

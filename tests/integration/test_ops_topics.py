@@ -33,7 +33,7 @@ from platform_streams.ops import (
 from platform_streams.ops.ownership import OtherApplications
 from platform_streams.ops.topics import as_plan, ownership_problem
 from platform_streams.query.directory import metadata_topic
-from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.topology import Topology
 from tests.integration.ops_apps import build_topology

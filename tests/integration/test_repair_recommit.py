@@ -1,6 +1,6 @@
 """After a group repair, the members commit the saved offsets again without new input.
 
-A repair of a wedged Tansu group (``runtime/rebalance_wait.py``, ``repair_group``) saves the
+A repair of a wedged Tansu group (``runtime/membership/rebalance_wait.py``, ``repair_group``) saves the
 committed offsets in a backup group and deletes the group; the members of the re-created
 group start from the saved offsets. Until this fix they committed only once new input was
 processed, so an idle application's group held no committed offsets at all: lag and reset
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.runtime.rebalance_wait import backup_group
+from platform_streams.runtime.membership.rebalance_wait import backup_group
 from tests.integration.support_apps import app_config, log_ends, running_app, upper_case_app, wait_until
 from tests.support.kafka import new_topic, produce
 

@@ -8,7 +8,7 @@ after a session timeout; anything longer is the group waiting for nothing. On th
 broker a leader that leaves mid-rebalance wedges the group until the group repair (20-54 s
 here, docs/brokers.md), and the supervisor stops the surviving worker while the crash's
 leave makes the group rebalance: the worker must let that rebalance finish before it
-leaves (runtime/leave_guard.py). Measured from the first
+leaves (runtime/membership/leave_guard.py). Measured from the first
 "starting application" line of the restart, so the interpreters' start on a loaded machine
 is not counted; both figures are printed (``-s`` shows them).
 """

@@ -1,4 +1,4 @@
-"""Changelog ranges on the control topic (platform_streams/runtime/restore_ranges.py), on the broker.
+"""Changelog ranges on the control topic (platform_streams/runtime/restore/restore_ranges.py), on the broker.
 
 No Java counterpart (Kafka Streams has no source-position filter to skip). The restores that
 use the ranges are tested in tests/integration/test_stateful_counts.py; here: what a clean
@@ -15,7 +15,7 @@ import pytest
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.ops import delete_internal_topics
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.restore_ranges import forget_published_ranges
+from platform_streams.runtime.restore.restore_ranges import forget_published_ranges
 from platform_streams.serde import Long, String
 from tests.integration.support_apps import app_config, count_app, running_app
 from tests.support.kafka import consume_all, new_topic, produce

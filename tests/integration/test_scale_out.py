@@ -24,8 +24,8 @@ from platform_streams.dsl import Consumed, Produced
 from platform_streams.errors import BrokerError, CoPartitioningError
 from platform_streams.kafka import KafkaAdmin
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.assignment import tasks_of_assignment
-from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.membership.assignment import tasks_of_assignment
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.serde import Long, String
 from platform_streams.topology.compiler import compile_topology
 from tests.integration.eos_support import committed_all, new_app_id

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
-from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, ProductionError
-from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.runtime.producing.kafka_record_collector import KafkaRecordCollector, ProductionError
+from platform_streams.runtime.producing.streams_producer import StreamsProducer
 from platform_streams.serde import Long, String
 from platform_streams.state import OffsetCheckpoint
 from tests.integration.support_apps import app_config, count_app, running_app, wait_until
@@ -168,7 +168,7 @@ def test_cache_flushes_send_changelog_records_without_reports_and_the_checkpoint
     bootstrap_servers: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
     """A cache small enough to flush every few records: each flush reports its last changelog
-    record only, the others are proved written by their offsets (runtime/quiet_changelogs.py),
+    record only, the others are proved written by their offsets (runtime/producing/quiet_changelogs.py),
     and what a clean close checkpoints is still the log end minus one. The changelog holds
     every count (a restore from it gives the right table)."""
     source, sink = new_topic(admin, 2, "in"), new_topic(admin, 2, "out")

@@ -16,7 +16,7 @@ import pytest
 
 from platform_streams.kafka import KafkaAdmin, log_end_offsets
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.placement import MemberInfo, standby_placement
+from platform_streams.runtime.membership.placement import MemberInfo, standby_placement
 from tests.integration.eos_support import (
     Feeder,
     Runner,

@@ -2,7 +2,7 @@
 
 Under exactly-once a standby task applies a changelog
 record only once the owner has committed the input it was written for (the ``__ps_src``
-header), and :class:`~platform_streams.runtime.standby.StandbyUpdater` pauses the partition
+header), and :class:`~platform_streams.runtime.restore.standby.StandbyUpdater` pauses the partition
 while it holds records beyond the committed offsets. librdkafka keeps that pause through
 ``incremental_unassign`` and ``incremental_assign``, so a standby task closed while its
 partition was paused (the task was claimed by a worker, or placement moved it) and opened
@@ -26,8 +26,8 @@ from platform_streams.kafka import KafkaAdmin, TopicSpec, log_end_offsets
 from platform_streams.processor import Processor, Record
 from platform_streams.processor.source_position import SOURCE_HEADER
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.standby import StandbyUpdater
-from platform_streams.runtime.task import store_changelogs
+from platform_streams.runtime.restore.standby import StandbyUpdater
+from platform_streams.runtime.tasks.task import store_changelogs
 from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.topology.compiler import compile_topology
@@ -196,8 +196,7 @@ def test_a_standby_opening_from_a_snapshot_does_not_hold_the_updater_still(
     over (closed) as soon as it is open."""
     import threading
 
-    from platform_streams.runtime import standby as standby_module
-
+    from platform_streams.runtime.restore import standby as standby_module
     source = new_topic(admin, 1, "standby-open-in")
     app_id = new_app_id("standby-open")
     config = app_config(bootstrap_servers, tmp_path, app_id, state_snapshot_location=str(tmp_path / "snaps"),

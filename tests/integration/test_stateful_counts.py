@@ -64,7 +64,7 @@ def _restored(streams: KafkaStreams) -> int:
 
 
 def _trusted(streams: KafkaStreams) -> int:
-    """Changelog records restored without reading their headers (runtime/restore_ranges.py)."""
+    """Changelog records restored without reading their headers (runtime/restore/restore_ranges.py)."""
     return sum(sum(w.state_lifecycle.last_trusted.values()) for w in streams.workers)
 
 

@@ -20,7 +20,7 @@ from platform_streams.kafka import KafkaAdmin
 from platform_streams.kafka.streams_group.group_config import set_group_configs
 from platform_streams.kafka.streams_group.member import Assignment
 from platform_streams.query.metadata import HostInfo
-from platform_streams.runtime.streams_group_membership import StreamsGroupMembership, topology_spec
+from platform_streams.runtime.membership.streams_group_membership import StreamsGroupMembership, topology_spec
 from platform_streams.serde import String
 from tests.integration.support_apps import (
     active_tasks,

@@ -44,7 +44,7 @@ from platform_streams.kafka.streams_group.member import (
     TopologySpec,
 )
 from platform_streams.query import RangeQuery, StateQueryRequest, StateQueryResult
-from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
+from platform_streams.runtime.membership.streams_group_membership import StreamsGroupMembership
 from platform_streams.state import StateRestoreListener
 from tests.integration.support_apps import (
     active_tasks,

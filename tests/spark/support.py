@@ -10,8 +10,8 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.processor.partitioner import default_partition
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.task import StreamTask
-from platform_streams.runtime.task_state import TaskStateLifecycle
+from platform_streams.runtime.restore.task_state import TaskStateLifecycle
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.state.rocksdb import RocksDBBackend
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
 from platform_streams.testing.records import DriverRecord

@@ -25,7 +25,7 @@ import pytest
 from platform_streams.kafka import KafkaAdmin, TopicSpec
 from platform_streams.ops.spark.compaction import compact_application, compact_changelog
 from platform_streams.processor.partitioner import default_partition
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.state.segmented_snapshots import SegmentedLayout
 from platform_streams.state.snapshots import SnapshotCatalog, SnapshotManifest, open_snapshot_store
 from platform_streams.state.wrappers.base import innermost

@@ -7,7 +7,7 @@ from typing import Any
 
 from platform_streams import StreamsConfig, Topology
 from platform_streams.processor import TaskId
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.topology import compile_topology
 
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from platform_streams import StreamsConfig, Topology
-from platform_streams.runtime.worker import StreamWorker
+from platform_streams.runtime.workers.worker import StreamWorker
 from platform_streams.topology import compile_topology
 
 

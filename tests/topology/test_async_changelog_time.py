@@ -13,7 +13,7 @@ from platform_streams.dsl import Consumed
 from platform_streams.processor import Processor, Record
 from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.task import start_task
+from platform_streams.runtime.tasks.task import start_task
 from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.testing.records import DriverRecord

@@ -3,7 +3,7 @@ in order per key, concurrent across keys, bounded in flight, completed before a 
 
 The driver tests run through the TopologyTestDriver (what a user's unit test does: in-flight
 work completes before ``pipe_input`` returns). The concurrency tests feed a real
-:class:`~platform_streams.runtime.task.StreamTask` many records at once, as a worker does,
+:class:`~platform_streams.runtime.tasks.task.StreamTask` many records at once, as a worker does,
 and capture what its sinks send.
 """
 
@@ -25,7 +25,7 @@ from platform_streams.errors import ProcessorError
 from platform_streams.processor import AsyncOptions, AsyncRecordContext, Processor, PunctuationType, Record
 from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.task import StreamTask, start_task
+from platform_streams.runtime.tasks.task import StreamTask, start_task
 from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.testing.driver import TopologyTestDriver

@@ -23,7 +23,7 @@ from typing import Any
 from platform_streams import StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, Materialized, SessionWindows, TimeWindows
 from platform_streams.processor import Processor, Record, TaskId
-from platform_streams.runtime.task import start_task
+from platform_streams.runtime.tasks.task import start_task
 from platform_streams.serde import String
 from platform_streams.state import Stores
 from platform_streams.state.cache import RecordCache

@@ -20,7 +20,7 @@ from platform_streams.processor.exception_handlers import (
     HEADER_TOPIC,
     HandlerResponse,
 )
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.serde import Bytes, Json, String
 from platform_streams.testing import TopologyTestDriver
 

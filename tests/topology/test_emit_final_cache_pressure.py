@@ -24,7 +24,7 @@ import pytest
 from platform_streams import StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, EmitStrategy, Materialized, Produced, TimeWindows
 from platform_streams.processor import TaskId
-from platform_streams.runtime.task import start_task
+from platform_streams.runtime.tasks.task import start_task
 from platform_streams.serde import Long, String
 from platform_streams.state.cache import ENTRY_OVERHEAD_BYTES, RecordCache
 from platform_streams.state.timestamped_window_store import DslWindowStore

@@ -25,7 +25,7 @@ from platform_streams.dsl import Branched, Consumed
 from platform_streams.errors import ProcessorError, TaskMigratedError
 from platform_streams.processor import Processor, Record
 from platform_streams.processor.exception_handlers import HandlerResponse
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.serde import Bytes, String
 from platform_streams.testing import TopologyTestDriver
 

@@ -283,7 +283,7 @@ def test_a_schedule_made_inside_process_fires_without_any_refresh(tmp_path: Any)
     still fire on the following records (driven here through the bare StreamTask)."""
     from platform_streams import StreamsConfig
     from platform_streams.processor import TaskId
-    from platform_streams.runtime.task import StreamTask
+    from platform_streams.runtime.tasks.task import StreamTask
     from platform_streams.testing.records import DriverRecord
     from platform_streams.topology import compile_topology
 

@@ -11,7 +11,7 @@ import pytest
 from platform_streams import StreamsBuilder, Topology
 from platform_streams.dsl import Consumed, Produced
 from platform_streams.processor.fusion import node_of_traceback
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.serde import Integer, String
 from platform_streams.testing.records import DriverRecord
 from tests.support.tasks import Collector, build_tasks

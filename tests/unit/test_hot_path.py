@@ -14,7 +14,7 @@ import pytest
 from platform_streams import StreamsBuilder
 from platform_streams.dsl import Consumed, Produced, TimeWindows
 from platform_streams.errors import DeserializationError, ProcessorError, SerializationError
-from platform_streams.runtime.changelog_filter import CommittedInputFilter
+from platform_streams.runtime.restore.changelog_filter import CommittedInputFilter
 from platform_streams.serde import Bytes, Double, Integer, Json, Long, String
 from platform_streams.state.timestamped import ValueAndTimestamp, ValueAndTimestampSerde, value_and_timestamp
 from platform_streams.testing import TopologyTestDriver

@@ -32,7 +32,7 @@ from platform_streams.ops.topics import (
     ownership_problem,
 )
 from platform_streams.query.directory import metadata_topic
-from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.serde import Long, String
 from platform_streams.state import Stores

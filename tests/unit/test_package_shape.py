@@ -24,10 +24,11 @@ MAX_LINES = 500
 OVERSIZED = {
     "platform_streams/config/streams_config.py": "the StreamsConfig model lists every setting with "
     "its check; its field groups (client, state, processing) are still one pydantic model",
-    "platform_streams/runtime/worker.py": "the loop with its clients: joining, checking and repairing "
-    "the classic group, serving it while stopping, polling and routing (the tasks are its TaskManager's)",
-    "platform_streams/runtime/streams_producer.py": "Kafka Streams keeps everything about exactly-once "
-    "in StreamsProducer; the held-back sends could be a module of their own",
+    "platform_streams/runtime/workers/worker.py": "the loop with its clients: joining, checking and "
+    "repairing the classic group, serving it while stopping, polling and routing (the tasks are its "
+    "TaskManager's)",
+    "platform_streams/runtime/producing/streams_producer.py": "Kafka Streams keeps everything about "
+    "exactly-once in StreamsProducer; the held-back sends could be a module of their own",
     "platform_streams/processor/fusion.py": "the fused fast paths; one compiled-task layer above "
     "state and processor is to replace them",
     "platform_streams/server/routes.py": "every route of the worker HTTP API in one table",

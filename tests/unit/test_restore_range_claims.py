@@ -1,4 +1,4 @@
-"""Changelog ranges written for committed input (platform_streams/runtime/restore_ranges.py).
+"""Changelog ranges written for committed input (platform_streams/runtime/restore/restore_ranges.py).
 
 No Java counterpart: Kafka Streams has no source-position filter to skip (its at-least-once
 restore applies every changelog record). These pin the claims a range makes and when a
@@ -17,9 +17,9 @@ import pytest
 
 from platform_streams.processor.source_position import SOURCE_HEADER
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime import restore_ranges
-from platform_streams.runtime.changelog_filter import CommittedInputFilter
-from platform_streams.runtime.restore_ranges import (
+from platform_streams.runtime.restore import restore_ranges
+from platform_streams.runtime.restore.changelog_filter import CommittedInputFilter
+from platform_streams.runtime.restore.restore_ranges import (
     RANGE_KEY_PREFIX,
     ChangelogRange,
     RestoreRanges,

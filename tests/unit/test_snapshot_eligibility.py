@@ -91,7 +91,7 @@ def test_a_key_value_changelog_with_a_deleting_retention_is_read_from_its_start(
     from platform_streams import Topology as PapiTopology
     from platform_streams.kafka import OFFSET_BEGINNING
     from platform_streams.processor.task_id import TaskId
-    from platform_streams.runtime.standby import StandbyTask
+    from platform_streams.runtime.restore.standby import StandbyTask
     from platform_streams.topology.compiler import compile_topology
 
     topology = PapiTopology()
@@ -122,7 +122,7 @@ def test_a_live_client_without_the_setting_blocks_truncation(
     import json
 
     from platform_streams.ops.changelog_truncation import read_standby_holders, refuse_unopted
-    from platform_streams.runtime.control_channel import control_topic_name
+    from platform_streams.runtime.membership.control_channel import control_topic_name
 
     app = f"optin-{uuid.uuid4().hex[:8]}"
     config = _config(

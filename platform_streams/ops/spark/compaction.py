@@ -118,7 +118,7 @@ class _CommittedPrefix:
 
     The runtime stamps every changelog record with the input position it was written for
     (``__ps_src``), and the records that a restore may apply form a prefix of the log
-    (:mod:`platform_streams.runtime.changelog_filter`). A snapshot must cover that prefix
+    (:mod:`platform_streams.runtime.restore.changelog_filter`). A snapshot must cover that prefix
     and nothing after it: records of input not committed yet (in flight, or leaked by a
     crashed producer) are left to the tail, where the worker's restore judges them with
     the offsets committed by then. A task stops at its range's first such record and
@@ -145,7 +145,7 @@ class _CommittedPrefix:
     def _read(self, partition: int, run: Iterable[RawRecord], rows: list[CompactedRow]) -> int | None:
         judge = None
         if self.source_topics:
-            from platform_streams.runtime.changelog_filter import CommittedInputFilter
+            from platform_streams.runtime.restore.changelog_filter import CommittedInputFilter
 
             judge = CommittedInputFilter([(t, partition) for t in self.source_topics], self.committed)
         for topic, _p, offset, key, value, ts, headers in run:

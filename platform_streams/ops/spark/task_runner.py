@@ -35,7 +35,7 @@ from platform_streams.processor.record import Headers
 from platform_streams.processor.record_collector import OutgoingRecord
 from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.serde import Serde
 from platform_streams.topology.compiler import TopologyPlan, compile_topology
 from platform_streams.topology.topology import Topology

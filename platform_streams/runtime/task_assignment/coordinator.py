@@ -22,8 +22,7 @@ from platform_streams.config import StreamsConfig
 from platform_streams.kafka import TopicPartition
 from platform_streams.kafka.admin import KafkaAdmin
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.control_channel import control_topic_name
-from platform_streams.runtime.task import store_changelogs
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.client_state import AssignmentConfigs
 from platform_streams.runtime.task_assignment.protocol import (
     ASSIGNMENT_KEY,
@@ -41,6 +40,7 @@ from platform_streams.runtime.task_assignment.protocol import (
     tp_key,
 )
 from platform_streams.runtime.task_assignment.rack_aware import RackInputs
+from platform_streams.runtime.tasks.task import store_changelogs
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
 from platform_streams.topology.compiler import TopologyPlan
 

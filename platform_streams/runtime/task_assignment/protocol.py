@@ -70,7 +70,7 @@ MEMBER_SLOTS = 64
 
 REPORT_PREFIX = "report/"
 ASSIGNMENT_KEY = "assignment"
-#: written by a worker that deleted and so re-created the group (runtime/rebalance_wait.py):
+#: written by a worker that deleted and so re-created the group (runtime/membership/rebalance_wait.py):
 #: every report and assignment before it on the control topic belongs to the old group
 EPOCH_KEY = "assignment-epoch"
 

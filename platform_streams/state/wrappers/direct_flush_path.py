@@ -65,7 +65,7 @@ def direct_flush(metered: Any, listener: FlushListener, send_old_values: bool) -
         cached_entries = caching._require()._entries
         put, get = inner._map.put, inner._map.get
         sender = None if changelog is None else changelog.flush_sender()
-        # without delivery reports but the last (runtime/quiet_changelogs.py, quiet_flush.py)
+        # without delivery reports but the last (runtime/producing/quiet_changelogs.py, quiet_flush.py)
         flush_reporting_last(
             entries,
             sender,

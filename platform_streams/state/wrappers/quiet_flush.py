@@ -1,6 +1,6 @@
 """A cache flush whose changelog records go without delivery reports but for the last.
 
-Why and how the records are still proved written: ``runtime/quiet_changelogs.py``. The
+Why and how the records are still proved written: ``runtime/producing/quiet_changelogs.py``. The
 runtime offers a :class:`~platform_streams.state.store_context.QuietSend` with the flush's
 ``ChangeSender`` (at-least-once with an idempotent changelog producer, once the partition
 has an anchor); :func:`flush_reporting_last` runs a flush loop over all entries but the

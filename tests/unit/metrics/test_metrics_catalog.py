@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from platform_streams import State, StreamsConfig
 from platform_streams.metrics import CATALOG, Level, StreamsMetrics, mapping_table
 from platform_streams.metrics.histogram import Histogram
-from platform_streams.runtime.worker import WorkerState
+from platform_streams.runtime.workers.worker import WorkerState
 from platform_streams.state.cache import RecordCache
 from tests.support.runtime_views import FakeWorker
 

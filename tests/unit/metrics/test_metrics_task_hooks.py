@@ -20,7 +20,7 @@ from platform_streams.errors import ProcessorError
 from platform_streams.metrics import StreamsMetrics
 from platform_streams.metrics.recorders import ThreadRecorder
 from platform_streams.processor import Processor, PunctuationType, Record
-from platform_streams.runtime.worker import WorkerState
+from platform_streams.runtime.workers.worker import WorkerState
 from platform_streams.serde import Integer, String
 from platform_streams.state.cache import RecordCache
 from platform_streams.testing import TopologyTestDriver

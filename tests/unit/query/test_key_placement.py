@@ -16,7 +16,7 @@ from platform_streams.dsl import Consumed, Grouped, Materialized
 from platform_streams.processor import TaskId
 from platform_streams.processor.partitioner import PlacementCheck, default_partition
 from platform_streams.query.placement import PRODUCER_SETTING, KeyPlacement, store_source_topics
-from platform_streams.runtime.task import StreamTask
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.serde import String
 from platform_streams.testing.records import DriverRecord
 from platform_streams.topology import compile_topology

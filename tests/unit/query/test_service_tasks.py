@@ -28,7 +28,7 @@ from platform_streams.query import (
 from platform_streams.query.lags import Role
 from platform_streams.query.service import InteractiveQueries
 from platform_streams.runtime.store_guard import StoreGuard
-from platform_streams.runtime.worker import WorkerState
+from platform_streams.runtime.workers.worker import WorkerState
 from platform_streams.serde import String
 from platform_streams.testing import TopologyTestDriver
 from tests.support.runtime_views import FakeWorker

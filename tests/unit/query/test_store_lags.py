@@ -22,7 +22,7 @@ from platform_streams import KafkaStreams
 from platform_streams.dsl import Consumed, Materialized, StreamsBuilder
 from platform_streams.query import LagInfo
 from platform_streams.query.lags import Role, StoreReplica, by_store, lags_of, replicas_of
-from platform_streams.runtime.worker import WorkerState
+from platform_streams.runtime.workers.worker import WorkerState
 from platform_streams.serde import String
 from platform_streams.server.forwarding import _refusal
 from platform_streams.server.key_routing import max_lag_of

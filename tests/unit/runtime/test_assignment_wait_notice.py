@@ -14,8 +14,8 @@ import logging
 import pytest
 
 from platform_streams.config import StreamsConfig
-from platform_streams.runtime import rebalance_wait
-from platform_streams.runtime.rebalance_wait import AssignmentWait, GroupObservation
+from platform_streams.runtime.membership import rebalance_wait
+from platform_streams.runtime.membership.rebalance_wait import AssignmentWait, GroupObservation
 from tests.support.manual_clock import ManualClock
 
 DEFAULTS = StreamsConfig(application_id="slow-start", bootstrap_servers="127.0.0.1:1")

@@ -20,8 +20,8 @@ from typing import Any
 
 from platform_streams import StreamsBuilder
 from platform_streams.dsl import Consumed, Materialized, Produced
-from platform_streams.runtime.task import StreamTask
-from platform_streams.runtime.task_state import CHECKPOINT_OFFSET_DELTA, TaskStateLifecycle
+from platform_streams.runtime.restore.task_state import CHECKPOINT_OFFSET_DELTA, TaskStateLifecycle
+from platform_streams.runtime.tasks.task import StreamTask
 from platform_streams.serde import Bytes
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from platform_streams.state.wrappers.base import innermost

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from platform_streams.config import StreamsConfig
-from platform_streams.runtime import task_state
-from platform_streams.runtime.task_state import TaskStateLifecycle
+from platform_streams.runtime.restore import task_state
+from platform_streams.runtime.restore.task_state import TaskStateLifecycle
 from platform_streams.state.manager import FROM_BEGINNING
 
 
@@ -61,6 +61,6 @@ def test_a_broker_that_does_not_answer_means_read_everything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(task_state, "_EMPTY_LOOKUP_S", 0.5)
-    with caplog.at_level(logging.INFO, logger="platform_streams.runtime.task_state"):
+    with caplog.at_level(logging.INFO, logger="platform_streams.runtime.restore.task_state"):
         assert _lifecycle(tmp_path)._empty_changelogs([("c", 0, FROM_BEGINNING)]) == set()
     assert any("not listed" in r.getMessage() for r in caplog.records)

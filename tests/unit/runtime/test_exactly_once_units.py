@@ -23,8 +23,8 @@ from platform_streams.processor.serialized_record import SerializedRecord
 from platform_streams.processor.source_position import SOURCE_HEADER, SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.broker_calls import Outcome, classify, retrying, translate
-from platform_streams.runtime.changelog_filter import CommittedInputFilter
-from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.runtime.producing.streams_producer import StreamsProducer
+from platform_streams.runtime.restore.changelog_filter import CommittedInputFilter
 from platform_streams.serde import Bytes
 from platform_streams.state.checkpoint import OffsetCheckpoint
 from platform_streams.state.manager import ProcessorStateManager
@@ -158,7 +158,9 @@ def _transactional_producer(
     monkeypatch: pytest.MonkeyPatch, *, eager: bool
 ) -> tuple[FakeProducer, StreamsProducer]:
     fake = FakeProducer()
-    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: fake)
+    monkeypatch.setattr(
+        "platform_streams.runtime.producing.streams_producer.create_producer", lambda conf: fake
+    )
     producer = StreamsProducer(
         {},
         transactional_id="app-p-1",
@@ -307,7 +309,7 @@ def test_reports_for_changelog_records_only_until_a_transaction_fails(
         fakes.append(FakeProducer())
         return fakes[-1]
 
-    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", create)
+    monkeypatch.setattr("platform_streams.runtime.producing.streams_producer.create_producer", create)
     producer = StreamsProducer(
         {},
         transactional_id="app-p-1",

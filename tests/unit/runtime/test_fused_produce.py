@@ -22,8 +22,8 @@ import pytest
 
 from platform_streams import StreamsBuilder, Topology
 from platform_streams.dsl import Consumed, Produced
-from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
-from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.runtime.producing.kafka_record_collector import KafkaRecordCollector
+from platform_streams.runtime.producing.streams_producer import StreamsProducer
 from platform_streams.serde import String
 from platform_streams.testing.records import DriverRecord
 from tests.support.produce_args import produce_call
@@ -89,7 +89,9 @@ def _run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, fusion: bool, batch: int, eos: bool = False
 ) -> tuple[Any, ...]:
     librdkafka = _Librdkafka()
-    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: librdkafka)
+    monkeypatch.setattr(
+        "platform_streams.runtime.producing.streams_producer.create_producer", lambda conf: librdkafka
+    )
 
     def producer(**callbacks: Any) -> StreamsProducer:
         return StreamsProducer({}, transactional_id="t-1" if eos else None, timeout_s=5, **callbacks)
@@ -145,7 +147,9 @@ def test_which_sends_a_sink_may_make_itself(monkeypatch: pytest.MonkeyPatch) -> 
     """At-least-once and eager exactly-once send straight away; a changelog topic keeps the
     send (its own producer and delivery reports); deferred exactly-once holds records."""
     librdkafka = _Librdkafka()
-    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: librdkafka)
+    monkeypatch.setattr(
+        "platform_streams.runtime.producing.streams_producer.create_producer", lambda conf: librdkafka
+    )
 
     def producer(**options: Any) -> StreamsProducer:
         return StreamsProducer(

@@ -1,4 +1,4 @@
-"""The wedged-group repair (runtime/rebalance_wait.py): when it may act, and what it may never do.
+"""The wedged-group repair (runtime/membership/rebalance_wait.py): when it may act, and what it may never do.
 
 Bugs found by the soak run (docs/soak/README.md), each with its test here:
 
@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from platform_streams.config import StreamsConfig
-from platform_streams.runtime import rebalance_wait
-from platform_streams.runtime.rebalance_wait import AssignmentWait, GroupObservation, backup_group
+from platform_streams.runtime.membership import rebalance_wait
+from platform_streams.runtime.membership.rebalance_wait import AssignmentWait, GroupObservation, backup_group
 from tests.support.manual_clock import ManualClock
 
 PARTITIONS = [("in", 0), ("in", 1)]

@@ -1,4 +1,4 @@
-"""The leave guard (runtime/leave_guard.py): when a stopping worker keeps serving its group.
+"""The leave guard (runtime/membership/leave_guard.py): when a stopping worker keeps serving its group.
 
 The broker behaviour behind it -- a leader that leaves mid-rebalance wedges the group on
 the embedded broker -- is tested on the broker by
@@ -19,8 +19,9 @@ import pytest
 from platform_streams.config import StreamsConfig
 from platform_streams.errors import BrokerError
 from platform_streams.kafka import GroupDescription
-from platform_streams.runtime import broker_features, leave_guard
-from platform_streams.runtime.leave_guard import LeaveGuard
+from platform_streams.runtime import broker_features
+from platform_streams.runtime.membership import leave_guard
+from platform_streams.runtime.membership.leave_guard import LeaveGuard
 from tests.support.manual_clock import ManualClock
 
 CONFIG = StreamsConfig(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from platform_streams.runtime.offset_gaps import OffsetGapGuard
+from platform_streams.runtime.workers.offset_gaps import OffsetGapGuard
 from tests.support.manual_clock import ManualClock
 
 TOPIC = "app-by-key-repartition"

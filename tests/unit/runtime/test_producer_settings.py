@@ -1,4 +1,5 @@
-"""Which producers a worker runs and which delivery reports they send (runtime/producer_settings.py).
+"""Which producers a worker runs and which delivery reports they send
+(runtime/producing/producer_settings.py).
 
 Pure logic over ``StreamsConfig``: the broker side of each case is in
 tests/integration/test_split_producers.py. Kafka Streams runs one producer per stream thread
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from platform_streams import StreamsConfig
-from platform_streams.runtime.producer_settings import producer_settings
+from platform_streams.runtime.producing.producer_settings import producer_settings
 
 
 def _settings(tmp_path: Path, changelogs: set[str], txn: str | None = None, **overrides: Any) -> Any:
@@ -73,7 +74,7 @@ def test_a_user_setting_that_would_lose_checkpoint_offsets_is_overridden_with_a_
 def test_cache_flushes_send_changelog_records_quietly_only_from_an_idempotent_producer(
     tmp_path: Path,
 ) -> None:
-    """runtime/quiet_changelogs.py needs a producer that neither duplicates nor reorders:
+    """runtime/producing/quiet_changelogs.py needs a producer that neither duplicates nor reorders:
     the changelog producer is made idempotent unless ``producer_config`` rules it out --
     turned off, or a setting librdkafka refuses to combine with it (then nothing changes
     and every changelog record is reported, as before)."""

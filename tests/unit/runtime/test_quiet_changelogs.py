@@ -1,5 +1,5 @@
 """Changelog records a cache flush sends without a delivery report
-(``runtime/quiet_changelogs.py``): every one still reaches librdkafka in the same order, the
+(``runtime/producing/quiet_changelogs.py``): every one still reaches librdkafka in the same order, the
 checkpoint offset is the last record's, and a record lost without a report fails the
 collector's flush (what a failed report does: Kafka Streams' ``RecordCollectorImpl.flush``
 -> ``checkForException``, a changelog send's failure being fatal) instead of being taken
@@ -20,9 +20,9 @@ import pytest
 from platform_streams import StreamsBuilder, Topology
 from platform_streams.dsl import Consumed, Materialized, Produced, TimeWindows
 from platform_streams.processor.serialized_record import SerializedRecord
-from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, ProductionError
-from platform_streams.runtime.quiet_changelogs import QuietChangelogs
-from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.runtime.producing.kafka_record_collector import KafkaRecordCollector, ProductionError
+from platform_streams.runtime.producing.quiet_changelogs import QuietChangelogs
+from platform_streams.runtime.producing.streams_producer import StreamsProducer
 from platform_streams.serde import Long, String
 from platform_streams.testing.records import DriverRecord
 from tests.support.produce_args import produce_call
@@ -131,7 +131,7 @@ def _run(
         producers[name] = _Librdkafka(conf, lose)
         return producers[name]
 
-    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", create)
+    monkeypatch.setattr("platform_streams.runtime.producing.streams_producer.create_producer", create)
 
     def producer(**callbacks: Any) -> StreamsProducer:
         return StreamsProducer(

@@ -11,8 +11,8 @@ import confluent_kafka as ck
 import pytest
 
 from platform_streams.errors import TaskCorruptedError
-from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
-from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.runtime.producing.kafka_record_collector import KafkaRecordCollector
+from platform_streams.runtime.producing.streams_producer import StreamsProducer
 
 
 class _Producer:
@@ -50,7 +50,9 @@ def _collector(
     monkeypatch: pytest.MonkeyPatch, policy: str, *, eos: bool = False, refuse: bool = False
 ) -> tuple[KafkaRecordCollector, _Producer]:
     fake = _Producer(refuse)
-    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: fake)
+    monkeypatch.setattr(
+        "platform_streams.runtime.producing.streams_producer.create_producer", lambda conf: fake
+    )
 
     def factory(**callbacks: Any) -> StreamsProducer:
         return StreamsProducer({}, transactional_id="t-1" if eos else None, timeout_s=5, **callbacks)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from platform_streams.kafka import KafkaError, KafkaException
-from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.runtime.producing.streams_producer import StreamsProducer
 from tests.support.produce_args import produce_call
 
 
@@ -43,7 +43,9 @@ class _RefusingProducer:
 
 
 def _producer(monkeypatch: pytest.MonkeyPatch, fake: _RefusingProducer, errors: list[Any]) -> StreamsProducer:
-    monkeypatch.setattr("platform_streams.runtime.streams_producer.create_producer", lambda conf: fake)
+    monkeypatch.setattr(
+        "platform_streams.runtime.producing.streams_producer.create_producer", lambda conf: fake
+    )
     return StreamsProducer(
         {},
         transactional_id=None,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from platform_streams.runtime.worker import StreamWorker
+from platform_streams.runtime.workers.worker import StreamWorker
 
 
 class _Closing:

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from platform_streams.runtime.worker_restarts import RestartPolicy, supervise
+from platform_streams.runtime.workers.worker_restarts import RestartPolicy, supervise
 
 
 class _Fake:

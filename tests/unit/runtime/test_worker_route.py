@@ -9,8 +9,8 @@ from typing import Any
 import confluent_kafka as ck
 import pytest
 
-from platform_streams.runtime.input_queues import InputQueues
-from platform_streams.runtime.worker import StreamWorker
+from platform_streams.runtime.workers.input_queues import InputQueues
+from platform_streams.runtime.workers.worker import StreamWorker
 
 
 def _worker(partitions: list[tuple[str, int]]) -> Any:

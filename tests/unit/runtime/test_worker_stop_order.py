@@ -1,4 +1,4 @@
-"""What a stopping worker does, in order (runtime/worker.py with runtime/leave_guard.py).
+"""What a stopping worker does, in order (runtime/workers/worker.py with runtime/membership/leave_guard.py).
 
 The leave guard makes a stopping worker serve its group -- polling, processing nothing --
 until a rebalance under way has ended (the embedded broker keeps a leader that leaves
@@ -26,7 +26,7 @@ from platform_streams.kafka import TopicPartition
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime import broker_features
 from platform_streams.runtime.api import WorkerState
-from platform_streams.runtime.worker import StreamWorker
+from platform_streams.runtime.workers.worker import StreamWorker
 from tests.support.workers import idle_worker
 
 

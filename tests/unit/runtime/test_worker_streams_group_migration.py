@@ -25,11 +25,11 @@ import pytest
 
 from platform_streams.errors import TaskMigratedError
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime import worker_rebalance
-from platform_streams.runtime.input_queues import InputQueues
-from platform_streams.runtime.streams_group_membership import StreamsGroupMembership
-from platform_streams.runtime.task_manager import TaskManager
-from platform_streams.runtime.worker import StreamWorker
+from platform_streams.runtime.membership.streams_group_membership import StreamsGroupMembership
+from platform_streams.runtime.tasks.task_manager import TaskManager
+from platform_streams.runtime.workers import worker_rebalance
+from platform_streams.runtime.workers.input_queues import InputQueues
+from platform_streams.runtime.workers.worker import StreamWorker
 
 
 class _Collector:

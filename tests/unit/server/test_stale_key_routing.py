@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
-from platform_streams.runtime.worker import WorkerState
+from platform_streams.runtime.workers.worker import WorkerState
 from platform_streams.server.routes import Api
 from platform_streams.testing import TopologyTestDriver
 from tests.unit.query.test_service_tasks import _service, driver

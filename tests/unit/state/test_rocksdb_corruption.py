@@ -22,9 +22,9 @@ from platform_streams import StreamsBuilder, StreamsConfig
 from platform_streams.dsl import Consumed, Grouped, Materialized
 from platform_streams.errors import IllegalStateError, StreamsError, TaskCorruptedError
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.standby import StandbyTask, StandbyUpdater
-from platform_streams.runtime.task_manager import TaskManager
-from platform_streams.runtime.worker_rebalance import TaskRebalancing
+from platform_streams.runtime.restore.standby import StandbyTask, StandbyUpdater
+from platform_streams.runtime.tasks.task_manager import TaskManager
+from platform_streams.runtime.workers.worker_rebalance import TaskRebalancing
 from platform_streams.serde import Bytes, Long, String
 from platform_streams.state import ProcessorStateManager, Stores
 from platform_streams.state.backend import StoreCorruptedError, store_directory

@@ -38,7 +38,7 @@ from platform_streams.kafka import (
     create_consumer,
     read_partition_range,
 )
-from platform_streams.runtime.global_state import GlobalStateUpdater
+from platform_streams.runtime.tasks.global_state import GlobalStateUpdater
 from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["GlobalStreamWorker", "bootstrap"]

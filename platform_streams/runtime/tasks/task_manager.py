@@ -3,7 +3,7 @@ and close.
 
 Kafka Streams splits a stream thread the same way: ``StreamThread`` runs the poll loop and
 serves the group, its ``TaskManager`` (with the ``Tasks`` registry) creates, commits and
-closes the tasks. Here :class:`~platform_streams.runtime.worker.StreamWorker` keeps the loop,
+closes the tasks. Here :class:`~platform_streams.runtime.workers.worker.StreamWorker` keeps the loop,
 the consumer and the rebalance callbacks (``worker_rebalance.py``, ``worker_handover.py``,
 ``worker_streams_group.py``), which decide *when*; this module does *what* happens to the
 tasks, in the order that keeps state exact.
@@ -13,7 +13,7 @@ A commit, in this order (the order is what keeps state exact after a crash):
 1. flush caches: what they forward is produced (and changelogged) in this commit;
 2. at-least-once: wait for every record to be acknowledged, commit the input offsets;
    exactly_once_v2: one transaction with the records, the changelog records and the input
-   offsets (:class:`~platform_streams.runtime.streams_producer.StreamsProducer`), checking
+   offsets (:class:`~platform_streams.runtime.producing.streams_producer.StreamsProducer`), checking
    before the first send and again just before the commit that this worker is still a
    member of the group (an offset commit of the control topic: the group coordinator
    rejects it from a member it expelled, which is what fences a zombie on a broker that
@@ -42,18 +42,18 @@ from platform_streams.errors import StreamsError, TaskCorruptedError, TaskMigrat
 from platform_streams.kafka import TopicPartition
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.broker_calls import retrying
-from platform_streams.runtime.restore_ranges import Written
-from platform_streams.runtime.task import StreamTask, start_task
+from platform_streams.runtime.restore.restore_ranges import Written
+from platform_streams.runtime.tasks.task import StreamTask, start_task
 from platform_streams.state.backend import StoreCorruptedError
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
     from platform_streams.processor.partitioner import PlacementChecks
     from platform_streams.runtime.broker_features import RepartitionPurger
-    from platform_streams.runtime.input_queues import InputQueues
-    from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector
-    from platform_streams.runtime.standby import StandbyUpdater
-    from platform_streams.runtime.task_state import TaskStateLifecycle
+    from platform_streams.runtime.producing.kafka_record_collector import KafkaRecordCollector
+    from platform_streams.runtime.restore.standby import StandbyUpdater
+    from platform_streams.runtime.restore.task_state import TaskStateLifecycle
+    from platform_streams.runtime.workers.input_queues import InputQueues
     from platform_streams.state.cache import RecordCache
     from platform_streams.topology.compiler import TopologyPlan
 

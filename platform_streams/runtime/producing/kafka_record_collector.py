@@ -56,8 +56,8 @@ from platform_streams.processor.exception_handlers import (
 )
 from platform_streams.processor.record import Headers
 from platform_streams.processor.record_collector import OutgoingRecord
-from platform_streams.runtime.quiet_changelogs import QuietChangelogs
-from platform_streams.runtime.streams_producer import StreamsProducer
+from platform_streams.runtime.producing.quiet_changelogs import QuietChangelogs
+from platform_streams.runtime.producing.streams_producer import StreamsProducer
 from platform_streams.state.store_context import QuietSend
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ punctuators -> commit every ``commit_interval_ms``. Rebalance callbacks run insi
 initialises them (see :meth:`StreamWorker._on_assign`).
 
 The tasks themselves -- their registry, creation, commit and close -- are the
-:class:`~platform_streams.runtime.task_manager.TaskManager`'s (Kafka Streams' TaskManager);
+:class:`~platform_streams.runtime.tasks.task_manager.TaskManager`'s (Kafka Streams' TaskManager);
 the worker decides when: a commit every ``commit_interval_ms`` (under a streams group, once
 its membership is verified), on revocation, before a stop.
 
@@ -50,28 +50,31 @@ from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
 from platform_streams.runtime.broker_calls import retrying
 from platform_streams.runtime.broker_features import RepartitionPurger, broker_may_skip_batches
-from platform_streams.runtime.input_queues import InputQueues
-from platform_streams.runtime.kafka_record_collector import KafkaRecordCollector, dead_letter_topic_limit
-from platform_streams.runtime.leave_guard import LeaveGuard
+from platform_streams.runtime.membership.leave_guard import LeaveGuard
+from platform_streams.runtime.membership.rebalance_wait import AssignmentWait, observe_group, repair_group
 from platform_streams.runtime.observer import WorkerObserver, chain_observer, chain_restore_listener
-from platform_streams.runtime.offset_gaps import OffsetGapGuard
-from platform_streams.runtime.producer_settings import producer_settings
-from platform_streams.runtime.rebalance_wait import AssignmentWait, observe_group, repair_group
-from platform_streams.runtime.restore_ranges import RestoreRanges
+from platform_streams.runtime.producing.kafka_record_collector import (
+    KafkaRecordCollector,
+    dead_letter_topic_limit,
+)
+from platform_streams.runtime.producing.producer_settings import producer_settings
+from platform_streams.runtime.producing.streams_producer import StreamsProducer
+from platform_streams.runtime.restore.restore_ranges import RestoreRanges
+from platform_streams.runtime.restore.task_state import TaskStateLifecycle
 from platform_streams.runtime.store_guard import StoreGuard
-from platform_streams.runtime.streams_producer import StreamsProducer
-from platform_streams.runtime.task import StreamTask, store_changelogs
-from platform_streams.runtime.task_manager import TaskManager
-from platform_streams.runtime.task_state import TaskStateLifecycle
-from platform_streams.runtime.worker_rebalance import TaskRebalancing
-from platform_streams.runtime.worker_streams_group import StreamsGroupSettings, StreamsGroupTasks
+from platform_streams.runtime.tasks.task import StreamTask, store_changelogs
+from platform_streams.runtime.tasks.task_manager import TaskManager
+from platform_streams.runtime.workers.input_queues import InputQueues
+from platform_streams.runtime.workers.offset_gaps import OffsetGapGuard
+from platform_streams.runtime.workers.worker_rebalance import TaskRebalancing
+from platform_streams.runtime.workers.worker_streams_group import StreamsGroupSettings, StreamsGroupTasks
 from platform_streams.state.cache import RecordCache
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.restore import StateRestoreListener
 from platform_streams.topology.compiler import TopologyPlan
 
 if TYPE_CHECKING:
-    from platform_streams.runtime.standby import StandbyUpdater
+    from platform_streams.runtime.restore.standby import StandbyUpdater
     from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, Pending
 
 log = logging.getLogger(__name__)
@@ -157,10 +160,10 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         self.repartition_purger = RepartitionPurger(plan, config)
         self.consumer: Any = None
         #: restore_ranges: the client's changelog ranges written for committed input
-        #: (runtime/restore_ranges.py), read and published through the state lifecycle
+        #: (runtime/restore/restore_ranges.py), read and published through the state lifecycle
         self.state_lifecycle = TaskStateLifecycle(config, restore_ranges=restore_ranges)
         self.record_cache = RecordCache(config.statestore_cache_max_bytes)
-        #: the active tasks: their registry, creation, commit and close (runtime/task_manager.py)
+        #: the active tasks: their registry, creation, commit and close (runtime/tasks/task_manager.py)
         self.task_manager = TaskManager(
             self.name,
             plan,
@@ -195,7 +198,7 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
         #: the stop's sequence began: rebalance callbacks start no task (worker_rebalance.py)
         self._stopping = False
         self._tasks_finished = False
-        #: group_protocol="streams": the broker assigns the tasks (runtime/worker_streams_group.py)
+        #: group_protocol="streams": the broker assigns the tasks (runtime/workers/worker_streams_group.py)
         self._streams_settings = streams_group
 
     @property
@@ -369,7 +372,7 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
 
     def _check_group(self) -> None:
         """While waiting for an assignment: look at the group; repair it once it is wedged
-        (runtime/rebalance_wait.py: never on a rebalance that is merely slow)."""
+        (runtime/membership/rebalance_wait.py: never on a rebalance that is merely slow)."""
         partitions = [(t, p) for t in self.source_topics for p in range(self.partition_counts.get(t, 0))]
         try:
             seen = observe_group(self.config, partitions, group_membership(self.consumer)[1])
@@ -393,7 +396,7 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
     def _finish_rebalance(self) -> None:
         """After the final commit, before the leave: serve the group, processing nothing (what a
         poll returns is read again by the next owner), while the leave guard holds
-        (runtime/leave_guard.py). The commit comes first because this may last 1.5 session
+        (runtime/membership/leave_guard.py). The commit comes first because this may last 1.5 session
         timeouts: a kill after a shorter grace period would lose the processed work, and an
         open transaction would outlive transaction.timeout.ms."""
         if self.consumer is None or self.streams_group is not None:  # a streams group's leave is final
@@ -563,7 +566,7 @@ class StreamWorker(TaskRebalancing, StreamsGroupTasks, threading.Thread):
             log.warning("could not commit the records processed before the failure: %s", commit_failure)
 
     def commit(self, *, skip: StreamTask | None = None, persist: bool = True) -> None:
-        """Commit the tasks' progress (the task manager's steps, runtime/task_manager.py);
+        """Commit the tasks' progress (the task manager's steps, runtime/tasks/task_manager.py);
         ``skip``: a task left out, ``persist=False``: no store written to disk or checkpointed."""
         assert self.collector is not None
         started = time.perf_counter()

@@ -3,7 +3,7 @@
 librdkafka has no pluggable assignor, so the group protocol cannot place standby tasks as
 Kafka Streams' assignor does, and the admin API cannot be relied on to list the members
 (some brokers' describe_consumer_groups shows none). Instead every client publishes what it runs
-on the application's control topic (see :mod:`platform_streams.runtime.control_channel`),
+on the application's control topic (see :mod:`platform_streams.runtime.membership.control_channel`),
 and each client computes the same placement from the same published view, here:
 
 * the ring is the sorted ids of the live clients;

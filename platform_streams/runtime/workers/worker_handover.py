@@ -24,7 +24,7 @@ The safety argument (docs/scale-out.md, "Cooperative rebalancing"), in short:
 
 :class:`CooperativeHandover` is a mixin of :class:`~.worker_rebalance.TaskRebalancing`
 (hence of the worker); the attributes it reads are the worker's, and the tasks are its
-:class:`~platform_streams.runtime.task_manager.TaskManager`'s.
+:class:`~platform_streams.runtime.tasks.task_manager.TaskManager`'s.
 """
 
 from __future__ import annotations
@@ -36,16 +36,16 @@ from platform_streams.errors import StreamsError
 from platform_streams.kafka import OFFSET_INVALID, TopicPartition
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
-from platform_streams.runtime.assignment import tasks_of_assignment
-from platform_streams.runtime.changelog_filter import fetch_committed
-from platform_streams.runtime.rebalance_wait import fill_from_backup
+from platform_streams.runtime.membership.assignment import tasks_of_assignment
+from platform_streams.runtime.membership.rebalance_wait import fill_from_backup
+from platform_streams.runtime.restore.changelog_filter import fetch_committed
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
-    from platform_streams.runtime.input_queues import InputQueues
-    from platform_streams.runtime.task import StreamTask
     from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator, Pending
-    from platform_streams.runtime.task_manager import TaskManager
+    from platform_streams.runtime.tasks.task import StreamTask
+    from platform_streams.runtime.tasks.task_manager import TaskManager
+    from platform_streams.runtime.workers.input_queues import InputQueues
     from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["CooperativeHandover"]
@@ -220,7 +220,7 @@ class CooperativeHandover:
             self._coordinator.resubscribe(self.subscribed, self._subscribe)
 
     def _group_recreated(self) -> None:
-        """A wedge repair deleted the group and created it again (runtime/rebalance_wait.py):
+        """A wedge repair deleted the group and created it again (runtime/membership/rebalance_wait.py):
         its committed offsets are gone, and a kept task commits only the partitions that
         progressed, so one without new input would never be committed in the new group.
         Every kept task commits all its partitions again at its next commit, as a task

@@ -23,7 +23,7 @@ still there after ``settle_s`` of re-fetching is real (for example transaction m
 an earlier exactly-once run of the application left) and is accepted with a log line.
 
 The check costs one comparison per run of a partition's records (a consumed batch is
-made of runs, see :class:`~platform_streams.runtime.input_queues.InputQueues`); the
+made of runs, see :class:`~platform_streams.runtime.workers.input_queues.InputQueues`); the
 records of a run are only looked at one by one when its first and last offsets say it
 has a gap.
 """

@@ -1,9 +1,9 @@
 """How a worker's tasks follow the group: assignment, revocation, loss and recovery.
 
-Split from :mod:`platform_streams.runtime.worker` (whose loop and commit path stay there)
+Split from :mod:`platform_streams.runtime.workers.worker` (whose loop and commit path stay there)
 because this is the other half of a worker's life: the rebalance callbacks librdkafka
 calls inside ``consume`` (or the state-aware assignor's generation handshake), which have
-the worker's :class:`~platform_streams.runtime.task_manager.TaskManager` create, restore
+the worker's :class:`~platform_streams.runtime.tasks.task_manager.TaskManager` create, restore
 and initialise tasks, or commit and close them; and the recovery paths
 (:class:`TaskMigratedError`: close dirty and rejoin; :class:`TaskCorruptedError`: rebuild
 from the changelogs and read again from the committed offsets; its
@@ -11,7 +11,7 @@ from the changelogs and read again from the committed offsets; its
 corrupt, also deletes that store's files first, so it is restored from the beginning of its
 changelog -- or, with no changelog to restore from, fails the worker saying so).
 
-:class:`TaskRebalancing` is a mixin of :class:`~platform_streams.runtime.worker.StreamWorker`:
+:class:`TaskRebalancing` is a mixin of :class:`~platform_streams.runtime.workers.worker.StreamWorker`:
 it holds no state of its own, and the attributes it reads are the worker's (declared
 below for the type checker); the tasks are the task manager's.
 """
@@ -28,11 +28,11 @@ from platform_streams.errors import StreamsError, TaskCorruptedError, TaskMigrat
 from platform_streams.kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, TopicPartition
 from platform_streams.processor.task_id import TaskId
 from platform_streams.runtime.api import WorkerState
-from platform_streams.runtime.assignment import tasks_of_assignment
-from platform_streams.runtime.changelog_filter import fetch_committed
-from platform_streams.runtime.rebalance_wait import AssignmentWait, fill_from_backup
+from platform_streams.runtime.membership.assignment import tasks_of_assignment
+from platform_streams.runtime.membership.rebalance_wait import AssignmentWait, fill_from_backup
+from platform_streams.runtime.restore.changelog_filter import fetch_committed
 from platform_streams.runtime.task_assignment.coordinator import slot_ranges
-from platform_streams.runtime.worker_handover import CooperativeHandover
+from platform_streams.runtime.workers.worker_handover import CooperativeHandover
 from platform_streams.state.backend import StoreCorruptedError
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ class TaskRebalancing(CooperativeHandover):
     def _await_assignment(self) -> int:
         """Serve the group (heartbeats, rebalances) until this generation's assignment arrives.
 
-        Waiting has bounds, like the wait for the group (runtime/rebalance_wait.py): after
+        Waiting has bounds, like the wait for the group (runtime/membership/rebalance_wait.py): after
         ``partial_after_s`` the leader places the tasks over the members that reported; after
         ``warning_s`` the worker says what it waits for; a member the generation's assignment
         left out, or still without one after the longest legitimate rebalance

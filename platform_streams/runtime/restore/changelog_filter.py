@@ -70,7 +70,7 @@ class CommittedInputFilter:
         #: records judged not committed so far
         self.skipped = 0
         #: changelog partition -> ``[start, end)`` applied without reading headers
-        #: (:mod:`platform_streams.runtime.restore_ranges`)
+        #: (:mod:`platform_streams.runtime.restore.restore_ranges`)
         self.trusted: dict[TopicPartitionKey, tuple[int, int]] = {}
         #: records applied unread because a trusted range held them
         self.trusted_records = 0
@@ -137,7 +137,7 @@ class CommittedInputFilter:
 
     def trust(self, ranges: Mapping[TopicPartitionKey, tuple[int, int]]) -> None:
         """Apply the records of these changelog offset ranges without judging them (a restore's
-        trusted commit ranges; see :mod:`platform_streams.runtime.restore_ranges`)."""
+        trusted commit ranges; see :mod:`platform_streams.runtime.restore.restore_ranges`)."""
         # a source topic reused as changelog is judged by its committed offset alone (cheap)
         self.trusted = {
             tp: (start, end) for tp, (start, end) in ranges.items() if start < end and tp not in self._sources

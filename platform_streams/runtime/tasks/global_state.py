@@ -3,7 +3,7 @@
 Global stores have no tasks and no changelog: the source topic *is* the log. The
 updater owns the stores, deserializes records of the global topics and feeds them to
 each store's update processor, and remembers the next offset of every partition it
-applied. :class:`~platform_streams.runtime.global_worker.GlobalStreamWorker` drives it:
+applied. :class:`~platform_streams.runtime.workers.global_worker.GlobalStreamWorker` drives it:
 a bootstrap that reads every partition to its end before any stream task processes,
 then a thread that keeps tailing.
 
@@ -28,7 +28,7 @@ from platform_streams.processor.exception_handlers import RecordExceptionHandler
 from platform_streams.processor.node import NodeProcessor, as_node_processor
 from platform_streams.processor.record_collector import RefusingCollector
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.task import skip_or_raise_deserialization
+from platform_streams.runtime.tasks.task import skip_or_raise_deserialization
 from platform_streams.state.checkpoint import CHECKPOINT_FILE_NAME, CheckpointFormatError, OffsetCheckpoint
 from platform_streams.state.private_files import app_state_dir
 from platform_streams.state.store_context import RestoreCallback

@@ -1,7 +1,7 @@
 """Changelog ranges a restore applies without reading each record's source-position header.
 
 Why: a restore keeps only changelog records written for committed input
-(:mod:`platform_streams.runtime.changelog_filter`), which means reading every record's
+(:mod:`platform_streams.runtime.restore.changelog_filter`), which means reading every record's
 ``__ps_src`` header. confluent-kafka builds a Python list of header tuples per record for
 that: about a third of a restore's CPU (py-spy of the count_unique restore in
 bench/RESULTS.md). Most of a changelog needs no such check: whatever a task
@@ -273,7 +273,7 @@ class RestoreRanges:
         return inherited
 
     def after_commit(self, tasks: Iterable[Any], written: Written, *, force: bool = False) -> None:
-        """Publish the ranges of ``tasks`` (:class:`~platform_streams.runtime.task.StreamTask`:
+        """Publish the ranges of ``tasks`` (:class:`~platform_streams.runtime.tasks.task.StreamTask`:
         ``task_id``, ``partitions``, ``committed``, ``changelog_partitions``) after a commit.
 
         ``written``: what the worker's producer had acknowledged; the committed input offsets
@@ -325,7 +325,8 @@ def forget_published_ranges(config: StreamsConfig, timeout_s: float = 30.0) -> i
     returns how many. For the operations that delete changelog topics but keep the control
     topic: a range names offsets, and a re-created changelog would give them other records.
     Call it only while the control topic exists."""
-    from platform_streams.runtime.control_channel import control_topic_name  # it imports this module
+    # control_channel imports this module
+    from platform_streams.runtime.membership.control_channel import control_topic_name
 
     topic = control_topic_name(config.application_id)
     reader = {**config.restore_consumer_configs(), "group.id": f"{config.application_id}-ops"}

@@ -18,7 +18,7 @@ client (one :class:`KafkaStreams`, i.e. one process) tails ``<application_id>-co
   (:mod:`platform_streams.runtime.task_assignment.protocol`), handed to its coordinator.
 * ``range/<task id>``: the changelog ranges a task wrote for committed input, which a
   restore applies without reading each record's header
-  (:mod:`platform_streams.runtime.restore_ranges`).
+  (:mod:`platform_streams.runtime.restore.restore_ranges`).
 * ``topology``: the manifest of the topology this client runs, written at its start
   (:mod:`platform_streams.topology.manifest`); the deploy gate reads the last one
   (:mod:`platform_streams.ops.deployed_topology`). No client reads it.
@@ -48,8 +48,8 @@ from platform_streams.kafka import (
     is_denied,
 )
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.placement import MemberInfo
-from platform_streams.runtime.restore_ranges import RANGE_KEY_PREFIX
+from platform_streams.runtime.membership.placement import MemberInfo
+from platform_streams.runtime.restore.restore_ranges import RANGE_KEY_PREFIX
 
 __all__ = ["ControlChannel", "control_topic_name"]
 
@@ -88,7 +88,7 @@ class ControlChannel:
         self._on_members_changed = on_members_changed
         #: state-aware assignment (runtime/task_assignment): its reports and assignments
         self._on_assignment_record = on_assignment_record
-        #: changelog ranges written for committed input (runtime/restore_ranges.py)
+        #: changelog ranges written for committed input (runtime/restore/restore_ranges.py)
         self._on_range_record = on_range_record
         self.interval_s = max(0.5, 2 * config.heartbeat_interval_ms / 1000.0)
         self.expiry_ms = max(config.session_timeout_ms, int(3 * self.interval_s * 1000))

@@ -4,7 +4,7 @@ on a broker whose coordinator keeps a departed leader.
 On such a broker (the embedded one, docs/brokers.md) only the member recorded as the
 group's leader can end a rebalance, and a leader that leaves (LeaveGroup) while the group
 rebalances stays recorded as its leader: the group never completes another rebalance, and
-the next start of the application waits for the group repair (runtime/rebalance_wait.py,
+the next start of the application waits for the group repair (runtime/membership/rebalance_wait.py,
 tens of seconds). It happens on the most common stop there is: one worker of
 ``run --workers N`` fails (a poison record), its leave starts a rebalance, and the
 supervisor stops the surviving worker -- the leader -- while it rejoins.
@@ -18,7 +18,7 @@ for an assignment and one heartbeat interval has passed without a new rebalance 
 heartbeat is how the coordinator tells a member that another one left), at most
 ``1.5 x session.timeout.ms`` plus that interval. The worker commits (under exactly-once:
 its transaction) and closes its tasks before it serves, and an assignment that arrives
-meanwhile starts nothing (runtime/worker.py). A worker that was the only member of its
+meanwhile starts nothing (runtime/workers/worker.py). A worker that was the only member of its
 last generation and is not rebalancing leaves at once (nobody can have left; a newcomer
 joining at that very moment is the one case left to the repair); only the state-aware
 coordinator knows the members of a generation, so under the range assignor no worker is

@@ -3,7 +3,7 @@
 Kept apart from the worker loop so the order of state operations reads in one place:
 stores built -> restored from their changelogs (from the checkpoint when the local store
 is intact, else from the beginning), applying only records written for committed input
-(:mod:`platform_streams.runtime.changelog_filter`) -> processors initialised; commit ->
+(:mod:`platform_streams.runtime.restore.changelog_filter`) -> processors initialised; commit ->
 stores persisted -> checkpoint; close -> checkpoint (clean) or keep the last one (dirty).
 
 Under exactly-once the changelogs are read with read_committed. A broker that never
@@ -25,15 +25,15 @@ from platform_streams.config import StreamsConfig
 from platform_streams.errors import BrokerError, StreamsError, StreamsTimeoutError
 from platform_streams.kafka import KafkaAdmin, empty_partitions
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.changelog_filter import CommittedInputFilter
-from platform_streams.runtime.restore_ranges import RestoreRanges
+from platform_streams.runtime.restore.changelog_filter import CommittedInputFilter
+from platform_streams.runtime.restore.restore_ranges import RestoreRanges
 from platform_streams.state.manager import FROM_BEGINNING, ChangelogPartition, ProcessorStateManager
 from platform_streams.state.restore import ChangelogReader, StateRestoreListener, read_start
 from platform_streams.state.restore_read_ahead import RestoreReadAhead
 from platform_streams.state.snapshot_restore import SnapshotRestore, SnapshotRestorer
 
 if TYPE_CHECKING:
-    from platform_streams.runtime.task import StreamTask
+    from platform_streams.runtime.tasks.task import StreamTask
 
 log = logging.getLogger(__name__)
 

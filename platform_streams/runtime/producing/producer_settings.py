@@ -2,7 +2,7 @@
 
 A success report is a Python callback per record (about 1 us with librdkafka's own work);
 only two things read them: the changelogs' checkpoint offsets and, at DEBUG recording, the
-sink byte counts. So (details in :mod:`platform_streams.runtime.streams_producer`):
+sink byte counts. So (details in :mod:`platform_streams.runtime.producing.streams_producer`):
 
 * at-least-once without changelogs: one producer reporting failures only;
 * at-least-once with changelogs: the sinks' producer reports failures only, the changelogs'

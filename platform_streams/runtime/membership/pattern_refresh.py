@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin
-from platform_streams.runtime.control_channel import control_topic_name
+from platform_streams.runtime.membership.control_channel import control_topic_name
 from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.topology.compiler import TopologyPlan
 

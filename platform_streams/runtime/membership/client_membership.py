@@ -6,7 +6,7 @@ One per :class:`KafkaStreams`. It holds what the group protocol cannot give us h
   (:mod:`.process_identity`) -- the source of the workers' transactional ids;
 * the control channel (:mod:`.control_channel`): heartbeats with the tasks each client
   runs, and SHUTDOWN_APPLICATION requests;
-* the standby tasks (:mod:`.standby`) this client keeps, re-placed
+* the standby tasks (:mod:`platform_streams.runtime.restore.standby`) this client keeps, re-placed
   (:mod:`.placement`) whenever the published view or the local assignment changes.
 """
 
@@ -21,11 +21,11 @@ from typing import Any
 from platform_streams.config import StreamsConfig
 from platform_streams.kafka import KafkaAdmin, TopicSpec
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.control_channel import ControlChannel, control_topic_name
-from platform_streams.runtime.placement import standby_tasks_of
-from platform_streams.runtime.process_identity import ProcessIdentity
-from platform_streams.runtime.restore_ranges import RestoreRanges
-from platform_streams.runtime.standby import StandbyUpdater, stateful_tasks
+from platform_streams.runtime.membership.control_channel import ControlChannel, control_topic_name
+from platform_streams.runtime.membership.placement import standby_tasks_of
+from platform_streams.runtime.membership.process_identity import ProcessIdentity
+from platform_streams.runtime.restore.restore_ranges import RestoreRanges
+from platform_streams.runtime.restore.standby import StandbyUpdater, stateful_tasks
 from platform_streams.runtime.task_assignment.coordinator import AssignmentCoordinator
 from platform_streams.runtime.task_assignment.protocol import members_topic_name
 from platform_streams.state.private_files import app_state_dir

@@ -28,7 +28,7 @@ from platform_streams.processor.record_collector import RecordCollector
 from platform_streams.processor.source_hooks import BatchHooks
 from platform_streams.processor.source_position import SourcePositionHeader
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.partition_group import PartitionGroup, TopicPartitionKey
+from platform_streams.runtime.tasks.partition_group import PartitionGroup, TopicPartitionKey
 from platform_streams.state.manager import ProcessorStateManager
 from platform_streams.state.restore import deletes_by_retention
 from platform_streams.topology.compiler import SubTopologyPlan, TopologyPlan

@@ -13,7 +13,7 @@ per record. Bytes (``bytes-consumed-total``) need a length per record, so they a
 only when ``count_bytes`` is on (metrics at DEBUG).
 
 With a ``gap_guard``, each run of a guarded topic's records is checked for skipped offsets
-first (:mod:`~platform_streams.runtime.offset_gaps`: a broker that answers a fetch before
+first (:mod:`~platform_streams.runtime.workers.offset_gaps`: a broker that answers a fetch before
 storing an earlier batch).
 
 Records a partition delivered already are dropped. librdkafka can hand out a partition's
@@ -39,7 +39,7 @@ from operator import is_
 from typing import Any
 
 from platform_streams.kafka import Message, TopicPartition
-from platform_streams.runtime.offset_gaps import OffsetGapGuard
+from platform_streams.runtime.workers.offset_gaps import OffsetGapGuard
 
 __all__ = ["InputQueues"]
 

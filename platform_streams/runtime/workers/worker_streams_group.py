@@ -1,10 +1,10 @@
 """A worker as a member of a streams group (``group_protocol="streams"``, KIP-1071).
 
 The broker's group coordinator assigns the tasks; the worker runs exactly its active tasks
-(its standby and warm-up tasks go to the client's standby updater, :mod:`.standby`, and their
+(its standby and warm-up tasks go to the client's standby updater, :mod:`..restore.standby`, and their
 changelog positions back to the broker as task offsets) and changes them incrementally, as
 ``StreamThread`` does under the streams protocol: the
-heartbeat thread (:class:`~.streams_group_membership.StreamsGroupMembership`) only records
+heartbeat thread (:class:`~..membership.streams_group_membership.StreamsGroupMembership`) only records
 the broker's target; the worker, on its own thread between two loop iterations, commits and
 closes the revoked tasks, starts the added ones (the cooperative handover's release and add
 steps, :mod:`.worker_handover`), and only then reports the new set -- the broker gives a
@@ -34,12 +34,12 @@ from platform_streams.kafka.streams_group import (
 from platform_streams.kafka.streams_group.member import Assignment, EndpointPartitions, TopologySpec
 from platform_streams.kafka.streams_group.security import security_properties
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.streams_group_membership import StreamsGroupMembership, topology_spec
+from platform_streams.runtime.membership.streams_group_membership import StreamsGroupMembership, topology_spec
 
 if TYPE_CHECKING:
     from platform_streams.config import StreamsConfig
-    from platform_streams.runtime.standby import StandbyUpdater
-    from platform_streams.runtime.task import StreamTask
+    from platform_streams.runtime.restore.standby import StandbyUpdater
+    from platform_streams.runtime.tasks.task import StreamTask
     from platform_streams.topology.compiler import TopologyPlan
 
 __all__ = ["StreamsGroupSettings", "StreamsGroupTasks", "streams_group_settings"]
@@ -66,7 +66,7 @@ class StreamsGroupSettings:
     #: the broker's SHUTDOWN_APPLICATION status: called with who asked
     on_shutdown_request: Callable[[str], None] | None = None
     #: (worker index, its standby and warm-up tasks): the client keeps them
-    #: (:meth:`~.membership.ClientMembership.set_broker_standbys`)
+    #: (:meth:`~..membership.client_membership.ClientMembership.set_broker_standbys`)
     on_standby_tasks: Callable[[int, frozenset[TaskId]], None] | None = None
 
 

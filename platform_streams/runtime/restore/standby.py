@@ -1,10 +1,10 @@
 """Standby tasks: stores of another client's tasks, kept warm by tailing their changelogs.
 
 One :class:`StandbyUpdater` thread per client (process) keeps the standby tasks that
-:mod:`platform_streams.runtime.placement` gives it. A :class:`StandbyTask` builds the
+:mod:`platform_streams.runtime.membership.placement` gives it. A :class:`StandbyTask` builds the
 task's stores in the same task directory an active task would use and applies changelog
 records as they are written -- but only records written for *committed* input (the
-``__ps_src`` header, :mod:`platform_streams.runtime.changelog_filter`): it stops at the
+``__ps_src`` header, :mod:`platform_streams.runtime.restore.changelog_filter`): it stops at the
 first record the active owner has not committed yet (pausing that partition) and goes on
 once the owner's committed offsets pass it. So its state is always a committed state,
 whatever the owner's guarantee, and a takeover after the owner crashed never needs to undo
@@ -49,8 +49,8 @@ from platform_streams.kafka import OFFSET_BEGINNING, KafkaError, TopicPartition,
 from platform_streams.processor.context import TaskContext
 from platform_streams.processor.record_collector import RefusingCollector
 from platform_streams.processor.task_id import TaskId
-from platform_streams.runtime.changelog_filter import CommittedInputFilter, fetch_committed
-from platform_streams.runtime.task import retention_changelogs, store_changelogs
+from platform_streams.runtime.restore.changelog_filter import CommittedInputFilter, fetch_committed
+from platform_streams.runtime.tasks.task import retention_changelogs, store_changelogs
 from platform_streams.state.backend import StoreCorruptedError
 from platform_streams.state.changelog_format import versioned_values
 from platform_streams.state.manager import FROM_BEGINNING, ProcessorStateManager
