@@ -118,7 +118,7 @@ def _placed(run: Cli) -> bool:
     """Each of the two worker processes runs one of the two tasks (its latest assignment)."""
     latest = dict(
         re.findall(
-            r"\[pid (\d+)\] platform_streams\.runtime\.worker_rebalance: \S+: assignment received: "
+            r"\[pid (\d+)\] platform_streams\.runtime\.workers\.worker_rebalance: \S+: assignment received: "
             r"tasks (\[[^\]]*\])",
             run.stderr,
         )
